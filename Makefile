@@ -1,0 +1,43 @@
+# Two commands: `make run` and `make test`. Both set up .venv when needed.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME := $(CURDIR)
+export BENCHFOUNDRY_STORAGE ?= $(CURDIR)/storage
+export BENCHFOUNDRY_CACHE ?= $(CURDIR)/.cache
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+# llama-cpp-python compiles from source; pip caches the wheel for later installs. A native
+# build (-march=native) emits AMX tile instructions on these Xeons, which the VMs do not
+# allow (SIGILL at the first matrix multiply): build for AVX2 instead, portable to Docker too.
+export CMAKE_BUILD_PARALLEL_LEVEL := 2
+export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+
+.PHONY: setup run test ui verify clean
+
+setup: $(STAMP)
+
+# torch first: a CPU build lies on these machines' disk, and a plain requirement would pull CUDA.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip wheel setuptools
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m pipelines.run_default $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -ra
+
+ui: $(STAMP)
+	$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+verify: $(STAMP)
+	$(PY) -m assets.quit.verification
+
+clean:
+	rm -rf storage .dagster .cache

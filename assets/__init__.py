@@ -1,0 +1,1 @@
+"""Dagster assets, one package per benchmark plus the shared retrieval/evaluation assets."""

@@ -1,0 +1,14 @@
+"""Partition definitions, named once. Model partitions come from the registry's roles, so
+adding an alias to a role makes its partitions appear on the next definitions load."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from resources.llm import role_aliases
+
+QUIT_LABELERS = role_aliases("quit.labelers")
+QUIT_MODELS = sorted(set(role_aliases("quit.labelers")) | set(role_aliases("quit.readers")))
+
+quit_labeler_partitions = dg.StaticPartitionsDefinition(QUIT_LABELERS)
+quit_model_partitions = dg.StaticPartitionsDefinition(QUIT_MODELS)

@@ -1,0 +1,1 @@
+"""QUIT: questions whose answers must be inferred from hints (inferential QA)."""

@@ -1,0 +1,357 @@
+"""QUIT construction as Dagster assets (paper sections 3.1-3.2). Each asset is thin: the
+rules live in :mod:`assets.quit.method` and the LLM-driven steps in :mod:`assets.quit.steps`."""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from assets.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.partitions import QUIT_LABELERS, quit_labeler_partitions, quit_model_partitions
+from assets.quit import sources, steps
+from assets.quit.passages import PASSAGES_PER_QUESTION, passages_frame
+from assets.quit.settings import QuitSettings
+from assets.quit import release, stats as quit_stats
+from assets.quit import verification
+from resources.encoders import EncoderResource
+from resources.llm import CallStats, LLMResource, role_aliases
+from resources.lucene import LuceneResource
+from resources.storage import read_text, storage_root
+
+PREFIX = "quit"
+GROUP = "quit"
+
+
+def _judge() -> str:
+    return role_aliases("quit.judge")[0]
+
+
+def _out(description: str, kinds: set[str]) -> dg.AssetOut:
+    return dg.AssetOut(key_prefix=PREFIX, group_name=GROUP, description=description, kinds=kinds)
+
+
+def _log(context):
+    return context.log.info
+
+
+@dg.multi_asset(
+    outs={
+        "source_questions": _out(kinds={"polars", "parquet"}, description="TriviaHG and WikiHint unified: one row per usable question, hints deduplicated."),
+        "source_rejects": _out(kinds={"polars", "parquet"}, description="Source records rejected at ingest, with the reason and the raw record."),
+    },
+    code_version="1",
+)
+def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSettings):
+    """Reads both sources (local paths or s3:// URIs), checks each record and unifies them."""
+    loaded = []
+    for name, path in (("triviahg", quit_settings.triviahg_path), ("wikihint", quit_settings.wikihint_path)):
+        loaded.append((name, sources.parse_json_list(read_text(path), path)))
+    result = sources.ingest(loaded)
+    questions = sources.questions_frame(result.rows)
+    rejects = sources.rejects_frame(result.rejects)
+    reasons = rejects.group_by("reason").len().sort("reason")
+    yield dg.Output(questions, output_name="source_questions", metadata={
+        **table_metadata(questions.select("question_id", "question", "answer", "hints")),
+        "by_source": counts_md(dict(questions.group_by("source").len().sort("source").iter_rows())),
+    })
+    yield dg.Output(rejects, output_name="source_rejects", metadata={
+        **table_metadata(rejects.select("question_id", "reason", "detail")),
+        "by_reason": counts_md(dict(reasons.iter_rows())),
+    })
+
+
+@dg.multi_asset(
+    outs={
+        "screened_questions": _out(kinds={"polars", "litellm"}, description="Questions none of whose hints leaks the answer."),
+        "leakage_rejects": _out(kinds={"polars", "litellm"}, description="Questions discarded for answer leakage, naming the hint."),
+    },
+    ins={"source_questions": dg.AssetIn(key=[PREFIX, "source_questions"])},
+    pool="llm",
+    code_version="1",
+)
+def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, llm: LLMResource):
+    """Answer-leakage filter (3.1.2). The paper used BEM to find hint words equivalent to the
+    answer; offline this uses normalized answer/alias matching, and asks the LLM judge about
+    spans of a hint that nearly match the answer. Any leak discards the question."""
+    stats = CallStats()
+    kept, rejects = steps.screen_leakage(source_questions, llm, _judge(), stats)
+    yield dg.Output(kept, output_name="screened_questions", metadata={**table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata()})
+    yield dg.Output(rejects, output_name="leakage_rejects", metadata=table_metadata(rejects.select("question_id", "detail")))
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": dg.AssetIn(key=[PREFIX, "screened_questions"])},
+          kinds={"polars", "litellm"}, pool="llm", code_version="1")
+def hint_convergence(context: dg.AssetExecutionContext, screened_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
+    """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
+    wrong candidate answers a hint rules out (candidates from the source, else proposed by the
+    LLM), 0 when the hint does not fit the gold answer."""
+    alias = role_aliases("quit.labelers")[0]
+    stats = CallStats()
+    frame = steps.hint_convergence(screened_questions, llm, alias, quit_settings.distractors, stats, _log(context))
+    return dg.Output(frame, metadata={
+        **table_metadata(frame.select("question_id", "hint_index", "convergence", "origin", "hint")),
+        "mean_convergence": float(frame["convergence"].mean() or 0.0),
+        **stats.as_metadata(),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"screened_questions": dg.AssetIn(key=[PREFIX, "screened_questions"]), "hint_convergence": dg.AssetIn(key=[PREFIX, "hint_convergence"])},
+          kinds={"polars"}, code_version="1")
+def selected_questions(screened_questions: pl.DataFrame, hint_convergence: pl.DataFrame) -> dg.Output:
+    """Each question with its top-5 hints by convergence, best first."""
+    frame = steps.select_hints(screened_questions, hint_convergence)
+    return dg.Output(frame, metadata=table_metadata(frame.select("question_id", "question", "hint_convergence", "hints")))
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+          kinds={"polars", "litellm", "lucene"}, pool="llm", code_version="1")
+def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource,
+                      lucene: LuceneResource, encoder: EncoderResource, quit_settings: QuitSettings) -> dg.Output:
+    """Question type (coarse:fine; the source's, else LLM classification) and difficulty (the
+    source's, else reference-based complexity: how many of the BM25-retrieved reference
+    passages contain the answer, weighted by their similarity to the question)."""
+    stats = CallStats()
+    types = steps.question_types(selected_questions, llm, role_aliases("quit.labelers")[0], stats)
+    references = _reference_passages(quit_settings, selected_questions)
+    lucene.build("quit_references", references)
+    searcher = lucene.searcher("quit_references")
+    by_id = {d["id"]: d["contents"] for d in references}
+    need = selected_questions.filter(pl.col("difficulty").is_null())
+    hits = searcher.batch_search(need["question"].to_list(), need["question_id"].to_list(), quit_settings.reference_top_k)
+    texts = {q: [by_id[h.docid] for h in hs] for q, hs in hits.items()}
+    diff = steps.difficulties(selected_questions, texts, lambda t: encoder.encode(t, kind="passage"))
+    frame = types.join(diff, on="question_id")
+    return dg.Output(frame, metadata={
+        **table_metadata(frame),
+        "types": counts_md(dict(frame.group_by("question_type").len().sort("question_type").iter_rows())),
+        "difficulty": counts_md(dict(frame.group_by("difficulty").len().sort("difficulty").iter_rows())),
+        "reference_passages": len(references),
+        **stats.as_metadata(),
+    })
+
+
+def _reference_passages(settings: QuitSettings, questions: pl.DataFrame) -> list[dict]:
+    if settings.reference_path:
+        lines = read_text(settings.reference_path).splitlines()
+        docs = [json.loads(line) for line in lines if line.strip()]
+        return [{"id": str(d["id"]), "contents": d.get("contents") or d.get("text", "")} for d in docs]
+    # Default: the sources' own snippets. A real run points reference_path at a Wikipedia
+    # passage collection (JSONL with id and contents).
+    return [{"id": f"snippet:{r['question_id']}", "contents": r["snippet"]}
+            for r in questions.select("question_id", "snippet").iter_rows(named=True) if r["snippet"]]
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_model_partitions,
+          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+          kinds={"polars", "litellm"}, pool="llm", code_version="1",
+          backfill_policy=dg.BackfillPolicy.multi_run(1))
+def parametric_answers(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
+    """Closed-book answers of one reader/labeler model (partition = model alias), 3 repeats per
+    question, judged with the GPT-Eval prompt (3.1.4)."""
+    alias = context.partition_key
+    stats = CallStats()
+    frame = steps.closed_book_answers(selected_questions, llm, alias, _judge(), quit_settings.parametric_repeats, stats, _log(context))
+    return dg.Output(frame, metadata={
+        **table_metadata(frame.select("question_id", "item", "answer", "correct", "error")),
+        "correct_rate": float(frame["correct"].mean() or 0.0),
+        **stats.as_metadata(),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "parametric_answers": dg.AssetIn(key=[PREFIX, "parametric_answers"])},
+          kinds={"polars"}, code_version="1")
+def splits(selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
+    """train from parametrically answerable questions, test from the non-answerable, dev = the
+    rest of the non-answerable (seeded). ``labeled`` marks the questions whose passages are
+    labeled in this configuration."""
+    answerable = dict(
+        parametric_answers.group_by("question_id").agg(pl.col("correct").fill_null(False).any()).iter_rows()
+    )
+    ids = selected_questions["question_id"].to_list()
+    flags = {q: bool(answerable.get(q, False)) for q in ids}
+    split = steps.method.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
+    frame = pl.DataFrame({"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]})
+    frame = frame.with_columns(pl.col("question_id").is_in(_labeled(frame, quit_settings.max_labeled_questions)).alias("labeled"))
+    return dg.Output(frame, metadata={
+        **table_metadata(frame),
+        "splits": counts_md(dict(frame.group_by("split").len().sort("split").iter_rows())),
+        "labeled_questions": int(frame["labeled"].sum()),
+        "models_asked": dg.MetadataValue.text(", ".join(sorted(parametric_answers["model"].unique().to_list()))),
+    })
+
+
+def _labeled(frame: pl.DataFrame, limit: int | None) -> list[str]:
+    """Questions to label: all, or ``limit`` of them taken round-robin over test, dev, train
+    so every split of a small run gets some."""
+    usable = frame.filter(pl.col("split") != "unused").sort("question_id")
+    if limit is None:
+        return usable["question_id"].to_list()
+    queues = [usable.filter(pl.col("split") == s)["question_id"].to_list() for s in ("test", "dev", "train")]
+    chosen = []
+    while len(chosen) < limit and any(queues):
+        for q in queues:
+            if q and len(chosen) < limit:
+                chosen.append(q.pop(0))
+    return chosen
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "splits": dg.AssetIn(key=[PREFIX, "splits"])},
+          kinds={"polars", "parquet"}, code_version="1")
+def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Output:
+    """Every ordered non-empty subset of each question's 5 hints: 325 passages per question
+    (3.2.1). Ids encode the hint order: ``<question_id>_<subset mask>_<order>``."""
+    qs = selected_questions.join(splits.filter(pl.col("split") != "unused").select("question_id"), on="question_id")
+    frame = passages_frame(qs.select("question_id", "hints"))
+    return dg.Output(frame, metadata={
+        **table_metadata(frame.select("passage_id", "num_hints", "text")),
+        "questions": qs.height,
+        "passages_per_question": PASSAGES_PER_QUESTION,
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_labeler_partitions,
+          ins={"passages": dg.AssetIn(key=[PREFIX, "passages"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
+               "splits": dg.AssetIn(key=[PREFIX, "splits"])},
+          kinds={"polars", "litellm"}, pool="llm", code_version="1",
+          backfill_policy=dg.BackfillPolicy.multi_run(1))
+def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame, llm: LLMResource) -> dg.Output:
+    """One labeler's answer from each passage of the labeled questions (few-shot prompt of
+    A.4: a short answer or NO ANSWER), judged against the gold answers (3.2.2). A normalized
+    exact match counts as correct without asking the judge."""
+    alias = context.partition_key
+    labeled = splits.filter(pl.col("labeled"))["question_id"]
+    ps = passages.filter(pl.col("question_id").is_in(labeled))
+    context.log.info(f"labeling {ps.height} passages of {labeled.len()} questions with {alias}")
+    stats = CallStats()
+    frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(), stats, _log(context))
+    return dg.Output(frame, metadata={
+        **table_metadata(frame.select("passage_id", "answer", "correct", "error")),
+        "labeled_questions": labeled.len(),
+        "correct_rate": float(frame["correct"].mean() or 0.0),
+        "llm/calls_per_passage": round(stats.calls / max(ps.height, 1), 3),
+        **stats.as_metadata(),
+    })
+
+
+@dg.multi_asset(
+    outs={
+        "passage_labels": _out(kinds={"polars"}, description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage."),
+        "answer_pools": _out(kinds={"polars"}, description="Valid answers per question: gold, aliases and generated answers judged correct."),
+    },
+    ins={"passage_answers": dg.AssetIn(key=[PREFIX, "passage_answers"]), "passages": dg.AssetIn(key=[PREFIX, "passages"]),
+         "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+    code_version="1",
+)
+def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, selected_questions: pl.DataFrame):
+    """Combines every labeler partition into graded labels and answer pools (3.2.2)."""
+    labeled = passages.filter(pl.col("passage_id").is_in(passage_answers["passage_id"].unique()))
+    labels, pool = steps.labels_and_pool(passage_answers, labeled, selected_questions)
+    pool = pool.filter(pl.col("question_id").is_in(labeled["question_id"].unique()))
+    dist = dict(labels.group_by("label").len().sort("label").iter_rows())
+    yield dg.Output(labels, output_name="passage_labels", metadata={
+        **table_metadata(labels), "labels": counts_md({str(k): v for k, v in dist.items()}, "label"),
+        "labelers": dg.MetadataValue.text(", ".join(sorted(passage_answers["model"].unique().to_list()))),
+    })
+    yield dg.Output(pool, output_name="answer_pools", metadata=table_metadata(pool.select("question_id", "answer", "answer_pool")))
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"passage_answers": dg.AssetIn(key=[PREFIX, "passage_answers"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
+               "passage_labels": dg.AssetIn(key=[PREFIX, "passage_labels"])},
+          kinds={"polars"}, code_version="1")
+def verification_candidates(passage_answers: pl.DataFrame, selected_questions: pl.DataFrame, passage_labels: pl.DataFrame) -> dg.Output:
+    """What the human verification page shows (A.1): per question, the gold answer and every
+    distinct generated answer, judged-correct ones preselected, exact matches highlighted."""
+    frame = verification.candidates(passage_answers, selected_questions.filter(pl.col("question_id").is_in(passage_labels["question_id"].unique())))
+    return dg.Output(frame, metadata={
+        **table_metadata(frame),
+        "how_to_verify": dg.MetadataValue.md("Run `make verify` and open http://127.0.0.1:8765; decisions are picked up by the `quit_verification_sensor`."),
+    })
+
+
+@dg.multi_asset(
+    outs={
+        "verified_labels": _out(kinds={"polars", "litellm"}, description="Labels after human verification (3.2.4): passages left with no accepted answer go from 2 to 1."),
+        "verified_pools": _out(kinds={"polars", "litellm"}, description="Answer pools after human verification."),
+        "verification_rejects": _out(kinds={"polars", "litellm"}, description="Questions removed because a newly accepted answer leaks through a hint."),
+    },
+    ins={"passage_answers": dg.AssetIn(key=[PREFIX, "passage_answers"]), "passage_labels": dg.AssetIn(key=[PREFIX, "passage_labels"]),
+         "answer_pools": dg.AssetIn(key=[PREFIX, "answer_pools"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
+         "verification_candidates": dg.AssetIn(key=[PREFIX, "verification_candidates"])},
+    pool="llm",
+    code_version="1",
+)
+def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_labels, answer_pools, selected_questions,
+                    verification_candidates, llm: LLMResource, quit_settings: QuitSettings):
+    """Applies the annotators' decisions: deselected answers leave the pool, passages whose
+    answers were all deselected drop to label 1, and the leakage filter runs again with the
+    newly accepted answers. Without decisions the labels pass through, marked unverified."""
+    decisions = verification.load_decisions(verification.decisions_path(quit_settings))
+    stats = CallStats()
+    out = verification.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats)
+    meta = {"verified": out.verified, "questions_with_decisions": out.decided, "labels_changed_2_to_1": out.demoted, **stats.as_metadata()}
+    if not out.verified:
+        context.log.warning("no human verification decisions found: labels are unverified")
+    yield dg.Output(out.labels, output_name="verified_labels", metadata={**table_metadata(out.labels), **meta})
+    yield dg.Output(out.pools, output_name="verified_pools", metadata=table_metadata(out.pools.select("question_id", "answer_pool")))
+    yield dg.Output(out.rejects, output_name="verification_rejects", metadata=table_metadata(out.rejects.select("question_id", "detail")))
+
+
+@dg.multi_asset(
+    outs={
+        "benchmark_questions": _out(kinds={"polars"}, description="Final QUIT questions with split, answer pool, type, difficulty and source."),
+        "benchmark_corpus": _out(kinds={"polars"}, description="Final QUIT corpus: the passages of the benchmark's questions."),
+        "benchmark_qrels": _out(kinds={"polars"}, description="Graded qrels: 2 and 1 for a question's own passages (0 for all others is implicit)."),
+    },
+    ins={name: dg.AssetIn(key=[PREFIX, name]) for name in
+         ("selected_questions", "splits", "question_metadata", "passages", "verified_labels", "verified_pools", "verification_rejects")},
+    code_version="1",
+)
+def benchmark(selected_questions, splits, question_metadata, passages, verified_labels, verified_pools, verification_rejects):
+    """The QUIT benchmark: corpus, questions per split and qrels (3.2.4)."""
+    questions, corpus, qrels = release.assemble(selected_questions, splits, question_metadata, passages,
+                                                verified_labels, verified_pools, verification_rejects)
+    yield dg.Output(questions, output_name="benchmark_questions", metadata={
+        **table_metadata(questions.select("question_id", "split", "question", "answers", "question_type", "difficulty")),
+        "splits": counts_md(dict(questions.group_by("split").len().sort("split").iter_rows())),
+    })
+    yield dg.Output(corpus, output_name="benchmark_corpus", metadata=table_metadata(corpus))
+    yield dg.Output(qrels, output_name="benchmark_qrels", metadata={
+        **table_metadata(qrels), "labels": counts_md({str(k): v for k, v in qrels.group_by("label").len().sort("label").iter_rows()}, "label"),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"benchmark_questions": dg.AssetIn(key=[PREFIX, "benchmark_questions"]), "benchmark_corpus": dg.AssetIn(key=[PREFIX, "benchmark_corpus"]),
+               "benchmark_qrels": dg.AssetIn(key=[PREFIX, "benchmark_qrels"])},
+          kinds={"json"}, code_version="1")
+def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_settings: QuitSettings) -> dg.Output:
+    """Exports the benchmark in the public release's format: ``corpus.jsonl``, ``train.json``,
+    ``dev.json``, ``test.json``, plus TREC qrels (``qrels.{split}.txt``)."""
+    target = quit_settings.export_dir or f"{storage_root().rstrip('/')}/quit/release"
+    manifest = release.export(benchmark_questions, benchmark_corpus, benchmark_qrels, target)
+    return dg.Output(manifest, metadata={**table_metadata(manifest), "release_dir": dg.MetadataValue.path(target)})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"benchmark_questions": dg.AssetIn(key=[PREFIX, "benchmark_questions"]), "benchmark_corpus": dg.AssetIn(key=[PREFIX, "benchmark_corpus"]),
+               "benchmark_qrels": dg.AssetIn(key=[PREFIX, "benchmark_qrels"])},
+          kinds={"polars"}, code_version="1")
+def statistics(benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: EncoderResource) -> dg.Output:
+    """Table 1 of the paper: counts, average lengths, query-passage lexical overlap, answer
+    containment and query-passage semantic overlap (bundled MiniLM encoder)."""
+    table = quit_stats.table1(benchmark_questions, benchmark_corpus, benchmark_qrels, lambda t: encoder.encode(t, kind="passage"))
+    meta = {row["metric"]: float(row["value"]) for row in table.iter_rows(named=True)}
+    return dg.Output(table, metadata={
+        "table_1": dg.MetadataValue.md(md_table(table, 20)),
+        **{f"table1/{k}": v for k, v in meta.items()},
+        "passages_by_hints": png_markdown(quit_stats.hint_count_plot(benchmark_corpus, benchmark_qrels)),
+    })
+
+
+quit_assets = [source_questions, screened_questions, hint_convergence, selected_questions, question_metadata,
+               parametric_answers, splits, passages, passage_answers, passage_labels, verification_candidates,
+               verified_labels, benchmark, release_files, statistics]

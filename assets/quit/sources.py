@@ -1,0 +1,261 @@
+"""Reading TriviaHG and WikiHint into one question table, keeping every rejected record.
+
+Both sources are JSON lists. A file that is not valid JSON is an error naming the file and
+position; a record that is malformed (missing field, wrong type, empty or non-string hints)
+is rejected with a reason naming the record, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from assets.text import normalize
+
+MIN_HINTS = 5
+
+QUESTION_SCHEMA = {
+    "question_id": pl.String,
+    "source": pl.String,
+    "source_id": pl.String,
+    "question": pl.String,
+    "answer": pl.String,
+    "aliases": pl.List(pl.String),
+    "hints": pl.List(pl.String),
+    "hint_convergence": pl.List(pl.Float64),
+    "candidate_answers": pl.List(pl.String),
+    "major_type": pl.String,
+    "minor_type": pl.String,
+    "difficulty": pl.String,
+    "popularity": pl.Float64,
+    "snippet": pl.String,
+}
+
+REJECT_SCHEMA = {
+    "question_id": pl.String,
+    "source": pl.String,
+    "step": pl.String,
+    "reason": pl.String,
+    "detail": pl.String,
+    "record": pl.String,
+}
+
+
+class SourceFormatError(ValueError):
+    """The file as a whole cannot be read (not JSON, not a list)."""
+
+
+@dataclass
+class Ingested:
+    rows: list[dict] = field(default_factory=list)
+    rejects: list[dict] = field(default_factory=list)
+
+    def reject(self, qid: str, source: str, reason: str, detail: str, record: Any, step: str = "ingest"):
+        self.rejects.append(
+            {
+                "question_id": qid,
+                "source": source,
+                "step": step,
+                "reason": reason,
+                "detail": detail,
+                "record": json.dumps(record, ensure_ascii=False, default=str)[:4000],
+            }
+        )
+
+
+def parse_json_list(text: str, name: str) -> list:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SourceFormatError(f"{name}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if not isinstance(data, list):
+        raise SourceFormatError(f"{name}: expected a JSON list of records, found {type(data).__name__}")
+    return data
+
+
+class RecordError(ValueError):
+    pass
+
+
+def _require(rec: dict, key: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in rec:
+        raise RecordError(f"missing field {key!r}")
+    value = rec[key]
+    if not isinstance(value, kind):
+        raise RecordError(f"field {key!r} is {type(value).__name__}, expected {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind) -> str:
+    if isinstance(kind, tuple):
+        return " or ".join(k.__name__ for k in kind)
+    return kind.__name__
+
+
+def _hint_texts(hints: list) -> list[str]:
+    if not hints:
+        raise RecordError("empty hint list")
+    for i, h in enumerate(hints):
+        if not isinstance(h, str):
+            raise RecordError(f"hint {i + 1} is {type(h).__name__}, not a string")
+    return [h.strip() for h in hints]
+
+
+def _string_list(value: Any, key: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise RecordError(f"field {key!r} must be a string or a list of strings")
+
+
+def triviahg_row(rec: Any) -> dict:
+    """One TriviaHG record as a unified row (raises RecordError when malformed)."""
+    if not isinstance(rec, dict):
+        raise RecordError(f"record is {type(rec).__name__}, not an object")
+    qid = str(_require(rec, "Q_ID", (str, int)))
+    answers = [a.strip() for a in _string_list(_require(rec, "ExactAnswer", (str, list)), "ExactAnswer") if a.strip()]
+    if not answers:
+        raise RecordError("ExactAnswer is empty")
+    snippet = rec.get("Snippet")
+    if isinstance(snippet, list):
+        snippet = " ".join(str(s) for s in snippet)
+    # TriviaHG stores answer popularity as {"Normalized": float, "Category": ...}.
+    popularity = rec.get("Exact_Answer_Popularity")
+    if isinstance(popularity, dict):
+        popularity = popularity.get("Normalized")
+    candidates = rec.get("Candidates_Answers") or []
+    return {
+        "question_id": f"triviahg:{qid}",
+        "source": "triviahg",
+        "source_id": qid,
+        "question": _require(rec, "Question", str).strip(),
+        "answer": answers[0],
+        "aliases": answers,
+        "hints": _hint_texts(_require(rec, "Hints", list)),
+        "hint_convergence": None,
+        "candidate_answers": [str(c) for c in candidates if isinstance(c, (str, int, float))],
+        "major_type": rec.get("MajorType") or None,
+        "minor_type": rec.get("MinorType") or None,
+        "difficulty": None,
+        "popularity": float(popularity) if isinstance(popularity, (int, float)) else None,
+        "snippet": snippet if isinstance(snippet, str) else None,
+    }
+
+
+def wikihint_row(rec: Any) -> dict:
+    """One WikiHint record as a unified row (raises RecordError when malformed)."""
+    if not isinstance(rec, dict):
+        raise RecordError(f"record is {type(rec).__name__}, not an object")
+    qid = str(_require(rec, "id", (str, int)))
+    q = _require(rec, "question", dict)
+    a = _require(rec, "answer", dict)
+    hints = _require(rec, "hints", list)
+    if not hints:
+        raise RecordError("empty hint list")
+    texts, convergence = [], []
+    for i, h in enumerate(hints):
+        if not isinstance(h, dict):
+            raise RecordError(f"hint {i + 1} is {type(h).__name__}, not an object")
+        text = h.get("hint")
+        if not isinstance(text, str):
+            raise RecordError(f"hint {i + 1} has no string 'hint' field")
+        texts.append(text.strip())
+        conv = (h.get("metrics") or {}).get("convergence")
+        convergence.append(float(conv) if isinstance(conv, (int, float)) else None)
+    answer = _require(a, "answer", (str, int, float))
+    answer = str(answer).strip()
+    if not answer:
+        raise RecordError("answer is empty")
+    aliases = [answer] + [x for x in _string_list(a.get("aliases", []), "aliases") if x.strip()]
+    qtype = q.get("question_type") or {}
+    difficulty = q.get("difficulty")
+    candidates = q.get("candidate_answers") or []
+    return {
+        "question_id": f"wikihint:{qid}",
+        "source": "wikihint",
+        "source_id": qid,
+        "question": _require(q, "question", str).strip(),
+        "answer": answer,
+        "aliases": aliases,
+        "hints": texts,
+        "hint_convergence": convergence,
+        "candidate_answers": [str(c) for c in candidates if isinstance(c, (str, int, float))],
+        "major_type": qtype.get("major") or None,
+        "minor_type": qtype.get("minor") or None,
+        "difficulty": str(difficulty) if difficulty not in (None, "") else None,
+        "popularity": None,
+        "snippet": None,
+    }
+
+
+_CITATION = re.compile(r"\s*\[\^\d+\^\]")
+
+
+def usable_hints(hints: list[str], convergence: list | None) -> tuple[list[str], list]:
+    """Non-empty hints, citation markers (``[^1^]``) removed, duplicates (after
+    normalization) removed, first occurrence kept."""
+    seen, out, conv = set(), [], []
+    for i, h in enumerate(hints):
+        h = _CITATION.sub("", h).strip()
+        key = normalize(h)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        out.append(h)
+        conv.append(convergence[i] if convergence else None)
+    return out, conv
+
+
+READERS = {"triviahg": triviahg_row, "wikihint": wikihint_row}
+
+
+def ingest(sources: list[tuple[str, list]]) -> Ingested:
+    """Unify ``[(source_name, records), ...]`` into rows and rejects.
+
+    Checks, in order: well-formed record, duplicate id (later copy rejected), at least
+    ``MIN_HINTS`` usable hints, duplicate question text across all sources.
+    """
+    out = Ingested()
+    seen_ids: dict[str, int] = {}
+    seen_questions: dict[str, str] = {}
+    for source, records in sources:
+        read = READERS[source]
+        for index, rec in enumerate(records):
+            raw_id = rec.get("Q_ID" if source == "triviahg" else "id") if isinstance(rec, dict) else None
+            fallback = f"{source}:#{index}" if raw_id is None else f"{source}:{raw_id}"
+            try:
+                row = read(rec)
+            except RecordError as e:
+                out.reject(fallback, source, "malformed", f"record #{index} ({fallback}): {e}", rec)
+                continue
+            qid = row["question_id"]
+            if qid in seen_ids:
+                out.reject(qid, source, "duplicate_id", f"record #{index} repeats the id of record #{seen_ids[qid]}", rec)
+                continue
+            seen_ids[qid] = index
+            hints, conv = usable_hints(row["hints"], row["hint_convergence"])
+            if len(hints) < MIN_HINTS:
+                out.reject(qid, source, "too_few_hints", f"{len(hints)} usable hints (need {MIN_HINTS})", rec)
+                continue
+            row["hints"] = hints
+            row["hint_convergence"] = conv if any(c is not None for c in conv) else None
+            qkey = normalize(row["question"])
+            if qkey in seen_questions:
+                out.reject(qid, source, "duplicate_question", f"same question text as {seen_questions[qkey]}", rec)
+                continue
+            seen_questions[qkey] = qid
+            out.rows.append(row)
+    return out
+
+
+def questions_frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=QUESTION_SCHEMA)
+
+
+def rejects_frame(rejects: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rejects, schema=REJECT_SCHEMA)

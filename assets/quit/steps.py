@@ -1,0 +1,354 @@
+"""The LLM-driven steps of QUIT construction, as functions of frames and an LLM client.
+
+Each function takes the :class:`~resources.llm.LLMResource` (or anything with its ``run``
+method: tests pass a scripted one) and a :class:`~resources.llm.CallStats` to account into,
+and returns frames. Failed or unparsable calls are kept in the output with their raw text.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from assets.prompts import load_prompt
+from assets.quit import method
+from assets.quit.sources import REJECT_SCHEMA
+from assets.text import contains_phrase, exact_match, normalize
+from resources.llm import CallStats, LLMRequest
+
+
+def _prompt(name: str):
+    return load_prompt("quit", name)
+
+
+def gold_text(answers: list[str]) -> str:
+    return answers[0] if len(answers) == 1 else f"{answers[0]} (also: {'; '.join(answers[1:])})"
+
+
+def judge(
+    llm, alias: str, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
+) -> dict[tuple[str, str], bool | None]:
+    """GPT-Eval verdicts for ``(question_id, question, golds, candidate)`` items.
+
+    Exact matches are decided without a call; other candidates are asked once per distinct
+    normalized (question, candidate) pair. An unparsable verdict maps to None.
+    """
+    verdicts: dict[tuple[str, str], bool | None] = {}
+    pending: dict[tuple[str, str], LLMRequest] = {}
+    prompt = _prompt("judge")
+    for qid, question, golds, candidate in items:
+        key = (qid, normalize(candidate))
+        if key in verdicts or key in pending:
+            continue
+        if exact_match(candidate, golds):
+            verdicts[key] = True
+            continue
+        msgs = prompt.messages(question=question, gold=gold_text(golds), candidate=candidate)
+        pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs)
+    keys = list(pending)
+    results = llm.run(alias, [pending[k] for k in keys], parse=method.parse_yes_no, stats=stats, log=log)
+    for k, r in zip(keys, results):
+        verdicts[k] = r.value if r.ok else None
+    return verdicts
+
+
+# --- 3.1.2 leakage -------------------------------------------------------------------------
+
+
+def screen_leakage(
+    questions: pl.DataFrame, llm, judge_alias: str, stats: CallStats, step: str = "leakage"
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Drop questions any of whose hints names the answer (or an equivalent of it).
+
+    The paper used BEM on the words of each hint. Offline: a normalized match of the answer
+    or an alias decides at once; spans that nearly match (see
+    :func:`method.leakage_spans`) go to the LLM judge, and a Yes discards the question.
+    """
+    rejects, keep = [], []
+    span_requests: list[LLMRequest] = []
+    span_owner: list[tuple[int, int, str]] = []
+    prompt = _prompt("leakage_span")
+    rows = questions.to_dicts()
+    for qi, row in enumerate(rows):
+        answers = row["aliases"] or [row["answer"]]
+        for hi, hint in enumerate(row["hints"]):
+            alias = method.leaking_alias(hint, answers)
+            if alias is not None:
+                rejects.append((qi, f"hint {hi + 1} names the answer {alias!r}: {hint}"))
+                break
+        else:
+            for hi, hint in enumerate(row["hints"]):
+                for span in method.leakage_spans(hint, answers):
+                    span_requests.append(
+                        LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span))
+                    )
+                    span_owner.append((qi, hi, span))
+    results = llm.run(judge_alias, span_requests, parse=method.parse_yes_no, stats=stats)
+    judged_leaks: dict[int, str] = {}
+    for (qi, hi, span), r in zip(span_owner, results):
+        if r.ok and r.value and qi not in judged_leaks:
+            judged_leaks[qi] = f"hint {hi + 1} span {span!r} judged equivalent to the answer"
+    rejected = {qi: why for qi, why in rejects}
+    rejected.update({qi: why for qi, why in judged_leaks.items() if qi not in rejected})
+    reject_rows = []
+    for qi, row in enumerate(rows):
+        if qi in rejected:
+            reject_rows.append(_reject(row, step, "answer_leakage", rejected[qi]))
+        else:
+            keep.append(qi)
+    return questions[keep], pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)
+
+
+def _reject(row: dict, step: str, reason: str, detail: str) -> dict:
+    import json
+
+    return {
+        "question_id": row["question_id"],
+        "source": row["source"],
+        "step": step,
+        "reason": reason,
+        "detail": detail,
+        "record": json.dumps({k: row[k] for k in ("question", "answer", "hints") if k in row}, ensure_ascii=False)[:4000],
+    }
+
+
+# --- 3.1.2 convergence -----------------------------------------------------------------------
+
+
+def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int, stats: CallStats, log=None) -> pl.DataFrame:
+    """Convergence of every hint: from the source when it has it (WikiHint), else computed
+    as HintEval defines it over the gold answer and wrong candidates (the source's
+    candidates when present, otherwise ones the LLM proposes)."""
+    rows = questions.to_dicts()
+    # Candidates first: one generation call per question lacking source candidates.
+    need_gen = [r for r in rows if r["hint_convergence"] is None and not _wrong(r["candidate_answers"], r["aliases"])]
+    gen_prompt = _prompt("distractors")
+    gen = llm.run(
+        alias,
+        [LLMRequest(r["question_id"], gen_prompt.messages(question=r["question"], answer=r["answer"], count=str(distractors))) for r in need_gen],
+        parse=lambda t: method.parse_list(t, distractors * 2),
+        stats=stats,
+        log=log,
+    )
+    generated = {r["question_id"]: (res.value if res.ok else []) for r, res in zip(need_gen, gen)}
+
+    out = []
+    fit_requests, fit_index = [], []
+    fits_prompt = _prompt("hint_fits")
+    for r in rows:
+        qid = r["question_id"]
+        if r["hint_convergence"] is not None:
+            for hi, (hint, conv) in enumerate(zip(r["hints"], r["hint_convergence"])):
+                out.append(_conv_row(qid, hi, hint, conv, "source", []))
+            continue
+        cands = _wrong(r["candidate_answers"], r["aliases"]) or _wrong(generated.get(qid, []), r["aliases"])
+        cands = cands[:distractors]
+        for hi, hint in enumerate(r["hints"]):
+            out.append(_conv_row(qid, hi, hint, None, "computed", cands))
+            for ci, cand in enumerate([r["answer"]] + cands):
+                fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand)))
+                fit_index.append((len(out) - 1, ci))
+    results = llm.run(alias, fit_requests, parse=method.parse_yes_no, stats=stats, log=log)
+    answers: dict[int, dict[int, bool | None]] = {}
+    for (oi, ci), res in zip(fit_index, results):
+        answers.setdefault(oi, {})[ci] = res.value if res.ok else None
+    for oi, verdicts in answers.items():
+        row = out[oi]
+        # An unparsable verdict leaves the candidate in play: it rules nothing out.
+        gold_fits = verdicts.get(0) is not False
+        fits = [verdicts.get(ci) is not False for ci in range(1, len(row["candidates"]) + 1)]
+        row["convergence"] = method.convergence(gold_fits, fits)
+        row["unparsable_verdicts"] = sum(v is None for v in verdicts.values())
+    return pl.DataFrame(out, schema=CONVERGENCE_SCHEMA)
+
+
+CONVERGENCE_SCHEMA = {
+    "question_id": pl.String,
+    "hint_index": pl.Int64,
+    "hint": pl.String,
+    "convergence": pl.Float64,
+    "origin": pl.String,
+    "candidates": pl.List(pl.String),
+    "unparsable_verdicts": pl.Int64,
+}
+
+
+def _conv_row(qid, hi, hint, conv, origin, cands):
+    return {"question_id": qid, "hint_index": hi, "hint": hint, "convergence": conv, "origin": origin,
+            "candidates": cands, "unparsable_verdicts": 0}
+
+
+def _wrong(candidates: list[str], golds: list[str]) -> list[str]:
+    return [c for c in candidates if not exact_match(c, golds)]
+
+
+def select_hints(questions: pl.DataFrame, convergence: pl.DataFrame) -> pl.DataFrame:
+    """Keep each question's top-5 hints by convergence, best first."""
+    by_q: dict[str, list[dict]] = {}
+    for row in convergence.sort(["question_id", "hint_index"]).iter_rows(named=True):
+        by_q.setdefault(row["question_id"], []).append(row)
+    hints, scores = [], []
+    for qid in questions["question_id"]:
+        rows = by_q.get(qid, [])
+        h, s = method.top_hints([r["hint"] for r in rows], [r["convergence"] for r in rows])
+        hints.append(h)
+        scores.append(s)
+    return questions.with_columns(
+        pl.Series("hints", hints, dtype=pl.List(pl.String)),
+        pl.Series("hint_convergence", scores, dtype=pl.List(pl.Float64)),
+    )
+
+
+# --- 3.1.3 type and difficulty ---------------------------------------------------------------
+
+
+def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats) -> pl.DataFrame:
+    """coarse:fine type per question: the source's when given, else the LLM's label."""
+    rows = questions.select("question_id", "question", "major_type", "minor_type").to_dicts()
+    missing = [r for r in rows if not method.coarse_type(r["major_type"])]
+    prompt = _prompt("question_type")
+    results = llm.run(alias, [LLMRequest(r["question_id"], prompt.messages(question=r["question"])) for r in missing],
+                      parse=method.parse_type_label, stats=stats)
+    labelled = {r["question_id"]: res for r, res in zip(missing, results)}
+    out = []
+    for r in rows:
+        res = labelled.get(r["question_id"])
+        if res is None:
+            coarse, fine, origin, raw = method.coarse_type(r["major_type"]), method.fine_type(r["minor_type"]), "source", None
+        elif res.ok:
+            (coarse, fine), origin, raw = res.value, "llm", res.text
+        else:
+            coarse, fine, origin, raw = None, None, "llm_unparsable", res.text
+        out.append({"question_id": r["question_id"], "question_type": f"{coarse}:{fine}" if coarse else None,
+                    "type_origin": origin, "type_raw": raw})
+    return pl.DataFrame(out, schema={"question_id": pl.String, "question_type": pl.String, "type_origin": pl.String, "type_raw": pl.String})
+
+
+def difficulties(questions: pl.DataFrame, hits: dict[str, list[str]], encode) -> pl.DataFrame:
+    """Difficulty per question: the source's value when given, otherwise reference-based
+    complexity over the passages BM25 retrieved for the question (``hits``: id -> texts)."""
+    out = []
+    for r in questions.select("question_id", "question", "aliases", "difficulty").iter_rows(named=True):
+        docs = hits.get(r["question_id"], [])
+        if docs:
+            vecs = encode([r["question"]] + docs)
+            sims = (vecs[1:] @ vecs[0]).tolist()
+        else:
+            sims = []
+        contains = [any(contains_phrase(d, a) for a in r["aliases"]) for d in docs]
+        source = r["difficulty"]
+        complexity = None if source else method.reference_complexity(contains, sims)
+        out.append({
+            "question_id": r["question_id"],
+            "difficulty": source.lower() if source else method.difficulty_bucket(complexity),
+            "difficulty_origin": "source" if source else "reference_complexity",
+            "reference_complexity": complexity,
+            "references_with_answer": sum(contains),
+            "references_retrieved": len(docs),
+        })
+    return pl.DataFrame(out, schema={"question_id": pl.String, "difficulty": pl.String, "difficulty_origin": pl.String,
+                                     "reference_complexity": pl.Float64, "references_with_answer": pl.Int64,
+                                     "references_retrieved": pl.Int64})
+
+
+# --- 3.1.4 parametric answerability -------------------------------------------------------------
+
+
+ANSWER_SCHEMA = {
+    "question_id": pl.String,
+    "model": pl.String,
+    "item": pl.String,
+    "raw": pl.String,
+    "answer": pl.String,
+    "error": pl.String,
+    "exact_match": pl.Boolean,
+    "judge": pl.Boolean,
+    "correct": pl.Boolean,
+}
+
+
+def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: str, repeats: int, stats: CallStats, log=None) -> pl.DataFrame:
+    """Each question answered without context ``repeats`` times (sample index = repeat)."""
+    prompt = _prompt("closed_book")
+    rows = questions.select("question_id", "question", "aliases").to_dicts()
+    reqs, owners = [], []
+    for r in rows:
+        for k in range(repeats):
+            reqs.append(LLMRequest(f"{r['question_id']} repeat {k}", prompt.messages(question=r["question"]), sample=k))
+            owners.append((r, f"repeat{k}"))
+    results = llm.run(alias, reqs, parse=method.parse_short_answer, stats=stats, log=log)
+    return _graded(owners, results, alias, llm, judge_alias, stats, log)
+
+
+def _graded(owners, results, alias, llm, judge_alias, stats, log) -> pl.DataFrame:
+    items = [(r["question_id"], r["question"], r["aliases"], res.value) for (r, _), res in zip(owners, results) if res.ok and res.value]
+    verdicts = judge(llm, judge_alias, items, stats, log)
+    out = []
+    for (r, item), res in zip(owners, results):
+        answer = res.value if res.ok else None
+        verdict = verdicts.get((r["question_id"], normalize(answer))) if answer else None
+        em = exact_match(answer, r["aliases"])
+        out.append({
+            "question_id": r["question_id"], "model": alias, "item": item, "raw": res.text,
+            "answer": answer, "error": res.error, "exact_match": em,
+            "judge": verdict, "correct": method.is_correct(answer, r["aliases"], verdict),
+        })
+    return pl.DataFrame(out, schema=ANSWER_SCHEMA)
+
+
+# --- 3.2.2 passage labeling ----------------------------------------------------------------------
+
+
+def passage_answers(passages: pl.DataFrame, questions: pl.DataFrame, llm, alias: str, judge_alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+    """One labeler's answer for every passage, judged against the gold answers.
+
+    Calls go question by question, in passage order, so consecutive prompts share the
+    few-shot prefix and the question."""
+    prompt = _prompt("reader")
+    q = {r["question_id"]: r for r in questions.select("question_id", "question", "aliases").iter_rows(named=True)}
+    reqs, owners = [], []
+    for p in passages.select("passage_id", "question_id", "text").iter_rows(named=True):
+        r = q[p["question_id"]]
+        reqs.append(LLMRequest(p["passage_id"], prompt.messages(question=r["question"], context=p["text"])))
+        owners.append((r, p["passage_id"]))
+    results = llm.run(alias, reqs, parse=method.parse_short_answer, stats=stats, log=log)
+    frame = _graded(owners, results, alias, llm, judge_alias, stats, log)
+    return frame.rename({"item": "passage_id"})
+
+
+def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Passage labels (2 if any labeler was correct, else 1) and each question's pool of
+    valid answers (gold, aliases and every generated answer judged correct)."""
+    labels = (
+        passages.select("passage_id", "question_id", "num_hints")
+        .join(answers.group_by("passage_id").agg(pl.col("correct").fill_null(False).any().alias("any_correct"),
+                                                 pl.col("model").n_unique().alias("labelers")),
+              on="passage_id", how="left")
+        .with_columns(pl.when(pl.col("any_correct")).then(2).otherwise(1).cast(pl.Int8).alias("label"))
+        .drop("any_correct")
+    )
+    generated = (
+        answers.filter(pl.col("correct") & pl.col("answer").is_not_null())
+        .group_by("question_id").agg(pl.col("answer").unique().sort().alias("generated_correct"))
+    )
+    pool = (
+        questions.select("question_id", "answer", "aliases")
+        .join(generated, on="question_id", how="left")
+        .with_columns(pl.col("generated_correct").fill_null([]))
+        .with_columns(
+            pl.struct("aliases", "generated_correct")
+            .map_elements(lambda s: _merge_answers(s["aliases"], s["generated_correct"]), return_dtype=pl.List(pl.String))
+            .alias("answer_pool")
+        )
+    )
+    return labels, pool
+
+
+def _merge_answers(golds: list[str], extra: list[str]) -> list[str]:
+    seen, out = set(), []
+    for a in list(golds) + list(extra):
+        k = normalize(a)
+        if k and k not in seen:
+            seen.add(k)
+            out.append(a)
+    return out
+

@@ -1,0 +1,1 @@
+"""Wiring only: one Definitions object, jobs, schedules and sensors."""

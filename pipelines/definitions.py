@@ -1,0 +1,25 @@
+"""The one Definitions object of benchfoundry."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.quit.assets import quit_assets
+from checks.quit import quit_checks
+from pipelines.jobs import jobs
+from pipelines.resources import default_resources
+from pipelines.sensors import sensors
+
+
+def build_defs(**resource_overrides) -> dg.Definitions:
+    """All definitions, with any resource replaced (tests and ``run_default`` options)."""
+    return dg.Definitions(
+        assets=quit_assets,
+        asset_checks=quit_checks,
+        jobs=jobs,
+        sensors=sensors,
+        resources={**default_resources(), **resource_overrides},
+    )
+
+
+defs = build_defs()

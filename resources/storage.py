@@ -1,0 +1,141 @@
+"""Parquet storage under a root that is a local path or an ``s3://`` URI.
+
+Every table asset is written by :class:`ParquetIOManager` at
+``<root>/<asset key path>.parquet`` or ``<root>/<asset key path>/<partition key>.parquet``
+(the storage contract of DESIGN.md). The same root also receives exported release files.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+from collections.abc import Iterable
+
+import dagster as dg
+import polars as pl
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+DEFAULT_ROOT = "./storage"
+
+
+def storage_root() -> str:
+    return os.environ.get("BENCHFOUNDRY_STORAGE", DEFAULT_ROOT)
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """A filesystem and a path within it, for a local path or a URI pyarrow understands."""
+    if "://" in uri:
+        if uri.startswith("s3://") and os.environ.get("AWS_ENDPOINT_URL"):
+            # pyarrow does not read AWS_ENDPOINT_URL by itself; S3-compatible servers
+            # (MinIO, moto) are reached through it.
+            endpoint = os.environ["AWS_ENDPOINT_URL"]
+            fs = pafs.S3FileSystem(
+                endpoint_override=endpoint.split("://", 1)[-1],
+                scheme=endpoint.split("://", 1)[0] if "://" in endpoint else "https",
+                region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+            )
+            return fs, uri[len("s3://"):]
+        return pafs.FileSystem.from_uri(uri)
+    return pafs.LocalFileSystem(), os.path.abspath(uri)
+
+
+def join(root: str, *parts: str) -> str:
+    if "://" in root:
+        return posixpath.join(root, *parts)
+    return os.path.join(root, *parts)
+
+
+def read_bytes(uri: str) -> bytes:
+    fs, path = filesystem(uri)
+    try:
+        with fs.open_input_stream(path) as f:
+            return f.read()
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"no file at {uri}") from e
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    fs, path = filesystem(uri)
+    fs.create_dir(posixpath.dirname(path) if "://" in uri else os.path.dirname(path), recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(data)
+
+
+def exists(uri: str) -> bool:
+    fs, path = filesystem(uri)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def write_parquet(uri: str, frame: pl.DataFrame) -> None:
+    fs, path = filesystem(uri)
+    parent = posixpath.dirname(path) if "://" in uri else os.path.dirname(path)
+    fs.create_dir(parent, recursive=True)
+    # Write to a sibling then move, so a killed run never leaves a half-written table.
+    tmp = path + ".tmp"
+    pq.write_table(frame.to_arrow(), tmp, filesystem=fs, compression="zstd")
+    fs.move(tmp, path)
+
+
+def read_parquet(uri: str) -> pl.DataFrame:
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"no table at {uri}: materialize its asset first")
+    return pl.from_arrow(pq.read_table(path, filesystem=fs))
+
+
+def partition_file_name(partition_key: str | dg.MultiPartitionKey) -> str:
+    if isinstance(partition_key, dg.MultiPartitionKey):
+        dims = partition_key.keys_by_dimension
+        return "/".join(f"{dims[d]}" for d in sorted(dims))
+    return str(partition_key)
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores polars DataFrames as Parquet under ``root`` (local path or s3:// URI).
+
+    Reading a partitioned asset into an unpartitioned one concatenates the requested
+    partitions, each row tagged with nothing extra: partitioned tables carry their own
+    partition column (model alias, domain) so the union stays self-describing.
+    """
+
+    root: str = DEFAULT_ROOT
+
+    def _uri(self, key: dg.AssetKey, partition: str | None) -> str:
+        base = join(self.root, *key.path)
+        if partition is None:
+            return base + ".parquet"
+        return join(base, partition + ".parquet")
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(
+                f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; "
+                "the Parquet IO manager stores polars DataFrames"
+            )
+        partition = partition_file_name(context.partition_key) if context.has_partition_key else None
+        uri = self._uri(context.asset_key, partition)
+        write_parquet(uri, obj)
+        context.add_output_metadata({"path": dg.MetadataValue.path(uri)})
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        key = context.asset_key
+        if context.has_asset_partitions:
+            keys = context.asset_partition_keys
+            frames = [read_parquet(self._uri(key, partition_file_name(k))) for k in keys]
+            return concat(frames)
+        return read_parquet(self._uri(key, None))
+
+
+def concat(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    frames = [f for f in frames if f.width]
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def read_text(uri: str) -> str:
+    return io.TextIOWrapper(io.BytesIO(read_bytes(uri)), encoding="utf-8").read()

@@ -1,0 +1,23 @@
+import os
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCRIPTED_REGISTRY = str(FIXTURES / "models_scripted.yaml")
+
+
+@pytest.fixture
+def scripted_llm(tmp_path):
+    """The LLM resource with every alias answered by the scripted provider."""
+    from resources.llm import LLMResource
+    from tests import scripted
+
+    scripted.install()
+    llm = LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm-cache"), backoff_seconds=0.01)
+    scripted.install()
+    return llm

@@ -1,0 +1,46 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPECTED_QUIT = {
+    "source_questions", "source_rejects", "screened_questions", "leakage_rejects", "hint_convergence",
+    "selected_questions", "question_metadata", "parametric_answers", "splits", "passages", "passage_answers",
+    "passage_labels", "answer_pools", "verification_candidates", "verified_labels", "verified_pools",
+    "verification_rejects", "benchmark_questions", "benchmark_corpus", "benchmark_qrels", "release_files", "statistics",
+}
+
+
+def test_asset_graph_snapshot():
+    from pipelines.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {f"quit/{n}" for n in EXPECTED_QUIT}
+    assert graph.get(dg.AssetKey(["quit", "passage_answers"])).partitions_def.get_partition_keys() == ["smollm2"]
+    llm_bound = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools == {"llm"}}
+    assert {"quit/passage_answers", "quit/parametric_answers", "quit/hint_convergence"} <= llm_bound
+    # every asset has a description for the UI and at least the main tables have checks
+    assert all(graph.get(k).description for k in graph.get_all_asset_keys())
+    checked = {k.asset_key.to_user_string() for k in graph.asset_check_keys}
+    assert {"quit/passages", "quit/benchmark_qrels", "quit/benchmark_corpus", "quit/screened_questions"} <= checked
+
+
+def test_jobs_cover_the_graph_in_stages():
+    from pipelines.definitions import defs
+    from pipelines.jobs import QUIT_STAGES
+
+    covered = set()
+    for name, _ in QUIT_STAGES:
+        job = defs.resolve_job_def(name)
+        covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+    assert covered == {f"quit/{n}" for n in EXPECTED_QUIT}
+
+
+def test_dagster_definitions_validate():
+    out = subprocess.run([sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr

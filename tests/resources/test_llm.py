@@ -1,0 +1,111 @@
+import json
+
+import litellm
+import pytest
+
+from resources import llm as llm_mod
+from resources.llm import CallStats, LLMRequest, LLMResource, ParseError, load_registry
+
+
+def write(tmp_path, text):
+    p = tmp_path / "models.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+def test_registry_errors_name_the_alias(tmp_path):
+    with pytest.raises(ValueError, match="'broken' needs a 'model' string"):
+        load_registry(write(tmp_path, "models:\n  broken: {backend: api}\n"))
+    with pytest.raises(ValueError, match="unknown keys \\['tempreature'\\]"):
+        load_registry(write(tmp_path, "models:\n  a: {model: x/y, tempreature: 1}\n"))
+    path = write(tmp_path, "models:\n  a: {model: x/y}\nroles:\n  quit: {labelers: [a, ghost]}\n")
+    with pytest.raises(ValueError, match="unknown model alias 'ghost'"):
+        llm_mod.load_roles(path)
+
+
+def test_default_registry_is_valid():
+    reg = load_registry()
+    assert reg["smollm2"].model == "local/smollm2-135m-instruct"
+    assert llm_mod.role_aliases("quit.labelers") == ["smollm2"]
+
+
+def ask(question):
+    return [{"role": "user", "content": f"Answer in a few words\n\nQuestion: {question}\nAnswer:"}]
+
+
+def test_calls_are_cached_by_messages_and_sample_index(scripted_llm, tmp_path, monkeypatch):
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SCRIPTED_LLM_LOG", str(log))
+    stats = CallStats()
+    reqs = [LLMRequest("a", ask("Capital of France?")), LLMRequest("b", ask("Capital of France?"), sample=1)]
+    first = scripted_llm.run("smollm2", reqs, stats=stats)
+    assert [r.value for r in first] == ["Paris", "Paris"]
+    again = scripted_llm.run("smollm2", reqs, stats=stats)
+    assert [r.cached for r in again] == [True, True]
+    assert stats.calls == 4 and stats.cached == 2
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["seed"] for x in lines] == [0, 1]  # two distinct model calls, none repeated
+    meta = stats.as_metadata()
+    assert meta["llm/served_from_cache"] == 2 and meta["llm/sent_to_model"] == 2
+    assert meta["llm/prompt_tokens"] > 0
+
+
+def test_unparsable_output_is_kept_with_raw_text(scripted_llm):
+    stats = CallStats()
+
+    def parse(text):
+        raise ParseError("not what we wanted")
+
+    [r] = scripted_llm.run("smollm2", [LLMRequest("x", ask("Capital of France?"))], parse=parse, stats=stats)
+    assert r.text == "Paris" and r.error.startswith("unparsable") and not r.ok
+    assert stats.parse_failures == 1
+
+
+def test_transient_errors_are_retried_then_reported(scripted_llm, monkeypatch):
+    calls = {"n": 0}
+    real = litellm.completion
+
+    def flaky(**kwargs):
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise litellm.RateLimitError("slow down", llm_provider="scripted", model="rules")
+        return real(**kwargs)
+
+    monkeypatch.setattr(litellm, "completion", flaky)
+    [r] = scripted_llm.run("smollm2", [LLMRequest("x", ask("Capital of France? retry"))])
+    assert r.value == "Paris" and calls["n"] == 3
+
+    def always(**kwargs):
+        raise litellm.RateLimitError("slow down", llm_provider="scripted", model="rules")
+
+    monkeypatch.setattr(litellm, "completion", always)
+    stats = CallStats()
+    [r] = scripted_llm.run("smollm2", [LLMRequest("y", ask("never"))], stats=stats)
+    assert r.error.startswith("gave up after 5 tries") and stats.errors == 1
+
+
+def test_unknown_alias_is_a_clear_error(scripted_llm):
+    with pytest.raises(KeyError, match="'nope' is not in"):
+        scripted_llm.run("nope", [])
+
+
+def test_thinking_blocks_are_stripped():
+    assert llm_mod.strip_thinking("<think>hmm\nmaybe</think>\nParis") == "Paris"
+
+
+def test_cot_is_the_thinking_switch_without_a_native_one(scripted_llm):
+    assert scripted_llm.wants_cot_prompt("smollm2", thinking=True)
+    assert not scripted_llm.wants_cot_prompt("smollm2", thinking=False)
+
+
+def test_concurrent_calls_keep_request_order(tmp_path):
+    from tests import scripted
+
+    scripted.install()
+    registry = write(tmp_path, "models:\n  fast: {model: scripted/rules, backend: api}\n")
+    res = LLMResource(registry_path=registry, cache_dir=str(tmp_path / "c"), max_concurrency=4)
+    scripted.install()
+    qs = [f"Capital of {'France' if i % 2 else 'Peru'} {i}?" for i in range(12)]
+    out = res.run("fast", [LLMRequest(str(i), ask(q)) for i, q in enumerate(qs)])
+    assert [r.key for r in out] == [str(i) for i in range(12)]
+    assert [r.value for r in out] == ["NO ANSWER" if i % 2 == 0 else "Paris" for i in range(12)]

@@ -1,0 +1,44 @@
+import dagster as dg
+import polars as pl
+import pytest
+
+from resources.storage import ParquetIOManager, read_parquet
+
+
+def test_paths_follow_the_storage_contract(tmp_path):
+    @dg.asset(key_prefix="quit")
+    def table() -> pl.DataFrame:
+        return pl.DataFrame({"a": [1, 2]})
+
+    parts = dg.StaticPartitionsDefinition(["m1", "m2"])
+
+    @dg.asset(key_prefix="quit", partitions_def=parts)
+    def per_model(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        return pl.DataFrame({"model": [context.partition_key]})
+
+    @dg.asset(key_prefix="quit", ins={"per_model": dg.AssetIn(key=["quit", "per_model"])})
+    def combined(per_model: pl.DataFrame) -> pl.DataFrame:
+        return per_model.sort("model")
+
+    io = ParquetIOManager(root=str(tmp_path))
+    dg.materialize([table], resources={"io_manager": io})
+    for key in ("m1", "m2"):
+        dg.materialize([per_model], partition_key=key, resources={"io_manager": io})
+    dg.materialize([per_model, combined], selection=[combined], resources={"io_manager": io})
+    assert (tmp_path / "quit" / "table.parquet").exists()
+    assert (tmp_path / "quit" / "per_model" / "m1.parquet").exists()
+    assert read_parquet(str(tmp_path / "quit" / "combined.parquet"))["model"].to_list() == ["m1", "m2"]
+
+
+def test_non_frames_are_refused(tmp_path):
+    @dg.asset
+    def wrong() -> dict:
+        return {"a": 1}
+
+    with pytest.raises(Exception, match="returned dict"):
+        dg.materialize([wrong], resources={"io_manager": ParquetIOManager(root=str(tmp_path))})
+
+
+def test_missing_table_names_the_asset(tmp_path):
+    with pytest.raises(FileNotFoundError, match="materialize its asset first"):
+        read_parquet(str(tmp_path / "nothing.parquet"))

@@ -1,0 +1,71 @@
+"""A deterministic scripted LLM, registered as the litellm provider ``scripted``.
+
+Replies come from rules over the last user message, so parsing and control flow can be
+tested without a model. Every call that reaches the provider (not served from litellm's
+cache) is appended to the file named by ``SCRIPTED_LLM_LOG`` when set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+import litellm
+
+from resources.llm import register_provider
+
+
+def reply(prompt: str) -> str:
+    """Rules keyed on the project's prompt wording."""
+    if "Does the candidate give the correct answer" in prompt:
+        gold = re.search(r"Correct answer: (.*)", prompt).group(1).lower()
+        cand = re.search(r"Candidate answer: (.*)", prompt).group(1).lower()
+        return "Yes" if cand.split()[0] in gold else "No"
+    if "Does the phrase name the answer itself" in prompt:
+        return "Yes" if "everest" in prompt.lower().split("phrase from a clue:")[-1] else "No"
+    if "List " in prompt and "other answers" in prompt:
+        return "Alpha\nBeta\nGamma\nDelta"
+    if "Is the hint true of the candidate" in prompt:
+        hint = re.search(r"Hint: (.*)", prompt).group(1)
+        cand = re.search(r"Candidate: (.*)", prompt).group(1)
+        return "No" if cand in {"Alpha", "Beta"} and len(hint) % 2 else "Yes"
+    if "Classify the question" in prompt:
+        return "ENTY:other"
+    if "Context:" in prompt:
+        context = prompt.rsplit("Context:", 1)[1]
+        if "GARBLE" in context:
+            return ""
+        # Enough clues name the answer: three or more sentences.
+        return "Mount Everest" if context.count(".") >= 3 and "Everest" not in context else "NO ANSWER"
+    if "Answer in a few words" in prompt:
+        return "Paris" if "France" in prompt else "NO ANSWER"
+    return "NO ANSWER"
+
+
+class Scripted(litellm.CustomLLM):
+    delay = float(os.environ.get("SCRIPTED_LLM_DELAY", "0"))
+
+    def completion(self, *args, **kwargs) -> litellm.ModelResponse:
+        messages = kwargs["messages"]
+        prompt = messages[-1]["content"]
+        text = reply(prompt)
+        if self.delay:
+            time.sleep(self.delay)
+        log = os.environ.get("SCRIPTED_LLM_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps({"prompt": prompt, "seed": (kwargs.get("optional_params") or {}).get("seed")}) + "\n")
+        return litellm.ModelResponse(
+            choices=[{"message": {"role": "assistant", "content": text}, "finish_reason": "stop", "index": 0}],
+            usage={"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()), "total_tokens": 0},
+            model=kwargs["model"],
+        )
+
+    async def acompletion(self, *args, **kwargs) -> litellm.ModelResponse:
+        return self.completion(*args, **kwargs)
+
+
+def install() -> None:
+    register_provider("scripted", Scripted())
