@@ -18,7 +18,11 @@ def _context():
     if _CONTEXT is None:
         import great_expectations as gx
 
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
         _CONTEXT = gx.get_context(mode="ephemeral")
+        # Checks run inside materializations; per-metric progress bars only clutter the logs.
+        _CONTEXT.variables.progress_bars = ProgressBarsConfig(globally=False)
     return _CONTEXT
 
 

@@ -19,6 +19,8 @@ from pipelines.jobs import QUIT_STAGES
 from resources.storage import join, read_parquet, storage_root
 
 PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS}
+# Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
+QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
 def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print) -> bool:
@@ -28,7 +30,7 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
         for key in PARTITIONS[partitions] if partitions else [None]:
             label = f"{job_name}[{key}]" if key else job_name
             t = time.monotonic()
-            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=QUIET)
             log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
             if not result.success:
                 for event in result.all_events:

@@ -26,11 +26,13 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import dagster as dg
 import yaml
 from pydantic import PrivateAttr
+
+from resources.vllm_server import VLLMServerResource
 
 REGISTRY_PATH = str(Path(__file__).with_name("models.yaml"))
 
@@ -280,8 +282,9 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
 class LLMResource(dg.ConfigurableResource):
     """Calls registered models through litellm with caching, concurrency and retries.
 
-    ``api_base`` overrides the registry's base URL for served backends (the vLLM serving
-    resource hands its URL over here).
+    ``api_base`` overrides the registry's base URL for served backends. With ``server`` set,
+    the vLLM serving resource is started (or attached to) before any call, and its URL is
+    used for every served model.
     """
 
     registry_path: str = REGISTRY_PATH
@@ -291,7 +294,8 @@ class LLMResource(dg.ConfigurableResource):
     max_retries: int = 4
     backoff_seconds: float = 1.0
     request_timeout: float = 600.0
-    api_base: str | None = None
+    api_base: Optional[str] = None
+    server: Optional[VLLMServerResource] = None
     progress_every_seconds: float = 30.0
 
     _registry: dict[str, ModelSpec] = PrivateAttr(default_factory=dict)
@@ -352,7 +356,7 @@ class LLMResource(dg.ConfigurableResource):
         params = {**spec.sampling, **req.params, "seed": req.sample}
         if thinking and spec.thinking == "native":
             params.update(spec.thinking_params)
-        api_base = self.api_base or spec.api_base
+        api_base = self.api_base or (self.server.base_url if self.server else None) or spec.api_base
         if api_base and spec.backend != "embedded":
             params["api_base"] = api_base
         delay = self.backoff_seconds

@@ -7,6 +7,7 @@ Every table asset is written by :class:`ParquetIOManager` at
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import posixpath
@@ -78,6 +79,36 @@ def write_parquet(uri: str, frame: pl.DataFrame) -> None:
     fs.move(tmp, path)
 
 
+@dataclasses.dataclass
+class Batches:
+    """A table too large to hold in memory: frames written one row group at a time."""
+
+    frames: Iterable[pl.DataFrame]
+
+
+def write_parquet_batches(uri: str, frames: Iterable[pl.DataFrame]) -> int:
+    """Stream frames into one Parquet file (atomic like :func:`write_parquet`); returns rows."""
+    fs, path = filesystem(uri)
+    parent = posixpath.dirname(path) if "://" in uri else os.path.dirname(path)
+    fs.create_dir(parent, recursive=True)
+    tmp = path + ".tmp"
+    writer, rows = None, 0
+    try:
+        for frame in frames:
+            table = frame.to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema, filesystem=fs, compression="zstd")
+            writer.write_table(table)
+            rows += frame.height
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise ValueError(f"no batches to write to {uri}")
+    fs.move(tmp, path)
+    return rows
+
+
 def read_parquet(uri: str) -> pl.DataFrame:
     fs, path = filesystem(uri)
     if fs.get_file_info(path).type == pafs.FileType.NotFound:
@@ -108,16 +139,20 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return base + ".parquet"
         return join(base, partition + ".parquet")
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | Batches | None) -> None:
         if obj is None:
+            return
+        partition = partition_file_name(context.partition_key) if context.has_partition_key else None
+        uri = self._uri(context.asset_key, partition)
+        if isinstance(obj, Batches):
+            rows = write_parquet_batches(uri, obj.frames)
+            context.add_output_metadata({"path": dg.MetadataValue.path(uri), "dagster/row_count": rows})
             return
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(
                 f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; "
                 "the Parquet IO manager stores polars DataFrames"
             )
-        partition = partition_file_name(context.partition_key) if context.has_partition_key else None
-        uri = self._uri(context.asset_key, partition)
         write_parquet(uri, obj)
         context.add_output_metadata({"path": dg.MetadataValue.path(uri)})
 

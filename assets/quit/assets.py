@@ -7,16 +7,15 @@ import dagster as dg
 import polars as pl
 
 from assets.metadata import counts_md, md_table, png_markdown, table_metadata
-from assets.partitions import QUIT_LABELERS, quit_labeler_partitions, quit_model_partitions
-from assets.quit import sources, steps
-from assets.quit.passages import PASSAGES_PER_QUESTION, passages_frame
+from assets.partitions import quit_labeler_partitions, quit_model_partitions
+from assets.quit import method, release, sources, steps, verification
+from assets.quit import stats as quit_stats
+from assets.quit.passages import PASSAGES_PER_QUESTION, passage_batches, passages_frame
 from assets.quit.settings import QuitSettings
-from assets.quit import release, stats as quit_stats
-from assets.quit import verification
 from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.lucene import LuceneResource
-from resources.storage import read_text, storage_root
+from resources.storage import Batches, read_text, storage_root
 
 PREFIX = "quit"
 GROUP = "quit"
@@ -171,7 +170,7 @@ def splits(selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame, q
     )
     ids = selected_questions["question_id"].to_list()
     flags = {q: bool(answerable.get(q, False)) for q in ids}
-    split = steps.method.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
+    split = method.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
     frame = pl.DataFrame({"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]})
     frame = frame.with_columns(pl.col("question_id").is_in(_labeled(frame, quit_settings.max_labeled_questions)).alias("labeled"))
     return dg.Output(frame, metadata={
@@ -204,9 +203,10 @@ def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Outpu
     """Every ordered non-empty subset of each question's 5 hints: 325 passages per question
     (3.2.1). Ids encode the hint order: ``<question_id>_<subset mask>_<order>``."""
     qs = selected_questions.join(splits.filter(pl.col("split") != "unused").select("question_id"), on="question_id")
-    frame = passages_frame(qs.select("question_id", "hints"))
-    return dg.Output(frame, metadata={
-        **table_metadata(frame.select("passage_id", "num_hints", "text")),
+    # Streamed in batches: at full scale (2.4M passages) the texts alone outgrow memory.
+    preview = passages_frame(qs.head(1).select("question_id", "hints"))
+    return dg.Output(Batches(passage_batches(qs.select("question_id", "hints"))), metadata={
+        "preview": dg.MetadataValue.md(md_table(preview.select("passage_id", "num_hints", "text"), 10)),
         "questions": qs.height,
         "passages_per_question": PASSAGES_PER_QUESTION,
     })

@@ -15,6 +15,9 @@ from assets.quit.sources import REJECT_SCHEMA
 from assets.text import contains_phrase, exact_match, normalize
 from resources.llm import CallStats, LLMRequest
 
+# A verdict needs one word; capping the output keeps small models from rambling.
+VERDICT = {"max_tokens": 3}
+
 
 def _prompt(name: str):
     return load_prompt("quit", name)
@@ -43,7 +46,7 @@ def judge(
             verdicts[key] = True
             continue
         msgs = prompt.messages(question=question, gold=gold_text(golds), candidate=candidate)
-        pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs)
+        pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs, params=VERDICT)
     keys = list(pending)
     results = llm.run(alias, [pending[k] for k in keys], parse=method.parse_yes_no, stats=stats, log=log)
     for k, r in zip(keys, results):
@@ -79,7 +82,7 @@ def screen_leakage(
             for hi, hint in enumerate(row["hints"]):
                 for span in method.leakage_spans(hint, answers):
                     span_requests.append(
-                        LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span))
+                        LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span), params=VERDICT)
                     )
                     span_owner.append((qi, hi, span))
     results = llm.run(judge_alias, span_requests, parse=method.parse_yes_no, stats=stats)
@@ -145,7 +148,7 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
         for hi, hint in enumerate(r["hints"]):
             out.append(_conv_row(qid, hi, hint, None, "computed", cands))
             for ci, cand in enumerate([r["answer"]] + cands):
-                fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand)))
+                fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand), params=VERDICT))
                 fit_index.append((len(out) - 1, ci))
     results = llm.run(alias, fit_requests, parse=method.parse_yes_no, stats=stats, log=log)
     answers: dict[int, dict[int, bool | None]] = {}
