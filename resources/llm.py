@@ -470,11 +470,13 @@ def configure_litellm(cache_type: str, cache_dir: str) -> None:
 
     litellm.drop_params = True  # sample seeds and the like are dropped for APIs without them
     litellm.suppress_debug_info = True
+    # litellm skips its cache for requests of more than 4 messages by default; few-shot
+    # prompts are longer than that, so the limit is lifted.
     if cache_type == "disk":
         # litellm keys and (de)serialises the entries; they are kept on disk by diskcache.
-        litellm.cache = Cache(type="local")
+        litellm.cache = Cache(type="local", max_messages=None)
         litellm.cache.cache = _disk_cache(cache_dir)
     else:
-        litellm.cache = Cache(type=cache_type)
+        litellm.cache = Cache(type=cache_type, max_messages=None)
     register_provider("local", _make_provider())
     _CONFIGURED = (cache_type, cache_dir)

@@ -18,11 +18,15 @@ from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
 
 
+CONCURRENCY = 2
+
+
 def main(stages: list[str]) -> int:
     scripted.install()
     defs = build_defs(
         io_manager=ParquetIOManager(root=os.environ["BENCHFOUNDRY_STORAGE"]),
-        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.environ["BENCHFOUNDRY_LLM_CACHE"]),
+        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.environ["BENCHFOUNDRY_LLM_CACHE"],
+                        max_concurrency=CONCURRENCY),
         quit_settings=QuitSettings(max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2),
     )
     wanted = [s for s in QUIT_STAGES if s[0] in stages]

@@ -26,7 +26,10 @@ def test_served_model_answers_like_the_in_process_one(tmp_path):
     registry = tmp_path / "models.yaml"
     registry.write_text(
         "models:\n"
-        "  served: {model: hosted_vllm/smollm2, backend: vllm, sampling: {temperature: 0.0, max_tokens: 16}}\n"
+        # llama.cpp's server defaults to a repeat penalty of 1.1 where vLLM and the in-process
+        # model use none; the stand-in is told to match.
+        "  served: {model: hosted_vllm/smollm2, backend: vllm,"
+        " sampling: {temperature: 0.0, max_tokens: 16, extra_body: {repeat_penalty: 1.0}}}\n"
         "  local: {model: local/smollm2-135m-instruct, backend: embedded, sampling: {temperature: 0.0, max_tokens: 16}}\n"
     )
     server = VLLMServerResource(
