@@ -78,7 +78,7 @@ def passage_batch(question_ids: pa.Array, hints: list[pa.Array]) -> pa.Table:
     return table.take(pa.array(take))
 
 
-def passage_batches(questions: pl.DataFrame, batch_questions: int = 1024) -> Iterator[pl.DataFrame]:
+def passage_batches(questions: pl.DataFrame, batch_questions: int = 256) -> Iterator[pl.DataFrame]:
     """Stream passages for a frame with ``question_id`` and ``hints`` (5 ranked hints each)."""
     bad = questions.filter(pl.col("hints").list.len() != HINTS_PER_QUESTION)
     if bad.height:
