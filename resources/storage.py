@@ -42,6 +42,10 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), os.path.abspath(uri)
 
 
+def _make_parent(fs: pafs.FileSystem, uri: str, path: str) -> None:
+    fs.create_dir(posixpath.dirname(path) if "://" in uri else os.path.dirname(path), recursive=True)
+
+
 def join(root: str, *parts: str) -> str:
     if "://" in root:
         return posixpath.join(root, *parts)
@@ -59,7 +63,7 @@ def read_bytes(uri: str) -> bytes:
 
 def write_bytes(uri: str, data: bytes) -> None:
     fs, path = filesystem(uri)
-    fs.create_dir(posixpath.dirname(path) if "://" in uri else os.path.dirname(path), recursive=True)
+    _make_parent(fs, uri, path)
     with fs.open_output_stream(path) as f:
         f.write(data)
 
@@ -70,13 +74,7 @@ def exists(uri: str) -> bool:
 
 
 def write_parquet(uri: str, frame: pl.DataFrame) -> None:
-    fs, path = filesystem(uri)
-    parent = posixpath.dirname(path) if "://" in uri else os.path.dirname(path)
-    fs.create_dir(parent, recursive=True)
-    # Write to a sibling then move, so a killed run never leaves a half-written table.
-    tmp = path + ".tmp"
-    pq.write_table(frame.to_arrow(), tmp, filesystem=fs, compression="zstd")
-    fs.move(tmp, path)
+    write_parquet_batches(uri, [frame])
 
 
 @dataclasses.dataclass
@@ -87,10 +85,10 @@ class Batches:
 
 
 def write_parquet_batches(uri: str, frames: Iterable[pl.DataFrame]) -> int:
-    """Stream frames into one Parquet file (atomic like :func:`write_parquet`); returns rows."""
+    """Stream frames into one Parquet file; returns the row count. The file is written
+    beside its destination and moved into place, so a killed run never leaves half a table."""
     fs, path = filesystem(uri)
-    parent = posixpath.dirname(path) if "://" in uri else os.path.dirname(path)
-    fs.create_dir(parent, recursive=True)
+    _make_parent(fs, uri, path)
     tmp = path + ".tmp"
     writer, rows = None, 0
     try:
