@@ -10,5 +10,8 @@ from resources.llm import role_aliases
 QUIT_LABELERS = role_aliases("quit.labelers")
 QUIT_MODELS = sorted(set(role_aliases("quit.labelers")) | set(role_aliases("quit.readers")))
 
+QUIT_READERS = role_aliases("quit.readers")
+
+quit_reader_partitions = dg.StaticPartitionsDefinition(QUIT_READERS)
 quit_labeler_partitions = dg.StaticPartitionsDefinition(QUIT_LABELERS)
 quit_model_partitions = dg.StaticPartitionsDefinition(QUIT_MODELS)

@@ -33,8 +33,26 @@ quit_finalize_job = dg.define_asset_job(
     "quit_finalize", selection=QUIT_FINALIZE,
     description="Labels, human verification update, final benchmark, release files and statistics.",
 )
+def eval_assets(*names: str) -> dg.AssetSelection:
+    return dg.AssetSelection.assets(*(["eval", n] for n in names))
+
+
+quit_retrieval_job = dg.define_asset_job(
+    "quit_retrieval", selection=eval_assets("quit_index", "quit_runs"),
+    description="Index the QUIT corpus and retrieve the top-100 passages per question (partition = retriever alias).",
+)
+quit_readers_job = dg.define_asset_job(
+    "quit_readers", selection=eval_assets("quit_reader_answers"),
+    description="One reader's answers from the top-k passages of every run (partition = model alias).",
+)
+quit_eval_report_job = dg.define_asset_job(
+    "quit_eval_report", selection=eval_assets("quit_retrieval_metrics", "quit_reader_metrics"),
+    description="Retrieval and reader metrics with the report tables and plots.",
+)
 quit_verification_job = dg.define_asset_job(
-    "quit_verification", selection=quit_assets("verified_labels").required_multi_asset_neighbors().downstream(),
+    "quit_verification",
+    # the QUIT assets only: the evaluation is partitioned and is rerun through its own jobs
+    selection=quit_assets("verified_labels").required_multi_asset_neighbors().downstream() & dg.AssetSelection.groups("quit"),
     description="Re-applies human verification decisions and rebuilds what depends on them.",
 )
 
@@ -44,6 +62,10 @@ QUIT_STAGES = [
     ("quit_passages", None),
     ("quit_labeling", "labelers"),
     ("quit_finalize", None),
+    ("quit_retrieval", "retrievers"),
+    ("quit_readers", "readers"),
+    ("quit_eval_report", None),
 ]
 
-jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job, quit_verification_job]
+jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
+        quit_retrieval_job, quit_readers_job, quit_eval_report_job, quit_verification_job]

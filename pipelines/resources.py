@@ -6,6 +6,7 @@ import os
 
 from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
+from resources.faiss_index import FaissIndexResource
 from resources.llm import LLMResource
 from resources.lucene import LuceneResource
 from resources.storage import ParquetIOManager, storage_root
@@ -18,5 +19,6 @@ def default_resources() -> dict:
         "llm": LLMResource(cache_dir=os.path.join(cache, "llm")),
         "lucene": LuceneResource(index_root=os.path.join(cache, "lucene")),
         "encoder": EncoderResource(),
+        "faiss_index": FaissIndexResource(),
         "quit_settings": QuitSettings(),
     }

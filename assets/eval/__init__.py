@@ -1,0 +1,1 @@
+"""The shared retrieval and evaluation stack: retrievers, rerankers, readers, metrics, reports."""

@@ -1,0 +1,161 @@
+"""Retrieval evaluation on QUIT (paper section 4-5): indexes, runs and retrieval metrics.
+
+Partitioned by retriever alias from ``resources/retrievers.yaml``: adding an alias there
+makes its partitions appear, and materializing one partition recomputes only that slice.
+"""
+
+import dagster as dg
+import polars as pl
+
+from assets.eval import metrics as eval_metrics
+from assets.eval import readers, reports
+from assets.partitions import quit_reader_partitions
+from assets.quit import steps as quit_steps
+from assets.eval.runs import run_frame, trec_run
+from assets.metadata import png_markdown, table_metadata
+from resources.faiss_index import FaissIndexResource
+from resources.llm import CallStats, LLMResource, role_aliases
+from resources.lucene import LuceneResource
+from resources.retrieval import dense_search, encode_corpus, load_retrievers
+from resources.storage import join, read_parquet, storage_root, write_bytes, write_parquet
+
+PREFIX = "eval"
+GROUP = "eval"
+TOP_K = 100
+
+retriever_partitions = dg.StaticPartitionsDefinition(sorted(load_retrievers()))
+
+QUIT_CORPUS = dg.AssetIn(key=["quit", "benchmark_corpus"])
+QUIT_QUESTIONS = dg.AssetIn(key=["quit", "benchmark_questions"])
+QUIT_QRELS = dg.AssetIn(key=["quit", "benchmark_qrels"])
+
+
+def index_uri(alias: str) -> str:
+    return join(storage_root(), PREFIX, "indexes", "quit", f"{alias}.faiss")
+
+
+def ids_uri(alias: str) -> str:
+    return join(storage_root(), PREFIX, "indexes", "quit", f"{alias}.ids.parquet")
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
+          ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1")
+def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame, lucene: LuceneResource,
+               faiss_index: FaissIndexResource) -> dg.Output:
+    """The QUIT corpus indexed for one retriever: a Lucene index for BM25, a FAISS index of
+    the retriever's passage embeddings for dense retrievers (persisted under the storage
+    root)."""
+    spec = load_retrievers()[context.partition_key]
+    docs = benchmark_corpus.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents"))
+    if spec.kind == "bm25":
+        n = lucene.build(f"quit_{spec.alias}", docs.iter_rows(named=True))
+        location = lucene.index_dir(f"quit_{spec.alias}")
+    else:
+        vectors = encode_corpus(spec, docs["contents"].to_list())
+        faiss_index.save(faiss_index.build(vectors), index_uri(spec.alias))
+        write_parquet(ids_uri(spec.alias), docs.select("id"))
+        n, location = len(vectors), index_uri(spec.alias)
+    frame = pl.DataFrame({"retriever": [spec.alias], "kind": [spec.kind], "documents": [n], "location": [location]})
+    return dg.Output(frame, metadata={**table_metadata(frame), "documents": n})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
+          ins={"quit_index": dg.AssetIn(key=[PREFIX, "quit_index"]), "benchmark_questions": QUIT_QUESTIONS},
+          kinds={"lucene", "faiss"}, code_version="1")
+def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, benchmark_questions: pl.DataFrame,
+              lucene: LuceneResource, faiss_index: FaissIndexResource) -> dg.Output:
+    """Top-100 passages per question for one retriever, as a table and a TREC run file."""
+    spec = load_retrievers()[context.partition_key]
+    questions = benchmark_questions["question"].to_list()
+    qids = benchmark_questions["question_id"].to_list()
+    if spec.kind == "bm25":
+        hits = lucene.searcher(f"quit_{spec.alias}").batch_search(questions, qids, TOP_K)
+    else:
+        doc_ids = read_parquet(ids_uri(spec.alias))["id"].to_list()
+        hits = dense_search(spec, faiss_index, faiss_index.load(index_uri(spec.alias)), doc_ids, questions, qids, TOP_K)
+    run = run_frame(hits, spec.alias)
+    trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{spec.alias}.trec")
+    write_bytes(trec_path, trec_run(run).encode())
+    return dg.Output(run, metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path),
+                                    "questions": len(qids)})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"]), "benchmark_qrels": QUIT_QRELS,
+               "benchmark_questions": QUIT_QUESTIONS},
+          kinds={"ranx"}, code_version="1")
+def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
+    """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
+    retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
+    Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right)."""
+    rows = []
+    for split in ["all", *sorted(benchmark_questions["split"].unique().to_list())]:
+        qids = benchmark_questions if split == "all" else benchmark_questions.filter(pl.col("split") == split)
+        qrels = benchmark_qrels.filter(pl.col("question_id").is_in(qids["question_id"]))
+        for system in sorted(quit_runs["system"].unique().to_list()):
+            run = quit_runs.filter(pl.col("system") == system)
+            rows.append({"retriever": system, "split": split, "questions": qids.height, **eval_metrics.evaluate_run(qrels, run)})
+    table = pl.DataFrame(rows)
+    overall = table.filter(pl.col("split") == "all")
+    return dg.Output(table, metadata={
+        **table_metadata(table),
+        "table_2": dg.MetadataValue.md(reports.percent_table(overall, "retriever", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"])),
+        "table_4": dg.MetadataValue.md(reports.percent_table(overall, "retriever", ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10", "ndcg@100"])),
+        "hit_at_k": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
+        "hit100_by_relevant": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_reader_partitions,
+          ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"], partition_mapping=dg.AllPartitionMapping()),
+               "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
+          kinds={"litellm"}, pool="llm", code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(1))
+def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
+                        benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame, llm: LLMResource) -> dg.Output:
+    """One reader (partition = model alias) answering from the top-1, top-3 and top-5
+    passages of every retriever's run, with Union_norm and Union_freq contexts (equation 1,
+    alpha 0.6, beta 0.4), plus the Optimal bound: the reader on every relevant passage."""
+    reader = context.partition_key
+    judge = role_aliases("quit.judge")[0]
+    stats = CallStats()
+    items = readers.reader_items(quit_runs, benchmark_corpus)
+    answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info)
+    relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
+    pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
+    # With the labeling prompt and model these calls are served from the labeling cache.
+    per_passage = quit_steps.passage_answers(relevant, pool, llm, reader, judge, stats, context.log.info)
+    per_passage = per_passage.with_columns(pl.col("exact_match").alias("em"))
+    best = readers.optimal(per_passage, benchmark_qrels, reader)
+    frame = pl.concat([
+        answers,
+        best.select("question_id", "reader", "system", "em", "correct"),
+    ], how="diagonal_relaxed")
+    return dg.Output(frame, metadata={
+        **table_metadata(answers.select("question_id", "system", "k", "strategy", "answer", "em", "correct")),
+        "em": float(answers["em"].mean() or 0.0),
+        "optimal_em": float(best["em"].mean() or 0.0),
+        **stats.as_metadata(),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"quit_reader_answers": dg.AssetIn(key=[PREFIX, "quit_reader_answers"]), "quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"]),
+               "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
+          kinds={"polars"}, code_version="1")
+def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, benchmark_corpus: pl.DataFrame,
+                        benchmark_qrels: pl.DataFrame) -> dg.Output:
+    """EM of every reader per retriever, k and context strategy, with the Optimal bound
+    (Table 8's shape), and the distribution of top-5 retrieved passages by number of hints
+    next to the fully relevant ones (Figure 6's shape)."""
+    answers = quit_reader_answers.filter(pl.col("system") != "optimal")
+    best = quit_reader_answers.filter(pl.col("system") == "optimal")
+    table = readers.em_table(answers, best)
+    wide = table.pivot(on="reader", index=["system", "k", "strategy"], values="em")
+    return dg.Output(table, metadata={
+        **table_metadata(table, 30),
+        "table_8": dg.MetadataValue.md(reports.em_markdown(wide)),
+        "passages_by_hints": png_markdown(reports.hint_distribution(quit_runs, benchmark_corpus, benchmark_qrels)),
+    })
+
+
+quit_eval_assets = [quit_index, quit_runs, quit_retrieval_metrics, quit_reader_answers, quit_reader_metrics]

@@ -1,0 +1,94 @@
+"""Report tables and plots in the shapes of the papers' tables and figures."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from assets.eval.metrics import per_question
+
+HIT_CUTS = [1, 5, 10, 20, 50, 100]
+
+
+def percent_table(frame: pl.DataFrame, key: str, metrics: list[str]) -> str:
+    """A markdown table with one row per ``key`` value and metrics as percentages."""
+    header = "| " + " | ".join([key, *metrics]) + " |"
+    lines = [header, "|" + "---|" * (len(metrics) + 1)]
+    for row in frame.iter_rows(named=True):
+        lines.append("| " + " | ".join([str(row[key]), *(f"{100 * row[m]:.2f}%" for m in metrics)]) + " |")
+    return "\n".join(lines)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def hit_curves(runs: pl.DataFrame, qrels: pl.DataFrame):
+    """Hit@k for k in 1..100 per retriever (Figure 4, left)."""
+    from assets.eval.metrics import evaluate_run
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for system in sorted(runs["system"].unique().to_list()):
+        run = runs.filter(pl.col("system") == system)
+        scores = evaluate_run(qrels, run, [f"hit_rate@{k}" for k in HIT_CUTS])
+        ax.plot(HIT_CUTS, [100 * scores[f"hit_rate@{k}"] for k in HIT_CUTS], marker="o", label=system)
+    ax.set_xscale("log")
+    ax.set_xlabel("k")
+    ax.set_ylabel("Hit@k (%)")
+    ax.legend()
+    ax.set_title("Hit@k by retriever")
+    return fig
+
+
+def hit_by_relevant(runs: pl.DataFrame, qrels: pl.DataFrame):
+    """Hit@100 against the number of fully relevant (label 2) passages a question has
+    (Figure 4, right)."""
+    plt = _plt()
+    relevant = dict(qrels.filter(pl.col("label") == 2).group_by("question_id").len().iter_rows())
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for system in sorted(runs["system"].unique().to_list()):
+        hits = per_question(qrels, runs.filter(pl.col("system") == system), "hit_rate@100")
+        xs = [relevant.get(q, 0) for q in hits]
+        ax.scatter(xs, [100 * v for v in hits.values()], label=system, alpha=0.7)
+    ax.set_xlabel("label-2 passages of the question")
+    ax.set_ylabel("Hit@100 (%)")
+    ax.legend()
+    ax.set_title("Hit@100 by number of relevant passages")
+    return fig
+
+
+def em_markdown(wide: pl.DataFrame) -> str:
+    """Table 8: one row per (system, k, strategy), one EM column per reader."""
+    readers = [c for c in wide.columns if c not in ("system", "k", "strategy")]
+    lines = ["| retriever | k | strategy | " + " | ".join(readers) + " |", "|" + "---|" * (3 + len(readers))]
+    for row in wide.iter_rows(named=True):
+        k = "" if row["k"] is None else str(row["k"])
+        cells = ["" if row[r] is None else f"{100 * row[r]:.2f}%" for r in readers]
+        lines.append(f"| {row['system']} | {k} | {row['strategy']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame):
+    """Share of passages by number of hints: each retriever's top-5 against the fully
+    relevant passages (Figure 6)."""
+    plt = _plt()
+    hints = corpus.select("passage_id", "num_hints")
+    series = {system: runs.filter((pl.col("system") == system) & (pl.col("rank") <= 5)).join(hints, on="passage_id")
+              for system in sorted(runs["system"].unique().to_list())}
+    series["label 2 (optimal)"] = qrels.filter(pl.col("label") == 2).join(hints, on="passage_id")
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    width = 0.8 / len(series)
+    for i, (name, frame) in enumerate(series.items()):
+        counts = dict(frame.group_by("num_hints").len().iter_rows())
+        total = max(sum(counts.values()), 1)
+        ax.bar([h + i * width for h in range(1, 6)], [100 * counts.get(h, 0) / total for h in range(1, 6)], width, label=name)
+    ax.set_xlabel("hints in passage")
+    ax.set_ylabel("share of passages (%)")
+    ax.legend(fontsize=7)
+    ax.set_title("Passages by number of hints")
+    return fig

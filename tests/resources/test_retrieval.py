@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+
+from resources.faiss_index import FaissIndexResource
+from resources.retrieval import RetrieverSpec, dense_search, encode_corpus, load_retrievers
+
+DOCS = ["The Eiffel Tower stands in Paris.", "Mount Everest is the highest mountain.",
+        "The Pacific is the largest ocean.", "Jupiter is the largest planet."]
+
+
+def test_registry_errors_name_the_retriever(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("retrievers:\n  x: {kind: sparse}\n")
+    with pytest.raises(ValueError, match="'x' needs kind bm25 or dense"):
+        load_retrievers(str(p))
+    p.write_text("retrievers:\n  y: {kind: dense}\n")
+    with pytest.raises(ValueError, match="'y' needs an encoder"):
+        load_retrievers(str(p))
+    assert set(load_retrievers()) == {"bm25", "minilm", "e5-small"}
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_faiss_kinds_find_the_nearest_vector(tmp_path, kind):
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(200, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    res = FaissIndexResource(kind=kind, nlist=4, nprobe=4)
+    uri = str(tmp_path / f"{kind}.faiss")
+    res.save(res.build(vecs), uri)
+    scores, ids = res.search(res.load(uri), vecs[[3, 150]], k=5)
+    assert ids[:, 0].tolist() == [3, 150]
+    assert scores[0, 0] == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoder", ["minilm", "e5-small"])
+def test_dense_retrieval_with_bundled_encoders(encoder):
+    spec = RetrieverSpec(alias=encoder, kind="dense", encoder=encoder)
+    res = FaissIndexResource()
+    index = res.build(encode_corpus(spec, DOCS))
+    hits = dense_search(spec, res, index, ["d0", "d1", "d2", "d3"], ["Which is the biggest planet?", "Where is the Eiffel Tower?"], ["q1", "q2"], k=2)
+    assert hits["q1"][0].docid == "d3" and hits["q2"][0].docid == "d0"
+    assert [h.rank for h in hits["q1"]] == [1, 2]
+
+
+@pytest.mark.slow
+def test_bm25_on_lucene(tmp_path):
+    from resources.lucene import LuceneResource
+
+    lucene = LuceneResource(index_root=str(tmp_path))
+    assert lucene.build("t", ({"id": f"d{i}", "contents": t} for i, t in enumerate(DOCS))) == 4
+    hits = lucene.searcher("t").batch_search(["highest mountain", "largest ocean"], ["a", "b"], k=3)
+    assert hits["a"][0].docid == "d1" and hits["b"][0].docid == "d2"
+    assert hits["a"][0].score > 0
