@@ -41,12 +41,16 @@ quit_retrieval_job = dg.define_asset_job(
     "quit_retrieval", selection=eval_assets("quit_index", "quit_runs"),
     description="Index the QUIT corpus and retrieve the top-100 passages per question (partition = retriever alias).",
 )
+quit_rerank_job = dg.define_asset_job(
+    "quit_rerank", selection=eval_assets("quit_reranked_runs"),
+    description="One retriever's run reranked by one reranker (partition = retriever x reranker).",
+)
 quit_readers_job = dg.define_asset_job(
     "quit_readers", selection=eval_assets("quit_reader_answers"),
     description="One reader's answers from the top-k passages of every run (partition = model alias).",
 )
 quit_eval_report_job = dg.define_asset_job(
-    "quit_eval_report", selection=eval_assets("quit_retrieval_metrics", "quit_reader_metrics"),
+    "quit_eval_report", selection=eval_assets("quit_retrieval_metrics", "quit_rerank_metrics", "quit_reader_metrics"),
     description="Retrieval and reader metrics with the report tables and plots.",
 )
 quit_verification_job = dg.define_asset_job(
@@ -63,9 +67,10 @@ QUIT_STAGES = [
     ("quit_labeling", "labelers"),
     ("quit_finalize", None),
     ("quit_retrieval", "retrievers"),
+    ("quit_rerank", "reranks"),
     ("quit_readers", "readers"),
     ("quit_eval_report", None),
 ]
 
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
-        quit_retrieval_job, quit_readers_job, quit_eval_report_job, quit_verification_job]
+        quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job]

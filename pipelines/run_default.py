@@ -12,7 +12,7 @@ import time
 import dagster as dg
 import polars as pl
 
-from assets.eval.quit import retriever_partitions
+from assets.eval.quit import rerank_partitions, retriever_partitions
 from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS
 from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
@@ -20,7 +20,8 @@ from pipelines.jobs import QUIT_STAGES
 from resources.storage import join, read_parquet, storage_root
 
 PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_READERS,
-              "retrievers": retriever_partitions.get_partition_keys()}
+              "retrievers": retriever_partitions.get_partition_keys(),
+              "reranks": rerank_partitions.get_partition_keys()}
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 

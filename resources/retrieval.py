@@ -59,3 +59,32 @@ def dense_search(spec: RetrieverSpec, faiss_resource, index, doc_ids: list[str],
 
 def encode_corpus(spec: RetrieverSpec, texts: list[str]):
     return encode_texts(spec.encoder, texts, "passage", passage_prefix=spec.passage_prefix)
+
+
+RERANKERS_PATH = str(Path(__file__).with_name("rerankers.yaml"))
+
+
+@dataclasses.dataclass(frozen=True)
+class RerankerSpec:
+    alias: str
+    kind: str
+    model: str | None = None
+    window: int = 20
+    step: int = 10
+    top_k: int = 100
+
+
+def load_rerankers(path: str = RERANKERS_PATH) -> dict[str, RerankerSpec]:
+    with open(path, encoding="utf-8") as f:
+        raw = (yaml.safe_load(f) or {}).get("rerankers")
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError(f"{path}: expected a non-empty 'rerankers' mapping")
+    specs = {}
+    for alias, entry in raw.items():
+        if not isinstance(entry, dict) or entry.get("kind") not in {"rankgpt"}:
+            raise ValueError(f"{path}: reranker {alias!r} needs a known kind (rankgpt)")
+        unknown = set(entry) - {f.name for f in dataclasses.fields(RerankerSpec)}
+        if unknown:
+            raise ValueError(f"{path}: reranker {alias!r} has unknown keys {sorted(unknown)}")
+        specs[alias] = RerankerSpec(alias=alias, **entry)
+    return specs

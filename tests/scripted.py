@@ -31,6 +31,9 @@ def reply(prompt: str) -> str:
         hint = re.search(r"Hint: (.*)", prompt).group(1)
         cand = re.search(r"Candidate: (.*)", prompt).group(1)
         return "No" if cand in {"Alpha", "Beta"} and len(hint) % 2 else "Yes"
+    if "Rank the" in prompt and "passages above" in prompt:
+        n = int(re.search(r"Rank the (\d+) passages", prompt).group(1))
+        return " > ".join(f"[{i}]" for i in range(n, 0, -1))
     if "Classify the question" in prompt:
         return "ENTY:other"
     if "Context:" in prompt:

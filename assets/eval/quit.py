@@ -8,15 +8,15 @@ import dagster as dg
 import polars as pl
 
 from assets.eval import metrics as eval_metrics
-from assets.eval import readers, reports
+from assets.eval import rankgpt, readers, reports
 from assets.partitions import quit_reader_partitions
 from assets.quit import steps as quit_steps
-from assets.eval.runs import run_frame, trec_run
+from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.metadata import png_markdown, table_metadata
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.lucene import LuceneResource
-from resources.retrieval import dense_search, encode_corpus, load_retrievers
+from resources.retrieval import dense_search, encode_corpus, load_rerankers, load_retrievers
 from resources.storage import join, read_parquet, storage_root, write_bytes, write_parquet
 
 PREFIX = "eval"
@@ -24,6 +24,10 @@ GROUP = "eval"
 TOP_K = 100
 
 retriever_partitions = dg.StaticPartitionsDefinition(sorted(load_retrievers()))
+rerank_partitions = dg.MultiPartitionsDefinition({
+    "retriever": retriever_partitions,
+    "reranker": dg.StaticPartitionsDefinition(sorted(load_rerankers())),
+})
 
 QUIT_CORPUS = dg.AssetIn(key=["quit", "benchmark_corpus"])
 QUIT_QUESTIONS = dg.AssetIn(key=["quit", "benchmark_questions"])
@@ -106,19 +110,67 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
     })
 
 
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=rerank_partitions,
+          ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"],
+                                       partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
+               "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
+          kinds={"litellm"}, pool="llm", code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(1))
+def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
+                       benchmark_corpus: pl.DataFrame, llm: LLMResource) -> dg.Output:
+    """One retriever's run reranked by one reranker (partition = retriever x reranker): the
+    top ``top_k`` passages reordered, the rest kept below in their retrieved order."""
+    keys = context.partition_key.keys_by_dimension
+    spec = load_rerankers()[keys["reranker"]]
+    run = quit_runs.sort("question_id", "rank")
+    queries = dict(benchmark_questions.select("question_id", "question").iter_rows())
+    texts = dict(benchmark_corpus.select("passage_id", "text").iter_rows())
+    ranked = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
+    head = {q: ids[: spec.top_k] for q, ids in ranked.items()}
+    stats = CallStats()
+    reordered, repaired = rankgpt.rerank(llm, spec.model, queries, head, texts, spec.window, spec.step, stats, context.log.info)
+    system = f"{keys['retriever']}+{spec.alias}"
+    rows = [(q, pid, rank, 1.0 / rank, system)
+            for q, ids in ranked.items()
+            for rank, pid in enumerate(reordered[q] + ids[spec.top_k:], start=1)]
+    frame = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
+    trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{system}.trec")
+    write_bytes(trec_path, trec_run(frame).encode())
+    context.log.info(f"reranked the top {spec.top_k} of each run (the paper reranks 100)")
+    return dg.Output(frame, metadata={**table_metadata(frame), "reranked_top_k": spec.top_k,
+                                      "repaired_permutations": repaired, "trec_run": dg.MetadataValue.path(trec_path),
+                                      **stats.as_metadata()})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"]), "benchmark_qrels": QUIT_QRELS},
+          kinds={"ranx"}, code_version="1")
+def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
+    """Hit@1/10/50 and MRR of every retriever x reranker run (Table 5's shape)."""
+    rows = [{"system": system, **eval_metrics.evaluate_run(benchmark_qrels, quit_reranked_runs.filter(pl.col("system") == system))}
+            for system in sorted(quit_reranked_runs["system"].unique().to_list())]
+    table = pl.DataFrame(rows)
+    return dg.Output(table, metadata={
+        **table_metadata(table),
+        "table_5": dg.MetadataValue.md(reports.percent_table(table, "system", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"])),
+    })
+
+
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_reader_partitions,
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"], partition_mapping=dg.AllPartitionMapping()),
+               "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
           kinds={"litellm"}, pool="llm", code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(1))
-def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                        benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame, llm: LLMResource) -> dg.Output:
+def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
+                        benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame,
+                        llm: LLMResource) -> dg.Output:
     """One reader (partition = model alias) answering from the top-1, top-3 and top-5
-    passages of every retriever's run, with Union_norm and Union_freq contexts (equation 1,
-    alpha 0.6, beta 0.4), plus the Optimal bound: the reader on every relevant passage."""
+    passages of every retriever's and retriever+reranker's run, with Union_norm and
+    Union_freq contexts (equation 1, alpha 0.6, beta 0.4), plus the Optimal bound: the reader
+    on every relevant passage."""
     reader = context.partition_key
     judge = role_aliases("quit.judge")[0]
     stats = CallStats()
-    items = readers.reader_items(quit_runs, benchmark_corpus)
+    items = readers.reader_items(pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus)
     answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info)
     relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
     pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
@@ -158,4 +210,5 @@ def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFra
     })
 
 
-quit_eval_assets = [quit_index, quit_runs, quit_retrieval_metrics, quit_reader_answers, quit_reader_metrics]
+quit_eval_assets = [quit_index, quit_runs, quit_retrieval_metrics, quit_reranked_runs, quit_rerank_metrics,
+                    quit_reader_answers, quit_reader_metrics]

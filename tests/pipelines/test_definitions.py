@@ -13,7 +13,8 @@ EXPECTED_QUIT = {
     "verification_rejects", "benchmark_questions", "benchmark_corpus", "benchmark_qrels", "release_files", "statistics",
 }
 
-EXPECTED_EVAL = {"quit_index", "quit_runs", "quit_retrieval_metrics", "quit_reader_answers", "quit_reader_metrics"}
+EXPECTED_EVAL = {"quit_index", "quit_runs", "quit_retrieval_metrics", "quit_reranked_runs", "quit_rerank_metrics",
+                 "quit_reader_answers", "quit_reader_metrics"}
 
 
 def test_asset_graph_snapshot():

@@ -1,0 +1,75 @@
+"""RankGPT: listwise reranking by an LLM over a sliding window (Sun et al., 2023).
+
+The window moves from the bottom of the ranked list to the top, so strong passages found
+low in the list can climb. The model answers with a permutation such as ``[2] > [1] > [3]``;
+answers that repeat, skip or invent identifiers are repaired rather than rejected: unknown
+ids are dropped, repeats keep their first place, and passages the model left out keep their
+previous relative order after the ones it ranked.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ID = re.compile(r"\[?(\d+)\]?")
+
+
+def parse_permutation(text: str, n: int) -> tuple[list[int], bool]:
+    """0-based order of ``n`` items from a model answer, and whether it needed repair."""
+    seen: list[int] = []
+    for m in _ID.finditer(text):
+        i = int(m.group(1)) - 1
+        if 0 <= i < n and i not in seen:
+            seen.append(i)
+    missing = [i for i in range(n) if i not in seen]
+    repaired = bool(missing) or len(_ID.findall(text)) != n
+    return seen + missing, repaired
+
+
+def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
+    """(start, end) spans from the bottom of a list of n items to the top."""
+    if n <= window:
+        return [(0, n)]
+    spans, end = [], n
+    while True:
+        start = max(0, end - window)
+        spans.append((start, end))
+        if start == 0:
+            return spans
+        end -= step
+
+
+def prompt_messages(query: str, passages: list[str], max_words: int = 100) -> list[dict]:
+    listing = "\n".join(f"[{i + 1}] {' '.join(p.split()[:max_words])}" for i, p in enumerate(passages))
+    return [
+        {"role": "system", "content": "You rank passages by how well they help answer a question."},
+        {"role": "user", "content": (
+            f"Question: {query}\n\n{listing}\n\n"
+            f"Rank the {len(passages)} passages above from most to least helpful for answering the question. "
+            "Reply only with their identifiers in order, like [2] > [1] > [3]."
+        )},
+    ]
+
+
+def rerank(llm, alias: str, queries: dict[str, str], ranked: dict[str, list[str]], texts: dict[str, str],
+           window: int, step: int, stats, log=None) -> tuple[dict[str, list[str]], int]:
+    """Rerank every question's list; windows at the same depth are sent together (they are
+    independent across questions), deeper ones after. Returns the new lists and how many
+    model answers needed repair."""
+    from resources.llm import LLMRequest
+
+    lists = {q: list(ids) for q, ids in ranked.items()}
+    plans = {q: windows(len(ids), window, step) for q, ids in lists.items()}
+    depth = max((len(p) for p in plans.values()), default=0)
+    repaired = 0
+    for level in range(depth):
+        todo = [(q, plans[q][level]) for q in sorted(lists) if level < len(plans[q])]
+        reqs = [LLMRequest(f"{q} window {s}-{e}", prompt_messages(queries[q], [texts[d] for d in lists[q][s:e]]))
+                for q, (s, e) in todo]
+        results = llm.run(alias, reqs, stats=stats, log=log)
+        for (q, (s, e)), r in zip(todo, results):
+            span = lists[q][s:e]
+            order, fixed = parse_permutation(r.text or "", len(span))
+            repaired += int(fixed)
+            lists[q][s:e] = [span[i] for i in order]
+    return lists, repaired
