@@ -27,21 +27,28 @@ class RetrieverSpec:
     passage_prefix: str | None = None
 
 
-def load_retrievers(path: str = RETRIEVERS_PATH) -> dict[str, RetrieverSpec]:
+def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
+    """Parse one registry section into specs; errors name the file and the alias."""
     with open(path, encoding="utf-8") as f:
-        raw = (yaml.safe_load(f) or {}).get("retrievers")
+        raw = (yaml.safe_load(f) or {}).get(section)
     if not isinstance(raw, dict) or not raw:
-        raise ValueError(f"{path}: expected a non-empty 'retrievers' mapping")
+        raise ValueError(f"{path}: expected a non-empty {section!r} mapping")
     specs = {}
     for alias, entry in raw.items():
-        if not isinstance(entry, dict) or entry.get("kind") not in {"bm25", "dense"}:
-            raise ValueError(f"{path}: retriever {alias!r} needs kind bm25 or dense")
-        if entry["kind"] == "dense" and not entry.get("encoder"):
-            raise ValueError(f"{path}: dense retriever {alias!r} needs an encoder")
-        unknown = set(entry) - {f.name for f in dataclasses.fields(RetrieverSpec)}
+        if not isinstance(entry, dict) or entry.get("kind") not in kinds:
+            raise ValueError(f"{path}: {section[:-1]} {alias!r} needs kind {' or '.join(sorted(kinds))}")
+        unknown = set(entry) - {f.name for f in dataclasses.fields(spec_type)}
         if unknown:
-            raise ValueError(f"{path}: retriever {alias!r} has unknown keys {sorted(unknown)}")
-        specs[alias] = RetrieverSpec(alias=alias, **entry)
+            raise ValueError(f"{path}: {section[:-1]} {alias!r} has unknown keys {sorted(unknown)}")
+        specs[alias] = spec_type(alias=alias, **entry)
+    return specs
+
+
+def load_retrievers(path: str = RETRIEVERS_PATH) -> dict[str, RetrieverSpec]:
+    specs = _load(path, "retrievers", RetrieverSpec, {"bm25", "dense"})
+    for spec in specs.values():
+        if spec.kind == "dense" and not spec.encoder:
+            raise ValueError(f"{path}: dense retriever {spec.alias!r} needs an encoder")
     return specs
 
 
@@ -75,16 +82,4 @@ class RerankerSpec:
 
 
 def load_rerankers(path: str = RERANKERS_PATH) -> dict[str, RerankerSpec]:
-    with open(path, encoding="utf-8") as f:
-        raw = (yaml.safe_load(f) or {}).get("rerankers")
-    if not isinstance(raw, dict) or not raw:
-        raise ValueError(f"{path}: expected a non-empty 'rerankers' mapping")
-    specs = {}
-    for alias, entry in raw.items():
-        if not isinstance(entry, dict) or entry.get("kind") not in {"rankgpt"}:
-            raise ValueError(f"{path}: reranker {alias!r} needs a known kind (rankgpt)")
-        unknown = set(entry) - {f.name for f in dataclasses.fields(RerankerSpec)}
-        if unknown:
-            raise ValueError(f"{path}: reranker {alias!r} has unknown keys {sorted(unknown)}")
-        specs[alias] = RerankerSpec(alias=alias, **entry)
-    return specs
+    return _load(path, "rerankers", RerankerSpec, {"rankgpt"})

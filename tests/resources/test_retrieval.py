@@ -52,3 +52,14 @@ def test_bm25_on_lucene(tmp_path):
     hits = lucene.searcher("t").batch_search(["highest mountain", "largest ocean"], ["a", "b"], k=3)
     assert hits["a"][0].docid == "d1" and hits["b"][0].docid == "d2"
     assert hits["a"][0].score > 0
+
+
+def test_reranker_registry(tmp_path):
+    from resources.retrieval import load_rerankers
+
+    p = tmp_path / "r.yaml"
+    p.write_text("rerankers:\n  z: {kind: monot5}\n")
+    with pytest.raises(ValueError, match="reranker 'z' needs kind rankgpt"):
+        load_rerankers(str(p))
+    spec = load_rerankers()["rankgpt"]
+    assert spec.model == "smollm2" and spec.top_k == 10 and spec.window == 10
