@@ -121,12 +121,6 @@ def embedded_model_path(name: str) -> str:
     return str(importlib.resources.files(package) / filename)
 
 
-def _custom_llm_base():
-    import litellm
-
-    return litellm.CustomLLM
-
-
 class EmbeddedLlama:
     """In-process llama.cpp models, served to litellm as the ``local/`` provider.
 

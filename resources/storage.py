@@ -8,7 +8,6 @@ Every table asset is written by :class:`ParquetIOManager` at
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 import posixpath
 from collections.abc import Iterable
@@ -171,4 +170,4 @@ def concat(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
 
 
 def read_text(uri: str) -> str:
-    return io.TextIOWrapper(io.BytesIO(read_bytes(uri)), encoding="utf-8").read()
+    return read_bytes(uri).decode("utf-8")
