@@ -55,16 +55,19 @@ class Ingested:
     rejects: list[dict] = field(default_factory=list)
 
     def reject(self, qid: str, source: str, reason: str, detail: str, record: Any, step: str = "ingest"):
-        self.rejects.append(
-            {
-                "question_id": qid,
-                "source": source,
-                "step": step,
-                "reason": reason,
-                "detail": detail,
-                "record": json.dumps(record, ensure_ascii=False, default=str)[:4000],
-            }
-        )
+        self.rejects.append(reject_row(qid, source, step, reason, detail, record))
+
+
+def reject_row(qid: str, source: str, step: str, reason: str, detail: str, record: Any) -> dict:
+    """One row of a rejects table: the record kept (as JSON) with the step and the reason."""
+    return {
+        "question_id": qid,
+        "source": source,
+        "step": step,
+        "reason": reason,
+        "detail": detail,
+        "record": json.dumps(record, ensure_ascii=False, default=str)[:4000],
+    }
 
 
 def parse_json_list(text: str, name: str) -> list:

@@ -11,7 +11,7 @@ import polars as pl
 
 from assets.prompts import load_prompt
 from assets.quit import method
-from assets.quit.sources import REJECT_SCHEMA
+from assets.quit.sources import REJECT_SCHEMA, reject_row
 from assets.text import contains_phrase, exact_match, normalize
 from resources.llm import CallStats, LLMRequest
 
@@ -102,16 +102,8 @@ def screen_leakage(
 
 
 def _reject(row: dict, step: str, reason: str, detail: str) -> dict:
-    import json
-
-    return {
-        "question_id": row["question_id"],
-        "source": row["source"],
-        "step": step,
-        "reason": reason,
-        "detail": detail,
-        "record": json.dumps({k: row[k] for k in ("question", "answer", "hints") if k in row}, ensure_ascii=False)[:4000],
-    }
+    record = {k: row[k] for k in ("question", "answer", "hints") if k in row}
+    return reject_row(row["question_id"], row["source"], step, reason, detail, record)
 
 
 # --- 3.1.2 convergence -----------------------------------------------------------------------
