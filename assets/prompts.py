@@ -2,7 +2,8 @@
 
 A prompt file holds ``version``, an optional ``system`` message, optional few-shot ``shots``
 (each a mapping of template fields plus ``answer``) and a ``user`` template using
-``{field}`` placeholders. Bump ``version`` (and the asset's ``code_version``) when a prompt
+``{field}`` placeholders, and, for prompts whose continuation is scored rather than
+generated, a ``continuation`` template. Bump ``version`` (and the asset's ``code_version``) when a prompt
 changes, so cached answers and stale assets are told apart.
 """
 
@@ -24,6 +25,8 @@ class Prompt:
     user: str
     system: str | None = None
     shots: tuple[dict, ...] = ()
+    # Text scored after the prompt rather than generated (UPR's question).
+    continuation: str | None = None
 
     def messages(self, **fields: str) -> list[dict]:
         msgs = [{"role": "system", "content": self.system}] if self.system else []
@@ -47,4 +50,5 @@ def load_prompt(benchmark: str, name: str) -> Prompt:
         user=raw["user"],
         system=raw.get("system"),
         shots=tuple(raw.get("shots") or ()),
+        continuation=raw.get("continuation"),
     )

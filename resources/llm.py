@@ -126,38 +126,85 @@ class EmbeddedLlama:
 
     One llama.cpp context per model, used under a lock: llama.cpp is not thread safe, and
     running calls one after another keeps its KV cache warm for shared prompt prefixes.
+    Scoring (token log-probabilities) uses a second context created with ``logits_all``,
+    which llama.cpp needs to report them; generation stays on the cheaper first one.
     """
 
     def __init__(self, n_ctx: int = 2048, n_threads: int | None = None):
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
-        self._models: dict[str, Any] = {}
+        self._models: dict[tuple[str, bool], Any] = {}
         self._lock = threading.Lock()
 
-    def llama(self, name: str):
-        if name not in self._models:
+    def llama(self, name: str, scoring: bool = False):
+        if (name, scoring) not in self._models:
             from llama_cpp import Llama
 
-            self._models[name] = Llama(
+            self._models[(name, scoring)] = Llama(
                 model_path=embedded_model_path(name),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
-                logits_all=False,
+                logits_all=scoring,
                 verbose=False,
             )
-        return self._models[name]
+        return self._models[(name, scoring)]
 
     def chat(self, name: str, messages: list[dict], params: dict) -> dict:
+        logprobs = bool(params.get("logprobs"))
         with self._lock:
-            llm = self.llama(name)
-            return llm.create_chat_completion(
+            llm = self.llama(name, scoring=logprobs)
+            out = llm.create_chat_completion(
                 messages=messages,
                 temperature=float(params.get("temperature", 0.0)),
                 top_p=float(params.get("top_p", 1.0)),
                 max_tokens=int(params.get("max_tokens") or 64),
                 seed=int(params.get("seed", 0)),
                 stop=params.get("stop"),
+                logprobs=logprobs or None,
+                top_logprobs=int(params.get("top_logprobs") or 0) if logprobs else None,
             )
+        return _plain(out)
+
+    def continuation_logprobs(self, name: str, prefix: str, continuation: str) -> tuple[list[float], int]:
+        """Log-probability of each token of ``continuation`` after ``prefix``, and the
+        number of tokens read. Computed from the logits directly: llama.cpp's ``echo``
+        log-probabilities are not those of the prompt tokens."""
+        import numpy as np
+
+        with self._lock:
+            llm = self.llama(name, scoring=True)
+            head = llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=True)
+            tail = llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
+            tokens = head + tail
+            if not tail:
+                raise ValueError("empty continuation")
+            if len(tokens) > self.n_ctx:
+                raise ValueError(f"{len(tokens)} tokens exceed the context of {self.n_ctx}")
+            # Reuse the KV cache for the prefix shared with the previous call; at least the
+            # last prefix token is evaluated again so its logits are fresh.
+            shared = 0
+            for a, b in zip(llm.input_ids[: llm.n_tokens], tokens[: len(head) - 1]):
+                if a != b:
+                    break
+                shared += 1
+            llm.n_tokens = shared
+            llm.eval(tokens[shared:])
+            logits = np.asarray(llm.scores[len(head) - 1 : len(tokens) - 1], dtype=np.float64)
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        picked = logits[np.arange(len(tail)), tail]
+        return [float(v) for v in picked - log_norm], len(tokens)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (llama.cpp's log-probabilities) as Python floats, so responses cache as JSON."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    return value
 
 
 _EMBEDDED = EmbeddedLlama()
@@ -205,6 +252,15 @@ class LLMRequest:
 
 
 @dataclasses.dataclass
+class ScoreRequest:
+    """How likely ``continuation`` is after ``prefix``: ``key`` names the item it serves."""
+
+    key: str
+    prefix: str
+    continuation: str
+
+
+@dataclasses.dataclass
 class LLMResult:
     key: str
     text: str | None
@@ -213,6 +269,9 @@ class LLMResult:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # The first answer token's most likely alternatives (token -> log-probability), when
+    # the request asked for ``logprobs``.
+    top_logprobs: dict[str, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -380,6 +439,7 @@ class LLMResource(dg.ConfigurableResource):
             cached=bool(hidden.get("cache_hit")),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            top_logprobs=_first_top_logprobs(response.choices[0]),
         )
         if parse is not None:
             try:
@@ -389,6 +449,99 @@ class LLMResource(dg.ConfigurableResource):
         else:
             result.value = strip_thinking(text)
         return result
+
+
+    def score(
+        self,
+        alias: str,
+        requests: Sequence[ScoreRequest],
+        stats: CallStats | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> list[LLMResult]:
+        """The log-probability of each request's continuation given its prefix, token by
+        token (``value``: a list of floats). The embedded model computes them in process;
+        served models are asked for prompt log-probabilities (``echo`` with ``logprobs``,
+        as vLLM's completions endpoint returns them). Cached like every other call."""
+        spec = self.spec(alias)
+        stats = stats if stats is not None else CallStats()
+        progress = _Progress(len(requests), self.progress_every_seconds, log, alias)
+        workers = 1 if spec.backend == "embedded" else max(1, self.max_concurrency)
+        results: list[LLMResult | None] = [None] * len(requests)
+
+        def one(i: int) -> None:
+            results[i] = self._score(spec, requests[i])
+            progress.tick()
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(one, range(len(requests))))
+        for r in results:
+            stats.add(r)
+        return results  # type: ignore[return-value]
+
+    def _score(self, spec: ModelSpec, req: ScoreRequest) -> LLMResult:
+        import hashlib
+        import json
+
+        import litellm
+
+        key = "score:" + hashlib.sha256(json.dumps([spec.model, req.prefix, req.continuation]).encode()).hexdigest()
+        store = litellm.cache.cache if litellm.cache is not None else None
+        hit = store.get_cache(key) if store is not None else None
+        if hit is not None:
+            return LLMResult(req.key, None, value=list(hit["logprobs"]), cached=True, prompt_tokens=hit["tokens"])
+        try:
+            if spec.backend == "embedded":
+                values, tokens = _EMBEDDED.continuation_logprobs(spec.model.split("/", 1)[-1], req.prefix, req.continuation)
+            else:
+                values, tokens = self._served_logprobs(spec, req)
+        except Exception as e:  # a bad item stays with its key, the run goes on
+            return LLMResult(req.key, None, error=f"{type(e).__name__}: {e}")
+        if store is not None:
+            store.set_cache(key, {"logprobs": values, "tokens": tokens})
+        return LLMResult(req.key, None, value=values, prompt_tokens=tokens)
+
+    def _served_logprobs(self, spec: ModelSpec, req: ScoreRequest) -> tuple[list[float], int]:
+        import litellm
+
+        api_base = self.api_base or (self.server.base_url if self.server else None) or spec.api_base
+        extra = {"api_base": api_base} if api_base else {}
+        delay = self.backoff_seconds
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = litellm.text_completion(
+                    model=spec.model, prompt=req.prefix + req.continuation, echo=True, logprobs=1,
+                    max_tokens=1, temperature=0.0, timeout=self.request_timeout, **extra,
+                )
+                break
+            except _transient_errors():
+                if attempt == self.max_retries:
+                    raise
+                time.sleep(delay)
+                delay *= 2
+        return continuation_from_echo(response.choices[0].logprobs, len(req.prefix))
+
+
+def continuation_from_echo(logprobs: Any, prefix_chars: int) -> tuple[list[float], int]:
+    """The continuation's token log-probabilities from an echoed completion: the prompt
+    tokens starting at or after the prefix's end, before the one generated token."""
+    get = logprobs.get if isinstance(logprobs, dict) else lambda k: getattr(logprobs, k)
+    offsets, values = get("text_offset"), get("token_logprobs")
+    if not offsets or values is None:
+        raise ValueError("the server returned no prompt log-probabilities (echo with logprobs)")
+    # The last entry is the generated token; the first prompt token has no log-probability.
+    picked = [float(v) for off, v in zip(offsets[:-1], values[:-1]) if off >= prefix_chars and v is not None]
+    if not picked:
+        raise ValueError("no continuation tokens in the echoed prompt")
+    return picked, len(offsets) - 1
+
+
+def _first_top_logprobs(choice: Any) -> dict[str, float] | None:
+    logprobs = getattr(choice, "logprobs", None)
+    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    if not content:
+        return None
+    first = content[0]
+    return {t.token: float(t.logprob) for t in (first.top_logprobs or [])} or {first.token: float(first.logprob)}
 
 
 class _Progress:

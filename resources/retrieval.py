@@ -45,7 +45,7 @@ def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
 
 
 def load_retrievers(path: str = RETRIEVERS_PATH) -> dict[str, RetrieverSpec]:
-    specs = _load(path, "retrievers", RetrieverSpec, {"bm25", "dense"})
+    specs = _load(path, "retrievers", RetrieverSpec, {"bm25", "dense", "oracle"})
     for spec in specs.values():
         if spec.kind == "dense" and not spec.encoder:
             raise ValueError(f"{path}: dense retriever {spec.alias!r} needs an encoder")
@@ -71,15 +71,38 @@ def encode_corpus(spec: RetrieverSpec, texts: list[str]):
 RERANKERS_PATH = str(Path(__file__).with_name("rerankers.yaml"))
 
 
+LLM_RERANKERS = {"rankgpt", "pointwise", "upr"}
+
+
 @dataclasses.dataclass(frozen=True)
 class RerankerSpec:
     alias: str
     kind: str
+    # An alias of the model registry for LLM rerankers; a local path (or a cached model
+    # name) for seq2seq ones.
     model: str | None = None
+    top_k: int = 100
     window: int = 20
     step: int = 10
-    top_k: int = 100
+    top_logprobs: int = 20
+    true_token: str = "true"
+    false_token: str = "false"
+    score: str = "softmax"
+    batch_size: int = 16
 
 
-def load_rerankers(path: str = RERANKERS_PATH) -> dict[str, RerankerSpec]:
-    return _load(path, "rerankers", RerankerSpec, {"rankgpt"})
+def load_rerankers(path: str = RERANKERS_PATH, models_path: str | None = None) -> dict[str, RerankerSpec]:
+    from resources.llm import REGISTRY_PATH, load_registry
+
+    specs = _load(path, "rerankers", RerankerSpec, LLM_RERANKERS | {"seq2seq"})
+    registry = load_registry(models_path or REGISTRY_PATH)
+    for spec in specs.values():
+        if not spec.model:
+            raise ValueError(f"{path}: reranker {spec.alias!r} needs a model")
+        if spec.kind in LLM_RERANKERS and spec.model not in registry:
+            raise ValueError(f"{path}: reranker {spec.alias!r} names unknown model alias {spec.model!r}")
+        if spec.kind == "seq2seq" and spec.score not in {"softmax", "logit"}:
+            raise ValueError(f"{path}: reranker {spec.alias!r}: score must be softmax or logit")
+        if spec.top_k < 1:
+            raise ValueError(f"{path}: reranker {spec.alias!r}: top_k must be positive")
+    return specs

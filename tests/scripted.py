@@ -8,6 +8,7 @@ cache) is appended to the file named by ``SCRIPTED_LLM_LOG`` when set.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -31,6 +32,9 @@ def reply(prompt: str) -> str:
         hint = re.search(r"Hint: (.*)", prompt).group(1)
         cand = re.search(r"Candidate: (.*)", prompt).group(1)
         return "No" if cand in {"Alpha", "Beta"} and len(hint) % 2 else "Yes"
+    if "Does the passage help find the answer" in prompt:
+        passage = re.search(r"Passage: (.*)", prompt).group(1)
+        return "yes" if "Everest" in passage else "no"
     if "Rank the" in prompt and "passages above" in prompt:
         n = int(re.search(r"Rank the (\d+) passages", prompt).group(1))
         return " > ".join(f"[{i}]" for i in range(n, 0, -1))
@@ -60,8 +64,17 @@ class Scripted(litellm.CustomLLM):
         if log:
             with open(log, "a") as f:
                 f.write(json.dumps({"prompt": prompt, "seed": (kwargs.get("optional_params") or {}).get("seed")}) + "\n")
+        choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop", "index": 0}
+        if (kwargs.get("optional_params") or {}).get("logprobs"):
+            # The answer's first word at probability 0.8, its opposite at 0.15.
+            first = text.split()[0] if text.split() else ""
+            other = {"yes": "no", "no": "yes"}.get(first.lower(), "The")
+            top = [{"token": first, "logprob": math.log(0.8), "bytes": None},
+                   {"token": other, "logprob": math.log(0.15), "bytes": None},
+                   {"token": "The", "logprob": math.log(0.05), "bytes": None}]
+            choice["logprobs"] = {"content": [{"token": first, "logprob": math.log(0.8), "bytes": None, "top_logprobs": top}]}
         return litellm.ModelResponse(
-            choices=[{"message": {"role": "assistant", "content": text}, "finish_reason": "stop", "index": 0}],
+            choices=[choice],
             usage={"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()), "total_tokens": 0},
             model=kwargs["model"],
         )

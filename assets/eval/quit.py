@@ -8,10 +8,11 @@ import dagster as dg
 import polars as pl
 
 from assets.eval import metrics as eval_metrics
-from assets.eval import rankgpt, readers, reports
+from assets.eval import readers, reports
+from assets.eval import rerankers as rerank_methods
 from assets.partitions import quit_reader_partitions
 from assets.quit import steps as quit_steps
-from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
+from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
 from assets.metadata import png_markdown, table_metadata
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource, role_aliases
@@ -48,10 +49,12 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
                faiss_index: FaissIndexResource) -> dg.Output:
     """The QUIT corpus indexed for one retriever: a Lucene index for BM25, a FAISS index of
     the retriever's passage embeddings for dense retrievers (persisted under the storage
-    root)."""
+    root). The Oracle retriever reads the qrels and needs no index."""
     spec = load_retrievers()[context.partition_key]
     docs = benchmark_corpus.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents"))
-    if spec.kind == "bm25":
+    if spec.kind == "oracle":
+        n, location = 0, ""
+    elif spec.kind == "bm25":
         n = lucene.build(f"quit_{spec.alias}", docs.iter_rows(named=True))
         location = lucene.index_dir(f"quit_{spec.alias}")
     else:
@@ -64,20 +67,24 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
-          ins={"quit_index": dg.AssetIn(key=[PREFIX, "quit_index"]), "benchmark_questions": QUIT_QUESTIONS},
-          kinds={"lucene", "faiss"}, code_version="1")
+          ins={"quit_index": dg.AssetIn(key=[PREFIX, "quit_index"]), "benchmark_questions": QUIT_QUESTIONS,
+               "benchmark_qrels": QUIT_QRELS},
+          kinds={"lucene", "faiss"}, code_version="2")
 def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, benchmark_questions: pl.DataFrame,
-              lucene: LuceneResource, faiss_index: FaissIndexResource) -> dg.Output:
-    """Top-100 passages per question for one retriever, as a table and a TREC run file."""
+              benchmark_qrels: pl.DataFrame, lucene: LuceneResource, faiss_index: FaissIndexResource) -> dg.Output:
+    """Top-100 passages per question for one retriever, as a table and a TREC run file (the
+    Oracle retriever: every relevant passage, shuffled)."""
     spec = load_retrievers()[context.partition_key]
     questions = benchmark_questions["question"].to_list()
     qids = benchmark_questions["question_id"].to_list()
-    if spec.kind == "bm25":
-        hits = lucene.searcher(f"quit_{spec.alias}").batch_search(questions, qids, TOP_K)
+    if spec.kind == "oracle":
+        run = oracle_run(benchmark_qrels.filter(pl.col("question_id").is_in(qids)), spec.alias)
+    elif spec.kind == "bm25":
+        run = run_frame(lucene.searcher(f"quit_{spec.alias}").batch_search(questions, qids, TOP_K), spec.alias)
     else:
         doc_ids = read_parquet(ids_uri(spec.alias))["id"].to_list()
         hits = dense_search(spec, faiss_index, faiss_index.load(index_uri(spec.alias)), doc_ids, questions, qids, TOP_K)
-    run = run_frame(hits, spec.alias)
+        run = run_frame(hits, spec.alias)
     trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{spec.alias}.trec")
     write_bytes(trec_path, trec_run(run).encode())
     return dg.Output(run, metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path),
@@ -91,7 +98,9 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
 def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
-    Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right)."""
+    Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
+    The Oracle retriever is an upper bound, not a retriever, and is left out."""
+    quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
     rows = []
     for split in ["all", *sorted(benchmark_questions["split"].unique().to_list())]:
         qids = benchmark_questions if split == "all" else benchmark_questions.filter(pl.col("split") == split)
@@ -118,7 +127,8 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
 def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
                        benchmark_corpus: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """One retriever's run reranked by one reranker (partition = retriever x reranker): the
-    top ``top_k`` passages reordered, the rest kept below in their retrieved order."""
+    top ``top_k`` passages reordered (pointwise LLM relevance, UPR, RankGPT or seq2seq, by
+    the reranker's kind), the rest kept below in their retrieved order."""
     keys = context.partition_key.keys_by_dimension
     spec = load_rerankers()[keys["reranker"]]
     run = quit_runs.sort("question_id", "rank")
@@ -127,31 +137,42 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
     ranked = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
     head = {q: ids[: spec.top_k] for q, ids in ranked.items()}
     stats = CallStats()
-    reordered, repaired = rankgpt.rerank(llm, spec.model, queries, head, texts, spec.window, spec.step, stats, context.log.info)
+    context.log.info(f"{spec.alias} ({spec.kind}) reranks the top {spec.top_k} of each run (the paper reranks 100)")
+    done = rerank_methods.rerank(spec, llm, queries, head, texts, stats, context.log.info)
     system = f"{keys['retriever']}+{spec.alias}"
     rows = [(q, pid, rank, 1.0 / rank, system)
             for q, ids in ranked.items()
-            for rank, pid in enumerate(reordered[q] + ids[spec.top_k:], start=1)]
+            for rank, pid in enumerate(done.lists[q] + ids[spec.top_k:], start=1)]
     frame = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
     trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{system}.trec")
     write_bytes(trec_path, trec_run(frame).encode())
-    context.log.info(f"reranked the top {spec.top_k} of each run (the paper reranks 100)")
-    return dg.Output(frame, metadata={**table_metadata(frame), "reranked_top_k": spec.top_k,
-                                      "repaired_permutations": repaired, "trec_run": dg.MetadataValue.path(trec_path),
-                                      **stats.as_metadata()})
+    return dg.Output(frame, metadata={**table_metadata(frame), "reranker_kind": spec.kind, "reranked_top_k": spec.top_k,
+                                      "unscored_passages": done.unscored, "repaired_permutations": done.repaired,
+                                      "trec_run": dg.MetadataValue.path(trec_path), **stats.as_metadata()})
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"]), "benchmark_qrels": QUIT_QRELS},
           kinds={"ranx"}, code_version="1")
 def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
-    """Hit@1/10/50 and MRR of every retriever x reranker run (Table 5's shape)."""
-    rows = [{"system": system, **eval_metrics.evaluate_run(benchmark_qrels, quit_reranked_runs.filter(pl.col("system") == system))}
-            for system in sorted(quit_reranked_runs["system"].unique().to_list())]
+    """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
+    shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
+    MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
+    (Table 7's shape)."""
+    metrics = [*eval_metrics.RETRIEVAL_METRICS, "ndcg@5", "ndcg@50"]
+    oracles = oracle_aliases()
+    rows = []
+    for system in sorted(quit_reranked_runs["system"].unique().to_list()):
+        retriever, reranker = system.split("+", 1)
+        scores = eval_metrics.evaluate_run(benchmark_qrels, quit_reranked_runs.filter(pl.col("system") == system), metrics)
+        rows.append({"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles, **scores})
     table = pl.DataFrame(rows)
+    retrieved, oracle = table.filter(~pl.col("oracle")), table.filter(pl.col("oracle"))
     return dg.Output(table, metadata={
         **table_metadata(table),
-        "table_5": dg.MetadataValue.md(reports.percent_table(table, "system", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"])),
+        "table_5": dg.MetadataValue.md(reports.percent_table(retrieved, "system", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"])),
+        "table_6": dg.MetadataValue.md(reports.percent_table(retrieved, "system", ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10", "ndcg@100"])),
+        "table_7": dg.MetadataValue.md(reports.percent_table(oracle, "reranker", ["ndcg@5", "ndcg@10", "ndcg@50", "ndcg@100"])),
     })
 
 
@@ -192,13 +213,15 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_reader_answers": dg.AssetIn(key=[PREFIX, "quit_reader_answers"]), "quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"]),
+               "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"]),
                "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"polars"}, code_version="1")
-def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, benchmark_corpus: pl.DataFrame,
-                        benchmark_qrels: pl.DataFrame) -> dg.Output:
-    """EM of every reader per retriever, k and context strategy, with the Optimal bound
-    (Table 8's shape), and the distribution of top-5 retrieved passages by number of hints
-    next to the fully relevant ones (Figure 6's shape)."""
+          kinds={"polars"}, code_version="2")
+def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
+                        benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
+    """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
+    k and context strategy, with the Optimal bound (Table 8's shape), and the distribution of
+    top-5 passages by number of hints for the retrievers and the Oracle retriever with each
+    reranker, next to the fully relevant ones (Figure 6's shape)."""
     answers = quit_reader_answers.filter(pl.col("system") != "optimal")
     best = quit_reader_answers.filter(pl.col("system") == "optimal")
     table = readers.em_table(answers, best)
@@ -206,8 +229,21 @@ def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFra
     return dg.Output(table, metadata={
         **table_metadata(table, 30),
         "table_8": dg.MetadataValue.md(reports.em_markdown(wide)),
-        "passages_by_hints": png_markdown(reports.hint_distribution(quit_runs, benchmark_corpus, benchmark_qrels)),
+        "passages_by_hints": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
+                                                                    benchmark_corpus, benchmark_qrels)),
     })
+
+
+def oracle_aliases() -> list[str]:
+    return [alias for alias, spec in load_retrievers().items() if spec.kind == "oracle"]
+
+
+def figure_6_runs(runs: pl.DataFrame, reranked: pl.DataFrame) -> pl.DataFrame:
+    """Figure 6's series: retrievers without a reranker and the Oracle retriever with each
+    reranker (the shuffled Oracle list alone says nothing about hints)."""
+    oracles = oracle_aliases()
+    with_reranker = reranked.filter(pl.col("system").str.split("+").list.first().is_in(oracles))
+    return pl.concat([runs.filter(~pl.col("system").is_in(oracles)), with_reranker])
 
 
 quit_eval_assets = [quit_index, quit_runs, quit_retrieval_metrics, quit_reranked_runs, quit_rerank_metrics,

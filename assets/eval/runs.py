@@ -14,6 +14,21 @@ def run_frame(hits: dict[str, list[Hit]], system: str) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
+def oracle_run(qrels: pl.DataFrame, system: str, seed: int = 0) -> pl.DataFrame:
+    """Every passage labeled 1 or 2, per question, in a shuffle seeded by the question id:
+    the set is perfect and the order carries no signal, which is what a reranker is handed
+    in the paper's Oracle setting."""
+    import random
+
+    rows = []
+    relevant = qrels.filter(pl.col("label") > 0).sort("question_id", "passage_id")
+    for (qid,), group in relevant.group_by("question_id", maintain_order=True):
+        ids = group["passage_id"].to_list()
+        random.Random(f"{seed}:{qid}").shuffle(ids)
+        rows.extend((qid, pid, rank, 1.0 / rank, system) for rank, pid in enumerate(ids, start=1))
+    return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
+
+
 def trec_run(run: pl.DataFrame) -> str:
     """TREC run format: ``qid Q0 docid rank score system``."""
     lines = [f"{r['question_id']} Q0 {r['passage_id']} {r['rank']} {r['score']:.6f} {r['system']}"

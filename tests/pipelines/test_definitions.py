@@ -23,7 +23,7 @@ def test_asset_graph_snapshot():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
-    assert graph.get(dg.AssetKey(["eval", "quit_runs"])).partitions_def.get_partition_keys() == ["bm25", "e5-small", "minilm"]
+    assert graph.get(dg.AssetKey(["eval", "quit_runs"])).partitions_def.get_partition_keys() == ["bm25", "e5-small", "minilm", "oracle"]
     assert graph.get(dg.AssetKey(["quit", "passage_answers"])).partitions_def.get_partition_keys() == ["smollm2"]
     llm_bound = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools == {"llm"}}
     assert {"quit/passage_answers", "quit/parametric_answers", "quit/hint_convergence"} <= llm_bound

@@ -49,3 +49,14 @@ def test_default_run_builds_and_exports_quit(tmp_path):
     assert stats["table1/Total Passages"].value == 325.0
     checks = instance.get_latest_materialization_event(dg.AssetKey(["quit", "passages"]))
     assert checks is not None
+
+    # the evaluation: every reranker on every retriever, the Oracle rows, the reader table
+    meta = lambda key: instance.get_latest_materialization_event(dg.AssetKey(["eval", key])).asset_materialization.metadata
+    retrieval, rerank, reading = meta("quit_retrieval_metrics"), meta("quit_rerank_metrics"), meta("quit_reader_metrics")
+    assert "| bm25 |" in retrieval["table_2"].value and "oracle" not in retrieval["table_2"].value
+    for reranker in ("rankgpt", "pointwise", "upr"):
+        assert f"| {reranker} |" in rerank["table_7"].value
+        assert f"| e5-small+{reranker} |" in rerank["table_5"].value
+        assert f"| oracle+{reranker} |" in reading["table_8"].value
+    assert "optimal" in reading["table_8"].value and "data:image/png" in reading["passages_by_hints"].value
+

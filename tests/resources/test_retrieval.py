@@ -16,7 +16,7 @@ def test_registry_errors_name_the_retriever(tmp_path):
     p.write_text("retrievers:\n  y: {kind: dense}\n")
     with pytest.raises(ValueError, match="'y' needs an encoder"):
         load_retrievers(str(p))
-    assert set(load_retrievers()) == {"bm25", "minilm", "e5-small"}
+    assert set(load_retrievers()) == {"bm25", "minilm", "e5-small", "oracle"}
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
@@ -54,12 +54,24 @@ def test_bm25_on_lucene(tmp_path):
     assert hits["a"][0].score > 0
 
 
-def test_reranker_registry(tmp_path):
+@pytest.mark.parametrize("entry, error", [
+    ("z: {kind: monot5}", "reranker 'z' needs kind pointwise or rankgpt or seq2seq or upr"),
+    ("p: {kind: pointwise, model: nobody}", "reranker 'p' names unknown model alias 'nobody'"),
+    ("s: {kind: seq2seq, model: /m, score: max}", "reranker 's': score must be softmax or logit"),
+    ("u: {kind: upr}", "reranker 'u' needs a model"),
+])
+def test_reranker_registry_errors_name_the_reranker(tmp_path, entry, error):
     from resources.retrieval import load_rerankers
 
     p = tmp_path / "r.yaml"
-    p.write_text("rerankers:\n  z: {kind: monot5}\n")
-    with pytest.raises(ValueError, match="reranker 'z' needs kind rankgpt"):
+    p.write_text(f"rerankers:\n  {entry}\n")
+    with pytest.raises(ValueError, match=error):
         load_rerankers(str(p))
-    spec = load_rerankers()["rankgpt"]
-    assert spec.model == "smollm2" and spec.top_k == 10 and spec.window == 10
+
+
+def test_default_rerankers():
+    from resources.retrieval import load_rerankers
+
+    specs = load_rerankers()
+    assert {s.kind for s in specs.values()} == {"rankgpt", "pointwise", "upr"}
+    assert specs["rankgpt"].model == "smollm2" and specs["rankgpt"].top_k == 10 and specs["rankgpt"].window == 10

@@ -1,0 +1,111 @@
+"""Rerankers over the head of a ranked list: pointwise LLM relevance, UPR, RankGPT and
+seq2seq (monoT5 / RankT5), behind one verb, :func:`rerank`.
+
+Each takes ``{qid: [passage_id, ...]}`` (the head of a run, best first) and returns the same
+ids reordered. Scores that tie keep the retrieved order, and a passage the model could not
+score (an error) sinks below the scored ones in retrieved order, so a failed call never
+promotes a passage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from assets.eval import rankgpt
+from assets.prompts import load_prompt
+from resources.llm import CallStats, LLMRequest, ScoreRequest
+
+YES = {"yes", "true"}
+NO = {"no", "false"}
+
+
+@dataclasses.dataclass
+class Reranked:
+    lists: dict[str, list[str]]
+    # What the model could not score or order (RankGPT: repaired permutations).
+    unscored: int = 0
+    repaired: int = 0
+
+
+def order_by_scores(ids: list[str], scores: list[float | None]) -> list[str]:
+    """Highest score first; ties keep the given order; unscored items last, in order."""
+    keyed = [(-(s if s is not None else -math.inf), s is None, i) for i, s in enumerate(scores)]
+    return [ids[i] for *_, i in sorted(keyed)]
+
+
+def yes_probability(top: dict[str, float] | None) -> float | None:
+    """P(yes) / (P(yes) + P(no)) over the first answer token's alternatives, grouping case
+    and spacing variants (``Yes``, `` yes``, ``TRUE``). A side absent from the list is given
+    the smallest listed probability, an upper bound on its true value. ``None`` when neither
+    side is listed."""
+    if not top:
+        return None
+    yes = [lp for t, lp in top.items() if t.strip().lower() in YES]
+    no = [lp for t, lp in top.items() if t.strip().lower() in NO]
+    if not yes and not no:
+        return None
+    floor = min(top.values())
+    p_yes = sum(math.exp(lp) for lp in yes) if yes else math.exp(floor)
+    p_no = sum(math.exp(lp) for lp in no) if no else math.exp(floor)
+    return p_yes / (p_yes + p_no)
+
+
+def mean_logprob(values: list[float] | None) -> float | None:
+    """UPR's score: the question's log-likelihood averaged over its tokens."""
+    return sum(values) / len(values) if values else None
+
+
+def _pairs(queries: dict[str, str], head: dict[str, list[str]], texts: dict[str, str]):
+    return [(q, pid, queries[q], texts[pid]) for q in sorted(head) for pid in head[q]]
+
+
+def _regroup(head: dict[str, list[str]], scores: dict[tuple[str, str], float | None]) -> dict[str, list[str]]:
+    return {q: order_by_scores(ids, [scores[(q, p)] for p in ids]) for q, ids in head.items()}
+
+
+def pointwise(llm, alias: str, queries, head, texts, top_logprobs: int, stats: CallStats, log=None) -> Reranked:
+    prompt = load_prompt("eval", "relevance")
+    pairs = _pairs(queries, head, texts)
+    params = {"logprobs": True, "top_logprobs": top_logprobs, "max_tokens": 1, "temperature": 0.0}
+    reqs = [LLMRequest(f"{q} {pid}", prompt.messages(question=query, passage=text), params=params)
+            for q, pid, query, text in pairs]
+    results = llm.run(alias, reqs, stats=stats, log=log)
+    scores = {(q, pid): (yes_probability(r.top_logprobs) if r.ok else None) for (q, pid, *_), r in zip(pairs, results)}
+    return Reranked(_regroup(head, scores), unscored=sum(s is None for s in scores.values()))
+
+
+def upr(llm, alias: str, queries, head, texts, stats: CallStats, log=None) -> Reranked:
+    prompt = load_prompt("eval", "upr")
+    pairs = _pairs(queries, head, texts)
+    reqs = [ScoreRequest(f"{q} {pid}", prompt.user.format(passage=text), prompt.continuation.format(question=query))
+            for q, pid, query, text in pairs]
+    results = llm.score(alias, reqs, stats=stats, log=log)
+    scores = {(q, pid): (mean_logprob(r.value) if r.ok else None) for (q, pid, *_), r in zip(pairs, results)}
+    return Reranked(_regroup(head, scores), unscored=sum(s is None for s in scores.values()))
+
+
+def seq2seq(spec, queries, head, texts) -> Reranked:
+    from resources import seq2seq as s2s
+
+    template = load_prompt("eval", "seq2seq").user
+    pairs = _pairs(queries, head, texts)
+    values = s2s.score(spec.model, [template.format(question=query, passage=text) for _, _, query, text in pairs],
+                       spec.true_token, spec.false_token, spec.score, spec.batch_size)
+    scores = {(q, pid): v for (q, pid, *_), v in zip(pairs, values)}
+    return Reranked(_regroup(head, scores))
+
+
+def rerank(spec, llm, queries: dict[str, str], head: dict[str, list[str]], texts: dict[str, str],
+           stats: CallStats, log=None) -> Reranked:
+    """Reorder every question's head with the reranker ``spec`` describes."""
+    if spec.kind == "pointwise":
+        return pointwise(llm, spec.model, queries, head, texts, spec.top_logprobs, stats, log)
+    if spec.kind == "upr":
+        return upr(llm, spec.model, queries, head, texts, stats, log)
+    if spec.kind == "rankgpt":
+        lists, repaired = rankgpt.rerank(llm, spec.model, queries, head, texts, spec.window, spec.step, stats, log)
+        return Reranked(lists, repaired=repaired)
+    if spec.kind == "seq2seq":
+        return seq2seq(spec, queries, head, texts)
+    raise ValueError(f"reranker {spec.alias!r} has unknown kind {spec.kind!r}")
