@@ -1,0 +1,1 @@
+"""RECOR: conversational reasoning-retrieval benchmark, built and evaluated per domain."""

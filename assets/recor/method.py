@@ -1,0 +1,110 @@
+"""RECOR's rules as pure functions: document scoring and selection, turn and conversation
+validation, normalized entropy, macro-averaging and paired t-tests (paper sections 3.2, 4.1
+and appendices C, D, G)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from assets.text import tokens
+
+# Document score weights (appendix C.4): support, completeness, clarity, misleading.
+SCORE_WEIGHTS = {"support": 0.5, "completeness": 0.3, "clarity": 0.15, "misleading": -0.05}
+MIN_TURNS, MAX_TURNS = 3, 12
+
+DEPENDENCY_TYPES = ["coreference", "ellipsis", "substitution", "continuation", "topic_shift", "self_contained"]
+QUESTION_PATTERNS = ["why", "how", "what", "compare", "what_if", "confirm", "more_detail", "example", "effect"]
+
+
+def document_score(support: float, completeness: float, clarity: float, misleading: float) -> float:
+    """score = 0.5 S_s + 0.3 S_c + 0.15 S_l - 0.05 S_m, each criterion on 0-10."""
+    for name, value in (("support", support), ("completeness", completeness), ("clarity", clarity), ("misleading", misleading)):
+        if not 0 <= value <= 10:
+            raise ValueError(f"{name} score {value} is outside 0-10")
+    w = SCORE_WEIGHTS
+    return w["support"] * support + w["completeness"] * completeness + w["clarity"] * clarity + w["misleading"] * misleading
+
+
+def select_documents(scores: Mapping[str, float], threshold: float, max_docs: int) -> list[str]:
+    """Documents scoring above the threshold, best first (ties by id), at most ``max_docs``."""
+    ranked = sorted(((s, d) for d, s in scores.items() if s > threshold), key=lambda t: (-t[0], t[1]))
+    return [d for _, d in ranked[:max_docs]]
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the two texts' word sets."""
+    x, y = set(tokens(a)), set(tokens(b))
+    return len(x & y) / len(x | y) if x | y else 0.0
+
+
+def new_words(question: str, earlier: Iterable[str]) -> int:
+    """How many of the question's words no earlier question used."""
+    seen = {w for q in earlier for w in tokens(q)}
+    return len(set(tokens(question)) - seen)
+
+
+def distinct_turn(question: str, earlier: Sequence[str], max_similarity: float = 0.58, min_new_words: int = 10) -> tuple[bool, str]:
+    """A follow-up must differ from every earlier question (word overlap at most
+    ``max_similarity``) and bring new words; the first question always passes."""
+    if not earlier:
+        return True, ""
+    closest = max(word_overlap(question, q) for q in earlier)
+    if closest > max_similarity:
+        return False, f"overlap {closest:.2f} with an earlier question exceeds {max_similarity}"
+    fresh = new_words(question, earlier)
+    if fresh < min_new_words:
+        return False, f"only {fresh} new words (needs {min_new_words})"
+    return True, ""
+
+
+def conversation_problems(turn_docs: Sequence[Sequence[str]], min_turns: int = MIN_TURNS, max_turns: int = MAX_TURNS) -> list[str]:
+    """Rule checks of a whole conversation: length within 3-12 turns, every turn grounded in
+    at least one document, and document diversity (not every turn on the same documents)."""
+    problems = []
+    n = len(turn_docs)
+    if not min_turns <= n <= max_turns:
+        problems.append(f"{n} turns (needs {min_turns}-{max_turns})")
+    if any(not docs for docs in turn_docs):
+        problems.append("a turn has no selected document")
+    if n > 1 and len({tuple(sorted(d)) for d in turn_docs}) == 1:
+        problems.append("every turn uses the same documents")
+    return problems
+
+
+def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float:
+    """Shannon entropy of the label distribution divided by log(n_classes): 0 when one
+    label takes everything, 1 when all classes are equally frequent."""
+    total = sum(counts.values())
+    if total == 0 or n_classes < 2:
+        return 0.0
+    h = -sum((c / total) * math.log(c / total) for c in counts.values() if c)
+    return h / math.log(n_classes)
+
+
+def macro_average(per_domain: Mapping[str, float]) -> float:
+    """Each domain weighs the same regardless of its number of turns."""
+    values = [v for v in per_domain.values() if v is not None and not math.isnan(v)]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def paired_t(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
+    """Paired t-test of b against a over the same observations (turns): mean difference,
+    its standard error, t and the two-sided p (scipy's ``ttest_rel``)."""
+    from scipy import stats
+
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length ({len(a)} vs {len(b)})")
+    diffs = [y - x for x, y in zip(a, b)]
+    n = len(diffs)
+    mean = sum(diffs) / n if n else float("nan")
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else float("nan")
+    result = stats.ttest_rel(b, a) if n > 1 else None
+    return {"n": n, "mean_delta": mean, "se": sd / math.sqrt(n) if n > 1 else float("nan"),
+            "t": float(result.statistic) if result is not None else float("nan"),
+            "p": float(result.pvalue) if result is not None else float("nan")}
+
+
+def turn_bucket(turn_id: int, last: int = 5) -> str:
+    """Turn position label for the turn-position table: T1 ... T4, then T5+."""
+    return f"T{turn_id}" if turn_id < last else f"T{last}+"

@@ -1,0 +1,201 @@
+"""Reading RECOR's two kinds of source into one question table and one document table per
+domain, keeping every rejected record with its reason.
+
+- BRIGHT (six domains): per domain, queries with ``id``, ``query``, ``reasoning``,
+  ``gold_ids``, ``gold_answer``, ``excluded_ids`` and documents with ``id``, ``content``, as
+  JSON Lines or as the Parquet files of the public release.
+- StackExchange (five domains): a JSON list of question records as the site API returns
+  them (``question_id``, ``title``, HTML ``body``, ``tags``, ``answers`` with
+  ``is_accepted``) with the ``positive_passages`` found for each; hard negatives are mined
+  later from a document pool (JSON Lines of ``id``, ``content``).
+
+Paths may be local or ``s3://`` URIs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from assets.quit.sources import SourceFormatError, parse_json_list, reject_row  # noqa: F401 (raised here too)
+from resources.storage import read_bytes
+
+BRIGHT_DOMAINS = ["biology", "earth_science", "economics", "psychology", "robotics", "sustainable_living"]
+STACKEXCHANGE_DOMAINS = ["drones", "hardware", "law", "medical_sciences", "politics"]
+DOMAINS = BRIGHT_DOMAINS + STACKEXCHANGE_DOMAINS
+
+QUESTION_SCHEMA = {
+    "domain": pl.String,
+    "source": pl.String,
+    "question_id": pl.String,
+    "query": pl.String,
+    "answer": pl.String,
+    "reasoning": pl.String,
+    "gold_ids": pl.List(pl.String),
+    "excluded_ids": pl.List(pl.String),
+}
+
+DOCUMENT_SCHEMA = {
+    "domain": pl.String,
+    "doc_id": pl.String,
+    "content": pl.String,
+    # positive (a gold document of some question), negative (in the corpus, gold for none),
+    # pool (a StackExchange mining candidate, not yet in the corpus)
+    "role": pl.String,
+    "question_id": pl.String,
+}
+
+REJECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "source": pl.String, "step": pl.String,
+                 "reason": pl.String, "detail": pl.String, "record": pl.String}
+
+
+@dataclass
+class Loaded:
+    domain: str
+    questions: list[dict] = field(default_factory=list)
+    documents: list[dict] = field(default_factory=list)
+    rejects: list[dict] = field(default_factory=list)
+
+    def reject(self, qid: str, source: str, reason: str, detail: str, record: Any) -> None:
+        self.rejects.append({"domain": self.domain, **reject_row(qid, source, "ingest", reason, detail, record)})
+
+    def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        return (pl.DataFrame(self.questions, schema=QUESTION_SCHEMA),
+                pl.DataFrame(self.documents, schema=DOCUMENT_SCHEMA),
+                pl.DataFrame(self.rejects, schema=REJECT_SCHEMA))
+
+
+def read_records(uri: str) -> list[tuple[str, Any]]:
+    """``(where, record)`` pairs from a JSON Lines, JSON list or Parquet file; ``where``
+    names the line or row for error messages. A line that is not JSON is returned as a
+    string record so that the caller can reject it by name."""
+    data = read_bytes(uri)
+    if uri.endswith(".parquet"):
+        return [(f"{uri} row {i}", r) for i, r in enumerate(pl.read_parquet(io.BytesIO(data)).to_dicts())]
+    text = data.decode("utf-8")
+    if uri.endswith(".json"):
+        return [(f"{uri} record {i}", r) for i, r in enumerate(parse_json_list(text, uri))]
+    out: list[tuple[str, Any]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"{uri} line {n}", json.loads(line)))
+        except json.JSONDecodeError as e:
+            out.append((f"{uri} line {n}", f"not JSON ({e.msg}): {line[:200]}"))
+    return out
+
+
+def html_text(body: str) -> str:
+    """Plain text of a StackExchange HTML body: one line per block element."""
+    import lxml.html
+
+    if not body or not body.strip():
+        return ""
+    root = lxml.html.fromstring(f"<div>{body}</div>")
+    for el in root.iter("p", "li", "br", "pre", "blockquote", "h1", "h2", "h3", "h4", "tr"):
+        el.tail = "\n" + (el.tail or "")
+    lines = (" ".join(line.split()) for line in root.text_content().splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _ids(value: Any) -> list[str] | None:
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int)) for v in value):
+        return [str(v) for v in value]
+    return None
+
+
+def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
+    """One BRIGHT domain. A query whose gold documents are missing from the corpus, or that
+    lacks a query, answer or gold ids, is rejected; documents are the corpus as given."""
+    out = Loaded(domain)
+    seen_docs: set[str] = set()
+    for where, rec in read_records(documents_uri):
+        doc_id = str(rec.get("id", "")) if isinstance(rec, dict) else ""
+        content = _text(rec.get("content")) if isinstance(rec, dict) else None
+        if not doc_id or content is None:
+            out.reject(doc_id or where, "bright", "malformed_document", f"{where}: needs id and non-empty content", rec)
+        elif doc_id in seen_docs:
+            out.reject(doc_id, "bright", "duplicate_document", f"{where}: id {doc_id!r} seen before", rec)
+        else:
+            seen_docs.add(doc_id)
+            out.documents.append({"domain": domain, "doc_id": doc_id, "content": content, "role": "negative", "question_id": None})
+    gold_all: set[str] = set()
+    seen_questions: set[str] = set()
+    for where, rec in read_records(examples_uri):
+        if not isinstance(rec, dict):
+            out.reject(where, "bright", "malformed_record", f"{where}: {rec}", rec)
+            continue
+        qid = f"{domain}_{rec.get('id')}"
+        query, answer, gold = _text(rec.get("query")), _text(rec.get("gold_answer")), _ids(rec.get("gold_ids"))
+        if query is None or answer is None or not gold:
+            missing = [k for k, v in (("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v]
+            out.reject(qid, "bright", "malformed_record", f"{where}: missing or empty {', '.join(missing)}", rec)
+        elif qid in seen_questions:
+            out.reject(qid, "bright", "duplicate_id", f"{where}: id seen before", rec)
+        elif absent := [g for g in gold if g not in seen_docs]:
+            out.reject(qid, "bright", "gold_not_in_corpus", f"{where}: gold ids {absent} are not among the documents", rec)
+        else:
+            seen_questions.add(qid)
+            gold_all.update(gold)
+            excluded = [e for e in (_ids(rec.get("excluded_ids")) or []) if e != "N/A"]
+            out.questions.append({"domain": domain, "source": "bright", "question_id": qid, "query": query, "answer": answer,
+                                  "reasoning": _text(rec.get("reasoning")), "gold_ids": gold, "excluded_ids": excluded})
+    for doc in out.documents:
+        if doc["doc_id"] in gold_all:
+            doc["role"] = "positive"
+    return out
+
+
+def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = None) -> Loaded:
+    """One StackExchange domain: the accepted answer is the gold answer and the positive
+    passages its gold documents (ids ``<domain>_<question_id>_p<passage_index>``); records
+    without an accepted answer, a body or positives are rejected. The pool's documents are
+    kept with role ``pool`` for hard-negative mining."""
+    out = Loaded(domain)
+    seen: set[str] = set()
+    for where, rec in read_records(questions_uri):
+        if not isinstance(rec, dict) or "question_id" not in rec:
+            out.reject(where, "stackexchange", "malformed_record", f"{where}: needs a question_id", rec)
+            continue
+        qid = f"{domain}_{rec['question_id']}"
+        title, body = _text(rec.get("title")), html_text(rec.get("body") or "")
+        accepted = [a for a in rec.get("answers") or [] if isinstance(a, dict) and a.get("is_accepted")]
+        answer = html_text(accepted[0].get("body") or "") if accepted else ""
+        passages = [p for p in rec.get("positive_passages") or [] if isinstance(p, dict) and _text(p.get("passage"))]
+        if qid in seen:
+            out.reject(qid, "stackexchange", "duplicate_id", f"{where}: question_id seen before", rec)
+        elif title is None or not body:
+            out.reject(qid, "stackexchange", "malformed_record", f"{where}: needs a title and a body", rec)
+        elif not answer:
+            out.reject(qid, "stackexchange", "no_accepted_answer", f"{where}: no accepted answer with text", rec)
+        elif not passages:
+            out.reject(qid, "stackexchange", "no_positive_passages", f"{where}: no positive passages", rec)
+        else:
+            seen.add(qid)
+            gold = []
+            for p in passages:
+                doc_id = f"{qid}_p{p.get('passage_index', len(gold))}"
+                gold.append(doc_id)
+                out.documents.append({"domain": domain, "doc_id": doc_id, "content": p["passage"].strip(),
+                                      "role": "positive", "question_id": qid})
+            out.questions.append({"domain": domain, "source": "stackexchange", "question_id": qid,
+                                  "query": f"{title}\n{body}", "answer": answer, "reasoning": None,
+                                  "gold_ids": gold, "excluded_ids": []})
+    if pool_uri:
+        for where, rec in read_records(pool_uri):
+            doc_id = str(rec.get("id", "")) if isinstance(rec, dict) else ""
+            content = _text(rec.get("content")) if isinstance(rec, dict) else None
+            if not doc_id or content is None:
+                out.reject(doc_id or where, "stackexchange", "malformed_document", f"{where}: needs id and non-empty content", rec)
+            else:
+                out.documents.append({"domain": domain, "doc_id": doc_id, "content": content, "role": "pool", "question_id": None})
+    return out
