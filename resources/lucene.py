@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
@@ -49,25 +48,62 @@ class Hit:
     rank: int
 
 
-def build_index(docs: Iterable[dict], index_dir: str, threads: int = 2) -> int:
-    """Index ``{"id", "contents"}`` dicts into a fresh Lucene index; returns the doc count."""
-    start_jvm()
-    from pyserini.index.lucene import LuceneIndexer
+def write_collection(docs, folder: Path, shards: int) -> int:
+    """Documents as a JsonCollection: ``shards`` JSONL files of ``{"id", "contents"}``, so
+    that each indexing thread has a file. ``docs`` is a polars frame with ``id`` and
+    ``contents`` columns (written by polars) or any iterable of such dicts."""
+    import json
 
-    Path(index_dir).mkdir(parents=True, exist_ok=True)
-    indexer = LuceneIndexer(index_dir, threads=threads)
+    import polars as pl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(docs, pl.DataFrame):
+        frame = docs.select(pl.col("id").cast(pl.String), pl.col("contents").cast(pl.String))
+        size = -(-frame.height // shards) if frame.height else 0
+        for i in range(shards):
+            frame.slice(i * size, size).write_ndjson(folder / f"part-{i:03d}.jsonl")
+        return frame.height
+    files = [open(folder / f"part-{i:03d}.jsonl", "w", encoding="utf-8") for i in range(shards)]
     n = 0
-    batch: list[dict] = []
-    for d in docs:
-        batch.append({"id": str(d["id"]), "contents": d["contents"]})
-        if len(batch) == 10_000:
-            indexer.add_batch_dict(batch)
-            n += len(batch)
-            batch = []
-    if batch:
-        indexer.add_batch_dict(batch)
-        n += len(batch)
-    indexer.close()
+    try:
+        for n, d in enumerate(docs, start=1):
+            files[n % shards].write(json.dumps({"id": str(d["id"]), "contents": d["contents"]}, ensure_ascii=False) + "\n")
+    finally:
+        for f in files:
+            f.close()
+    return n
+
+
+def build_index(docs, index_dir: str, threads: int = 2) -> int:
+    """Index ``{"id", "contents"}`` documents into a fresh Lucene index with Anserini's
+    ``IndexCollection`` (the code behind ``python -m pyserini.index.lucene``), writing them
+    first as a JsonCollection beside the index. Feeding documents one by one through
+    pyserini's ``LuceneIndexer`` crosses into Java per document and took twice as long at
+    QUIT's 2.4M passages (BENCHMARKS.md). Returns the document count, checked against the
+    index: Anserini skips documents with empty contents, and none may be lost silently."""
+    import shutil
+
+    start_jvm()
+    from pyserini.index.lucene import LuceneIndexReader
+    from pyserini.pyclass import autoclass
+
+    collection = Path(f"{index_dir}.collection")
+    shutil.rmtree(collection, ignore_errors=True)
+    n = write_collection(docs, collection, shards=max(1, threads))
+    if n == 0:
+        shutil.rmtree(collection, ignore_errors=True)
+        raise ValueError(f"no documents to index into {index_dir}")
+    Path(index_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        autoclass("io.anserini.index.IndexCollection").main([
+            "-collection", "JsonCollection", "-input", str(collection), "-index", index_dir,
+            "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads),
+        ])
+    finally:
+        shutil.rmtree(collection, ignore_errors=True)
+    indexed = int(LuceneIndexReader(index_dir).stats()["documents"])
+    if indexed != n:
+        raise ValueError(f"{index_dir}: {n} documents written but {indexed} indexed (empty contents are skipped)")
     return n
 
 
@@ -91,10 +127,6 @@ class BM25Searcher:
             for qid in qids
         }
 
-    def doc_text(self, docid: str) -> str | None:
-        doc = self._searcher.doc(docid)
-        return None if doc is None else doc.contents()
-
 
 class LuceneResource(dg.ConfigurableResource):
     """BM25 over Lucene indexes kept under ``index_root`` (one folder per index name)."""
@@ -107,7 +139,7 @@ class LuceneResource(dg.ConfigurableResource):
     def index_dir(self, name: str) -> str:
         return str(Path(self.index_root) / name)
 
-    def build(self, name: str, docs: Iterable[dict]) -> int:
+    def build(self, name: str, docs) -> int:
         import shutil
 
         target = self.index_dir(name)

@@ -55,7 +55,7 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
     if spec.kind == "oracle":
         n, location = 0, ""
     elif spec.kind == "bm25":
-        n = lucene.build(f"quit_{spec.alias}", docs.iter_rows(named=True))
+        n = lucene.build(f"quit_{spec.alias}", docs)
         location = lucene.index_dir(f"quit_{spec.alias}")
     else:
         vectors = encode_corpus(spec, docs["contents"].to_list())

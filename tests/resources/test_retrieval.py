@@ -52,6 +52,9 @@ def test_bm25_on_lucene(tmp_path):
     hits = lucene.searcher("t").batch_search(["highest mountain", "largest ocean"], ["a", "b"], k=3)
     assert hits["a"][0].docid == "d1" and hits["b"][0].docid == "d2"
     assert hits["a"][0].score > 0
+    # Anserini skips empty documents; the build says so instead of losing one silently
+    with pytest.raises(ValueError, match="2 documents written but 1 indexed"):
+        lucene.build("e", [{"id": "x", "contents": "   "}, {"id": "y", "contents": "ocean"}])
 
 
 @pytest.mark.parametrize("entry, error", [
