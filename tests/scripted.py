@@ -20,6 +20,9 @@ from resources.llm import register_provider
 
 def reply(prompt: str) -> str:
     """Rules keyed on the project's prompt wording."""
+    recor = recor_reply(prompt)
+    if recor is not None:
+        return recor
     if "Does the candidate give the correct answer" in prompt:
         gold = re.search(r"Correct answer: (.*)", prompt).group(1).lower()
         cand = re.search(r"Candidate answer: (.*)", prompt).group(1).lower()
@@ -49,6 +52,48 @@ def reply(prompt: str) -> str:
     if "Answer in a few words" in prompt:
         return "Paris" if "France" in prompt else "NO ANSWER"
     return "NO ANSWER"
+
+
+def _field(prompt: str, name: str) -> str:
+    m = re.search(rf"{name}: (.*)", prompt)
+    return m.group(1).strip() if m else ""
+
+
+def recor_reply(prompt: str) -> str | None:
+    """RECOR's construction prompts: aspects are the answer's sentences, facts the aspect
+    itself, documents score high when they share a long word with the facts."""
+    if "Does the document contain information that the expert answer uses" in prompt:
+        return "no" if "UNRELATED" in prompt else "yes"
+    if "distinct points of this answer" in prompt:
+        answer = _field(prompt, "Expert answer")
+        return "\n".join(f"Point {i}: {s.strip()}" for i, s in enumerate(answer.split(". "), start=1) if s.strip())
+    if "Could a curious person ask one natural" in prompt:
+        return "no" if "consult" in _field(prompt, "Point") else "yes"
+    if "Order the points the way a conversation" in prompt:
+        n = len(re.findall(r"^\[\d+\]", prompt, re.M))
+        return " > ".join(f"[{i}]" for i in range(n, 0, -1))
+    if "atomic facts that this point states" in prompt:
+        return _field(prompt, "Point")
+    if "Is the fact stated in the document" in prompt:
+        return "yes"
+    if "Write the person's first question" in prompt:
+        return f"What should I know about {' '.join(_field(prompt, 'The first thing they want to understand').split()[:8])}?"
+    if "Write the person's next question" in prompt:
+        return f"And how does {' '.join(_field(prompt, 'The next thing they want to understand').split()[:8])} fit in?"
+    if "relevant: <yes if the question" in prompt:
+        return "relevant: yes\nnatural: yes"
+    if "Rate the document from 0 to 10" in prompt:
+        facts = prompt.split("Facts the answer must contain:")[1].split("Document:")[0]
+        document = prompt.split("Document:")[1].split("Rate the document")[0].lower()
+        shared = any(len(w) > 6 and w.lower().strip(".,") in document for w in facts.split())
+        return "support: 8\ncompleteness: 7\nclarity: 7\nmisleading: 0" if shared else "support: 2\ncompleteness: 1\nclarity: 5\nmisleading: 3"
+    if "Reply in exactly three lines" in prompt:
+        return f"Target: {_field(prompt, 'Question')[:40]}\nRelevant signals: mechanism; evidence; example\nIrrelevant signals: history; trivia"
+    if "using these facts and nothing else" in prompt:
+        return " ".join(line.strip("- ") for line in prompt.split("Facts:")[1].split("Answer the question")[0].splitlines() if line.strip())
+    if "Does each question follow sensibly" in prompt:
+        return "yes"
+    return None
 
 
 class Scripted(litellm.CustomLLM):

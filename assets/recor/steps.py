@@ -1,0 +1,469 @@
+"""RECOR's Decomposition-and-Verification steps (paper section 3.2) as functions of frames.
+
+Each step takes the previous step's tables, asks the LLM through the resource (prompts in
+``assets/recor/prompts``), applies the rules of :mod:`assets.recor.method`, and returns the
+kept rows and the rejected ones with their step and reason. Semantic similarity is cosine
+similarity of the configured encoder's normalised embeddings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import numpy as np
+import polars as pl
+
+from assets.eval.contexts import sentences
+from assets.eval.rankgpt import parse_permutation
+from assets.prompts import load_prompt
+from assets.quit.method import parse_list, parse_yes_no
+from assets.recor import method
+from resources.llm import CallStats, LLMRequest, ParseError
+
+REJECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "item": pl.String, "step": pl.String,
+                 "reason": pl.String, "detail": pl.String}
+
+
+def _prompt(name: str):
+    return load_prompt("recor", name)
+
+
+def reject(domain: str, qid: str, item: str, step: str, reason: str, detail: str = "") -> dict:
+    return {"domain": domain, "question_id": qid, "item": item, "step": step, "reason": reason, "detail": detail}
+
+
+def rejects_frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=REJECT_SCHEMA)
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The method's knobs; defaults follow the paper and its released configuration."""
+
+    alignment_min_coverage: float = 0.5
+    aspect_overlap: float = 0.8
+    aspect_min_coverage: float = 0.5
+    max_aspects: int = 6
+    aspect_rounds: int = 2
+    max_facts: int = 3
+    fact_accept: float = 0.70  # similarity at which a fact passes without asking the LLM
+    fact_reject: float = 0.15  # similarity below which it fails without asking
+    doc_threshold: float = 4.0
+    max_docs_per_turn: int = 5
+    max_similarity: float = 0.58
+    min_new_words: int = 10
+    min_turns: int = method.MIN_TURNS
+    max_turns: int = method.MAX_TURNS
+
+
+# --- similarity ------------------------------------------------------------------------------
+
+
+class Similarity:
+    """Cosine similarity through an encoder function ``encode(texts) -> unit vectors``, with
+    every text encoded once."""
+
+    def __init__(self, encode):
+        self._encode = encode
+        self._cache: dict[str, np.ndarray] = {}
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            for t, v in zip(todo, self._encode(todo)):
+                self._cache[t] = np.asarray(v, dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
+
+    def best(self, text: str, candidates: list[str]) -> tuple[float, int]:
+        """The highest similarity of ``text`` to any candidate, and that candidate's index."""
+        if not candidates:
+            return 0.0, -1
+        sims = self.vectors(candidates) @ self.vectors([text])[0]
+        i = int(np.argmax(sims))
+        return float(sims[i]), i
+
+
+def doc_sentences(texts: list[str]) -> list[str]:
+    return [s for t in texts for s in sentences(t)]
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def parse_aspects(text: str, limit: int) -> list[tuple[str, str]]:
+    """``Title: sentence`` lines; a line without a title is its own title."""
+    out = []
+    for item in parse_list(text, limit):
+        title, _, body = item.partition(":")
+        body = body.strip() or title.strip()
+        if len(body.split()) >= 3:
+            out.append((title.strip()[:80], body))
+    if not out:
+        raise ParseError(f"no aspects in {text[:80]!r}")
+    return out
+
+
+_SCORE = re.compile(r"(support|completeness|clarity|misleading)\D{0,12}?(\d+(?:\.\d+)?)", re.I)
+
+
+def parse_scores(text: str) -> dict[str, float]:
+    """The four 0-10 criteria of the document-scoring prompt."""
+    found = {m.group(1).lower(): float(m.group(2)) for m in _SCORE.finditer(text)}
+    missing = [k for k in ("support", "completeness", "clarity", "misleading") if k not in found]
+    if missing:
+        raise ParseError(f"missing {', '.join(missing)} in {text[:80]!r}")
+    if any(not 0 <= v <= 10 for v in found.values()):
+        raise ParseError(f"a score is outside 0-10 in {text[:80]!r}")
+    return found
+
+
+def parse_reasoning(text: str) -> dict:
+    """``Target: ...`` / ``Relevant signals: a; b`` / ``Irrelevant signals: x; y``."""
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key.startswith("target"):
+            fields["target"] = value.strip()
+        elif key.startswith("relevan"):
+            fields["relevance_signals"] = [s.strip() for s in re.split(r"[;,]", value) if s.strip()]
+        elif key.startswith("irrelevan"):
+            fields["irrelevance_signals"] = [s.strip() for s in re.split(r"[;,]", value) if s.strip()]
+    if not fields.get("target"):
+        raise ParseError(f"no Target line in {text[:80]!r}")
+    return {"target": fields["target"], "relevance_signals": fields.get("relevance_signals", []),
+            "irrelevance_signals": fields.get("irrelevance_signals", [])}
+
+
+def parse_turn_check(text: str) -> tuple[bool, bool]:
+    verdicts = dict(re.findall(r"(relevant|natural)\W{0,3}(yes|no)", text.lower()))
+    if set(verdicts) != {"relevant", "natural"}:
+        raise ParseError(f"expected relevant/natural verdicts, got {text[:80]!r}")
+    return verdicts["relevant"] == "yes", verdicts["natural"] == "yes"
+
+
+def parse_question(text: str) -> str:
+    """The first line that reads as a question, without quotes or a label."""
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(question|q|user|person)\s*\d*\s*:\s*", "", line, flags=re.I).strip().strip('"“”')
+        if len(line.split()) >= 4:
+            return line
+    raise ParseError(f"no question in {text[:80]!r}")
+
+
+def parse_answer(text: str) -> str:
+    answer = " ".join(text.split())
+    if len(answer.split()) < 4:
+        raise ParseError(f"answer too short: {text[:80]!r}")
+    return answer
+
+
+# --- 1. document-answer alignment --------------------------------------------------------------
+
+
+def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str, sim: Similarity,
+              t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Each gold document of each question checked against the answer: kept when the LLM
+    finds the answer's content in it, or when the answer's sentences are covered by it
+    (best sentence similarity >= the minimum coverage). Questions left with no document are
+    rejected."""
+    text = dict(documents.select("doc_id", "content").iter_rows())
+    pairs = [(q, d) for q in questions.iter_rows(named=True) for d in q["gold_ids"]]
+    prompt = _prompt("alignment")
+    reqs = [LLMRequest(f"{q['question_id']} {d}", prompt.messages(answer=q["answer"], document=text[d])) for q, d in pairs]
+    results = llm.run(alias, reqs, parse=parse_yes_no, stats=stats, log=log)
+    rows, rejects = [], []
+    for (q, d), r in zip(pairs, results):
+        answer_sents = sentences(q["answer"]) or [q["answer"]]
+        doc_sents = sentences(text[d]) or [text[d]]
+        coverage = float(np.mean([sim.best(s, doc_sents)[0] for s in answer_sents]))
+        verdict = r.value if r.ok else None
+        kept = bool(verdict) or coverage >= t.alignment_min_coverage
+        rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": verdict,
+                     "coverage": coverage, "kept": kept})
+        if not kept:
+            rejects.append(reject(q["domain"], q["question_id"], d, "alignment", "weak_document",
+                                  f"judge said no (or could not answer) and coverage {coverage:.2f} < {t.alignment_min_coverage}"))
+    frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "doc_id": pl.String,
+                                       "llm_supports": pl.Boolean, "coverage": pl.Float64, "kept": pl.Boolean})
+    left = set(frame.filter(pl.col("kept"))["question_id"])
+    for q in questions.iter_rows(named=True):
+        if q["question_id"] not in left:
+            rejects.append(reject(q["domain"], q["question_id"], q["question_id"], "alignment", "no_aligned_document"))
+    return frame, rejects
+
+
+# --- 2. aspects --------------------------------------------------------------------------------
+
+
+def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
+            sim: Similarity, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Iterative decomposition: each round proposes aspects (with the accepted ones listed),
+    each proposal is kept if it does not overlap an accepted aspect (similarity below the
+    overlap threshold) and the question's documents cover it (best sentence similarity at
+    least the minimum coverage). Then the suitability filter and the reordering."""
+    text = dict(documents.select("doc_id", "content").iter_rows())
+    docs_of = {q: aligned.filter((pl.col("question_id") == q) & pl.col("kept"))["doc_id"].to_list()
+               for q in aligned["question_id"].unique()}
+    live = [q for q in questions.iter_rows(named=True) if docs_of.get(q["question_id"])]
+    accepted: dict[str, list[dict]] = {q["question_id"]: [] for q in live}
+    rejects: list[dict] = []
+    prompt = _prompt("aspects")
+    for round_ in range(t.aspect_rounds):
+        todo = [q for q in live if len(accepted[q["question_id"]]) < t.max_aspects]
+        if not todo:
+            break
+        reqs = []
+        for q in todo:
+            have = accepted[q["question_id"]]
+            listing = ("\nPoints already listed (find others):\n" + "\n".join(f"- {a['title']}: {a['text']}" for a in have)) if have else ""
+            reqs.append(LLMRequest(f"{q['question_id']} round {round_}",
+                                   prompt.messages(question=q["query"], answer=q["answer"], accepted=listing,
+                                                   n=str(t.max_aspects - len(have)))))
+        results = llm.run(alias, reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
+        for q, r in zip(todo, results):
+            qid, have = q["question_id"], accepted[q["question_id"]]
+            doc_sents = doc_sentences([text[d] for d in docs_of[qid]])
+            for title, body in (r.value if r.ok else []):
+                overlap = sim.best(body, [a["text"] for a in have])[0] if have else 0.0
+                coverage = sim.best(body, doc_sents)[0]
+                item = f"{title}: {body}"
+                if overlap >= t.aspect_overlap:
+                    rejects.append(reject(q["domain"], qid, item, "aspects", "overlapping_aspect", f"similarity {overlap:.2f}"))
+                elif coverage < t.aspect_min_coverage:
+                    rejects.append(reject(q["domain"], qid, item, "aspects", "low_coverage", f"coverage {coverage:.2f}"))
+                elif len(have) < t.max_aspects:
+                    have.append({"domain": q["domain"], "question_id": qid, "title": title, "text": body, "coverage": coverage})
+            if not r.ok:
+                rejects.append(reject(q["domain"], qid, f"round {round_}", "aspects", "unparsable", r.error or ""))
+    flat = [a for q in live for a in accepted[q["question_id"]]]
+    suitable = _ask_yes_no(llm, alias, "aspect_suitability", [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat], stats, log)
+    kept = []
+    for a, ok in zip(flat, suitable):
+        if ok is False:
+            rejects.append(reject(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", "unsuitable_aspect"))
+        else:
+            kept.append(a)
+    ordered = _reorder(kept, live, llm, alias, stats, log)
+    frame = pl.DataFrame(ordered, schema={"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String,
+                                          "position": pl.Int32, "title": pl.String, "text": pl.String,
+                                          "coverage": pl.Float64})
+    return frame, rejects
+
+
+def _query(questions: list[dict], item: dict) -> str:
+    return next(q["query"] for q in questions if q["question_id"] == item["question_id"])
+
+
+def _ask_yes_no(llm, alias: str, prompt_name: str, items: list[tuple[dict, dict]], stats, log) -> list[bool | None]:
+    prompt = _prompt(prompt_name)
+    reqs = [LLMRequest(f"{i}", prompt.messages(**fields)) for i, (_, fields) in enumerate(items)]
+    results = llm.run(alias, reqs, parse=parse_yes_no, stats=stats, log=log)
+    return [r.value if r.ok else None for r in results]
+
+
+def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, log) -> list[dict]:
+    by_q: dict[str, list[dict]] = {}
+    for a in kept:
+        by_q.setdefault(a["question_id"], []).append(a)
+    prompt = _prompt("aspect_order")
+    todo = [(qid, items) for qid, items in by_q.items() if len(items) > 1]
+    reqs = [LLMRequest(qid, prompt.messages(question=_query(questions, items[0]),
+                                            listing="\n".join(f"[{i + 1}] {a['title']}: {a['text']}" for i, a in enumerate(items))))
+            for qid, items in todo]
+    results = dict(zip([qid for qid, _ in todo], llm.run(alias, reqs, stats=stats, log=log)))
+    out = []
+    for qid, items in by_q.items():
+        order = parse_permutation(results[qid].text or "", len(items))[0] if qid in results else [0]
+        for pos, i in enumerate(order, start=1):
+            out.append({**items[i], "aspect_id": f"{qid}_a{pos}", "position": pos})
+    return out
+
+
+# --- 3. atomic facts -----------------------------------------------------------------------------
+
+
+def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFrame,
+          llm, alias: str, sim: Similarity, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Atomic facts per aspect, each verified against the question's documents: similarity at
+    or above ``fact_accept`` passes, below ``fact_reject`` fails, in between the LLM decides
+    whether the best-matching document states, implies or paraphrases it. Aspects with no
+    verified fact are rejected (the paper's Table 14 case)."""
+    text = dict(documents.select("doc_id", "content").iter_rows())
+    answers = dict(questions.select("question_id", "answer").iter_rows())
+    queries = dict(questions.select("question_id", "query").iter_rows())
+    docs_of = {q: aligned.filter((pl.col("question_id") == q) & pl.col("kept"))["doc_id"].to_list()
+               for q in aligned["question_id"].unique()}
+    prompt = _prompt("facts")
+    items = list(aspect_rows.iter_rows(named=True))
+    reqs = [LLMRequest(a["aspect_id"], prompt.messages(question=queries[a["question_id"]], aspect=a["text"],
+                                                       answer=answers[a["question_id"]], n=str(t.max_facts)))
+            for a in items]
+    results = llm.run(alias, reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
+    rows, rejects, ask = [], [], []
+    for a, r in zip(items, results):
+        candidates = [(d, s) for d in docs_of.get(a["question_id"], []) for s in sentences(text[d])]
+        for n, fact in enumerate(r.value if r.ok else [], start=1):
+            score, i = sim.best(fact, [s for _, s in candidates])
+            row = {"domain": a["domain"], "question_id": a["question_id"], "aspect_id": a["aspect_id"],
+                   "fact_id": f"{a['aspect_id']}_f{n}", "fact": fact, "similarity": score,
+                   "doc_id": candidates[i][0] if i >= 0 else None, "llm_supports": None, "verified": score >= t.fact_accept}
+            rows.append(row)
+            if t.fact_reject <= score < t.fact_accept and row["doc_id"]:
+                ask.append(row)
+        if not r.ok:
+            rejects.append(reject(a["domain"], a["question_id"], a["aspect_id"], "facts", "unparsable", r.error or ""))
+    verdicts = _ask_yes_no(llm, alias, "fact_check", [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask], stats, log)
+    for row, ok in zip(ask, verdicts):
+        row["llm_supports"] = ok
+        row["verified"] = bool(ok)
+    for row in rows:
+        if not row["verified"]:
+            rejects.append(reject(row["domain"], row["question_id"], row["fact_id"], "facts", "unsupported_fact",
+                                  f"similarity {row['similarity']:.2f}, judge {row['llm_supports']}"))
+    frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String,
+                                       "fact_id": pl.String, "fact": pl.String, "similarity": pl.Float64,
+                                       "doc_id": pl.String, "llm_supports": pl.Boolean, "verified": pl.Boolean})
+    with_fact = set(frame.filter(pl.col("verified"))["aspect_id"])
+    for a in items:
+        if a["aspect_id"] not in with_fact:
+            rejects.append(reject(a["domain"], a["question_id"], a["aspect_id"], "facts", "no_verified_fact", a["text"]))
+    return frame, rejects
+
+
+# --- 4-5. turns and conversations -------------------------------------------------------------------
+
+
+TURN_SCHEMA = {
+    "domain": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32, "aspect_id": pl.String,
+    "query": pl.String, "answer": pl.String, "gold_doc_ids": pl.List(pl.String), "doc_scores": pl.String,
+    "conversation_history": pl.String, "target": pl.String, "relevance_signals": pl.List(pl.String),
+    "irrelevance_signals": pl.List(pl.String), "facts": pl.List(pl.String),
+}
+
+
+def history_text(turns: list[dict]) -> str:
+    if not turns:
+        return "No previous conversation."
+    return "\n".join(f"Turn {t['turn_id']} - User: {t['query']}\nAssistant: {t['answer']}" for t in turns)
+
+
+def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.DataFrame, aligned: pl.DataFrame,
+          documents: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Turn by turn, for every conversation at once: the question (first-turn or follow-up
+    prompt), its validation (distinct from earlier questions by rule; relevant to the aspect
+    and natural by the LLM), document scoring and selection (answerable only if a document
+    scores above the threshold), the retrieval reasoning and the answer from the verified
+    facts. A rejected turn skips its aspect; the conversation goes on with the next one."""
+    text = dict(documents.select("doc_id", "content").iter_rows())
+    queries = dict(questions.select("question_id", "query").iter_rows())
+    domain_of = dict(questions.select("question_id", "domain").iter_rows())
+    docs_of = {q: aligned.filter((pl.col("question_id") == q) & pl.col("kept"))["doc_id"].to_list()
+               for q in aligned["question_id"].unique()}
+    verified = fact_rows.filter(pl.col("verified"))
+    facts_of = {a: g["fact"].to_list() for (a,), g in verified.group_by("aspect_id", maintain_order=True)}
+    pending = {qid: [a for a in g.sort("position").iter_rows(named=True) if a["aspect_id"] in facts_of]
+               for (qid,), g in aspect_rows.group_by("question_id", maintain_order=True)}
+    done: dict[str, list[dict]] = {qid: [] for qid in pending}
+    rejects: list[dict] = []
+    while any(pending.values()):
+        step = [(qid, pending[qid].pop(0)) for qid in sorted(pending) if pending[qid] and len(done[qid]) < t.max_turns]
+        if not step:
+            break
+        # the question
+        reqs = []
+        for qid, a in step:
+            history = done[qid]
+            if history:
+                msgs = _prompt("follow_up").messages(question=queries[qid], history=history_text(history), aspect=a["text"])
+            else:
+                msgs = _prompt("first_turn").messages(question=queries[qid], aspect=a["text"])
+            reqs.append(LLMRequest(a["aspect_id"], msgs))
+        asked = llm.run(alias, reqs, parse=parse_question, stats=stats, log=log)
+        live = []
+        for (qid, a), r in zip(step, asked):
+            if not r.ok:
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "no_question", r.error or ""))
+                continue
+            ok, why = method.distinct_turn(r.value, [x["query"] for x in done[qid]], t.max_similarity, t.min_new_words)
+            if not ok:
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "repetitive_question", f"{r.value} ({why})"))
+                continue
+            live.append((qid, a, r.value))
+        # relevance to the aspect and natural flow
+        check = _prompt("turn_check")
+        reqs = [LLMRequest(a["aspect_id"], check.messages(history=history_text(done[qid]), aspect=a["text"], query=q))
+                for qid, a, q in live]
+        checks = llm.run(alias, reqs, parse=parse_turn_check, stats=stats, log=log)
+        scoring = []
+        for (qid, a, q), r in zip(live, checks):
+            if r.ok and not all(r.value):
+                reason = "off_aspect_question" if not r.value[0] else "unnatural_question"
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", reason, q))
+                continue
+            scoring.append((qid, a, q))
+        # document scoring and selection
+        score_prompt = _prompt("document_score")
+        pairs = [(qid, a, q, d) for qid, a, q in scoring for d in docs_of.get(qid, [])]
+        reqs = [LLMRequest(f"{a['aspect_id']} {d}", score_prompt.messages(query=q, facts="\n".join(f"- {f}" for f in facts_of[a["aspect_id"]]),
+                                                                          document=text[d]))
+                for qid, a, q, d in pairs]
+        scored = llm.run(alias, reqs, parse=parse_scores, stats=stats, log=log)
+        per_turn: dict[str, dict[str, dict]] = {}
+        for (qid, a, q, d), r in zip(pairs, scored):
+            if r.ok:
+                per_turn.setdefault(a["aspect_id"], {})[d] = {**r.value, "score": method.document_score(**r.value)}
+        answerable = []
+        for qid, a, q in scoring:
+            scores = per_turn.get(a["aspect_id"], {})
+            chosen = method.select_documents({d: s["score"] for d, s in scores.items()}, t.doc_threshold, t.max_docs_per_turn)
+            if not chosen:
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "unanswerable",
+                                      f"no document above {t.doc_threshold}: {json.dumps(scores)}"))
+                continue
+            answerable.append((qid, a, q, chosen, scores))
+        # retrieval reasoning and the answer
+        reasoning_prompt, answer_prompt = _prompt("retrieval_reasoning"), _prompt("turn_answer")
+        facts_text = {a["aspect_id"]: "\n".join(f"- {f}" for f in facts_of[a["aspect_id"]]) for _, a, *_ in answerable}
+        reasons = llm.run(alias, [LLMRequest(a["aspect_id"], reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])))
+                                  for qid, a, q, *_ in answerable], parse=parse_reasoning, stats=stats, log=log)
+        answers = llm.run(alias, [LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]))
+                                  for qid, a, q, *_ in answerable], parse=parse_answer, stats=stats, log=log)
+        for (qid, a, q, chosen, scores), why, ans in zip(answerable, reasons, answers):
+            if not ans.ok:
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "no_answer", ans.error or ""))
+                continue
+            reasoning = why.value if why.ok else {"target": a["text"], "relevance_signals": [], "irrelevance_signals": []}
+            done[qid].append({
+                "domain": domain_of[qid], "conversation_id": qid, "turn_id": len(done[qid]) + 1, "aspect_id": a["aspect_id"],
+                "query": q, "answer": ans.value, "gold_doc_ids": chosen, "doc_scores": json.dumps(scores, sort_keys=True),
+                "conversation_history": history_text(done[qid]), **reasoning, "facts": facts_of[a["aspect_id"]],
+            })
+    return pl.DataFrame([row for qid in sorted(done) for row in done[qid]], schema=TURN_SCHEMA), rejects
+
+
+def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Conversation validation: the rules (3-12 turns, every turn grounded, document
+    diversity) and the LLM's verdict on logical progression and coherence."""
+    groups = [(cid, g.sort("turn_id")) for (cid,), g in turn_rows.group_by("conversation_id", maintain_order=True)]
+    problems = {cid: method.conversation_problems(g["gold_doc_ids"].to_list(), t.min_turns, t.max_turns) for cid, g in groups}
+    ask = [(cid, g) for cid, g in groups if not problems[cid]]
+    prompt = _prompt("conversation_check")
+    reqs = [LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True))))) for cid, g in ask]
+    verdicts = dict(zip([cid for cid, _ in ask], llm.run(alias, reqs, parse=parse_yes_no, stats=stats, log=log)))
+    rows, rejects = [], []
+    for cid, g in groups:
+        r = verdicts.get(cid)
+        if r is not None and r.ok and r.value is False:
+            problems[cid].append("judged incoherent")
+        valid = not problems[cid]
+        rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height,
+                     "coherent": (r.value if r is not None and r.ok else None), "valid": valid,
+                     "problems": "; ".join(problems[cid])})
+        if not valid:
+            rejects.append(reject(g["domain"][0], cid, cid, "conversations", "invalid_conversation", "; ".join(problems[cid])))
+    frame = pl.DataFrame(rows, schema={"domain": pl.String, "conversation_id": pl.String, "num_turns": pl.Int32,
+                                       "coherent": pl.Boolean, "valid": pl.Boolean, "problems": pl.String})
+    return frame, rejects

@@ -1,0 +1,99 @@
+import json
+import zlib
+
+import numpy as np
+import polars as pl
+import pytest
+
+from assets.recor import steps
+from assets.recor.sources import DOCUMENT_SCHEMA, QUESTION_SCHEMA
+from assets.text import tokens
+from resources.llm import CallStats, ParseError
+
+
+def bag_of_words(texts):
+    """Hashed word counts, normalised: cosine similarity is word overlap."""
+    out = np.zeros((len(texts), 256), dtype=np.float32)
+    for i, t in enumerate(texts):
+        for w in tokens(t):
+            out[i, zlib.crc32(w.encode()) % 256] += 1
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+ANSWER = ("Natural selection weakens after reproduction because late traits barely affect offspring numbers. "
+          "Harmful mutations that act late in life therefore accumulate across generations. "
+          "Huntington disease is an example because carriers usually have children before symptoms appear. "
+          "You should consult a doctor about your own genes")
+DOCS = {
+    "d1": "Natural selection weakens after reproduction. Late traits barely affect offspring numbers in most species.",
+    "d2": "Harmful mutations that act late in life accumulate across generations. Huntington disease carriers usually have children before symptoms appear.",
+    "d3": "UNRELATED: the history of the microscope and lens grinding in the Netherlands.",
+}
+
+
+def frames():
+    questions = pl.DataFrame([{"domain": "biology", "source": "bright", "question_id": "biology_0",
+                               "query": "Why does evolution not make us live longer?", "answer": ANSWER,
+                               "reasoning": None, "gold_ids": ["d1", "d2", "d3"], "excluded_ids": []}], schema=QUESTION_SCHEMA)
+    documents = pl.DataFrame([{"domain": "biology", "doc_id": d, "content": c, "role": "positive", "question_id": None}
+                              for d, c in DOCS.items()], schema=DOCUMENT_SCHEMA)
+    return questions, documents
+
+
+def test_decomposition_and_verification_end_to_end(scripted_llm):
+    questions, documents = frames()
+    sim, t, stats = steps.Similarity(bag_of_words), steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
+    aligned, rejects = steps.alignment(questions, documents, scripted_llm, "smollm2", sim, t, stats)
+    assert aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"]
+    assert [r["reason"] for r in rejects] == ["weak_document"] and rejects[0]["item"] == "d3"
+
+    aspects, rejects = steps.aspects(questions, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
+    reasons = [r["reason"] for r in rejects]
+    # round 2 proposes the same points again: all overlapping; the advice point is unsuitable
+    # (or, with little document coverage, rejected for coverage first)
+    assert "overlapping_aspect" in reasons
+    assert any(r in reasons for r in ("unsuitable_aspect", "low_coverage"))
+    # the scripted model reverses the order it is given
+    assert aspects.sort("position")["text"].to_list()[0].startswith("Huntington disease")
+    assert aspects["aspect_id"].to_list() == [f"biology_0_a{i}" for i in range(1, aspects.height + 1)]
+
+    facts, rejects = steps.facts(questions, aspects, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
+    assert facts["verified"].all() and facts.height == aspects.height
+
+    turns, rejects = steps.turns(questions, aspects, facts, aligned, documents, scripted_llm, "smollm2", t, stats)
+    assert turns["turn_id"].to_list() == list(range(1, turns.height + 1)) and turns.height == 3
+    first = turns.row(0, named=True)
+    assert first["conversation_history"] == "No previous conversation."
+    assert first["query"].startswith("What should I know about Huntington")
+    assert first["gold_doc_ids"] == ["d2"] and json.loads(first["doc_scores"])["d2"]["score"] == pytest.approx(7.15)
+    assert first["target"] and first["relevance_signals"] == ["mechanism", "evidence", "example"]
+    assert turns.row(1, named=True)["conversation_history"].startswith("Turn 1 - User: What should I know")
+
+    convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", t, stats)
+    assert convs["valid"].to_list() == [True] and not rejects
+    assert stats.errors == 0
+
+
+def test_too_short_a_conversation_is_rejected_with_its_problems(scripted_llm):
+    questions, documents = frames()
+    turns = pl.DataFrame([{"domain": "biology", "conversation_id": "c", "turn_id": i, "aspect_id": f"a{i}", "query": "q",
+                           "answer": "a", "gold_doc_ids": ["d1"], "doc_scores": "{}", "conversation_history": "",
+                           "target": "", "relevance_signals": [], "irrelevance_signals": [], "facts": []} for i in (1, 2)],
+                         schema=steps.TURN_SCHEMA)
+    convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", steps.Thresholds(), CallStats())
+    assert convs["valid"].to_list() == [False]
+    assert rejects[0]["detail"] == "2 turns (needs 3-12); every turn uses the same documents"
+
+
+def test_parsers():
+    assert steps.parse_scores("Support: 8\ncompleteness = 7\nclarity: 6.5\nmisleading: 0") == \
+        {"support": 8.0, "completeness": 7.0, "clarity": 6.5, "misleading": 0.0}
+    with pytest.raises(ParseError, match="missing misleading"):
+        steps.parse_scores("support: 8 completeness: 7 clarity: 7")
+    with pytest.raises(ParseError, match="outside 0-10"):
+        steps.parse_scores("support: 80 completeness: 7 clarity: 7 misleading: 1")
+    assert steps.parse_reasoning("Target: ageing genes\nRelevant signals: a; b\nIrrelevant signals: c") == \
+        {"target": "ageing genes", "relevance_signals": ["a", "b"], "irrelevance_signals": ["c"]}
+    assert steps.parse_turn_check("Relevant: yes\nNatural: no") == (True, False)
+    assert steps.parse_question('Question: "Why do genes that harm us late persist?"') == "Why do genes that harm us late persist?"
+    assert steps.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [("Mutation", "Harmful late mutations pile up")]
