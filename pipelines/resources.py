@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 
 from assets.quit.settings import QuitSettings
+from assets.recor.settings import RecorSettings
 from resources.encoders import EncoderResource
 from resources.faiss_index import FaissIndexResource
 from resources.llm import LLMResource
 from resources.lucene import LuceneResource
+from resources.search import DocumentSearchResource
 from resources.storage import ParquetIOManager, storage_root
 
 
@@ -21,4 +23,6 @@ def default_resources() -> dict:
         "encoder": EncoderResource(),
         "faiss_index": FaissIndexResource(),
         "quit_settings": QuitSettings(),
+        "recor_settings": RecorSettings(),
+        "search": DocumentSearchResource(index_root=os.path.join(cache, "search")),
     }

@@ -134,7 +134,8 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
         if not isinstance(rec, dict):
             out.reject(where, "bright", "malformed_record", f"{where}: {rec}", rec)
             continue
-        qid = f"{domain}_{rec.get('id')}"
+        raw_id = str(rec.get("id"))
+        qid = raw_id if raw_id.startswith(f"{domain}_") else f"{domain}_{raw_id}"
         query, answer, gold = _text(rec.get("query")), _text(rec.get("gold_answer")), _ids(rec.get("gold_ids"))
         if query is None or answer is None or not gold:
             missing = [k for k, v in (("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v]

@@ -16,13 +16,19 @@ EXPECTED_QUIT = {
 EXPECTED_EVAL = {"quit_index", "quit_runs", "quit_retrieval_metrics", "quit_reranked_runs", "quit_rerank_metrics",
                  "quit_reader_answers", "quit_reader_metrics"}
 
+EXPECTED_RECOR = {"source_questions", "source_documents", "source_rejects", "hard_negatives", "negative_rejects", "corpus",
+                  "aligned_documents", "alignment_rejects", "aspects", "aspect_rejects", "facts", "fact_rejects", "turns",
+                  "turn_rejects", "conversations", "conversation_rejects"}
+
 
 def test_asset_graph_snapshot():
     from pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
+    assert keys == ({f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
+                    | {f"recor/{n}" for n in EXPECTED_RECOR})
+    assert graph.get(dg.AssetKey(["recor", "turns"])).partitions_def.get_partition_keys()[:2] == ["biology", "earth_science"]
     assert graph.get(dg.AssetKey(["eval", "quit_runs"])).partitions_def.get_partition_keys() == ["bm25", "e5-small", "minilm", "oracle"]
     assert graph.get(dg.AssetKey(["quit", "passage_answers"])).partitions_def.get_partition_keys() == ["smollm2"]
     llm_bound = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools == {"llm"}}

@@ -68,3 +68,16 @@ def test_a_file_that_is_not_a_json_list_is_an_error_naming_it(tmp_path):
     with pytest.raises(SourceFormatError, match="drones.json: expected a JSON list"):
         load_stackexchange("drones", str(path))
     assert html_text("<p>a</p><p>b<br>c</p>") == "a\nb\nc"
+
+
+@pytest.mark.parametrize("domain", ["biology", "earth_science", "economics", "psychology", "robotics", "sustainable_living",
+                                    "drones", "hardware", "law", "medical_sciences", "politics"])
+def test_every_bundled_domain_loads_cleanly(domain):
+    from assets.recor.settings import RecorSettings
+
+    questions, documents, rejects = RecorSettings().load(domain).frames()
+    assert rejects.is_empty(), rejects.to_dicts()
+    assert questions.height >= 2 and all(len(g) >= 2 for g in questions["gold_ids"])
+    assert all(len(a.split()) >= 150 for a in questions["answer"])
+    roles = dict(documents.group_by("role").len().iter_rows())
+    assert roles["positive"] >= 4 and roles.get("negative", 0) + roles.get("pool", 0) >= 20

@@ -1,0 +1,182 @@
+"""RECOR construction as Dagster assets, partitioned by domain (paper section 3). Each step
+is a multi-asset: what it keeps and what it rejects, with the reason. The rules live in
+:mod:`assets.recor.method`, the LLM-driven steps in :mod:`assets.recor.steps`."""
+
+import dagster as dg
+import polars as pl
+
+from assets.metadata import counts_md, table_metadata
+from assets.partitions import recor_domain_partitions
+from assets.recor import negatives, steps
+from assets.recor.settings import RecorSettings
+from resources.encoders import encode_texts
+from resources.llm import CallStats, LLMResource, role_aliases
+from resources.search import DocumentSearchResource
+
+PREFIX = "recor"
+GROUP = "recor"
+
+
+def _builder() -> str:
+    return role_aliases("recor.builder")[0]
+
+
+def _out(description: str, kinds: set[str]) -> dg.AssetOut:
+    return dg.AssetOut(key_prefix=PREFIX, group_name=GROUP, description=description, kinds=kinds)
+
+
+def _in(name: str) -> dg.AssetIn:
+    return dg.AssetIn(key=[PREFIX, name])
+
+
+def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
+    frame = steps.rejects_frame(rows)
+    return dg.Output(frame, output_name=name, metadata={
+        **table_metadata(frame.select("question_id", "item", "reason", "detail")),
+        "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
+    })
+
+
+def _similarity(settings: RecorSettings) -> steps.Similarity:
+    return steps.Similarity(lambda texts: encode_texts(settings.encoder, texts, "passage"))
+
+
+STEP = dict(partitions_def=recor_domain_partitions, code_version="1")
+
+
+@dg.multi_asset(outs={
+    "source_questions": _out("One domain's source questions (BRIGHT queries or StackExchange questions with their accepted answer).", {"polars"}),
+    "source_documents": _out("One domain's documents: BRIGHT's corpus, or StackExchange positives and the mining pool.", {"polars"}),
+    "source_rejects": _out("Source records rejected at ingest, with the reason and the raw record.", {"polars"}),
+}, **STEP)
+def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
+    """Reads one domain's sources (local paths or s3:// URIs, as listed in
+    ``assets/recor/sources.yaml``), checks each record and unifies the two formats."""
+    questions, documents, rejects = recor_settings.load(context.partition_key).frames()
+    yield dg.Output(questions, output_name="source_questions",
+                    metadata=table_metadata(questions.select("question_id", "query", "answer", "gold_ids")))
+    yield dg.Output(documents, output_name="source_documents", metadata={
+        **table_metadata(documents.select("doc_id", "role", "content")),
+        "by_role": counts_md(dict(documents.group_by("role").len().sort("role").iter_rows())),
+    })
+    yield dg.Output(rejects, output_name="source_rejects", metadata=table_metadata(rejects.select("question_id", "reason", "detail")))
+
+
+@dg.multi_asset(outs={
+    "hard_negatives": _out("Mined hard negatives (StackExchange domains): passages on the topic that do not help answer.", {"polars", "lucene"}),
+    "negative_rejects": _out("Mined candidates dropped as duplicates or for overlapping a positive.", {"polars"}),
+}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
+def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
+                   llm: LLMResource, search: DocumentSearchResource, recor_settings: RecorSettings):
+    """Hard-negative mining (3.1.2): the LLM writes queries on unhelpful aspects of each
+    question, the search resource (BM25 over the domain's pool by default) finds candidates,
+    which are segmented to the positives' length and filtered. BRIGHT domains keep BRIGHT's
+    own negatives and mine nothing."""
+    domain = context.partition_key
+    pool = source_documents.filter(pl.col("role") == "pool")
+    stats = CallStats()
+    if pool.is_empty():
+        context.log.info(f"{domain}: no mining pool (BRIGHT's negatives are used as released)")
+        mined, rejects = negatives.select_negatives(source_questions.clear(), source_documents, {}, recor_settings.negative_overlap)
+    else:
+        collection = f"recor_pool_{domain}"
+        search.index(collection, pool)
+        queries = negatives.mining_queries(source_questions, llm, _builder(), recor_settings.mining_queries, stats, context.log.info)
+        found = search.search(collection, [q for qs in queries.values() for q in qs], recor_settings.mining_hits)
+        hits = {qid: list(dict.fromkeys(h for q in qs for h in found.get(q, []))) for qid, qs in queries.items()}
+        positives = source_documents.filter(pl.col("role") == "positive")
+        mined, rejects = negatives.select_negatives(source_questions, positives, hits, recor_settings.negative_overlap)
+    yield dg.Output(mined, output_name="hard_negatives", metadata={**table_metadata(mined.select("question_id", "doc_id", "content")),
+                                                                    **stats.as_metadata()})
+    yield _rejects_output("negative_rejects", rejects)
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"},
+          ins={"source_documents": _in("source_documents"), "hard_negatives": _in("hard_negatives")}, **STEP)
+def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.Output:
+    """The domain's retrieval corpus: every positive and negative document (the mining pool
+    itself is not part of it)."""
+    frame = pl.concat([source_documents.filter(pl.col("role") != "pool"), hard_negatives])
+    return dg.Output(frame, metadata={**table_metadata(frame.select("doc_id", "role", "content")),
+                                      "by_role": counts_md(dict(frame.group_by("role").len().sort("role").iter_rows()))})
+
+
+@dg.multi_asset(outs={
+    "aligned_documents": _out("Each gold document checked against the expert answer (judge verdict, coverage, kept).", {"polars", "litellm"}),
+    "alignment_rejects": _out("Weakly related documents, and questions left without one.", {"polars"}),
+}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
+def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
+                      llm: LLMResource, recor_settings: RecorSettings):
+    """Document-answer alignment validation (3.2.1)."""
+    stats = CallStats()
+    frame, rejects = steps.alignment(source_questions, source_documents, llm, _builder(), _similarity(recor_settings),
+                                     recor_settings.thresholds(), stats, context.log.info)
+    yield dg.Output(frame, output_name="aligned_documents", metadata={**table_metadata(frame), **stats.as_metadata(),
+                                                                       "kept": int(frame["kept"].sum())})
+    yield _rejects_output("alignment_rejects", rejects)
+
+
+@dg.multi_asset(outs={
+    "aspects": _out("Aspects of each answer in conversational order, with their document coverage.", {"polars", "litellm"}),
+    "aspect_rejects": _out("Aspect proposals rejected for overlap, low coverage or unsuitability.", {"polars"}),
+}, ins={"source_questions": _in("source_questions"), "aligned_documents": _in("aligned_documents"),
+        "source_documents": _in("source_documents")}, pool="llm", **STEP)
+def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aligned_documents: pl.DataFrame,
+            source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
+    """Answer decomposition (3.2.1): iterative aspect extraction with the non-overlap and
+    coverage checks, the suitability filter and reordering for conversational flow."""
+    stats = CallStats()
+    frame, rejects = steps.aspects(source_questions, aligned_documents, source_documents, llm, _builder(),
+                                   _similarity(recor_settings), recor_settings.thresholds(), stats, context.log.info)
+    yield dg.Output(frame, output_name="aspects", metadata={**table_metadata(frame.select("aspect_id", "title", "text", "coverage")),
+                                                             **stats.as_metadata()})
+    yield _rejects_output("aspect_rejects", rejects)
+
+
+@dg.multi_asset(outs={
+    "facts": _out("Atomic facts per aspect with their verification (similarity, judge, verified).", {"polars", "litellm"}),
+    "fact_rejects": _out("Unsupported facts, and aspects left with no verified fact.", {"polars"}),
+}, ins={"source_questions": _in("source_questions"), "aspects": _in("aspects"), "aligned_documents": _in("aligned_documents"),
+        "source_documents": _in("source_documents")}, pool="llm", **STEP)
+def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame,
+          aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
+    """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
+    stats = CallStats()
+    frame, rejects = steps.facts(source_questions, aspects, aligned_documents, source_documents, llm, _builder(),
+                                 _similarity(recor_settings), recor_settings.thresholds(), stats, context.log.info)
+    rate = float(frame["verified"].mean()) if frame.height else 0.0
+    yield dg.Output(frame, output_name="facts", metadata={**table_metadata(frame.select("fact_id", "fact", "similarity", "verified")),
+                                                           "verification_rate": rate, **stats.as_metadata()})
+    yield _rejects_output("fact_rejects", rejects)
+
+
+@dg.multi_asset(outs={
+    "turns": _out("Conversation turns: question, answer, selected documents with their scores, retrieval reasoning.", {"polars", "litellm"}),
+    "turn_rejects": _out("Turns rejected as repetitive, off-aspect, unnatural or unanswerable.", {"polars"}),
+}, ins={"source_questions": _in("source_questions"), "aspects": _in("aspects"), "facts": _in("facts"),
+        "aligned_documents": _in("aligned_documents"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
+def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame, facts: pl.DataFrame,
+          aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
+    """Turn generation with retrieval reasoning (3.2.2) and turn validation (3.2.3)."""
+    stats = CallStats()
+    frame, rejects = steps.turns(source_questions, aspects, facts, aligned_documents, source_documents, llm, _builder(),
+                                 recor_settings.thresholds(), stats, context.log.info)
+    yield dg.Output(frame, output_name="turns", metadata={**table_metadata(frame.select("conversation_id", "turn_id", "query", "gold_doc_ids")),
+                                                           **stats.as_metadata()})
+    yield _rejects_output("turn_rejects", rejects)
+
+
+@dg.multi_asset(outs={
+    "conversations": _out("Each conversation's validation: length, grounding, document diversity, coherence.", {"polars", "litellm"}),
+    "conversation_rejects": _out("Conversations that failed validation, with their problems.", {"polars"}),
+}, ins={"turns": _in("turns")}, pool="llm", **STEP)
+def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
+    """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
+    stats = CallStats()
+    frame, rejects = steps.conversations(turns, llm, _builder(), recor_settings.thresholds(), stats, context.log.info)
+    yield dg.Output(frame, output_name="conversations", metadata={**table_metadata(frame), "valid": int(frame["valid"].sum()),
+                                                                   **stats.as_metadata()})
+    yield _rejects_output("conversation_rejects", rejects)
+
+
+recor_assets = [sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations]
