@@ -80,13 +80,15 @@ def recor_reply(prompt: str) -> str | None:
         return f"What should I know about {' '.join(_field(prompt, 'The first thing they want to understand').split()[:8])}?"
     if "Write the person's next question" in prompt:
         return f"And how does {' '.join(_field(prompt, 'The next thing they want to understand').split()[:8])} fit in?"
-    if "relevant: <yes if the question" in prompt:
-        return "relevant: yes\nnatural: yes"
-    if "Rate the document from 0 to 10" in prompt:
+    if "Does the question ask about the intended point" in prompt or "Could a person naturally ask this next question" in prompt:
+        return "yes"
+    if "Rate the document on this criterion" in prompt:
         facts = prompt.split("Facts the answer must contain:")[1].split("Document:")[0]
-        document = prompt.split("Document:")[1].split("Rate the document")[0].lower()
+        document = prompt.split("Document:")[1].split("Criterion --")[0].lower()
         shared = any(len(w) > 6 and w.lower().strip(".,") in document for w in facts.split())
-        return "support: 8\ncompleteness: 7\nclarity: 7\nmisleading: 0" if shared else "support: 2\ncompleteness: 1\nclarity: 5\nmisleading: 3"
+        criterion = re.search(r"Criterion -- (\w+)", prompt).group(1)
+        good, bad = {"support": 8, "completeness": 7, "clarity": 7, "misleading": 0}, {"support": 2, "completeness": 1, "clarity": 5, "misleading": 3}
+        return str((good if shared else bad)[criterion])
     if "Reply in exactly three lines" in prompt:
         return f"Target: {_field(prompt, 'Question')[:40]}\nRelevant signals: mechanism; evidence; example\nIrrelevant signals: history; trivia"
     if "using these facts and nothing else" in prompt:

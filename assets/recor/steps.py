@@ -17,6 +17,7 @@ import polars as pl
 
 from assets.eval.contexts import sentences
 from assets.eval.rankgpt import parse_permutation
+from assets.eval.rerankers import yes_probability
 from assets.prompts import load_prompt
 from assets.quit.method import parse_list, parse_yes_no
 from assets.recor import method
@@ -105,20 +106,6 @@ def parse_aspects(text: str, limit: int) -> list[tuple[str, str]]:
     return out
 
 
-_SCORE = re.compile(r"(support|completeness|clarity|misleading)\D{0,12}?(\d+(?:\.\d+)?)", re.I)
-
-
-def parse_scores(text: str) -> dict[str, float]:
-    """The four 0-10 criteria of the document-scoring prompt."""
-    found = {m.group(1).lower(): float(m.group(2)) for m in _SCORE.finditer(text)}
-    missing = [k for k in ("support", "completeness", "clarity", "misleading") if k not in found]
-    if missing:
-        raise ParseError(f"missing {', '.join(missing)} in {text[:80]!r}")
-    if any(not 0 <= v <= 10 for v in found.values()):
-        raise ParseError(f"a score is outside 0-10 in {text[:80]!r}")
-    return found
-
-
 def parse_reasoning(text: str) -> dict:
     """``Target: ...`` / ``Relevant signals: a; b`` / ``Irrelevant signals: x; y``."""
     fields = {}
@@ -135,13 +122,6 @@ def parse_reasoning(text: str) -> dict:
         raise ParseError(f"no Target line in {text[:80]!r}")
     return {"target": fields["target"], "relevance_signals": fields.get("relevance_signals", []),
             "irrelevance_signals": fields.get("irrelevance_signals", [])}
-
-
-def parse_turn_check(text: str) -> tuple[bool, bool]:
-    verdicts = dict(re.findall(r"(relevant|natural)\W{0,3}(yes|no)", text.lower()))
-    if set(verdicts) != {"relevant", "natural"}:
-        raise ParseError(f"expected relevant/natural verdicts, got {text[:80]!r}")
-    return verdicts["relevant"] == "yes", verdicts["natural"] == "yes"
 
 
 def parse_question(text: str) -> str:
@@ -172,16 +152,17 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
     text = dict(documents.select("doc_id", "content").iter_rows())
     pairs = [(q, d) for q in questions.iter_rows(named=True) for d in q["gold_ids"]]
     prompt = _prompt("alignment")
-    reqs = [LLMRequest(f"{q['question_id']} {d}", prompt.messages(answer=q["answer"], document=text[d])) for q, d in pairs]
-    results = llm.run(alias, reqs, parse=parse_yes_no, stats=stats, log=log)
+    reqs = [LLMRequest(f"{q['question_id']} {d}", prompt.messages(answer=q["answer"], document=text[d]), params=VERDICT)
+            for q, d in pairs]
+    results = llm.run(alias, reqs, stats=stats, log=log)
     rows, rejects = [], []
     for (q, d), r in zip(pairs, results):
         answer_sents = sentences(q["answer"]) or [q["answer"]]
         doc_sents = sentences(text[d]) or [text[d]]
         coverage = float(np.mean([sim.best(s, doc_sents)[0] for s in answer_sents]))
-        verdict = r.value if r.ok else None
-        kept = bool(verdict) or coverage >= t.alignment_min_coverage
-        rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": verdict,
+        supports = verdict(r) if r.ok else None
+        kept = bool(supports) or coverage >= t.alignment_min_coverage
+        rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": supports,
                      "coverage": coverage, "kept": kept})
         if not kept:
             rejects.append(reject(q["domain"], q["question_id"], d, "alignment", "weak_document",
@@ -211,6 +192,20 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
     accepted: dict[str, list[dict]] = {q["question_id"]: [] for q in live}
     rejects: list[dict] = []
     prompt = _prompt("aspects")
+
+    def consider(q: dict, title: str, body: str, origin: str) -> None:
+        qid, have = q["question_id"], accepted[q["question_id"]]
+        overlap = sim.best(body, [a["text"] for a in have])[0] if have else 0.0
+        coverage = sim.best(body, doc_sentences([text[d] for d in docs_of[qid]]))[0]
+        item = f"{title}: {body}"
+        if overlap >= t.aspect_overlap:
+            rejects.append(reject(q["domain"], qid, item, "aspects", "overlapping_aspect", f"similarity {overlap:.2f}"))
+        elif coverage < t.aspect_min_coverage:
+            rejects.append(reject(q["domain"], qid, item, "aspects", "low_coverage", f"coverage {coverage:.2f}"))
+        elif len(have) < t.max_aspects:
+            have.append({"domain": q["domain"], "question_id": qid, "title": title, "text": body, "coverage": coverage,
+                         "origin": origin})
+
     for round_ in range(t.aspect_rounds):
         todo = [q for q in live if len(accepted[q["question_id"]]) < t.max_aspects]
         if not todo:
@@ -224,20 +219,16 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
                                                    n=str(t.max_aspects - len(have)))))
         results = llm.run(alias, reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
         for q, r in zip(todo, results):
-            qid, have = q["question_id"], accepted[q["question_id"]]
-            doc_sents = doc_sentences([text[d] for d in docs_of[qid]])
             for title, body in (r.value if r.ok else []):
-                overlap = sim.best(body, [a["text"] for a in have])[0] if have else 0.0
-                coverage = sim.best(body, doc_sents)[0]
-                item = f"{title}: {body}"
-                if overlap >= t.aspect_overlap:
-                    rejects.append(reject(q["domain"], qid, item, "aspects", "overlapping_aspect", f"similarity {overlap:.2f}"))
-                elif coverage < t.aspect_min_coverage:
-                    rejects.append(reject(q["domain"], qid, item, "aspects", "low_coverage", f"coverage {coverage:.2f}"))
-                elif len(have) < t.max_aspects:
-                    have.append({"domain": q["domain"], "question_id": qid, "title": title, "text": body, "coverage": coverage})
+                consider(q, title, body, "llm")
             if not r.ok:
-                rejects.append(reject(q["domain"], qid, f"round {round_}", "aspects", "unparsable", r.error or ""))
+                rejects.append(reject(q["domain"], q["question_id"], f"round {round_}", "aspects", "unparsable", r.error or ""))
+    # The answer's own paragraphs are candidates too, through the same checks, when the
+    # model's proposals leave room: a small model often proposes one point, or none.
+    for q in live:
+        for segment in answer_segments(q["answer"]):
+            if len(accepted[q["question_id"]]) < t.max_aspects:
+                consider(q, " ".join(segment.split()[:8]), segment, "answer_segment")
     flat = [a for q in live for a in accepted[q["question_id"]]]
     suitable = _ask_yes_no(llm, alias, "aspect_suitability", [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat], stats, log)
     kept = []
@@ -249,19 +240,53 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
     ordered = _reorder(kept, live, llm, alias, stats, log)
     frame = pl.DataFrame(ordered, schema={"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String,
                                           "position": pl.Int32, "title": pl.String, "text": pl.String,
-                                          "coverage": pl.Float64})
+                                          "coverage": pl.Float64, "origin": pl.String})
     return frame, rejects
+
+
+def answer_segments(answer: str) -> list[str]:
+    """The answer's paragraphs, or its sentences when it is one paragraph."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", answer) if p.strip()]
+    return paragraphs if len(paragraphs) > 1 else sentences(answer)
 
 
 def _query(questions: list[dict], item: dict) -> str:
     return next(q["query"] for q in questions if q["question_id"] == item["question_id"])
 
 
+# Verdicts and ratings are read from the first answer token's probabilities: a small model
+# that starts its reply with anything else still gives its preference, and a served model
+# answers the same way.
+VERDICT = {"logprobs": True, "top_logprobs": 20, "max_tokens": 1, "temperature": 0.0}
+
+
+def verdict(result) -> bool | None:
+    """yes/no from the answer's first token: P(yes) against P(no), or the text itself."""
+    p = yes_probability(result.top_logprobs)
+    if p is not None:
+        return p > 0.5
+    try:
+        return parse_yes_no(result.text or "")
+    except ParseError:
+        return None
+
+
+def rating(top: dict[str, float] | None, low: int = 0, high: int = 10) -> float | None:
+    """The probability-weighted mean of the number tokens among the first token's
+    alternatives (G-Eval's scoring), or None when the model put no mass on a number."""
+    mass = {}
+    for token, lp in (top or {}).items():
+        t = token.strip()
+        if t.isdigit() and low <= int(t) <= high:
+            mass[int(t)] = mass.get(int(t), 0.0) + float(np.exp(lp))
+    total = sum(mass.values())
+    return sum(v * p for v, p in mass.items()) / total if total else None
+
+
 def _ask_yes_no(llm, alias: str, prompt_name: str, items: list[tuple[dict, dict]], stats, log) -> list[bool | None]:
     prompt = _prompt(prompt_name)
-    reqs = [LLMRequest(f"{i}", prompt.messages(**fields)) for i, (_, fields) in enumerate(items)]
-    results = llm.run(alias, reqs, parse=parse_yes_no, stats=stats, log=log)
-    return [r.value if r.ok else None for r in results]
+    reqs = [LLMRequest(f"{i}", prompt.messages(**fields), params=VERDICT) for i, (_, fields) in enumerate(items)]
+    return [verdict(r) if r.ok else None for r in llm.run(alias, reqs, stats=stats, log=log)]
 
 
 def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, log) -> list[dict]:
@@ -305,7 +330,9 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
     rows, rejects, ask = [], [], []
     for a, r in zip(items, results):
         candidates = [(d, s) for d in docs_of.get(a["question_id"], []) for s in sentences(text[d])]
-        for n, fact in enumerate(r.value if r.ok else [], start=1):
+        # Without a usable list the aspect's own sentences are the candidate facts.
+        proposed = r.value if r.ok else sentences(a["text"])[: t.max_facts]
+        for n, fact in enumerate(proposed, start=1):
             score, i = sim.best(fact, [s for _, s in candidates])
             row = {"domain": a["domain"], "question_id": a["question_id"], "aspect_id": a["aspect_id"],
                    "fact_id": f"{a['aspect_id']}_f{n}", "fact": fact, "similarity": score,
@@ -393,28 +420,18 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
                 continue
             live.append((qid, a, r.value))
         # relevance to the aspect and natural flow
-        check = _prompt("turn_check")
-        reqs = [LLMRequest(a["aspect_id"], check.messages(history=history_text(done[qid]), aspect=a["text"], query=q))
-                for qid, a, q in live]
-        checks = llm.run(alias, reqs, parse=parse_turn_check, stats=stats, log=log)
+        relevant = _ask_yes_no(llm, alias, "turn_relevance", [(a, {"aspect": a["text"], "query": q}) for qid, a, q in live], stats, log)
+        natural = _ask_yes_no(llm, alias, "turn_flow", [(a, {"history": history_text(done[qid]), "query": q}) for qid, a, q in live],
+                              stats, log)
         scoring = []
-        for (qid, a, q), r in zip(live, checks):
-            if r.ok and not all(r.value):
-                reason = "off_aspect_question" if not r.value[0] else "unnatural_question"
+        for (qid, a, q), on_aspect, flows in zip(live, relevant, natural):
+            if on_aspect is False or flows is False:
+                reason = "off_aspect_question" if on_aspect is False else "unnatural_question"
                 rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", reason, q))
                 continue
             scoring.append((qid, a, q))
         # document scoring and selection
-        score_prompt = _prompt("document_score")
-        pairs = [(qid, a, q, d) for qid, a, q in scoring for d in docs_of.get(qid, [])]
-        reqs = [LLMRequest(f"{a['aspect_id']} {d}", score_prompt.messages(query=q, facts="\n".join(f"- {f}" for f in facts_of[a["aspect_id"]]),
-                                                                          document=text[d]))
-                for qid, a, q, d in pairs]
-        scored = llm.run(alias, reqs, parse=parse_scores, stats=stats, log=log)
-        per_turn: dict[str, dict[str, dict]] = {}
-        for (qid, a, q, d), r in zip(pairs, scored):
-            if r.ok:
-                per_turn.setdefault(a["aspect_id"], {})[d] = {**r.value, "score": method.document_score(**r.value)}
+        per_turn = score_documents(scoring, docs_of, text, facts_of, llm, alias, stats, log)
         answerable = []
         for qid, a, q in scoring:
             scores = per_turn.get(a["aspect_id"], {})
@@ -444,6 +461,33 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
     return pl.DataFrame([row for qid in sorted(done) for row in done[qid]], schema=TURN_SCHEMA), rejects
 
 
+CRITERIA = {
+    "support": "support: how many of the facts the document backs",
+    "completeness": "completeness: how much of the answer could be written from the document alone",
+    "clarity": "clarity: how clearly the document explains what is needed",
+    "misleading": "misleading: how much the document contains that would lead to a wrong answer",
+}
+
+
+def score_documents(turns_: list[tuple], docs_of: dict, text: dict, facts_of: dict, llm, alias: str, stats, log) -> dict[str, dict]:
+    """Every candidate document of every turn rated on the four criteria; a document with a
+    criterion the model could not rate gets no score (and cannot be selected)."""
+    prompt = _prompt("document_criterion")
+    items = [(a["aspect_id"], d, c) for qid, a, q in turns_ for d in docs_of.get(qid, []) for c in CRITERIA]
+    queries = {a["aspect_id"]: q for qid, a, q in turns_}
+    reqs = [LLMRequest(f"{aid} {d} {c}", prompt.messages(query=queries[aid], facts="\n".join(f"- {f}" for f in facts_of[aid]),
+                                                           document=text[d], criterion=CRITERIA[c]), params=VERDICT)
+            for aid, d, c in items]
+    ratings: dict[tuple[str, str], dict[str, float | None]] = {}
+    for (aid, d, c), r in zip(items, llm.run(alias, reqs, stats=stats, log=log)):
+        ratings.setdefault((aid, d), {})[c] = rating(r.top_logprobs) if r.ok else None
+    out: dict[str, dict] = {}
+    for (aid, d), crit in ratings.items():
+        if all(v is not None for v in crit.values()):
+            out.setdefault(aid, {})[d] = {**crit, "score": method.document_score(**crit)}
+    return out
+
+
 def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
     """Conversation validation: the rules (3-12 turns, every turn grounded, document
     diversity) and the LLM's verdict on logical progression and coherence."""
@@ -451,16 +495,16 @@ def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats
     problems = {cid: method.conversation_problems(g["gold_doc_ids"].to_list(), t.min_turns, t.max_turns) for cid, g in groups}
     ask = [(cid, g) for cid, g in groups if not problems[cid]]
     prompt = _prompt("conversation_check")
-    reqs = [LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True))))) for cid, g in ask]
-    verdicts = dict(zip([cid for cid, _ in ask], llm.run(alias, reqs, parse=parse_yes_no, stats=stats, log=log)))
+    reqs = [LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True)))), params=VERDICT)
+            for cid, g in ask]
+    verdicts = {cid: (verdict(r) if r.ok else None) for (cid, _), r in zip(ask, llm.run(alias, reqs, stats=stats, log=log))}
     rows, rejects = [], []
     for cid, g in groups:
-        r = verdicts.get(cid)
-        if r is not None and r.ok and r.value is False:
+        coherent = verdicts.get(cid)
+        if coherent is False:
             problems[cid].append("judged incoherent")
         valid = not problems[cid]
-        rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height,
-                     "coherent": (r.value if r is not None and r.ok else None), "valid": valid,
+        rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height, "coherent": coherent, "valid": valid,
                      "problems": "; ".join(problems[cid])})
         if not valid:
             rejects.append(reject(g["domain"][0], cid, cid, "conversations", "invalid_conversation", "; ".join(problems[cid])))

@@ -8,7 +8,7 @@ import pytest
 from assets.recor import steps
 from assets.recor.sources import DOCUMENT_SCHEMA, QUESTION_SCHEMA
 from assets.text import tokens
-from resources.llm import CallStats, ParseError
+from resources.llm import CallStats, LLMResult
 
 
 def bag_of_words(texts):
@@ -86,14 +86,19 @@ def test_too_short_a_conversation_is_rejected_with_its_problems(scripted_llm):
 
 
 def test_parsers():
-    assert steps.parse_scores("Support: 8\ncompleteness = 7\nclarity: 6.5\nmisleading: 0") == \
-        {"support": 8.0, "completeness": 7.0, "clarity": 6.5, "misleading": 0.0}
-    with pytest.raises(ParseError, match="missing misleading"):
-        steps.parse_scores("support: 8 completeness: 7 clarity: 7")
-    with pytest.raises(ParseError, match="outside 0-10"):
-        steps.parse_scores("support: 80 completeness: 7 clarity: 7 misleading: 1")
     assert steps.parse_reasoning("Target: ageing genes\nRelevant signals: a; b\nIrrelevant signals: c") == \
         {"target": "ageing genes", "relevance_signals": ["a", "b"], "irrelevance_signals": ["c"]}
-    assert steps.parse_turn_check("Relevant: yes\nNatural: no") == (True, False)
     assert steps.parse_question('Question: "Why do genes that harm us late persist?"') == "Why do genes that harm us late persist?"
     assert steps.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [("Mutation", "Harmful late mutations pile up")]
+
+
+def test_verdicts_and_ratings_come_from_first_token_probabilities():
+    import math
+
+    top = {"No": math.log(0.6), "Yes": math.log(0.3), "The": math.log(0.1)}
+    assert steps.verdict(LLMResult("k", "The", top_logprobs=top)) is False
+    assert steps.verdict(LLMResult("k", "Yes, it does", top_logprobs=None)) is True
+    assert steps.verdict(LLMResult("k", "Maybe", top_logprobs={"Maybe": -0.1})) is None
+    # 0.5 on 8, 0.3 on 6, 0.2 on a word: (8 * 0.5 + 6 * 0.3) / 0.8
+    assert steps.rating({"8": math.log(0.5), " 6": math.log(0.3), "The": math.log(0.2)}) == pytest.approx(7.25)
+    assert steps.rating({"The": -0.1, "42": -2.0}) is None
