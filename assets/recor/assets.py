@@ -7,11 +7,12 @@ import polars as pl
 
 from assets.metadata import counts_md, table_metadata
 from assets.partitions import recor_domain_partitions
-from assets.recor import negatives, steps
+from assets.recor import negatives, release, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
+from resources.storage import join, storage_root, write_bytes
 
 PREFIX = "recor"
 GROUP = "recor"
@@ -179,4 +180,31 @@ def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: L
     yield _rejects_output("conversation_rejects", rejects)
 
 
-recor_assets = [sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations]
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "json"},
+          ins={"turns": _in("turns"), "conversations": _in("conversations"), "source_questions": _in("source_questions"),
+               "corpus": _in("corpus")}, **STEP)
+def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversations: pl.DataFrame,
+              source_questions: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+    """The domain's benchmark: the turns of every valid conversation, one row per turn with
+    its query id, exported in RECOR's released format (``{domain}_benchmark.jsonl``,
+    ``{domain}_documents.jsonl``) with TREC qrels."""
+    domain = context.partition_key
+    valid = set(conversations.filter(pl.col("valid"))["conversation_id"])
+    kept = turns.filter(pl.col("conversation_id").is_in(valid)).sort("conversation_id", "turn_id")
+    kept = kept.with_columns(pl.concat_str([pl.col("conversation_id"), pl.lit("_turn"), pl.col("turn_id").cast(pl.String)]).alias("qid"))
+    name = release.release_name(domain)
+    folder = join(storage_root(), PREFIX, "release")
+    sources_of = dict(source_questions.select("question_id", "source").iter_rows())
+    records = release.conversation_records(kept, source_questions, sources_of)
+    write_bytes(join(folder, f"{name}_benchmark.jsonl"), release.jsonl(records).encode())
+    docs = [{"doc_id": d, "content": c} for d, c in corpus.select("doc_id", "content").iter_rows()]
+    write_bytes(join(folder, f"{name}_documents.jsonl"), release.jsonl(docs).encode())
+    write_bytes(join(folder, f"{name}_qrels.txt"), release.qrels_lines(kept).encode())
+    return dg.Output(kept, metadata={
+        **table_metadata(kept.select("qid", "query", "gold_doc_ids")),
+        "conversations": len(records), "turns": kept.height, "documents": len(docs),
+        "release_folder": dg.MetadataValue.path(folder),
+    })
+
+
+recor_assets = [sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark]

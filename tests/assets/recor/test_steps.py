@@ -102,3 +102,25 @@ def test_verdicts_and_ratings_come_from_first_token_probabilities():
     # 0.5 on 8, 0.3 on 6, 0.2 on a word: (8 * 0.5 + 6 * 0.3) / 0.8
     assert steps.rating({"8": math.log(0.5), " 6": math.log(0.3), "The": math.log(0.2)}) == pytest.approx(7.25)
     assert steps.rating({"The": -0.1, "42": -2.0}) is None
+
+
+def test_release_records_follow_the_public_format(scripted_llm):
+    from assets.recor import release
+
+    questions, documents = frames()
+    sim, t, stats = steps.Similarity(bag_of_words), steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
+    aligned, _ = steps.alignment(questions, documents, scripted_llm, "smollm2", sim, t, stats)
+    aspects, _ = steps.aspects(questions, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
+    facts, _ = steps.facts(questions, aspects, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
+    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, scripted_llm, "smollm2", t, stats)
+    [record] = release.conversation_records(turns, questions, {}, created_at="2026-01-01T00:00:00+00:00")
+    assert set(record) == {"id", "task", "original_query", "original_answer", "turns", "metadata"}
+    assert record["task"] == "biology" and record["metadata"]["num_turns"] == 3
+    turn = record["turns"][1]
+    assert set(turn) == {"turn_id", "query", "answer", "gold_doc_ids", "conversation_history", "subquestion_reasoning",
+                         "subquestion_reasoning_metadata"}
+    assert set(turn["subquestion_reasoning_metadata"]) == {"target_information", "relevance_signals", "irrelevance_signals"}
+    qrels = release.qrels_lines(turns).splitlines()
+    assert qrels[0].startswith("biology_0_turn1 0 ") and qrels[0].endswith(" 1")
+    assert json.loads(release.jsonl([record]))["id"] == "biology_0"
+    assert release.release_name("medical_sciences") == "medicalsciences"
