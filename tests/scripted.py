@@ -95,6 +95,12 @@ def recor_reply(prompt: str) -> str | None:
         return " ".join(line.strip("- ") for line in prompt.split("Facts:")[1].split("Answer the question")[0].splitlines() if line.strip())
     if "Does each question follow sensibly" in prompt:
         return "yes"
+    if "Reply with the number only." in prompt and "Rate from 1" in prompt:
+        return "5" if "Groundedness" in prompt else "4"
+    if "coreference -- " in prompt:
+        return "Self-contained" if "No previous conversation." in prompt else "coreference"
+    if "compare -- differences" in prompt:
+        return "why" if _field(prompt, "Question").lower().startswith("why") else "How"
     return None
 
 

@@ -5,9 +5,9 @@ is a multi-asset: what it keeps and what it rejects, with the reason. The rules 
 import dagster as dg
 import polars as pl
 
-from assets.metadata import counts_md, table_metadata
+from assets.metadata import counts_md, md_table, table_metadata
 from assets.partitions import recor_domain_partitions
-from assets.recor import negatives, release, steps
+from assets.recor import negatives, quality, release, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource, role_aliases
@@ -207,4 +207,77 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
     })
 
 
-recor_assets = [sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark]
+ALL_DOMAINS = dg.AllPartitionMapping()
+
+
+@dg.multi_asset(outs={
+    "quality_scores": _out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
+    "turn_labels": _out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
+}, ins={"benchmark": _in("benchmark"), "corpus": _in("corpus")}, pool="llm", **STEP)
+def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, llm: LLMResource):
+    """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
+    registry's ``recor.judge`` model."""
+    judge = role_aliases("recor.judge")[0]
+    stats = CallStats()
+    scores = quality.conversation_scores(benchmark, corpus, llm, judge, stats, context.log.info)
+    labels = quality.turn_labels(benchmark, llm, judge, stats, context.log.info)
+    yield dg.Output(scores, output_name="quality_scores", metadata={**table_metadata(scores), **stats.as_metadata()})
+    yield dg.Output(labels, output_name="turn_labels", metadata={
+        **table_metadata(labels),
+        "dependency": counts_md(dict(labels.group_by("dependency").len().sort("dependency").iter_rows())),
+        "pattern": counts_md(dict(labels.group_by("pattern").len().sort("pattern").iter_rows())),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
+          ins={"quality_scores": dg.AssetIn(key=[PREFIX, "quality_scores"], partition_mapping=ALL_DOMAINS),
+               "turn_labels": dg.AssetIn(key=[PREFIX, "turn_labels"], partition_mapping=ALL_DOMAINS)})
+def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.Output:
+    """Per-domain quality table (Table 31's shape: conversations, turns, the four mean
+    scores and the normalized dependency entropy), with the distributions of dependency
+    types and question patterns over all turns (Tables 29 and 30) and their normalized
+    entropies."""
+    from assets.recor import method
+
+    table = quality.domain_table(quality_scores, turn_labels)
+    deps = dict(turn_labels.drop_nulls("dependency").group_by("dependency").len().iter_rows())
+    pats = dict(turn_labels.drop_nulls("pattern").group_by("pattern").len().iter_rows())
+    return dg.Output(table, metadata={
+        **table_metadata(table, 11),
+        "table_31": dg.MetadataValue.md(md_table(table, 11)),
+        "table_29_dependency": counts_md(deps, "dependency type"),
+        "table_30_pattern": counts_md(pats, "question pattern"),
+        "dependency_entropy": method.normalized_entropy(deps, len(method.DEPENDENCY_TYPES)),
+        "pattern_entropy": method.normalized_entropy(pats, len(method.QUESTION_PATTERNS)),
+        "unlabeled_turns": int(turn_labels["dependency"].null_count() + turn_labels["pattern"].null_count()),
+    })
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
+          ins={"benchmark": dg.AssetIn(key=[PREFIX, "benchmark"], partition_mapping=ALL_DOMAINS),
+               "aspects": dg.AssetIn(key=[PREFIX, "aspects"], partition_mapping=ALL_DOMAINS),
+               "corpus": dg.AssetIn(key=[PREFIX, "corpus"], partition_mapping=ALL_DOMAINS)})
+def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+    """Per-domain statistics in Table 2's shape: conversations, turns, average turns per
+    conversation, aspects per conversation and documents per turn, with corpus sizes."""
+    from assets.recor.sources import DOMAINS
+
+    rows = []
+    for domain in DOMAINS:
+        b = benchmark.filter(pl.col("domain") == domain)
+        convs = b["conversation_id"].unique().to_list()
+        a = aspects.filter(pl.col("question_id").is_in(convs))
+        c = corpus.filter(pl.col("domain") == domain)
+        rows.append({"domain": domain, "#Conv.": len(convs), "#Turns": b.height,
+                     "Avg #T": b.height / len(convs) if convs else None,
+                     "Avg #A": a.height / len(convs) if convs else None,
+                     "Avg #D": float(b["gold_doc_ids"].list.len().mean()) if b.height else None,
+                     "positives": c.filter(pl.col("role") == "positive").height,
+                     "negatives": c.filter(pl.col("role") == "negative").height})
+    table = pl.DataFrame(rows)
+    return dg.Output(table, metadata={**table_metadata(table, 11), "table_2": dg.MetadataValue.md(md_table(table, 12)),
+                                      "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum())})
+
+
+recor_assets = [sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark,
+                quality_scores, quality_report, statistics]

@@ -18,7 +18,8 @@ EXPECTED_EVAL = {"quit_index", "quit_runs", "quit_retrieval_metrics", "quit_rera
 
 EXPECTED_RECOR = {"source_questions", "source_documents", "source_rejects", "hard_negatives", "negative_rejects", "corpus",
                   "aligned_documents", "alignment_rejects", "aspects", "aspect_rejects", "facts", "fact_rejects", "turns",
-                  "turn_rejects", "conversations", "conversation_rejects", "benchmark"}
+                  "turn_rejects", "conversations", "conversation_rejects", "benchmark",
+                  "quality_scores", "turn_labels", "quality_report", "statistics"}
 
 
 def test_asset_graph_snapshot():
