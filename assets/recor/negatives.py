@@ -41,7 +41,8 @@ def segment(text: str, words: int) -> list[str]:
 def mining_queries(questions: pl.DataFrame, llm, alias: str, n: int, stats: CallStats, log=None) -> dict[str, list[str]]:
     prompt = load_prompt("recor", "negative_queries")
     rows = list(questions.iter_rows(named=True))
-    reqs = [LLMRequest(q["question_id"], prompt.messages(question=q["query"], answer=q["answer"], n=str(n))) for q in rows]
+    reqs = [LLMRequest(q["question_id"], prompt.messages(question=q["query"], answer=q["answer"], n=str(n)),
+                       params={"max_tokens": 30 * n}) for q in rows]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, n), stats=stats, log=log)
     return {q["question_id"]: (r.value if r.ok else []) for q, r in zip(rows, results)}
 

@@ -216,7 +216,7 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
             listing = ("\nPoints already listed (find others):\n" + "\n".join(f"- {a['title']}: {a['text']}" for a in have)) if have else ""
             reqs.append(LLMRequest(f"{q['question_id']} round {round_}",
                                    prompt.messages(question=q["query"], answer=q["answer"], accepted=listing,
-                                                   n=str(t.max_aspects - len(have)))))
+                                                   n=str(t.max_aspects - len(have))), params=LONG))
         results = llm.run(alias, reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
         for q, r in zip(todo, results):
             for title, body in (r.value if r.ok else []):
@@ -258,6 +258,10 @@ def _query(questions: list[dict], item: dict) -> str:
 # that starts its reply with anything else still gives its preference, and a served model
 # answers the same way.
 VERDICT = {"logprobs": True, "top_logprobs": 20, "max_tokens": 1, "temperature": 0.0}
+# Output budgets per kind of generation (the registry's default is sized for short answers).
+LONG = {"max_tokens": 240}
+MEDIUM = {"max_tokens": 120}
+SHORT = {"max_tokens": 60}
 
 
 def verdict(result) -> bool | None:
@@ -296,7 +300,8 @@ def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, lo
     prompt = _prompt("aspect_order")
     todo = [(qid, items) for qid, items in by_q.items() if len(items) > 1]
     reqs = [LLMRequest(qid, prompt.messages(question=_query(questions, items[0]),
-                                            listing="\n".join(f"[{i + 1}] {a['title']}: {a['text']}" for i, a in enumerate(items))))
+                                            listing="\n".join(f"[{i + 1}] {a['title']}: {a['text']}" for i, a in enumerate(items))),
+                       params=SHORT)
             for qid, items in todo]
     results = dict(zip([qid for qid, _ in todo], llm.run(alias, reqs, stats=stats, log=log)))
     out = []
@@ -324,7 +329,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
     prompt = _prompt("facts")
     items = list(aspect_rows.iter_rows(named=True))
     reqs = [LLMRequest(a["aspect_id"], prompt.messages(question=queries[a["question_id"]], aspect=a["text"],
-                                                       answer=answers[a["question_id"]], n=str(t.max_facts)))
+                                                       answer=answers[a["question_id"]], n=str(t.max_facts)), params=MEDIUM)
             for a in items]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
     rows, rejects, ask = [], [], []
@@ -407,7 +412,7 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
                 msgs = _prompt("follow_up").messages(question=queries[qid], history=history_text(history), aspect=a["text"])
             else:
                 msgs = _prompt("first_turn").messages(question=queries[qid], aspect=a["text"])
-            reqs.append(LLMRequest(a["aspect_id"], msgs))
+            reqs.append(LLMRequest(a["aspect_id"], msgs, params=SHORT))
         asked = llm.run(alias, reqs, parse=parse_question, stats=stats, log=log)
         live = []
         for (qid, a), r in zip(step, asked):
@@ -444,9 +449,9 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         # retrieval reasoning and the answer
         reasoning_prompt, answer_prompt = _prompt("retrieval_reasoning"), _prompt("turn_answer")
         facts_text = {a["aspect_id"]: "\n".join(f"- {f}" for f in facts_of[a["aspect_id"]]) for _, a, *_ in answerable}
-        reasons = llm.run(alias, [LLMRequest(a["aspect_id"], reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])))
+        reasons = llm.run(alias, [LLMRequest(a["aspect_id"], reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])), params=MEDIUM)
                                   for qid, a, q, *_ in answerable], parse=parse_reasoning, stats=stats, log=log)
-        answers = llm.run(alias, [LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]))
+        answers = llm.run(alias, [LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]), params=MEDIUM)
                                   for qid, a, q, *_ in answerable], parse=parse_answer, stats=stats, log=log)
         for (qid, a, q, chosen, scores), why, ans in zip(answerable, reasons, answers):
             if not ans.ok:
