@@ -72,5 +72,49 @@ QUIT_STAGES = [
     ("quit_eval_report", None),
 ]
 
+def recor_assets(*names: str) -> dg.AssetSelection:
+    return dg.AssetSelection.assets(*(["recor", n] for n in names))
+
+
+RECOR_REPORTS = recor_assets("quality_report", "statistics")
+recor_build_job = dg.define_asset_job(
+    "recor_build", selection=dg.AssetSelection.groups("recor") - RECOR_REPORTS,
+    description="RECOR construction and quality analysis of one domain (partition = domain).",
+)
+recor_report_job = dg.define_asset_job(
+    "recor_report", selection=RECOR_REPORTS, description="RECOR statistics (Table 2) and quality report (Table 31).",
+)
+recor_queries_job = dg.define_asset_job(
+    "recor_queries", selection=eval_assets("recor_queries"), description="The five query strategies for one domain's turns.",
+)
+recor_retrieval_job = dg.define_asset_job(
+    "recor_retrieval", selection=eval_assets("recor_runs"),
+    description="One domain's corpus indexed and searched by one retriever (partition = domain x retriever).",
+)
+recor_retrieval_report_job = dg.define_asset_job(
+    "recor_retrieval_report", selection=eval_assets("recor_retrieval_metrics"),
+    description="RECOR retrieval metrics: Tables 3, 4, 17-20 and Figure 2.",
+)
+recor_generation_job = dg.define_asset_job(
+    "recor_generation", selection=eval_assets("recor_generation"),
+    description="RAG generation in three modes for one domain, judged (partition = domain).",
+)
+recor_generation_report_job = dg.define_asset_job(
+    "recor_generation_report", selection=eval_assets("recor_generation_metrics"),
+    description="RECOR generation quality: Tables 7, 8, 21-23.",
+)
+
+RECOR_STAGES = [
+    ("recor_build", "domains"),
+    ("recor_report", None),
+    ("recor_queries", "domains"),
+    ("recor_retrieval", "recor_runs"),
+    ("recor_retrieval_report", None),
+    ("recor_generation", "domains"),
+    ("recor_generation_report", None),
+]
+
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
-        quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job]
+        quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
+        recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
+        recor_generation_job, recor_generation_report_job]

@@ -13,7 +13,8 @@ import dagster as dg
 import polars as pl
 
 from assets.eval.quit import rerank_partitions, retriever_partitions
-from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS
+from assets.eval.recor import recor_eval_partitions
+from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS, recor_domain_partitions
 from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES
@@ -21,7 +22,9 @@ from resources.storage import join, read_parquet, storage_root
 
 PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_READERS,
               "retrievers": retriever_partitions.get_partition_keys(),
-              "reranks": rerank_partitions.get_partition_keys()}
+              "reranks": rerank_partitions.get_partition_keys(),
+              "domains": recor_domain_partitions.get_partition_keys(),
+              "recor_runs": recor_eval_partitions.get_partition_keys()}
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 

@@ -146,5 +146,6 @@ class LuceneResource(dg.ConfigurableResource):
         shutil.rmtree(target, ignore_errors=True)
         return build_index(docs, target, threads=self.threads)
 
-    def searcher(self, name: str) -> BM25Searcher:
-        return BM25Searcher(self.index_dir(name), self.k1, self.b, self.threads)
+    def searcher(self, name: str, k1: float | None = None, b: float | None = None) -> BM25Searcher:
+        """BM25 over the named index; ``k1`` and ``b`` default to the resource's."""
+        return BM25Searcher(self.index_dir(name), self.k1 if k1 is None else k1, self.b if b is None else b, self.threads)

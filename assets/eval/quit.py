@@ -8,7 +8,7 @@ import dagster as dg
 import polars as pl
 
 from assets.eval import metrics as eval_metrics
-from assets.eval import readers, reports
+from assets.eval import readers, reports, retrieve
 from assets.eval import rerankers as rerank_methods
 from assets.partitions import quit_reader_partitions
 from assets.quit import steps as quit_steps
@@ -17,8 +17,8 @@ from assets.metadata import png_markdown, table_metadata
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.lucene import LuceneResource
-from resources.retrieval import dense_search, encode_corpus, load_rerankers, load_retrievers
-from resources.storage import join, read_parquet, storage_root, write_bytes, write_parquet
+from resources.retrieval import load_rerankers, load_retrievers
+from resources.storage import join, storage_root, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
@@ -35,14 +35,6 @@ QUIT_QUESTIONS = dg.AssetIn(key=["quit", "benchmark_questions"])
 QUIT_QRELS = dg.AssetIn(key=["quit", "benchmark_qrels"])
 
 
-def index_uri(alias: str) -> str:
-    return join(storage_root(), PREFIX, "indexes", "quit", f"{alias}.faiss")
-
-
-def ids_uri(alias: str) -> str:
-    return join(storage_root(), PREFIX, "indexes", "quit", f"{alias}.ids.parquet")
-
-
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
           ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1")
 def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame, lucene: LuceneResource,
@@ -52,16 +44,7 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
     root). The Oracle retriever reads the qrels and needs no index."""
     spec = load_retrievers()[context.partition_key]
     docs = benchmark_corpus.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents"))
-    if spec.kind == "oracle":
-        n, location = 0, ""
-    elif spec.kind == "bm25":
-        n = lucene.build(f"quit_{spec.alias}", docs)
-        location = lucene.index_dir(f"quit_{spec.alias}")
-    else:
-        vectors = encode_corpus(spec, docs["contents"].to_list())
-        faiss_index.save(faiss_index.build(vectors), index_uri(spec.alias))
-        write_parquet(ids_uri(spec.alias), docs.select("id"))
-        n, location = len(vectors), index_uri(spec.alias)
+    n, location = (0, "") if spec.kind == "oracle" else retrieve.build(spec, "quit", docs, lucene, faiss_index)
     frame = pl.DataFrame({"retriever": [spec.alias], "kind": [spec.kind], "documents": [n], "location": [location]})
     return dg.Output(frame, metadata={**table_metadata(frame), "documents": n})
 
@@ -79,12 +62,8 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
     qids = benchmark_questions["question_id"].to_list()
     if spec.kind == "oracle":
         run = oracle_run(benchmark_qrels.filter(pl.col("question_id").is_in(qids)), spec.alias)
-    elif spec.kind == "bm25":
-        run = run_frame(lucene.searcher(f"quit_{spec.alias}").batch_search(questions, qids, TOP_K), spec.alias)
     else:
-        doc_ids = read_parquet(ids_uri(spec.alias))["id"].to_list()
-        hits = dense_search(spec, faiss_index, faiss_index.load(index_uri(spec.alias)), doc_ids, questions, qids, TOP_K)
-        run = run_frame(hits, spec.alias)
+        run = run_frame(retrieve.search(spec, "quit", questions, qids, TOP_K, lucene, faiss_index), spec.alias)
     trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{spec.alias}.trec")
     write_bytes(trec_path, trec_run(run).encode())
     return dg.Output(run, metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path),

@@ -14,7 +14,8 @@ EXPECTED_QUIT = {
 }
 
 EXPECTED_EVAL = {"quit_index", "quit_runs", "quit_retrieval_metrics", "quit_reranked_runs", "quit_rerank_metrics",
-                 "quit_reader_answers", "quit_reader_metrics"}
+                 "quit_reader_answers", "quit_reader_metrics", "recor_queries", "recor_runs", "recor_retrieval_metrics",
+                 "recor_generation", "recor_generation_metrics"}
 
 EXPECTED_RECOR = {"source_questions", "source_documents", "source_rejects", "hard_negatives", "negative_rejects", "corpus",
                   "aligned_documents", "alignment_rejects", "aspects", "aspect_rejects", "facts", "fact_rejects", "turns",
@@ -42,13 +43,14 @@ def test_asset_graph_snapshot():
 
 def test_jobs_cover_the_graph_in_stages():
     from pipelines.definitions import defs
-    from pipelines.jobs import QUIT_STAGES
+    from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
 
     covered = set()
-    for name, _ in QUIT_STAGES:
+    for name, _ in QUIT_STAGES + RECOR_STAGES:
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
-    assert covered == {f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
+    assert covered == ({f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
+                       | {f"recor/{n}" for n in EXPECTED_RECOR})
 
 
 def test_dagster_definitions_validate():

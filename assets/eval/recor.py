@@ -1,0 +1,180 @@
+"""Evaluation on RECOR (paper section 4): query strategies, retrieval runs per domain x
+retriever, the retrieval report, and RAG generation judged on five dimensions.
+
+Partitioned by domain (and retriever alias from ``resources/retrievers.yaml``, the QUIT
+evaluation's registry: the same retrievers, indexes and searches serve both benchmarks).
+"""
+
+import dagster as dg
+import polars as pl
+
+from assets.eval import conversational, generation, retrieve
+from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
+from assets.metadata import md_table, png_markdown, table_metadata
+from assets.partitions import recor_domain_partitions
+from assets.prompts import load_prompt
+from resources.faiss_index import FaissIndexResource
+from resources.llm import CallStats, LLMRequest, LLMResource, role_aliases
+from resources.lucene import LuceneResource
+from resources.retrieval import load_retrievers
+from resources.storage import join, storage_root, write_bytes
+
+PREFIX = "eval"
+GROUP = "eval"
+TOP_K = 100
+
+recor_retriever_partitions = dg.StaticPartitionsDefinition(sorted(a for a, s in load_retrievers().items() if s.kind != "oracle"))
+recor_eval_partitions = dg.MultiPartitionsDefinition({"domain": recor_domain_partitions, "retriever": recor_retriever_partitions})
+
+BENCHMARK = dg.AssetIn(key=["recor", "benchmark"])
+CORPUS = dg.AssetIn(key=["recor", "corpus"])
+BY_DOMAIN = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="domain")
+
+
+def qrels_frame(benchmark: pl.DataFrame) -> pl.DataFrame:
+    return (benchmark.select(pl.col("qid").alias("question_id"), pl.col("gold_doc_ids").alias("passage_id"))
+            .explode("passage_id").with_columns(pl.lit(1).alias("label")))
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions, ins={"benchmark": BENCHMARK},
+          kinds={"litellm"}, pool="llm", code_version="1")
+def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource) -> dg.Output:
+    """Every turn's query under the five strategies (4.1.1): Baseline (the question),
+    Query Rewrite (made self-contained by the LLM), Reasoning (the LLM's search rationale
+    appended), History (the conversation so far prepended) and History+Reasoning."""
+    alias = role_aliases("recor.builder")[0]
+    stats = CallStats()
+    rows = list(benchmark.iter_rows(named=True))
+    rewrite, reason = load_prompt("eval", "query_rewrite"), load_prompt("eval", "search_reasoning")
+    later = [t for t in rows if t["turn_id"] > 1]
+    # A first question is self-contained already: it is its own rewrite.
+    rewritten = llm.run(alias, [LLMRequest(t["qid"], rewrite.messages(history=t["conversation_history"], query=t["query"]),
+                                           params={"max_tokens": 60}) for t in later], stats=stats, log=context.log.info)
+    why = llm.run(alias, [LLMRequest(t["qid"], reason.messages(history=t["conversation_history"], query=t["query"]),
+                                     params={"max_tokens": 80}) for t in rows], stats=stats, log=context.log.info)
+    rewrites = {t["qid"]: t["query"] for t in rows if t["turn_id"] == 1}
+    rewrites |= {t["qid"]: (" ".join(r.value.split()) or None) if r.ok and r.value else None for t, r in zip(later, rewritten)}
+    rationales = {t["qid"]: (" ".join(r.value.split()) or None) if r.ok and r.value else None for t, r in zip(rows, why)}
+    frame = conversational.strategy_queries(benchmark, rewrites, rationales)
+    return dg.Output(frame, metadata={**table_metadata(frame.select("qid", "strategy", "query")),
+                                      "fallbacks": int(frame["fallback"].sum()), **stats.as_metadata()})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_eval_partitions,
+          ins={"corpus": dg.AssetIn(key=["recor", "corpus"], partition_mapping=BY_DOMAIN),
+               "recor_queries": dg.AssetIn(key=[PREFIX, "recor_queries"], partition_mapping=BY_DOMAIN)},
+          kinds={"lucene", "faiss"}, code_version="1")
+def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_queries: pl.DataFrame,
+               lucene: LuceneResource, faiss_index: FaissIndexResource) -> dg.Output:
+    """One domain's corpus indexed for one retriever and searched with every turn's five
+    strategy queries: top-100 per turn and strategy, as a table and TREC run files."""
+    keys = context.partition_key.keys_by_dimension
+    domain, spec = keys["domain"], load_retrievers()[keys["retriever"]]
+    docs = corpus.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents"))
+    name = f"recor_{domain}"
+    n, _ = retrieve.build(spec, name, docs, lucene, faiss_index)
+    frames = []
+    for (strategy,), group in recor_queries.group_by("strategy", maintain_order=True):
+        hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index)
+        run = run_frame(hits, spec.alias).with_columns(pl.lit(strategy).alias("strategy"))
+        write_bytes(join(storage_root(), PREFIX, "runs", "recor", domain, f"{spec.alias}.{strategy}.trec"),
+                    trec_run(run.drop("strategy")).encode())
+        frames.append(run)
+    runs = pl.concat(frames) if frames else pl.DataFrame(schema={**RUN_SCHEMA, "strategy": pl.String})
+    return dg.Output(runs.with_columns(pl.lit(domain).alias("domain")), metadata={
+        **table_metadata(runs.filter(pl.col("rank") <= 3)), "documents": n, "queries": recor_queries.height})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=dg.AllPartitionMapping()),
+               "benchmark": dg.AssetIn(key=["recor", "benchmark"], partition_mapping=dg.AllPartitionMapping())},
+          kinds={"ranx", "scipy"}, code_version="1")
+def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
+    """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, averaged per domain and
+    macro-averaged over domains: Table 3 (retrievers x strategies), Table 4 (ablation),
+    Table 17 (paired t-tests over turn-level observations), Table 18 (History+Reasoning,
+    all metrics), Table 19 (turn position), Table 20 (domains x retrievers) and Figure 2."""
+    scores = conversational.turn_scores(recor_runs, qrels_frame(benchmark), benchmark)
+    table3 = conversational.strategy_table(scores)
+    return dg.Output(scores, metadata={
+        **table_metadata(scores, 5),
+        "turns": benchmark.height,
+        "table_3": dg.MetadataValue.md(md_table(table3, 50)),
+        "table_4": dg.MetadataValue.md(md_table(conversational.ablation_table(table3), 50)),
+        "table_17": dg.MetadataValue.md(md_table(conversational.t_tests(scores), 10)),
+        "table_18": dg.MetadataValue.md(md_table(conversational.full_metrics(scores), 50)),
+        "table_19": dg.MetadataValue.md(md_table(conversational.turn_position_table(scores), 50)),
+        "table_20": dg.MetadataValue.md(md_table(conversational.domain_table(scores), 20)),
+        "turn_position": png_markdown(conversational.turn_curve(scores)),
+        "per_domain": png_markdown(conversational.domain_plot(scores)),
+    })
+
+
+def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
+    """The retriever and strategy with the highest macro-averaged nDCG@10."""
+    table = conversational.macro(scores, ["retriever", "strategy"]).sort(["ndcg@10", "retriever", "strategy"], descending=[True, False, False])
+    row = table.row(0, named=True)
+    return row["retriever"], row["strategy"]
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions,
+          ins={"benchmark": BENCHMARK, "corpus": CORPUS,
+               "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
+               "recor_retrieval_metrics": dg.AssetIn(key=[PREFIX, "recor_retrieval_metrics"])},
+          kinds={"litellm"}, pool="llm", code_version="1")
+def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
+                     recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
+    """Every configured generator (registry role ``recor.generators``) answering each turn in
+    three modes (4.2.1): Oracle (the gold passages), Retrieved (top 5 of the best retrieval
+    configuration by macro nDCG@10) and NoRetrieval; judged on correctness, completeness,
+    relevance, coherence and faithfulness (not for NoRetrieval), 1-5 normalized to 0-1, with
+    ROUGE-L and METEOR against the reference answer."""
+    retriever, strategy = best_configuration(recor_retrieval_metrics)
+    run = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy)).sort("question_id", "rank")
+    retrieved = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
+    items = generation.contexts(benchmark, corpus, retrieved)
+    judge_alias = role_aliases("recor.judge")[0]
+    stats = CallStats()
+    rows = []
+    for generator in role_aliases("recor.generators"):
+        answers = generation.answer(items, llm, generator, stats, context.log.info)
+        grades = generation.judge(items, answers, llm, judge_alias, stats, context.log.info)
+        for item, text, grade in zip(items, answers, grades):
+            rows.append({"domain": item["domain"], "qid": item["qid"], "generator": generator, "mode": item["mode"], "answer": text,
+                         **{d: grade.get(d) for d in generation.DIMENSIONS}, **generation.lexical(item["reference"], text)})
+    schema = {"domain": pl.String, "qid": pl.String, "generator": pl.String, "mode": pl.String, "answer": pl.String,
+              **{d: pl.Float64 for d in generation.DIMENSIONS}, "rouge_l": pl.Float64, "meteor": pl.Float64}
+    frame = pl.DataFrame(rows, schema=schema)
+    return dg.Output(frame, metadata={**table_metadata(frame.select("qid", "generator", "mode", "answer", "correctness")),
+                                      "retrieved_with": f"{retriever} / {strategy}", **stats.as_metadata()})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"recor_generation": dg.AssetIn(key=[PREFIX, "recor_generation"], partition_mapping=dg.AllPartitionMapping())},
+          kinds={"polars"}, code_version="1")
+def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
+    """Generation quality macro-averaged over domains: the overall score (mean of the judged
+    dimensions) by domain and generator in Retrieved mode (Table 7), by mode and generator
+    (Table 8), per domain for each mode (Tables 21-23), per dimension, and ROUGE-L / METEOR."""
+    dims = list(generation.DIMENSIONS)
+    scored = recor_generation.with_columns(pl.mean_horizontal(*dims).alias("overall"))
+    per_domain = scored.group_by(["domain", "generator", "mode"]).agg([pl.col(c).mean() for c in [*dims, "overall", "rouge_l", "meteor"]])
+    overall = per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in [*dims, "overall", "rouge_l", "meteor"]]).sort("generator", "mode")
+
+    def wide(mode: str) -> pl.DataFrame:
+        return per_domain.filter(pl.col("mode") == mode).pivot(on="generator", index="domain", values="overall", sort_columns=True).sort("domain")
+
+    table8 = overall.pivot(on="generator", index="mode", values="overall", sort_columns=True).sort("mode")
+    return dg.Output(overall, metadata={
+        **table_metadata(overall),
+        "table_7": dg.MetadataValue.md(md_table(wide("retrieved"), 11)),
+        "table_8": dg.MetadataValue.md(md_table(table8, 3)),
+        "table_21_oracle": dg.MetadataValue.md(md_table(wide("oracle"), 11)),
+        "table_22_retrieved": dg.MetadataValue.md(md_table(wide("retrieved"), 11)),
+        "table_23_no_retrieval": dg.MetadataValue.md(md_table(wide("no_retrieval"), 11)),
+        "dimensions": dg.MetadataValue.md(md_table(overall.select("generator", "mode", *dims), 20)),
+        "lexical": dg.MetadataValue.md(md_table(overall.select("generator", "mode", "rouge_l", "meteor"), 20)),
+    })
+
+
+recor_eval_assets = [recor_queries, recor_runs, recor_retrieval_metrics, recor_generation, recor_generation_metrics]
