@@ -97,6 +97,14 @@ def recor_reply(prompt: str) -> str | None:
         return "yes"
     if "Reply with the number only." in prompt and "Rate from 1" in prompt:
         return "5" if "Groundedness" in prompt else "4"
+    if "Grade the answer on this dimension" in prompt:
+        return "4"
+    if "Rewrite the last question as one self-contained search query" in prompt:
+        return _field(prompt, "Last question").replace("that", "the search")
+    if "say what information would answer the question" in prompt:
+        return "A useful document explains the legal rule and its exceptions."
+    if "Answer the current question in two to four sentences" in prompt:
+        return "From the passages: " + _field(prompt, "Current question")
     if "coreference -- " in prompt:
         return "Self-contained" if "No previous conversation." in prompt else "coreference"
     if "compare -- differences" in prompt:

@@ -1,5 +1,6 @@
-"""Runs QUIT stages against the scripted LLM in a fresh process (used by tests that kill
-and restart a materialization). Usage: python -m tests.pipelines.stage_runner STAGE..."""
+"""Runs QUIT or RECOR stages against the scripted LLM in a fresh process (used by tests that
+kill and restart a materialization, and by the RECOR pipeline test).
+Usage: python -m tests.pipelines.stage_runner STAGE..."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import dagster as dg
 
 from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
-from pipelines.jobs import QUIT_STAGES
+from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
 from pipelines.run_default import run_stages
 from resources.llm import LLMResource
 from resources.storage import ParquetIOManager
@@ -29,7 +30,7 @@ def main(stages: list[str]) -> int:
                         max_concurrency=CONCURRENCY),
         quit_settings=QuitSettings(max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2),
     )
-    wanted = [s for s in QUIT_STAGES if s[0] in stages]
+    wanted = [s for s in QUIT_STAGES + RECOR_STAGES if s[0] in stages]
     ok = run_stages(defs, dg.DagsterInstance.ephemeral(), wanted)
     return 0 if ok else 1
 
