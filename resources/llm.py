@@ -134,6 +134,7 @@ class EmbeddedLlama:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self._models: dict[tuple[str, bool], Any] = {}
+        self._formatters: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def llama(self, name: str, scoring: bool = False):
@@ -151,6 +152,8 @@ class EmbeddedLlama:
 
     def chat(self, name: str, messages: list[dict], params: dict) -> dict:
         logprobs = bool(params.get("logprobs"))
+        if logprobs and int(params.get("max_tokens") or 0) == 1:
+            return self._first_token(name, messages, int(params.get("top_logprobs") or 20))
         with self._lock:
             llm = self.llama(name, scoring=logprobs)
             out = llm.create_chat_completion(
@@ -164,6 +167,58 @@ class EmbeddedLlama:
                 top_logprobs=int(params.get("top_logprobs") or 0) if logprobs else None,
             )
         return _plain(out)
+
+    def _first_token(self, name: str, messages: list[dict], top: int) -> dict:
+        """A one-token answer with its most likely alternatives, read from the last prompt
+        position's logits of the generation context: asking llama.cpp for logprobs would
+        need ``logits_all``, which computes the vocabulary distribution at every prompt
+        position (about twenty times slower on a long prompt)."""
+        import numpy as np
+
+        with self._lock:
+            llm = self.llama(name)
+            prompt, add_bos = self._format(name, llm, messages)
+            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
+            self._eval_reusing_prefix(llm, tokens)
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+            best = np.argsort(-logits)[:top]
+            peak = logits.max()
+            norm = peak + np.log(np.exp(logits - peak).sum())
+            alternatives = [{"token": llm.detokenize([int(i)]).decode("utf-8", errors="replace"),
+                             "logprob": float(logits[i] - norm), "bytes": None} for i in best]
+        first = alternatives[0]
+        return {
+            "id": "local-first-token", "object": "chat.completion", "created": int(time.time()), "model": name,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": first["token"]}, "finish_reason": "length",
+                         "logprobs": {"content": [{**first, "top_logprobs": alternatives}]}}],
+            "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1, "total_tokens": len(tokens) + 1},
+        }
+
+    def _format(self, name: str, llm, messages: list[dict]) -> tuple[str, bool]:
+        """The model's own chat template applied to the messages, with the assistant turn
+        opened (as llama.cpp's chat completion does)."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        if name not in self._formatters:
+            self._formatters[name] = Jinja2ChatFormatter(
+                template=llm.metadata["tokenizer.chat_template"],
+                eos_token=llm.detokenize([llm.token_eos()]).decode("utf-8"),
+                bos_token=llm.detokenize([llm.token_bos()]).decode("utf-8"),
+            )
+        result = self._formatters[name](messages=messages)
+        return result.prompt, not result.added_special
+
+    @staticmethod
+    def _eval_reusing_prefix(llm, tokens: list[int]) -> None:
+        """Evaluate ``tokens``, keeping the KV cache of the prefix shared with the previous
+        call; the last token is always evaluated again so its logits are fresh."""
+        shared = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens[:-1]):
+            if a != b:
+                break
+            shared += 1
+        llm.n_tokens = shared
+        llm.eval(tokens[shared:])
 
     def continuation_logprobs(self, name: str, prefix: str, continuation: str) -> tuple[list[float], int]:
         """Log-probability of each token of ``continuation`` after ``prefix``, and the
@@ -180,15 +235,7 @@ class EmbeddedLlama:
                 raise ValueError("empty continuation")
             if len(tokens) > self.n_ctx:
                 raise ValueError(f"{len(tokens)} tokens exceed the context of {self.n_ctx}")
-            # Reuse the KV cache for the prefix shared with the previous call; at least the
-            # last prefix token is evaluated again so its logits are fresh.
-            shared = 0
-            for a, b in zip(llm.input_ids[: llm.n_tokens], tokens[: len(head) - 1]):
-                if a != b:
-                    break
-                shared += 1
-            llm.n_tokens = shared
-            llm.eval(tokens[shared:])
+            self._eval_reusing_prefix(llm, tokens)
             logits = np.asarray(llm.scores[len(head) - 1 : len(tokens) - 1], dtype=np.float64)
         peak = logits.max(axis=1, keepdims=True)
         log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))

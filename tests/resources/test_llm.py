@@ -120,3 +120,21 @@ def test_concurrent_calls_keep_request_order(tmp_path):
     out = res.run("fast", [LLMRequest(str(i), ask(q)) for i, q in enumerate(qs)])
     assert [r.key for r in out] == [str(i) for i in range(12)]
     assert [r.value for r in out] == ["NO ANSWER" if i % 2 == 0 else "Paris" for i in range(12)]
+
+
+@pytest.mark.slow
+def test_first_token_logprobs_match_llama_cpps_own():
+    # The fast path reads the last prompt position's logits; llama.cpp's own logprobs need a
+    # logits_all context. Both must give the same distribution.
+    from resources.llm import EmbeddedLlama
+
+    embedded = EmbeddedLlama()
+    messages = [{"role": "user", "content": "Passage: Paris is the capital of France.\nDoes it name a capital? Reply yes or no."}]
+    fast = embedded.chat("smollm2-135m-instruct", messages, {"logprobs": True, "top_logprobs": 5, "max_tokens": 1})
+    slow = embedded.llama("smollm2-135m-instruct", scoring=True).create_chat_completion(
+        messages=messages, max_tokens=1, logprobs=True, top_logprobs=5, temperature=0)
+    fast_top = {t["token"]: t["logprob"] for t in fast["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+    slow_top = {t["token"]: float(t["logprob"]) for t in slow["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+    assert list(fast_top) == list(slow_top)
+    assert all(abs(fast_top[t] - slow_top[t]) < 1e-3 for t in fast_top)
+    assert fast["choices"][0]["message"]["content"] == slow["choices"][0]["message"]["content"]
