@@ -1,4 +1,5 @@
-"""``make run``: materialize the default QUIT build on the bundled sample, stage by stage,
+"""``make run``: materialize the default QUIT and RECOR builds and their evaluations on the
+bundled samples, stage by stage,
 into the project's Dagster instance (so the UI shows every materialization), then print
 where everything is."""
 
@@ -17,7 +18,7 @@ from assets.eval.recor import recor_eval_partitions
 from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS, recor_domain_partitions
 from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
-from pipelines.jobs import QUIT_STAGES
+from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
 from resources.storage import join, read_parquet, storage_root
 
 PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_READERS,
@@ -50,28 +51,43 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--max-labeled-questions", type=int, default=QuitSettings().max_labeled_questions,
                         help="questions whose 325 passages are labeled (0 = all)")
+    parser.add_argument("--benchmarks", default="quit",
+                        help="comma-separated benchmarks to build and evaluate: quit, recor")
     args = parser.parse_args(argv)
+    wanted = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    unknown = set(wanted) - {"quit", "recor"}
+    if unknown:
+        parser.error(f"unknown benchmarks {sorted(unknown)} (quit, recor)")
     limit = None if args.max_labeled_questions == 0 else args.max_labeled_questions
     settings = QuitSettings(max_labeled_questions=limit)
     defs = build_defs(quit_settings=settings)
     instance = dg.DagsterInstance.get()
     started = time.monotonic()
-    if settings.max_labeled_questions is not None:
+    if "quit" in wanted and settings.max_labeled_questions is not None:
         print(f"note: labeling the passages of {settings.max_labeled_questions} questions (all 325 passages each); "
               "run `make run ARGS=--max-labeled-questions=0` to label every question.")
-    if not run_stages(defs, instance):
+    stages = (QUIT_STAGES if "quit" in wanted else []) + (RECOR_STAGES if "recor" in wanted else [])
+    if not run_stages(defs, instance, stages):
         return 1
     root = storage_root()
-    release = settings.export_dir or join(root, "quit", "release")
-    table = read_parquet(join(root, "quit", "statistics.parquet"))
-    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
-        print("\nQUIT statistics (Table 1 of the paper):")
-        print(table)
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
     print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
-    print(f"exported benchmark files: {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
-    print(f"statistics table:         {join(root, 'quit', 'statistics.parquet')}")
-    print(f"rejected records:         {join(root, 'quit', 'source_rejects.parquet')}, {join(root, 'quit', 'leakage_rejects.parquet')}")
+    if "quit" in wanted:
+        release = settings.export_dir or join(root, "quit", "release")
+        table = read_parquet(join(root, "quit", "statistics.parquet"))
+        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
+            print("\nQUIT statistics (Table 1 of the paper):")
+            print(table)
+        print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
+        print(f"QUIT statistics table:    {join(root, 'quit', 'statistics.parquet')}")
+        print(f"QUIT rejected records:    {join(root, 'quit', 'source_rejects.parquet')}, {join(root, 'quit', 'leakage_rejects.parquet')}")
+    if "recor" in wanted:
+        table = read_parquet(join(root, "recor", "statistics.parquet"))
+        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True):
+            print("\nRECOR statistics (Table 2 of the paper):")
+            print(table)
+        print(f"RECOR benchmark files:    {join(root, 'recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
+        print(f"RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics, recor/quality_report (web UI)")
     print("web UI:                   make ui   then open http://127.0.0.1:3000")
     print("human verification page:  make verify   then open http://127.0.0.1:8765")
     return 0

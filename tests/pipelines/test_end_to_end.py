@@ -24,7 +24,7 @@ def test_default_run_builds_and_exports_quit(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pipelines.run_default", "--max-labeled-questions", "1"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "exported benchmark files" in out.stdout and "make ui" in out.stdout
+    assert "QUIT benchmark files" in out.stdout and "make ui" in out.stdout
     assert "Total Passages" in out.stdout
 
     release = storage / "quit" / "release"
