@@ -45,11 +45,22 @@ def _similarity(settings: RecorSettings) -> steps.Similarity:
 STEP = dict(partitions_def=recor_domain_partitions, code_version="1")
 
 
+@dg.observable_source_asset(key=[PREFIX, "source_files"], group_name=GROUP, partitions_def=recor_domain_partitions,
+                            required_resource_keys={"recor_settings"},
+                            description="Each domain's source files, observed as a content hash per domain.")
+def source_files(context) -> dg.DataVersionsByPartition:
+    """Each domain's source files as listed in ``assets/recor/sources.yaml``, observed as a
+    content hash per domain: editing one domain's files makes only that domain's
+    partitions stale in the UI."""
+    settings: RecorSettings = context.resources.recor_settings
+    return dg.DataVersionsByPartition({d: dg.DataVersion(settings.fingerprint(d)) for d in recor_domain_partitions.get_partition_keys()})
+
+
 @dg.multi_asset(outs={
     "source_questions": _out("One domain's source questions (BRIGHT queries or StackExchange questions with their accepted answer).", {"polars"}),
     "source_documents": _out("One domain's documents: BRIGHT's corpus, or StackExchange positives and the mining pool.", {"polars"}),
     "source_rejects": _out("Source records rejected at ingest, with the reason and the raw record.", {"polars"}),
-}, **STEP)
+}, deps=[source_files], **STEP)
 def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
     """Reads one domain's sources (local paths or s3:// URIs, as listed in
     ``assets/recor/sources.yaml``), checks each record and unifies the two formats."""
@@ -279,5 +290,5 @@ def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFr
                                       "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum())})
 
 
-recor_assets = [sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark,
+recor_assets = [source_files, sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark,
                 quality_scores, quality_report, statistics]

@@ -62,6 +62,21 @@ class RecorSettings(dg.ConfigurableResource):
         return Thresholds(max_aspects=self.max_aspects, max_facts=self.max_facts, min_new_words=self.min_new_words,
                           doc_threshold=self.doc_threshold, max_docs_per_turn=self.max_docs_per_turn)
 
+    def fingerprint(self, domain: str) -> str:
+        """A hash of the domain's source entry and the bytes of its files: it changes when,
+        and only when, that domain's sources change."""
+        import hashlib
+        import json
+
+        from resources.storage import read_bytes
+
+        entry = load_sources(self.sources_path)[domain]
+        digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
+        for field in ("examples", "documents", "questions", "pool"):
+            if entry.get(field):
+                digest.update(read_bytes(_resolve(entry[field])))
+        return digest.hexdigest()[:16]
+
     def load(self, domain: str) -> Loaded:
         entry = load_sources(self.sources_path).get(domain)
         if entry is None:

@@ -81,3 +81,31 @@ def test_every_bundled_domain_loads_cleanly(domain):
     assert all(len(a.split()) >= 150 for a in questions["answer"])
     roles = dict(documents.group_by("role").len().iter_rows())
     assert roles["positive"] >= 4 and roles.get("negative", 0) + roles.get("pool", 0) >= 20
+
+
+def test_a_domains_fingerprint_changes_with_its_files_only(tmp_path):
+    import shutil
+
+    from assets.recor.settings import ROOT, RecorSettings
+
+    shutil.copytree(ROOT / "data" / "recor", tmp_path / "recor")
+    registry = tmp_path / "sources.yaml"
+    registry.write_text((ROOT / "assets" / "recor" / "sources.yaml").read_text().replace("data/recor/", f"{tmp_path}/recor/"))
+    settings = RecorSettings(sources_path=str(registry))
+    before = {d: settings.fingerprint(d) for d in ("law", "biology", "politics")}
+    pool = tmp_path / "recor" / "stackexchange" / "law_pool.jsonl"
+    pool.write_text(pool.read_text() + '{"id": "law_pool_new", "content": "A new document about bailment."}\n')
+    after = {d: settings.fingerprint(d) for d in ("law", "biology", "politics")}
+    assert after["law"] != before["law"]
+    assert after["biology"] == before["biology"] and after["politics"] == before["politics"]
+
+
+def test_the_source_files_are_observed_per_domain_upstream_of_the_build():
+    import dagster as dg
+
+    from pipelines.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    node = graph.get(dg.AssetKey(["recor", "source_questions"]))
+    assert dg.AssetKey(["recor", "source_files"]) in node.parent_keys
+    assert graph.get(dg.AssetKey(["recor", "source_files"])).partitions_def.get_partition_keys() == node.partitions_def.get_partition_keys()
