@@ -58,5 +58,5 @@ def test_default_run_builds_and_exports_quit(tmp_path):
         assert f"| {reranker} |" in rerank["table_7"].value
         assert f"| e5-small+{reranker} |" in rerank["table_5"].value
         assert f"| oracle+{reranker} |" in reading["table_8"].value
-    assert "optimal" in reading["table_8"].value and "data:image/png" in reading["passages_by_hints"].value
+    assert "| Optimal |" in reading["table_8"].value and "data:image/png" in reading["passages_by_hints"].value
 
