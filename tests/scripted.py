@@ -62,6 +62,9 @@ def _field(prompt: str, name: str) -> str:
 def recor_reply(prompt: str) -> str | None:
     """RECOR's construction prompts: aspects are the answer's sentences, facts the aspect
     itself, documents score high when they share a long word with the facts."""
+    if "short search queries about the same subject" in prompt:
+        topic = " ".join(_field(prompt, "Question").split()[:6])
+        return f"{topic} history\n{topic} other cases\n{topic} unrelated rules"
     if "Does the document contain information that the expert answer uses" in prompt:
         return "no" if "UNRELATED" in prompt else "yes"
     if "distinct points of this answer" in prompt:
