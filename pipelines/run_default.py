@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\nRECOR statistics (Table 2 of the paper):")
             print(table)
         print(f"RECOR benchmark files:    {join(root, 'recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
-        print(f"RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics, recor/quality_report (web UI)")
+        print("RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics, recor/quality_report (web UI)")
     print("web UI:                   make ui   then open http://127.0.0.1:3000")
     print("human verification page:  make verify   then open http://127.0.0.1:8765")
     return 0
