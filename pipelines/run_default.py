@@ -17,6 +17,7 @@ from assets.eval.quit import rerank_partitions, retriever_partitions
 from assets.eval.recor import recor_eval_partitions
 from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS, recor_domain_partitions
 from assets.quit.settings import QuitSettings
+from assets.recor.settings import RecorSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
 from resources.storage import join, read_parquet, storage_root
@@ -26,6 +27,9 @@ PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_
               "reranks": rerank_partitions.get_partition_keys(),
               "domains": recor_domain_partitions.get_partition_keys(),
               "recor_runs": recor_eval_partitions.get_partition_keys()}
+# The default run builds RECOR from one source question per domain (the sample has two or
+# three): the embedded model spends about a minute and a half per question.
+RECOR_QUESTIONS = 1
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
@@ -51,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--max-labeled-questions", type=int, default=QuitSettings().max_labeled_questions,
                         help="questions whose 325 passages are labeled (0 = all)")
-    parser.add_argument("--benchmarks", default="quit",
+    parser.add_argument("--recor-questions", type=int, default=RECOR_QUESTIONS,
+                        help="source questions per RECOR domain to build conversations from (0 = all)")
+    parser.add_argument("--benchmarks", default="quit,recor",
                         help="comma-separated benchmarks to build and evaluate: quit, recor")
     args = parser.parse_args(argv)
     wanted = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
@@ -60,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmarks {sorted(unknown)} (quit, recor)")
     limit = None if args.max_labeled_questions == 0 else args.max_labeled_questions
     settings = QuitSettings(max_labeled_questions=limit)
-    defs = build_defs(quit_settings=settings)
+    recor = RecorSettings(max_questions=args.recor_questions or None)
+    defs = build_defs(quit_settings=settings, recor_settings=recor)
     instance = dg.DagsterInstance.get()
     started = time.monotonic()
     if "quit" in wanted and settings.max_labeled_questions is not None:

@@ -59,6 +59,9 @@ class ModelSpec:
     thinking_params: dict = dataclasses.field(default_factory=dict)
     sampling: dict = dataclasses.field(default_factory=dict)
     api_base: str | None = None
+    # "binding": the model's yes/no verdicts may reject records in construction pipelines;
+    # "advisory": they are recorded beside the records and never decide on their own.
+    verdicts: str = "binding"
 
 
 def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
@@ -77,6 +80,8 @@ def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
             raise ValueError(f"{path}: model alias {alias!r} has unknown keys {sorted(unknown)}")
         if entry.get("thinking", "cot") not in {"cot", "native", "none"}:
             raise ValueError(f"{path}: model alias {alias!r}: thinking must be cot, native or none")
+        if entry.get("verdicts", "binding") not in {"binding", "advisory"}:
+            raise ValueError(f"{path}: model alias {alias!r}: verdicts must be binding or advisory")
         specs[alias] = ModelSpec(alias=alias, **entry)
     return specs
 

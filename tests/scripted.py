@@ -81,6 +81,8 @@ def recor_reply(prompt: str) -> str | None:
         return "yes"
     if "Write the person's first question" in prompt:
         return f"What should I know about {' '.join(_field(prompt, 'The first thing they want to understand').split()[:8])}?"
+    if "Write a question whose answer is the following statement" in prompt:
+        return f"Which statement says that {' '.join(_field(prompt, 'Statement').split()[:8])}?"
     if "Write the person's next question" in prompt:
         return f"And how does {' '.join(_field(prompt, 'The next thing they want to understand').split()[:8])} fit in?"
     if "Does the question ask about the intended point" in prompt or "Could a person naturally ask this next question" in prompt:

@@ -22,6 +22,11 @@ def _builder() -> str:
     return role_aliases("recor.builder")[0]
 
 
+def _thresholds(recor_settings: RecorSettings, llm: LLMResource):
+    """The step knobs, with the builder's verdicts binding or advisory as its registry entry says."""
+    return recor_settings.thresholds(binding_verdicts=llm.spec(_builder()).verdicts == "binding")
+
+
 def _out(description: str, kinds: set[str]) -> dg.AssetOut:
     return dg.AssetOut(key_prefix=PREFIX, group_name=GROUP, description=description, kinds=kinds)
 
@@ -122,7 +127,7 @@ def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.Da
     """Document-answer alignment validation (3.2.1)."""
     stats = CallStats()
     frame, rejects = steps.alignment(source_questions, source_documents, llm, _builder(), _similarity(recor_settings),
-                                     recor_settings.thresholds(), stats, context.log.info)
+                                     _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aligned_documents", metadata={**table_metadata(frame), **stats.as_metadata(),
                                                                        "kept": int(frame["kept"].sum())})
     yield _rejects_output("alignment_rejects", rejects)
@@ -139,7 +144,7 @@ def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, a
     coverage checks, the suitability filter and reordering for conversational flow."""
     stats = CallStats()
     frame, rejects = steps.aspects(source_questions, aligned_documents, source_documents, llm, _builder(),
-                                   _similarity(recor_settings), recor_settings.thresholds(), stats, context.log.info)
+                                   _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aspects", metadata={**table_metadata(frame.select("aspect_id", "title", "text", "coverage")),
                                                              **stats.as_metadata()})
     yield _rejects_output("aspect_rejects", rejects)
@@ -155,7 +160,7 @@ def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
     stats = CallStats()
     frame, rejects = steps.facts(source_questions, aspects, aligned_documents, source_documents, llm, _builder(),
-                                 _similarity(recor_settings), recor_settings.thresholds(), stats, context.log.info)
+                                 _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
     rate = float(frame["verified"].mean()) if frame.height else 0.0
     yield dg.Output(frame, output_name="facts", metadata={**table_metadata(frame.select("fact_id", "fact", "similarity", "verified")),
                                                            "verification_rate": rate, **stats.as_metadata()})
@@ -172,7 +177,7 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     """Turn generation with retrieval reasoning (3.2.2) and turn validation (3.2.3)."""
     stats = CallStats()
     frame, rejects = steps.turns(source_questions, aspects, facts, aligned_documents, source_documents, llm, _builder(),
-                                 recor_settings.thresholds(), stats, context.log.info)
+                                 _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="turns", metadata={**table_metadata(frame.select("conversation_id", "turn_id", "query", "gold_doc_ids")),
                                                            **stats.as_metadata()})
     yield _rejects_output("turn_rejects", rejects)
@@ -185,7 +190,7 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
 def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
     stats = CallStats()
-    frame, rejects = steps.conversations(turns, llm, _builder(), recor_settings.thresholds(), stats, context.log.info)
+    frame, rejects = steps.conversations(turns, llm, _builder(), _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="conversations", metadata={**table_metadata(frame), "valid": int(frame["valid"].sum()),
                                                                    **stats.as_metadata()})
     yield _rejects_output("conversation_rejects", rejects)

@@ -78,7 +78,7 @@ def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float:
     total = sum(counts.values())
     if total == 0 or n_classes < 2:
         return 0.0
-    h = -sum((c / total) * math.log(c / total) for c in counts.values() if c)
+    h = sum((c / total) * math.log(total / c) for c in counts.values() if c)
     return h / math.log(n_classes)
 
 

@@ -39,9 +39,10 @@ class RecorSettings(dg.ConfigurableResource):
     at most 5 documents per turn, 3-12 turns, aspect overlap 0.8 and coverage 0.5, follow-ups
     with word overlap at most 0.58 and at least ``min_new_words`` new words) except where the
     embedded model needs room: at most 4 aspects per conversation and 2 facts per aspect, and
-    follow-ups need 4 new words (the released configuration asks for 10). The paper's
-    configuration: ``max_aspects=12``, ``max_facts=5``, ``min_new_words=10``, and a strong
-    model in the registry's ``recor.builder`` role.
+    follow-ups need 4 new words (the released configuration asks for 10). ``make run`` takes
+    one source question per domain (its ``--recor-questions``). The paper's configuration:
+    every question, ``max_aspects=12``, ``max_facts=5``, ``min_new_words=10``, and a strong
+    model with binding verdicts in the registry's ``recor.builder`` role.
     """
 
     sources_path: str = SOURCES_PATH
@@ -58,9 +59,11 @@ class RecorSettings(dg.ConfigurableResource):
     mining_hits: int = 10
     negative_overlap: float = 0.5
 
-    def thresholds(self) -> Thresholds:
+    def thresholds(self, binding_verdicts: bool = True) -> Thresholds:
+        """The step knobs; ``binding_verdicts`` comes from the builder's registry entry."""
         return Thresholds(max_aspects=self.max_aspects, max_facts=self.max_facts, min_new_words=self.min_new_words,
-                          doc_threshold=self.doc_threshold, max_docs_per_turn=self.max_docs_per_turn)
+                          doc_threshold=self.doc_threshold, max_docs_per_turn=self.max_docs_per_turn,
+                          binding_verdicts=binding_verdicts)
 
     def fingerprint(self, domain: str) -> str:
         """A hash of the domain's source entry and the bytes of its files: it changes when,

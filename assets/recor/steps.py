@@ -21,7 +21,8 @@ from assets.eval.rerankers import yes_probability
 from assets.prompts import load_prompt
 from assets.quit.method import parse_list, parse_yes_no
 from assets.recor import method
-from resources.llm import CallStats, LLMRequest, ParseError
+from assets.text import tokens
+from resources.llm import CallStats, LLMRequest, LLMResult, ParseError
 
 REJECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "item": pl.String, "step": pl.String,
                  "reason": pl.String, "detail": pl.String}
@@ -43,7 +44,12 @@ def rejects_frame(rows: list[dict]) -> pl.DataFrame:
 class Thresholds:
     """The method's knobs; defaults follow the paper and its released configuration."""
 
-    alignment_min_coverage: float = 0.5
+    # A gold document usually backs one part of the answer, so its coverage is the mean
+    # similarity of the answer sentences it covers best (``alignment_top`` of them). With
+    # MiniLM on the sample, positives score 0.63-0.82 (10th-90th percentile) and same-topic
+    # negatives 0.26-0.53 (bench/recor_checks.py).
+    alignment_min_coverage: float = 0.58
+    alignment_top: int = 3
     aspect_overlap: float = 0.8
     aspect_min_coverage: float = 0.5
     max_aspects: int = 6
@@ -57,6 +63,17 @@ class Thresholds:
     min_new_words: int = 10
     min_turns: int = method.MIN_TURNS
     max_turns: int = method.MAX_TURNS
+    # Further tries at a turn's question (the question the aspect answers) after the
+    # first-turn or follow-up prompt gave an unusable or repeated one.
+    question_tries: int = 3
+    # Whether the builder's yes/no verdicts may reject (the registry's ``verdicts``). When
+    # they are advisory the encoder's evidence decides alone: an answer-covered document is
+    # aligned, a fact passes at ``fact_similarity``, a turn's gold documents are those that
+    # hold its verified facts (rated, and ordered by their score). The short verdicts
+    # (suitability, relevance, flow, coherence) are still asked and recorded; the two that
+    # read a whole document (alignment, fact check) are not asked.
+    binding_verdicts: bool = True
+    fact_similarity: float = 0.5
 
 
 # --- similarity ------------------------------------------------------------------------------
@@ -125,11 +142,13 @@ def parse_reasoning(text: str) -> dict:
 
 
 def parse_question(text: str) -> str:
-    """The first line that reads as a question, without quotes or a label."""
+    """The first question in the reply: a capitalised run of at least four words ending in a
+    question mark, so that labels (``Question:``), lead-ins (``The person's next question
+    is: "...?"``) and quotes fall away. A reply with no question mark has no question."""
     for line in text.splitlines():
-        line = re.sub(r"^\s*(question|q|user|person)\s*\d*\s*:\s*", "", line, flags=re.I).strip().strip('"“”')
-        if len(line.split()) >= 4:
-            return line
+        for found in re.findall(r"[A-Z][^\"“”:?]*\?", line):
+            if len(found.split()) >= 4:
+                return found.strip()
     raise ParseError(f"no question in {text[:80]!r}")
 
 
@@ -137,7 +156,16 @@ def parse_answer(text: str) -> str:
     answer = " ".join(text.split())
     if len(answer.split()) < 4:
         raise ParseError(f"answer too short: {text[:80]!r}")
+    words = tokens(answer)
+    # A model stuck in a loop repeats a phrase until the token limit.
+    if len(words) >= 20 and len(set(words)) / len(words) < 0.4:
+        raise ParseError(f"answer repeats itself: {text[:80]!r}")
     return answer
+
+
+def usable_answer(answer: str, query: str, max_overlap: float = 0.6) -> bool:
+    """An answer that mostly restates the question answers nothing."""
+    return method.word_overlap(answer, query) <= max_overlap
 
 
 # --- 1. document-answer alignment --------------------------------------------------------------
@@ -146,27 +174,30 @@ def parse_answer(text: str) -> str:
 def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str, sim: Similarity,
               t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
     """Each gold document of each question checked against the answer: kept when the LLM
-    finds the answer's content in it, or when the answer's sentences are covered by it
-    (best sentence similarity >= the minimum coverage). Questions left with no document are
+    finds the answer's content in it, or when it covers part of the answer (the answer
+    sentences it matches best reach the minimum coverage on average). Questions left with no document are
     rejected."""
     text = dict(documents.select("doc_id", "content").iter_rows())
     pairs = [(q, d) for q in questions.iter_rows(named=True) for d in q["gold_ids"]]
     prompt = _prompt("alignment")
+    # An advisory verdict here would not decide and costs a whole document's prompt: not asked.
     reqs = [LLMRequest(f"{q['question_id']} {d}", prompt.messages(answer=q["answer"], document=text[d]), params=VERDICT)
-            for q, d in pairs]
-    results = llm.run(alias, reqs, stats=stats, log=log)
+            for q, d in pairs] if t.binding_verdicts else []
+    results = llm.run(alias, reqs, stats=stats, log=log) if reqs else [LLMResult("", None, error="not asked")] * len(pairs)
     rows, rejects = [], []
     for (q, d), r in zip(pairs, results):
         answer_sents = sentences(q["answer"]) or [q["answer"]]
         doc_sents = sentences(text[d]) or [text[d]]
-        coverage = float(np.mean([sim.best(s, doc_sents)[0] for s in answer_sents]))
+        best = sorted((sim.best(s, doc_sents)[0] for s in answer_sents), reverse=True)
+        coverage = float(np.mean(best[: t.alignment_top]))
         supports = verdict(r) if r.ok else None
-        kept = bool(supports) or coverage >= t.alignment_min_coverage
+        kept = (bool(supports) and t.binding_verdicts) or coverage >= t.alignment_min_coverage
         rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": supports,
                      "coverage": coverage, "kept": kept})
         if not kept:
             rejects.append(reject(q["domain"], q["question_id"], d, "alignment", "weak_document",
-                                  f"judge said no (or could not answer) and coverage {coverage:.2f} < {t.alignment_min_coverage}"))
+                                  f"judge said {supports} ({'binding' if t.binding_verdicts else 'advisory'}) and coverage "
+                                  f"{coverage:.2f} < {t.alignment_min_coverage}"))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "doc_id": pl.String,
                                        "llm_supports": pl.Boolean, "coverage": pl.Float64, "kept": pl.Boolean})
     left = set(frame.filter(pl.col("kept"))["question_id"])
@@ -233,14 +264,14 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
     suitable = _ask_yes_no(llm, alias, "aspect_suitability", [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat], stats, log)
     kept = []
     for a, ok in zip(flat, suitable):
-        if ok is False:
+        if ok is False and t.binding_verdicts:
             rejects.append(reject(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", "unsuitable_aspect"))
         else:
-            kept.append(a)
+            kept.append({**a, "llm_suitable": ok})
     ordered = _reorder(kept, live, llm, alias, stats, log)
     frame = pl.DataFrame(ordered, schema={"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String,
                                           "position": pl.Int32, "title": pl.String, "text": pl.String,
-                                          "coverage": pl.Float64, "origin": pl.String})
+                                          "coverage": pl.Float64, "origin": pl.String, "llm_suitable": pl.Boolean})
     return frame, rejects
 
 
@@ -319,17 +350,17 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
           llm, alias: str, sim: Similarity, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
     """Atomic facts per aspect, each verified against the question's documents: similarity at
     or above ``fact_accept`` passes, below ``fact_reject`` fails, in between the LLM decides
-    whether the best-matching document states, implies or paraphrases it. Aspects with no
+    whether the best-matching document states, implies or paraphrases it (with advisory
+    verdicts it is asked and recorded, and ``fact_similarity`` decides). Aspects with no
     verified fact are rejected (the paper's Table 14 case)."""
     text = dict(documents.select("doc_id", "content").iter_rows())
-    answers = dict(questions.select("question_id", "answer").iter_rows())
     queries = dict(questions.select("question_id", "query").iter_rows())
     docs_of = {q: aligned.filter((pl.col("question_id") == q) & pl.col("kept"))["doc_id"].to_list()
                for q in aligned["question_id"].unique()}
     prompt = _prompt("facts")
     items = list(aspect_rows.iter_rows(named=True))
-    reqs = [LLMRequest(a["aspect_id"], prompt.messages(question=queries[a["question_id"]], aspect=a["text"],
-                                                       answer=answers[a["question_id"]], n=str(t.max_facts)), params=MEDIUM)
+    reqs = [LLMRequest(a["aspect_id"], prompt.messages(question=queries[a["question_id"]], aspect=a["text"], n=str(t.max_facts)),
+                       params=MEDIUM)
             for a in items]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
     rows, rejects, ask = [], [], []
@@ -347,10 +378,15 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
                 ask.append(row)
         if not r.ok:
             rejects.append(reject(a["domain"], a["question_id"], a["aspect_id"], "facts", "unparsable", r.error or ""))
-    verdicts = _ask_yes_no(llm, alias, "fact_check", [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask], stats, log)
-    for row, ok in zip(ask, verdicts):
-        row["llm_supports"] = ok
-        row["verified"] = bool(ok)
+    if t.binding_verdicts:
+        verdicts = _ask_yes_no(llm, alias, "fact_check", [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask],
+                               stats, log)
+        for row, ok in zip(ask, verdicts):
+            row["llm_supports"] = ok
+            row["verified"] = bool(ok)
+    else:  # as for alignment: a whole document's prompt for a verdict that would not decide
+        for row in ask:
+            row["verified"] = row["similarity"] >= t.fact_similarity
     for row in rows:
         if not row["verified"]:
             rejects.append(reject(row["domain"], row["question_id"], row["fact_id"], "facts", "unsupported_fact",
@@ -373,7 +409,18 @@ TURN_SCHEMA = {
     "query": pl.String, "answer": pl.String, "gold_doc_ids": pl.List(pl.String), "doc_scores": pl.String,
     "conversation_history": pl.String, "target": pl.String, "relevance_signals": pl.List(pl.String),
     "irrelevance_signals": pl.List(pl.String), "facts": pl.List(pl.String),
+    "llm_on_aspect": pl.Boolean, "llm_natural": pl.Boolean, "question_origin": pl.String, "answer_origin": pl.String,
 }
+
+
+def _check_question(r, earlier: list[str], t: Thresholds) -> tuple[str | None, tuple[str, str] | None, str | None]:
+    """(question, None, prompt) when the model's question is usable, else (None, (reason, detail), None)."""
+    if not r.ok:
+        return None, ("no_question", r.error or ""), None
+    ok, why = method.distinct_turn(r.value, earlier, t.max_similarity, t.min_new_words)
+    if not ok:
+        return None, ("repetitive_question", f"{r.value} ({why})"), None
+    return r.value, None, "follow_up" if earlier else "first_turn"
 
 
 def history_text(turns: list[dict]) -> str:
@@ -385,10 +432,13 @@ def history_text(turns: list[dict]) -> str:
 def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.DataFrame, aligned: pl.DataFrame,
           documents: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
     """Turn by turn, for every conversation at once: the question (first-turn or follow-up
-    prompt), its validation (distinct from earlier questions by rule; relevant to the aspect
-    and natural by the LLM), document scoring and selection (answerable only if a document
-    scores above the threshold), the retrieval reasoning and the answer from the verified
-    facts. A rejected turn skips its aspect; the conversation goes on with the next one."""
+    prompt, then up to ``question_tries`` tries at the question the aspect answers when that
+    one is unusable or repeats an earlier question), its validation (distinct from earlier
+    questions by rule; relevant to the aspect and natural by the LLM), document scoring and selection (answerable only if a document
+    scores above the threshold; with advisory verdicts the documents holding the verified
+    facts, best rated first), the retrieval reasoning and the answer from the verified
+    facts (the facts themselves when the model's answer loops or restates the question).
+    ``question_origin`` and ``answer_origin`` say which path each turn took. A rejected turn skips its aspect; the conversation goes on with the next one."""
     text = dict(documents.select("doc_id", "content").iter_rows())
     queries = dict(questions.select("question_id", "query").iter_rows())
     domain_of = dict(questions.select("question_id", "domain").iter_rows())
@@ -396,10 +446,12 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
                for q in aligned["question_id"].unique()}
     verified = fact_rows.filter(pl.col("verified"))
     facts_of = {a: g["fact"].to_list() for (a,), g in verified.group_by("aspect_id", maintain_order=True)}
+    fact_docs = {a: list(dict.fromkeys(d for d in g["doc_id"] if d)) for (a,), g in verified.group_by("aspect_id", maintain_order=True)}
     pending = {qid: [a for a in g.sort("position").iter_rows(named=True) if a["aspect_id"] in facts_of]
                for (qid,), g in aspect_rows.group_by("question_id", maintain_order=True)}
     done: dict[str, list[dict]] = {qid: [] for qid in pending}
     rejects: list[dict] = []
+    origins: dict[str, str] = {}
     while any(pending.values()):
         step = [(qid, pending[qid].pop(0)) for qid in sorted(pending) if pending[qid] and len(done[qid]) < t.max_turns]
         if not step:
@@ -409,41 +461,69 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         for qid, a in step:
             history = done[qid]
             if history:
-                msgs = _prompt("follow_up").messages(question=queries[qid], history=history_text(history), aspect=a["text"])
+                msgs = _prompt("follow_up").messages(history=history_text(history), aspect=a["text"])
             else:
                 msgs = _prompt("first_turn").messages(question=queries[qid], aspect=a["text"])
             reqs.append(LLMRequest(a["aspect_id"], msgs, params=SHORT))
         asked = llm.run(alias, reqs, parse=parse_question, stats=stats, log=log)
+        earlier = {qid: [x["query"] for x in done[qid]] for qid, _ in step}
+        checked = {a["aspect_id"]: _check_question(r, earlier[qid], t) for (qid, a), r in zip(step, asked)}
+        # More tries, for the turns whose question failed, asking for the question that one
+        # sentence of the aspect answers (a small model loses its way in a paragraph): the
+        # aspect's sentences in turn, the first try greedy, the others sampled.
+        statements = {a["aspect_id"]: sentences(a["text"]) or [a["text"]] for _, a in step}
+        for attempt in range(t.question_tries):
+            retry = [(qid, a) for qid, a in step if checked[a["aspect_id"]][1]]
+            if not retry:
+                break
+            params = SHORT if attempt == 0 else {**SHORT, "temperature": 0.8}
+            again = llm.run(alias, [LLMRequest(a["aspect_id"], _prompt("question_for_point").messages(
+                                                   aspect=statements[a["aspect_id"]][attempt % len(statements[a["aspect_id"]])]),
+                                               sample=attempt, params=params) for _, a in retry],
+                            parse=parse_question, stats=stats, log=log)
+            for (qid, a), r in zip(retry, again):
+                before = checked[a["aspect_id"]][1]
+                question, problem, _ = _check_question(r, earlier[qid], t)
+                checked[a["aspect_id"]] = ((question, None, "question_for_point") if not problem else
+                                           (None, (before[0], f"{before[1]}; try {attempt + 2}: {problem[0]} {problem[1]}"), None))
         live = []
-        for (qid, a), r in zip(step, asked):
-            if not r.ok:
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "no_question", r.error or ""))
+        for qid, a in step:
+            question, problem, origin = checked[a["aspect_id"]]
+            if problem:
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", *problem))
                 continue
-            ok, why = method.distinct_turn(r.value, [x["query"] for x in done[qid]], t.max_similarity, t.min_new_words)
-            if not ok:
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "repetitive_question", f"{r.value} ({why})"))
-                continue
-            live.append((qid, a, r.value))
+            live.append((qid, a, question))
+            origins[a["aspect_id"]] = origin
         # relevance to the aspect and natural flow
         relevant = _ask_yes_no(llm, alias, "turn_relevance", [(a, {"aspect": a["text"], "query": q}) for qid, a, q in live], stats, log)
         natural = _ask_yes_no(llm, alias, "turn_flow", [(a, {"history": history_text(done[qid]), "query": q}) for qid, a, q in live],
                               stats, log)
-        scoring = []
+        scoring, judged = [], {}
         for (qid, a, q), on_aspect, flows in zip(live, relevant, natural):
-            if on_aspect is False or flows is False:
+            judged[a["aspect_id"]] = (on_aspect, flows)
+            if t.binding_verdicts and (on_aspect is False or flows is False):
                 reason = "off_aspect_question" if on_aspect is False else "unnatural_question"
                 rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", reason, q))
                 continue
             scoring.append((qid, a, q))
         # document scoring and selection
-        per_turn = score_documents(scoring, docs_of, text, facts_of, llm, alias, stats, log)
+        # Advisory verdicts: only the documents that can be chosen (those holding the facts) are rated.
+        candidates = {a["aspect_id"]: docs_of.get(qid, []) if t.binding_verdicts else fact_docs.get(a["aspect_id"], [])
+                      for qid, a, _ in scoring}
+        per_turn = score_documents(scoring, candidates, text, facts_of, llm, alias, stats, log)
         answerable = []
         for qid, a, q in scoring:
             scores = per_turn.get(a["aspect_id"], {})
-            chosen = method.select_documents({d: s["score"] for d, s in scores.items()}, t.doc_threshold, t.max_docs_per_turn)
+            if t.binding_verdicts:
+                chosen = method.select_documents({d: s["score"] for d, s in scores.items()}, t.doc_threshold, t.max_docs_per_turn)
+                why = f"no document above {t.doc_threshold}: {json.dumps(scores)}"
+            else:
+                # The documents that hold the turn's verified facts, best rated first.
+                held = {d: scores.get(d, {}).get("score", float("-inf")) for d in fact_docs.get(a["aspect_id"], [])}
+                chosen = method.select_documents(held, float("-inf"), t.max_docs_per_turn)
+                why = "no document holds a verified fact of the aspect"
             if not chosen:
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "unanswerable",
-                                      f"no document above {t.doc_threshold}: {json.dumps(scores)}"))
+                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "unanswerable", why))
                 continue
             answerable.append((qid, a, q, chosen, scores))
         # retrieval reasoning and the answer
@@ -454,14 +534,18 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         answers = llm.run(alias, [LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]), params=MEDIUM)
                                   for qid, a, q, *_ in answerable], parse=parse_answer, stats=stats, log=log)
         for (qid, a, q, chosen, scores), why, ans in zip(answerable, reasons, answers):
-            if not ans.ok:
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "no_answer", ans.error or ""))
-                continue
+            # Without a usable answer from the model, the verified facts are the answer.
+            if ans.ok and usable_answer(ans.value, q):
+                answer, answer_origin = ans.value, "model"
+            else:
+                answer, answer_origin = " ".join(f.rstrip(".") + "." for f in facts_of[a["aspect_id"]]), "facts"
             reasoning = why.value if why.ok else {"target": a["text"], "relevance_signals": [], "irrelevance_signals": []}
             done[qid].append({
                 "domain": domain_of[qid], "conversation_id": qid, "turn_id": len(done[qid]) + 1, "aspect_id": a["aspect_id"],
-                "query": q, "answer": ans.value, "gold_doc_ids": chosen, "doc_scores": json.dumps(scores, sort_keys=True),
+                "query": q, "answer": answer, "gold_doc_ids": chosen, "doc_scores": json.dumps(scores, sort_keys=True),
                 "conversation_history": history_text(done[qid]), **reasoning, "facts": facts_of[a["aspect_id"]],
+                "llm_on_aspect": judged[a["aspect_id"]][0], "llm_natural": judged[a["aspect_id"]][1],
+                "question_origin": origins[a["aspect_id"]], "answer_origin": answer_origin,
             })
     return pl.DataFrame([row for qid in sorted(done) for row in done[qid]], schema=TURN_SCHEMA), rejects
 
@@ -474,11 +558,12 @@ CRITERIA = {
 }
 
 
-def score_documents(turns_: list[tuple], docs_of: dict, text: dict, facts_of: dict, llm, alias: str, stats, log) -> dict[str, dict]:
-    """Every candidate document of every turn rated on the four criteria; a document with a
-    criterion the model could not rate gets no score (and cannot be selected)."""
+def score_documents(turns_: list[tuple], candidates: dict, text: dict, facts_of: dict, llm, alias: str, stats, log) -> dict[str, dict]:
+    """Every candidate document of every turn (``candidates[aspect_id]``) rated on the four
+    criteria; a document with a criterion the model could not rate gets no score (and
+    cannot be selected)."""
     prompt = _prompt("document_criterion")
-    items = [(a["aspect_id"], d, c) for qid, a, q in turns_ for d in docs_of.get(qid, []) for c in CRITERIA]
+    items = [(a["aspect_id"], d, c) for qid, a, q in turns_ for d in candidates.get(a["aspect_id"], []) for c in CRITERIA]
     queries = {a["aspect_id"]: q for qid, a, q in turns_}
     reqs = [LLMRequest(f"{aid} {d} {c}", prompt.messages(query=queries[aid], facts="\n".join(f"- {f}" for f in facts_of[aid]),
                                                            document=text[d], criterion=CRITERIA[c]), params=VERDICT)
@@ -506,7 +591,7 @@ def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats
     rows, rejects = [], []
     for cid, g in groups:
         coherent = verdicts.get(cid)
-        if coherent is False:
+        if coherent is False and t.binding_verdicts:
             problems[cid].append("judged incoherent")
         valid = not problems[cid]
         rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height, "coherent": coherent, "valid": valid,

@@ -25,6 +25,7 @@ def test_normalized_entropy_of_the_papers_dependency_types():
               "substitution": 41, "ellipsis": 10}
     assert round(method.normalized_entropy(counts, len(method.DEPENDENCY_TYPES)), 2) == 0.77
     assert method.normalized_entropy({"why": 5}, 9) == 0.0
+    assert math.copysign(1.0, method.normalized_entropy({"why": 5}, 9)) == 1.0  # printed as 0, not -0
     assert method.normalized_entropy({c: 3 for c in method.QUESTION_PATTERNS}, 9) == pytest.approx(1.0)
 
 

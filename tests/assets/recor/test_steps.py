@@ -124,3 +124,106 @@ def test_release_records_follow_the_public_format(scripted_llm):
     assert qrels[0].startswith("biology_0_turn1 0 ") and qrels[0].endswith(" 1")
     assert json.loads(release.jsonl([record]))["id"] == "biology_0"
     assert release.release_name("medical_sciences") == "medicalsciences"
+
+
+class NaySayer:
+    """The scripted model, except that every yes/no verdict is a confident no."""
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None, **kw):
+        import math
+
+        answered = self.llm.run(alias, reqs, parse=parse, stats=stats, log=log, **kw)
+        return [LLMResult(r.key, "No", top_logprobs={"No": math.log(0.9), "Yes": math.log(0.1)})
+                if q.params is steps.VERDICT and "yes or no" in q.messages[-1]["content"].lower() else r
+                for q, r in zip(reqs, answered)]
+
+
+def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
+    questions, documents = frames()
+    sim, stats = steps.Similarity(bag_of_words), CallStats()
+    llm = NaySayer(scripted_llm)
+    binding = steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3)
+    aligned, _ = steps.alignment(questions, documents, llm, "smollm2", sim, binding, stats)
+    aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, binding, stats)
+    assert aspects.height == 0 and "unsuitable_aspect" in {r["reason"] for r in rejects}
+
+    advisory = steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3, alignment_min_coverage=0.2,
+                                binding_verdicts=False, fact_similarity=0.3)
+    aligned, rejects = steps.alignment(questions, documents, llm, "smollm2", sim, advisory, stats)
+    # coverage alone decides, and the judge is not asked for a verdict that would not decide
+    assert aligned["kept"].to_list() == (aligned["coverage"] >= 0.2).to_list()
+    assert aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"] and aligned["llm_supports"].is_null().all()
+    aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, advisory, stats)
+    assert aspects.height == 3 and aspects["llm_suitable"].to_list() == [False] * 3
+    assert "unsuitable_aspect" not in {r["reason"] for r in rejects}
+    facts, _ = steps.facts(questions, aspects, aligned, documents, llm, "smollm2", sim, advisory, stats)
+    middle = facts.filter(pl.col("similarity") < advisory.fact_accept)
+    assert middle.height and (middle["verified"] == (middle["similarity"] >= 0.3)).all()
+    assert facts["llm_supports"].is_null().all()
+    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, llm, "smollm2", advisory, stats)
+    assert turns.height == 3 and turns["llm_on_aspect"].to_list() == [False] * 3
+    # every turn's gold documents hold one of its verified facts
+    doc_of = facts.filter(pl.col("verified")).group_by("aspect_id").agg("doc_id")
+    held = {a: set(ds) for a, ds in doc_of.iter_rows()}
+    assert all(set(t["gold_doc_ids"]) <= held[t["aspect_id"]] for t in turns.iter_rows(named=True))
+    convs, _ = steps.conversations(turns, llm, "smollm2", advisory, stats)
+    assert convs["coherent"].to_list() == [False] and convs["valid"].to_list() == [True]
+
+
+def test_question_and_answer_parsing_of_small_model_output():
+    assert steps.parse_question('The person\'s first question is: "Why does my skin bump up in the cold?') == \
+        "Why does my skin bump up in the cold?"
+    assert steps.parse_question('What is the answer to the question: "What is the only nerve supply of the muscles?"') == \
+        "What is the only nerve supply of the muscles?"
+    with pytest.raises(steps.ParseError, match="repeats itself"):
+        steps.parse_answer("The muscles are " + "the parasympathetic nervous system's " * 12)
+    assert not steps.usable_answer("Why does my skin bump up in the cold?", "Why does my skin bump up in the cold?")
+    assert steps.usable_answer("Tiny muscles at each hair pull it upright when it is cold.", "Why does my skin bump up in the cold?")
+
+
+class Parrot:
+    """The scripted model, except that it asks one question over and over and answers by
+    repeating the question."""
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None, **kw):
+        answered = self.llm.run(alias, reqs, parse=parse, stats=stats, log=log, **kw)
+        out = []
+        for q, r in zip(reqs, answered):
+            system = q.messages[0]["content"]
+            if "opening question" in system or "next question" in system:
+                text = 'The person\'s question is: "Why does evolution let late harmful mutations survive?"'
+            elif "answering one question" in system:
+                text = q.messages[-1]["content"].splitlines()[0].removeprefix("Question: ")
+            else:
+                out.append(r)
+                continue
+            out.append(LLMResult(r.key, text, value=parse(text) if parse else text))
+        return out
+
+
+def test_unusable_questions_get_a_second_try_and_echoed_answers_give_way_to_the_facts(scripted_llm):
+    questions, documents = frames()
+    sim, t, stats = steps.Similarity(bag_of_words), steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
+    llm = Parrot(scripted_llm)
+    aligned, _ = steps.alignment(questions, documents, llm, "smollm2", sim, t, stats)
+    aspects, _ = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, t, stats)
+    facts, _ = steps.facts(questions, aspects, aligned, documents, llm, "smollm2", sim, t, stats)
+    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, llm, "smollm2", t, stats)
+    assert turns["query"][0] == "Why does evolution let late harmful mutations survive?"
+    assert turns["question_origin"].to_list() == ["first_turn"] + ["question_for_point"] * (turns.height - 1)
+    assert turns.height >= 2 and len(set(turns["query"])) == turns.height
+    assert set(turns["answer_origin"]) == {"facts"}
+    first = turns.row(0, named=True)
+    assert first["answer"] == " ".join(f.rstrip(".") + "." for f in first["facts"])
+
+
+def test_a_reply_without_a_question_mark_has_no_question():
+    with pytest.raises(steps.ParseError):
+        steps.parse_question('The answer to the question is: "The hypothalamus regulates the sympathetic nervous system.')
+    assert steps.parse_question("Question 2: Why do genes that harm us late persist? Because...") == "Why do genes that harm us late persist?"
