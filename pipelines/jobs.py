@@ -104,6 +104,12 @@ recor_generation_report_job = dg.define_asset_job(
     description="RECOR generation quality: Tables 7, 8, 21-23.",
 )
 
+wikiprofile_build_job = dg.define_asset_job(
+    "wikiprofile_build", selection=dg.AssetSelection.groups("wikiprofile"),
+    description="WikiProfile fact extraction: pages, categories, entities, objects, verification, facts.",
+)
+WIKIPROFILE_STAGES = [("wikiprofile_build", None)]
+
 RECOR_STAGES = [
     ("recor_build", "domains"),
     ("recor_report", None),
@@ -117,4 +123,4 @@ RECOR_STAGES = [
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
         quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
         recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
-        recor_generation_job, recor_generation_report_job]
+        recor_generation_job, recor_generation_report_job, wikiprofile_build_job]

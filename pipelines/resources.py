@@ -6,6 +6,7 @@ import os
 
 from assets.quit.settings import QuitSettings
 from assets.recor.settings import RecorSettings
+from assets.wikiprofile.settings import WikiProfileSettings
 from resources.encoders import EncoderResource
 from resources.faiss_index import FaissIndexResource
 from resources.llm import LLMResource
@@ -24,5 +25,6 @@ def default_resources() -> dict:
         "faiss_index": FaissIndexResource(),
         "quit_settings": QuitSettings(),
         "recor_settings": RecorSettings(),
+        "wikiprofile_settings": WikiProfileSettings(),
         "search": DocumentSearchResource(index_root=os.path.join(cache, "search")),
     }

@@ -23,6 +23,9 @@ def reply(prompt: str) -> str:
     recor = recor_reply(prompt)
     if recor is not None:
         return recor
+    wikiprofile = wikiprofile_reply(prompt)
+    if wikiprofile is not None:
+        return wikiprofile
     if "Does the candidate give the correct answer" in prompt:
         gold = re.search(r"Correct answer: (.*)", prompt).group(1).lower()
         cand = re.search(r"Candidate answer: (.*)", prompt).group(1).lower()
@@ -114,6 +117,33 @@ def recor_reply(prompt: str) -> str | None:
         return "Self-contained" if "No previous conversation." in prompt else "coreference"
     if "compare -- differences" in prompt:
         return "why" if _field(prompt, "Question").lower().startswith("why") else "How"
+    return None
+
+
+def wikiprofile_reply(prompt: str) -> str | None:
+    """WikiProfile's construction prompts: the reference category is not known, so pages
+    about people are People and the rest Science; entities are capitalised names and years
+    after the first word; the first three candidates are chosen; verdicts say yes."""
+    if "Which one of these categories" in prompt:
+        summary = _field(prompt, "Opening paragraph")
+        return "People" if re.search(r"\b(was|is) an? [\w -]*(player|writer|scientist|painter|composer|politician|explorer|singer)", summary) else "Science"
+    if "wrapping each of its most important entities" in prompt:
+        paragraph = _field(prompt, "Paragraph")
+        head, _, rest = paragraph.partition(" ")
+        tagged = re.sub(r"\b(1[0-9]{3}|20[0-9]{2})\b", r"{{\1; DATE}}", rest)
+        tagged = re.sub(r"(?<=[a-z,] )((?:[A-Z][a-z]+ ?){1,3})(?=[ ,.])", lambda m: "{{" + m.group(1).strip() + "; OTHER}}", tagged)
+        return head + " " + tagged
+    if "Pick up to" in prompt and "Candidate entities" in prompt:
+        names = _field(prompt, "Candidate entities \\(in order of appearance\\)").split("; ")
+        return repr(names[:3])
+    if "Reply yes or no." in prompt and ("fill-in-the-blank" in prompt or "Text before the blank" in prompt):
+        return "yes"
+    if "Write one question whose answer is" in prompt:
+        return f"Which {_field(prompt, 'The text continues with').split('(')[-1].rstrip(')').lower()} follows the text about {_field(prompt, 'Text').split()[0]}?"
+    if "Reply with the question or REJECT only." in prompt:
+        return "REJECT" if "Text" in _field(prompt, "Question") else _field(prompt, "Question")
+    if "Delete any words that are not needed" in prompt:
+        return _field(prompt, "Question").replace(" the text", "")
     return None
 
 

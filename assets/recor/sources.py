@@ -14,15 +14,13 @@ Paths may be local or ``s3://`` URIs.
 
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from assets.quit.sources import SourceFormatError, parse_json_list, reject_row  # noqa: F401 (raised here too)
-from resources.storage import read_bytes
+from assets.records import read_records
 
 BRIGHT_DOMAINS = ["biology", "earth_science", "economics", "psychology", "robotics", "sustainable_living"]
 STACKEXCHANGE_DOMAINS = ["drones", "hardware", "law", "medical_sciences", "politics"]
@@ -67,27 +65,6 @@ class Loaded:
         return (pl.DataFrame(self.questions, schema=QUESTION_SCHEMA),
                 pl.DataFrame(self.documents, schema=DOCUMENT_SCHEMA),
                 pl.DataFrame(self.rejects, schema=REJECT_SCHEMA))
-
-
-def read_records(uri: str) -> list[tuple[str, Any]]:
-    """``(where, record)`` pairs from a JSON Lines, JSON list or Parquet file; ``where``
-    names the line or row for error messages. A line that is not JSON is returned as a
-    string record so that the caller can reject it by name."""
-    data = read_bytes(uri)
-    if uri.endswith(".parquet"):
-        return [(f"{uri} row {i}", r) for i, r in enumerate(pl.read_parquet(io.BytesIO(data)).to_dicts())]
-    text = data.decode("utf-8")
-    if uri.endswith(".json"):
-        return [(f"{uri} record {i}", r) for i, r in enumerate(parse_json_list(text, uri))]
-    out: list[tuple[str, Any]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append((f"{uri} line {n}", json.loads(line)))
-        except json.JSONDecodeError as e:
-            out.append((f"{uri} line {n}", f"not JSON ({e.msg}): {line[:200]}"))
-    return out
 
 
 def html_text(body: str) -> str:

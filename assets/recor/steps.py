@@ -17,11 +17,11 @@ import polars as pl
 
 from assets.eval.contexts import sentences
 from assets.eval.rankgpt import parse_permutation
-from assets.eval.rerankers import yes_probability
 from assets.prompts import load_prompt
-from assets.quit.method import parse_list, parse_yes_no
+from assets.quit.method import parse_list
 from assets.recor import method
 from assets.text import tokens
+from assets.verdicts import VERDICT, rating, verdict  # noqa: F401 (the evaluation reads them from here too)
 from resources.llm import CallStats, LLMRequest, LLMResult, ParseError
 
 REJECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "item": pl.String, "step": pl.String,
@@ -285,37 +285,10 @@ def _query(questions: list[dict], item: dict) -> str:
     return next(q["query"] for q in questions if q["question_id"] == item["question_id"])
 
 
-# Verdicts and ratings are read from the first answer token's probabilities: a small model
-# that starts its reply with anything else still gives its preference, and a served model
-# answers the same way.
-VERDICT = {"logprobs": True, "top_logprobs": 20, "max_tokens": 1, "temperature": 0.0}
 # Output budgets per kind of generation (the registry's default is sized for short answers).
 LONG = {"max_tokens": 240}
 MEDIUM = {"max_tokens": 120}
 SHORT = {"max_tokens": 60}
-
-
-def verdict(result) -> bool | None:
-    """yes/no from the answer's first token: P(yes) against P(no), or the text itself."""
-    p = yes_probability(result.top_logprobs)
-    if p is not None:
-        return p > 0.5
-    try:
-        return parse_yes_no(result.text or "")
-    except ParseError:
-        return None
-
-
-def rating(top: dict[str, float] | None, low: int = 0, high: int = 10) -> float | None:
-    """The probability-weighted mean of the number tokens among the first token's
-    alternatives (G-Eval's scoring), or None when the model put no mass on a number."""
-    mass = {}
-    for token, lp in (top or {}).items():
-        t = token.strip()
-        if t.isdigit() and low <= int(t) <= high:
-            mass[int(t)] = mass.get(int(t), 0.0) + float(np.exp(lp))
-    total = sum(mass.values())
-    return sum(v * p for v, p in mass.items()) / total if total else None
 
 
 def _ask_yes_no(llm, alias: str, prompt_name: str, items: list[tuple[dict, dict]], stats, log) -> list[bool | None]:

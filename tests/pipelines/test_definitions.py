@@ -22,6 +22,10 @@ EXPECTED_RECOR = {"source_files", "source_questions", "source_documents", "sourc
                   "turn_rejects", "conversations", "conversation_rejects", "benchmark",
                   "quality_scores", "turn_labels", "quality_report", "statistics"}
 
+EXPECTED_WIKIPROFILE = {"source_pages", "source_rejects", "categories", "entities", "entity_rejects", "object_candidates",
+                        "object_rejects", "verified_objects", "verification_rejects", "facts", "direct_questions",
+                        "direct_question_rejects"}
+
 
 def test_asset_graph_snapshot():
     from pipelines.definitions import defs
@@ -29,7 +33,7 @@ def test_asset_graph_snapshot():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == ({f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
-                    | {f"recor/{n}" for n in EXPECTED_RECOR})
+                    | {f"recor/{n}" for n in EXPECTED_RECOR} | {f"wikiprofile/{n}" for n in EXPECTED_WIKIPROFILE})
     assert graph.get(dg.AssetKey(["recor", "turns"])).partitions_def.get_partition_keys()[:2] == ["biology", "earth_science"]
     assert graph.get(dg.AssetKey(["eval", "quit_runs"])).partitions_def.get_partition_keys() == ["bm25", "e5-small", "minilm", "oracle"]
     assert graph.get(dg.AssetKey(["quit", "passage_answers"])).partitions_def.get_partition_keys() == ["smollm2"]
@@ -43,15 +47,16 @@ def test_asset_graph_snapshot():
 
 def test_jobs_cover_the_graph_in_stages():
     from pipelines.definitions import defs
-    from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
+    from pipelines.jobs import QUIT_STAGES, RECOR_STAGES, WIKIPROFILE_STAGES
 
     covered = set()
-    for name, _ in QUIT_STAGES + RECOR_STAGES:
+    for name, _ in QUIT_STAGES + RECOR_STAGES + WIKIPROFILE_STAGES:
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     # the source files are observed, not materialized
     assert covered == ({f"quit/{n}" for n in EXPECTED_QUIT} | {f"eval/{n}" for n in EXPECTED_EVAL}
-                       | {f"recor/{n}" for n in EXPECTED_RECOR} - {"recor/source_files"})
+                       | {f"recor/{n}" for n in EXPECTED_RECOR} - {"recor/source_files"}
+                       | {f"wikiprofile/{n}" for n in EXPECTED_WIKIPROFILE})
 
 
 def test_dagster_definitions_validate():

@@ -1,0 +1,33 @@
+"""Reading source files record by record, for loaders that reject bad records by name."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import polars as pl
+
+from assets.quit.sources import parse_json_list
+from resources.storage import read_bytes
+
+
+def read_records(uri: str) -> list[tuple[str, Any]]:
+    """``(where, record)`` pairs from a JSON Lines, JSON list or Parquet file; ``where``
+    names the line or row for error messages. A line that is not JSON is returned as a
+    string record so that the caller can reject it by name."""
+    data = read_bytes(uri)
+    if uri.endswith(".parquet"):
+        return [(f"{uri} row {i}", r) for i, r in enumerate(pl.read_parquet(io.BytesIO(data)).to_dicts())]
+    text = data.decode("utf-8")
+    if uri.endswith(".json"):
+        return [(f"{uri} record {i}", r) for i, r in enumerate(parse_json_list(text, uri))]
+    out: list[tuple[str, Any]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"{uri} line {n}", json.loads(line)))
+        except json.JSONDecodeError as e:
+            out.append((f"{uri} line {n}", f"not JSON ({e.msg}): {line[:200]}"))
+    return out

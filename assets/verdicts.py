@@ -1,0 +1,38 @@
+"""Verdicts and ratings read from the first answer token's log-probabilities, shared by the
+construction pipelines' checks and the evaluation's judges."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from assets.eval.rerankers import yes_probability
+from assets.quit.method import parse_yes_no
+from resources.llm import ParseError
+
+# Verdicts and ratings are read from the first answer token's probabilities: a small model
+# that starts its reply with anything else still gives its preference, and a served model
+# answers the same way.
+VERDICT = {"logprobs": True, "top_logprobs": 20, "max_tokens": 1, "temperature": 0.0}
+
+
+def verdict(result) -> bool | None:
+    """yes/no from the answer's first token: P(yes) against P(no), or the text itself."""
+    p = yes_probability(result.top_logprobs)
+    if p is not None:
+        return p > 0.5
+    try:
+        return parse_yes_no(result.text or "")
+    except ParseError:
+        return None
+
+
+def rating(top: dict[str, float] | None, low: int = 0, high: int = 10) -> float | None:
+    """The probability-weighted mean of the number tokens among the first token's
+    alternatives (G-Eval's scoring), or None when the model put no mass on a number."""
+    mass = {}
+    for token, lp in (top or {}).items():
+        t = token.strip()
+        if t.isdigit() and low <= int(t) <= high:
+            mass[int(t)] = mass.get(int(t), 0.0) + float(np.exp(lp))
+    total = sum(mass.values())
+    return sum(v * p for v, p in mass.items()) / total if total else None

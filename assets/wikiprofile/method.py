@@ -1,0 +1,181 @@
+"""WikiProfile's profiling rules as pure functions: question grades, encodes / knows, the five
+knowledge profiles, the strategies for ungradable questions, multiple-choice option orders
+and the reading of sampled answers (paper sections 2 and 4; method notes sections 1 and 3).
+
+Vocabulary: a *fact* has ten *tasks* (two encoding tasks, four knowledge questions, four
+multiple-choice variants); each task is asked ``n`` times and every response is graded
+CORRECT, INCORRECT, PARTIALLY or OTHER.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Mapping, Sequence
+
+CORRECT, INCORRECT, PARTIALLY, OTHER = "CORRECT", "INCORRECT", "PARTIALLY", "OTHER"
+LABELS = (CORRECT, INCORRECT, PARTIALLY, OTHER)
+
+ENCODING_TASKS = ("completion", "contextual")
+KNOWLEDGE_TASKS = ("direct", "direct_natural", "reverse", "reverse_natural")
+MC_TASKS = ("mc_direct", "mc_direct_natural", "mc_reverse", "mc_reverse_natural")
+TASKS = ENCODING_TASKS + KNOWLEDGE_TASKS + MC_TASKS
+# The pairs of strategy S2: a fact is dropped only when both questions of a pair are ungradable.
+PAIRS = {"encoding": ENCODING_TASKS, "direct": ("direct", "direct_natural"), "reverse": ("reverse", "reverse_natural")}
+
+PROFILES = ("encoding_failure", "recall_failure", "direct_recall", "recall_with_thinking", "inference_without_encoding")
+EXCLUDED_DIRECT_INFERENCE = "direct_inference"
+EXCLUDED_UNGRADABLE = "ungradable"
+STRATEGIES = ("S1", "S2", "S3")
+PARTIAL_WEIGHT_S3 = 0.51
+TAU = 0.5
+
+
+def grade(labels: Sequence[str], partial_weight: float | None = None) -> float:
+    """g(q) = c / (c + i): PARTIALLY and OTHER responses are left out, and the grade is NaN
+    when every response is one of them. With ``partial_weight`` (strategy S3) a PARTIALLY
+    response counts that much of a correct one and enters the denominator."""
+    unknown = [label for label in labels if label not in LABELS]
+    if unknown:
+        raise ValueError(f"unknown grade labels {sorted(set(unknown))} (expected {', '.join(LABELS)})")
+    c, i, p = labels.count(CORRECT), labels.count(INCORRECT), labels.count(PARTIALLY)
+    if partial_weight is not None:
+        return (c + partial_weight * p) / (c + i + p) if c + i + p else math.nan
+    return c / (c + i) if c + i else math.nan
+
+
+def encodes(grades: Mapping[str, float], tau: float = TAU) -> bool:
+    """Existential: some encoding task with g > tau (ungradable tasks do not count)."""
+    return any(grades.get(t, math.nan) > tau for t in ENCODING_TASKS)
+
+
+def knows(grades: Mapping[str, float], tau: float = TAU) -> bool:
+    """Universal: every gradable knowledge question with g > tau (an ungradable one is left
+    out, as strategy S2 says; strategy S1 drops such facts before this is asked), and at least
+    one gradable."""
+    gradable = [grades[t] for t in KNOWLEDGE_TASKS if not math.isnan(grades.get(t, math.nan))]
+    return bool(gradable) and all(g > tau for g in gradable)
+
+
+def profile(e: bool, k0: bool, kt: bool) -> str:
+    """The profile of a fact from encodes (E), knows without thinking (K0) and with (KT):
+    not E, K0 is excluded (direct inference); E and K0 is direct recall whatever KT says."""
+    if k0:
+        return "direct_recall" if e else EXCLUDED_DIRECT_INFERENCE
+    if kt:
+        return "recall_with_thinking" if e else "inference_without_encoding"
+    return "recall_failure" if e else "encoding_failure"
+
+
+def ungradable(plain: Mapping[str, float], thinking: Mapping[str, float], strategy: str = "S2") -> bool:
+    """Whether a fact is dropped for NaN grades. S1: any of its six profiling questions
+    (encoding tasks, and the knowledge questions without or with thinking) is NaN. S2 and S3:
+    a whole pair (encoding; direct; reverse) is NaN in the same run."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown NaN strategy {strategy!r} (S1, S2, S3)")
+    nan = lambda grades, task: math.isnan(grades.get(task, math.nan))  # noqa: E731
+    if strategy == "S1":
+        return any(nan(plain, t) for t in ENCODING_TASKS + KNOWLEDGE_TASKS) or any(nan(thinking, t) for t in KNOWLEDGE_TASKS)
+    if all(nan(plain, t) for t in PAIRS["encoding"]):
+        return True
+    return any(all(nan(run, t) for t in PAIRS[pair]) for run in (plain, thinking) for pair in ("direct", "reverse"))
+
+
+def classify(plain: Mapping[str, float], thinking: Mapping[str, float], strategy: str = "S2",
+             tau_enc: float = TAU, tau_know: float = TAU) -> dict:
+    """E, K0, KT and the profile of one fact, from its grades without thinking (encoding and
+    knowledge tasks) and with thinking (knowledge tasks; encoding is never run with it)."""
+    if ungradable(plain, thinking, strategy):
+        return {"encodes": None, "knows": None, "knows_thinking": None, "profile": EXCLUDED_UNGRADABLE}
+    e, k0, kt = encodes(plain, tau_enc), knows(plain, tau_know), knows(thinking, tau_know)
+    return {"encodes": e, "knows": k0, "knows_thinking": kt, "profile": profile(e, k0, kt)}
+
+
+def profile_summary(profiles: Sequence[dict]) -> dict[str, float]:
+    """One model's row of Table 2, in percent. The five profiles, Encodes, Knows and
+    Knows(+Think) are shares of the profiled facts (neither ungradable nor direct inference);
+    the two excluded kinds are shares of all facts."""
+    total = len(profiles)
+    kept = [p for p in profiles if p["profile"] in PROFILES]
+    pct = lambda n, d: 100.0 * n / d if d else math.nan  # noqa: E731
+    row = {
+        "facts": total,
+        "profiled": len(kept),
+        "encodes": pct(sum(bool(p["encodes"]) for p in kept), len(kept)),
+        "knows_thinking": pct(sum(p["profile"] in ("direct_recall", "recall_with_thinking", "inference_without_encoding") for p in kept), len(kept)),
+        "knows": pct(sum(p["profile"] == "direct_recall" for p in kept), len(kept)),
+    }
+    for name in PROFILES:
+        row[name] = pct(sum(p["profile"] == name for p in kept), len(kept))
+    row["excluded_ungradable"] = pct(sum(p["profile"] == EXCLUDED_UNGRADABLE for p in profiles), total)
+    row["excluded_direct_inference"] = pct(sum(p["profile"] == EXCLUDED_DIRECT_INFERENCE for p in profiles), total)
+    return row
+
+
+# --- multiple choice --------------------------------------------------------------------------
+
+
+def mc_orders(n_samples: int, n_options: int = 4, seed: int = 0) -> list[list[int]]:
+    """Option orders for the samples of one multiple-choice question: ``order[k][slot]`` is
+    the index of the option shown in ``slot`` for sample ``k`` (option 0 is the gold). Over
+    the samples the gold sits in every slot equally often (twice each for 8 samples and 4
+    options); the distractors are shuffled around it."""
+    if n_samples % n_options:
+        raise ValueError(f"{n_samples} samples cannot put the gold in each of {n_options} slots equally often")
+    rng = random.Random(seed)
+    gold_slots = [slot for slot in range(n_options) for _ in range(n_samples // n_options)]
+    rng.shuffle(gold_slots)
+    orders = []
+    for slot in gold_slots:
+        distractors = list(range(1, n_options))
+        rng.shuffle(distractors)
+        distractors.insert(slot, 0)
+        orders.append(distractors)
+    return orders
+
+
+LETTERS = "ABCDEFGH"
+
+
+def mc_letter(response: str, n_options: int = 4) -> str | None:
+    """The letter a multiple-choice response chose: the one after a final ``Answer:``, or a
+    lone letter (``B``, ``(B)``, ``B.``, ``B) Paris``) at the start; None when there is none."""
+    allowed = LETTERS[:n_options]
+    tail = re.findall(rf"answer\s*(?:is)?\s*[:\-]?\s*\(?([{allowed}])\b", response, flags=re.I)
+    if tail:
+        return tail[-1].upper()
+    head = re.match(rf"\s*\(?([{allowed}])(?:[).:\s]|$)", response)
+    return head.group(1) if head else None
+
+
+def mc_grade(response: str, gold_slot: int, n_options: int = 4) -> str:
+    """CORRECT for the gold's letter, INCORRECT for another letter, OTHER for no letter."""
+    letter = mc_letter(response, n_options)
+    if letter is None:
+        return OTHER
+    return CORRECT if letter == LETTERS[gold_slot] else INCORRECT
+
+
+# --- free-text responses ----------------------------------------------------------------------
+
+
+def final_answer(response: str) -> str:
+    """The answer of a chain-of-thought response (after its last ``Answer:``), or the whole
+    response when it has none."""
+    parts = re.split(r"\banswer\s*:", response, flags=re.I)
+    return (parts[-1] if len(parts) > 1 else response).strip()
+
+
+def parse_grades(text: str, n: int) -> list[str]:
+    """The autorater's labels for responses 1..n, from lines such as ``3: CORRECT`` or
+    ``Answer 3: INCORRECT``. Every response needs exactly one label."""
+    found: dict[int, str] = {}
+    for number, label in re.findall(r"(\d+)\s*[:.)\-]\s*\**\s*(CORRECT|INCORRECT|PARTIALLY|OTHER)\b", text, flags=re.I):
+        k = int(number)
+        if 1 <= k <= n and k not in found:
+            found[k] = label.upper()
+    missing = [k for k in range(1, n + 1) if k not in found]
+    if missing:
+        raise ValueError(f"no grade for responses {missing} in {text[:120]!r}")
+    return [found[k] for k in range(1, n + 1)]

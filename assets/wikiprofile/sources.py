@@ -1,0 +1,83 @@
+"""Loading Wikipedia page summaries with their monthly page views (JSON Lines, JSON list or
+Parquet; local path or s3 URI), and the popularity tiers of the analyses."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from assets.quit.sources import reject_row
+from assets.records import read_records
+
+# The paper keeps documents of at least 50 words (notes, step 1).
+MIN_WORDS = 50
+
+PAGE_SCHEMA = {"page_id": pl.String, "title": pl.String, "summary": pl.String, "words": pl.Int32,
+               "months": pl.Int32, "mean_monthly_views": pl.Float64, "reference_category": pl.String}
+REJECT_SCHEMA = {"question_id": pl.String, "source": pl.String, "step": pl.String, "reason": pl.String,
+                 "detail": pl.String, "record": pl.String}
+
+
+def page_id(title: str) -> str:
+    """A stable id from the title: lower case, runs of anything but letters and digits as ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", title.lower()).strip("_")
+
+
+def _views(value: Any) -> tuple[int, float] | None:
+    """(months, mean monthly views) from ``{"2025-04": 1200, ...}``, a list of
+    ``{"month": ..., "views": ...}`` items or a single number; None when malformed."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        counts = [value]
+    elif isinstance(value, dict) and value:
+        counts = list(value.values())
+    elif isinstance(value, list) and value and all(isinstance(v, dict) and "views" in v for v in value):
+        counts = [v["views"] for v in value]
+    else:
+        return None
+    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) and c >= 0 for c in counts):
+        return None
+    return len(counts), float(sum(counts)) / len(counts)
+
+
+def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The pages and the rejected records. A record needs ``title``, ``summary`` and
+    ``monthly_views``; duplicate titles and summaries under ``min_words`` words are rejected
+    with the reason, as are records that are not JSON objects."""
+    pages, rejects, seen = [], [], set()
+    for where, rec in read_records(uri):
+        if not isinstance(rec, dict):
+            rejects.append(reject_row(where, "wikipedia", "ingest", "malformed_record", f"{where}: {rec}"[:300], rec))
+            continue
+        title = rec.get("title") if isinstance(rec.get("title"), str) else ""
+        summary = " ".join(rec["summary"].split()) if isinstance(rec.get("summary"), str) else ""
+        views = _views(rec.get("monthly_views"))
+        pid = page_id(title) if title.strip() else where
+        if not title.strip() or not summary or views is None:
+            missing = [k for k, ok in (("title", title.strip()), ("summary", summary), ("monthly_views", views)) if not ok]
+            rejects.append(reject_row(pid, "wikipedia", "ingest", "malformed_record",
+                                      f"{where}: missing or malformed {', '.join(missing)}", rec))
+        elif pid in seen:
+            rejects.append(reject_row(pid, "wikipedia", "ingest", "duplicate_page", f"{where}: title {title!r} seen before", rec))
+        elif len(summary.split()) < min_words:
+            rejects.append(reject_row(pid, "wikipedia", "ingest", "too_short",
+                                      f"{where}: {len(summary.split())} words (needs {min_words})", rec))
+        else:
+            seen.add(pid)
+            category = rec.get("category") if isinstance(rec.get("category"), str) else None
+            pages.append({"page_id": pid, "title": title.strip(), "summary": summary, "words": len(summary.split()),
+                          "months": views[0], "mean_monthly_views": views[1], "reference_category": category})
+    return pl.DataFrame(pages, schema=PAGE_SCHEMA), pl.DataFrame(rejects, schema=REJECT_SCHEMA)
+
+
+def popularity_tiers(pages: pl.DataFrame, share: float = 0.2) -> pl.DataFrame:
+    """``page_id`` -> ``tier``: ``top`` for the most viewed ``share`` of pages, ``bottom`` for
+    the least viewed, ``middle`` otherwise (ties broken by page id, so tiers are stable)."""
+    n = pages.height
+    k = int(n * share)
+    ranked = pages.sort(["mean_monthly_views", "page_id"], descending=[True, False]).with_row_index("rank")
+    return ranked.select("page_id", pl.when(pl.col("rank") < k).then(pl.lit("top"))
+                         .when(pl.col("rank") >= n - k).then(pl.lit("bottom")).otherwise(pl.lit("middle")).alias("tier"))

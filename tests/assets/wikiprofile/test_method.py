@@ -1,0 +1,120 @@
+import itertools
+import math
+from collections import Counter
+
+import pytest
+
+from assets.wikiprofile import method
+from assets.wikiprofile.method import CORRECT as C, INCORRECT as I, OTHER as O, PARTIALLY as P
+
+
+def test_the_papers_worked_grade_example():
+    # 3 C, 1 I, 2 P, 2 O -> 3 / (3 + 1)
+    assert method.grade([C, P, I, O, C, P, O, C]) == 0.75
+    assert math.isnan(method.grade([P, O, O, P, O, P, P, O]))
+    # S3 counts a partial answer as 0.51 of a correct one: (3 + 2 * 0.51) / 6
+    assert method.grade([C, P, I, O, C, P, O, C], partial_weight=0.51) == pytest.approx(4.02 / 6)
+    with pytest.raises(ValueError, match="CORECT"):
+        method.grade([C, "CORECT"])
+
+
+# (E, K0, KT) -> profile, written out from the paper's definitions.
+RULES = {
+    (False, False, False): "encoding_failure",
+    (True, False, False): "recall_failure",
+    (True, True, False): "direct_recall",
+    (True, True, True): "direct_recall",
+    (True, False, True): "recall_with_thinking",
+    (False, False, True): "inference_without_encoding",
+    (False, True, False): "direct_inference",
+    (False, True, True): "direct_inference",
+}
+
+
+@pytest.mark.parametrize("e,k0,kt", list(itertools.product([False, True], repeat=3)))
+def test_profile_rules_over_every_combination(e, k0, kt):
+    assert method.profile(e, k0, kt) == RULES[(e, k0, kt)]
+
+
+def test_encodes_is_existential_and_knows_universal_with_a_strict_threshold():
+    assert method.encodes({"completion": 0.5, "contextual": 0.625})
+    assert not method.encodes({"completion": 0.5, "contextual": math.nan})
+    grades = {"direct": 1.0, "direct_natural": 0.75, "reverse": 0.625, "reverse_natural": 0.5}
+    assert not method.knows(grades)
+    assert method.knows({**grades, "reverse_natural": 0.51})
+    assert method.knows({**grades, "reverse_natural": math.nan})  # S2 ignores a lone NaN
+    assert not method.knows({t: math.nan for t in method.KNOWLEDGE_TASKS})
+
+
+def test_ungradable_facts_by_strategy():
+    nan = math.nan
+    plain = {"completion": 1.0, "contextual": nan, "direct": 1.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+    thinking = {"direct": 1.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+    # one NaN question: S1 drops the fact, S2 keeps it
+    assert method.ungradable(plain, thinking, "S1") and not method.ungradable(plain, thinking, "S2")
+    # a whole pair NaN in one run: every strategy drops it
+    both = {**thinking, "reverse": nan, "reverse_natural": nan}
+    assert all(method.ungradable(plain, both, s) for s in ("S1", "S2", "S3"))
+    assert method.ungradable({**plain, "completion": nan}, thinking, "S2")
+    with pytest.raises(ValueError, match="S4"):
+        method.ungradable(plain, thinking, "S4")
+
+
+def fact(enc, k0, kt):
+    """Grades that give the stated E / K0 / KT: ``enc`` and ``k0`` are the plain run's
+    completion and direct grades, ``kt`` the thinking run's direct grade; every other
+    question passes."""
+    plain = {"completion": enc, "contextual": 0.0, "direct": k0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+    thinking = {"direct": kt, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+    return plain, thinking
+
+
+def test_profile_percentages_of_a_synthetic_grade_matrix_by_hand():
+    nan = math.nan
+    matrix = (
+        [fact(0.875, 1.0, 1.0)] * 4      # direct recall
+        + [fact(0.75, 0.25, 0.625)] * 2  # recall with thinking
+        + [fact(1.0, 0.5, 0.5)] * 2      # recall failure: 0.5 is not above tau
+        + [fact(0.0, 0.0, 0.0)]          # encoding failure
+        + [fact(0.25, 0.0, 1.0)]         # inference without encoding
+        + [fact(0.0, 1.0, 1.0)]          # excluded: direct inference
+        + [fact(nan, 1.0, 1.0)]          # encoding pair: completion NaN, contextual 0.0 -> kept by S2 (not E)
+    )
+    rows = [method.classify(p, t) for p, t in matrix]
+    assert Counter(r["profile"] for r in rows) == {"direct_recall": 4, "recall_with_thinking": 2, "recall_failure": 2,
+                                                   "encoding_failure": 1, "inference_without_encoding": 1,
+                                                   "direct_inference": 2}
+    summary = method.profile_summary(rows)
+    # 12 facts; 10 profiled (two are direct inference, excluded)
+    assert summary["facts"] == 12 and summary["profiled"] == 10
+    assert summary["direct_recall"] == 40.0 and summary["recall_with_thinking"] == 20.0
+    assert summary["recall_failure"] == 20.0 and summary["encoding_failure"] == 10.0
+    assert summary["inference_without_encoding"] == 10.0
+    assert summary["encodes"] == 80.0  # 4 + 2 + 2 of 10
+    assert summary["knows"] == 40.0 and summary["knows_thinking"] == 70.0  # 4; 4 + 2 + 1
+    assert summary["excluded_direct_inference"] == pytest.approx(100 * 2 / 12)
+    assert summary["excluded_ungradable"] == 0.0
+    # S1 drops the fact with a NaN completion; S2 profiled it
+    assert method.classify(*matrix[-1], strategy="S1")["profile"] == "ungradable"
+
+
+def test_each_option_slot_holds_the_gold_twice_over_eight_samples():
+    orders = method.mc_orders(8, 4, seed=3)
+    assert all(sorted(o) == [0, 1, 2, 3] for o in orders)
+    assert Counter(o.index(0) for o in orders) == {0: 2, 1: 2, 2: 2, 3: 2}
+    assert orders == method.mc_orders(8, 4, seed=3) and orders != method.mc_orders(8, 4, seed=4)
+    with pytest.raises(ValueError):
+        method.mc_orders(6, 4)
+
+
+def test_multiple_choice_and_free_text_responses_are_read():
+    assert method.mc_letter("B") == "B" and method.mc_letter("(C) Paris") == "C"
+    assert method.mc_letter("Think step by step... A seems wrong. Answer: D") == "D"
+    assert method.mc_letter("I am not sure.") is None
+    assert method.mc_grade("Answer: b", gold_slot=1) == C and method.mc_grade("A", gold_slot=1) == I
+    assert method.mc_grade("none of them", gold_slot=1) == O
+    assert method.final_answer("The band formed in 1985. Answer: Bobby Paterson") == "Bobby Paterson"
+    assert method.final_answer("Bobby Paterson") == "Bobby Paterson"
+    assert method.parse_grades("Answer 1: CORRECT\nAnswer 2: **OTHER**\n3. partially", 3) == [C, O, P]
+    with pytest.raises(ValueError, match=r"\[2\]"):
+        method.parse_grades("1: CORRECT\n3: INCORRECT", 3)

@@ -1,0 +1,141 @@
+import math
+
+import polars as pl
+
+from assets.wikiprofile import steps
+from assets.wikiprofile.sources import PAGE_SCHEMA
+from resources.llm import CallStats, LLMResult
+
+SUMMARY = ("Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
+           "formed it with the bassist Bobby Paterson. Their second album, Strange Kind of Love, was produced by Gary Katz.")
+
+
+class Fake:
+    """Canned replies by prompt; verdicts as first-token probabilities."""
+
+    def __init__(self, objects='["Gary Katz", "Steely Dan", "Bobby Paterson"]', difficulty_yes=True):
+        self.objects, self.difficulty_yes, self.prompts = objects, difficulty_yes, []
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        out = []
+        for q in reqs:
+            text = q.messages[-1]["content"]
+            self.prompts.append(text)
+            if "Which one of these categories" in text:
+                reply = "Category: arts (music)"
+            elif "wrapping each of its most important entities" in text:
+                reply = (SUMMARY.replace("Glasgow", "{{Glasgow; LOCATION}}").replace("Bobby Paterson", "{{Bobby Paterson; PERSON}}")
+                         .replace("Gary Katz", "{{Gary Katz; PERSON}}").replace("Love and Money", "{{Love and Money; GROUP}}"))
+            elif "Pick up to" in text:
+                reply = self.objects
+            else:
+                yes = self.difficulty_yes or "good test of knowledge" not in text
+                p = 0.9 if yes else 0.1
+                out.append(LLMResult(q.key, "yes" if yes else "no", top_logprobs={"yes": math.log(p), "no": math.log(1 - p)}))
+                continue
+            out.append(LLMResult(q.key, reply, value=parse(reply) if parse else reply))
+        return out
+
+
+def pages():
+    return pl.DataFrame([{"page_id": "love_and_money", "title": "Love and Money", "summary": SUMMARY, "words": 40, "months": 1,
+                          "mean_monthly_views": 900.0, "reference_category": "Arts"}], schema=PAGE_SCHEMA)
+
+
+def test_categories_are_parsed_from_the_reply():
+    assert steps.parse_category("Philosophy and Religion.") == "Philosophy & Religion"
+    assert steps.parse_category("I think Science, maybe Technology") == "Science"
+    assert steps.parse_category("no idea") is None
+    cats = steps.categorize(pages(), Fake(), "m", CallStats())
+    assert cats.row(0, named=True) == {"page_id": "love_and_money", "category": "Arts", "parsed": True}
+
+
+def test_entities_objects_and_verification_keep_every_reject():
+    llm, stats = Fake(), CallStats()
+    found, rejects = steps.tag_entities(pages(), llm, "m", stats)
+    assert found["name"].to_list() == ["Love and Money", "Glasgow", "Bobby Paterson", "Gary Katz"]
+    objects, rejects = steps.select_objects(pages(), found, llm, "m", 3, stats)
+    reasons = {(r["item"], r["reason"]) for r in rejects}
+    # the subject opens the paragraph; Steely Dan is no entity of it
+    assert ("Love and Money", "bad_position") in reasons and ("Steely Dan", "not_a_candidate") in reasons
+    assert objects["object"].to_list() == ["Gary Katz", "Bobby Paterson"] and set(objects["origin"]) == {"model"}
+    assert objects["left_context"][1].endswith("with the bassist") and objects["ends_clause"].all()
+    assert "Candidate entities (in order of appearance): Glasgow; Bobby Paterson; Gary Katz" in llm.prompts[-1]
+
+    strict = Fake(difficulty_yes=False)
+    verified, rejects = steps.verify(objects, strict, "m", binding=True, stats=stats)
+    assert not verified["verified"].any() and [r["reason"] for r in rejects] == ["unsuitable_object"] * 2
+    assert "verify_difficulty said False" in rejects[0]["detail"]
+    verified, rejects = steps.verify(objects, strict, "m", binding=False, stats=stats)
+    assert verified["verified"].all() and not rejects and verified["difficulty"].to_list() == [False, False]
+
+
+def test_without_a_usable_ranking_the_rules_choose():
+    found, _ = steps.tag_entities(pages(), Fake(), "m", CallStats())
+    objects, _ = steps.select_objects(pages(), found, Fake(objects="I cannot tell."), "m", 2, CallStats())
+    # clause-closing entities first, later ones before earlier ones
+    assert objects["object"].to_list() == ["Gary Katz", "Bobby Paterson"] and set(objects["origin"]) == {"rules"}
+
+
+def test_downsampling_balances_categories_and_type_groups():
+    rows = [{"page_id": f"p{i}", "fact_id": f"p{i}_o1", "type": t} for i, t in enumerate(["PERSON"] * 8 + ["DATE"] * 2 + ["WORK_OF_ART"] * 2)]
+    facts = pl.DataFrame(rows)
+    cats = pl.DataFrame({"page_id": [f"p{i}" for i in range(12)], "category": ["People"] * 10 + ["Arts"] * 2})
+    kept = steps.downsample(facts, cats, target=6, seed=1)
+    cells = dict(kept.group_by("category", "type_group").len().select(pl.concat_str("category", "type_group", separator="/"), "len").iter_rows())
+    assert cells == {"People/PERSON": 2, "People/DATE": 2, "Arts/ARTIFACT": 2}
+    assert steps.downsample(facts, cats, target=None).height == 12
+    assert steps.downsample(facts, cats, target=6, seed=1)["fact_id"].to_list() == kept["fact_id"].to_list()
+
+
+def test_deletions_only_and_answer_leaks():
+    q = "What is the name of the bassist who, along with three former members of Friends Again, formed the band Love and Money?"
+    assert steps.only_deletions(q, "Which bassist formed the band Love and Money with three former members of Friends Again?") is False
+    # moving a clause is rewording, not deleting
+    assert not steps.only_deletions(q, "What is the name of the bassist who formed Love and Money with three former members of Friends Again?")
+    assert steps.only_deletions(q, "What is the name of the bassist who, with three former members of Friends Again, formed Love and Money?")
+    assert steps.only_deletions(q, "Who is the bassist who formed the band Love and Money?")  # one word mended
+    assert steps.answer_leaks("Which bassist, Bobby Paterson, formed the band?", "Bobby Paterson")
+    assert not steps.answer_leaks("Which bassist formed the band?", "Bobby Paterson")
+
+
+class Questions:
+    """Replies for steps 7-9, chosen per fact id."""
+
+    def __init__(self, script):
+        self.script = script
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        out = []
+        for q in reqs:
+            text = q.messages[-1]["content"]
+            stage = "gen" if "Write one question whose answer" in text else "spec" if "REJECT" in text else "min"
+            reply = self.script[q.key][stage]
+            try:
+                value = parse(reply) if parse else reply
+                out.append(LLMResult(q.key, reply, value=value))
+            except Exception as e:  # the resource turns parse errors into failed results
+                out.append(LLMResult(q.key, reply, error=f"unparsable: {e}"))
+        return out
+
+
+def test_direct_questions_are_generated_refined_and_rejected_with_reasons():
+    facts = pl.DataFrame([{"page_id": "p", "fact_id": f"p_o{i}", "object": "Bobby Paterson", "type": "PERSON",
+                           "left_context": "Love and Money were formed by the bassist"} for i in range(1, 6)])
+    good = "Which bassist formed the Scottish band Love and Money?"
+    script = {
+        "p_o1": {"gen": f"Question: {good}", "spec": good, "min": "Which bassist formed Love and Money?"},
+        "p_o2": {"gen": "Was it Bobby Paterson who formed Love and Money?", "spec": "", "min": ""},
+        "p_o3": {"gen": good, "spec": "REJECT", "min": good},
+        "p_o4": {"gen": good, "spec": "Which bass player formed Love and Money?", "min": "Who played bass and started Love and Money?"},
+        "p_o5": {"gen": "I do not know.", "spec": "", "min": ""},
+    }
+    frame, rejects = steps.direct_questions(facts, Questions(script), "m", binding=True, stats=CallStats())
+    assert {(r["item"], r["reason"]) for r in rejects} == {("p_o2", "answer_in_question"), ("p_o3", "rejected_by_model"),
+                                                           ("p_o5", "no_question")}
+    rows = {r["fact_id"]: r for r in frame.iter_rows(named=True)}
+    assert rows["p_o1"]["question"] == "Which bassist formed Love and Money?" and rows["p_o1"]["minimalism"] == "shortened"
+    assert rows["p_o4"]["specification"] == "edited" and rows["p_o4"]["question"] == "Which bass player formed Love and Money?"
+    assert rows["p_o4"]["minimalism"] == "not deletions only, kept"
+    advisory, rejects = steps.direct_questions(facts, Questions(script), "m", binding=False, stats=CallStats())
+    assert "p_o3" in set(advisory["fact_id"]) and advisory.filter(pl.col("fact_id") == "p_o3")["specification"][0].startswith("reject_ignored")

@@ -1,0 +1,42 @@
+"""WikiProfile's fact extraction over the bundled sample, with the scripted LLM."""
+
+import dagster as dg
+import polars as pl
+
+from assets.wikiprofile.assets import wikiprofile_assets
+from assets.wikiprofile.settings import WikiProfileSettings
+from resources.storage import ParquetIOManager
+
+
+def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
+    storage = tmp_path / "storage"
+    result = dg.materialize(wikiprofile_assets, resources={
+        "io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
+        "wikiprofile_settings": WikiProfileSettings(downsample_to=20)})
+    assert result.success
+    pages = pl.read_parquet(storage / "wikiprofile" / "source_pages.parquet")
+    assert pages.height >= 40 and pl.read_parquet(storage / "wikiprofile" / "source_rejects.parquet").height == 0
+
+    entities = pl.read_parquet(storage / "wikiprofile" / "entities.parquet")
+    assert entities.height > pages.height and set(entities["type"]) <= {"DATE", "OTHER"}
+    candidates = pl.read_parquet(storage / "wikiprofile" / "object_candidates.parquet")
+    assert candidates.group_by("page_id").len()["len"].max() <= 3
+    # every candidate's left context is the summary cut before it, and it does not name the object
+    summary = dict(pages.select("page_id", "summary").iter_rows())
+    for c in candidates.iter_rows(named=True):
+        assert summary[c["page_id"]].startswith(c["left_context"]) and c["object"] not in c["left_context"]
+    rejects = pl.read_parquet(storage / "wikiprofile" / "object_rejects.parquet")
+    assert "bad_position" in set(rejects["reason"])
+
+    facts = pl.read_parquet(storage / "wikiprofile" / "facts.parquet")
+    assert facts.height == 20 and facts["category"].n_unique() >= 2
+    [event] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "facts"])]
+    meta = event.materialization.metadata
+    funnel = meta["funnel"].value
+    assert f"| pages | {pages.height} |" in funnel and "| facts (downsampled) | 20 |" in funnel
+
+    questions = pl.read_parquet(storage / "wikiprofile" / "direct_questions.parquet")
+    assert questions.height == 20 and questions["question"].str.ends_with("?").all()
+    # the scripted minimal edit deletes two words
+    assert set(questions["minimalism"]) == {"shortened"}
+    assert (questions["question"].str.len_chars() < questions["specified"].str.len_chars()).all()
