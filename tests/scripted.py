@@ -142,6 +142,11 @@ def wikiprofile_reply(prompt: str) -> str | None:
         return f"Which {_field(prompt, 'The text continues with').split('(')[-1].rstrip(')').lower()} follows the text about {_field(prompt, 'Text').split()[0]}?"
     if "Reply with the question or REJECT only." in prompt:
         return "REJECT" if "Text" in _field(prompt, "Question") else _field(prompt, "Question")
+    if "Answer the question from the search results" in prompt:
+        first = re.search(r"\[1\] (.*)", prompt)
+        return first.group(1).split(".")[0] + "." if first else "Nothing was found."
+    if "Does this answer give one definite answer" in prompt:
+        return "yes"
     if "Delete any words that are not needed" in prompt:
         return _field(prompt, "Question").replace(" the text", "")
     return None

@@ -10,6 +10,7 @@ from assets.wikiprofile import sources, steps
 from assets.wikiprofile.settings import WikiProfileSettings
 from assets.wiring import asset_in, asset_out
 from resources.llm import CallStats, LLMResource, role_aliases
+from resources.search import DocumentSearchResource
 
 PREFIX = GROUP = "wikiprofile"
 STEP = dict(code_version="1")
@@ -166,4 +167,35 @@ def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, llm
     yield _rejects_output("direct_question_rejects", rejects)
 
 
-wikiprofile_assets = [source_pages, categories, entities, object_candidates, verified_objects, facts, direct_questions]
+COLLECTION = "wikiprofile_pages"
+
+
+@dg.multi_asset(outs={
+    "direct_search_filter": _out("Each direct question answered from a search of the page collection, and judged definite or not.",
+                                 {"polars", "litellm", "lucene"}),
+    "direct_search_rejects": _out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"direct_questions": _in("direct_questions"), "source_pages": _in("source_pages")}, pool="llm", **STEP)
+def direct_search_filter(context: dg.AssetExecutionContext, direct_questions: pl.DataFrame, source_pages: pl.DataFrame,
+                         llm: LLMResource, search: DocumentSearchResource, wikiprofile_settings: WikiProfileSettings):
+    """Step 10: the search-grounded filter on the direct questions. The search resource (BM25
+    over the source pages and the local page collection by default, or a web search API)
+    finds pages, the model answers from them, and a judge asks whether that answer is one
+    definite answer."""
+    stats = CallStats()
+    if search.kind == "bm25":
+        extra, rejected = sources.load_search_pages(wikiprofile_settings.search_pages_uri())
+        if rejected.height:
+            context.log.warning(f"{rejected.height} records of the page collection rejected: {rejected['detail'].to_list()[:3]}")
+        search.index(COLLECTION, sources.search_collection(source_pages, extra))
+    hits = search.search(COLLECTION, direct_questions["question"].to_list(), steps.SEARCH_K)
+    binding = llm.spec(_builder()).verdicts == "binding"
+    frame, rejects = steps.search_filter(direct_questions, hits, llm, _builder(), binding, stats, context.log.info)
+    yield dg.Output(frame, output_name="direct_search_filter", metadata={
+        **table_metadata(frame.select("fact_id", "question", "search_answer", "definite", "kept")), **stats.as_metadata(),
+        "definite": int(frame["definite"].fill_null(False).sum()), "verdicts": "binding" if binding else "advisory",
+    })
+    yield _rejects_output("direct_search_rejects", rejects)
+
+
+wikiprofile_assets = [source_pages, categories, entities, object_candidates, verified_objects, facts, direct_questions,
+                      direct_search_filter]

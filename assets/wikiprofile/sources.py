@@ -81,3 +81,28 @@ def popularity_tiers(pages: pl.DataFrame, share: float = 0.2) -> pl.DataFrame:
     ranked = pages.sort(["mean_monthly_views", "page_id"], descending=[True, False]).with_row_index("rank")
     return ranked.select("page_id", pl.when(pl.col("rank") < k).then(pl.lit("top"))
                          .when(pl.col("rank") >= n - k).then(pl.lit("bottom")).otherwise(pl.lit("middle")).alias("tier"))
+
+
+def load_search_pages(uri: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The local page collection the search-grounded filter searches: ``id``, ``title`` and
+    ``contents`` per record (pyserini's JsonCollection fields, plus the title), as
+    ``doc_id`` and ``content`` (title and text). Malformed and duplicate records are rejected."""
+    docs, rejects, seen = [], [], set()
+    for where, rec in read_records(uri):
+        ok = isinstance(rec, dict) and all(isinstance(rec.get(k), str) and rec[k].strip() for k in ("id", "title", "contents"))
+        if not ok:
+            rejects.append(reject_row(where, "search_pages", "ingest", "malformed_record", f"{where}: needs id, title and contents", rec))
+        elif rec["id"] in seen:
+            rejects.append(reject_row(rec["id"], "search_pages", "ingest", "duplicate_page", f"{where}: id seen before", rec))
+        else:
+            seen.add(rec["id"])
+            docs.append({"doc_id": rec["id"], "content": f"{rec['title'].strip()}. {' '.join(rec['contents'].split())}"})
+    return (pl.DataFrame(docs, schema={"doc_id": pl.String, "content": pl.String}),
+            pl.DataFrame(rejects, schema=REJECT_SCHEMA))
+
+
+def search_collection(pages: pl.DataFrame, search_pages: pl.DataFrame) -> pl.DataFrame:
+    """The collection the search-grounded filter searches: the source pages themselves (a web
+    search would find them too) and the local page collection."""
+    own = pages.select(pl.col("page_id").alias("doc_id"), pl.concat_str("title", pl.lit(". "), "summary").alias("content"))
+    return pl.concat([own, search_pages.filter(~pl.col("doc_id").is_in(own["doc_id"].implode()))])

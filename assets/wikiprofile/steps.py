@@ -296,3 +296,41 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
         rows.append({"fact_id": f["fact_id"], "kind": "direct", "generated": generated, "specified": q, "question": final,
                      "specification": how, "minimalism": note})
     return pl.DataFrame(rows, schema=QUESTION_SCHEMA), rejects
+
+
+# --- 10. search-grounded filter ---------------------------------------------------------------
+
+SEARCH_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "question": pl.String, "search_hits": pl.List(pl.String),
+                 "search_answer": pl.String, "definite": pl.Boolean, "kept": pl.Boolean}
+SEARCH_K = 3
+SEARCH_WORDS = 120  # of each hit shown to the model
+
+
+def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]], llm, alias: str, binding: bool,
+                  stats: CallStats, log=None, step: str = "search_filter") -> tuple[pl.DataFrame, list[dict]]:
+    """Each question answered from its search hits, and the answer judged: one definite
+    answer passes; asking for clarification, several answers or answers per reading fail.
+    With advisory verdicts the judgement is recorded and every question passes."""
+    items = list(questions.iter_rows(named=True))
+    answer_prompt, judge_prompt = _prompt("search_answer"), _prompt("search_judge")
+
+    def shown(q: str) -> str:
+        found = hits.get(q, [])[:SEARCH_K]
+        return "\n".join(f"[{n}] {' '.join(text.split()[:SEARCH_WORDS])}" for n, (_, text) in enumerate(found, start=1)) or "(nothing found)"
+
+    answers = llm.run(alias, [LLMRequest(f"{q['fact_id']} {q['kind']}", answer_prompt.messages(results=shown(q["question"]),
+                                                                                                question=q["question"]),
+                                         params={"max_tokens": 80}) for q in items], stats=stats, log=log)
+    said = [" ".join((a.text or "").split()) if a.ok else "" for a in answers]
+    judged = llm.run(alias, [LLMRequest(f"{q['fact_id']} {q['kind']}", judge_prompt.messages(question=q["question"], search_answer=s),
+                                        params=VERDICT) for q, s in zip(items, said)], stats=stats, log=log)
+    rows, rejects = [], []
+    for q, s, r in zip(items, said, judged):
+        definite = verdict(r) if r.ok and s else None
+        kept = definite is not False or not binding
+        rows.append({"fact_id": q["fact_id"], "kind": q["kind"], "question": q["question"],
+                     "search_hits": [d for d, _ in hits.get(q["question"], [])[:SEARCH_K]], "search_answer": s,
+                     "definite": definite, "kept": kept})
+        if not kept:
+            rejects.append(reject(q["fact_id"].rsplit("_o", 1)[0], q["fact_id"], step, "not_definite", f"{q['question']} -> {s}"))
+    return pl.DataFrame(rows, schema=SEARCH_SCHEMA), rejects

@@ -24,7 +24,7 @@ EXPECTED_RECOR = {"source_files", "source_questions", "source_documents", "sourc
 
 EXPECTED_WIKIPROFILE = {"source_pages", "source_rejects", "categories", "entities", "entity_rejects", "object_candidates",
                         "object_rejects", "verified_objects", "verification_rejects", "facts", "direct_questions",
-                        "direct_question_rejects"}
+                        "direct_question_rejects", "direct_search_filter", "direct_search_rejects"}
 
 
 def test_asset_graph_snapshot():

@@ -5,6 +5,7 @@ import polars as pl
 
 from assets.wikiprofile.assets import wikiprofile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
+from resources.search import DocumentSearchResource
 from resources.storage import ParquetIOManager
 
 
@@ -12,7 +13,8 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     storage = tmp_path / "storage"
     result = dg.materialize(wikiprofile_assets, resources={
         "io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
-        "wikiprofile_settings": WikiProfileSettings(downsample_to=20)})
+        "wikiprofile_settings": WikiProfileSettings(downsample_to=20),
+        "search": DocumentSearchResource(index_root=str(tmp_path / "search"))})
     assert result.success
     pages = pl.read_parquet(storage / "wikiprofile" / "source_pages.parquet")
     assert pages.height >= 40 and pl.read_parquet(storage / "wikiprofile" / "source_rejects.parquet").height == 0
@@ -40,3 +42,8 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     # the scripted minimal edit deletes two words
     assert set(questions["minimalism"]) == {"shortened"}
     assert (questions["question"].str.len_chars() < questions["specified"].str.len_chars()).all()
+
+    # the search-grounded filter searched the 45 pages and the 90 of the local collection with Lucene
+    searched = pl.read_parquet(storage / "wikiprofile" / "direct_search_filter.parquet")
+    assert searched.height == 20 and searched["kept"].all() and (searched["search_hits"].list.len() == 3).all()
+    assert searched["search_answer"].str.len_chars().min() > 0

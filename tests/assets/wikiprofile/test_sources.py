@@ -41,3 +41,13 @@ def test_the_bundled_sample_loads_whole():
     assert pages["reference_category"].n_unique() == 9
     views = pages["mean_monthly_views"]
     assert views.max() / views.min() > 100  # popularity tiers need both ends
+
+
+def test_search_pages_and_the_collection(tmp_path):
+    path = tmp_path / "search.jsonl"
+    path.write_text('{"id": "a", "title": "A", "contents": "Alpha text."}\n{"id": "a", "title": "A2", "contents": "x"}\n{"id": "b"}\n')
+    docs, rejects = sources.load_search_pages(str(path))
+    assert docs.to_dicts() == [{"doc_id": "a", "content": "A. Alpha text."}]
+    assert rejects["reason"].to_list() == ["duplicate_page", "malformed_record"]
+    pages = pl.DataFrame({"page_id": ["p"], "title": ["P"], "summary": ["Pi text."]})
+    assert sources.search_collection(pages, docs)["doc_id"].to_list() == ["p", "a"]

@@ -139,3 +139,39 @@ def test_direct_questions_are_generated_refined_and_rejected_with_reasons():
     assert rows["p_o4"]["minimalism"] == "not deletions only, kept"
     advisory, rejects = steps.direct_questions(facts, Questions(script), "m", binding=False, stats=CallStats())
     assert "p_o3" in set(advisory["fact_id"]) and advisory.filter(pl.col("fact_id") == "p_o3")["specification"][0].startswith("reject_ignored")
+
+
+class Searcher:
+    """Answers from the first hit; judges an answer with "or" in it as not definite."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        out = []
+        for q in reqs:
+            text = q.messages[-1]["content"]
+            self.prompts.append(text)
+            if "Answer the question from the search results" in text:
+                first = text.split("[1] ")[1].split("\n")[0] if "[1] " in text else "Nothing found"
+                out.append(LLMResult(q.key, first))
+            else:
+                definite = " or " not in text.split("Answer given after searching:")[1].split("\n")[0]
+                p = 0.9 if definite else 0.1
+                out.append(LLMResult(q.key, "yes", top_logprobs={"yes": math.log(p), "no": math.log(1 - p)}))
+        return out
+
+
+def test_the_search_grounded_filter_keeps_definite_answers():
+    questions = pl.DataFrame({"fact_id": ["p_o1", "p_o2", "p_o3"], "kind": ["direct"] * 3,
+                              "question": ["Who formed Love and Money?", "Which city?", "Which album?"]})
+    hits = {"Who formed Love and Money?": [("d1", "Bobby Paterson formed it with three members of Friends Again."), ("d2", "x")],
+            "Which city?": [("d3", "Glasgow or Edinburgh, depending on the source.")]}
+    llm = Searcher()
+    frame, rejects = steps.search_filter(questions, hits, llm, "m", binding=True, stats=CallStats())
+    assert frame["definite"].to_list() == [True, False, True] and frame["kept"].to_list() == [True, False, True]
+    assert frame["search_hits"].to_list() == [["d1", "d2"], ["d3"], []]
+    assert [(r["item"], r["reason"]) for r in rejects] == [("p_o2", "not_definite")]
+    assert "(nothing found)" in llm.prompts[2]
+    frame, rejects = steps.search_filter(questions, hits, Searcher(), "m", binding=False, stats=CallStats())
+    assert frame["kept"].all() and not rejects and frame["definite"][1] is False
