@@ -142,6 +142,17 @@ def wikiprofile_reply(prompt: str) -> str | None:
         return f"Which {_field(prompt, 'The text continues with').split('(')[-1].rstrip(')').lower()} follows the text about {_field(prompt, 'Text').split()[0]}?"
     if "Reply with the question or REJECT only." in prompt:
         return "REJECT" if "Text" in _field(prompt, "Question") else _field(prompt, "Question")
+    if "First name the subject" in prompt:
+        return f"Subject: {_field(prompt, 'Text').split()[0]}\nQuestion: Which page mentions {_field(prompt, 'Answer')}?"
+    if "Which type is the answer" in prompt:
+        return "OTHER"
+    if "Is this a good pair" in prompt:
+        return "yes"
+    if "Ask the same question in everyday words" in prompt:
+        return "Tell me, " + _field(prompt, "Question")[0].lower() + _field(prompt, "Question")[1:]
+    if "Write three wrong answers of the same kind" in prompt:
+        gold = _field(prompt, "Correct answer").rsplit(" (", 1)[0]
+        return "\n".join([gold, f"Not {gold}", f"Other {gold}", "Something else"])
     if "Answer the question from the search results" in prompt:
         first = re.search(r"\[1\] (.*)", prompt)
         return first.group(1).split(".")[0] + "." if first else "Nothing was found."

@@ -36,7 +36,7 @@ def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
     })
 
 
-@dg.multi_asset(outs={
+@dg.multi_asset(name="wikiprofile_source_pages", outs={
     "source_pages": _out("Wikipedia page summaries of at least 50 words, with their mean monthly page views.", {"polars"}),
     "source_rejects": _out("Page records rejected at ingest (malformed, duplicate, too short), with the raw record.", {"polars"}),
 }, **STEP)
@@ -72,7 +72,7 @@ def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, ll
     })
 
 
-@dg.multi_asset(outs={
+@dg.multi_asset(name="wikiprofile_entities", outs={
     "entities": _out("Entities of each summary (name, one of 19 types, offsets), from the model's inline tags.", {"polars", "litellm"}),
     "entity_rejects": _out("Tags dropped (unknown type, too long, not in the text) and pages without entities.", {"polars"}),
 }, ins={"source_pages": _in("source_pages")}, pool="llm", **STEP)
@@ -88,7 +88,7 @@ def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm:
     yield _rejects_output("entity_rejects", rejects)
 
 
-@dg.multi_asset(outs={
+@dg.multi_asset(name="wikiprofile_object_candidates", outs={
     "object_candidates": _out("Up to 3 object entities per page, ranked, with their left context.", {"polars", "litellm"}),
     "object_rejects": _out("Entities in a bad position, names the model invented, pages without an eligible entity.", {"polars"}),
 }, ins={"source_pages": _in("source_pages"), "entities": _in("entities")}, pool="llm", **STEP)
@@ -107,7 +107,7 @@ def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFr
     yield _rejects_output("object_rejects", rejects)
 
 
-@dg.multi_asset(outs={
+@dg.multi_asset(name="wikiprofile_verified_objects", outs={
     "verified_objects": _out("Object candidates with the three verification verdicts.", {"polars", "litellm"}),
     "verification_rejects": _out("Candidates a binding verdict found unsuitable, with the verdicts.", {"polars"}),
 }, ins={"object_candidates": _in("object_candidates")}, pool="llm", **STEP)
@@ -149,7 +149,7 @@ def facts(verified_objects: pl.DataFrame, categories: pl.DataFrame, source_pages
     })
 
 
-@dg.multi_asset(outs={
+@dg.multi_asset(name="wikiprofile_direct_questions", outs={
     "direct_questions": _out("Each fact's direct question: as generated, after specification, after minimalism.", {"polars", "litellm"}),
     "direct_question_rejects": _out("Facts whose direct question could not be written, named its answer, or was rejected.", {"polars"}),
 }, ins={"facts": _in("facts")}, pool="llm", **STEP)
@@ -170,32 +170,206 @@ def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, llm
 COLLECTION = "wikiprofile_pages"
 
 
-@dg.multi_asset(outs={
-    "direct_search_filter": _out("Each direct question answered from a search of the page collection, and judged definite or not.",
-                                 {"polars", "litellm", "lucene"}),
-    "direct_search_rejects": _out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"direct_questions": _in("direct_questions"), "source_pages": _in("source_pages")}, pool="llm", **STEP)
-def direct_search_filter(context: dg.AssetExecutionContext, direct_questions: pl.DataFrame, source_pages: pl.DataFrame,
-                         llm: LLMResource, search: DocumentSearchResource, wikiprofile_settings: WikiProfileSettings):
-    """Step 10: the search-grounded filter on the direct questions. The search resource (BM25
-    over the source pages and the local page collection by default, or a web search API)
-    finds pages, the model answers from them, and a judge asks whether that answer is one
-    definite answer."""
+def _search_filter(context, questions: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource, search: DocumentSearchResource,
+                   settings: WikiProfileSettings, step: str) -> tuple[pl.DataFrame, list[dict], CallStats, bool]:
+    """The search-grounded filter: index the page collection (BM25), search each question,
+    have the model answer from the hits and judge the answer."""
     stats = CallStats()
     if search.kind == "bm25":
-        extra, rejected = sources.load_search_pages(wikiprofile_settings.search_pages_uri())
+        extra, rejected = sources.load_search_pages(settings.search_pages_uri())
         if rejected.height:
             context.log.warning(f"{rejected.height} records of the page collection rejected: {rejected['detail'].to_list()[:3]}")
         search.index(COLLECTION, sources.search_collection(source_pages, extra))
-    hits = search.search(COLLECTION, direct_questions["question"].to_list(), steps.SEARCH_K)
+    hits = search.search(COLLECTION, questions["question"].to_list(), steps.SEARCH_K)
     binding = llm.spec(_builder()).verdicts == "binding"
-    frame, rejects = steps.search_filter(direct_questions, hits, llm, _builder(), binding, stats, context.log.info)
-    yield dg.Output(frame, output_name="direct_search_filter", metadata={
-        **table_metadata(frame.select("fact_id", "question", "search_answer", "definite", "kept")), **stats.as_metadata(),
-        "definite": int(frame["definite"].fill_null(False).sum()), "verdicts": "binding" if binding else "advisory",
+    frame, rejects = steps.search_filter(questions, hits, llm, _builder(), binding, stats, context.log.info, step=step)
+    return frame, rejects, stats, binding
+
+
+def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> dict:
+    return {**table_metadata(frame.select("fact_id", "question", "search_answer", "definite", "kept")), **stats.as_metadata(),
+            "definite": int(frame["definite"].fill_null(False).sum()), "verdicts": "binding" if binding else "advisory"}
+
+
+def search_filter_asset(stage: str, questions: str, description: str):
+    """The search-grounded filter as an asset over one stage's questions (``stage`` is
+    direct, reverse or natural)."""
+
+    @dg.multi_asset(name=f"wikiprofile_{stage}_search_filter", outs={
+        f"{stage}_search_filter": _out(f"The {stage} questions answered from a search of the page collection, and judged.",
+                                       {"polars", "litellm", "lucene"}),
+        f"{stage}_search_rejects": _out(f"{stage.capitalize()} questions whose search-grounded answer was not one definite answer.",
+                                        {"polars"}),
+    }, ins={"questions": _in(questions), "source_pages": _in("source_pages")}, pool="llm", description=description, **STEP)
+    def _asset(context: dg.AssetExecutionContext, questions: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource,
+               search: DocumentSearchResource, wikiprofile_settings: WikiProfileSettings):
+        frame, rejects, stats, binding = _search_filter(context, questions, source_pages, llm, search, wikiprofile_settings,
+                                                        f"{stage}_search_filter")
+        yield dg.Output(frame, output_name=f"{stage}_search_filter", metadata=_filter_metadata(frame, stats, binding))
+        yield _rejects_output(f"{stage}_search_rejects", rejects)
+
+    return _asset
+
+
+direct_search_filter = search_filter_asset("direct", "direct_questions", (
+    "Step 10: the search-grounded filter on the direct questions. The search resource (BM25 over the source pages and the "
+    "local page collection by default, or a web search API) finds pages, the model answers from them, and a judge asks "
+    "whether that answer is one definite answer."))
+reverse_search_filter = search_filter_asset("reverse", "reverse_questions", "Step 14: the search-grounded filter on the reverse questions.")
+natural_search_filter = search_filter_asset("natural", "natural_questions",
+                                            "Step 17: the search-grounded filter on DirectNatural, ReverseNatural and Contextual.")
+
+
+@dg.multi_asset(name="wikiprofile_reverse_questions", outs={
+    "reverse_questions": _out("Each fact's reverse question (answer = the subject, the object inside), refined and pair-checked.",
+                              {"polars", "litellm"}),
+    "reverse_question_rejects": _out("Facts without a valid reverse question, with the step and the reason.", {"polars"}),
+}, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter")},
+    pool="llm", **STEP)
+def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
+                      direct_search_filter: pl.DataFrame, llm: LLMResource):
+    """Steps 11-13: for every fact whose direct question passed the search filter, the
+    subject and the reverse question (or REJECT), the rule checks (subject in the text, object
+    in the question, no answer in it), the answer type, both refinements and the pair check."""
+    stats = CallStats()
+    passed = direct_questions.filter(pl.col("fact_id").is_in(direct_search_filter.filter(pl.col("kept"))["fact_id"].implode()))
+    binding = llm.spec(_builder()).verdicts == "binding"
+    frame, rejects = steps.reverse_questions(facts, passed, llm, _builder(), binding, stats, context.log.info)
+    yield dg.Output(frame, output_name="reverse_questions", metadata={
+        **table_metadata(frame.select("fact_id", "subject", "question", "pair_ok")), **stats.as_metadata(),
+        "verdicts": "binding" if binding else "advisory",
     })
-    yield _rejects_output("direct_search_rejects", rejects)
+    yield _rejects_output("reverse_question_rejects", rejects)
 
 
+def _passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
+    return questions.filter(pl.col("fact_id").is_in(filtered.filter(pl.col("kept"))["fact_id"].implode()))
+
+
+@dg.multi_asset(name="wikiprofile_natural_questions", outs={
+    "natural_questions": _out("Natural rephrasings of the direct and reverse questions, and the contextual question.",
+                              {"polars", "litellm"}),
+    "natural_question_rejects": _out("Rephrasings that were not questions or named their answer.", {"polars"}),
+}, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
+        "reverse_questions": _in("reverse_questions"), "reverse_search_filter": _in("reverse_search_filter")}, pool="llm", **STEP)
+def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
+                      direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
+                      llm: LLMResource):
+    """Steps 15-16 for facts whose direct and reverse questions passed their search filters:
+    the natural rephrasings (model) and the contextual question (the left context without its
+    unfinished sentence, then the direct question)."""
+    stats = CallStats()
+    direct = dict(_passed(direct_questions, direct_search_filter).select("fact_id", "question").iter_rows())
+    reverse = {r["fact_id"]: r for r in _passed(reverse_questions, reverse_search_filter).iter_rows(named=True)}
+    live = [f for f in facts.iter_rows(named=True) if f["fact_id"] in direct and f["fact_id"] in reverse]
+    items = [(f, "direct", direct[f["fact_id"]], f["object"]) for f in live]
+    items += [(f, "reverse", reverse[f["fact_id"]]["question"], reverse[f["fact_id"]]["subject"]) for f in live]
+    frame, rejects = steps.natural_questions(items, llm, _builder(), stats, context.log.info)
+    contextual = pl.DataFrame([{"fact_id": f["fact_id"], "kind": "contextual",
+                                "question": steps.contextual_question(f["left_context"], direct[f["fact_id"]])} for f in live],
+                              schema=steps.NATURAL_SCHEMA)
+    frame = pl.concat([frame, contextual]).sort("fact_id", "kind")
+    yield dg.Output(frame, output_name="natural_questions", metadata={**table_metadata(frame), **stats.as_metadata()})
+    yield _rejects_output("natural_question_rejects", rejects)
+
+
+@dg.multi_asset(name="wikiprofile_benchmark", outs={
+    "benchmark": _out("The facts, ten tasks each: completion, contextual, four knowledge questions and their four multiple-choice variants.",
+                      {"polars", "litellm"}),
+    "final_rejects": _out("Facts lost at the last steps: a question missing after the filters, the length filter, too few distractors.",
+                          {"polars"}),
+}, ins={n: _in(n) for n in ("facts", "direct_questions", "direct_search_filter", "reverse_questions", "reverse_search_filter",
+                             "natural_questions", "natural_search_filter", "source_pages", "object_candidates",
+                             "verified_objects")}, pool="llm", **STEP)
+def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
+              direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
+              natural_questions: pl.DataFrame, natural_search_filter: pl.DataFrame, source_pages: pl.DataFrame,
+              object_candidates: pl.DataFrame, verified_objects: pl.DataFrame, llm: LLMResource):
+    """Steps 18-19 and the release table: a fact is kept only when all five questions passed
+    (the paper's discard rule: one rejected question discards the fact), they are at most 40
+    words and the left context at least 30; then three distractors for each closed-book
+    question. The funnel of every step is in the metadata."""
+    stats = CallStats()
+    direct = dict(_passed(direct_questions, direct_search_filter).select("fact_id", "question").iter_rows())
+    reverse = {r["fact_id"]: r for r in _passed(reverse_questions, reverse_search_filter).iter_rows(named=True)}
+    passed_natural = natural_search_filter.filter(pl.col("kept"))
+    natural = {(r["fact_id"], r["kind"]): r["question"] for r in passed_natural.iter_rows(named=True)}
+    rejects, complete = [], []
+    for f in facts.filter(pl.col("fact_id").is_in(list(direct))).iter_rows(named=True):
+        fid = f["fact_id"]
+        qs = {"contextual": natural.get((fid, "contextual")), "direct": direct.get(fid),
+              "direct_natural": natural.get((fid, "direct_natural")),
+              "reverse": reverse[fid]["question"] if fid in reverse else None, "reverse_natural": natural.get((fid, "reverse_natural"))}
+        missing = [k for k, v in qs.items() if v is None]
+        if missing:
+            if fid in reverse:  # facts lost before this step already have their reject upstream
+                rejects.append(steps.reject(f["page_id"], fid, "assembly", "question_missing", ", ".join(missing)))
+            continue
+        problems = steps.length_problems(qs, f["left_context"])
+        if problems:
+            rejects.append(steps.reject(f["page_id"], fid, "length_filter", "too_long_or_short", "; ".join(problems)))
+            continue
+        complete.append((f, qs))
+    closed = [(f, kind, qs[kind], f["object"] if kind.startswith("direct") else reverse[f["fact_id"]]["subject"],
+               f["type"] if kind.startswith("direct") else reverse[f["fact_id"]]["subject_type"])
+              for f, qs in complete for kind in ("direct", "direct_natural", "reverse", "reverse_natural")]
+    options, more = steps.distractors(closed, llm, _builder(), stats, context.log.info)
+    rejects += more
+    with_options = {(r["fact_id"], r["kind"]): r["options"] for r in options.iter_rows(named=True)}
+    rows = []
+    for f, qs in complete:
+        fid = f["fact_id"]
+        if not all((fid, k) in with_options for k in ("direct", "direct_natural", "reverse", "reverse_natural")):
+            continue
+        subject = reverse[fid]["subject"]
+        tasks = {"completion": (f["left_context"], f["object"], None), "contextual": (qs["contextual"], f["object"], None)}
+        for kind in ("direct", "direct_natural", "reverse", "reverse_natural"):
+            answer = f["object"] if kind.startswith("direct") else subject
+            tasks[kind] = (qs[kind], answer, None)
+            tasks[f"mc_{kind}"] = (qs[kind], answer, with_options[(fid, kind)])
+        for task, (prompt, answer, opts) in tasks.items():
+            rows.append({"fact_id": fid, "page_id": f["page_id"], "category": f["category"], "type_group": f["type_group"],
+                         "task": task, "question": prompt, "answer": answer, "options": opts, "subject": subject,
+                         "object": f["object"]})
+    frame = pl.DataFrame(rows, schema={"fact_id": pl.String, "page_id": pl.String, "category": pl.String, "type_group": pl.String,
+                                       "task": pl.String, "question": pl.String, "answer": pl.String, "options": pl.List(pl.String),
+                                       "subject": pl.String, "object": pl.String})
+    funnel = pl.DataFrame([
+        {"step": "1. pages", "count": source_pages.height},
+        {"step": "4. object candidates", "count": object_candidates.height},
+        {"step": "5. verified objects", "count": int(verified_objects["verified"].sum())},
+        {"step": "6. facts (downsampled)", "count": facts.height},
+        {"step": "7-9. direct questions", "count": direct_questions.height},
+        {"step": "10. direct search filter", "count": len(direct)},
+        {"step": "11-13. reverse questions", "count": reverse_questions.height},
+        {"step": "14. reverse search filter", "count": len(reverse)},
+        {"step": "15-17. natural and contextual questions", "count": sum(
+            all((fid, k) in natural for k in ("direct_natural", "reverse_natural", "contextual")) for fid in direct if fid in reverse)},
+        {"step": "18. length filter", "count": len(complete)},
+        {"step": "19. distractors (final facts)", "count": frame["fact_id"].n_unique()},
+    ])
+    yield dg.Output(frame, output_name="benchmark", metadata={
+        **table_metadata(frame.select("fact_id", "task", "question", "answer")), **stats.as_metadata(),
+        "facts": frame["fact_id"].n_unique(), "funnel": dg.MetadataValue.md(md_table(funnel, 20)),
+    })
+    yield _rejects_output("final_rejects", rejects)
+
+
+@dg.asset_check(asset=dg.AssetKey([PREFIX, "benchmark"]), blocking=True,
+                description="Ten tasks per fact, four options with the gold first on the multiple-choice tasks, no answer in a closed-book question.")
+def ten_tasks_per_fact(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
+    counts = benchmark.group_by("fact_id").agg(pl.col("task").n_unique().alias("tasks"))
+    wrong_count = counts.filter(pl.col("tasks") != 10)["fact_id"].to_list()
+    mc = benchmark.filter(pl.col("task").str.starts_with("mc_"))
+    bad_options = mc.filter((pl.col("options").list.len() != 4) | (pl.col("options").list.first() != pl.col("answer")))["fact_id"].to_list()
+    closed = benchmark.filter(pl.col("task").is_in(["direct", "direct_natural", "reverse", "reverse_natural"]))
+    leaking = [r["fact_id"] for r in closed.iter_rows(named=True) if steps.answer_leaks(r["question"], r["answer"])]
+    return dg.AssetCheckResult(passed=not (wrong_count or bad_options or leaking), metadata={
+        "facts_without_ten_tasks": len(wrong_count), "bad_options": len(bad_options), "answer_in_question": len(leaking),
+        "examples": ", ".join((wrong_count + bad_options + leaking)[:5]) or "none"})
+
+
+wikiprofile_checks = [ten_tasks_per_fact]
 wikiprofile_assets = [source_pages, categories, entities, object_candidates, verified_objects, facts, direct_questions,
-                      direct_search_filter]
+                      direct_search_filter, reverse_questions, reverse_search_filter, natural_questions, natural_search_filter,
+                      benchmark]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import random
 import re
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -19,7 +20,8 @@ from resources.llm import CallStats, LLMRequest, ParseError
 CATEGORIES = ("People", "History", "Geography", "Arts", "Philosophy & Religion", "Everyday Life", "Society", "Science",
               "Technology")
 OTHER_CATEGORY = "Other"
-VERIFICATIONS = ("verify_with_target", "verify_left_context", "verify_difficulty")
+# Prompt -> the column its verdict is stored in.
+VERIFICATIONS = {"verify_with_target": "with_target", "verify_left_context": "left_context_alone", "verify_difficulty": "difficulty"}
 # Budgets: a tagged paragraph is the paragraph again, plus its tags.
 NER_TOKENS = {"max_tokens": 400}
 SHORT = {"max_tokens": 60}
@@ -163,7 +165,7 @@ def verify(objects: pl.DataFrame, llm, alias: str, binding: bool, stats: CallSta
         said = {name: verdicts[name][k] for name in VERIFICATIONS}
         failed = [name for name, v in said.items() if v is not True]
         passed = not failed or not binding
-        rows.append({**o, **{name.removeprefix("verify_"): v for name, v in said.items()}, "verified": passed})
+        rows.append({**o, **{VERIFICATIONS[name]: v for name, v in said.items()}, "verified": passed})
         if not passed:
             rejects.append(reject(o["page_id"], o["fact_id"], "verification", "unsuitable_object",
                                   f"{o['object']!r}: " + ", ".join(f"{n} said {said[n]}" for n in failed)))
@@ -255,32 +257,42 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
             rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "answer_in_question", r.value))
         else:
             live.append((f, r.value))
+    rows, more = refine([(f, q, f["object"], f["type"]) for f, q in live], "direct", llm, alias, binding, stats, log)
+    return pl.DataFrame(rows, schema=QUESTION_SCHEMA), rejects + more
+
+
+def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, binding: bool, stats: CallStats,
+           log=None) -> tuple[list[dict], list[dict]]:
+    """Steps 8-9 (and 12 for reverse questions) on ``(fact, question, answer, answer type)``
+    items: the specification refinement, then the minimalism refinement, with the checks
+    that keep a bad edit from replacing a good question."""
+    rejects = []
     spec = _prompt("refine_specification")
-    refined = llm.run(alias, [LLMRequest(f["fact_id"], spec.messages(question=q, target=f["object"], entity_type=f["type"]), params=SHORT)
-                              for f, q in live], stats=stats, log=log)
+    refined = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", spec.messages(question=q, target=target, entity_type=etype),
+                                         params=SHORT) for f, q, target, etype in live], stats=stats, log=log)
     specified = []
-    for (f, q), r in zip(live, refined):
+    for (f, q, target, _), r in zip(live, refined):
         text = r.text or ""
         if r.ok and "REJECT" in text.upper():
             if binding:
-                rejects.append(reject(f["page_id"], f["fact_id"], "specification", "rejected_by_model", q))
+                rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_specification", "rejected_by_model", q))
                 continue
-            specified.append((f, q, q, "reject_ignored (advisory)"))
+            specified.append((f, q, q, target, "reject_ignored (advisory)"))
             continue
         try:
             edited = parse_question(text)
         except ParseError:
-            specified.append((f, q, q, "unparsable, kept"))
+            specified.append((f, q, q, target, "unparsable, kept"))
             continue
-        if answer_leaks(edited, f["object"]):
-            specified.append((f, q, q, "edit leaked the answer, kept"))
+        if answer_leaks(edited, target):
+            specified.append((f, q, q, target, "edit leaked the answer, kept"))
         else:
-            specified.append((f, q, edited, "unchanged" if edited == q else "edited"))
+            specified.append((f, q, edited, target, "unchanged" if edited == q else "edited"))
     minimal = _prompt("refine_minimal")
-    shortened = llm.run(alias, [LLMRequest(f["fact_id"], minimal.messages(question=q, target=f["object"]), params=SHORT)
-                                for f, _, q, _ in specified], stats=stats, log=log)
+    shortened = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", minimal.messages(question=q, target=target), params=SHORT)
+                                for f, _, q, target, _ in specified], stats=stats, log=log)
     rows = []
-    for (f, generated, q, how), r in zip(specified, shortened):
+    for (f, generated, q, target, how), r in zip(specified, shortened):
         try:
             short = parse_question(r.text or "") if r.ok else None
         except ParseError:
@@ -289,13 +301,88 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
             final, note = q, "unparsable, kept"
         elif not only_deletions(q, short):
             final, note = q, "not deletions only, kept"
-        elif answer_leaks(short, f["object"]):
+        elif answer_leaks(short, target):
             final, note = q, "edit leaked the answer, kept"
         else:
             final, note = short, "unchanged" if short == q else "shortened"
-        rows.append({"fact_id": f["fact_id"], "kind": "direct", "generated": generated, "specified": q, "question": final,
+        rows.append({"fact_id": f["fact_id"], "kind": kind, "generated": generated, "specified": q, "question": final,
                      "specification": how, "minimalism": note})
-    return pl.DataFrame(rows, schema=QUESTION_SCHEMA), rejects
+    return rows, rejects
+
+
+# --- 11-13. reverse questions ----------------------------------------------------------------
+
+REVERSE_SCHEMA = {**QUESTION_SCHEMA, "subject": pl.String, "subject_type": pl.String, "pair_ok": pl.Boolean}
+
+
+def parse_reverse(text: str) -> tuple[str, str] | None:
+    """(subject, reverse question) from ``Subject: ...`` / ``Question: ...``; None for REJECT."""
+    if re.search(r"\bREJECT\b", text):
+        return None
+    subject = re.search(r"subject\s*:\s*(.+)", text, flags=re.I)
+    question = re.search(r"question\s*:\s*(.+\?)", text, flags=re.I)
+    if not subject or not question:
+        raise ParseError(f"no Subject and Question lines in {text[:80]!r}")
+    return subject.group(1).strip().strip('".'), question.group(1).strip().strip('"')
+
+
+def parse_entity_type(text: str) -> str | None:
+    found = [(text.upper().find(t), t) for t in ent.ENTITY_TYPES if re.search(rf"\b{t}\b", text.upper())]
+    return min(found)[1] if found else None
+
+
+def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats,
+                      log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Steps 11-13 for every fact with a direct question: the model names the subject and
+    writes the reverse question (or REJECT: no unique reverse exists); the subject must occur
+    in the left context and not in the question, and the object must occur in it; the
+    answer type, the two refinements, and the pair check. A REJECT always drops the fact
+    (there is no question to keep); an advisory pair verdict is recorded."""
+    questions = dict(direct.select("fact_id", "question").iter_rows())
+    items = [f for f in facts.iter_rows(named=True) if f["fact_id"] in questions]
+    prompt = _prompt("reverse_question")
+    asked = llm.run(alias, [LLMRequest(f["fact_id"], prompt.messages(context=f["left_context"], question=questions[f["fact_id"]],
+                                                                     target=f["object"]), params=SHORT) for f in items],
+                    parse=parse_reverse, stats=stats, log=log)
+    rejects, live = [], []
+    for f, r in zip(items, asked):
+        item = (f["page_id"], f["fact_id"], "reverse_question")
+        if not r.ok:
+            rejects.append(reject(*item, "no_question", r.error or ""))
+        elif r.value is None:
+            rejects.append(reject(*item, "no_unique_reverse", "the model replied REJECT"))
+        else:
+            subject, question = r.value
+            if not re.search(rf"(?<!\w){re.escape(subject)}(?!\w)", f["left_context"], flags=re.I):
+                rejects.append(reject(*item, "subject_not_in_text", f"{subject!r} is not in the text before the object"))
+            elif not answer_leaks(question, f["object"]):
+                rejects.append(reject(*item, "object_not_in_question", f"{question} (object {f['object']!r})"))
+            elif answer_leaks(question, subject):
+                rejects.append(reject(*item, "answer_in_question", f"{question} (subject {subject!r})"))
+            else:
+                live.append((f, question, subject))
+    typed = llm.run(alias, [LLMRequest(f["fact_id"], _prompt("answer_type").messages(question=q, target=subj), params=SHORT)
+                            for f, q, subj in live], stats=stats, log=log)
+    types = {f["fact_id"]: (parse_entity_type(r.text or "") if r.ok else None) or "OTHER" for (f, _, _), r in zip(live, typed)}
+    rows, more = refine([(f, q, subj, types[f["fact_id"]]) for f, q, subj in live], "reverse", llm, alias, binding, stats, log)
+    rejects += more
+    subjects = {f["fact_id"]: subj for f, _, subj in live}
+    objects = {f["fact_id"]: f for f in items}
+    pair = _prompt("pair_check")
+    verdicts = llm.run(alias, [LLMRequest(row["fact_id"], pair.messages(direct_question=questions[row["fact_id"]],
+                                                                      object=objects[row["fact_id"]]["object"],
+                                                                      reverse_question=row["question"], subject=subjects[row["fact_id"]]),
+                                          params=VERDICT) for row in rows], stats=stats, log=log)
+    kept = []
+    for row, r in zip(rows, verdicts):
+        ok = verdict(r) if r.ok else None
+        row = {**row, "subject": subjects[row["fact_id"]], "subject_type": types[row["fact_id"]], "pair_ok": ok}
+        if ok is False and binding:
+            rejects.append(reject(objects[row["fact_id"]]["page_id"], row["fact_id"], "pair_check", "invalid_pair",
+                                  f"{questions[row['fact_id']]} / {row['question']}"))
+        else:
+            kept.append(row)
+    return pl.DataFrame(kept, schema=REVERSE_SCHEMA), rejects
 
 
 # --- 10. search-grounded filter ---------------------------------------------------------------
@@ -334,3 +421,82 @@ def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]
         if not kept:
             rejects.append(reject(q["fact_id"].rsplit("_o", 1)[0], q["fact_id"], step, "not_definite", f"{q['question']} -> {s}"))
     return pl.DataFrame(rows, schema=SEARCH_SCHEMA), rejects
+
+
+# --- 15-19. natural and contextual questions, length filter, options ----------------------------
+
+MAX_QUESTION_WORDS = 40
+MIN_LEFT_CONTEXT_WORDS = 30
+N_DISTRACTORS = 3
+NATURAL_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "question": pl.String}
+
+
+def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, stats: CallStats,
+                      log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Step 15 on ``(fact, kind, question, answer)`` items: the natural rephrasing, kept when
+    it is a question that does not name its answer (kind ``<kind>_natural``)."""
+    prompt = _prompt("natural_question")
+    asked = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer), params=SHORT)
+                            for f, kind, q, answer in items], parse=parse_question, stats=stats, log=log)
+    rows, rejects = [], []
+    for (f, kind, _, answer), r in zip(items, asked):
+        if not r.ok:
+            rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_natural", "no_question", r.error or ""))
+        elif answer_leaks(r.value, answer):
+            rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_natural", "answer_in_question", r.value))
+        else:
+            rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": r.value})
+    return pl.DataFrame(rows, schema=NATURAL_SCHEMA), rejects
+
+
+def contextual_question(left_context: str, direct_question: str) -> str:
+    """Step 16: the left context without its final, unfinished sentence, then the direct
+    question (built here rather than by the model: the edit is mechanical)."""
+    starts = ent.sentence_starts(left_context)
+    head = left_context[: starts[-1]].strip() if len(starts) > 1 else ""
+    return f"{head} {direct_question}".strip()
+
+
+def length_problems(questions: Mapping[str, str], left_context: str) -> list[str]:
+    """Step 18: every question at most 40 words, the left context at least 30 words."""
+    problems = [f"{kind} has {len(q.split())} words (at most {MAX_QUESTION_WORDS})"
+                for kind, q in questions.items() if kind != "contextual" and len(q.split()) > MAX_QUESTION_WORDS]
+    if len(left_context.split()) < MIN_LEFT_CONTEXT_WORDS:
+        problems.append(f"left context has {len(left_context.split())} words (at least {MIN_LEFT_CONTEXT_WORDS})")
+    return problems
+
+
+def parse_options(text: str, gold: str) -> list[str]:
+    """Three distractors from the reply's lines (the gold, numbering and bullets dropped;
+    duplicates and anything equal to the gold left out)."""
+    seen, out = {gold.strip().lower()}, []
+    for line in text.splitlines():
+        option = re.sub(r"^\s*(\d+[.)]|[A-Da-d][.)]|[-*•])\s*", "", line).strip().strip('"').rstrip(".")
+        if option and option.lower() not in seen:
+            seen.add(option.lower())
+            out.append(option)
+    if len(out) < N_DISTRACTORS:
+        raise ParseError(f"{len(out)} distractors in {text[:80]!r} (needs {N_DISTRACTORS})")
+    return out[:N_DISTRACTORS]
+
+
+def distractors(items: list[tuple[dict, str, str, str, str]], llm, alias: str, stats: CallStats,
+                log=None) -> tuple[pl.DataFrame, list[dict]]:
+    """Step 19 on ``(fact, kind, question, answer, answer type)`` items: the gold and three
+    distractors per closed-book question (option 0 is the gold)."""
+    prompt = _prompt("distractors")
+    asked = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer, entity_type=etype),
+                                       params=SHORT) for f, kind, q, answer, etype in items], stats=stats, log=log)
+    rows, rejects = [], []
+    for (f, kind, _, answer, _), r in zip(items, asked):
+        try:
+            options = parse_options(r.text or "", answer) if r.ok else None
+        except ParseError as e:
+            options, error = None, str(e)
+        else:
+            error = r.error or ""
+        if options is None:
+            rejects.append(reject(f["page_id"], f["fact_id"], "distractors", "too_few_distractors", f"{kind}: {error}"))
+        else:
+            rows.append({"fact_id": f["fact_id"], "kind": kind, "options": [answer, *options]})
+    return pl.DataFrame(rows, schema={"fact_id": pl.String, "kind": pl.String, "options": pl.List(pl.String)}), rejects

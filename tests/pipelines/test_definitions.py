@@ -24,7 +24,10 @@ EXPECTED_RECOR = {"source_files", "source_questions", "source_documents", "sourc
 
 EXPECTED_WIKIPROFILE = {"source_pages", "source_rejects", "categories", "entities", "entity_rejects", "object_candidates",
                         "object_rejects", "verified_objects", "verification_rejects", "facts", "direct_questions",
-                        "direct_question_rejects", "direct_search_filter", "direct_search_rejects"}
+                        "direct_question_rejects", "direct_search_filter", "direct_search_rejects",
+                        "reverse_questions", "reverse_question_rejects", "reverse_search_filter", "reverse_search_rejects",
+                        "natural_questions", "natural_question_rejects", "natural_search_filter", "natural_search_rejects",
+                        "benchmark", "final_rejects"}
 
 
 def test_asset_graph_snapshot():

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from assets.wikiprofile.assets import wikiprofile_assets
+from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.search import DocumentSearchResource
 from resources.storage import ParquetIOManager
@@ -11,7 +11,7 @@ from resources.storage import ParquetIOManager
 
 def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     storage = tmp_path / "storage"
-    result = dg.materialize(wikiprofile_assets, resources={
+    result = dg.materialize([*wikiprofile_assets, *wikiprofile_checks], resources={
         "io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
         "wikiprofile_settings": WikiProfileSettings(downsample_to=20),
         "search": DocumentSearchResource(index_root=str(tmp_path / "search"))})
@@ -47,3 +47,29 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     searched = pl.read_parquet(storage / "wikiprofile" / "direct_search_filter.parquet")
     assert searched.height == 20 and searched["kept"].all() and (searched["search_hits"].list.len() == 3).all()
     assert searched["search_answer"].str.len_chars().min() > 0
+
+    reverse = pl.read_parquet(storage / "wikiprofile" / "reverse_questions.parquet")
+    reverse_rejects = pl.read_parquet(storage / "wikiprofile" / "reverse_question_rejects.parquet")
+    # every fact either has a reverse question or a reason why not
+    assert reverse.height + reverse_rejects["item"].n_unique() == 20 and reverse.height >= 10
+    for r in reverse.iter_rows(named=True):
+        obj = facts.filter(pl.col("fact_id") == r["fact_id"])["object"][0]
+        assert obj in r["question"] and r["subject"] not in r["question"] and r["pair_ok"] is True
+    assert pl.read_parquet(storage / "wikiprofile" / "reverse_search_filter.parquet").height == reverse.height
+
+    natural = pl.read_parquet(storage / "wikiprofile" / "natural_questions.parquet")
+    assert set(natural["kind"]) == {"direct_natural", "reverse_natural", "contextual"}
+    bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
+    final_rejects = pl.read_parquet(storage / "wikiprofile" / "final_rejects.parquet")
+    assert bench.height == 10 * bench["fact_id"].n_unique() and bench["fact_id"].n_unique() >= 5
+    # the scripted facts with a short left context fall to the length filter, with the reason
+    assert set(final_rejects["reason"]) <= {"too_long_or_short", "question_missing"}
+    mc = bench.filter(pl.col("task") == "mc_reverse")
+    assert (mc["options"].list.first() == mc["answer"]).all() and (mc["options"].list.len() == 4).all()
+    completion = bench.filter(pl.col("task") == "completion").row(0, named=True)
+    assert summary[completion["page_id"]].startswith(completion["question"])
+    [check] = result.get_asset_check_evaluations()
+    assert check.passed and check.check_name == "ten_tasks_per_fact"
+    [event] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "benchmark"])]
+    funnel = event.materialization.metadata["funnel"].value
+    assert "| 1. pages |" in funnel and f"| 19. distractors (final facts) | {bench['fact_id'].n_unique()} |" in funnel

@@ -1,6 +1,8 @@
 import math
+import re
 
 import polars as pl
+import pytest
 
 from assets.wikiprofile import steps
 from assets.wikiprofile.sources import PAGE_SCHEMA
@@ -8,6 +10,14 @@ from resources.llm import CallStats, LLMResult
 
 SUMMARY = ("Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
            "formed it with the bassist Bobby Paterson. Their second album, Strange Kind of Love, was produced by Gary Katz.")
+
+
+def answered(key, reply, parse):
+    """A reply as the LLM resource returns it: parsed, or failed when the parser refuses it."""
+    try:
+        return LLMResult(key, reply, value=parse(reply) if parse else reply)
+    except Exception as e:
+        return LLMResult(key, reply, error=f"unparsable: {e}")
 
 
 class Fake:
@@ -68,6 +78,8 @@ def test_entities_objects_and_verification_keep_every_reject():
     assert "verify_difficulty said False" in rejects[0]["detail"]
     verified, rejects = steps.verify(objects, strict, "m", binding=False, stats=stats)
     assert verified["verified"].all() and not rejects and verified["difficulty"].to_list() == [False, False]
+    assert verified["left_context"].to_list() == objects["left_context"].to_list()
+    assert verified["left_context_alone"].to_list() == [True, True]
 
 
 def test_without_a_usable_ranking_the_rules_choose():
@@ -110,12 +122,8 @@ class Questions:
         for q in reqs:
             text = q.messages[-1]["content"]
             stage = "gen" if "Write one question whose answer" in text else "spec" if "REJECT" in text else "min"
-            reply = self.script[q.key][stage]
-            try:
-                value = parse(reply) if parse else reply
-                out.append(LLMResult(q.key, reply, value=value))
-            except Exception as e:  # the resource turns parse errors into failed results
-                out.append(LLMResult(q.key, reply, error=f"unparsable: {e}"))
+            reply = self.script[q.key.split()[0]][stage]
+            out.append(answered(q.key, reply, parse))
         return out
 
 
@@ -175,3 +183,89 @@ def test_the_search_grounded_filter_keeps_definite_answers():
     assert "(nothing found)" in llm.prompts[2]
     frame, rejects = steps.search_filter(questions, hits, Searcher(), "m", binding=False, stats=CallStats())
     assert frame["kept"].all() and not rejects and frame["definite"][1] is False
+
+
+class Reverser:
+    """Replies for steps 11-13, per fact id."""
+
+    def __init__(self, reverse, pair_ok=True):
+        self.reverse, self.pair_ok = reverse, pair_ok
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        out = []
+        for q in reqs:
+            fid, text = q.key.split()[0], q.messages[-1]["content"]
+            if "First name the subject" in text:
+                reply = self.reverse[fid]
+            elif "Which type is the answer" in text:
+                reply = "GROUP"
+            elif "Is this a good pair" in text:
+                p = 0.9 if self.pair_ok else 0.1
+                out.append(LLMResult(q.key, "yes", top_logprobs={"yes": math.log(p), "no": math.log(1 - p)}))
+                continue
+            else:  # refinements keep the question
+                reply = re.search(r"Question: (.*)", text).group(1)
+            out.append(answered(q.key, reply, parse))
+        return out
+
+
+def test_reverse_questions_name_the_subject_and_contain_the_object():
+    left = "Love and Money were a Scottish band formed by three former members of Friends Again and the bassist"
+    facts = pl.DataFrame([{"page_id": "p", "fact_id": f"p_o{i}", "object": "Bobby Paterson", "type": "PERSON", "left_context": left}
+                          for i in range(1, 6)])
+    direct = pl.DataFrame({"fact_id": [f"p_o{i}" for i in range(1, 6)], "question": ["Which bassist formed Love and Money?"] * 5})
+    reverse = {
+        "p_o1": "Subject: Love and Money\nQuestion: Which band was formed by Bobby Paterson and three former members of Friends Again?",
+        "p_o2": "REJECT",
+        "p_o3": "Subject: Deacon Blue\nQuestion: Which band did Bobby Paterson join?",
+        "p_o4": "Subject: Love and Money\nQuestion: Which band did three former members of Friends Again form?",
+        "p_o5": "Subject: Love and Money\nQuestion: Was Love and Money formed by Bobby Paterson?",
+    }
+    frame, rejects = steps.reverse_questions(facts, direct, Reverser(reverse), "m", binding=True, stats=CallStats())
+    assert {(r["item"], r["reason"]) for r in rejects} == {("p_o2", "no_unique_reverse"), ("p_o3", "subject_not_in_text"),
+                                                           ("p_o4", "object_not_in_question"), ("p_o5", "answer_in_question")}
+    row = frame.row(0, named=True)
+    assert row["fact_id"] == "p_o1" and row["kind"] == "reverse" and row["subject"] == "Love and Money"
+    assert row["subject_type"] == "GROUP" and row["pair_ok"] is True
+    frame, rejects = steps.reverse_questions(facts, direct, Reverser(reverse, pair_ok=False), "m", binding=True, stats=CallStats())
+    assert frame.height == 0 and ("p_o1", "invalid_pair") in {(r["item"], r["reason"]) for r in rejects}
+    frame, _ = steps.reverse_questions(facts, direct, Reverser(reverse, pair_ok=False), "m", binding=False, stats=CallStats())
+    assert frame["pair_ok"].to_list() == [False]
+
+
+def test_contextual_questions_length_filter_and_options():
+    left = "Love and Money were a Scottish band. Three former members of Friends Again formed it with the bassist"
+    assert steps.contextual_question(left, "Which bassist formed Love and Money?") == \
+        "Love and Money were a Scottish band. Which bassist formed Love and Money?"
+    assert steps.contextual_question("The band formed with the bassist", "Who?") == "Who?"
+    problems = steps.length_problems({"direct": "Who? " * 41, "contextual": "long " * 80}, "too short")
+    assert problems == ["direct has 41 words (at most 40)", "left context has 2 words (at least 30)"]
+    assert steps.parse_options("Bobby Paterson\n2. James Grant\n- Neil Cunningham\nbobby paterson\nStuart Kerr.", "Bobby Paterson") == \
+        ["James Grant", "Neil Cunningham", "Stuart Kerr"]
+    with pytest.raises(steps.ParseError):
+        steps.parse_options("Bobby Paterson\nJames Grant", "Bobby Paterson")
+
+
+class Rephraser:
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        out = []
+        for q in reqs:
+            text = q.messages[-1]["content"]
+            if "everyday words" in text:
+                question = re.search(r"Question: (.*)", text).group(1)
+                reply = "Who is Bobby Paterson?" if "p_o2" in q.key else "So who was the bass player in " + question.split(" formed ")[-1]
+            else:
+                reply = "Bobby Paterson\nJames Grant\nNeil Cunningham\nStuart Kerr" if "p_o1" in q.key else "Bobby Paterson\nJames Grant"
+            out.append(answered(q.key, reply, parse))
+        return out
+
+
+def test_natural_questions_and_distractors_keep_their_rejects():
+    facts = [{"page_id": "p", "fact_id": f"p_o{i}"} for i in (1, 2)]
+    items = [(f, "direct", "Which bassist formed Love and Money?", "Bobby Paterson") for f in facts]
+    frame, rejects = steps.natural_questions(items, Rephraser(), "m", CallStats())
+    assert frame.to_dicts() == [{"fact_id": "p_o1", "kind": "direct_natural", "question": "So who was the bass player in Love and Money?"}]
+    assert [(r["item"], r["reason"]) for r in rejects] == [("p_o2", "answer_in_question")]
+    options, rejects = steps.distractors([(f, "direct", q, a, "PERSON") for f, _, q, a in items], Rephraser(), "m", CallStats())
+    assert options["options"].to_list() == [["Bobby Paterson", "James Grant", "Neil Cunningham", "Stuart Kerr"]]
+    assert rejects[0]["reason"] == "too_few_distractors" and rejects[0]["item"] == "p_o2"
