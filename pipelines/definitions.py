@@ -9,6 +9,7 @@ from assets.eval.recor import recor_eval_assets
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
 from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
+from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
 from checks.quit import quit_checks
 from pipelines.jobs import jobs
 from pipelines.resources import default_resources
@@ -18,7 +19,8 @@ from pipelines.sensors import sensors
 def build_defs(**resource_overrides) -> dg.Definitions:
     """All definitions, with any resource replaced (tests and ``run_default`` options)."""
     return dg.Definitions(
-        assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets],
+        assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
+                *wikiprofile_profile_assets],
         asset_checks=[*quit_checks, *wikiprofile_checks],
         jobs=jobs,
         sensors=sensors,

@@ -104,11 +104,24 @@ recor_generation_report_job = dg.define_asset_job(
     description="RECOR generation quality: Tables 7, 8, 21-23.",
 )
 
+def wikiprofile_assets(*names: str) -> dg.AssetSelection:
+    return dg.AssetSelection.assets(*(["wikiprofile", n] for n in names))
+
+
+WIKIPROFILE_PROFILING = wikiprofile_assets("responses", "graded_responses", "profiles")
+WIKIPROFILE_REPORTS = wikiprofile_assets("profile_report")
 wikiprofile_build_job = dg.define_asset_job(
-    "wikiprofile_build", selection=dg.AssetSelection.groups("wikiprofile"),
-    description="WikiProfile fact extraction: pages, categories, entities, objects, verification, facts.",
+    "wikiprofile_build", selection=dg.AssetSelection.groups("wikiprofile") - WIKIPROFILE_PROFILING - WIKIPROFILE_REPORTS,
+    description="WikiProfile construction: facts from page summaries, ten tasks each (steps 1-19).",
 )
-WIKIPROFILE_STAGES = [("wikiprofile_build", None)]
+wikiprofile_profile_job = dg.define_asset_job(
+    "wikiprofile_profile", selection=WIKIPROFILE_PROFILING,
+    description="One subject model profiled: sampled responses, autorater grades, profiles (partition = model alias).",
+)
+wikiprofile_report_job = dg.define_asset_job(
+    "wikiprofile_report", selection=WIKIPROFILE_REPORTS, description="WikiProfile Table 2 over every profiled model.",
+)
+WIKIPROFILE_STAGES = [("wikiprofile_build", None), ("wikiprofile_profile", "subjects"), ("wikiprofile_report", None)]
 
 RECOR_STAGES = [
     ("recor_build", "domains"),
@@ -123,4 +136,5 @@ RECOR_STAGES = [
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
         quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
         recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
-        recor_generation_job, recor_generation_report_job, wikiprofile_build_job]
+        recor_generation_job, recor_generation_report_job, wikiprofile_build_job,
+        wikiprofile_profile_job, wikiprofile_report_job]

@@ -153,6 +153,19 @@ def wikiprofile_reply(prompt: str) -> str | None:
     if "Write three wrong answers of the same kind" in prompt:
         gold = _field(prompt, "Correct answer").rsplit(" (", 1)[0]
         return "\n".join([gold, f"Not {gold}", f"Other {gold}", "Something else"])
+    if "Respond only with the letter of the correct answer" in prompt or "followed by the letter of the correct answer" in prompt:
+        return "A"
+    if "Respond only with the completion of the last sentence" in prompt or "Respond only with the answer to the question" in prompt \
+            or 'End your response with "Answer: "' in prompt:
+        names = re.findall(r"\b[A-Z][a-z]+\b", prompt.split("\n\n")[0])
+        guess = names[-1] if names else "nothing"
+        return f"Let me think. Answer: {guess}" if "Think step by step" in prompt else guess
+    if "Answers to grade:" in prompt or "Completions to grade:" in prompt:
+        gold = _field(prompt, "Gold (?:answer|continuation)").lower()
+        lines = re.findall(r"^(Answer|Completion) (\d+): (.*)$", prompt, flags=re.M)
+        labels = ["OTHER" if text == "(no answer)" else "CORRECT" if gold and gold in text.lower() else "INCORRECT"
+                  for _, _, text in lines]
+        return "\n".join(f"{kind} {n}: {label}" for (kind, n, _), label in zip(lines, labels))
     if "Answer the question from the search results" in prompt:
         first = re.search(r"\[1\] (.*)", prompt)
         return first.group(1).split(".")[0] + "." if first else "Nothing was found."

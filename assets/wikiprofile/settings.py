@@ -32,6 +32,12 @@ class WikiProfileSettings(dg.ConfigurableResource):
     objects_per_page: int = 3
     downsample_to: int | None = None
     seed: int = 0
+    # Profiling (notes, section 3): samples per question at this temperature, the grade
+    # threshold and the strategy for ungradable questions.
+    n_samples: int = 8
+    temperature: float = 1.0
+    tau: float = 0.5
+    nan_strategy: str = "S2"
 
     def pages_uri(self) -> str:
         return _resolve(self.pages_path)

@@ -3,7 +3,9 @@
 import dagster as dg
 import polars as pl
 
+from assets.wikiprofile import method
 from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
+from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.search import DocumentSearchResource
 from resources.storage import ParquetIOManager
@@ -73,3 +75,38 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     [event] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "benchmark"])]
     funnel = event.materialization.metadata["funnel"].value
     assert "| 1. pages |" in funnel and f"| 19. distractors (final facts) | {bench['fact_id'].n_unique()} |" in funnel
+
+
+def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tmp_path):
+    storage = tmp_path / "storage"
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2"])
+    resources = {"io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
+                 "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
+                 "search": DocumentSearchResource(index_root=str(tmp_path / "search"))}
+    everything = [*wikiprofile_assets, *wikiprofile_checks, *wikiprofile_profile_assets]
+    profiling = [dg.AssetKey(["wikiprofile", n]) for n in ("responses", "graded_responses", "profiles")]
+    report = dg.AssetKey(["wikiprofile", "profile_report"])
+    built = dg.materialize(everything, selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, report),
+                           resources=resources, instance=instance)
+    assert built.success
+    profiled = dg.materialize(everything, selection=profiling, partition_key="smollm2", resources=resources, instance=instance)
+    assert profiled.success
+    assert dg.materialize(everything, selection=[report], resources=resources, instance=instance).success
+
+    bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
+    responses = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2.parquet")
+    facts = bench["fact_id"].n_unique()
+    # 4 samples of 2 encoding + 4 MC tasks once and of 4 knowledge questions twice (CoT thinking)
+    assert responses.height == facts * (6 + 4 * 2) * 4
+    mc = responses.filter(pl.col("task") == "mc_direct")
+    assert mc.group_by("fact_id").agg(pl.col("gold_slot").n_unique())["gold_slot"].to_list() == [4] * facts
+    graded = pl.read_parquet(storage / "wikiprofile" / "graded_responses" / "smollm2.parquet")
+    assert graded.height == responses.height and set(graded["label"]) <= set(method.LABELS)
+    # the scripted model always answers A: one sample in four is right
+    assert graded.filter(pl.col("task").str.starts_with("mc_"))["label"].value_counts().sort("label")["count"].to_list() == \
+        [facts * 4 * 4 // 4, facts * 4 * 4 * 3 // 4]
+    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
+    assert profiles.height == facts and set(profiles["profile"]) <= {*method.PROFILES, "direct_inference", "ungradable"}
+    table = pl.read_parquet(storage / "wikiprofile" / "profile_report.parquet")
+    assert table["model"].to_list() == ["smollm2"] and table["facts"][0] == facts

@@ -1,0 +1,86 @@
+from collections import Counter
+
+import polars as pl
+import pytest
+
+from assets.wikiprofile import method, profiling
+
+TASKS = ["completion", "contextual", "direct", "direct_natural", "reverse", "reverse_natural",
+         "mc_direct", "mc_direct_natural", "mc_reverse", "mc_reverse_natural"]
+
+
+def benchmark(fact_id="f1"):
+    rows = []
+    for task in TASKS:
+        answer = "Love and Money" if "reverse" in task else "Bobby Paterson"
+        options = [answer, "A", "B", "C"] if task.startswith("mc_") else None
+        rows.append({"fact_id": fact_id, "task": task, "question": f"Question for {task}?", "answer": answer, "options": options})
+    return pl.DataFrame(rows, schema={"fact_id": pl.String, "task": pl.String, "question": pl.String, "answer": pl.String,
+                                      "options": pl.List(pl.String)})
+
+
+def test_every_sample_is_its_own_request_with_balanced_options():
+    requests = profiling.sample_requests(benchmark(), "cot", n=8)
+    # 2 encoding + 4 MC tasks once, 4 knowledge questions twice (without and with thinking), 8 samples each
+    assert len(requests) == (2 + 4 + 4 * 2) * 8
+    keys = [r.key for _, r, _ in requests]
+    assert len(set(keys)) == len(keys) and {r.sample for _, r, _ in requests} == set(range(8))
+    assert all(r.params["temperature"] == 1.0 for _, r, _ in requests)
+    mc = [s for s, _, _ in requests if s.task == "mc_reverse"]
+    assert Counter(s.gold_slot for s in mc) == {0: 2, 1: 2, 2: 2, 3: 2}
+    first = next(r for s, r, _ in requests if s.task == "mc_reverse" and s.sample == 0)
+    gold_letter = method.LETTERS[mc[0].gold_slot]
+    assert f"{gold_letter}. Love and Money" in first.messages[-1]["content"]
+    thinking = next(r for s, r, t in requests if s.task == "direct" and t)
+    assert "Think step by step" in thinking.messages[-1]["content"] and thinking.params["max_tokens"] > 48
+    assert not any(t for s, _, t in requests if s.task in ("completion", "contextual") or s.task.startswith("mc_"))
+    # a model that cannot think asks every question once; a native switch keeps the plain prompt
+    assert len(profiling.sample_requests(benchmark(), "none", n=8)) == 10 * 8
+    native = next(r for s, r, t in profiling.sample_requests(benchmark(), "native", n=8) if s.task == "direct" and t)
+    assert "Think step by step" not in native.messages[-1]["content"]
+    # the same fact and task shuffle the same way on a rerun
+    assert [s.gold_slot for s, _, _ in profiling.sample_requests(benchmark(), "cot", n=8)] == [s.gold_slot for s, _, _ in requests]
+
+
+def test_the_autorater_gets_every_sample_of_a_question_in_one_call():
+    samples = pl.DataFrame([{"fact_id": "f1", "task": task, "thinking": False, "sample": k, "answer": f"guess {k}"}
+                            for task in ("completion", "direct", "mc_direct") for k in range(3)])
+    reqs = profiling.grading_requests(samples, benchmark())
+    assert [key for key, _ in reqs] == [("f1", "completion", False), ("f1", "direct", False)]
+    text = reqs[1][1].messages[-1]["content"]
+    assert "Gold answer: Bobby Paterson" in text and "Answer 3: guess 2" in text and "120k" in text
+    assert "Completion 1: guess 0" in reqs[0][1].messages[-1]["content"]
+    assert profiling.response_answer("Let me think. The band... Answer: Bobby Paterson", thinking=True) == "Bobby Paterson"
+
+
+def test_from_labels_to_grades_and_profiles():
+    C, I, P, O = method.LABELS
+    labels = []
+
+    def add(fact, task, thinking, got):
+        labels.extend({"fact_id": fact, "task": task, "thinking": thinking, "label": g} for g in got)
+
+    for task in ("completion", "contextual"):
+        add("f1", task, False, [C, C, C, I])       # encoded
+        add("f2", task, False, [I, I, I, C])       # not encoded
+    for task in method.KNOWLEDGE_TASKS:
+        add("f1", task, False, [C, I, I, I])       # not known without thinking
+        add("f1", task, True, [C, C, C, P])        # known with thinking
+        add("f2", task, False, [P, O, P, O])       # ungradable
+        add("f2", task, True, [P, O, O, O])
+    grades = profiling.question_grades(pl.DataFrame(labels))
+    f1 = grades.filter((pl.col("fact_id") == "f1") & (pl.col("task") == "direct"))
+    assert f1.sort("thinking")["grade"].to_list() == [0.25, 1.0]
+    assert grades.filter(pl.col("fact_id") == "f2")["grade"].is_nan().sum() == 8
+    profiles = profiling.fact_profiles(grades)
+    assert profiles.to_dicts() == [
+        {"fact_id": "f1", "encodes": True, "knows": False, "knows_thinking": True, "profile": "recall_with_thinking"},
+        {"fact_id": "f2", "encodes": None, "knows": None, "knows_thinking": None, "profile": "ungradable"}]
+    # S3 weights a partial answer 0.51: f2's knowledge questions become gradable, each at
+    # 0.51 > tau, so f2 is known without being encoded (direct inference, excluded)
+    s3_grades = profiling.question_grades(pl.DataFrame(labels), partial_weight=0.51)
+    assert s3_grades.filter((pl.col("fact_id") == "f2") & (pl.col("task") == "direct") & ~pl.col("thinking"))["grade"][0] == 0.51
+    s3 = profiling.fact_profiles(s3_grades, strategy="S3")
+    assert s3.filter(pl.col("fact_id") == "f2")["profile"][0] == "direct_inference"
+    with pytest.raises(ValueError):
+        profiling.fact_profiles(grades, strategy="S9")
