@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from assets.quit.sources import parse_json_list
 from resources.storage import read_bytes
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def project_path(path: str) -> str:
+    """A source path as configured: URIs and absolute paths as they are, relative paths
+    from the project root (so settings work from any working directory)."""
+    return path if "://" in path or Path(path).is_absolute() else str(ROOT / path)
 
 
 def read_records(uri: str) -> list[tuple[str, Any]]:

@@ -8,6 +8,7 @@ from assets.eval.quit import quit_eval_assets
 from assets.eval.recor import recor_eval_assets
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
+from assets.wikiprofile.analysis_assets import wikiprofile_analysis_assets
 from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
 from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
 from checks.quit import quit_checks
@@ -20,7 +21,7 @@ def build_defs(**resource_overrides) -> dg.Definitions:
     """All definitions, with any resource replaced (tests and ``run_default`` options)."""
     return dg.Definitions(
         assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
-                *wikiprofile_profile_assets],
+                *wikiprofile_profile_assets, *wikiprofile_analysis_assets],
         asset_checks=[*quit_checks, *wikiprofile_checks],
         jobs=jobs,
         sensors=sensors,

@@ -109,7 +109,8 @@ def wikiprofile_assets(*names: str) -> dg.AssetSelection:
 
 
 WIKIPROFILE_PROFILING = wikiprofile_assets("responses", "graded_responses", "profiles")
-WIKIPROFILE_REPORTS = wikiprofile_assets("profile_report")
+WIKIPROFILE_REPORTS = wikiprofile_assets("profile_report", "popularity_report", "direction_report", "thinking_report",
+                                         "robustness_report")
 wikiprofile_build_job = dg.define_asset_job(
     "wikiprofile_build", selection=dg.AssetSelection.groups("wikiprofile") - WIKIPROFILE_PROFILING - WIKIPROFILE_REPORTS,
     description="WikiProfile construction: facts from page summaries, ten tasks each (steps 1-19).",

@@ -1,10 +1,13 @@
-"""Sensors: the QUIT human verification sensor."""
+"""Sensors: the QUIT human verification sensor, and the one that turns the registry's
+WikiProfile subject models into partitions."""
 
 import dagster as dg
 
 from assets.quit.settings import QuitSettings
 from assets.quit.verification import decisions_path
+from assets.wikiprofile.profile_assets import subject_partitions
 from pipelines.jobs import quit_verification_job
+from resources.llm import LLMResource, role_aliases
 from resources.storage import filesystem
 
 
@@ -31,4 +34,20 @@ def quit_verification_sensor(context: dg.SensorEvaluationContext):
     return dg.RunRequest(run_key=f"decisions-{version}")
 
 
-sensors = [quit_verification_sensor]
+def new_subjects(registered: list[str], known: list[str]) -> list[str]:
+    """Registry aliases that are not partitions yet, in registry order."""
+    return [alias for alias in dict.fromkeys(registered) if alias not in set(known)]
+
+
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Adds every model of the registry's wikiprofile.subjects as a partition of the WikiProfile profiling assets.")
+def wikiprofile_subjects_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
+    known = context.instance.get_dynamic_partitions(subject_partitions.name)
+    new = new_subjects(role_aliases("wikiprofile.subjects", llm.registry_path), known)
+    if not new:
+        return dg.SkipReason(f"every subject model is a partition ({len(known)})")
+    context.log.info(f"new WikiProfile subject partitions: {', '.join(new)}")
+    return dg.SensorResult(dynamic_partitions_requests=[subject_partitions.build_add_request(new)])
+
+
+sensors = [quit_verification_sensor, wikiprofile_subjects_sensor]

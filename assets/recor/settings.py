@@ -9,13 +9,9 @@ import yaml
 
 from assets.recor.sources import DOMAINS, Loaded, load_bright, load_stackexchange
 from assets.recor.steps import Thresholds
+from assets.records import ROOT, project_path  # noqa: F401  (ROOT: where relative paths start)
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCES_PATH = str(Path(__file__).with_name("sources.yaml"))
-
-
-def _resolve(path: str) -> str:
-    return path if "://" in path or Path(path).is_absolute() else str(ROOT / path)
 
 
 def load_sources(path: str = SOURCES_PATH) -> dict[str, dict]:
@@ -77,7 +73,7 @@ class RecorSettings(dg.ConfigurableResource):
         digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
         for field in ("examples", "documents", "questions", "pool"):
             if entry.get(field):
-                digest.update(read_bytes(_resolve(entry[field])))
+                digest.update(read_bytes(project_path(entry[field])))
         return digest.hexdigest()[:16]
 
     def load(self, domain: str) -> Loaded:
@@ -85,9 +81,9 @@ class RecorSettings(dg.ConfigurableResource):
         if entry is None:
             raise ValueError(f"{self.sources_path}: no sources for domain {domain!r}")
         if entry["kind"] == "bright":
-            loaded = load_bright(domain, _resolve(entry["examples"]), _resolve(entry["documents"]))
+            loaded = load_bright(domain, project_path(entry["examples"]), project_path(entry["documents"]))
         else:
-            loaded = load_stackexchange(domain, _resolve(entry["questions"]), _resolve(entry["pool"]) if entry.get("pool") else None)
+            loaded = load_stackexchange(domain, project_path(entry["questions"]), project_path(entry["pool"]) if entry.get("pool") else None)
         if self.max_questions is not None:
             loaded.questions = loaded.questions[: self.max_questions]
         return loaded

@@ -20,6 +20,20 @@ def _builder() -> str:
     return role_aliases("wikiprofile.builder")[0]
 
 
+def _pages(source_pages: pl.DataFrame) -> dict[str, tuple[str, str]]:
+    """Page id -> (title, summary), for the questions built by rule."""
+    return {r["page_id"]: (r["title"], r["summary"]) for r in source_pages.iter_rows(named=True)}
+
+
+def _origins(frame: pl.DataFrame) -> dict:
+    return counts_md(dict(frame.group_by("origin").len().sort("origin").iter_rows()), "origin")
+
+
+def _binding(llm: LLMResource) -> bool:
+    """Whether the builder's verdicts decide (the registry's ``verdicts``)."""
+    return llm.spec(_builder()).verdicts == "binding"
+
+
 def _out(description: str, kinds: set[str]) -> dg.AssetOut:
     return asset_out(PREFIX, GROUP, description, kinds)
 
@@ -42,10 +56,12 @@ def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
 }, **STEP)
 def source_pages(wikiprofile_settings: WikiProfileSettings):
     """Step 1: the page summaries (JSON Lines, JSON or Parquet; local path or s3 URI), each
-    checked; ``max_pages`` takes the first pages of the file."""
+    checked; ``max_pages`` draws that many pages at random (seeded, as the paper samples its
+    10,000 summaries), kept in file order."""
     pages, rejects = sources.load_pages(wikiprofile_settings.pages_uri(), wikiprofile_settings.min_words)
-    if wikiprofile_settings.max_pages is not None:
-        pages = pages.head(wikiprofile_settings.max_pages)
+    if wikiprofile_settings.max_pages is not None and pages.height > wikiprofile_settings.max_pages:
+        pages = (pages.with_row_index("row").sample(n=wikiprofile_settings.max_pages, seed=wikiprofile_settings.seed)
+                 .sort("row").drop("row"))
     views = pages["mean_monthly_views"]
     yield dg.Output(pages, output_name="source_pages", metadata={
         **table_metadata(pages.select("title", "words", "mean_monthly_views", "summary")),
@@ -59,16 +75,19 @@ def source_pages(wikiprofile_settings: WikiProfileSettings):
           pool="llm", **STEP)
 def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Step 2: one of the nine Vital Articles categories (or Other) per page. A reply naming
-    none is kept as Other and marked unparsed."""
+    none is kept as Other and marked unparsed; with advisory verdicts the source's category
+    decides where it has one."""
     stats = CallStats()
-    frame = steps.categorize(source_pages, llm, _builder(), stats, context.log.info)
+    frame = steps.categorize(source_pages, llm, _builder(), stats, context.log.info, _binding(llm))
     agree = frame.join(source_pages.select("page_id", "reference_category"), on="page_id")
     agree = agree.filter(pl.col("reference_category").is_not_null())
+    # How often the model's own answer matches the source's category, whichever decided.
     return dg.Output(frame, metadata={
         **table_metadata(frame), **stats.as_metadata(),
         "by_category": counts_md(dict(frame.group_by("category").len().sort("category").iter_rows()), "category"),
         "unparsed": int((~frame["parsed"]).sum()),
-        "agreement_with_reference": float((agree["category"] == agree["reference_category"]).mean()) if agree.height else 0.0,
+        "agreement_with_reference": float((agree["llm_category"] == agree["reference_category"]).mean()) if agree.height else 0.0,
+        "verdicts": "binding" if _binding(llm) else "advisory",
     })
 
 
@@ -80,10 +99,11 @@ def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm:
     """Step 3: named entities, at most eight per page, tagged inline by the model and found
     in the original text."""
     stats = CallStats()
-    frame, rejects = steps.tag_entities(source_pages, llm, _builder(), stats, context.log.info)
+    frame, rejects = steps.tag_entities(source_pages, llm, _builder(), stats, context.log.info, _binding(llm))
     yield dg.Output(frame, output_name="entities", metadata={
         **table_metadata(frame), **stats.as_metadata(),
         "by_type": counts_md(dict(frame.group_by("type").len().sort("type").iter_rows()), "type"),
+        "by_origin": counts_md(dict(frame.group_by("origin").len().sort("origin").iter_rows()), "origin"),
     })
     yield _rejects_output("entity_rejects", rejects)
 
@@ -115,7 +135,7 @@ def verified_objects(context: dg.AssetExecutionContext, object_candidates: pl.Da
     """Step 5: suitability with the target, of the left context alone, and difficulty.
     Advisory verdicts (the registry's ``verdicts``) are recorded and do not reject."""
     stats = CallStats()
-    binding = llm.spec(_builder()).verdicts == "binding"
+    binding = _binding(llm)
     frame, rejects = steps.verify(object_candidates, llm, _builder(), binding, stats, context.log.info)
     yes = {name: int(frame[name].fill_null(False).sum()) for name in ("with_target", "left_context_alone", "difficulty")}
     yield dg.Output(frame, output_name="verified_objects", metadata={
@@ -152,15 +172,18 @@ def facts(verified_objects: pl.DataFrame, categories: pl.DataFrame, source_pages
 @dg.multi_asset(name="wikiprofile_direct_questions", outs={
     "direct_questions": _out("Each fact's direct question: as generated, after specification, after minimalism.", {"polars", "litellm"}),
     "direct_question_rejects": _out("Facts whose direct question could not be written, named its answer, or was rejected.", {"polars"}),
-}, ins={"facts": _in("facts")}, pool="llm", **STEP)
-def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, llm: LLMResource):
+}, ins={"facts": _in("facts"), "source_pages": _in("source_pages")}, pool="llm", **STEP)
+def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 7-9: the direct question (answer = the object) from the left context, refined
-    for specification (edit or REJECT) and minimalism (deletions only)."""
+    for specification (edit or REJECT) and minimalism (deletions only). With advisory
+    verdicts a question that fails the checks is replaced by the fact sentence's cloze
+    (``origin = rules``)."""
     stats = CallStats()
-    binding = llm.spec(_builder()).verdicts == "binding"
-    frame, rejects = steps.direct_questions(facts, llm, _builder(), binding, stats, context.log.info)
+    binding = _binding(llm)
+    frame, rejects = steps.direct_questions(facts, llm, _builder(), binding, stats, context.log.info, _pages(source_pages))
     yield dg.Output(frame, output_name="direct_questions", metadata={
-        **table_metadata(frame.select("fact_id", "generated", "question", "specification", "minimalism")), **stats.as_metadata(),
+        **table_metadata(frame.select("fact_id", "generated", "question", "specification", "minimalism", "origin")),
+        **stats.as_metadata(), "by_origin": _origins(frame), "verdicts": "binding" if binding else "advisory",
         "specification": counts_md(dict(frame.group_by("specification").len().sort("specification").iter_rows()), "outcome"),
         "minimalism": counts_md(dict(frame.group_by("minimalism").len().sort("minimalism").iter_rows()), "outcome"),
     })
@@ -181,7 +204,7 @@ def _search_filter(context, questions: pl.DataFrame, source_pages: pl.DataFrame,
             context.log.warning(f"{rejected.height} records of the page collection rejected: {rejected['detail'].to_list()[:3]}")
         search.index(COLLECTION, sources.search_collection(source_pages, extra))
     hits = search.search(COLLECTION, questions["question"].to_list(), steps.SEARCH_K)
-    binding = llm.spec(_builder()).verdicts == "binding"
+    binding = _binding(llm)
     frame, rejects = steps.search_filter(questions, hits, llm, _builder(), binding, stats, context.log.info, step=step)
     return frame, rejects, stats, binding
 
@@ -224,20 +247,20 @@ natural_search_filter = search_filter_asset("natural", "natural_questions",
     "reverse_questions": _out("Each fact's reverse question (answer = the subject, the object inside), refined and pair-checked.",
                               {"polars", "litellm"}),
     "reverse_question_rejects": _out("Facts without a valid reverse question, with the step and the reason.", {"polars"}),
-}, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter")},
-    pool="llm", **STEP)
+}, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
+        "source_pages": _in("source_pages")}, pool="llm", **STEP)
 def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
-                      direct_search_filter: pl.DataFrame, llm: LLMResource):
+                      direct_search_filter: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 11-13: for every fact whose direct question passed the search filter, the
     subject and the reverse question (or REJECT), the rule checks (subject in the text, object
     in the question, no answer in it), the answer type, both refinements and the pair check."""
     stats = CallStats()
     passed = direct_questions.filter(pl.col("fact_id").is_in(direct_search_filter.filter(pl.col("kept"))["fact_id"].implode()))
-    binding = llm.spec(_builder()).verdicts == "binding"
-    frame, rejects = steps.reverse_questions(facts, passed, llm, _builder(), binding, stats, context.log.info)
+    binding = _binding(llm)
+    frame, rejects = steps.reverse_questions(facts, passed, llm, _builder(), binding, stats, context.log.info, _pages(source_pages))
     yield dg.Output(frame, output_name="reverse_questions", metadata={
-        **table_metadata(frame.select("fact_id", "subject", "question", "pair_ok")), **stats.as_metadata(),
-        "verdicts": "binding" if binding else "advisory",
+        **table_metadata(frame.select("fact_id", "subject", "question", "pair_ok", "origin")), **stats.as_metadata(),
+        "verdicts": "binding" if binding else "advisory", "by_origin": _origins(frame),
     })
     yield _rejects_output("reverse_question_rejects", rejects)
 
@@ -251,10 +274,11 @@ def _passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
                               {"polars", "litellm"}),
     "natural_question_rejects": _out("Rephrasings that were not questions or named their answer.", {"polars"}),
 }, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
-        "reverse_questions": _in("reverse_questions"), "reverse_search_filter": _in("reverse_search_filter")}, pool="llm", **STEP)
+        "reverse_questions": _in("reverse_questions"), "reverse_search_filter": _in("reverse_search_filter"),
+        "source_pages": _in("source_pages")}, pool="llm", **STEP)
 def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
-                      llm: LLMResource):
+                      source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 15-16 for facts whose direct and reverse questions passed their search filters:
     the natural rephrasings (model) and the contextual question (the left context without its
     unfinished sentence, then the direct question)."""
@@ -264,12 +288,16 @@ def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
     live = [f for f in facts.iter_rows(named=True) if f["fact_id"] in direct and f["fact_id"] in reverse]
     items = [(f, "direct", direct[f["fact_id"]], f["object"]) for f in live]
     items += [(f, "reverse", reverse[f["fact_id"]]["question"], reverse[f["fact_id"]]["subject"]) for f in live]
-    frame, rejects = steps.natural_questions(items, llm, _builder(), stats, context.log.info)
-    contextual = pl.DataFrame([{"fact_id": f["fact_id"], "kind": "contextual",
+    origins = {(r["fact_id"], r["kind"]): r["origin"] for r in pl.concat([direct_questions.select("fact_id", "kind", "origin"),
+                                                                          reverse_questions.select("fact_id", "kind", "origin")]).iter_rows(named=True)}
+    frame, rejects = steps.natural_questions(items, llm, _builder(), stats, context.log.info, _binding(llm), _pages(source_pages),
+                                             origins)
+    contextual = pl.DataFrame([{"fact_id": f["fact_id"], "kind": "contextual", "origin": "rules",
                                 "question": steps.contextual_question(f["left_context"], direct[f["fact_id"]])} for f in live],
                               schema=steps.NATURAL_SCHEMA)
     frame = pl.concat([frame, contextual]).sort("fact_id", "kind")
-    yield dg.Output(frame, output_name="natural_questions", metadata={**table_metadata(frame), **stats.as_metadata()})
+    yield dg.Output(frame, output_name="natural_questions", metadata={**table_metadata(frame), **stats.as_metadata(),
+                                                                      "by_origin": _origins(frame)})
     yield _rejects_output("natural_question_rejects", rejects)
 
 
@@ -280,11 +308,12 @@ def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
                           {"polars"}),
 }, ins={n: _in(n) for n in ("facts", "direct_questions", "direct_search_filter", "reverse_questions", "reverse_search_filter",
                              "natural_questions", "natural_search_filter", "source_pages", "object_candidates",
-                             "verified_objects")}, pool="llm", **STEP)
+                             "verified_objects", "entities", "categories")}, pool="llm", **STEP)
 def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
               direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
               natural_questions: pl.DataFrame, natural_search_filter: pl.DataFrame, source_pages: pl.DataFrame,
-              object_candidates: pl.DataFrame, verified_objects: pl.DataFrame, llm: LLMResource):
+              object_candidates: pl.DataFrame, verified_objects: pl.DataFrame, entities: pl.DataFrame, categories: pl.DataFrame,
+              llm: LLMResource):
     """Steps 18-19 and the release table: a fact is kept only when all five questions passed
     (the paper's discard rule: one rejected question discards the fact), they are at most 40
     words and the left context at least 30; then three distractors for each closed-book
@@ -313,27 +342,38 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
     closed = [(f, kind, qs[kind], f["object"] if kind.startswith("direct") else reverse[f["fact_id"]]["subject"],
                f["type"] if kind.startswith("direct") else reverse[f["fact_id"]]["subject_type"])
               for f, qs in complete for kind in ("direct", "direct_natural", "reverse", "reverse_natural")]
-    options, more = steps.distractors(closed, llm, _builder(), stats, context.log.info)
+    # Same-type names of the sample, for the options of an advisory builder's failed replies.
+    pools = {etype: group["name"].unique().sort().to_list() for (etype,), group in entities.group_by("type")}
+    titled = source_pages.select("page_id", "title").join(categories.select("page_id", "category"), on="page_id", how="left")
+    pools["subject"] = titled["title"].sort().to_list()
+    pools.update({f"subject:{cat}": group["title"].sort().to_list() for (cat,), group in titled.group_by("category")})
+    options, more = steps.distractors(closed, llm, _builder(), stats, context.log.info, _binding(llm), pools)
     rejects += more
     with_options = {(r["fact_id"], r["kind"]): r["options"] for r in options.iter_rows(named=True)}
+    option_origin = {(r["fact_id"], r["kind"]): r["origin"] for r in options.iter_rows(named=True)}
+    origin = {(r["fact_id"], r["kind"]): r["origin"] for r in pl.concat([
+        direct_questions.select("fact_id", "kind", "origin"), reverse_questions.select("fact_id", "kind", "origin"),
+        natural_questions.select("fact_id", "kind", "origin")]).iter_rows(named=True)}
     rows = []
     for f, qs in complete:
         fid = f["fact_id"]
         if not all((fid, k) in with_options for k in ("direct", "direct_natural", "reverse", "reverse_natural")):
             continue
         subject = reverse[fid]["subject"]
-        tasks = {"completion": (f["left_context"], f["object"], None), "contextual": (qs["contextual"], f["object"], None)}
+        tasks = {"completion": (f["left_context"], f["object"], None, "source", None),
+                 "contextual": (qs["contextual"], f["object"], None, origin[(fid, "direct")], None)}
         for kind in ("direct", "direct_natural", "reverse", "reverse_natural"):
             answer = f["object"] if kind.startswith("direct") else subject
-            tasks[kind] = (qs[kind], answer, None)
-            tasks[f"mc_{kind}"] = (qs[kind], answer, with_options[(fid, kind)])
-        for task, (prompt, answer, opts) in tasks.items():
+            tasks[kind] = (qs[kind], answer, None, origin[(fid, kind)], None)
+            tasks[f"mc_{kind}"] = (qs[kind], answer, with_options[(fid, kind)], origin[(fid, kind)], option_origin[(fid, kind)])
+        for task, (prompt, answer, opts, how, opts_how) in tasks.items():
             rows.append({"fact_id": fid, "page_id": f["page_id"], "category": f["category"], "type_group": f["type_group"],
                          "task": task, "question": prompt, "answer": answer, "options": opts, "subject": subject,
-                         "object": f["object"]})
+                         "object": f["object"], "question_origin": how, "options_origin": opts_how})
     frame = pl.DataFrame(rows, schema={"fact_id": pl.String, "page_id": pl.String, "category": pl.String, "type_group": pl.String,
                                        "task": pl.String, "question": pl.String, "answer": pl.String, "options": pl.List(pl.String),
-                                       "subject": pl.String, "object": pl.String})
+                                       "subject": pl.String, "object": pl.String, "question_origin": pl.String,
+                                       "options_origin": pl.String})
     funnel = pl.DataFrame([
         {"step": "1. pages", "count": source_pages.height},
         {"step": "4. object candidates", "count": object_candidates.height},
@@ -351,6 +391,7 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
     yield dg.Output(frame, output_name="benchmark", metadata={
         **table_metadata(frame.select("fact_id", "task", "question", "answer")), **stats.as_metadata(),
         "facts": frame["fact_id"].n_unique(), "funnel": dg.MetadataValue.md(md_table(funnel, 20)),
+        "question_origin": counts_md(dict(frame.group_by("question_origin").len().sort("question_origin").iter_rows()), "origin"),
     })
     yield _rejects_output("final_rejects", rejects)
 

@@ -97,3 +97,63 @@ def ends_clause(text: str, end: int) -> bool:
 def left_context(text: str, start: int) -> str:
     """The summary cut immediately before the object."""
     return text[:start].rstrip()
+
+
+# --- rule-based spotting, for a builder whose verdicts are advisory -----------------------------
+
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{MONTHS})(?: \d{{3,4}})?|(?:{MONTHS}) \d{{1,2}}, \d{{3,4}}|(?:{MONTHS}) \d{{3,4}}|1\d{{3}}|20\d{{2}})\b")
+UNITS = ("kilometres", "kilometers", "km", "miles", "metres", "meters", "feet", "tonnes", "tons", "kilograms", "kg",
+         "people", "inhabitants", "species", "islands", "years", "days", "percent", "million", "billion", "degrees")
+NUMBER = re.compile(rf"\b\d[\d,]*(?:\.\d+)?(?: (?:{'|'.join(UNITS)})\b)?")
+# Runs of capitalised words, with the lower-case joiners names carry inside them.
+NAME = re.compile(r"\b[A-Z](?:\.|[\w'’-]*)(?: (?:(?:of|the|for|de|von|van|del|da) )*[A-Z](?:\.|[\w'’-]*))*")
+TYPE_WORDS = {
+    "LOCATION": ("River", "Ocean", "Sea", "Island", "Islands", "Lake", "Mountains", "Mountain", "Desert", "City", "Valley", "Bay"),
+    "ORGANIZATION": ("University", "Company", "Party", "Society", "Institute", "Academy", "Museum", "Church", "Navy", "Army",
+                     "Congress", "Council", "Corporation", "Band"),
+    "EVENT": ("War", "Battle", "Revolution", "Games", "Olympics", "Expedition", "Treaty", "Peace", "Crisis"),
+    "LAW": ("Act", "Statute", "Constitution", "Amendment"),
+}
+
+
+def _name_type(name: str) -> str:
+    last = name.split()[-1]
+    return next((t for t, words in TYPE_WORDS.items() if last in words), "OTHER")
+
+
+def spot_entities(text: str, limit: int = MAX_ENTITIES) -> list[dict]:
+    """Entities found by rules, for a builder model whose tags cannot be relied on: dates,
+    numbers (with a unit that follows), and runs of capitalised words (types from a closing
+    word such as River or University, else OTHER). A single capitalised word opening a
+    sentence is dropped from its run. When there are more than ``limit``, the last ones are kept: they
+    have the longer left contexts the length filter asks for."""
+    found: list[dict] = []
+
+    def add(start: int, end: int, etype: str) -> None:
+        name = re.sub(r"['’]s$", "", text[start:end].rstrip("."))
+        end = start + len(name)
+        if not name or len(name.split()) > MAX_ENTITY_WORDS or any(s < end and start < e for s, e in
+                                                                    ((f["start"], f["end"]) for f in found)):
+            return
+        if any(f["name"].lower() == name.lower() for f in found):
+            return
+        found.append({"name": name, "type": etype, "start": start, "end": end})
+
+    for m in DATE.finditer(text):
+        add(m.start(), m.end(), "DATE")
+    for m in NUMBER.finditer(text):
+        add(m.start(), m.end(), "NUMERIC_VALUE")
+    starts = set(sentence_starts(text))
+    for m in NAME.finditer(text):
+        name, start = m.group(0), m.start()
+        if start in starts:
+            # A sentence's first word is capitalised anyway ("After the Nazis", "In Islam"):
+            # drop it and the joiners after it.
+            rest = re.sub(r"^(?:(?:of|the|for|de|von|van|del|da) )*", "", name.partition(" ")[2])
+            if not rest:
+                continue
+            name, start = rest, m.end() - len(rest)
+        add(start, m.end(), _name_type(name.rstrip(".")))
+    found.sort(key=lambda e: e["start"])
+    return found[-limit:]

@@ -50,11 +50,11 @@ def encodes(grades: Mapping[str, float], tau: float = TAU) -> bool:
     return any(grades.get(t, math.nan) > tau for t in ENCODING_TASKS)
 
 
-def knows(grades: Mapping[str, float], tau: float = TAU) -> bool:
+def knows(grades: Mapping[str, float], tau: float = TAU, tasks: Sequence[str] = KNOWLEDGE_TASKS) -> bool:
     """Universal: every gradable knowledge question with g > tau (an ungradable one is left
     out, as strategy S2 says; strategy S1 drops such facts before this is asked), and at least
-    one gradable."""
-    gradable = [grades[t] for t in KNOWLEDGE_TASKS if not math.isnan(grades.get(t, math.nan))]
+    one gradable. The analyses ask the same of a subset (``tasks``), e.g. the direct side."""
+    gradable = [grades[t] for t in tasks if not math.isnan(grades.get(t, math.nan))]
     return bool(gradable) and all(g > tau for g in gradable)
 
 
@@ -179,3 +179,69 @@ def parse_grades(text: str, n: int) -> list[str]:
     if missing:
         raise ValueError(f"no grade for responses {missing} in {text[:120]!r}")
     return [found[k] for k in range(1, n + 1)]
+
+
+# --- grading by rule, when the registry's autorater is advisory ---------------------------------
+
+ARTICLES = {"a", "an", "the"}
+HEDGES = ("around", "about", "approximately", "roughly", "nearly", "almost", "more than", "over", "less than", "under",
+          "at least", "some")
+REFUSALS = ("i don't know", "i do not know", "not sure", "cannot answer", "can't answer", "no answer", "unknown",
+            "i cannot", "i can't", "(no answer)")
+SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9, "bn": 1e9}
+NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(k|m|bn|thousand|million|billion)?\b", flags=re.I)
+MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+          "december"}
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in re.findall(r"[\w'’]+", text.lower()) if t not in ARTICLES]
+
+
+def _numbers(text: str) -> list[tuple[float, str, int]]:
+    """(value, digits as written, offset) of each number, scaled by k / million / billion."""
+    return [(float(m.group(1).replace(",", "")) * SCALES.get((m.group(2) or "").lower(), 1.0), m.group(1), m.start())
+            for m in NUMBER.finditer(text)]
+
+
+def _precision(value: float, digits: str, scale: float) -> float:
+    """The gold's last significant figure: 120k -> 10,000; 6,400 -> 100; 1.5 million -> 100,000."""
+    digits = digits.replace(",", "")
+    if "." in digits:
+        return 10 ** -len(digits.split(".")[1]) * scale
+    trailing = len(digits) - len(digits.rstrip("0")) if value else 0
+    return 10 ** trailing * scale
+
+
+def rule_grade(answer: str | None, gold: str) -> str:
+    """A response's label by rule, for when the autorater's verdicts are advisory (a model too
+    small to judge). OTHER for no attempt or a refusal; for a numeric gold, CORRECT when a
+    number of the response rounds to it at the gold's last significant figure (years and
+    other plain numbers of up to four digits must match exactly; a unit may follow), OTHER when a hedged number
+    misses ("around 100k"), else INCORRECT; otherwise CORRECT when every word of the gold
+    occurs in the response, PARTIALLY when some of them do (a coarser or partial answer),
+    INCORRECT when none do."""
+    text = " ".join((answer or "").split())
+    if not text or any(r in text.lower() for r in REFUSALS):
+        return OTHER
+    gold_numbers = _numbers(gold)
+    rest = NUMBER.sub("", gold).split()
+    # a number, with at most a unit after it ("6,400 kilometres"); "November 1991" is a date
+    if len(gold_numbers) == 1 and len(rest) <= 1 and not (rest and rest[0].lower() in MONTHS):
+        value, digits, _ = gold_numbers[0]
+        plain = float(digits.replace(",", ""))
+        scale = value / plain if plain else 1.0
+        # a year or a small count, written without a separator or scale, must match exactly
+        exact = len(digits) <= 4 and not set(",.") & set(digits) and scale == 1.0
+        precision = 0.0 if exact else _precision(value, digits, scale)
+        hedged = False
+        for v, _, at in _numbers(text):
+            if (v == value) if exact else abs(v - value) < precision / 2 + 1e-9 * precision:
+                return CORRECT
+            hedged = hedged or any(text.lower()[:at].rstrip().endswith(h) for h in HEDGES)
+        return OTHER if hedged else INCORRECT
+    want, have = set(_tokens(gold)), set(_tokens(text))
+    if not want:
+        return OTHER
+    found = len(want & have)
+    return CORRECT if found == len(want) else PARTIALLY if found else INCORRECT

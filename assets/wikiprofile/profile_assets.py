@@ -7,14 +7,14 @@ import dagster as dg
 import polars as pl
 
 from assets.metadata import counts_md, md_table, png_markdown, table_metadata
-from assets.wikiprofile import method, profiling
+from assets.wikiprofile import analysis, method, profiling
 from assets.wikiprofile.settings import WikiProfileSettings
 from assets.wiring import asset_in
 from resources.llm import CallStats, LLMResource, role_aliases
 
 PREFIX = GROUP = "wikiprofile"
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
-STEP = dict(key_prefix=PREFIX, group_name=GROUP, partitions_def=subject_partitions, code_version="1")
+STEP = dict(key_prefix=PREFIX, group_name=GROUP, partitions_def=subject_partitions, code_version="2")
 SAMPLE_SCHEMA = {"fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32, "gold_slot": pl.Int32,
                  "response": pl.String, "answer": pl.String, "error": pl.String}
 
@@ -57,29 +57,37 @@ def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame,
     """Every response labelled CORRECT, INCORRECT, PARTIALLY or OTHER: multiple choice by
     its letter, the rest by the autorater (the registry's ``wikiprofile.grader``) with all
     samples of a question in one call. A reply the autorater's parser cannot read leaves
-    those samples OTHER, counted in ``grader_unparsed``."""
+    those samples OTHER, counted in ``grader_unparsed``. An autorater whose verdicts are
+    advisory (the embedded model cannot judge answers) is not asked: the samples are graded
+    by rule (:func:`method.rule_grade`), and ``grader`` says so."""
     stats = CallStats()
     mc = responses.filter(pl.col("task").str.starts_with("mc_"))
     labels = [{**r, "label": method.mc_grade(r["response"] or "", r["gold_slot"])} for r in mc.iter_rows(named=True)]
     free = responses.filter(~pl.col("task").str.starts_with("mc_"))
-    planned = profiling.grading_requests(free, benchmark)
-    unparsed = 0
-    results = llm.run(_grader(), [r for _, r in planned], stats=stats, log=context.log.info)
-    groups = {key: g.sort("sample") for key, g in free.group_by("fact_id", "task", "thinking", maintain_order=True)}
-    for (key, _), res in zip(planned, results):
-        group = groups[key]
-        try:
-            got = method.parse_grades(res.text or "", group.height) if res.ok else None
-        except ValueError:
-            got = None
-        if got is None:
-            unparsed += 1
-            got = [method.OTHER] * group.height
-        labels += [{**r, "label": g} for r, g in zip(group.iter_rows(named=True), got)]
-    frame = pl.DataFrame(labels, schema={**SAMPLE_SCHEMA, "label": pl.String}).sort("fact_id", "task", "thinking", "sample")
+    unparsed, grader = 0, _grader()
+    if llm.spec(grader).verdicts == "advisory":
+        labels += [{**r, "label": g} for r, g in zip(free.iter_rows(named=True), profiling.rule_labels(free, benchmark))]
+        grader = f"rules ({grader} is advisory)"
+    else:
+        planned = profiling.grading_requests(free, benchmark)
+        results = llm.run(grader, [r for _, r in planned], stats=stats, log=context.log.info)
+        groups = {key: g.sort("sample") for key, g in free.group_by("fact_id", "task", "thinking", maintain_order=True)}
+        for (key, _), res in zip(planned, results):
+            group = groups[key]
+            try:
+                got = method.parse_grades(res.text or "", group.height) if res.ok else None
+            except ValueError:
+                got = None
+            if got is None:
+                unparsed += 1
+                got = [method.OTHER] * group.height
+            labels += [{**r, "label": g} for r, g in zip(group.iter_rows(named=True), got)]
+    # The model column lets the reports read every partition as one table.
+    frame = (pl.DataFrame(labels, schema={**SAMPLE_SCHEMA, "label": pl.String}).sort("fact_id", "task", "thinking", "sample")
+             .with_columns(pl.lit(context.partition_key).alias("model")))
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("fact_id", "task", "thinking", "answer", "label")), **stats.as_metadata(),
-        "grader": _grader(), "grader_unparsed": unparsed,
+        "grader": grader, "grader_unparsed": unparsed,
         "by_label": counts_md(dict(frame.group_by("label").len().sort("label").iter_rows()), "label"),
     })
 
@@ -113,8 +121,8 @@ def profile_report(profiles: pl.DataFrame) -> dg.Output:
     import matplotlib.pyplot as plt
 
     rows = [{"model": alias, **method.profile_summary(frame.to_dicts())}
-            for (alias,), frame in sorted(profiles.group_by("model"), key=lambda kv: kv[0])]
-    table = pl.DataFrame(rows)
+            for (alias,), frame in sorted(analysis.with_schema(profiles, analysis.PROFILE_SCHEMA).group_by("model"), key=lambda kv: kv[0])]
+    table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"model": pl.String, **{k: pl.Float64 for k in method.profile_summary([])}})
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(rows))))
     left = [0.0] * len(rows)
     for name in method.PROFILES:

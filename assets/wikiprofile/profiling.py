@@ -107,6 +107,13 @@ def grading_requests(samples: pl.DataFrame, benchmark: pl.DataFrame) -> list[tup
     return out
 
 
+def rule_labels(samples: pl.DataFrame, benchmark: pl.DataFrame) -> list[str]:
+    """Each free-text sample's label by :func:`method.rule_grade` against its task's gold, in
+    the order of ``samples`` (for an autorater whose verdicts are advisory)."""
+    gold = {(r["fact_id"], r["task"]): r["answer"] for r in benchmark.iter_rows(named=True)}
+    return [method.rule_grade(r["answer"], gold[(r["fact_id"], r["task"])]) for r in samples.iter_rows(named=True)]
+
+
 def question_grades(labels: pl.DataFrame, partial_weight: float | None = None) -> pl.DataFrame:
     """g(q) per fact, task and thinking setting from the per-sample labels, with the label
     counts beside it."""

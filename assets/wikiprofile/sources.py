@@ -73,13 +73,14 @@ def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.D
     return pl.DataFrame(pages, schema=PAGE_SCHEMA), pl.DataFrame(rejects, schema=REJECT_SCHEMA)
 
 
-def popularity_tiers(pages: pl.DataFrame, share: float = 0.2) -> pl.DataFrame:
-    """``page_id`` -> ``tier``: ``top`` for the most viewed ``share`` of pages, ``bottom`` for
-    the least viewed, ``middle`` otherwise (ties broken by page id, so tiers are stable)."""
+def popularity_tiers(pages: pl.DataFrame, share: float = 0.2, key: str = "page_id") -> pl.DataFrame:
+    """``key`` -> ``tier``: ``top`` for the most viewed ``share`` of rows, ``bottom`` for the
+    least viewed, ``middle`` otherwise (ties broken by the key, so tiers are stable). The
+    analyses rank facts (``key="fact_id"``) by their page's views."""
     n = pages.height
     k = int(n * share)
-    ranked = pages.sort(["mean_monthly_views", "page_id"], descending=[True, False]).with_row_index("rank")
-    return ranked.select("page_id", pl.when(pl.col("rank") < k).then(pl.lit("top"))
+    ranked = pages.sort(["mean_monthly_views", key], descending=[True, False]).with_row_index("rank")
+    return ranked.select(key, pl.when(pl.col("rank") < k).then(pl.lit("top"))
                          .when(pl.col("rank") >= n - k).then(pl.lit("bottom")).otherwise(pl.lit("middle")).alias("tier"))
 
 

@@ -14,6 +14,7 @@ import polars as pl
 
 from assets.prompts import load_prompt
 from assets.verdicts import VERDICT, verdict
+from assets.wikiprofile import cloze
 from assets.wikiprofile import entities as ent
 from resources.llm import CallStats, LLMRequest, ParseError
 
@@ -25,9 +26,11 @@ VERIFICATIONS = {"verify_with_target": "with_target", "verify_left_context": "le
 # Budgets: a tagged paragraph is the paragraph again, plus its tags.
 NER_TOKENS = {"max_tokens": 400}
 SHORT = {"max_tokens": 60}
+# The subject's type for a rule-made reverse question, from the page's category.
+CATEGORY_TYPES = {"People": "PERSON", "Geography": "LOCATION", "History": "EVENT"}
 
 ENTITY_SCHEMA = {"page_id": pl.String, "entity_id": pl.String, "name": pl.String, "type": pl.String, "start": pl.Int32,
-                 "end": pl.Int32}
+                 "end": pl.Int32, "origin": pl.String}
 OBJECT_SCHEMA = {"page_id": pl.String, "fact_id": pl.String, "object": pl.String, "type": pl.String, "start": pl.Int32,
                  "rank": pl.Int32, "ends_clause": pl.Boolean, "origin": pl.String, "left_context": pl.String}
 
@@ -57,23 +60,33 @@ def parse_category(text: str) -> str | None:
     return min(hits)[1] if hits else None
 
 
-def categorize(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
-    """One category per page. A reply that names none is kept as Other, marked unparsed."""
+def categorize(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None, binding: bool = True) -> pl.DataFrame:
+    """One category per page. A reply that names none is kept as Other, marked unparsed.
+    With advisory verdicts the source's own category (``reference_category``), where the
+    page has one, decides and the model's answer is kept beside it (``llm_category``)."""
     prompt = _prompt("categorize")
     reqs = [LLMRequest(p["page_id"], prompt.messages(title=p["title"], summary=p["summary"]), params=SHORT)
             for p in pages.iter_rows(named=True)]
     rows = []
     for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
         category = parse_category(r.text or "") if r.ok else None
-        rows.append({"page_id": p["page_id"], "category": category or OTHER_CATEGORY, "parsed": category is not None})
-    return pl.DataFrame(rows, schema={"page_id": pl.String, "category": pl.String, "parsed": pl.Boolean})
+        reference = p.get("reference_category")
+        use_reference = not binding and reference is not None
+        rows.append({"page_id": p["page_id"], "category": reference if use_reference else category or OTHER_CATEGORY,
+                     "parsed": category is not None, "llm_category": category,
+                     "origin": "reference" if use_reference else "model"})
+    return pl.DataFrame(rows, schema={"page_id": pl.String, "category": pl.String, "parsed": pl.Boolean,
+                                      "llm_category": pl.String, "origin": pl.String})
 
 
 # --- 3. entities ------------------------------------------------------------------------------
 
 
-def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
-    """Entities of each summary, from the model's inline tags checked against the text."""
+def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None,
+                 binding: bool = True) -> tuple[pl.DataFrame, list[dict]]:
+    """Entities of each summary, from the model's inline tags checked against the text. A
+    builder with advisory verdicts that tags nothing usable (the embedded model copies the
+    paragraph back) gets the rule-based entities instead, marked ``origin = rules``."""
     prompt = _prompt("ner")
     reqs = [LLMRequest(p["page_id"], prompt.messages(title=p["title"], summary=p["summary"]), params=NER_TOKENS)
             for p in pages.iter_rows(named=True)]
@@ -81,10 +94,13 @@ def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=Non
     for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
         found, problems = ent.parse_markup(r.text or "", p["summary"]) if r.ok else ([], [r.error or "no reply"])
         rejects += [reject(p["page_id"], problem.split(":")[0], "entities", "dropped_tag", problem) for problem in problems]
+        origin = "model"
+        if not found and not binding:
+            found, origin = ent.spot_entities(p["summary"]), "rules"
         if not found:
             rejects.append(reject(p["page_id"], p["page_id"], "entities", "no_entities", (r.text or r.error or "")[:200]))
         for n, e in enumerate(found, start=1):
-            rows.append({"page_id": p["page_id"], "entity_id": f"{p['page_id']}_e{n}", **e})
+            rows.append({"page_id": p["page_id"], "entity_id": f"{p['page_id']}_e{n}", **e, "origin": origin})
     return pl.DataFrame(rows, schema=ENTITY_SCHEMA), rejects
 
 
@@ -203,7 +219,9 @@ def downsample(facts: pl.DataFrame, categories: pl.DataFrame, target: int | None
 # --- 7-9. direct questions --------------------------------------------------------------------
 
 QUESTION_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "generated": pl.String, "specified": pl.String,
-                   "question": pl.String, "specification": pl.String, "minimalism": pl.String}
+                   "question": pl.String, "specification": pl.String, "minimalism": pl.String, "origin": pl.String}
+# Pages by id: (title, summary), for the questions built by rule (``cloze``).
+Pages = Mapping[str, tuple[str, str]]
 # Words a minimalism edit may add to mend grammar after its deletions.
 MAX_GRAMMAR_WORDS = 2
 
@@ -237,28 +255,63 @@ def answer_leaks(question: str, target: str) -> bool:
     return bool(t) and all(w in q for w in t)
 
 
-def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+def is_question(text: str) -> bool:
+    """A real question: capitalised, at least four words, ending in a question mark."""
+    return text[:1].isupper() and len(text.split()) >= 4 and text.endswith("?")
+
+
+def _sentence(pages: Pages, f: dict) -> str:
+    summary = pages[f["page_id"]][1]
+    begin, end = cloze.sentence_span(summary, f["start"])
+    return summary[begin:end]
+
+
+def _is_person(f: dict) -> bool:
+    """Whether the fact's topic is a person (its page's category), for the pronouns."""
+    return CATEGORY_TYPES.get(f.get("category") or "") == "PERSON"
+
+
+def rules_row(f: dict, kind: str, question: str) -> dict:
+    return {"fact_id": f["fact_id"], "kind": kind, "generated": question, "specified": question, "question": question,
+            "specification": "rules", "minimalism": "rules", "origin": "rules"}
+
+
+def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats, log=None,
+                     pages: Pages | None = None) -> tuple[pl.DataFrame, list[dict]]:
     """Steps 7-9 for every fact: the direct question from the left context, its
     specification refinement (an edit, or REJECT) and its minimalism refinement (deletions
     only). A question that names its answer is rejected at any stage. A REJECT from advisory
     verdicts is recorded and the question kept; a minimal edit that adds words, leaks the
-    answer or does not parse is set aside and the specified question kept."""
+    answer or does not parse is set aside and the specified question kept.
+
+    With advisory verdicts and the ``pages``, a model question that is not a real question
+    or not about the fact's sentence is replaced by the sentence's cloze (``origin =
+    rules``), which needs no refinement."""
     items = list(facts.iter_rows(named=True))
     rejects: list[dict] = []
     gen = _prompt("direct_question")
     asked = llm.run(alias, [LLMRequest(f["fact_id"], gen.messages(left_context=f["left_context"], target=f["object"],
                                                                   entity_type=f["type"]), params=SHORT) for f in items],
                     parse=parse_question, stats=stats, log=log)
-    live = []
+    live, ruled = [], []
     for f, r in zip(items, asked):
-        if not r.ok:
+        fallback = not binding and pages is not None
+        usable = r.ok and not answer_leaks(r.value, f["object"])
+        if fallback and not (usable and is_question(r.value) and cloze.on_topic(r.value, _sentence(pages, f), pages[f["page_id"]][0])):
+            blanked = cloze.direct_cloze(*pages[f["page_id"]], f["start"], f["object"], _is_person(f))
+            if blanked is None:
+                rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "no_question",
+                                      "rules: the sentence's clause around the object is too long for a question"))
+            else:
+                ruled.append(rules_row(f, "direct", cloze.direct_question(blanked, f["type"])))
+        elif not r.ok:
             rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "no_question", r.error or ""))
-        elif answer_leaks(r.value, f["object"]):
+        elif not usable:
             rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "answer_in_question", r.value))
         else:
             live.append((f, r.value))
     rows, more = refine([(f, q, f["object"], f["type"]) for f, q in live], "direct", llm, alias, binding, stats, log)
-    return pl.DataFrame(rows, schema=QUESTION_SCHEMA), rejects + more
+    return pl.DataFrame(rows + ruled, schema=QUESTION_SCHEMA).sort("fact_id"), rejects + more
 
 
 def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, binding: bool, stats: CallStats,
@@ -286,6 +339,8 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
             continue
         if answer_leaks(edited, target):
             specified.append((f, q, q, target, "edit leaked the answer, kept"))
+        elif not binding and not cloze.on_topic(edited, q, ""):
+            specified.append((f, q, q, target, "edit off the question's topic, kept"))
         else:
             specified.append((f, q, edited, target, "unchanged" if edited == q else "edited"))
     minimal = _prompt("refine_minimal")
@@ -306,7 +361,7 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
         else:
             final, note = short, "unchanged" if short == q else "shortened"
         rows.append({"fact_id": f["fact_id"], "kind": kind, "generated": generated, "specified": q, "question": final,
-                     "specification": how, "minimalism": note})
+                     "specification": how, "minimalism": note, "origin": "model"})
     return rows, rejects
 
 
@@ -332,35 +387,56 @@ def parse_entity_type(text: str) -> str | None:
 
 
 def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats,
-                      log=None) -> tuple[pl.DataFrame, list[dict]]:
+                      log=None, pages: Pages | None = None) -> tuple[pl.DataFrame, list[dict]]:
     """Steps 11-13 for every fact with a direct question: the model names the subject and
     writes the reverse question (or REJECT: no unique reverse exists); the subject must occur
     in the left context and not in the question, and the object must occur in it; the
     answer type, the two refinements, and the pair check. A REJECT always drops the fact
-    (there is no question to keep); an advisory pair verdict is recorded."""
+    (there is no question to keep); an advisory pair verdict is recorded.
+
+    With advisory verdicts and the ``pages``, a model reply that fails any of these rules is
+    replaced by the reverse cloze of the fact's sentence, whose subject is the page's topic
+    (``origin = rules``); a sentence that does not refer to the topic has no reverse."""
     questions = dict(direct.select("fact_id", "question").iter_rows())
     items = [f for f in facts.iter_rows(named=True) if f["fact_id"] in questions]
     prompt = _prompt("reverse_question")
     asked = llm.run(alias, [LLMRequest(f["fact_id"], prompt.messages(context=f["left_context"], question=questions[f["fact_id"]],
                                                                      target=f["object"]), params=SHORT) for f in items],
                     parse=parse_reverse, stats=stats, log=log)
-    rejects, live = [], []
+    rejects, live, ruled = [], [], []
     for f, r in zip(items, asked):
         item = (f["page_id"], f["fact_id"], "reverse_question")
         if not r.ok:
-            rejects.append(reject(*item, "no_question", r.error or ""))
+            problem = ("no_question", r.error or "")
         elif r.value is None:
-            rejects.append(reject(*item, "no_unique_reverse", "the model replied REJECT"))
+            problem = ("no_unique_reverse", "the model replied REJECT")
         else:
             subject, question = r.value
             if not re.search(rf"(?<!\w){re.escape(subject)}(?!\w)", f["left_context"], flags=re.I):
-                rejects.append(reject(*item, "subject_not_in_text", f"{subject!r} is not in the text before the object"))
+                problem = ("subject_not_in_text", f"{subject!r} is not in the text before the object")
             elif not answer_leaks(question, f["object"]):
-                rejects.append(reject(*item, "object_not_in_question", f"{question} (object {f['object']!r})"))
+                problem = ("object_not_in_question", f"{question} (object {f['object']!r})")
             elif answer_leaks(question, subject):
-                rejects.append(reject(*item, "answer_in_question", f"{question} (subject {subject!r})"))
+                problem = ("answer_in_question", f"{question} (subject {subject!r})")
+            elif not binding and pages is not None and not (is_question(question) and cloze.on_topic(question, _sentence(pages, f), "")):
+                problem = ("off_topic", question)
             else:
+                problem = None
                 live.append((f, question, subject))
+        if problem is None:
+            continue
+        if binding or pages is None:
+            rejects.append(reject(*item, *problem))
+            continue
+        title, summary = pages[f["page_id"]]
+        subject_type = CATEGORY_TYPES.get(f.get("category") or "", "OTHER")
+        blanked = cloze.reverse_cloze(title, summary, f["start"], f["object"], person=subject_type == "PERSON")
+        if blanked is None:
+            rejects.append(reject(*item, "no_unique_reverse", f"rules: the clause that names the object and refers to "
+                                                             f"{title!r} is too long (model: {problem[0]})"))
+        else:
+            ruled.append({**rules_row(f, "reverse", cloze.reverse_question(blanked, subject_type)), "subject": title,
+                          "subject_type": subject_type, "pair_ok": None})
     typed = llm.run(alias, [LLMRequest(f["fact_id"], _prompt("answer_type").messages(question=q, target=subj), params=SHORT)
                             for f, q, subj in live], stats=stats, log=log)
     types = {f["fact_id"]: (parse_entity_type(r.text or "") if r.ok else None) or "OTHER" for (f, _, _), r in zip(live, typed)}
@@ -382,7 +458,7 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
                                   f"{questions[row['fact_id']]} / {row['question']}"))
         else:
             kept.append(row)
-    return pl.DataFrame(kept, schema=REVERSE_SCHEMA), rejects
+    return pl.DataFrame(kept + ruled, schema=REVERSE_SCHEMA).sort("fact_id"), rejects
 
 
 # --- 10. search-grounded filter ---------------------------------------------------------------
@@ -397,7 +473,9 @@ def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]
                   stats: CallStats, log=None, step: str = "search_filter") -> tuple[pl.DataFrame, list[dict]]:
     """Each question answered from its search hits, and the answer judged: one definite
     answer passes; asking for clarification, several answers or answers per reading fail.
-    With advisory verdicts the judgement is recorded and every question passes."""
+    With advisory verdicts the model is not asked (its judgement could not reject anything,
+    and the answer costs a prompt of three pages): the hits are recorded and every question
+    passes, ``definite`` left empty."""
     items = list(questions.iter_rows(named=True))
     answer_prompt, judge_prompt = _prompt("search_answer"), _prompt("search_judge")
 
@@ -405,15 +483,17 @@ def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]
         found = hits.get(q, [])[:SEARCH_K]
         return "\n".join(f"[{n}] {' '.join(text.split()[:SEARCH_WORDS])}" for n, (_, text) in enumerate(found, start=1)) or "(nothing found)"
 
+    asked = items if binding else []
     answers = llm.run(alias, [LLMRequest(f"{q['fact_id']} {q['kind']}", answer_prompt.messages(results=shown(q["question"]),
                                                                                                 question=q["question"]),
-                                         params={"max_tokens": 80}) for q in items], stats=stats, log=log)
+                                         params={"max_tokens": 80}) for q in asked], stats=stats, log=log)
     said = [" ".join((a.text or "").split()) if a.ok else "" for a in answers]
     judged = llm.run(alias, [LLMRequest(f"{q['fact_id']} {q['kind']}", judge_prompt.messages(question=q["question"], search_answer=s),
-                                        params=VERDICT) for q, s in zip(items, said)], stats=stats, log=log)
+                                        params=VERDICT) for q, s in zip(asked, said)], stats=stats, log=log)
+    verdicts = {id(q): (s, verdict(r) if r.ok and s else None) for q, s, r in zip(asked, said, judged)}
     rows, rejects = [], []
-    for q, s, r in zip(items, said, judged):
-        definite = verdict(r) if r.ok and s else None
+    for q in items:
+        s, definite = verdicts.get(id(q), (None, None))
         kept = definite is not False or not binding
         rows.append({"fact_id": q["fact_id"], "kind": q["kind"], "question": q["question"],
                      "search_hits": [d for d, _ in hits.get(q["question"], [])[:SEARCH_K]], "search_answer": s,
@@ -428,25 +508,55 @@ def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]
 MAX_QUESTION_WORDS = 40
 MIN_LEFT_CONTEXT_WORDS = 30
 N_DISTRACTORS = 3
-NATURAL_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "question": pl.String}
+NATURAL_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "question": pl.String, "origin": pl.String}
 
 
-def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, stats: CallStats,
-                      log=None) -> tuple[pl.DataFrame, list[dict]]:
+def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, stats: CallStats, log=None,
+                      binding: bool = True, pages: Pages | None = None,
+                      origins: Mapping[tuple[str, str], str] | None = None) -> tuple[pl.DataFrame, list[dict]]:
     """Step 15 on ``(fact, kind, question, answer)`` items: the natural rephrasing, kept when
-    it is a question that does not name its answer (kind ``<kind>_natural``)."""
+    it is a question that does not name its answer (kind ``<kind>_natural``).
+
+    With advisory verdicts and the ``pages``, a question built by rule (``origins[(fact_id,
+    kind)] == "rules"``) is rephrased by rule, and so is a model question whose rephrasing
+    fails (not a question, naming its answer, or off the question's topic)."""
+    fallback = not binding and pages is not None
+    origins = origins or {}
+    ask = [it for it in items if not (fallback and origins.get((it[0]["fact_id"], it[1])) == "rules")]
     prompt = _prompt("natural_question")
-    asked = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer), params=SHORT)
-                            for f, kind, q, answer in items], parse=parse_question, stats=stats, log=log)
+    asked = dict(zip([(f["fact_id"], kind) for f, kind, _, _ in ask], llm.run(
+        alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer), params=SHORT)
+                for f, kind, q, answer in ask], parse=parse_question, stats=stats, log=log)))
     rows, rejects = [], []
-    for (f, kind, _, answer), r in zip(items, asked):
-        if not r.ok:
-            rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_natural", "no_question", r.error or ""))
+    for f, kind, q, answer in items:
+        r = asked.get((f["fact_id"], kind))
+        problem = None
+        if r is None:
+            problem = ("rules", "")
+        elif not r.ok:
+            problem = ("no_question", r.error or "")
         elif answer_leaks(r.value, answer):
-            rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_natural", "answer_in_question", r.value))
+            problem = ("answer_in_question", r.value)
+        elif fallback and not (is_question(r.value) and cloze.on_topic(r.value, q, "")):
+            problem = ("off_topic", r.value)
+        if problem is None:
+            rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": r.value, "origin": "model"})
+            continue
+        ruled = _rules_natural(f, kind, pages) if fallback else None
+        if ruled is None:
+            rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_natural", *problem))
         else:
-            rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": r.value})
+            rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": ruled, "origin": "rules"})
     return pl.DataFrame(rows, schema=NATURAL_SCHEMA), rejects
+
+
+def _rules_natural(f: dict, kind: str, pages: Pages) -> str | None:
+    title, summary = pages[f["page_id"]]
+    if kind == "direct":
+        blanked = cloze.direct_cloze(title, summary, f["start"], f["object"], _is_person(f))
+        return cloze.direct_natural(blanked, title, f["type"]) if blanked else None
+    blanked = cloze.reverse_cloze(title, summary, f["start"], f["object"], person=_is_person(f))
+    return cloze.reverse_natural(blanked) if blanked else None
 
 
 def contextual_question(left_context: str, direct_question: str) -> str:
@@ -480,23 +590,42 @@ def parse_options(text: str, gold: str) -> list[str]:
     return out[:N_DISTRACTORS]
 
 
-def distractors(items: list[tuple[dict, str, str, str, str]], llm, alias: str, stats: CallStats,
-                log=None) -> tuple[pl.DataFrame, list[dict]]:
+def distractors(items: list[tuple[dict, str, str, str, str]], llm, alias: str, stats: CallStats, log=None,
+                binding: bool = True, pools: Mapping[str, list[str]] | None = None) -> tuple[pl.DataFrame, list[dict]]:
     """Step 19 on ``(fact, kind, question, answer, answer type)`` items: the gold and three
-    distractors per closed-book question (option 0 is the gold)."""
+    distractors per closed-book question (option 0 is the gold).
+
+    With advisory verdicts and ``pools`` (names by entity type; ``"subject"``, the sample's
+    page titles, and ``"subject:<category>"`` those of one category), a reply without three usable options is replaced by three names
+    of the same type drawn from the sample (``origin = rules``)."""
     prompt = _prompt("distractors")
     asked = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer, entity_type=etype),
                                        params=SHORT) for f, kind, q, answer, etype in items], stats=stats, log=log)
     rows, rejects = [], []
-    for (f, kind, _, answer, _), r in zip(items, asked):
+    for (f, kind, question, answer, etype), r in zip(items, asked):
         try:
             options = parse_options(r.text or "", answer) if r.ok else None
         except ParseError as e:
             options, error = None, str(e)
         else:
             error = r.error or ""
+        origin = "model"
+        if options is not None and not binding and pools is not None:
+            # the embedded model lists words of the question or numbered junk: keep only options of the answer's kind
+            if any(answer_leaks(question, o) for o in options):
+                options, error = None, "an option is named in the question"
+        if options is None and not binding and pools is not None:
+            # same category (subjects) or type (objects) first; when too few, any subject or an OTHER name
+            same = pools.get(f"subject:{f.get('category')}", []) if kind.startswith("reverse") else pools.get(etype, [])
+            wider = pools.get("subject", []) if kind.startswith("reverse") else pools.get("OTHER", [])
+            pool = [p for p in same if not answer_leaks(question, p)]
+            if cloze.pool_options(answer, pool, "") is None:
+                pool += [p for p in wider if not answer_leaks(question, p)]
+            options, origin = cloze.pool_options(answer, pool, f"{f['fact_id']} {kind}"), "rules"
+            error = error or "pool too small"
         if options is None:
             rejects.append(reject(f["page_id"], f["fact_id"], "distractors", "too_few_distractors", f"{kind}: {error}"))
         else:
-            rows.append({"fact_id": f["fact_id"], "kind": kind, "options": [answer, *options]})
-    return pl.DataFrame(rows, schema={"fact_id": pl.String, "kind": pl.String, "options": pl.List(pl.String)}), rejects
+            rows.append({"fact_id": f["fact_id"], "kind": kind, "options": [answer, *options], "origin": origin})
+    return pl.DataFrame(rows, schema={"fact_id": pl.String, "kind": pl.String, "options": pl.List(pl.String),
+                                      "origin": pl.String}), rejects

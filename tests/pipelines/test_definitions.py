@@ -27,7 +27,8 @@ EXPECTED_WIKIPROFILE = {"source_pages", "source_rejects", "categories", "entitie
                         "direct_question_rejects", "direct_search_filter", "direct_search_rejects",
                         "reverse_questions", "reverse_question_rejects", "reverse_search_filter", "reverse_search_rejects",
                         "natural_questions", "natural_question_rejects", "natural_search_filter", "natural_search_rejects",
-                        "benchmark", "final_rejects", "responses", "graded_responses", "profiles", "profile_report"}
+                        "benchmark", "final_rejects", "responses", "graded_responses", "profiles", "profile_report",
+                        "popularity_report", "direction_report", "thinking_report", "robustness_report"}
 
 
 def test_asset_graph_snapshot():

@@ -102,3 +102,47 @@ def test_default_run_builds_and_evaluates_recor_in_every_domain(tmp_path):
         assert f"| {mode} |" in generation["table_8"].value
     assert "| smollm2 |" in generation["dimensions"].value and "| smollm2 |" in generation["lexical"].value
     assert "table_31" in meta("recor", "quality_report")
+
+
+@pytest.mark.slow
+def test_default_run_builds_wikiprofile_facts_and_profiles_the_embedded_model(tmp_path):
+    stdout, home, storage = run_default(tmp_path, "--benchmarks", "wikiprofile", timeout=2400)
+    assert "WikiProfile:" in stdout and "RECOR" not in stdout and "QUIT" not in stdout
+
+    bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
+    facts = bench["fact_id"].n_unique()
+    assert facts >= 3 and bench.height == 10 * facts
+    # every fact lost on the way is kept with its step and reason
+    lost = pl.concat([pl.read_parquet(storage / "wikiprofile" / f"{name}.parquet").select("item", "step", "reason")
+                      for name in ("direct_question_rejects", "reverse_question_rejects", "natural_question_rejects",
+                                   "final_rejects")])
+    assert lost["reason"].null_count() == 0
+
+    instance = dg.DagsterInstance.from_config(str(home))
+    meta = lambda key: instance.get_latest_materialization_event(dg.AssetKey(["wikiprofile", key])).asset_materialization.metadata
+    funnel = meta("benchmark")["funnel"].value
+    assert "| 1. pages | 12 |" in funnel and "| 6. facts (downsampled) | 8 |" in funnel
+    assert f"| 19. distractors (final facts) | {facts} |" in funnel
+    assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2"]
+
+    # the embedded model profiled with 4 samples per question, thinking through the CoT prompts
+    responses = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2.parquet")
+    assert responses.height == facts * (6 + 4 * 2) * 4 and responses["error"].null_count() == responses.height
+    cot = responses.filter(pl.col("thinking"))
+    assert cot.height == facts * 4 * 4 and cot["response"].str.len_chars().mean() > \
+        responses.filter(~pl.col("thinking") & pl.col("task").is_in(["direct", "reverse"]))["response"].str.len_chars().mean()
+    mc = responses.filter(pl.col("task") == "mc_direct")
+    assert mc.group_by("fact_id").agg(pl.col("gold_slot").n_unique())["gold_slot"].to_list() == [4] * facts
+    graded = pl.read_parquet(storage / "wikiprofile" / "graded_responses" / "smollm2.parquet")
+    assert graded.height == responses.height and graded["label"].null_count() == 0
+    assert meta("graded_responses")["grader"].value == "rules (smollm2 is advisory)"
+    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
+    assert profiles.height == facts
+
+    assert "| smollm2 |" in meta("profile_report")["table_2"].value
+    for key, plot in (("profile_report", "profiles_plot"), ("popularity_report", "popularity_plot"),
+                      ("direction_report", "direction_plot"), ("thinking_report", "thinking_plot"),
+                      ("robustness_report", "robustness_plot")):
+        assert meta(key)[plot].value.startswith("![plot](data:image/png;base64,"), key
+    assert "| smollm2 | top |" in meta("popularity_report")["popularity"].value
+    assert "| smollm2 | verify |" in meta("direction_report")["direct_vs_reverse"].value

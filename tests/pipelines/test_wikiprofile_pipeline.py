@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from assets.wikiprofile import method
+from assets.wikiprofile.analysis_assets import wikiprofile_analysis_assets
 from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
 from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
@@ -80,19 +81,22 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
 def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tmp_path):
     storage = tmp_path / "storage"
     instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2"])
+    instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2", "smollm2-native"])
     resources = {"io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
                  "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
                  "search": DocumentSearchResource(index_root=str(tmp_path / "search"))}
-    everything = [*wikiprofile_assets, *wikiprofile_checks, *wikiprofile_profile_assets]
+    everything = [*wikiprofile_assets, *wikiprofile_checks, *wikiprofile_profile_assets, *wikiprofile_analysis_assets]
     profiling = [dg.AssetKey(["wikiprofile", n]) for n in ("responses", "graded_responses", "profiles")]
-    report = dg.AssetKey(["wikiprofile", "profile_report"])
-    built = dg.materialize(everything, selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, report),
+    reports = [dg.AssetKey(["wikiprofile", n]) for n in
+               ("profile_report", "popularity_report", "direction_report", "thinking_report", "robustness_report")]
+    built = dg.materialize(everything, selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, *reports),
                            resources=resources, instance=instance)
     assert built.success
-    profiled = dg.materialize(everything, selection=profiling, partition_key="smollm2", resources=resources, instance=instance)
-    assert profiled.success
-    assert dg.materialize(everything, selection=[report], resources=resources, instance=instance).success
+    for alias in ("smollm2", "smollm2-native"):
+        profiled = dg.materialize(everything, selection=profiling, partition_key=alias, resources=resources, instance=instance)
+        assert profiled.success
+    reported = dg.materialize(everything, selection=reports, resources=resources, instance=instance)
+    assert reported.success
 
     bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
     responses = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2.parquet")
@@ -109,4 +113,22 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
     assert profiles.height == facts and set(profiles["profile"]) <= {*method.PROFILES, "direct_inference", "ungradable"}
     table = pl.read_parquet(storage / "wikiprofile" / "profile_report.parquet")
-    assert table["model"].to_list() == ["smollm2"] and table["facts"][0] == facts
+    assert table["model"].to_list() == ["smollm2", "smollm2-native"] and table["facts"].to_list() == [facts, facts]
+    # the native switch asks the same question prompt: the scripted answers match the CoT model's final answers
+    native = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2-native.parquet")
+    assert native.height == responses.height
+
+    # every analysis reads both partitions and shows its tables and plot
+    meta = {e.asset_key.path[-1]: e.materialization.metadata for e in reported.get_asset_materialization_events()}
+    for name, keys in {"popularity_report": ("popularity", "gaps", "tiers", "popularity_plot"),
+                       "direction_report": ("direct_vs_reverse", "error_attribution", "direction_plot"),
+                       "thinking_report": ("recovery", "correct_at_least_p", "thinking_plot"),
+                       "robustness_report": ("tau_sweep", "bootstrap", "robustness_plot")}.items():
+        assert set(keys) <= set(meta[name]), name
+        assert meta[name][keys[-1]].value.startswith("![plot](data:image/png;base64,")
+    popularity = pl.read_parquet(storage / "wikiprofile" / "popularity_report.parquet")
+    assert popularity.height == 4 and set(popularity["tier"]) == {"top", "bottom"}
+    direction = pl.read_parquet(storage / "wikiprofile" / "direction_report.parquet")
+    assert set(direction["condition"]) == {"generate", "generate_thinking", "verify"} and direction["model"].n_unique() == 2
+    sweep = pl.read_parquet(storage / "wikiprofile" / "robustness_report.parquet")
+    assert sweep.height == 2 * 6 and (sweep["facts"] == facts).all()

@@ -35,3 +35,21 @@ def test_object_position_rules():
     assert entities.ends_clause(TEXT, find("Bobby Paterson")[1]) and not entities.ends_clause(TEXT, find("Glasgow")[1])
     assert entities.left_context(TEXT, find("Bobby Paterson")[0]).endswith("formed it with the bassist")
     assert entities.type_group("WORK_OF_ART") == "ARTIFACT" and entities.type_group("PERSON") == "PERSON"
+
+
+def test_rules_spot_dates_numbers_and_names():
+    text = ("After the Nazis came to power in 1933, Einstein moved to the United States and joined the Institute for "
+            "Advanced Study in Princeton. The river is 6,400 kilometres long. It was first climbed on 6 October 1889 by "
+            "Hans Meyer. The book by Zamenhof's pupil appeared in July 1887.")
+    found = {e["name"]: e["type"] for e in entities.spot_entities(text, limit=20)}
+    assert found["1933"] == "DATE" and found["6 October 1889"] == "DATE" and found["July 1887"] == "DATE"
+    assert found["6,400 kilometres"] == "NUMERIC_VALUE"
+    # a sentence's capitalised first word is not part of a name; joiners inside a name are
+    assert "Nazis" in found and "After the Nazis" not in found and "Institute for Advanced Study" in found
+    assert "Zamenhof" in found and "The" not in found and "It" not in found
+    for name in found:
+        assert name in text
+    # more than the limit: the last ones are kept, in text order
+    last = entities.spot_entities(text, limit=3)
+    assert [e["name"] for e in last] == ["Hans Meyer", "Zamenhof", "July 1887"]
+    assert all(text[e["start"]:e["end"]] == e["name"] for e in last)

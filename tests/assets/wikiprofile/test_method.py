@@ -2,6 +2,7 @@ import itertools
 import math
 from collections import Counter
 
+import polars as pl
 import pytest
 
 from assets.wikiprofile import method
@@ -118,3 +119,32 @@ def test_multiple_choice_and_free_text_responses_are_read():
     assert method.parse_grades("Answer 1: CORRECT\nAnswer 2: **OTHER**\n3. partially", 3) == [C, O, P]
     with pytest.raises(ValueError, match=r"\[2\]"):
         method.parse_grades("1: CORRECT\n3: INCORRECT", 3)
+
+
+@pytest.mark.parametrize("answer,label", [
+    # the paper's numeric rule: correct to the gold's last significant figure (gold 120k)
+    ("124k", "CORRECT"), ("115,000", "CORRECT"), ("100k", "INCORRECT"), ("113k", "INCORRECT"),
+    ("around 100k", "OTHER"), ("more than 50k", "OTHER"), ("", "OTHER"), ("I don't know.", "OTHER"),
+])
+def test_rule_grade_follows_the_numeric_rule(answer, label):
+    assert method.rule_grade(answer, "120k") == label
+
+
+def test_rule_grade_on_names_dates_and_units():
+    assert method.rule_grade("It was completed in 1420.", "1420") == "CORRECT"
+    assert method.rule_grade("1425", "1420") == "INCORRECT"  # a year matches exactly
+    assert method.rule_grade("He died in November 1991.", "November 1991") == "CORRECT"
+    assert method.rule_grade("In 1991", "November 1991") == "PARTIALLY"  # coarser
+    assert method.rule_grade("about 6,412 km", "6,400 kilometres") == "CORRECT"
+    assert method.rule_grade("The Grytviken whaling station", "Grytviken") == "CORRECT"
+    assert method.rule_grade("Hobart", "Grytviken") == "INCORRECT"
+    assert method.rule_grade(None, "Grytviken") == "OTHER"
+
+
+def test_rule_labels_grade_each_sample_against_its_task():
+    from assets.wikiprofile import profiling
+
+    bench = pl.DataFrame({"fact_id": ["f", "f"], "task": ["direct", "reverse"], "answer": ["Grytviken", "Ernest Shackleton"]})
+    samples = pl.DataFrame({"fact_id": ["f", "f", "f"], "task": ["direct", "reverse", "reverse"],
+                            "answer": ["At Grytviken.", "Shackleton", "Amundsen"]})
+    assert profiling.rule_labels(samples, bench) == ["CORRECT", "PARTIALLY", "INCORRECT"]

@@ -57,7 +57,29 @@ def test_categories_are_parsed_from_the_reply():
     assert steps.parse_category("I think Science, maybe Technology") == "Science"
     assert steps.parse_category("no idea") is None
     cats = steps.categorize(pages(), Fake(), "m", CallStats())
-    assert cats.row(0, named=True) == {"page_id": "love_and_money", "category": "Arts", "parsed": True}
+    assert cats.row(0, named=True) == {"page_id": "love_and_money", "category": "Arts", "parsed": True,
+                                       "llm_category": "Arts", "origin": "model"}
+
+
+class Copier(Fake):
+    """A small model: names the wrong category and copies the paragraph back untagged."""
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        return [LLMResult(q.key, "Category: People" if "Which one of these categories" in q.messages[-1]["content"] else SUMMARY)
+                for q in reqs]
+
+
+def test_advisory_builder_falls_back_to_the_source_category_and_rule_entities():
+    binding = steps.categorize(pages(), Copier(), "m", CallStats())
+    assert binding.row(0, named=True)["category"] == "People"
+    advisory = steps.categorize(pages(), Copier(), "m", CallStats(), binding=False).row(0, named=True)
+    assert (advisory["category"], advisory["llm_category"], advisory["origin"]) == ("Arts", "People", "reference")
+
+    found, rejects = steps.tag_entities(pages(), Copier(), "m", CallStats())
+    assert found.height == 0 and [r["reason"] for r in rejects] == ["no_entities"]
+    found, rejects = steps.tag_entities(pages(), Copier(), "m", CallStats(), binding=False)
+    assert not rejects and set(found["origin"]) == {"rules"}
+    assert {"Glasgow", "1985", "Bobby Paterson", "Gary Katz", "Strange Kind of Love"} <= set(found["name"])
 
 
 def test_entities_objects_and_verification_keep_every_reject():
@@ -181,8 +203,11 @@ def test_the_search_grounded_filter_keeps_definite_answers():
     assert frame["search_hits"].to_list() == [["d1", "d2"], ["d3"], []]
     assert [(r["item"], r["reason"]) for r in rejects] == [("p_o2", "not_definite")]
     assert "(nothing found)" in llm.prompts[2]
-    frame, rejects = steps.search_filter(questions, hits, Searcher(), "m", binding=False, stats=CallStats())
-    assert frame["kept"].all() and not rejects and frame["definite"][1] is False
+    # advisory: the hits are recorded, the model is not asked, nothing is rejected
+    advisory = Searcher()
+    frame, rejects = steps.search_filter(questions, hits, advisory, "m", binding=False, stats=CallStats())
+    assert frame["kept"].all() and not rejects and frame["definite"].null_count() == 3 and not advisory.prompts
+    assert frame["search_hits"].to_list() == [["d1", "d2"], ["d3"], []]
 
 
 class Reverser:
@@ -264,8 +289,62 @@ def test_natural_questions_and_distractors_keep_their_rejects():
     facts = [{"page_id": "p", "fact_id": f"p_o{i}"} for i in (1, 2)]
     items = [(f, "direct", "Which bassist formed Love and Money?", "Bobby Paterson") for f in facts]
     frame, rejects = steps.natural_questions(items, Rephraser(), "m", CallStats())
-    assert frame.to_dicts() == [{"fact_id": "p_o1", "kind": "direct_natural", "question": "So who was the bass player in Love and Money?"}]
+    assert frame.to_dicts() == [{"fact_id": "p_o1", "kind": "direct_natural", "question": "So who was the bass player in Love and Money?", "origin": "model"}]
     assert [(r["item"], r["reason"]) for r in rejects] == [("p_o2", "answer_in_question")]
     options, rejects = steps.distractors([(f, "direct", q, a, "PERSON") for f, _, q, a in items], Rephraser(), "m", CallStats())
     assert options["options"].to_list() == [["Bobby Paterson", "James Grant", "Neil Cunningham", "Stuart Kerr"]]
     assert rejects[0]["reason"] == "too_few_distractors" and rejects[0]["item"] == "p_o2"
+
+
+class Junk:
+    """The embedded model at its worst: the same generic question whatever it is asked."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None):
+        self.prompts += [q.messages[-1]["content"] for q in reqs]
+        return [answered(q.key, "What is the answer to this question?", parse) for q in reqs]
+
+
+def test_advisory_builder_falls_back_to_questions_and_options_built_by_rule():
+    from tests.assets.wikiprofile.test_cloze import SUMMARY, TITLE
+
+    pages = {"shackleton": (TITLE, SUMMARY)}
+    facts = pl.DataFrame([{"page_id": "shackleton", "fact_id": f"shackleton_o{i}", "object": obj, "type": etype,
+                           "start": SUMMARY.index(obj), "left_context": SUMMARY[:SUMMARY.index(obj)].rstrip(), "category": "People"}
+                          for i, (obj, etype) in enumerate([("Grytviken", "LOCATION"), ("Cape Royds", "LOCATION")], start=1)])
+    strict, _ = steps.direct_questions(facts, Junk(), "m", True, CallStats(), pages=pages)
+    assert set(strict["origin"]) == {"model"} and set(strict["question"]) == {"What is the answer to this question?"}
+
+    direct, rejects = steps.direct_questions(facts, Junk(), "m", False, CallStats(), pages=pages)
+    assert not rejects and set(direct["origin"]) == {"rules"} and set(direct["specification"]) == {"rules"}
+    assert direct["question"][0] == 'What place fills the blank in "Ernest Shackleton died of a heart attack at ___ in January 1922."?'
+
+    reverse, rejects = steps.reverse_questions(facts, direct, Junk(), "m", False, CallStats(), pages=pages)
+    assert reverse.select("fact_id", "subject", "subject_type", "origin").rows() == [
+        ("shackleton_o1", TITLE, "PERSON", "rules"), ("shackleton_o2", TITLE, "PERSON", "rules")]
+    assert reverse["question"].to_list() == [
+        'Which person is the blank in "___ died of a heart attack at Grytviken in January 1922."?',
+        'Which person is the blank in "___: The hut at Cape Royds, built for his Nimrod Expedition, still stands."?']
+    assert not rejects
+
+    fact = facts.row(0, named=True)
+    llm = Junk()
+    natural, rejects = steps.natural_questions([(fact, "direct", direct["question"][0], "Grytviken"),
+                                                (fact, "reverse", reverse["question"][0], TITLE)], llm, "m", CallStats(),
+                                               binding=False, pages=pages,
+                                               origins={("shackleton_o1", "direct"): "rules", ("shackleton_o1", "reverse"): "rules"})
+    # rule-made questions are rephrased by rule, without asking the model
+    assert not rejects and not llm.prompts and set(natural["origin"]) == {"rules"}
+    assert natural["question"].to_list() == [
+        'In this statement about Ernest Shackleton, which place is missing: "Ernest Shackleton died of a heart attack at ___ in January 1922."?',
+        'Who or what is described here, in place of the blank: "___ died of a heart attack at Grytviken in January 1922."?']
+
+    pools = {"LOCATION": ["Grytviken", "Hobart", "Stromness", "Punta Arenas"], "subject": [TITLE, "Roald Amundsen", "Robert Falcon Scott", "Douglas Mawson"]}
+    closed = [(fact, "direct", direct["question"][0], "Grytviken", "LOCATION"), (fact, "reverse", reverse["question"][0], TITLE, "PERSON")]
+    options, rejects = steps.distractors(closed, Junk(), "m", CallStats(), binding=False, pools=pools)
+    assert not rejects and set(options["origin"]) == {"rules"}
+    assert sorted(options["options"][0][1:]) == ["Hobart", "Punta Arenas", "Stromness"] and options["options"][1][0] == TITLE
+    _, rejects = steps.distractors(closed, Junk(), "m", CallStats())
+    assert [r["reason"] for r in rejects] == ["too_few_distractors"] * 2

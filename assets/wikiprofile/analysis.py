@@ -1,0 +1,257 @@
+"""WikiProfile's analyses over profiled models (paper section 5 and appendices B and D;
+method notes section 4), as pure functions over tables.
+
+Inputs are the per-question grades of every model (``model``, ``fact_id``, ``task``,
+``thinking``, ``grade`` and the label counts, see :func:`model_grades`) and the per-fact
+profiles (``model``, ``fact_id``, ``encodes``, ``knows``, ``knows_thinking``, ``profile``).
+Percentages are over *profiled* facts (neither ungradable nor direct inference), as in Table 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from assets.wikiprofile import method, profiling
+
+DIRECT = ("direct", "direct_natural")
+REVERSE = ("reverse", "reverse_natural")
+MC_DIRECT = ("mc_direct", "mc_direct_natural")
+MC_REVERSE = ("mc_reverse", "mc_reverse_natural")
+# The thresholds of the paper's robustness panels (D.2), plus the symmetric middle ones.
+TAU_GRID = ((0.01, 0.5), (0.25, 0.25), (0.5, 0.5), (0.75, 0.75), (0.5, 0.99), (0.99, 0.99))
+# The tasks and sample sizes of the bootstrap of D.4 (n = 2..16).
+BOOTSTRAP_TASKS = ("completion", "contextual", "direct", "reverse")
+BOOTSTRAP_NS = (2, 4, 6, 8, 10, 12, 14, 16)
+
+
+PROFILE_SCHEMA = {"model": pl.String, "fact_id": pl.String, "encodes": pl.Boolean, "knows": pl.Boolean,
+                  "knows_thinking": pl.Boolean, "profile": pl.String}
+LABEL_SCHEMA = {"model": pl.String, "fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32,
+                "label": pl.String}
+
+
+def with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
+    """``frame``, or an empty table of ``schema`` when it has no columns (no model profiled
+    yet: the reports read every partition, and there are none)."""
+    return frame if frame.width else pl.DataFrame(schema=schema)
+
+
+def _pct(n: int, d: int) -> float:
+    return 100.0 * n / d if d else math.nan
+
+
+def model_grades(graded: pl.DataFrame, partial_weight: float | None = None) -> pl.DataFrame:
+    """g(q) and label counts per model, fact, task and thinking setting, from the graded
+    samples of every model (``graded`` has a ``model`` column)."""
+    graded = with_schema(graded, LABEL_SCHEMA)
+    frames = [profiling.question_grades(group, partial_weight).with_columns(pl.lit(model).alias("model"))
+              for (model,), group in graded.group_by("model", maintain_order=True)]
+    if not frames:
+        return pl.DataFrame(schema={"model": pl.String, "fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean,
+                                    "grade": pl.Float64, "correct": pl.Int64, "incorrect": pl.Int64,
+                                    "partially": pl.Int64, "other": pl.Int64})
+    return pl.concat(frames).select("model", pl.exclude("model"))
+
+
+def grade_maps(grades: pl.DataFrame) -> dict[tuple[str, str], tuple[dict, dict]]:
+    """``(model, fact_id)`` -> (grades without thinking, grades with thinking) by task."""
+    out: dict[tuple[str, str], tuple[dict, dict]] = {}
+    for r in grades.iter_rows(named=True):
+        plain, thinking = out.setdefault((r["model"], r["fact_id"]), ({}, {}))
+        (thinking if r["thinking"] else plain)[r["task"]] = math.nan if r["grade"] is None else r["grade"]
+    return out
+
+
+def _profiled(profiles: pl.DataFrame) -> pl.DataFrame:
+    return with_schema(profiles, PROFILE_SCHEMA).filter(pl.col("profile").is_in(list(method.PROFILES)))
+
+
+def popularity(profiles: pl.DataFrame, tiers: pl.DataFrame) -> pl.DataFrame:
+    """Encoding and recall rates in the top and bottom popularity tiers (Figure 5): encodes
+    over the tier's profiled facts; recall = encoded facts known without thinking; with
+    thinking = encoded facts known with or without it. ``tiers`` maps ``fact_id`` to top /
+    middle / bottom (:func:`assets.wikiprofile.sources.popularity_tiers`)."""
+    profiles = with_schema(profiles, PROFILE_SCHEMA)
+    joined = _profiled(profiles).join(tiers, on="fact_id", how="left")
+    rows = []
+    for model in sorted(joined["model"].unique()):
+        for tier in ("top", "bottom"):
+            part = joined.filter((pl.col("model") == model) & (pl.col("tier") == tier))
+            enc = part.filter(pl.col("encodes"))
+            recall = _pct(enc.filter(pl.col("knows")).height, enc.height)
+            thinking = _pct(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
+            rows.append({"model": model, "tier": tier, "facts": part.height, "encodes": _pct(enc.height, part.height),
+                         "recall": recall, "recall_thinking": thinking, "thinking_gain": thinking - recall})
+    return pl.DataFrame(rows, schema={"model": pl.String, "tier": pl.String, "facts": pl.Int64, "encodes": pl.Float64,
+                                      "recall": pl.Float64, "recall_thinking": pl.Float64, "thinking_gain": pl.Float64})
+
+
+def popularity_gaps(table: pl.DataFrame) -> pl.DataFrame:
+    """Top minus bottom per model: the encoding gap, the recall gap and the recall gap with
+    thinking (the paper's Delta and Delta_T)."""
+    rows = []
+    for model in sorted(table["model"].unique()):
+        top = table.filter((pl.col("model") == model) & (pl.col("tier") == "top")).row(0, named=True)
+        bottom = table.filter((pl.col("model") == model) & (pl.col("tier") == "bottom")).row(0, named=True)
+        rows.append({"model": model, "encoding_gap": top["encodes"] - bottom["encodes"],
+                     "recall_gap": top["recall"] - bottom["recall"],
+                     "recall_gap_thinking": top["recall_thinking"] - bottom["recall_thinking"]})
+    return pl.DataFrame(rows, schema={"model": pl.String, "encoding_gap": pl.Float64, "recall_gap": pl.Float64,
+                                      "recall_gap_thinking": pl.Float64})
+
+
+def _sides(plain: dict, thinking: dict, tau: float) -> dict[str, bool]:
+    return {"direct": method.knows(plain, tau, DIRECT), "reverse": method.knows(plain, tau, REVERSE),
+            "mc_direct": method.knows(plain, tau, MC_DIRECT), "mc_reverse": method.knows(plain, tau, MC_REVERSE),
+            "direct_thinking": method.knows(thinking, tau, DIRECT), "reverse_thinking": method.knows(thinking, tau, REVERSE)}
+
+
+def direction(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.TAU) -> pl.DataFrame:
+    """Direct vs reverse over the encoded profiled facts (Figure 6): a side is known when both
+    of its phrasings have g > tau (an ungradable phrasing is left out, as in S2), in generation
+    (closed-book, without and with thinking) and in verification (multiple choice)."""
+    profiles = with_schema(profiles, PROFILE_SCHEMA)
+    maps = grade_maps(grades)
+    rows = []
+    for model in sorted(profiles["model"].unique()):
+        encoded = _profiled(profiles).filter((pl.col("model") == model) & pl.col("encodes"))["fact_id"].to_list()
+        sides = [_sides(*maps.get((model, f), ({}, {})), tau) for f in encoded]
+        for condition, (d, r) in {"generate": ("direct", "reverse"), "generate_thinking": ("direct_thinking", "reverse_thinking"),
+                                  "verify": ("mc_direct", "mc_reverse")}.items():
+            direct, reverse = _pct(sum(s[d] for s in sides), len(sides)), _pct(sum(s[r] for s in sides), len(sides))
+            rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": direct, "reverse": reverse,
+                         "delta": reverse - direct})
+    return pl.DataFrame(rows, schema={"model": pl.String, "condition": pl.String, "facts": pl.Int64, "direct": pl.Float64,
+                                      "reverse": pl.Float64, "delta": pl.Float64})
+
+
+def error_attribution(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.TAU) -> pl.DataFrame:
+    """Which side fails for the facts not known without thinking (Figure 14): direct only,
+    both, or reverse only, over all profiled facts and over the encoded ones."""
+    profiles = with_schema(profiles, PROFILE_SCHEMA)
+    maps = grade_maps(grades)
+    rows = []
+    for model in sorted(profiles["model"].unique()):
+        profiled = _profiled(profiles).filter((pl.col("model") == model) & ~pl.col("knows"))
+        for scope, part in (("all", profiled), ("encoded", profiled.filter(pl.col("encodes")))):
+            counts = {"direct_only": 0, "both": 0, "reverse_only": 0}
+            for f in part["fact_id"]:
+                s = _sides(*maps.get((model, f), ({}, {})), tau)
+                if not s["direct"] and not s["reverse"]:
+                    counts["both"] += 1
+                elif not s["direct"]:
+                    counts["direct_only"] += 1
+                elif not s["reverse"]:
+                    counts["reverse_only"] += 1
+            rows.append({"model": model, "scope": scope, "not_known": part.height,
+                         **{k: _pct(v, part.height) for k, v in counts.items()}})
+    return pl.DataFrame(rows, schema={"model": pl.String, "scope": pl.String, "not_known": pl.Int64,
+                                      "direct_only": pl.Float64, "both": pl.Float64, "reverse_only": pl.Float64})
+
+
+def thinking_recovery(profiles: pl.DataFrame) -> pl.DataFrame:
+    """Of the profiled facts not known without thinking, the share thinking recovers, for
+    encoded facts (recall with thinking) and not encoded ones (inference without encoding),
+    as in Figure 8."""
+    profiles = with_schema(profiles, PROFILE_SCHEMA)
+    rows = []
+    for model in sorted(profiles["model"].unique()):
+        missed = _profiled(profiles).filter((pl.col("model") == model) & ~pl.col("knows"))
+        for encoded, recovered in ((True, "recall_with_thinking"), (False, "inference_without_encoding")):
+            part = missed.filter(pl.col("encodes") == encoded)
+            got = part.filter(pl.col("profile") == recovered).height
+            rows.append({"model": model, "encoded": encoded, "not_known": part.height, "recovered": got,
+                         "recovered_pct": _pct(got, part.height)})
+    return pl.DataFrame(rows, schema={"model": pl.String, "encoded": pl.Boolean, "not_known": pl.Int64,
+                                      "recovered": pl.Int64, "recovered_pct": pl.Float64})
+
+
+def prob_at_least(k: int, n: int, p: float) -> float:
+    """P(K >= ceil(p n)) for K ~ Binomial(n, k/n): how likely a question answered correctly
+    k times in n is answered correctly at least a share p of the time (appendix B.2)."""
+    if n == 0:
+        return math.nan
+    m = math.ceil(p * n - 1e-9)
+    return float(stats.binom.sf(m - 1, n, k / n))
+
+
+def correct_at_least(grades: pl.DataFrame, ps: Sequence[float] | None = None,
+                     tasks: Iterable[str] = method.KNOWLEDGE_TASKS) -> pl.DataFrame:
+    """The correct>=p curve per model and thinking setting: the share of knowledge questions
+    whose estimated P(K >= ceil(p n)) exceeds 0.5, for each p (default 1/8 .. 8/8). Low p
+    measures availability, high p robustness."""
+    part = grades.filter(pl.col("task").is_in(list(tasks)))
+    if ps is None:
+        n_max = int(part.select(pl.sum_horizontal("correct", "incorrect", "partially", "other")).max().item() or 8)
+        ps = [j / n_max for j in range(1, n_max + 1)]
+    rows = []
+    for (model, thinking), group in sorted(part.group_by("model", "thinking"), key=lambda kv: (kv[0][0], kv[0][1])):
+        counts = [(r["correct"], r["correct"] + r["incorrect"] + r["partially"] + r["other"]) for r in group.iter_rows(named=True)]
+        for p in ps:
+            hits = sum(prob_at_least(k, n, p) > 0.5 for k, n in counts if n)
+            rows.append({"model": model, "thinking": thinking, "p": float(p), "questions": len(counts),
+                         "share": _pct(hits, len(counts))})
+    return pl.DataFrame(rows, schema={"model": pl.String, "thinking": pl.Boolean, "p": pl.Float64, "questions": pl.Int64,
+                                      "share": pl.Float64})
+
+
+def tau_sweep(grades: pl.DataFrame, strategy: str = "S2", grid: Sequence[tuple[float, float]] = TAU_GRID) -> pl.DataFrame:
+    """Table 2's row of every model at each (tau_enc, tau_know) of the grid (appendix D.2)."""
+    rows = []
+    for (model,), group in sorted(grades.group_by("model"), key=lambda kv: kv[0]):
+        for tau_enc, tau_know in grid:
+            facts = profiling.fact_profiles(group, strategy, tau_enc, tau_know)
+            rows.append({"model": model, "tau_enc": tau_enc, "tau_know": tau_know, **method.profile_summary(facts.to_dicts())})
+    columns = ["model", "tau_enc", "tau_know", *method.profile_summary([])]
+    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={c: pl.String if c == "model" else pl.Float64 for c in columns})
+
+
+def label_matrix(graded: pl.DataFrame, task: str, thinking: bool = False) -> np.ndarray:
+    """One row per question of ``task``: its samples' labels as 1 (CORRECT), 0 (INCORRECT)
+    and -1 (PARTIALLY or OTHER, which g leaves out). Rows are padded with -2 (no sample)."""
+    codes = {method.CORRECT: 1, method.INCORRECT: 0}
+    rows = [[codes.get(label, -1) for label in group.sort("sample")["label"]]
+            for _, group in graded.filter((pl.col("task") == task) & (pl.col("thinking") == thinking))
+            .group_by("fact_id", maintain_order=True)]
+    width = max((len(r) for r in rows), default=0)
+    return np.array([r + [-2] * (width - len(r)) for r in rows], dtype=np.int8).reshape(len(rows), width)
+
+
+def bootstrap_shares(labels: np.ndarray, n: int, resamples: int, rng: np.random.Generator, tau: float = method.TAU) -> np.ndarray:
+    """For each of ``resamples`` draws of n responses per question (with replacement from the
+    question's own samples), the share of questions with g > tau; an ungradable draw counts
+    as not above tau."""
+    questions = labels.shape[0]
+    sizes = (labels > -2).sum(axis=1)
+    picks = (rng.random((resamples, questions, n)) * sizes[None, :, None]).astype(np.int64)
+    drawn = np.take_along_axis(np.broadcast_to(labels, (resamples, *labels.shape)), picks, axis=2)
+    c, i = (drawn == 1).sum(axis=2), (drawn == 0).sum(axis=2)
+    above = np.where(c + i > 0, c / np.maximum(c + i, 1), 0.0) > tau
+    return above.mean(axis=1)
+
+
+def bootstrap_stability(graded: pl.DataFrame, ns: Sequence[int] = BOOTSTRAP_NS, tasks: Sequence[str] = BOOTSTRAP_TASKS,
+                        resamples: int = 1000, seed: int = 0, tau: float = method.TAU) -> pl.DataFrame:
+    """How stable the share of questions with g > tau is for n samples per question
+    (appendix D.4): the 5th and 95th percentiles over bootstrap resamples and their width,
+    per model, task (without thinking) and n."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    graded = with_schema(graded, LABEL_SCHEMA)
+    for (model,), group in sorted(graded.group_by("model"), key=lambda kv: kv[0]):
+        for task in tasks:
+            labels = label_matrix(group, task)
+            if labels.shape[0] == 0:
+                continue
+            for n in ns:
+                shares = 100.0 * bootstrap_shares(labels, n, resamples, rng, tau)
+                lo, hi = np.percentile(shares, [5, 95])
+                rows.append({"model": model, "task": task, "n": n, "questions": labels.shape[0], "mean": float(shares.mean()),
+                             "p5": float(lo), "p95": float(hi), "width": float(hi - lo)})
+    return pl.DataFrame(rows, schema={"model": pl.String, "task": pl.String, "n": pl.Int64, "questions": pl.Int64,
+                                      "mean": pl.Float64, "p5": pl.Float64, "p95": pl.Float64, "width": pl.Float64})

@@ -1,0 +1,166 @@
+"""The analyses over hand-made profiles and grades, with the figures computed by hand."""
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from assets.wikiprofile import analysis, method
+
+PROFILE_FLAGS = {  # profile -> (encodes, knows, knows_thinking)
+    "direct_recall": (True, True, True), "recall_failure": (True, False, False),
+    "recall_with_thinking": (True, False, True), "encoding_failure": (False, False, False),
+    "inference_without_encoding": (False, False, True), "ungradable": (None, None, None),
+}
+
+
+def profiles(model: str, facts: dict[str, str]) -> pl.DataFrame:
+    return pl.DataFrame([{"model": model, "fact_id": f, "encodes": PROFILE_FLAGS[p][0],
+                          "knows": PROFILE_FLAGS[p][1], "knows_thinking": PROFILE_FLAGS[p][2], "profile": p}
+                         for f, p in facts.items()], schema={"model": pl.String, "fact_id": pl.String,
+                                                             "encodes": pl.Boolean, "knows": pl.Boolean,
+                                                             "knows_thinking": pl.Boolean, "profile": pl.String})
+
+
+def grades(model: str, table: dict[str, dict[str, float]], thinking: bool = False) -> pl.DataFrame:
+    rows = [{"model": model, "fact_id": f, "task": t, "thinking": thinking, "grade": g, "correct": 0, "incorrect": 0,
+             "partially": 0, "other": 0} for f, tasks in table.items() for t, g in tasks.items()]
+    return pl.DataFrame(rows)
+
+
+def test_popularity_rates_and_gaps_per_tier():
+    prof = profiles("m", {"f1": "direct_recall", "f2": "recall_failure", "f3": "encoding_failure",
+                          "f4": "recall_with_thinking", "f5": "recall_failure", "f6": "ungradable", "f7": "direct_recall"})
+    tiers = pl.DataFrame({"fact_id": [f"f{i}" for i in range(1, 8)],
+                          "tier": ["top", "top", "top", "bottom", "bottom", "bottom", "middle"]})
+    table = analysis.popularity(prof, tiers)
+    top = table.filter(pl.col("tier") == "top").row(0, named=True)
+    bottom = table.filter(pl.col("tier") == "bottom").row(0, named=True)
+    # top: 3 profiled, 2 encoded, 1 of them known; bottom: f6 is excluded, both encoded, one only with thinking
+    assert (top["facts"], top["encodes"], top["recall"], top["recall_thinking"]) == (3, pytest.approx(200 / 3), 50.0, 50.0)
+    assert (bottom["facts"], bottom["encodes"], bottom["recall"], bottom["recall_thinking"]) == (2, 100.0, 0.0, 50.0)
+    gaps = analysis.popularity_gaps(table).row(0, named=True)
+    assert gaps["encoding_gap"] == pytest.approx(-100 / 3) and gaps["recall_gap"] == 50.0 and gaps["recall_gap_thinking"] == 0.0
+
+
+def test_direction_and_error_attribution_count_both_phrasings():
+    prof = profiles("m", {"a": "direct_recall", "b": "recall_failure", "c": "recall_failure", "d": "recall_failure",
+                          "e": "encoding_failure"})
+    plain = {
+        "a": {"direct": 1.0, "direct_natural": 0.9, "reverse": 0.8, "reverse_natural": 0.7,
+              "mc_direct": 1.0, "mc_direct_natural": 1.0, "mc_reverse": 1.0, "mc_reverse_natural": 1.0},
+        # direct fails on one phrasing only: the direct side is not known
+        "b": {"direct": 1.0, "direct_natural": 0.5, "reverse": 0.9, "reverse_natural": 0.9,
+              "mc_direct": 0.25, "mc_direct_natural": 1.0, "mc_reverse": 1.0, "mc_reverse_natural": 0.75},
+        # reverse fails, and one reverse phrasing is ungradable (left out)
+        "c": {"direct": 1.0, "direct_natural": 1.0, "reverse": 0.0, "reverse_natural": math.nan,
+              "mc_direct": 1.0, "mc_direct_natural": 1.0, "mc_reverse": 0.0, "mc_reverse_natural": 0.0},
+        "d": {"direct": 0.0, "direct_natural": 0.0, "reverse": 0.0, "reverse_natural": 0.0,
+              "mc_direct": 1.0, "mc_direct_natural": 1.0, "mc_reverse": 1.0, "mc_reverse_natural": 1.0},
+        "e": {"direct": 0.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0},
+    }
+    thinking = {f: {"direct": 1.0, "direct_natural": 1.0, "reverse": 1.0 if f != "d" else 0.0, "reverse_natural": 1.0}
+                for f in plain}
+    g = pl.concat([grades("m", plain), grades("m", thinking, thinking=True)])
+    table = {r["condition"]: r for r in analysis.direction(g, prof).iter_rows(named=True)}
+    # over the 4 encoded facts a-d: direct known by a, c; reverse by a, b
+    assert table["generate"]["facts"] == 4
+    assert (table["generate"]["direct"], table["generate"]["reverse"], table["generate"]["delta"]) == (50.0, 50.0, 0.0)
+    # multiple choice: direct known by a, c, d; reverse by a, b, d
+    assert (table["verify"]["direct"], table["verify"]["reverse"]) == (75.0, 75.0)
+    assert (table["generate_thinking"]["direct"], table["generate_thinking"]["reverse"]) == (100.0, 75.0)
+
+    errors = {r["scope"]: r for r in analysis.error_attribution(g, prof).iter_rows(named=True)}
+    # not known without thinking: b (direct only), c (reverse only), d (both), e (direct only, not encoded)
+    assert errors["all"]["not_known"] == 4
+    assert (errors["all"]["direct_only"], errors["all"]["both"], errors["all"]["reverse_only"]) == (50.0, 25.0, 25.0)
+    assert errors["encoded"]["not_known"] == 3
+    assert errors["encoded"]["direct_only"] == pytest.approx(100 / 3) and errors["encoded"]["both"] == pytest.approx(100 / 3)
+
+
+def test_thinking_recovery_splits_encoded_and_not_encoded():
+    prof = profiles("m", {"a": "recall_with_thinking", "b": "recall_failure", "c": "recall_with_thinking",
+                          "d": "encoding_failure", "e": "inference_without_encoding", "f": "direct_recall", "g": "ungradable"})
+    rows = {r["encoded"]: r for r in analysis.thinking_recovery(prof).iter_rows(named=True)}
+    assert (rows[True]["not_known"], rows[True]["recovered"]) == (3, 2)
+    assert rows[True]["recovered_pct"] == pytest.approx(200 / 3)
+    assert (rows[False]["not_known"], rows[False]["recovered"], rows[False]["recovered_pct"]) == (2, 1, 50.0)
+
+
+def test_probability_of_at_least_a_share_correct():
+    # Binomial(8, 1/2): P(K >= 4) = 1 - (1 + 8 + 28 + 56) / 256
+    assert analysis.prob_at_least(4, 8, 0.5) == pytest.approx(163 / 256)
+    assert analysis.prob_at_least(8, 8, 1.0) == 1.0 and analysis.prob_at_least(0, 8, 0.125) == 0.0
+    assert math.isnan(analysis.prob_at_least(0, 0, 0.5))
+
+
+def test_correct_at_least_curve_separates_availability_from_robustness():
+    g = pl.DataFrame({"model": "m", "fact_id": ["a", "b", "c"], "task": "direct", "thinking": False, "grade": 0.0,
+                      "correct": [8, 4, 0], "incorrect": [0, 4, 8], "partially": 0, "other": 0})
+    curve = analysis.correct_at_least(g)
+    assert curve["p"].to_list() == [j / 8 for j in range(1, 9)]
+    # a always counts; b while P(K >= ceil(8p)) > 0.5, i.e. up to p = 4/8 (P = 163/256; at 5/8, 93/256)
+    assert curve["share"].to_list() == pytest.approx([200 / 3] * 4 + [100 / 3] * 4)
+
+
+def test_tau_sweep_recomputes_profiles_at_each_threshold():
+    table = {"completion": 0.875, "contextual": 0.5, "direct": 0.875, "direct_natural": 1.0, "reverse": 0.875,
+             "reverse_natural": 1.0}
+    g = pl.concat([grades("m", {"f": table}),
+                   grades("m", {"f": {t: table[t] for t in method.KNOWLEDGE_TASKS}}, thinking=True)])
+    sweep = {(r["tau_enc"], r["tau_know"]): r for r in analysis.tau_sweep(g, grid=((0.5, 0.5), (0.5, 0.99), (0.99, 0.99))).iter_rows(named=True)}
+    assert sweep[(0.5, 0.5)]["direct_recall"] == 100.0
+    assert sweep[(0.5, 0.99)]["recall_failure"] == 100.0
+    assert sweep[(0.99, 0.99)]["encoding_failure"] == 100.0
+
+
+def test_bootstrap_is_exact_for_constant_answers_and_narrows_with_n():
+    def graded(labels_by_fact):
+        return pl.DataFrame([{"model": "m", "fact_id": f, "task": "direct", "thinking": False, "sample": k, "label": label}
+                             for f, labels in labels_by_fact.items() for k, label in enumerate(labels)])
+
+    steady = graded({f"f{i}": [method.CORRECT] * 8 for i in range(5)})
+    table = analysis.bootstrap_stability(steady, ns=(2, 8), tasks=("direct",), resamples=200)
+    assert table["width"].to_list() == [0.0, 0.0] and table["mean"].to_list() == [100.0, 100.0]
+
+    mixed = graded({f"f{i}": [method.CORRECT] * 6 + [method.INCORRECT] * 2 for i in range(20)})
+    table = analysis.bootstrap_stability(mixed, ns=(2, 16), tasks=("direct",), resamples=500, seed=1)
+    narrow, wide = table.filter(pl.col("n") == 16).row(0, named=True), table.filter(pl.col("n") == 2).row(0, named=True)
+    assert narrow["width"] < wide["width"] and narrow["mean"] > wide["mean"]
+
+
+def test_label_matrix_codes_labels_and_pads():
+    g = pl.DataFrame({"fact_id": ["a", "a", "a", "b"], "task": "direct", "thinking": False, "sample": [0, 1, 2, 0],
+                      "label": [method.CORRECT, method.PARTIALLY, method.INCORRECT, method.OTHER]})
+    assert analysis.label_matrix(g, "direct").tolist() == [[1, -1, 0], [-1, -2, -2]]
+    # draws only from a question's own samples: b has one, ungradable, so it is never above tau
+    shares = analysis.bootstrap_shares(analysis.label_matrix(g, "direct"), 4, 50, np.random.default_rng(0))
+    assert shares.max() <= 0.5
+
+
+def test_reports_before_any_model_is_profiled_are_empty_tables():
+    nothing = pl.DataFrame()
+    assert analysis.popularity(nothing, pl.DataFrame({"fact_id": [], "tier": []}, schema={"fact_id": pl.String, "tier": pl.String})).height == 0
+    assert analysis.direction(analysis.model_grades(nothing), nothing).height == 0
+    assert analysis.error_attribution(analysis.model_grades(nothing), nothing).height == 0
+    assert analysis.thinking_recovery(nothing).height == 0
+    assert analysis.correct_at_least(analysis.model_grades(nothing)).height == 0
+    assert analysis.tau_sweep(analysis.model_grades(nothing)).height == 0
+    assert analysis.bootstrap_stability(nothing).height == 0
+
+
+def test_report_assets_show_empty_tables_when_no_model_is_profiled():
+    from assets.wikiprofile.analysis_assets import direction_report, popularity_report, robustness_report, thinking_report
+    from assets.wikiprofile.profile_assets import profile_report
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    nothing, settings = pl.DataFrame(), WikiProfileSettings(bootstrap_resamples=10)
+    bench = pl.DataFrame(schema={"fact_id": pl.String, "page_id": pl.String})
+    pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
+    outputs = [profile_report(profiles=nothing), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages),
+               direction_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
+               thinking_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
+               robustness_report(graded_responses=nothing, wikiprofile_settings=settings)]
+    for out in outputs:
+        assert out.value.height == 0 and out.value.width > 0
