@@ -396,7 +396,8 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
 
     With advisory verdicts and the ``pages``, a model reply that fails any of these rules is
     replaced by the reverse cloze of the fact's sentence, whose subject is the page's topic
-    (``origin = rules``); a sentence that does not refer to the topic has no reverse."""
+    (``origin = rules``); a sentence that leaves the topic implicit gets the blank in front,
+    and only a clause too long for a question has no reverse."""
     questions = dict(direct.select("fact_id", "question").iter_rows())
     items = [f for f in facts.iter_rows(named=True) if f["fact_id"] in questions]
     prompt = _prompt("reverse_question")
