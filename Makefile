@@ -3,7 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-export DAGSTER_HOME := $(CURDIR)
+# The instance lives in the project unless DAGSTER_HOME names another (a deployment, a test).
+export DAGSTER_HOME ?= $(CURDIR)
 export BENCHFOUNDRY_STORAGE ?= $(CURDIR)/storage
 export BENCHFOUNDRY_CACHE ?= $(CURDIR)/.cache
 export LITELLM_LOCAL_MODEL_COST_MAP := True
@@ -15,9 +16,19 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup run test ui verify clean
+.PHONY: setup system-packages run test ui verify clean
 
 setup: $(STAMP)
+
+# The service and browser tests drive real servers on loopback: Postgres and Redis from
+# Debian's packages, and Debian's Chromium (Playwright's own browser download does not work
+# offline). Installed once; the tests start and stop the servers themselves.
+SYSTEM_PACKAGES := postgresql redis-server chromium
+system-packages:
+	@if ! command -v redis-server >/dev/null || ! command -v chromium >/dev/null \
+	    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
+	fi
 
 # torch first: a CPU build lies on these machines' disk, and a plain requirement would pull CUDA.
 $(STAMP): pyproject.toml
@@ -30,11 +41,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m pipelines.run_default $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(PY) -m pytest -q -ra
 
+# The webserver and the daemon (sensors, schedules, backfills, the run queue), on loopback.
+UI_PORT ?= 3000
+WORKSPACE ?= workspace.yaml
 ui: $(STAMP)
-	$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+	$(VENV)/bin/dagster dev -h 127.0.0.1 -p $(UI_PORT) -w $(WORKSPACE)
 
 verify: $(STAMP)
 	$(PY) -m assets.quit.verification

@@ -14,18 +14,22 @@ from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
 from checks.quit import quit_checks
 from pipelines.jobs import jobs
 from pipelines.resources import default_resources
+from pipelines.schedules import schedules
 from pipelines.sensors import sensors
 
 
-def build_defs(**resource_overrides) -> dg.Definitions:
-    """All definitions, with any resource replaced (tests and ``run_default`` options)."""
+def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrides) -> dg.Definitions:
+    """All definitions, with any resource replaced (tests and ``run_default`` options) and
+    the jobs' executor when it is not Dagster's default (``pipelines.cluster``)."""
     return dg.Definitions(
         assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
                 *wikiprofile_profile_assets, *wikiprofile_analysis_assets],
         asset_checks=[*quit_checks, *wikiprofile_checks],
         jobs=jobs,
         sensors=sensors,
+        schedules=schedules,
         resources={**default_resources(), **resource_overrides},
+        executor=executor,
     )
 
 

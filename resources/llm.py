@@ -34,7 +34,9 @@ from pydantic import PrivateAttr
 
 from resources.vllm_server import VLLMServerResource
 
-REGISTRY_PATH = str(Path(__file__).with_name("models.yaml"))
+# BENCHFOUNDRY_MODELS points a deployment (or a test instance) at another registry file;
+# partitions are made from the registry that is current when the definitions load.
+REGISTRY_PATH = os.environ.get("BENCHFOUNDRY_MODELS") or str(Path(__file__).with_name("models.yaml"))
 
 # GGUF files shipped inside wheels, by the model name used after ``local/``.
 EMBEDDED_MODELS = {
@@ -614,7 +616,7 @@ class _Progress:
             if now - self.last >= self.every or self.done == self.total:
                 self.last = now
                 rate = self.done / max(now - self.start, 1e-9)
-                self.log(f"{self.alias}: {self.done}/{self.total} calls, {rate:.1f}/s")
+                self.log(f"{self.alias}: {self.done}/{self.total} calls, {rate:.1f} calls/s")
 
 
 _CONFIGURED: tuple[str, str] | None = None

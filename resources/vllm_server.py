@@ -39,6 +39,19 @@ def wait_healthy(base_url: str, timeout: float, proc: subprocess.Popen | None = 
     raise TimeoutError(f"no healthy model server at {base_url} after {timeout:.0f}s (last error: {last})")
 
 
+def stop_process_group(proc: subprocess.Popen, grace: float) -> None:
+    """Stop a process started in its own session, and everything it forked: SIGTERM, then
+    SIGKILL after ``grace`` seconds."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 class VLLMServerResource(dg.ConfigurableResource):
     """Starts (or attaches to) an OpenAI-compatible model server for the duration of a run."""
 
@@ -80,11 +93,5 @@ class VLLMServerResource(dg.ConfigurableResource):
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc is not None:
+            stop_process_group(proc, grace=30)

@@ -10,6 +10,8 @@ import pytest  # noqa: E402
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTED_REGISTRY = str(FIXTURES / "models_scripted.yaml")
 
+pytest_plugins = ["tests.servers"]
+
 
 @pytest.fixture
 def scripted_llm(tmp_path):

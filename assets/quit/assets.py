@@ -10,7 +10,7 @@ from assets.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
 from assets.quit import method, release, sources, steps, verification
 from assets.quit import stats as quit_stats
-from assets.quit.passages import PASSAGES_PER_QUESTION, passage_batches, passages_frame
+from assets.quit.passages import PASSAGES_PER_QUESTION, passage_batches, passages_frame, sampled_orders
 from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource, role_aliases
@@ -73,7 +73,7 @@ def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.D
     answer; offline this uses normalized answer/alias matching, and asks the LLM judge about
     spans of a hint that nearly match the answer. Any leak discards the question."""
     stats = CallStats()
-    kept, rejects = steps.screen_leakage(source_questions, llm, _judge(), stats)
+    kept, rejects = steps.screen_leakage(source_questions, llm, _judge(), stats, log=_log(context))
     yield dg.Output(kept, output_name="screened_questions", metadata={**table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata()})
     yield dg.Output(rejects, output_name="leakage_rejects", metadata=table_metadata(rejects.select("question_id", "detail")))
 
@@ -111,7 +111,7 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
     source's, else reference-based complexity: how many of the BM25-retrieved reference
     passages contain the answer, weighted by their similarity to the question)."""
     stats = CallStats()
-    types = steps.question_types(selected_questions, llm, role_aliases("quit.labelers")[0], stats)
+    types = steps.question_types(selected_questions, llm, role_aliases("quit.labelers")[0], stats, _log(context))
     references = _reference_passages(quit_settings, selected_questions)
     lucene.build("quit_references", references)
     searcher = lucene.searcher("quit_references")
@@ -217,19 +217,25 @@ def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Outpu
                "splits": dg.AssetIn(key=[PREFIX, "splits"])},
           kinds={"polars", "litellm"}, pool="llm", code_version="1",
           backfill_policy=dg.BackfillPolicy.multi_run(1))
-def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame, llm: LLMResource) -> dg.Output:
+def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame,
+                    llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """One labeler's answer from each passage of the labeled questions (few-shot prompt of
     A.4: a short answer or NO ANSWER), judged against the gold answers (3.2.2). A normalized
     exact match counts as correct without asking the judge."""
     alias = context.partition_key
     labeled = splits.filter(pl.col("labeled"))["question_id"]
     ps = passages.filter(pl.col("question_id").is_in(labeled))
+    orders = sampled_orders(quit_settings.labeled_passages_per_question, quit_settings.seed)
+    if orders is not None:
+        ps = ps.filter(pl.col("hint_order").is_in(orders))
     context.log.info(f"labeling {ps.height} passages of {labeled.len()} questions with {alias}")
     stats = CallStats()
     frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(), stats, _log(context))
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("passage_id", "answer", "correct", "error")),
+        "labeler_model": llm.spec(alias).model,
         "labeled_questions": labeled.len(),
+        "labeled_passages_per_question": quit_settings.labeled_passages_per_question or PASSAGES_PER_QUESTION,
         "correct_rate": float(frame["correct"].mean() or 0.0),
         "llm/calls_per_passage": round(stats.calls / max(ps.height, 1), 3),
         **stats.as_metadata(),
@@ -291,7 +297,8 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
     newly accepted answers. Without decisions the labels pass through, marked unverified."""
     decisions = verification.load_decisions(verification.decisions_path(quit_settings))
     stats = CallStats()
-    out = verification.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats)
+    out = verification.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats,
+                             _log(context))
     meta = {"verified": out.verified, "questions_with_decisions": out.decided, "labels_changed_2_to_1": out.demoted, **stats.as_metadata()}
     if not out.verified:
         context.log.warning("no human verification decisions found: labels are unverified")

@@ -11,6 +11,7 @@ questions), so 2.4M passages are produced in seconds and streamed in bounded mem
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from itertools import permutations
 
@@ -33,6 +34,20 @@ ORDER_CODES = [
     for order in ORDERS
 ]
 PASSAGES_PER_QUESTION = len(ORDERS)  # 325
+
+
+
+def sampled_orders(k: int | None, seed: int) -> list[str] | None:
+    """``k`` of the 325 hint orders (the ``hint_order`` codes), drawn with ``seed`` and listed
+    shortest first; None (no cap) when ``k`` is None or covers them all. Every question gets
+    the same orders, so a capped run still compares questions on equal passages."""
+    if k is None or k >= PASSAGES_PER_QUESTION:
+        return None
+    if k < 1:
+        raise ValueError(f"a cap on passages per question must be at least 1, got {k}")
+    picked = sorted(random.Random(seed).sample(range(PASSAGES_PER_QUESTION), k))
+    return [ORDER_CODES[i].split("_")[1] for i in picked]
+
 
 _SPACE = pa.scalar(" ", pa.large_string())
 _UNDERSCORE = pa.scalar("_", pa.large_string())

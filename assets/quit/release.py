@@ -24,7 +24,10 @@ def assemble(selected, splits, metadata, passages, labels, pools, rejects) -> tu
         .sort("split", "question_id")
     )
     keep = questions["question_id"]
-    corpus = passages.filter(pl.col("question_id").is_in(keep)).select("passage_id", "question_id", "num_hints", "hint_order", "text")
+    # Only labeled passages: a run that labels a slice of each question's passages must not
+    # leave the rest in the corpus, where they would read as irrelevant (label 0).
+    corpus = passages.filter(pl.col("question_id").is_in(keep) & pl.col("passage_id").is_in(labels["passage_id"])).select(
+        "passage_id", "question_id", "num_hints", "hint_order", "text")
     qrels = labels.filter(pl.col("question_id").is_in(keep)).select("question_id", "passage_id", "label").sort("question_id", "passage_id")
     return questions, corpus, qrels
 

@@ -32,6 +32,11 @@ class QuitSettings(dg.ConfigurableResource):
     seed: int = 13
     # How many questions get their 325 passages labeled; None labels every question.
     max_labeled_questions: int | None = 3
+    # How many of each labeled question's 325 passages are labeled (the same seeded sample
+    # of hint orders for every question); None labels all of them. A pilot of a new labeler
+    # can measure its cost and accuracy on a slice; the benchmark's corpus then holds only
+    # the labeled passages.
+    labeled_passages_per_question: int | None = None
     # Where the released files go; empty = "<storage root>/quit/release".
     export_dir: str = ""
     # Human verification decisions (written by the verification page).

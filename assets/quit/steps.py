@@ -58,7 +58,7 @@ def judge(
 
 
 def screen_leakage(
-    questions: pl.DataFrame, llm, judge_alias: str, stats: CallStats, step: str = "leakage"
+    questions: pl.DataFrame, llm, judge_alias: str, stats: CallStats, step: str = "leakage", log=None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Drop questions any of whose hints names the answer (or an equivalent of it).
 
@@ -85,7 +85,7 @@ def screen_leakage(
                         LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span), params=VERDICT)
                     )
                     span_owner.append((qi, hi, span))
-    results = llm.run(judge_alias, span_requests, parse=method.parse_yes_no, stats=stats)
+    results = llm.run(judge_alias, span_requests, parse=method.parse_yes_no, stats=stats, log=log)
     judged_leaks: dict[int, str] = {}
     for (qi, hi, span), r in zip(span_owner, results):
         if r.ok and r.value and qi not in judged_leaks:
@@ -196,13 +196,13 @@ def select_hints(questions: pl.DataFrame, convergence: pl.DataFrame) -> pl.DataF
 # --- 3.1.3 type and difficulty ---------------------------------------------------------------
 
 
-def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats) -> pl.DataFrame:
+def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
     """coarse:fine type per question: the source's when given, else the LLM's label."""
     rows = questions.select("question_id", "question", "major_type", "minor_type").to_dicts()
     missing = [r for r in rows if not method.coarse_type(r["major_type"])]
     prompt = _prompt("question_type")
     results = llm.run(alias, [LLMRequest(r["question_id"], prompt.messages(question=r["question"])) for r in missing],
-                      parse=method.parse_type_label, stats=stats)
+                      parse=method.parse_type_label, stats=stats, log=log)
     labelled = {r["question_id"]: res for r, res in zip(missing, results)}
     out = []
     for r in rows:

@@ -80,7 +80,7 @@ class Verified:
     demoted: int
 
 
-def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats) -> Verified:
+def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None) -> Verified:
     """The label update of 3.2.4 for questions with decisions; others pass through."""
     from assets.quit import steps
 
@@ -131,7 +131,7 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats)
     if newly:
         recheck = questions.filter(pl.col("question_id").is_in(newly)).drop("aliases").join(
             new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
-        _, rejects = steps.screen_leakage(recheck, llm, judge_alias, stats, step="human_verification")
+        _, rejects = steps.screen_leakage(recheck, llm, judge_alias, stats, step="human_verification", log=log)
     return Verified(new_labels, new_pools, rejects, True, len(decisions), demoted)
 
 

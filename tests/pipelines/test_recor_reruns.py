@@ -49,6 +49,9 @@ def test_rerunning_one_domain_recomputes_only_its_slice(tmp_path, monkeypatch):
     rerun = job.execute_in_process(instance=instance, partition_key="law")
     events = rerun.get_asset_materialization_events()
     assert len(events) == per_run and {e.partition for e in events} == {"law"}
+    # every step ran once, in a run of law's partition alone
+    ran = [e.step_key for e in rerun.all_events if e.is_step_success]
+    assert len(ran) == len(set(ran)) == len(job.nodes_in_topological_order) and rerun.dagster_run.tags["dagster/partition"] == "law"
     latest_biology = instance.get_latest_materialization_event(dg.AssetKey(["recor", "turns"]))
     # the latest turns materialization is law's; biology's still comes from its first run
     assert latest_biology.asset_materialization.partition == "law"

@@ -138,3 +138,12 @@ def test_first_token_logprobs_match_llama_cpps_own():
     assert list(fast_top) == list(slow_top)
     assert all(abs(fast_top[t] - slow_top[t]) < 1e-3 for t in fast_top)
     assert fast["choices"][0]["message"]["content"] == slow["choices"][0]["message"]["content"]
+
+
+def test_progress_is_logged_at_most_once_per_interval_and_at_the_end(scripted_llm, tmp_path):
+    reqs = [LLMRequest(str(i), ask(f"Capital of France, take {i}?")) for i in range(5)]
+    lines: list[str] = []
+    hourly = LLMResource(registry_path=scripted_llm.registry_path, cache_dir=str(tmp_path / "c"), progress_every_seconds=3600.0)
+    hourly.run("smollm2", reqs, log=lines.append)
+    # an hour has not passed: only the closing line, with done/total and the rate
+    assert len(lines) == 1 and lines[0].startswith("smollm2: 5/5 calls, ") and lines[0].endswith(" calls/s")

@@ -1,0 +1,332 @@
+"""The deployment files agree with the repository: the Dockerfile copies paths that exist and
+reach the build context and installs extras that exist; the Helm values name a loadable code
+location, real jobs and resources, a valid Kubernetes run launcher config, and the same
+instance settings (Postgres, S3 compute logs) as deploy/dagster.yaml."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+VALUES = ROOT / "deploy" / "helm" / "values.yaml"
+DEPLOY_INSTANCE = ROOT / "deploy" / "dagster.yaml"
+
+
+# --- Dockerfile and .dockerignore -----------------------------------------------------------
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined and comment lines dropped."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    result = []
+    for line in joined.splitlines():
+        if line.strip():
+            word, _, rest = line.strip().partition(" ")
+            result.append((word.upper(), rest.strip()))
+    return result
+
+
+def copy_args(args: str) -> tuple[list[str], str]:
+    """Sources and destination of a COPY, in shell or JSON form, without its --flags."""
+    parts = json.loads(args) if args.startswith("[") else shlex.split(args)
+    parts = [p for p in parts if not p.startswith("--")]
+    return parts[:-1], parts[-1]
+
+
+def env_assignments(instrs: list[tuple[str, str]]) -> dict[str, str]:
+    env = {}
+    for word, args in instrs:
+        if word == "ENV":
+            for item in shlex.split(args):
+                key, _, value = item.partition("=")
+                env[key] = value
+    return env
+
+
+def ignore_patterns(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"\Z")
+
+
+def is_ignored(path: str, patterns: list[str]) -> bool:
+    """Docker's rule: patterns are anchored at the context root, a match on a folder excludes
+    everything under it, and the last matching pattern (``!`` re-includes) wins."""
+    parts = path.strip("/").split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    ignored = False
+    for raw in patterns:
+        negate = raw.startswith("!")
+        regex = _pattern_regex(raw.lstrip("!").strip("/"))
+        if any(regex.match(p) for p in prefixes):
+            ignored = not negate
+    return ignored
+
+
+def test_dockerignore_rules_follow_docker():
+    patterns = ["storage", "**/__pycache__", "*.egg-info", "tests", "!tests/fixtures"]
+    assert is_ignored("storage", patterns)
+    assert is_ignored("storage/quit/passages.parquet", patterns)
+    assert not is_ignored("assets/storage.py", patterns)  # anchored at the root, unlike git
+    assert is_ignored("assets/quit/__pycache__/rules.cpython-311.pyc", patterns)
+    assert is_ignored("benchfoundry.egg-info/PKG-INFO", patterns)
+    assert is_ignored("tests/test_x.py", patterns)
+    assert not is_ignored("tests/fixtures/models_scripted.yaml", patterns)
+
+
+def test_dockerfile_copies_paths_that_reach_the_build_context():
+    instrs = instructions(DOCKERFILE.read_text())
+    patterns = ignore_patterns(DOCKERIGNORE.read_text())
+    sources = [src for word, args in instrs if word == "COPY" and "--from" not in args
+               for src in copy_args(args)[0]]
+    for required in ("pyproject.toml", "deploy/dagster.yaml", "pipelines", "assets", "resources", "checks", "data"):
+        assert required in sources, f"the image lacks {required}"
+    for src in sources:
+        assert (ROOT / src).exists(), f"COPY {src}: no such path in the repository"
+        assert not is_ignored(src, patterns), f"COPY {src}: excluded by .dockerignore"
+    for excluded in ("storage", ".cache", ".dagster", ".venv", "logs", ".git", "tests"):
+        assert is_ignored(excluded, patterns), f".dockerignore lets {excluded} into the build context"
+
+
+def test_dockerfile_installs_extras_that_exist():
+    text = DOCKERFILE.read_text()
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    literal = {e for group in re.findall(r"\.\[([\w,-]+)\]", text) for e in group.split(",")}
+    # each branch of the GPU switch assigns the whole extras list
+    branches = [set(group.split(",")) for group in re.findall(r'extras="([\w,-]+)"', text)]
+    assert branches or literal, "the Dockerfile installs no extra"
+    assert set().union(literal, *branches) <= declared
+    assert all("cluster" in b for b in branches) or "cluster" in literal
+    assert any("gpu" in b for b in branches) or "gpu" in literal
+    assert "ARG GPU" in text
+
+
+def test_image_instance_is_the_deployment_config_and_dagster_dev_keeps_sqlite():
+    instrs = instructions(DOCKERFILE.read_text())
+    env = env_assignments(instrs)
+    workdir = [args for word, args in instrs if word == "WORKDIR"][-1]
+    copies = dict((tuple(srcs), dest) for srcs, dest in
+                  (copy_args(args) for word, args in instrs if word == "COPY"))
+    assert copies[("deploy/dagster.yaml",)] == f"{env['DAGSTER_HOME']}/dagster.yaml"
+    assert yaml.safe_load(VALUES.read_text())["global"]["dagsterHome"] == env["DAGSTER_HOME"]
+    root_config = [dest for srcs, dest in copies.items() if "dagster.yaml" in srcs]
+    assert root_config == ["./"], "the project's sqlite dagster.yaml must land in the work dir"
+    cmd = json.loads([args for word, args in instrs if word == "CMD"][-1])
+    assert "dev" in cmd and f"DAGSTER_HOME={workdir}" in cmd
+    assert not [word for word, _ in instrs if word == "ENTRYPOINT"], "chart args would be appended to it"
+
+
+# --- Helm values ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def values() -> dict:
+    return yaml.safe_load(VALUES.read_text())
+
+
+@pytest.fixture(scope="module")
+def deployment(values) -> dict:
+    (dep,) = values["dagster-user-deployments"]["deployments"]
+    return dep
+
+
+@pytest.fixture(scope="module")
+def defs(deployment) -> dg.Definitions:
+    args = deployment["dagsterApiGrpcArgs"]
+    module = importlib.import_module(args[args.index("-m") + 1])
+    assert isinstance(module.defs, dg.Definitions)
+    return module.defs
+
+
+def test_code_location_is_the_project_definitions(values, deployment, defs):
+    assert values["dagster-user-deployments"]["enabled"] is True
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dagster"]
+    assert deployment["dagsterApiGrpcArgs"] == ["-m", tool["module_name"]]
+    # the location keeps its name between `dagster dev` and the cluster
+    assert deployment["name"] == tool["code_location_name"]
+    assert deployment["image"]["repository"] and deployment["image"]["tag"]
+    assert deployment.get("includeConfigInLaunchedRuns", {"enabled": True})["enabled"]
+
+
+def _job_names(node) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["value"]] if node.get("key") == "dagster/job_name" and isinstance(node.get("value"), str) else []
+        return own + [n for v in node.values() for n in _job_names(v)]
+    if isinstance(node, list):
+        return [n for v in node for n in _job_names(v)]
+    return []
+
+
+def test_jobs_named_in_values_exist(values, defs):
+    names = _job_names(values)
+    assert names, "the values name no job; drop this test if that is intended"
+    for name in names:
+        defs.resolve_job_def(name)
+
+
+def test_env_drives_the_resources_of_the_definitions(values, deployment, defs, monkeypatch):
+    from pipelines.resources import default_resources
+
+    env = deployment["env"]
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    resources = default_resources()
+    assert env["BENCHFOUNDRY_STORAGE"].startswith("s3://")
+    for name in ("io_manager", "llm", "lucene", "search"):
+        assert name in defs.resources
+    assert resources["io_manager"].root == env["BENCHFOUNDRY_STORAGE"]
+    assert resources["llm"].cache_dir.startswith(env["BENCHFOUNDRY_CACHE"])
+    assert resources["lucene"].index_root.startswith(env["BENCHFOUNDRY_CACHE"])
+    mounts = [m["mountPath"] for m in deployment["volumeMounts"]]
+    assert str(Path(env["BENCHFOUNDRY_MODELS"]).parent) in mounts, "the model registry is not mounted"
+    # processes that load the instance see the same settings as the code server
+    for part in ("dagsterWebserver", "dagsterDaemon"):
+        assert values[part]["env"] == env
+        assert values[part]["envSecrets"] == deployment["envSecrets"]
+
+
+def _validate(config_schema, config: dict) -> None:
+    @dg.op(config_schema=config_schema)
+    def instance_part():
+        pass
+
+    @dg.job
+    def check():
+        instance_part()
+
+    dg.validate_run_config(check, {"ops": {"instance_part": {"config": config}}})
+
+
+# how the chart writes k8sRunLauncher values into the instance's run_launcher config
+K8S_LAUNCHER_KEYS = {
+    "loadInclusterConfig": "load_incluster_config", "kubeconfigFile": "kubeconfig_file",
+    "jobNamespace": "job_namespace", "imagePullPolicy": "image_pull_policy", "image": "job_image",
+    "envConfigMaps": "env_config_maps", "envSecrets": "env_secrets", "envVars": "env_vars",
+    "volumeMounts": "volume_mounts", "volumes": "volumes", "labels": "labels", "resources": "resources",
+    "failPodOnRunFailure": "fail_pod_on_run_failure", "schedulerName": "scheduler_name",
+    "securityContext": "security_context",
+}
+
+
+def test_run_launcher_is_a_valid_k8s_run_launcher(values):
+    from dagster_k8s import K8sRunLauncher
+
+    launcher = values["runLauncher"]
+    assert launcher["type"] == "K8sRunLauncher"
+    given = launcher["config"]["k8sRunLauncher"]
+    unknown = set(given) - set(K8S_LAUNCHER_KEYS)
+    assert not unknown, f"keys the chart does not map: {unknown}"
+    config = {K8S_LAUNCHER_KEYS[k]: v for k, v in given.items() if k != "image"}
+    for key in ("env_config_maps", "env_secrets"):
+        if key in config:
+            config[key] = [ref["name"] for ref in config[key]]
+    # the fields the chart fills in itself
+    config.update(job_namespace=config.get("job_namespace") or "benchfoundry",
+                  dagster_home=values["global"]["dagsterHome"], instance_config_map="dagster-instance",
+                  postgres_password_secret=values["global"]["postgresqlSecretName"],
+                  service_account_name="dagster")
+    _validate(K8sRunLauncher.config_type(), config)
+
+
+def _env_names(node) -> dict[str, str]:
+    """{config key: env var name} for the keys of a config block read from the environment."""
+    return {k: v["env"] for k, v in node.items() if isinstance(v, dict) and set(v) == {"env"}}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def test_compute_logs_go_to_s3_with_a_valid_config(values, deployment, monkeypatch):
+    from dagster_aws.s3.compute_log_manager import S3ComputeLogManager
+
+    manager = values["computeLogManager"]
+    assert manager["type"] == "S3ComputeLogManager"
+    given = manager["config"]["s3ComputeLogManager"]
+    for name in _env_names(given).values():
+        assert name in deployment["env"], f"{name} is read by the instance but set nowhere"
+        monkeypatch.setenv(name, deployment["env"][name])
+    _validate(S3ComputeLogManager.config_type(), {_snake(k): v for k, v in given.items()})
+
+
+@pytest.fixture(scope="module")
+def deploy_instance() -> dict:
+    assert DEPLOY_INSTANCE.exists(), "deploy/dagster.yaml (the deployment instance) is missing"
+    return yaml.safe_load(DEPLOY_INSTANCE.read_text())
+
+
+def _find(node, key):
+    if isinstance(node, dict):
+        if key in node:
+            return node[key]
+        node = list(node.values())
+    if isinstance(node, list):
+        for child in node:
+            found = _find(child, key)
+            if found is not None:
+                return found
+    return None
+
+
+# the instance's postgres_db fields and where the chart takes each one from
+CHART_POSTGRES = {
+    "hostname": lambda pg: pg["postgresqlHost"], "username": lambda pg: pg["postgresqlUsername"],
+    "db_name": lambda pg: pg["postgresqlDatabase"], "port": lambda pg: pg["service"]["port"],
+}
+
+
+def test_postgres_settings_match_the_deployment_instance(values, deployment, deploy_instance):
+    postgres_db = _find(deploy_instance, "postgres_db")
+    assert postgres_db, "deploy/dagster.yaml has no postgres_db storage"
+    names = _env_names(postgres_db)
+    assert set(names) >= {"hostname", "username", "password", "db_name"}
+    pg = values["postgresql"]
+    assert pg["enabled"] is False and values["generatePostgresqlPasswordSecret"] is False
+    for field, name in names.items():
+        if field == "password":
+            # the chart injects the secret's password under exactly this name
+            assert name == "DAGSTER_PG_PASSWORD"
+        else:
+            assert field in CHART_POSTGRES, f"the chart has no setting for postgres_db.{field}"
+            assert deployment["env"].get(name) == str(CHART_POSTGRES[field](pg)), \
+                f"{name} differs from the chart's postgresql settings"
+
+
+def test_compute_log_settings_match_the_deployment_instance(values, deploy_instance):
+    compute_logs = deploy_instance["compute_logs"]
+    assert (compute_logs["module"], compute_logs["class"]) == ("dagster_aws.s3.compute_log_manager", "S3ComputeLogManager")
+    assert _env_names(compute_logs["config"]), "deploy/dagster.yaml reads no compute log setting from the environment"
+    given = {_snake(k): v for k, v in values["computeLogManager"]["config"]["s3ComputeLogManager"].items()}
+    assert given == compute_logs["config"]
+
+
+def test_llm_pool_limit_is_set_and_llm_is_the_only_pool(values, defs):
+    concurrency = values["concurrency"]
+    assert concurrency["enabled"] is True
+    assert concurrency["pools"]["defaultLimit"] >= 1
+    pools = {a.node_def.pool for a in defs.assets if getattr(a, "node_def", None) is not None} - {None}
+    # a default limit stands for the llm pool's limit only while llm is the only pool
+    assert pools == {"llm"}
+    assert values["dagsterDaemon"]["enabled"] is True
