@@ -83,7 +83,9 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture(scope="session")
+# package scope: the webserver and daemon stop once the operations tests are done, rather
+# than polling beside the rest of the suite
+@pytest.fixture(scope="package")
 def running_dagster(tmp_path_factory) -> RunningDagster:
     base = tmp_path_factory.mktemp("operations")
     home, storage = base / "dagster_home", base / "storage"
