@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SCRIPTED_REGISTRY
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE = "tests/operations/workspace.yaml"
@@ -55,12 +55,6 @@ class RunningDagster:
                 return value
             time.sleep(every)
         raise AssertionError(f"{what}: not after {timeout:.0f}s; the server log ends:\n{self.log.read_text()[-4000:]}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def location_loaded(url: str) -> bool:

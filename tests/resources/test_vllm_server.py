@@ -1,7 +1,6 @@
 """The vLLM serving path, exercised against llama.cpp's OpenAI-compatible server serving
 the embedded model (it speaks the protocol vLLM speaks)."""
 
-import socket
 import sys
 
 import dagster as dg
@@ -9,12 +8,7 @@ import pytest
 
 from resources.llm import LLMRequest, LLMResource, embedded_model_path
 from resources.vllm_server import VLLMServerResource, wait_healthy
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.servers import free_port
 
 
 QUESTIONS = ["Which city is the capital of France?", "What is the largest planet in the Solar System?"]

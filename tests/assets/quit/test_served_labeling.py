@@ -23,7 +23,7 @@ from resources.storage import ParquetIOManager
 from resources.vllm_server import VLLMServerResource
 from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
-from tests.resources.test_vllm_server import free_port
+from tests.servers import free_port
 
 UPSTREAM = ("quit_prepare", "quit_parametric", "quit_passages")
 PASSAGES = 16
