@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup system-packages run test ui verify clean
+.PHONY: setup system-packages run test test-fast ui verify clean
 
 setup: $(STAMP)
 
@@ -41,8 +41,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m pipelines.run_default $(ARGS)
 
+# Every test, the slow ones included (the real model end to end, Lucene, servers, the
+# browser); the 25 slowest are listed at the end so a CI log shows where the time goes.
 test: $(STAMP) system-packages
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=25
+
+# The quick loop while editing: everything not marked slow (a few minutes).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -ra -m "not slow" --durations=10
 
 # The webserver and the daemon (sensors, schedules, backfills, the run queue), on loopback.
 UI_PORT ?= 3000

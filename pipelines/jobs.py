@@ -77,6 +77,11 @@ def recor_assets(*names: str) -> dg.AssetSelection:
 
 
 RECOR_REPORTS = recor_assets("quality_report", "statistics")
+recor_observe_job = dg.define_asset_job(
+    "recor_observe", selection=recor_assets("source_files"),
+    description="Observe every domain's source files (a content hash per domain), as the UI's Observe button does: "
+                "a build records the hash it read, so editing a domain's files later marks only its partitions stale.",
+)
 recor_build_job = dg.define_asset_job(
     "recor_build", selection=dg.AssetSelection.groups("recor") - RECOR_REPORTS,
     description="RECOR construction and quality analysis of one domain (partition = domain).",
@@ -125,6 +130,7 @@ wikiprofile_report_job = dg.define_asset_job(
 WIKIPROFILE_STAGES = [("wikiprofile_build", None), ("wikiprofile_profile", "subjects"), ("wikiprofile_report", None)]
 
 RECOR_STAGES = [
+    ("recor_observe", None),
     ("recor_build", "domains"),
     ("recor_report", None),
     ("recor_queries", "domains"),
@@ -136,6 +142,6 @@ RECOR_STAGES = [
 
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
         quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
-        recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
+        recor_observe_job, recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
         recor_generation_job, recor_generation_report_job, wikiprofile_build_job,
         wikiprofile_profile_job, wikiprofile_report_job]

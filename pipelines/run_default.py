@@ -17,6 +17,7 @@ from assets.eval.quit import rerank_partitions, retriever_partitions
 from assets.eval.recor import recor_eval_partitions
 from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS, recor_domain_partitions
 from assets.quit.settings import QuitSettings
+from assets.recor.sources import DOMAINS
 from assets.recor.settings import RecorSettings
 from assets.wikiprofile.profile_assets import subject_partitions
 from assets.wikiprofile.settings import WikiProfileSettings
@@ -30,16 +31,26 @@ PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_
               "reranks": rerank_partitions.get_partition_keys(),
               "domains": recor_domain_partitions.get_partition_keys(),
               "recor_runs": recor_eval_partitions.get_partition_keys()}
-# The default run builds RECOR from one source question per domain (the sample has two or
-# three): the embedded model spends about a minute and a half per question.
-RECOR_QUESTIONS = 1
-# WikiProfile's default run reads this many of the sample's pages, keeps at most this many
-# facts and samples each question this many times (the paper: 10,000 pages, 5,000 facts,
-# 8 samples). The embedded model spends about 6 s of construction per page and 11 s of
-# sampling per fact and sample.
-WIKIPROFILE_PAGES = 12
-WIKIPROFILE_FACTS = 8
-WIKIPROFILE_SAMPLES = 4
+# ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples,
+# sized to finish in under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the
+# embedded model labels about 3.7 passages a second, builds a RECOR conversation in about
+# 70 s and judges its generations in about 30 s a turn, and spends about 20 s of
+# construction per WikiProfile page and 9 s of sampling per fact and sample.
+PRESETS = {
+    # QUIT: one question's 325 passages labeled; hint convergence over 2 wrong candidates
+    # per question instead of 3, a quarter fewer verdicts (it is the longest step). RECOR:
+    # one BRIGHT domain and one StackExchange domain (with its hard-negative mining), one
+    # source question each, built and evaluated: every RECOR asset runs, once per kind of
+    # source. WikiProfile: 6 pages drawn at random (seeded), 4 facts, 4 samples per question
+    # and thinking setting.
+    "quick": {"max_labeled_questions": 1, "quit_distractors": 2, "recor_domains": "biology,law", "recor_questions": 1,
+              "wikiprofile_pages": 6, "wikiprofile_facts": 4, "wikiprofile_samples": 4},
+    # The former default, measured at 51m31s (BENCHMARKS.md): every RECOR domain, the
+    # passages of 3 QUIT questions, 12 pages and 8 facts. 0 on any flag takes every record
+    # of the sample instead (hours with the embedded model).
+    "full": {"max_labeled_questions": 3, "quit_distractors": 3, "recor_domains": "all", "recor_questions": 1,
+             "wikiprofile_pages": 12, "wikiprofile_facts": 8, "wikiprofile_samples": 4},
+}
 BENCHMARKS = ("quit", "recor", "wikiprofile")
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
@@ -62,48 +73,84 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
     return True
 
 
+def describe(args: argparse.Namespace, domains: list[str], wanted: list[str]) -> list[str]:
+    """What the run builds, one phrase per benchmark, for the line it prints first."""
+    def every(n: int, what: str) -> str:
+        return f"all {what}" if not n else f"{n} {what}" if n > 1 else f"1 {what.removesuffix('s')}"
+
+    parts = []
+    if "quit" in wanted:
+        parts.append(f"QUIT labels the 325 passages of {every(args.max_labeled_questions, 'questions')} "
+                     f"(convergence over {args.quit_distractors} wrong candidates)")
+    if "recor" in wanted:
+        named = "all 11 domains" if len(domains) == len(DOMAINS) else ", ".join(domains)
+        parts.append(f"RECOR builds and evaluates {named} from {every(args.recor_questions, 'source questions')} each")
+    if "wikiprofile" in wanted:
+        parts.append(f"WikiProfile reads {every(args.wikiprofile_pages, 'pages')}, keeps {every(args.wikiprofile_facts, 'facts')} "
+                     f"and samples each question {args.wikiprofile_samples} times")
+    return parts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--max-labeled-questions", type=int, default=QuitSettings().max_labeled_questions,
-                        help="questions whose 325 passages are labeled (0 = all)")
-    parser.add_argument("--recor-questions", type=int, default=RECOR_QUESTIONS,
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="quick",
+                        help="quick: every stage on a slice (under 20 minutes); full: every RECOR domain, more "
+                             "QUIT questions and WikiProfile pages (about 52 minutes); the flags below override it")
+    parser.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
+    parser.add_argument("--quit-distractors", type=int,
+                        help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)")
+    parser.add_argument("--recor-domains", help=f"comma-separated RECOR domains to build and evaluate, or all ({', '.join(DOMAINS)})")
+    parser.add_argument("--recor-questions", type=int,
                         help="source questions per RECOR domain to build conversations from (0 = all)")
-    parser.add_argument("--wikiprofile-pages", type=int, default=WIKIPROFILE_PAGES,
-                        help="WikiProfile page summaries to extract facts from (0 = all)")
-    parser.add_argument("--wikiprofile-facts", type=int, default=WIKIPROFILE_FACTS,
-                        help="WikiProfile facts kept by the balanced downsampling (0 = all)")
-    parser.add_argument("--wikiprofile-samples", type=int, default=WIKIPROFILE_SAMPLES,
+    parser.add_argument("--wikiprofile-pages", type=int, help="WikiProfile page summaries to extract facts from (0 = all)")
+    parser.add_argument("--wikiprofile-facts", type=int, help="WikiProfile facts kept by the balanced downsampling (0 = all)")
+    parser.add_argument("--wikiprofile-samples", type=int,
                         help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
                         help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
     args = parser.parse_args(argv)
+    for name, value in PRESETS[args.preset].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     wanted = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     unknown = set(wanted) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmarks {sorted(unknown)} ({', '.join(BENCHMARKS)})")
+    domains = list(DOMAINS) if args.recor_domains == "all" else [d.strip() for d in args.recor_domains.split(",") if d.strip()]
+    if not domains or set(domains) - set(DOMAINS):
+        parser.error(f"--recor-domains: unknown domains {sorted(set(domains) - set(DOMAINS))} (known: {', '.join(DOMAINS)}, or all)")
     limit = None if args.max_labeled_questions == 0 else args.max_labeled_questions
-    settings = QuitSettings(max_labeled_questions=limit)
+    if args.quit_distractors < 1:
+        parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
+    settings = QuitSettings(max_labeled_questions=limit, distractors=args.quit_distractors)
     recor = RecorSettings(max_questions=args.recor_questions or None)
     if args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4:
         parser.error("--wikiprofile-samples must be a positive multiple of 4 (the gold sits in each of 4 option slots equally often)")
     wikiprofile = WikiProfileSettings(max_pages=args.wikiprofile_pages or None, downsample_to=args.wikiprofile_facts or None,
                                       n_samples=args.wikiprofile_samples)
+    print(f"make run, preset {args.preset}: " + "; ".join(describe(args, domains, wanted)) + ".")
+    if args.preset == "quick":
+        print('  the full run: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
+              'builds and what each flag does)')
+    PARTITIONS["domains"] = domains
+    PARTITIONS["recor_runs"] = [k for k in recor_eval_partitions.get_partition_keys() if k.keys_by_dimension["domain"] in domains]
+    if "wikiprofile" in wanted:
+        PARTITIONS["subjects"] = role_aliases("wikiprofile.subjects")
+    stages = ((QUIT_STAGES if "quit" in wanted else []) + (RECOR_STAGES if "recor" in wanted else [])
+              + (WIKIPROFILE_STAGES if "wikiprofile" in wanted else []))
+    if args.plan:
+        for job_name, partitions in stages:
+            keys = PARTITIONS[partitions] if partitions else []
+            print(f"{job_name}" + (f" x {len(keys)}: {', '.join(map(str, keys))}" if partitions else ""))
+        return 0
     defs = build_defs(quit_settings=settings, recor_settings=recor, wikiprofile_settings=wikiprofile)
     instance = dg.DagsterInstance.get()
     if "wikiprofile" in wanted:
         # The subject models of the registry are the profiling partitions (the sensor adds
         # them too when the daemon runs).
-        PARTITIONS["subjects"] = role_aliases("wikiprofile.subjects")
         instance.add_dynamic_partitions(subject_partitions.name, PARTITIONS["subjects"])
     started = time.monotonic()
-    if "wikiprofile" in wanted:
-        print(f"note: WikiProfile reads {args.wikiprofile_pages or 'all'} pages, keeps {args.wikiprofile_facts or 'all'} facts and "
-              f"samples each question {args.wikiprofile_samples} times; the paper's sizes are in README.md.")
-    if "quit" in wanted and settings.max_labeled_questions is not None:
-        print(f"note: labeling the passages of {settings.max_labeled_questions} questions (all 325 passages each); "
-              "run `make run ARGS=--max-labeled-questions=0` to label every question.")
-    stages = ((QUIT_STAGES if "quit" in wanted else []) + (RECOR_STAGES if "recor" in wanted else [])
-              + (WIKIPROFILE_STAGES if "wikiprofile" in wanted else []))
     if not run_stages(defs, instance, stages):
         return 1
     root = storage_root()

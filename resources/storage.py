@@ -18,6 +18,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 DEFAULT_ROOT = "./storage"
+# Input metadata of a report that reads every partition of its upstream: read the partitions
+# that are materialized and name the missing ones, instead of failing on the first one.
+MATERIALIZED_PARTITIONS = {"partitions": "materialized"}
 
 
 def storage_root() -> str:
@@ -156,9 +159,16 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         key = context.asset_key
         if context.has_asset_partitions:
-            keys = context.asset_partition_keys
-            frames = [read_parquet(self._uri(key, partition_file_name(k))) for k in keys]
-            return concat(frames)
+            uris = {k: self._uri(key, partition_file_name(k)) for k in context.asset_partition_keys}
+            if context.definition_metadata.get("partitions") == MATERIALIZED_PARTITIONS["partitions"]:
+                missing = [str(k) for k, uri in uris.items() if not exists(uri)]
+                if uris and len(missing) == len(uris):
+                    raise FileNotFoundError(f"no partition of {key.to_user_string()} is materialized: materialize one first")
+                if missing:
+                    context.log.warning(f"{key.to_user_string()}: {len(missing)} of {len(uris)} partitions not materialized, "
+                                        f"read without them: {', '.join(sorted(missing))}")
+                uris = {k: uri for k, uri in uris.items() if str(k) not in missing}
+            return concat(read_parquet(uri) for uri in uris.values())
         return read_parquet(self._uri(key, None))
 
 

@@ -175,3 +175,33 @@ def s3_server() -> Iterator[S3]:
     finally:
         stop(process)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelServer:
+    """llama.cpp's OpenAI-compatible server serving the embedded model as ``smollm2``: it
+    speaks the protocol vLLM speaks, so it stands in for a vLLM server."""
+
+    url: str
+    log: Path
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server() -> Iterator[ModelServer]:
+    from resources.llm import embedded_model_path
+    from resources.vllm_server import wait_healthy
+
+    port = free_port()
+    root = Path(tempfile.mkdtemp(prefix="benchfoundry-llama-"))
+    log = root / "server.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", embedded_model_path("smollm2-135m-instruct"),
+             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/v1", timeout=120, proc=process)
+        yield ModelServer(f"http://127.0.0.1:{port}/v1", log)
+    finally:
+        stop(process)
+        shutil.rmtree(root, ignore_errors=True)

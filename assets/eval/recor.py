@@ -17,7 +17,7 @@ from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource, role_aliases
 from resources.lucene import LuceneResource
 from resources.retrieval import load_retrievers
-from resources.storage import join, storage_root, write_bytes
+from resources.storage import MATERIALIZED_PARTITIONS, join, storage_root, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
@@ -86,14 +86,17 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=dg.AllPartitionMapping()),
-               "benchmark": dg.AssetIn(key=["recor", "benchmark"], partition_mapping=dg.AllPartitionMapping())},
+          ins={"recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=dg.AllPartitionMapping(),
+                                        metadata=MATERIALIZED_PARTITIONS),
+               "benchmark": dg.AssetIn(key=["recor", "benchmark"], partition_mapping=dg.AllPartitionMapping(),
+                                       metadata=MATERIALIZED_PARTITIONS)},
           kinds={"ranx", "scipy"}, code_version="1")
 def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, averaged per domain and
     macro-averaged over domains: Table 3 (retrievers x strategies), Table 4 (ablation),
     Table 17 (paired t-tests over turn-level observations), Table 18 (History+Reasoning,
-    all metrics), Table 19 (turn position), Table 20 (domains x retrievers) and Figure 2."""
+    all metrics), Table 19 (turn position), Table 20 (domains x retrievers) and Figure 2,
+    over the domains whose runs are materialized."""
     scores = conversational.turn_scores(recor_runs, qrels_frame(benchmark), benchmark)
     table3 = conversational.strategy_table(scores)
     return dg.Output(scores, metadata={
@@ -150,7 +153,8 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_generation": dg.AssetIn(key=[PREFIX, "recor_generation"], partition_mapping=dg.AllPartitionMapping())},
+          ins={"recor_generation": dg.AssetIn(key=[PREFIX, "recor_generation"], partition_mapping=dg.AllPartitionMapping(),
+                                              metadata=MATERIALIZED_PARTITIONS)},
           kinds={"polars"}, code_version="1")
 def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged

@@ -12,7 +12,7 @@ from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
-from resources.storage import join, storage_root, write_bytes
+from resources.storage import MATERIALIZED_PARTITIONS, join, storage_root, write_bytes
 
 PREFIX = "recor"
 GROUP = "recor"
@@ -226,6 +226,12 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
 ALL_DOMAINS = dg.AllPartitionMapping()
 
 
+def _built(name: str) -> dg.AssetIn:
+    """Every materialized domain partition of ``name``: a report covers the domains built so
+    far (a run of some domains, a partition backfill under way) and names the rest."""
+    return dg.AssetIn(key=[PREFIX, name], partition_mapping=ALL_DOMAINS, metadata=MATERIALIZED_PARTITIONS)
+
+
 @dg.multi_asset(outs={
     "quality_scores": _out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
     "turn_labels": _out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
@@ -246,8 +252,7 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
-          ins={"quality_scores": dg.AssetIn(key=[PREFIX, "quality_scores"], partition_mapping=ALL_DOMAINS),
-               "turn_labels": dg.AssetIn(key=[PREFIX, "turn_labels"], partition_mapping=ALL_DOMAINS)})
+          ins={"quality_scores": _built("quality_scores"), "turn_labels": _built("turn_labels")})
 def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.Output:
     """Per-domain quality table (Table 31's shape: conversations, turns, the four mean
     scores and the normalized dependency entropy), with the distributions of dependency
@@ -269,17 +274,18 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> d
     })
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
-          ins={"benchmark": dg.AssetIn(key=[PREFIX, "benchmark"], partition_mapping=ALL_DOMAINS),
-               "aspects": dg.AssetIn(key=[PREFIX, "aspects"], partition_mapping=ALL_DOMAINS),
-               "corpus": dg.AssetIn(key=[PREFIX, "corpus"], partition_mapping=ALL_DOMAINS)})
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
+          ins={"benchmark": _built("benchmark"), "aspects": _built("aspects"), "corpus": _built("corpus")})
 def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
     """Per-domain statistics in Table 2's shape: conversations, turns, average turns per
-    conversation, aspects per conversation and documents per turn, with corpus sizes."""
+    conversation, aspects per conversation and documents per turn, with corpus sizes, for
+    every domain built so far (a built domain always has a corpus; one that kept no
+    conversation has a row of zeros)."""
     from assets.recor.sources import DOMAINS
 
+    built = [d for d in DOMAINS if d in set(corpus["domain"])]
     rows = []
-    for domain in DOMAINS:
+    for domain in built:
         b = benchmark.filter(pl.col("domain") == domain)
         convs = b["conversation_id"].unique().to_list()
         a = aspects.filter(pl.col("question_id").is_in(convs))
@@ -292,7 +298,8 @@ def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFr
                      "negatives": c.filter(pl.col("role") == "negative").height})
     table = pl.DataFrame(rows)
     return dg.Output(table, metadata={**table_metadata(table, 11), "table_2": dg.MetadataValue.md(md_table(table, 12)),
-                                      "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum())})
+                                      "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum()),
+                                      "domains_not_built": ", ".join(d for d in DOMAINS if d not in built) or "none"})
 
 
 recor_assets = [source_files, sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark,

@@ -12,6 +12,8 @@ from assets.recor.steps import Thresholds
 from assets.records import ROOT, project_path  # noqa: F401  (ROOT: where relative paths start)
 
 SOURCES_PATH = str(Path(__file__).with_name("sources.yaml"))
+# The fields of a source entry that name files.
+FILE_FIELDS = ("examples", "documents", "questions", "pool")
 
 
 def load_sources(path: str = SOURCES_PATH) -> dict[str, dict]:
@@ -63,17 +65,18 @@ class RecorSettings(dg.ConfigurableResource):
 
     def fingerprint(self, domain: str) -> str:
         """A hash of the domain's source entry and the bytes of its files: it changes when,
-        and only when, that domain's sources change."""
+        and only when, that domain's sources change. Where the files lie is left out, so a
+        copy of the sources in another folder (a deployment's bucket) has the same hash."""
         import hashlib
         import json
 
         from resources.storage import read_bytes
 
         entry = load_sources(self.sources_path)[domain]
-        digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
-        for field in ("examples", "documents", "questions", "pool"):
-            if entry.get(field):
-                digest.update(read_bytes(project_path(entry[field])))
+        files = [field for field in FILE_FIELDS if entry.get(field)]
+        digest = hashlib.sha256(json.dumps({k: v for k, v in entry.items() if k not in files}, sort_keys=True).encode())
+        for field in files:
+            digest.update(field.encode() + b"\0" + read_bytes(project_path(entry[field])))
         return digest.hexdigest()[:16]
 
     def load(self, domain: str) -> Loaded:

@@ -10,13 +10,15 @@ from assets.metadata import md_table, png_markdown, table_metadata
 from assets.wikiprofile import analysis, method, sources
 from assets.wikiprofile.settings import WikiProfileSettings
 from assets.wiring import asset_in
+from resources.storage import MATERIALIZED_PARTITIONS
 
 PREFIX = GROUP = "wikiprofile"
 REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1")
 
 
 def _all(name: str) -> dg.AssetIn:
-    return dg.AssetIn(key=[PREFIX, name], partition_mapping=dg.AllPartitionMapping())
+    """Every profiled model: a subject the sensor added but not yet profiled is named, not read."""
+    return dg.AssetIn(key=[PREFIX, name], partition_mapping=dg.AllPartitionMapping(), metadata=MATERIALIZED_PARTITIONS)
 
 
 def _pyplot():

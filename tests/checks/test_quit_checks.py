@@ -17,6 +17,19 @@ def test_passages_check_names_questions_with_wrong_counts():
     result = run(qc.passages_per_question, passages=bad)
     assert not result.passed
     assert result.metadata["offending_ids"].value == "b"
+    assert result.metadata["offending_rows"].value == 1
+
+
+def test_passages_check_fails_on_a_repeated_passage_id():
+    from assets.quit.passages import passages_frame
+
+    good = passages_frame(pl.DataFrame({"question_id": ["a"], "hints": [[f"a{i}." for i in range(5)]]}))
+    # 325 rows still, but two share an id: a passage lost behind a duplicate
+    repeated = good.with_columns(pl.when(pl.col("passage_id") == good["passage_id"][1]).then(pl.lit(good["passage_id"][0]))
+                                 .otherwise(pl.col("passage_id")).alias("passage_id"))
+    assert repeated.height == 325
+    result = run(qc.passages_per_question, passages=repeated)
+    assert not result.passed and result.metadata["offending_ids"].value == "a"
 
 
 def test_corpus_leakage_check_finds_the_passage():

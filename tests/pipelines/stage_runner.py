@@ -1,6 +1,12 @@
 """Runs QUIT or RECOR stages against the scripted LLM in a fresh process (used by tests that
-kill and restart a materialization, and by the RECOR pipeline test).
-Usage: python -m tests.pipelines.stage_runner STAGE..."""
+kill and restart a materialization, and by the shared scripted RECOR build).
+Usage: python -m tests.pipelines.stage_runner STAGE...
+
+Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_LLM_CACHE,
+BENCHFOUNDRY_CACHE (indexes), BENCHFOUNDRY_RECOR_SOURCES (the RECOR source registry, the
+project's by default) and BENCHFOUNDRY_STAGE_HOME (an instance folder that keeps the runs;
+an ephemeral instance when unset). ``location`` is the same definitions as a code location,
+for tests that query them as the web UI does."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import sys
 import dagster as dg
 
 from assets.quit.settings import QuitSettings
+from assets.recor.settings import SOURCES_PATH, RecorSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
 from pipelines.run_default import run_stages
@@ -22,16 +29,22 @@ from tests.conftest import SCRIPTED_REGISTRY
 CONCURRENCY = 2
 
 
-def main(stages: list[str]) -> int:
+def location() -> dg.Definitions:
     scripted.install()
-    defs = build_defs(
+    return build_defs(
         io_manager=ParquetIOManager(root=os.environ["BENCHFOUNDRY_STORAGE"]),
         llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.environ["BENCHFOUNDRY_LLM_CACHE"],
                         max_concurrency=CONCURRENCY),
         quit_settings=QuitSettings(max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2),
+        recor_settings=RecorSettings(sources_path=os.environ.get("BENCHFOUNDRY_RECOR_SOURCES", SOURCES_PATH)),
     )
+
+
+def main(stages: list[str]) -> int:
+    home = os.environ.get("BENCHFOUNDRY_STAGE_HOME")
+    instance = dg.DagsterInstance.from_config(home) if home else dg.DagsterInstance.ephemeral()
     wanted = [s for s in QUIT_STAGES + RECOR_STAGES if s[0] in stages]
-    ok = run_stages(defs, dg.DagsterInstance.ephemeral(), wanted)
+    ok = run_stages(location(), instance, wanted)
     return 0 if ok else 1
 
 

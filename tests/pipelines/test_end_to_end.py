@@ -1,5 +1,8 @@
-"""The default run, end to end, with the real embedded model, Lucene and MiniLM."""
+"""``make run``'s default (the quick preset), end to end with the real embedded model, Lucene,
+MiniLM, e5-small and FAISS: run once per test session, then checked benchmark by benchmark.
+What a run restricted with ``--benchmarks`` leaves out is checked on its plan."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,35 +14,100 @@ import polars as pl
 import pytest
 
 from assets.recor.release import release_name
+from pipelines.run_default import PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
+QUICK = PRESETS["quick"]
+DOMAINS = QUICK["recor_domains"].split(",")
 
 
-def run_default(tmp_path, *args: str, timeout: int) -> tuple[str, Path, Path]:
-    """``python -m pipelines.run_default ARGS`` in a fresh instance, storage and LLM cache;
-    its stdout, the instance folder and the storage root."""
-    home = tmp_path / "dagster_home"
+@dataclasses.dataclass(frozen=True)
+class Run:
+    stdout: str
+    home: Path
+    storage: Path
+
+    def instance(self) -> dg.DagsterInstance:
+        return dg.DagsterInstance.from_config(str(self.home))
+
+    def metadata(self, *key: str) -> dict:
+        return self.instance().get_latest_materialization_event(dg.AssetKey(list(key))).asset_materialization.metadata
+
+
+def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int) -> subprocess.CompletedProcess:
+    """``python -m pipelines.run_default ARGS`` with its own instance, storage and LLM cache."""
+    env = {**os.environ, "DAGSTER_HOME": str(home), "BENCHFOUNDRY_STORAGE": str(storage),
+           "BENCHFOUNDRY_CACHE": str(cache), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "pipelines.run_default", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory) -> Run:
+    """The default ``make run`` in a fresh instance, storage and LLM cache, once a session."""
+    base = tmp_path_factory.mktemp("default_run")
+    home = base / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    storage = tmp_path / "storage"
-    env = {**os.environ, "DAGSTER_HOME": str(home), "BENCHFOUNDRY_STORAGE": str(storage),
-           "BENCHFOUNDRY_CACHE": str(tmp_path / "cache"), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-m", "pipelines.run_default", *args],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    out = run_default(home=home, storage=base / "storage", cache=base / "cache", timeout=2400)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return out.stdout, home, storage
+    return Run(out.stdout, home, base / "storage")
+
+
+def plan(tmp_path, *args: str) -> str:
+    out = run_default(*args, "--plan", home=tmp_path, storage=tmp_path / "storage", cache=tmp_path / "cache", timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_path):
+    stdout = plan(tmp_path)
+    first = stdout.splitlines()[0]
+    assert first.startswith("make run, preset quick: QUIT labels the 325 passages of 1 question "
+                             "(convergence over 2 wrong candidates);")
+    assert "RECOR builds and evaluates biology, law from 1 source question each" in first
+    assert "WikiProfile reads 6 pages, keeps 4 facts" in first
+    assert 'make run ARGS="--preset full"' in stdout
+    jobs = [line.split(" x ")[0] for line in stdout.splitlines()[2:]]
+    assert jobs[0] == "quit_prepare" and "recor_generation" in jobs and jobs[-1] == "wikiprofile_report"
+    assert "recor_retrieval x 6: " in stdout and "law|minilm" in stdout
+
+    full = plan(tmp_path, "--preset", "full")
+    assert "RECOR builds and evaluates all 11 domains" in full and "recor_build x 11:" in full
+    assert "--preset full" not in full.splitlines()[1]
+
+
+@pytest.mark.parametrize(("benchmark", "others"), [("quit", ("RECOR", "WikiProfile", "recor_", "wikiprofile_")),
+                                                   ("recor", ("QUIT", "WikiProfile", "quit_", "wikiprofile_")),
+                                                   ("wikiprofile", ("QUIT", "RECOR", "quit_", "recor_"))])
+def test_one_benchmark_runs_its_stages_alone(tmp_path, benchmark, others):
+    stdout = plan(tmp_path, "--benchmarks", benchmark)
+    assert f"{benchmark}_" in stdout
+    assert not [o for o in others if o in stdout], stdout
+
+
+def test_unknown_domains_are_refused(tmp_path):
+    out = run_default("--recor-domains", "biology,astrology", "--plan", home=tmp_path, storage=tmp_path / "s",
+                      cache=tmp_path / "c", timeout=120)
+    assert out.returncode == 2 and "unknown domains ['astrology']" in out.stderr
 
 
 @pytest.mark.slow
-def test_default_run_builds_and_exports_quit(tmp_path):
-    stdout, home, storage = run_default(tmp_path, "--benchmarks", "quit", "--max-labeled-questions", "1", timeout=1800)
-    assert "QUIT benchmark files" in stdout and "make ui" in stdout
-    assert "Total Passages" in stdout
+def test_default_run_prints_where_everything_is(default_run):
+    stdout = default_run.stdout
+    assert stdout.startswith("make run, preset quick:")
+    for line in ("QUIT benchmark files", "Total Passages", "RECOR statistics", "RECOR benchmark files", "WikiProfile:",
+                 "WikiProfile reports", "make ui", "make verify"):
+        assert line in stdout, line
 
+
+@pytest.mark.slow
+def test_default_run_builds_and_exports_quit(default_run):
+    storage, instance = default_run.storage, default_run.instance()
     release = storage / "quit" / "release"
     corpus = [json.loads(line) for line in (release / "corpus.jsonl").read_text().splitlines()]
     questions = [q for split in ("train", "dev", "test") for q in json.loads((release / f"{split}.json").read_text())]
-    assert len(questions) == 1 and len(corpus) == 325
+    assert len(questions) == QUICK["max_labeled_questions"] == 1 and len(corpus) == 325
     assert {c["title"] for c in corpus} == {questions[0]["id"]}
     assert len(questions[0]["hints"]) == 5 and questions[0]["answers"]
     qrels = [line.split() for split in ("train", "dev", "test") for line in (release / f"qrels.{split}.txt").read_text().splitlines()]
@@ -49,19 +117,28 @@ def test_default_run_builds_and_exports_quit(tmp_path):
     assert {"duplicate_id", "duplicate_question", "too_few_hints"} <= set(rejects["reason"])
     assert pl.read_parquet(storage / "quit" / "leakage_rejects.parquet").height >= 3
 
-    instance = dg.DagsterInstance.from_config(str(home))
-    event = instance.get_latest_materialization_event(dg.AssetKey(["quit", "passage_answers"]))
-    meta = event.asset_materialization.metadata
+    meta = default_run.metadata("quit", "passage_answers")
     assert meta["llm/calls"].value >= 325
     assert "llm/served_from_cache" in meta and "llm/parse_failures" in meta
-    stats = instance.get_latest_materialization_event(dg.AssetKey(["quit", "statistics"])).asset_materialization.metadata
-    assert stats["table1/Total Passages"].value == 325.0
-    checks = instance.get_latest_materialization_event(dg.AssetKey(["quit", "passages"]))
-    assert checks is not None
+    assert default_run.metadata("quit", "statistics")["table1/Total Passages"].value == 325.0
 
-    # the evaluation: every reranker on every retriever, the Oracle rows, the reader table
-    meta = lambda key: instance.get_latest_materialization_event(dg.AssetKey(["eval", key])).asset_materialization.metadata
-    retrieval, rerank, reading = meta("quit_retrieval_metrics"), meta("quit_rerank_metrics"), meta("quit_reader_metrics")
+    # every check of the passages ran in the run and passed (tests/checks shows a broken table fails it)
+    from pipelines.definitions import defs
+
+    passages = dg.AssetKey(["quit", "passages"])
+    checks = [key for key in defs.resolve_asset_graph().asset_check_keys if key.asset_key == passages]
+    assert checks
+    for check in checks:
+        record = instance.get_latest_asset_check_evaluation_record(check)
+        assert record is not None and record.status.value == "SUCCEEDED", check
+        assert record.event.dagster_event.event_specific_data.passed, check
+
+
+@pytest.mark.slow
+def test_default_run_evaluates_quit(default_run):
+    # every reranker on every retriever, the Oracle rows, the reader table
+    retrieval, rerank, reading = (default_run.metadata("eval", key)
+                                  for key in ("quit_retrieval_metrics", "quit_rerank_metrics", "quit_reader_metrics"))
     assert "| bm25 |" in retrieval["table_2"].value and "oracle" not in retrieval["table_2"].value
     for reranker in ("rankgpt", "pointwise", "upr"):
         assert f"| {reranker} |" in rerank["table_7"].value
@@ -71,44 +148,44 @@ def test_default_run_builds_and_exports_quit(tmp_path):
 
 
 @pytest.mark.slow
-def test_default_run_builds_and_evaluates_recor_in_every_domain(tmp_path):
-    from assets.recor.sources import DOMAINS
-
-    stdout, home, storage = run_default(tmp_path, "--benchmarks", "recor", timeout=3600)
-    assert "RECOR statistics" in stdout and "QUIT" not in stdout
-
-    instance = dg.DagsterInstance.from_config(str(home))
+def test_default_run_builds_recor_conversations_in_both_kinds_of_domain(default_run):
+    storage, instance = default_run.storage, default_run.instance()
     for asset in ("benchmark", "turns", "quality_scores"):
         assert instance.get_materialized_partitions(dg.AssetKey(["recor", asset])) == set(DOMAINS)
     assert instance.get_materialized_partitions(dg.AssetKey(["eval", "recor_generation"])) == set(DOMAINS)
     stats = pl.read_parquet(storage / "recor" / "statistics.parquet")
-    assert stats["domain"].to_list() == list(DOMAINS)
-    built = stats.filter(pl.col("#Conv.") > 0)["domain"].to_list()
-    # The 135M model loses some domains' only question to the validation rules (6 of 11
-    # domains kept a conversation when measured; BENCHMARKS.md).
-    assert len(built) >= 4, stats
-    for domain in built:
-        records = (storage / "recor" / "release" / f"{release_name(domain)}_benchmark.jsonl").read_text().splitlines()
-        assert records and all(3 <= json.loads(r)["metadata"]["num_turns"] <= 12 for r in records)
+    assert stats["domain"].to_list() == DOMAINS
+    # the slice's domains are ones where the embedded model keeps a conversation (BENCHMARKS.md)
+    assert (stats["#Conv."] > 0).all(), stats
+    assert "earth_science" in default_run.metadata("recor", "statistics")["domains_not_built"].value
+    for domain in DOMAINS:
+        records = [json.loads(r) for r in
+                   (storage / "recor" / "release" / f"{release_name(domain)}_benchmark.jsonl").read_text().splitlines()]
+        assert records and all(3 <= r["metadata"]["num_turns"] <= 12 for r in records)
+        assert all(len(r["turns"]) == r["metadata"]["num_turns"] for r in records)
+        # the retrieval reasoning of every turn
+        assert all(t["subquestion_reasoning"] and t["gold_doc_ids"] for r in records for t in r["turns"])
+    # the StackExchange domain mined its negatives from the pool
+    assert pl.read_parquet(storage / "recor" / "hard_negatives" / "law.parquet")["doc_id"].str.starts_with("law_pool_").all()
+    assert "table_31" in default_run.metadata("recor", "quality_report")
 
-    meta = lambda *key: instance.get_latest_materialization_event(dg.AssetKey(list(key))).asset_materialization.metadata
-    retrieval = meta("eval", "recor_retrieval_metrics")
+
+@pytest.mark.slow
+def test_default_run_evaluates_recor(default_run):
+    retrieval = default_run.metadata("eval", "recor_retrieval_metrics")
     assert retrieval["table_3"].value.splitlines()[0] == "| retriever | Base | QR | Reas | Hist | H+R |"
     for retriever in ("bm25", "minilm", "e5-small"):
         assert f"| {retriever} |" in retrieval["table_3"].value
     assert "data:image/png" in retrieval["per_domain"].value and "data:image/png" in retrieval["turn_position"].value
-    generation = meta("eval", "recor_generation_metrics")
+    generation = default_run.metadata("eval", "recor_generation_metrics")
     for mode in ("oracle", "retrieved", "no_retrieval"):
         assert f"| {mode} |" in generation["table_8"].value
     assert "| smollm2 |" in generation["dimensions"].value and "| smollm2 |" in generation["lexical"].value
-    assert "table_31" in meta("recor", "quality_report")
 
 
 @pytest.mark.slow
-def test_default_run_builds_wikiprofile_facts_and_profiles_the_embedded_model(tmp_path):
-    stdout, home, storage = run_default(tmp_path, "--benchmarks", "wikiprofile", timeout=2400)
-    assert "WikiProfile:" in stdout and "RECOR" not in stdout and "QUIT" not in stdout
-
+def test_default_run_builds_wikiprofile_facts_with_ten_tasks(default_run):
+    storage = default_run.storage
     bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
     facts = bench["fact_id"].n_unique()
     assert facts >= 3 and bench.height == 10 * facts
@@ -117,27 +194,32 @@ def test_default_run_builds_wikiprofile_facts_and_profiles_the_embedded_model(tm
                       for name in ("direct_question_rejects", "reverse_question_rejects", "natural_question_rejects",
                                    "final_rejects")])
     assert lost["reason"].null_count() == 0
-
-    instance = dg.DagsterInstance.from_config(str(home))
-    meta = lambda key: instance.get_latest_materialization_event(dg.AssetKey(["wikiprofile", key])).asset_materialization.metadata
-    funnel = meta("benchmark")["funnel"].value
-    assert "| 1. pages | 12 |" in funnel and "| 6. facts (downsampled) | 8 |" in funnel
+    funnel = default_run.metadata("wikiprofile", "benchmark")["funnel"].value
+    assert f"| 1. pages | {QUICK['wikiprofile_pages']} |" in funnel
+    assert f"| 6. facts (downsampled) | {QUICK['wikiprofile_facts']} |" in funnel
     assert f"| 19. distractors (final facts) | {facts} |" in funnel
+
+
+@pytest.mark.slow
+def test_default_run_profiles_the_embedded_model(default_run):
+    storage, instance = default_run.storage, default_run.instance()
+    meta = lambda key: default_run.metadata("wikiprofile", key)
+    facts = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")["fact_id"].n_unique()
     assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2"]
+    samples = QUICK["wikiprofile_samples"]
 
     # the embedded model profiled with 4 samples per question, thinking through the CoT prompts
     responses = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2.parquet")
-    assert responses.height == facts * (6 + 4 * 2) * 4 and responses["error"].null_count() == responses.height
+    assert responses.height == facts * (6 + 4 * 2) * samples and responses["error"].null_count() == responses.height
     cot = responses.filter(pl.col("thinking"))
-    assert cot.height == facts * 4 * 4 and cot["response"].str.len_chars().mean() > \
+    assert cot.height == facts * 4 * samples and cot["response"].str.len_chars().mean() > \
         responses.filter(~pl.col("thinking") & pl.col("task").is_in(["direct", "reverse"]))["response"].str.len_chars().mean()
     mc = responses.filter(pl.col("task") == "mc_direct")
     assert mc.group_by("fact_id").agg(pl.col("gold_slot").n_unique())["gold_slot"].to_list() == [4] * facts
     graded = pl.read_parquet(storage / "wikiprofile" / "graded_responses" / "smollm2.parquet")
     assert graded.height == responses.height and graded["label"].null_count() == 0
     assert meta("graded_responses")["grader"].value == "rules (smollm2 is advisory)"
-    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
-    assert profiles.height == facts
+    assert pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet").height == facts
 
     assert "| smollm2 |" in meta("profile_report")["table_2"].value
     for key, plot in (("profile_report", "profiles_plot"), ("popularity_report", "popularity_plot"),

@@ -1,32 +1,26 @@
 """RECOR built and evaluated over all eleven bundled domains with the scripted LLM, real
-Lucene and the bundled encoders."""
+Lucene and the bundled encoders (the package's shared build, ``scripted_recor``)."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.jobs import RECOR_STAGES
-
-ROOT = Path(__file__).resolve().parents[2]
+from assets.recor.release import release_name
+from assets.recor.sources import DOMAINS
 
 
 @pytest.mark.slow
-def test_recor_stages_build_export_and_evaluate_every_domain(tmp_path):
-    env = {**os.environ, "BENCHFOUNDRY_STORAGE": str(tmp_path / "storage"), "BENCHFOUNDRY_LLM_CACHE": str(tmp_path / "llm"),
-           "BENCHFOUNDRY_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "tests.pipelines.stage_runner", *[s for s, _ in RECOR_STAGES]], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=1800)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    storage = tmp_path / "storage"
+def test_recor_stages_build_export_and_evaluate_every_domain(scripted_recor):
+    storage = scripted_recor.storage
+    instance = scripted_recor.instance()
+    for asset in ("benchmark", "turns", "quality_scores"):
+        assert instance.get_materialized_partitions(dg.AssetKey(["recor", asset])) == set(DOMAINS)
+    assert instance.get_materialized_partitions(dg.AssetKey(["eval", "recor_generation"])) == set(DOMAINS)
 
     stats = pl.read_parquet(storage / "recor" / "statistics.parquet")
-    assert stats.height == 11 and stats["#Conv."].sum() >= 11, stats
+    assert stats["domain"].to_list() == list(DOMAINS) and stats["#Conv."].sum() >= 11, stats
     # a domain without conversations says why: every one was rejected with a reason
     for domain in stats.filter(pl.col("#Conv.") == 0)["domain"]:
         rejected = pl.read_parquet(storage / "recor" / "conversation_rejects" / f"{domain}.parquet")
@@ -37,6 +31,11 @@ def test_recor_stages_build_export_and_evaluate_every_domain(tmp_path):
     assert mined.height >= 5 and mined["doc_id"].str.starts_with("law_pool_").all()
 
     release = storage / "recor" / "release"
+    for domain in stats.filter(pl.col("#Conv.") > 0)["domain"]:
+        exported = [json.loads(line) for line in (release / f"{release_name(domain)}_benchmark.jsonl").read_text().splitlines()]
+        assert exported and all(3 <= r["metadata"]["num_turns"] == len(r["turns"]) <= 12 for r in exported), domain
+    statistics = instance.get_latest_materialization_event(dg.AssetKey(["recor", "statistics"])).asset_materialization
+    assert statistics.metadata["domains_not_built"].value == "none"
     records = [json.loads(line) for line in (release / "medicalsciences_benchmark.jsonl").read_text().splitlines()]
     assert records and records[0]["task"] == "medicalsciences" and records[0]["turns"][0]["conversation_history"] == "No previous conversation."
     documents = {json.loads(line)["doc_id"] for line in (release / "medicalsciences_documents.jsonl").read_text().splitlines()}

@@ -1,60 +1,75 @@
-"""Editing one RECOR domain's source file affects that domain only: its fingerprint alone
-changes, and rerunning its partition rematerializes only that slice."""
-
-import shutil
+"""Editing one RECOR domain's source file affects that domain only, as the web UI shows it:
+once the files are observed again, that domain's source tables alone are stale (Dagster
+marks the direct children of a changed input; the rest follow as each is rebuilt), and
+rerunning the domain leaves every other domain's materializations as they were. Staleness
+is asked of the GraphQL API the UI uses, over the package's shared scripted build (a copy
+of it)."""
 
 import dagster as dg
 import pytest
+from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
 
-from assets.recor.settings import ROOT, RecorSettings
-from pipelines.definitions import build_defs
-from resources.llm import LLMResource
-from resources.search import DocumentSearchResource
-from resources.storage import ParquetIOManager
-from tests import scripted
-from tests.conftest import SCRIPTED_REGISTRY
+from assets.recor.sources import DOMAINS
+from pipelines.jobs import recor_build_job
+from tests.pipelines import stage_runner
+
+DOMAIN = "law"
+STALE = """query($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) { ... on AssetNode { staleStatusByPartition(partitions: %s) } }
+}"""
+# the domain-partitioned assets downstream of the source files: the build and the evaluation
+EVAL = [["eval", "recor_queries"], ["eval", "recor_generation"]]
+# the children of the observed source files
+SOURCES = {f"recor/{name}" for name in ("source_questions", "source_documents", "source_rejects")}
+
+
+def stale_domains(instance: dg.DagsterInstance, keys: list[dg.AssetKey]) -> dict[str, set[str]]:
+    """Each asset's stale partitions, from a code location of the same definitions."""
+    query = STALE % str(list(DOMAINS)).replace("'", '"')
+    with define_out_of_process_context(stage_runner.__file__, "location", instance) as context:
+        out = {}
+        for key in keys:
+            statuses = execute_dagster_graphql(context, query, {"key": {"path": key.path}}).data
+            statuses = statuses["assetNodeOrError"]["staleStatusByPartition"]
+            out[key.to_user_string()] = {d for d, s in zip(DOMAINS, statuses) if s == "STALE"}
+    return out
+
+
+def latest_runs(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, str]:
+    records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1000).records
+    runs = {}
+    for record in sorted(records, key=lambda r: r.storage_id):
+        runs[record.partition_key] = record.run_id
+    return runs
 
 
 @pytest.mark.slow
-def test_rerunning_one_domain_recomputes_only_its_slice(tmp_path, monkeypatch):
-    monkeypatch.setenv("BENCHFOUNDRY_STORAGE", str(tmp_path / "storage"))
-    shutil.copytree(ROOT / "data" / "recor", tmp_path / "recor")
-    registry = tmp_path / "sources.yaml"
-    registry.write_text((ROOT / "assets" / "recor" / "sources.yaml").read_text().replace("data/recor/", f"{tmp_path}/recor/"))
-    scripted.install()
-    defs = build_defs(
-        io_manager=ParquetIOManager(root=str(tmp_path / "storage")),
-        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm")),
-        recor_settings=RecorSettings(sources_path=str(registry)),
-        search=DocumentSearchResource(index_root=str(tmp_path / "search")),
-    )
-    scripted.install()
-    instance = dg.DagsterInstance.ephemeral()
-    job = defs.resolve_job_def("recor_build")
-    built = {}
-    run_ids = {}
-    for domain in ("law", "biology"):
-        result = job.execute_in_process(instance=instance, partition_key=domain)
-        built[domain] = result.get_asset_materialization_events()
-        run_ids[domain] = result.run_id
-    per_run = len(built["law"])
-    assert per_run == len(built["biology"]) >= 15
-    settings = RecorSettings(sources_path=str(registry))
-    before = {d: settings.fingerprint(d) for d in ("law", "biology")}
+def test_an_edited_domain_alone_is_stale_and_its_rerun_touches_no_other_domain(scripted_recor, tmp_path, monkeypatch):
+    build = scripted_recor.copy(tmp_path / "build")
+    for name, value in build.env.items():
+        monkeypatch.setenv(name, value)
+    defs = stage_runner.location()
+    instance = build.instance()
+    built = [k for k in defs.resolve_job_def(recor_build_job.name).asset_layer.executable_asset_keys]
+    keys = built + [dg.AssetKey(k) for k in EVAL]
+    assert len(built) >= 15
+    assert stale_domains(instance, keys) == {k.to_user_string(): set() for k in keys}
 
-    pool = tmp_path / "recor" / "stackexchange" / "law_pool.jsonl"
+    pool = build.data / "stackexchange" / "law_pool.jsonl"
     pool.write_text(pool.read_text() + '{"id": "law_pool_extra", "content": "Bailment is the transfer of possession of goods."}\n')
-    assert settings.fingerprint("law") != before["law"] and settings.fingerprint("biology") == before["biology"]
+    assert defs.resolve_job_def("recor_observe").execute_in_process(instance=instance).success
+    assert stale_domains(instance, keys) == {k.to_user_string(): {DOMAIN} if k.to_user_string() in SOURCES else set()
+                                             for k in keys}
 
-    rerun = job.execute_in_process(instance=instance, partition_key="law")
-    events = rerun.get_asset_materialization_events()
-    assert len(events) == per_run and {e.partition for e in events} == {"law"}
-    # every step ran once, in a run of law's partition alone
-    ran = [e.step_key for e in rerun.all_events if e.is_step_success]
-    assert len(ran) == len(set(ran)) == len(job.nodes_in_topological_order) and rerun.dagster_run.tags["dagster/partition"] == "law"
-    latest_biology = instance.get_latest_materialization_event(dg.AssetKey(["recor", "turns"]))
-    # the latest turns materialization is law's; biology's still comes from its first run
-    assert latest_biology.asset_materialization.partition == "law"
-    records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(["recor", "turns"]),
-                                                                    asset_partitions=["biology"]), limit=10).records
-    assert len(records) == 1 and records[0].run_id == run_ids["biology"]
+    before = {k: latest_runs(instance, k) for k in keys}
+    rerun = defs.resolve_job_def(recor_build_job.name).execute_in_process(instance=instance, partition_key=DOMAIN)
+    assert rerun.success
+    for key in keys:
+        after = latest_runs(instance, key)
+        # every other domain's latest materialization is the shared build's, untouched
+        assert {d: r for d, r in after.items() if d != DOMAIN} == {d: r for d, r in before[key].items() if d != DOMAIN}
+        assert after[DOMAIN] == (rerun.run_id if key in built else before[key][DOMAIN]), key
+    # the rebuilt domain is fresh again, and no other domain became stale on the way
+    stale = stale_domains(instance, keys)
+    assert {k.to_user_string(): stale[k.to_user_string()] for k in built} == {k.to_user_string(): set() for k in built}
+    assert all(domains <= {DOMAIN} for domains in stale.values()), stale

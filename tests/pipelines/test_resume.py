@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,14 +34,19 @@ def prompts(log: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_killed_labeling_resumes_without_asking_again(tmp_path):
+    # The stages before labeling, built once; each run below labels from its own copy.
+    prepared = tmp_path / "prepared"
+    assert stage(prepared, prepared / "prep.jsonl", BEFORE).wait(timeout=600) == 0
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    for copy in (ref, run):
+        shutil.copytree(prepared, copy)
+
     # An uninterrupted reference run.
-    ref = tmp_path / "ref"
-    assert stage(ref, ref / "calls.jsonl", BEFORE + ["quit_labeling"]).wait(timeout=600) == 0
+    assert stage(ref, ref / "calls.jsonl", ["quit_labeling"]).wait(timeout=600) == 0
     expected = pl.read_parquet(ref / "storage" / "quit" / "passage_answers" / "smollm2.parquet")
+    assert len(prompts(ref / "calls.jsonl")) > 200
 
     # The same, killed while labeling.
-    run = tmp_path / "run"
-    assert stage(run, run / "prep.jsonl", BEFORE).wait(timeout=600) == 0
     log = run / "label.jsonl"
     proc = stage(run, log, ["quit_labeling"], delay="0.01")
     deadline = time.monotonic() + 300

@@ -1,8 +1,10 @@
+import logging
+
 import dagster as dg
 import polars as pl
 import pytest
 
-from resources.storage import ParquetIOManager, read_parquet
+from resources.storage import MATERIALIZED_PARTITIONS, ParquetIOManager, read_parquet
 
 
 def test_paths_follow_the_storage_contract(tmp_path):
@@ -42,3 +44,33 @@ def test_non_frames_are_refused(tmp_path):
 def test_missing_table_names_the_asset(tmp_path):
     with pytest.raises(FileNotFoundError, match="materialize its asset first"):
         read_parquet(str(tmp_path / "nothing.parquet"))
+
+
+def test_a_report_over_materialized_partitions_reads_those_and_names_the_rest(tmp_path):
+    parts = dg.StaticPartitionsDefinition(["law", "biology", "drones"])
+
+    @dg.asset(key_prefix="recor", partitions_def=parts)
+    def per_domain(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        return pl.DataFrame({"domain": [context.partition_key]})
+
+    def report(metadata: dict) -> dg.AssetsDefinition:
+        @dg.asset(key_prefix="recor", ins={"per_domain": dg.AssetIn(key=["recor", "per_domain"], metadata=metadata)})
+        def report(per_domain: pl.DataFrame) -> pl.DataFrame:
+            return per_domain.sort("domain")
+
+        return report
+
+    io = ParquetIOManager(root=str(tmp_path))
+    partial = report(MATERIALIZED_PARTITIONS)
+    with pytest.raises(FileNotFoundError, match="no partition of recor/per_domain is materialized"):
+        dg.materialize([per_domain, partial], selection=[partial], resources={"io_manager": io})
+    for key in ("law", "biology"):
+        dg.materialize([per_domain], partition_key=key, resources={"io_manager": io})
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([per_domain, partial], selection=[partial], resources={"io_manager": io}, instance=instance)
+    assert read_parquet(str(tmp_path / "recor" / "report.parquet"))["domain"].to_list() == ["biology", "law"]
+    logged = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    assert logged == ["recor/per_domain: 1 of 3 partitions not materialized, read without them: drones"]
+    # without the metadata a missing partition is an error, as for any other input
+    with pytest.raises(FileNotFoundError, match="drones.parquet"):
+        dg.materialize([per_domain, report({})], selection=["recor/report"], resources={"io_manager": io})

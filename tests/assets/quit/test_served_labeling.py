@@ -2,12 +2,11 @@
 
 The upstream stages are built once with the scripted LLM; the ``quit/passage_answers``
 partition is then materialized twice from copies of that storage: with alias ``smollm2``
-answered by a ``hosted_vllm/`` model behind the server the vLLM resource starts (llama.cpp's
-OpenAI-compatible server serving the embedded model stands in for vLLM), and with the same
-alias answered in process."""
+answered by a ``hosted_vllm/`` model behind the session's model server, which the vLLM
+resource attaches to (llama.cpp's OpenAI-compatible server serving the embedded model
+stands in for vLLM), and with the same alias answered in process."""
 
 import shutil
-import sys
 
 import dagster as dg
 import polars as pl
@@ -17,13 +16,12 @@ from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES
 from pipelines.run_default import run_stages
-from resources.llm import LLMResource, embedded_model_path
+from resources.llm import LLMResource
 from resources.lucene import LuceneResource
 from resources.storage import ParquetIOManager
 from resources.vllm_server import VLLMServerResource
 from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
-from tests.servers import free_port
 
 UPSTREAM = ("quit_prepare", "quit_parametric", "quit_passages")
 PASSAGES = 16
@@ -52,7 +50,7 @@ def label(root, registry, cache, server=None) -> tuple[pl.DataFrame, dict]:
 
 
 @pytest.mark.slow
-def test_served_labeler_labels_like_the_in_process_one(tmp_path):
+def test_served_labeler_labels_like_the_in_process_one(tmp_path, llama_cpp_server):
     scripted.install()
     upstream = tmp_path / "upstream"
     defs = build_defs(io_manager=ParquetIOManager(root=str(upstream)), quit_settings=SETTINGS,
@@ -64,12 +62,7 @@ def test_served_labeler_labels_like_the_in_process_one(tmp_path):
     (tmp_path / "served.yaml").write_text(SERVED)
     (tmp_path / "embedded.yaml").write_text(EMBEDDED)
 
-    port = free_port()
-    server = VLLMServerResource(
-        model=embedded_model_path("smollm2-135m-instruct"),
-        command=f"{sys.executable} -m llama_cpp.server --model {{model}} --model_alias smollm2 --host {{host}} --port {{port}} --n_ctx 2048",
-        port=port, startup_timeout=120, log_path=str(tmp_path / "server.log"),
-    )
+    server = VLLMServerResource(attach_url=llama_cpp_server.url, startup_timeout=30)
     served, served_meta = label(tmp_path / "served", tmp_path / "served.yaml", tmp_path / "served-cache", server)
     local, local_meta = label(tmp_path / "embedded", tmp_path / "embedded.yaml", tmp_path / "embedded-cache")
 

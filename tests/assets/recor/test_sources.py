@@ -98,6 +98,8 @@ def test_a_domains_fingerprint_changes_with_its_files_only(tmp_path):
     after = {d: settings.fingerprint(d) for d in ("law", "biology", "politics")}
     assert after["law"] != before["law"]
     assert after["biology"] == before["biology"] and after["politics"] == before["politics"]
+    # the same files elsewhere are the same sources
+    assert RecorSettings().fingerprint("biology") == before["biology"] and RecorSettings().fingerprint("law") == before["law"]
 
 
 def test_the_source_files_are_observed_per_domain_upstream_of_the_build():
