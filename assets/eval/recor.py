@@ -13,11 +13,12 @@ from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.metadata import md_table, png_markdown, table_metadata
 from assets.partitions import recor_domain_partitions
 from assets.prompts import load_prompt
+from assets.wiring import materialized_in
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource, role_aliases
 from resources.lucene import LuceneResource
 from resources.retrieval import load_retrievers
-from resources.storage import MATERIALIZED_PARTITIONS, join, storage_root, write_bytes
+from resources.storage import join, storage_root, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
@@ -86,10 +87,7 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=dg.AllPartitionMapping(),
-                                        metadata=MATERIALIZED_PARTITIONS),
-               "benchmark": dg.AssetIn(key=["recor", "benchmark"], partition_mapping=dg.AllPartitionMapping(),
-                                       metadata=MATERIALIZED_PARTITIONS)},
+          ins={"recor_runs": materialized_in(PREFIX, "recor_runs"), "benchmark": materialized_in("recor", "benchmark")},
           kinds={"ranx", "scipy"}, code_version="1")
 def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, averaged per domain and
@@ -153,8 +151,7 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_generation": dg.AssetIn(key=[PREFIX, "recor_generation"], partition_mapping=dg.AllPartitionMapping(),
-                                              metadata=MATERIALIZED_PARTITIONS)},
+          ins={"recor_generation": materialized_in(PREFIX, "recor_generation")},
           kinds={"polars"}, code_version="1")
 def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged

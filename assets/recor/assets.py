@@ -9,10 +9,11 @@ from assets.metadata import counts_md, md_table, table_metadata
 from assets.partitions import recor_domain_partitions
 from assets.recor import negatives, quality, release, steps
 from assets.recor.settings import RecorSettings
+from assets.wiring import materialized_in
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
-from resources.storage import MATERIALIZED_PARTITIONS, join, storage_root, write_bytes
+from resources.storage import join, storage_root, write_bytes
 
 PREFIX = "recor"
 GROUP = "recor"
@@ -223,15 +224,6 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
     })
 
 
-ALL_DOMAINS = dg.AllPartitionMapping()
-
-
-def _built(name: str) -> dg.AssetIn:
-    """Every materialized domain partition of ``name``: a report covers the domains built so
-    far (a run of some domains, a partition backfill under way) and names the rest."""
-    return dg.AssetIn(key=[PREFIX, name], partition_mapping=ALL_DOMAINS, metadata=MATERIALIZED_PARTITIONS)
-
-
 @dg.multi_asset(outs={
     "quality_scores": _out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
     "turn_labels": _out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
@@ -252,7 +244,7 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
-          ins={"quality_scores": _built("quality_scores"), "turn_labels": _built("turn_labels")})
+          ins={"quality_scores": materialized_in(PREFIX, "quality_scores"), "turn_labels": materialized_in(PREFIX, "turn_labels")})
 def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.Output:
     """Per-domain quality table (Table 31's shape: conversations, turns, the four mean
     scores and the normalized dependency entropy), with the distributions of dependency
@@ -275,7 +267,7 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> d
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
-          ins={"benchmark": _built("benchmark"), "aspects": _built("aspects"), "corpus": _built("corpus")})
+          ins={"benchmark": materialized_in(PREFIX, "benchmark"), "aspects": materialized_in(PREFIX, "aspects"), "corpus": materialized_in(PREFIX, "corpus")})
 def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
     """Per-domain statistics in Table 2's shape: conversations, turns, average turns per
     conversation, aspects per conversation and documents per turn, with corpus sizes, for

@@ -9,16 +9,10 @@ import polars as pl
 from assets.metadata import md_table, png_markdown, table_metadata
 from assets.wikiprofile import analysis, method, sources
 from assets.wikiprofile.settings import WikiProfileSettings
-from assets.wiring import asset_in
-from resources.storage import MATERIALIZED_PARTITIONS
+from assets.wiring import asset_in, materialized_in
 
 PREFIX = GROUP = "wikiprofile"
 REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1")
-
-
-def _all(name: str) -> dg.AssetIn:
-    """Every profiled model: a subject the sensor added but not yet profiled is named, not read."""
-    return dg.AssetIn(key=[PREFIX, name], partition_mapping=dg.AllPartitionMapping(), metadata=MATERIALIZED_PARTITIONS)
 
 
 def _pyplot():
@@ -42,7 +36,7 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], groups, fontsize=8)
 
 
-@dg.asset(ins={"profiles": _all("profiles"), "benchmark": asset_in(PREFIX, "benchmark"),
+@dg.asset(ins={"profiles": materialized_in(PREFIX, "profiles"), "benchmark": asset_in(PREFIX, "benchmark"),
                "source_pages": asset_in(PREFIX, "source_pages")}, **REPORT)
 def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Output:
     """Encoding and recall rates of the top and bottom 20% of facts by their page's monthly
@@ -70,7 +64,7 @@ def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pa
                                       "popularity_plot": png_markdown(fig)})
 
 
-@dg.asset(ins={"graded_responses": _all("graded_responses"), "profiles": _all("profiles")}, **REPORT)
+@dg.asset(ins={"graded_responses": materialized_in(PREFIX, "graded_responses"), "profiles": materialized_in(PREFIX, "profiles")}, **REPORT)
 def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Direct vs reverse over encoded facts, in generation (closed book, without and with
@@ -103,7 +97,7 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                                       "direction_plot": png_markdown(fig)})
 
 
-@dg.asset(ins={"graded_responses": _all("graded_responses"), "profiles": _all("profiles")}, **REPORT)
+@dg.asset(ins={"graded_responses": materialized_in(PREFIX, "graded_responses"), "profiles": materialized_in(PREFIX, "profiles")}, **REPORT)
 def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                     wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Thinking as recovery: the share of facts not known directly that thinking recovers,
@@ -131,7 +125,7 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                                          "thinking_plot": png_markdown(fig)})
 
 
-@dg.asset(ins={"graded_responses": _all("graded_responses")}, **REPORT)
+@dg.asset(ins={"graded_responses": materialized_in(PREFIX, "graded_responses")}, **REPORT)
 def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 at other thresholds (tau_enc, tau_know) (appendix D.2), and the bootstrap width
     of the share of questions with g > 0.5 for n = 2..16 samples, drawn from each question's

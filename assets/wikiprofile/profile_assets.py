@@ -9,9 +9,8 @@ import polars as pl
 from assets.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.wikiprofile import analysis, method, profiling
 from assets.wikiprofile.settings import WikiProfileSettings
-from assets.wiring import asset_in
+from assets.wiring import asset_in, materialized_in
 from resources.llm import CallStats, LLMResource, role_aliases
-from resources.storage import MATERIALIZED_PARTITIONS
 
 PREFIX = GROUP = "wikiprofile"
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
@@ -112,8 +111,7 @@ def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, 
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
-          ins={"profiles": dg.AssetIn(key=[PREFIX, "profiles"], partition_mapping=dg.AllPartitionMapping(),
-                                      metadata=MATERIALIZED_PARTITIONS)})
+          ins={"profiles": materialized_in(PREFIX, "profiles")})
 def profile_report(profiles: pl.DataFrame) -> dg.Output:
     """Table 2 over every profiled model: Encodes, Knows(+Think), Knows, the five profiles
     and the excluded shares, with a stacked bar plot of the profiles."""
