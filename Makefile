@@ -57,7 +57,7 @@ ui: $(STAMP)
 	$(VENV)/bin/dagster dev -h 127.0.0.1 -p $(UI_PORT) -w $(WORKSPACE)
 
 verify: $(STAMP)
-	$(PY) -m assets.quit.verification
+	$(PY) -m pipelines.verification_page
 
 clean:
 	rm -rf storage .dagster .cache

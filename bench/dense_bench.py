@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 
+from assets.common.records import parse_json_list
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -39,11 +41,11 @@ TOP_K = 100
 
 def sample_passages(n: int, seed: int) -> list[str]:
     from assets.quit import sources
-    from assets.quit.passages import passages_frame
+    from assets.quit.rules import passages_frame
     from assets.quit.settings import QuitSettings
 
     s = QuitSettings()
-    loaded = [(name, sources.parse_json_list(open(path).read(), path))
+    loaded = [(name, parse_json_list(open(path).read(), path))
               for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
     questions = sources.questions_frame(sources.ingest(loaded).rows)
     questions = questions.with_columns(questions["hints"].list.head(5))

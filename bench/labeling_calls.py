@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from assets.common.records import parse_json_list
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -23,7 +25,7 @@ def main() -> None:
     import polars as pl
 
     from assets.quit import sources, steps
-    from assets.quit.passages import passages_frame
+    from assets.quit.rules import passages_frame
     from assets.quit.settings import QuitSettings
     from resources.llm import CallStats, LLMResource, role_aliases
 
@@ -31,7 +33,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=2)
     args = parser.parse_args()
     s = QuitSettings()
-    loaded = [(n, sources.parse_json_list(open(p).read(), p)) for n, p in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
+    loaded = [(n, parse_json_list(open(p).read(), p)) for n, p in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
     qs = sources.questions_frame(sources.ingest(loaded).rows).filter(
         pl.col("source") == "wikihint").head(args.questions)
     qs = qs.with_columns(qs["hints"].list.head(5))

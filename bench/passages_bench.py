@@ -33,7 +33,7 @@ def synthetic_questions(n: int, seed: int = 7):
 
 
 def run_fast(questions, out: str) -> int:
-    from assets.quit.passages import passage_batches
+    from assets.quit.rules import passage_batches
     from resources.storage import write_parquet_batches
 
     return write_parquet_batches(out, passage_batches(questions))

@@ -52,11 +52,11 @@ def main() -> int:
     import numpy as np
     from scipy.stats import mannwhitneyu
 
-    from assets.eval.contexts import sentences
-    from assets.eval.rerankers import yes_probability
+    from assets.common.text import sentences
+    from assets.common.verdicts import VERDICT, yes_probability
+    from assets.partitions import DOMAINS
     from assets.recor.settings import RecorSettings
-    from assets.recor.sources import DOMAINS
-    from assets.recor.steps import VERDICT, _prompt
+    from assets.recor.steps import _prompt
     from resources.llm import LLMRequest, LLMResource
 
     settings = RecorSettings()
@@ -98,7 +98,7 @@ def alignment(loaded: dict, encoder: str) -> None:
     import numpy as np
     from scipy.stats import mannwhitneyu
 
-    from assets.eval.contexts import sentences
+    from assets.common.text import sentences
     from assets.recor.steps import Similarity
     from resources.encoders import encode_texts
 

@@ -4,11 +4,10 @@ import dagster as dg
 import great_expectations.expectations as gxe
 import polars as pl
 
-from assets.quit.passages import PASSAGES_PER_QUESTION
-from assets.quit.method import TOP_HINTS
+from assets.common.text import contains_phrase
+from assets.quit.rules import PASSAGES_PER_QUESTION, TOP_HINTS
 from assets.quit.sources import MIN_HINTS
-from assets.text import contains_phrase
-from checks.expectations import rows_check, suite_check
+from checks.factories import rows_check, suite_check
 
 WARN = dg.AssetCheckSeverity.WARN
 

@@ -6,12 +6,15 @@ import dagster as dg
 
 from assets.eval.quit import quit_eval_assets
 from assets.eval.recor import recor_eval_assets
+from assets.eval.wikiprofile import (
+    wikiprofile_analysis_assets,
+    wikiprofile_profile_assets,
+)
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
-from assets.wikiprofile.analysis_assets import wikiprofile_analysis_assets
-from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
-from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
+from assets.wikiprofile.assets import wikiprofile_assets
 from checks.quit import quit_checks
+from checks.wikiprofile import wikiprofile_checks
 from pipelines.jobs import jobs
 from pipelines.resources import default_resources
 from pipelines.schedules import schedules

@@ -13,13 +13,19 @@ import time
 import dagster as dg
 import polars as pl
 
-from assets.eval.quit import rerank_partitions, retriever_partitions
-from assets.eval.recor import recor_eval_partitions
-from assets.partitions import QUIT_LABELERS, QUIT_MODELS, QUIT_READERS, recor_domain_partitions
+from assets.partitions import (
+    DOMAINS,
+    QUIT_LABELERS,
+    QUIT_MODELS,
+    QUIT_READERS,
+    recor_domain_partitions,
+    recor_eval_partitions,
+    rerank_partitions,
+    retriever_partitions,
+    subject_partitions,
+)
 from assets.quit.settings import QuitSettings
-from assets.recor.sources import DOMAINS
 from assets.recor.settings import RecorSettings
-from assets.wikiprofile.profile_assets import subject_partitions
 from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, RECOR_STAGES, WIKIPROFILE_STAGES

@@ -10,8 +10,7 @@ import os
 
 import dagster as dg
 
-from assets.partitions import quit_reader_partitions
-from assets.wikiprofile.profile_assets import subject_partitions
+from assets.partitions import quit_reader_partitions, subject_partitions
 from pipelines.jobs import quit_readers_job, wikiprofile_profile_job
 
 # Deployments (and the daemon test, which cannot wait for 3 a.m.) set their own cron.

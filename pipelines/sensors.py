@@ -3,9 +3,9 @@ WikiProfile subject models into partitions."""
 
 import dagster as dg
 
+from assets.partitions import subject_partitions
 from assets.quit.settings import QuitSettings
-from assets.quit.verification import decisions_path
-from assets.wikiprofile.profile_assets import subject_partitions
+from assets.quit.sources import decisions_path
 from pipelines.jobs import quit_verification_job
 from resources.llm import LLMResource, role_aliases
 from resources.storage import filesystem

@@ -8,18 +8,10 @@ within them, then keeps the best ``top_sentences``.
 
 from __future__ import annotations
 
-import re
-
-from assets.text import normalize
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+from assets.common.text import normalize, sentences
 
 ALPHA = 0.6
 BETA = 0.4
-
-
-def sentences(passage: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(passage.strip()) if s.strip()]
 
 
 def union_norm(passages: list[str]) -> str:

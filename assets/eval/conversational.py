@@ -4,10 +4,12 @@ t-tests and the report tables."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+
 import polars as pl
 
 from assets.eval.metrics import per_question
-from assets.recor import method
 
 STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning"]
 SHORT = {"baseline": "Base", "query_rewrite": "QR", "reasoning": "Reas", "history": "Hist", "history_reasoning": "H+R"}
@@ -95,13 +97,13 @@ def t_tests(scores: pl.DataFrame, pairs=(("query_rewrite", "baseline"), ("reason
         joined = left.join(right, on=key).sort(key)
         if joined.height < 2:
             continue
-        rows.append({"comparison": f"{SHORT[b]} vs. {SHORT[a]}", **method.paired_t(joined["a"].to_list(), joined["b"].to_list())})
+        rows.append({"comparison": f"{SHORT[b]} vs. {SHORT[a]}", **paired_t(joined["a"].to_list(), joined["b"].to_list())})
     return pl.DataFrame(rows)
 
 
 def turn_position_table(scores: pl.DataFrame, strategies=("history_reasoning", "baseline"), metric: str = "ndcg@10") -> pl.DataFrame:
     """Table 19: per strategy and retriever, the metric by turn position (T1 ... T5+)."""
-    bucketed = scores.with_columns(pl.col("turn_id").map_elements(method.turn_bucket, return_dtype=pl.String).alias("turn"))
+    bucketed = scores.with_columns(pl.col("turn_id").map_elements(turn_bucket, return_dtype=pl.String).alias("turn"))
     sub = bucketed.filter(pl.col("strategy").is_in(list(strategies)))
     table = macro(sub, ["strategy", "retriever", "turn"], metric)
     return table.pivot(on="turn", index=["strategy", "retriever"], values=metric, sort_columns=True).sort("strategy", "retriever")
@@ -126,7 +128,7 @@ def turn_curve(scores: pl.DataFrame, metric: str = "ndcg@10"):
     from assets.eval.reports import _plt
 
     plt = _plt()
-    bucketed = scores.with_columns(pl.col("turn_id").map_elements(method.turn_bucket, return_dtype=pl.String).alias("turn"))
+    bucketed = scores.with_columns(pl.col("turn_id").map_elements(turn_bucket, return_dtype=pl.String).alias("turn"))
     table = macro(bucketed, ["strategy", "turn"], metric)
     fig, ax = plt.subplots(figsize=(5, 3.2))
     for strategy in STRATEGIES:
@@ -158,3 +160,31 @@ def domain_plot(scores: pl.DataFrame, metric: str = "ndcg@10"):
     ax.set_title("Best retriever per domain")
     ax.legend(fontsize=7)
     return fig
+
+
+def macro_average(per_domain: Mapping[str, float]) -> float:
+    """Each domain weighs the same regardless of its number of turns."""
+    values = [v for v in per_domain.values() if v is not None and not math.isnan(v)]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def paired_t(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
+    """Paired t-test of b against a over the same observations (turns): mean difference,
+    its standard error, t and the two-sided p (scipy's ``ttest_rel``)."""
+    from scipy import stats
+
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length ({len(a)} vs {len(b)})")
+    diffs = [y - x for x, y in zip(a, b)]
+    n = len(diffs)
+    mean = sum(diffs) / n if n else float("nan")
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else float("nan")
+    result = stats.ttest_rel(b, a) if n > 1 else None
+    return {"n": n, "mean_delta": mean, "se": sd / math.sqrt(n) if n > 1 else float("nan"),
+            "t": float(result.statistic) if result is not None else float("nan"),
+            "p": float(result.pvalue) if result is not None else float("nan")}
+
+
+def turn_bucket(turn_id: int, last: int = 5) -> str:
+    """Turn position label for the turn-position table: T1 ... T4, then T5+."""
+    return f"T{turn_id}" if turn_id < last else f"T{last}+"

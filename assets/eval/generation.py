@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from assets.prompts import load_prompt
-from assets.recor.steps import VERDICT, rating
+from assets.common.prompts import load_prompt
+from assets.common.verdicts import VERDICT, rating
 from resources.llm import CallStats, LLMRequest
 
 MODES = ["oracle", "retrieved", "no_retrieval"]

@@ -7,13 +7,17 @@ makes its partitions appear, and materializing one partition recomputes only tha
 import dagster as dg
 import polars as pl
 
+from assets.common.metadata import png_markdown, table_metadata
 from assets.eval import metrics as eval_metrics
 from assets.eval import readers, reports, retrieve
 from assets.eval import rerankers as rerank_methods
-from assets.partitions import quit_reader_partitions
-from assets.quit import steps as quit_steps
 from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
-from assets.metadata import png_markdown, table_metadata
+from assets.partitions import (
+    quit_reader_partitions,
+    rerank_partitions,
+    retriever_partitions,
+)
+from assets.quit import steps as quit_steps
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.lucene import LuceneResource
@@ -24,11 +28,6 @@ PREFIX = "eval"
 GROUP = "eval"
 TOP_K = 100
 
-retriever_partitions = dg.StaticPartitionsDefinition(sorted(load_retrievers()))
-rerank_partitions = dg.MultiPartitionsDefinition({
-    "retriever": retriever_partitions,
-    "reranker": dg.StaticPartitionsDefinition(sorted(load_rerankers())),
-})
 
 QUIT_CORPUS = dg.AssetIn(key=["quit", "benchmark_corpus"])
 QUIT_QUESTIONS = dg.AssetIn(key=["quit", "benchmark_questions"])

@@ -9,21 +9,7 @@ previous relative order after the ones it ranked.
 
 from __future__ import annotations
 
-import re
-
-_ID = re.compile(r"\[?(\d+)\]?")
-
-
-def parse_permutation(text: str, n: int) -> tuple[list[int], bool]:
-    """0-based order of ``n`` items from a model answer, and whether it needed repair."""
-    seen: list[int] = []
-    for m in _ID.finditer(text):
-        i = int(m.group(1)) - 1
-        if 0 <= i < n and i not in seen:
-            seen.append(i)
-    missing = [i for i in range(n) if i not in seen]
-    repaired = bool(missing) or len(_ID.findall(text)) != n
-    return seen + missing, repaired
+from assets.common.parsing import parse_permutation
 
 
 def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from assets.common.prompts import load_prompt
+from assets.common.text import exact_match, normalize
 from assets.eval.contexts import STRATEGIES
-from assets.prompts import load_prompt
-from assets.quit import method, steps
-from assets.text import exact_match, normalize
+from assets.quit import rules, steps
 from resources.llm import CallStats, LLMRequest
 
 CUTOFFS = (1, 3, 5)
@@ -44,7 +44,7 @@ def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_ali
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
     reqs = [LLMRequest(f"{i['question_id']} {i['system']} k={i['k']} {i['strategy']}",
                        prompt.messages(question=q[i["question_id"]]["question"], context=i["context"])) for i in items]
-    results = llm.run(reader, reqs, parse=method.parse_short_answer, stats=stats, log=log)
+    results = llm.run(reader, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
     graded = [(i["question_id"], q[i["question_id"]]["question"], q[i["question_id"]]["answers"], r.value)
               for i, r in zip(items, results) if r.ok and r.value]
     verdicts = steps.judge(llm, judge_alias, graded, stats, log)
@@ -54,7 +54,7 @@ def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_ali
         golds = q[i["question_id"]]["answers"]
         verdict = verdicts.get((i["question_id"], normalize(answer))) if answer else None
         rows.append({**i, "reader": reader, "raw": r.text, "answer": answer, "error": r.error,
-                     "em": exact_match(answer, golds), "correct": method.is_correct(answer, golds, verdict)})
+                     "em": exact_match(answer, golds), "correct": rules.is_correct(answer, golds, verdict)})
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 

@@ -8,12 +8,12 @@ evaluation's registry: the same retrievers, indexes and searches serve both benc
 import dagster as dg
 import polars as pl
 
+from assets.common.metadata import md_table, png_markdown, table_metadata
+from assets.common.prompts import load_prompt
+from assets.common.wiring import materialized_in
 from assets.eval import conversational, generation, retrieve
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
-from assets.metadata import md_table, png_markdown, table_metadata
-from assets.partitions import recor_domain_partitions
-from assets.prompts import load_prompt
-from assets.wiring import materialized_in
+from assets.partitions import recor_domain_partitions, recor_eval_partitions
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource, role_aliases
 from resources.lucene import LuceneResource
@@ -24,8 +24,6 @@ PREFIX = "eval"
 GROUP = "eval"
 TOP_K = 100
 
-recor_retriever_partitions = dg.StaticPartitionsDefinition(sorted(a for a, s in load_retrievers().items() if s.kind != "oracle"))
-recor_eval_partitions = dg.MultiPartitionsDefinition({"domain": recor_domain_partitions, "retriever": recor_retriever_partitions})
 
 BENCHMARK = dg.AssetIn(key=["recor", "benchmark"])
 CORPUS = dg.AssetIn(key=["recor", "corpus"])

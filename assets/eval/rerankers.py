@@ -12,12 +12,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from assets.common.prompts import load_prompt
+from assets.common.verdicts import yes_probability
 from assets.eval import rankgpt
-from assets.prompts import load_prompt
 from resources.llm import CallStats, LLMRequest, ScoreRequest
-
-YES = {"yes", "true"}
-NO = {"no", "false"}
 
 
 @dataclasses.dataclass
@@ -32,23 +30,6 @@ def order_by_scores(ids: list[str], scores: list[float | None]) -> list[str]:
     """Highest score first; ties keep the given order; unscored items last, in order."""
     keyed = [(-(s if s is not None else -math.inf), s is None, i) for i, s in enumerate(scores)]
     return [ids[i] for *_, i in sorted(keyed)]
-
-
-def yes_probability(top: dict[str, float] | None) -> float | None:
-    """P(yes) / (P(yes) + P(no)) over the first answer token's alternatives, grouping case
-    and spacing variants (``Yes``, `` yes``, ``TRUE``). A side absent from the list is given
-    the smallest listed probability, an upper bound on its true value. ``None`` when neither
-    side is listed."""
-    if not top:
-        return None
-    yes = [lp for t, lp in top.items() if t.strip().lower() in YES]
-    no = [lp for t, lp in top.items() if t.strip().lower() in NO]
-    if not yes and not no:
-        return None
-    floor = min(top.values())
-    p_yes = sum(math.exp(lp) for lp in yes) if yes else math.exp(floor)
-    p_no = sum(math.exp(lp) for lp in no) if no else math.exp(floor)
-    return p_yes / (p_yes + p_no)
 
 
 def mean_logprob(values: list[float] | None) -> float | None:

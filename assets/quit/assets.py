@@ -6,11 +6,16 @@ import json
 import dagster as dg
 import polars as pl
 
-from assets.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.records import parse_json_list
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
-from assets.quit import method, release, sources, steps, verification
-from assets.quit import stats as quit_stats
-from assets.quit.passages import PASSAGES_PER_QUESTION, passage_batches, passages_frame, sampled_orders
+from assets.quit import release, rules, sources, steps
+from assets.quit.rules import (
+    PASSAGES_PER_QUESTION,
+    passage_batches,
+    passages_frame,
+    sampled_orders,
+)
 from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource, role_aliases
@@ -44,10 +49,10 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
     """Reads both sources (local paths or s3:// URIs), checks each record and unifies them."""
     loaded = []
     for name, path in (("triviahg", quit_settings.triviahg_path), ("wikihint", quit_settings.wikihint_path)):
-        loaded.append((name, sources.parse_json_list(read_text(path), path)))
+        loaded.append((name, parse_json_list(read_text(path), path)))
     result = sources.ingest(loaded)
     questions = sources.questions_frame(result.rows)
-    rejects = sources.rejects_frame(result.rejects)
+    rejects = sources.REJECTS.frame(result.rejects)
     reasons = rejects.group_by("reason").len().sort("reason")
     yield dg.Output(questions, output_name="source_questions", metadata={
         **table_metadata(questions.select("question_id", "question", "answer", "hints")),
@@ -170,7 +175,7 @@ def splits(selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame, q
     )
     ids = selected_questions["question_id"].to_list()
     flags = {q: bool(answerable.get(q, False)) for q in ids}
-    split = method.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
+    split = rules.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
     frame = pl.DataFrame({"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]})
     frame = frame.with_columns(pl.col("question_id").is_in(_labeled(frame, quit_settings.max_labeled_questions)).alias("labeled"))
     return dg.Output(frame, metadata={
@@ -271,7 +276,7 @@ def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, select
 def verification_candidates(passage_answers: pl.DataFrame, selected_questions: pl.DataFrame, passage_labels: pl.DataFrame) -> dg.Output:
     """What the human verification page shows (A.1): per question, the gold answer and every
     distinct generated answer, judged-correct ones preselected, exact matches highlighted."""
-    frame = verification.candidates(passage_answers, selected_questions.filter(pl.col("question_id").is_in(passage_labels["question_id"].unique())))
+    frame = rules.candidates(passage_answers, selected_questions.filter(pl.col("question_id").is_in(passage_labels["question_id"].unique())))
     return dg.Output(frame, metadata={
         **table_metadata(frame),
         "how_to_verify": dg.MetadataValue.md("Run `make verify` and open http://127.0.0.1:8765; decisions are picked up by the `quit_verification_sensor`."),
@@ -295,9 +300,9 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
     """Applies the annotators' decisions: deselected answers leave the pool, passages whose
     answers were all deselected drop to label 1, and the leakage filter runs again with the
     newly accepted answers. Without decisions the labels pass through, marked unverified."""
-    decisions = verification.load_decisions(verification.decisions_path(quit_settings))
+    decisions = sources.load_decisions(sources.decisions_path(quit_settings))
     stats = CallStats()
-    out = verification.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats,
+    out = steps.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats,
                              _log(context))
     meta = {"verified": out.verified, "questions_with_decisions": out.decided, "labels_changed_2_to_1": out.demoted, **stats.as_metadata()}
     if not out.verified:
@@ -350,12 +355,12 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
 def statistics(benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: EncoderResource) -> dg.Output:
     """Table 1 of the paper: counts, average lengths, query-passage lexical overlap, answer
     containment and query-passage semantic overlap (bundled MiniLM encoder)."""
-    table = quit_stats.table1(benchmark_questions, benchmark_corpus, benchmark_qrels, lambda t: encoder.encode(t, kind="passage"))
+    table = rules.table1(benchmark_questions, benchmark_corpus, benchmark_qrels, lambda t: encoder.encode(t, kind="passage"))
     meta = {row["metric"]: float(row["value"]) for row in table.iter_rows(named=True)}
     return dg.Output(table, metadata={
         "table_1": dg.MetadataValue.md(md_table(table, 20)),
         **{f"table1/{k}": v for k, v in meta.items()},
-        "passages_by_hints": png_markdown(quit_stats.hint_count_plot(benchmark_corpus, benchmark_qrels)),
+        "passages_by_hints": png_markdown(rules.hint_count_plot(benchmark_corpus, benchmark_qrels)),
     })
 
 

@@ -14,7 +14,9 @@ from typing import Any
 
 import polars as pl
 
-from assets.text import normalize
+from assets.common.rejects import Rejects
+from assets.common.text import normalize
+from resources.storage import exists, join, read_text, storage_root
 
 MIN_HINTS = 5
 
@@ -35,18 +37,9 @@ QUESTION_SCHEMA = {
     "snippet": pl.String,
 }
 
-REJECT_SCHEMA = {
-    "question_id": pl.String,
-    "source": pl.String,
-    "step": pl.String,
-    "reason": pl.String,
-    "detail": pl.String,
-    "record": pl.String,
-}
 
-
-class SourceFormatError(ValueError):
-    """The file as a whole cannot be read (not JSON, not a list)."""
+# Rejected source records and questions: the question and its source name the item.
+REJECTS = Rejects(("question_id", "source"))
 
 
 @dataclass
@@ -55,29 +48,7 @@ class Ingested:
     rejects: list[dict] = field(default_factory=list)
 
     def reject(self, qid: str, source: str, reason: str, detail: str, record: Any, step: str = "ingest"):
-        self.rejects.append(reject_row(qid, source, step, reason, detail, record))
-
-
-def reject_row(qid: str, source: str, step: str, reason: str, detail: str, record: Any) -> dict:
-    """One row of a rejects table: the record kept (as JSON) with the step and the reason."""
-    return {
-        "question_id": qid,
-        "source": source,
-        "step": step,
-        "reason": reason,
-        "detail": detail,
-        "record": json.dumps(record, ensure_ascii=False, default=str)[:4000],
-    }
-
-
-def parse_json_list(text: str, name: str) -> list:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SourceFormatError(f"{name}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-    if not isinstance(data, list):
-        raise SourceFormatError(f"{name}: expected a JSON list of records, found {type(data).__name__}")
-    return data
+        self.rejects.append(REJECTS.row(qid, source, step, reason, detail, record))
 
 
 class RecordError(ValueError):
@@ -260,5 +231,22 @@ def questions_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=QUESTION_SCHEMA)
 
 
-def rejects_frame(rejects: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(rejects, schema=REJECT_SCHEMA)
+# The human verification decisions, a file the verification page writes.
+def decisions_path(settings) -> str:
+    return settings.decisions_path or join(storage_root(), "quit", "human_verification", "decisions.json")
+
+
+def load_decisions(path: str) -> dict[str, dict]:
+    """``{question_id: {"accepted": [...], "rejected": [...]}}``; empty when no file."""
+    if not exists(path):
+        return {}
+    try:
+        raw = json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: decisions file is not valid JSON ({e})") from e
+    for qid, d in raw.items():
+        if not isinstance(d, dict) or not all(isinstance(d.get(k, []), list) for k in ("accepted", "rejected")):
+            raise ValueError(f"{path}: decision for {qid!r} needs 'accepted' and 'rejected' lists")
+    return raw
+
+

@@ -7,12 +7,15 @@ and returns frames. Failed or unparsable calls are kept in the output with their
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 
-from assets.prompts import load_prompt
-from assets.quit import method
-from assets.quit.sources import REJECT_SCHEMA, reject_row
-from assets.text import contains_phrase, exact_match, normalize
+from assets.common.parsing import parse_list, parse_yes_no
+from assets.common.prompts import load_prompt
+from assets.common.text import contains_phrase, exact_match, normalize
+from assets.quit import rules
+from assets.quit.sources import REJECTS
 from resources.llm import CallStats, LLMRequest
 
 # A verdict needs one word; capping the output keeps small models from rambling.
@@ -48,7 +51,7 @@ def judge(
         msgs = prompt.messages(question=question, gold=gold_text(golds), candidate=candidate)
         pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs, params=VERDICT)
     keys = list(pending)
-    results = llm.run(alias, [pending[k] for k in keys], parse=method.parse_yes_no, stats=stats, log=log)
+    results = llm.run(alias, [pending[k] for k in keys], parse=parse_yes_no, stats=stats, log=log)
     for k, r in zip(keys, results):
         verdicts[k] = r.value if r.ok else None
     return verdicts
@@ -64,7 +67,7 @@ def screen_leakage(
 
     The paper used BEM on the words of each hint. Offline: a normalized match of the answer
     or an alias decides at once; spans that nearly match (see
-    :func:`method.leakage_spans`) go to the LLM judge, and a Yes discards the question.
+    :func:`rules.leakage_spans`) go to the LLM judge, and a Yes discards the question.
     """
     rejects, keep = [], []
     span_requests: list[LLMRequest] = []
@@ -74,18 +77,18 @@ def screen_leakage(
     for qi, row in enumerate(rows):
         answers = row["aliases"] or [row["answer"]]
         for hi, hint in enumerate(row["hints"]):
-            alias = method.leaking_alias(hint, answers)
+            alias = rules.leaking_alias(hint, answers)
             if alias is not None:
                 rejects.append((qi, f"hint {hi + 1} names the answer {alias!r}: {hint}"))
                 break
         else:
             for hi, hint in enumerate(row["hints"]):
-                for span in method.leakage_spans(hint, answers):
+                for span in rules.leakage_spans(hint, answers):
                     span_requests.append(
                         LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span), params=VERDICT)
                     )
                     span_owner.append((qi, hi, span))
-    results = llm.run(judge_alias, span_requests, parse=method.parse_yes_no, stats=stats, log=log)
+    results = llm.run(judge_alias, span_requests, parse=parse_yes_no, stats=stats, log=log)
     judged_leaks: dict[int, str] = {}
     for (qi, hi, span), r in zip(span_owner, results):
         if r.ok and r.value and qi not in judged_leaks:
@@ -98,12 +101,12 @@ def screen_leakage(
             reject_rows.append(_reject(row, step, "answer_leakage", rejected[qi]))
         else:
             keep.append(qi)
-    return questions[keep], pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)
+    return questions[keep], REJECTS.frame(reject_rows)
 
 
 def _reject(row: dict, step: str, reason: str, detail: str) -> dict:
     record = {k: row[k] for k in ("question", "answer", "hints") if k in row}
-    return reject_row(row["question_id"], row["source"], step, reason, detail, record)
+    return REJECTS.row(row["question_id"], row["source"], step, reason, detail, record)
 
 
 # --- 3.1.2 convergence -----------------------------------------------------------------------
@@ -120,7 +123,7 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
     gen = llm.run(
         alias,
         [LLMRequest(r["question_id"], gen_prompt.messages(question=r["question"], answer=r["answer"], count=str(distractors))) for r in need_gen],
-        parse=lambda t: method.parse_list(t, distractors * 2),
+        parse=lambda t: parse_list(t, distractors * 2),
         stats=stats,
         log=log,
     )
@@ -142,7 +145,7 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
             for ci, cand in enumerate([r["answer"]] + cands):
                 fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand), params=VERDICT))
                 fit_index.append((len(out) - 1, ci))
-    results = llm.run(alias, fit_requests, parse=method.parse_yes_no, stats=stats, log=log)
+    results = llm.run(alias, fit_requests, parse=parse_yes_no, stats=stats, log=log)
     answers: dict[int, dict[int, bool | None]] = {}
     for (oi, ci), res in zip(fit_index, results):
         answers.setdefault(oi, {})[ci] = res.value if res.ok else None
@@ -151,7 +154,7 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
         # An unparsable verdict leaves the candidate in play: it rules nothing out.
         gold_fits = verdicts.get(0) is not False
         fits = [verdicts.get(ci) is not False for ci in range(1, len(row["candidates"]) + 1)]
-        row["convergence"] = method.convergence(gold_fits, fits)
+        row["convergence"] = rules.convergence(gold_fits, fits)
         row["unparsable_verdicts"] = sum(v is None for v in verdicts.values())
     return pl.DataFrame(out, schema=CONVERGENCE_SCHEMA)
 
@@ -184,7 +187,7 @@ def select_hints(questions: pl.DataFrame, convergence: pl.DataFrame) -> pl.DataF
     hints, scores = [], []
     for qid in questions["question_id"]:
         rows = by_q.get(qid, [])
-        h, s = method.top_hints([r["hint"] for r in rows], [r["convergence"] for r in rows])
+        h, s = rules.top_hints([r["hint"] for r in rows], [r["convergence"] for r in rows])
         hints.append(h)
         scores.append(s)
     return questions.with_columns(
@@ -199,16 +202,16 @@ def select_hints(questions: pl.DataFrame, convergence: pl.DataFrame) -> pl.DataF
 def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
     """coarse:fine type per question: the source's when given, else the LLM's label."""
     rows = questions.select("question_id", "question", "major_type", "minor_type").to_dicts()
-    missing = [r for r in rows if not method.coarse_type(r["major_type"])]
+    missing = [r for r in rows if not rules.coarse_type(r["major_type"])]
     prompt = _prompt("question_type")
     results = llm.run(alias, [LLMRequest(r["question_id"], prompt.messages(question=r["question"])) for r in missing],
-                      parse=method.parse_type_label, stats=stats, log=log)
+                      parse=rules.parse_type_label, stats=stats, log=log)
     labelled = {r["question_id"]: res for r, res in zip(missing, results)}
     out = []
     for r in rows:
         res = labelled.get(r["question_id"])
         if res is None:
-            coarse, fine, origin, raw = method.coarse_type(r["major_type"]), method.fine_type(r["minor_type"]), "source", None
+            coarse, fine, origin, raw = rules.coarse_type(r["major_type"]), rules.fine_type(r["minor_type"]), "source", None
         elif res.ok:
             (coarse, fine), origin, raw = res.value, "llm", res.text
         else:
@@ -231,10 +234,10 @@ def difficulties(questions: pl.DataFrame, hits: dict[str, list[str]], encode) ->
             sims = []
         contains = [any(contains_phrase(d, a) for a in r["aliases"]) for d in docs]
         source = r["difficulty"]
-        complexity = None if source else method.reference_complexity(contains, sims)
+        complexity = None if source else rules.reference_complexity(contains, sims)
         out.append({
             "question_id": r["question_id"],
-            "difficulty": source.lower() if source else method.difficulty_bucket(complexity),
+            "difficulty": source.lower() if source else rules.difficulty_bucket(complexity),
             "difficulty_origin": "source" if source else "reference_complexity",
             "reference_complexity": complexity,
             "references_with_answer": sum(contains),
@@ -270,7 +273,7 @@ def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: s
         for k in range(repeats):
             reqs.append(LLMRequest(f"{r['question_id']} repeat {k}", prompt.messages(question=r["question"]), sample=k))
             owners.append((r, f"repeat{k}"))
-    results = llm.run(alias, reqs, parse=method.parse_short_answer, stats=stats, log=log)
+    results = llm.run(alias, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
     return _graded(owners, results, alias, llm, judge_alias, stats, log)
 
 
@@ -285,7 +288,7 @@ def _graded(owners, results, alias, llm, judge_alias, stats, log) -> pl.DataFram
         out.append({
             "question_id": r["question_id"], "model": alias, "item": item, "raw": res.text,
             "answer": answer, "error": res.error, "exact_match": em,
-            "judge": verdict, "correct": method.is_correct(answer, r["aliases"], verdict),
+            "judge": verdict, "correct": rules.is_correct(answer, r["aliases"], verdict),
         })
     return pl.DataFrame(out, schema=ANSWER_SCHEMA)
 
@@ -305,7 +308,7 @@ def passage_answers(passages: pl.DataFrame, questions: pl.DataFrame, llm, alias:
         r = q[p["question_id"]]
         reqs.append(LLMRequest(p["passage_id"], prompt.messages(question=r["question"], context=p["text"])))
         owners.append((r, p["passage_id"]))
-    results = llm.run(alias, reqs, parse=method.parse_short_answer, stats=stats, log=log)
+    results = llm.run(alias, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
     frame = _graded(owners, results, alias, llm, judge_alias, stats, log)
     return frame.rename({"item": "passage_id"})
 
@@ -346,4 +349,71 @@ def _merge_answers(golds: list[str], extra: list[str]) -> list[str]:
             seen.add(k)
             out.append(a)
     return out
+
+
+# The label update of 3.2.4 from the human verification decisions.
+@dataclasses.dataclass
+class Verified:
+    labels: pl.DataFrame
+    pools: pl.DataFrame
+    rejects: pl.DataFrame
+    verified: bool
+    decided: int
+    demoted: int
+
+
+def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None) -> Verified:
+    """The label update of 3.2.4 for questions with decisions; others pass through."""
+    empty_rejects = REJECTS.empty()
+    if not decisions:
+        return Verified(labels, pools, empty_rejects, False, 0, 0)
+    golds = {r["question_id"]: r["aliases"] for r in questions.select("question_id", "aliases").iter_rows(named=True)}
+    accepted = {q: {normalize(a) for a in d.get("accepted", [])} for q, d in decisions.items()}
+    rejected = {q: {normalize(a) for a in d.get("rejected", [])} for q, d in decisions.items()}
+
+    def still_correct(qid: str, answer: str | None, correct: bool) -> bool:
+        if answer is None:
+            return False
+        if exact_match(answer, golds.get(qid, [])):
+            return True
+        if qid not in decisions:
+            return bool(correct)
+        key = normalize(answer)
+        return key in accepted[qid] or (bool(correct) and key not in rejected[qid])
+
+    updated = answers.with_columns(
+        pl.struct("question_id", "answer", "correct")
+        .map_elements(lambda s: still_correct(s["question_id"], s["answer"], s["correct"]), return_dtype=pl.Boolean)
+        .alias("correct")
+    )
+    any_correct = updated.group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
+    new_labels = (
+        labels.join(any_correct, on="passage_id", how="left")
+        .with_columns(pl.when(pl.col("ok")).then(2).otherwise(1).cast(pl.Int8).alias("label")).drop("ok")
+    )
+    demoted = int(labels.join(new_labels.select("passage_id", pl.col("label").alias("new")), on="passage_id")
+                  .filter((pl.col("label") == 2) & (pl.col("new") == 1)).height)
+
+    def pool_for(qid: str, pool: list[str]) -> list[str]:
+        if qid not in decisions:
+            return pool
+        kept = [a for a in pool if exact_match(a, golds.get(qid, [])) or normalize(a) not in rejected[qid]]
+        extra = [a for a in decisions[qid].get("accepted", []) if normalize(a) not in {normalize(k) for k in kept}]
+        return kept + extra
+
+    new_pools = pools.with_columns(
+        pl.struct("question_id", "answer_pool").map_elements(lambda s: pool_for(s["question_id"], list(s["answer_pool"])),
+                                                             return_dtype=pl.List(pl.String)).alias("answer_pool")
+    )
+    # Newly accepted answers may leak through a hint: screen those questions again.
+    newly = [q for q in decisions if q in golds and accepted[q] - {normalize(a) for a in pools.filter(pl.col("question_id") == q)["answer_pool"].explode().drop_nulls()}]
+    rejects = empty_rejects
+    if newly:
+        recheck = questions.filter(pl.col("question_id").is_in(newly)).drop("aliases").join(
+            new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
+        _, rejects = screen_leakage(recheck, llm, judge_alias, stats, step="human_verification", log=log)
+    return Verified(new_labels, new_pools, rejects, True, len(decisions), demoted)
+
+
+# --- the annotation page -------------------------------------------------------------------------
 

@@ -5,11 +5,11 @@ is a multi-asset: what it keeps and what it rejects, with the reason. The rules 
 import dagster as dg
 import polars as pl
 
-from assets.metadata import counts_md, md_table, table_metadata
+from assets.common.metadata import counts_md, md_table, table_metadata
+from assets.common.wiring import materialized_in
 from assets.partitions import recor_domain_partitions
-from assets.recor import negatives, quality, release, steps
+from assets.recor import release, steps
 from assets.recor.settings import RecorSettings
-from assets.wiring import materialized_in
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
@@ -37,7 +37,7 @@ def _in(name: str) -> dg.AssetIn:
 
 
 def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
-    frame = steps.rejects_frame(rows)
+    frame = steps.REJECTS.frame(rows)
     return dg.Output(frame, output_name=name, metadata={
         **table_metadata(frame.select("question_id", "item", "reason", "detail")),
         "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
@@ -95,15 +95,15 @@ def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataF
     stats = CallStats()
     if pool.is_empty():
         context.log.info(f"{domain}: no mining pool (BRIGHT's negatives are used as released)")
-        mined, rejects = negatives.select_negatives(source_questions.clear(), source_documents, {}, recor_settings.negative_overlap)
+        mined, rejects = steps.select_negatives(source_questions.clear(), source_documents, {}, recor_settings.negative_overlap)
     else:
         collection = f"recor_pool_{domain}"
         search.index(collection, pool)
-        queries = negatives.mining_queries(source_questions, llm, _builder(), recor_settings.mining_queries, stats, context.log.info)
+        queries = steps.mining_queries(source_questions, llm, _builder(), recor_settings.mining_queries, stats, context.log.info)
         found = search.search(collection, [q for qs in queries.values() for q in qs], recor_settings.mining_hits)
         hits = {qid: list(dict.fromkeys(h for q in qs for h in found.get(q, []))) for qid, qs in queries.items()}
         positives = source_documents.filter(pl.col("role") == "positive")
-        mined, rejects = negatives.select_negatives(source_questions, positives, hits, recor_settings.negative_overlap)
+        mined, rejects = steps.select_negatives(source_questions, positives, hits, recor_settings.negative_overlap)
     yield dg.Output(mined, output_name="hard_negatives", metadata={**table_metadata(mined.select("question_id", "doc_id", "content")),
                                                                     **stats.as_metadata()})
     yield _rejects_output("negative_rejects", rejects)
@@ -233,8 +233,8 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
     registry's ``recor.judge`` model."""
     judge = role_aliases("recor.judge")[0]
     stats = CallStats()
-    scores = quality.conversation_scores(benchmark, corpus, llm, judge, stats, context.log.info)
-    labels = quality.turn_labels(benchmark, llm, judge, stats, context.log.info)
+    scores = steps.conversation_scores(benchmark, corpus, llm, judge, stats, context.log.info)
+    labels = steps.turn_labels(benchmark, llm, judge, stats, context.log.info)
     yield dg.Output(scores, output_name="quality_scores", metadata={**table_metadata(scores), **stats.as_metadata()})
     yield dg.Output(labels, output_name="turn_labels", metadata={
         **table_metadata(labels),
@@ -250,9 +250,9 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> d
     scores and the normalized dependency entropy), with the distributions of dependency
     types and question patterns over all turns (Tables 29 and 30) and their normalized
     entropies."""
-    from assets.recor import method
+    from assets.recor import rules
 
-    table = quality.domain_table(quality_scores, turn_labels)
+    table = steps.domain_table(quality_scores, turn_labels)
     deps = dict(turn_labels.drop_nulls("dependency").group_by("dependency").len().iter_rows())
     pats = dict(turn_labels.drop_nulls("pattern").group_by("pattern").len().iter_rows())
     return dg.Output(table, metadata={
@@ -260,8 +260,8 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> d
         "table_31": dg.MetadataValue.md(md_table(table, 11)),
         "table_29_dependency": counts_md(deps, "dependency type"),
         "table_30_pattern": counts_md(pats, "question pattern"),
-        "dependency_entropy": method.normalized_entropy(deps, len(method.DEPENDENCY_TYPES)),
-        "pattern_entropy": method.normalized_entropy(pats, len(method.QUESTION_PATTERNS)),
+        "dependency_entropy": rules.normalized_entropy(deps, len(rules.DEPENDENCY_TYPES)),
+        "pattern_entropy": rules.normalized_entropy(pats, len(rules.QUESTION_PATTERNS)),
         "unlabeled_turns": int(turn_labels["dependency"].null_count() + turn_labels["pattern"].null_count()),
     })
 
@@ -273,7 +273,7 @@ def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFr
     conversation, aspects per conversation and documents per turn, with corpus sizes, for
     every domain built so far (a built domain always has a corpus; one that kept no
     conversation has a row of zeros)."""
-    from assets.recor.sources import DOMAINS
+    from assets.partitions import DOMAINS
 
     built = [d for d in DOMAINS if d in set(corpus["domain"])]
     rows = []

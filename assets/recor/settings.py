@@ -7,9 +7,10 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from assets.recor.sources import DOMAINS, Loaded, load_bright, load_stackexchange
+from assets.common.records import ROOT, project_path  # noqa: F401  (ROOT: where relative paths start)
+from assets.partitions import DOMAINS
+from assets.recor.sources import Loaded, load_bright, load_stackexchange
 from assets.recor.steps import Thresholds
-from assets.records import ROOT, project_path  # noqa: F401  (ROOT: where relative paths start)
 
 SOURCES_PATH = str(Path(__file__).with_name("sources.yaml"))
 # The fields of a source entry that name files.

@@ -19,12 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from assets.quit.sources import SourceFormatError, parse_json_list, reject_row  # noqa: F401 (raised here too)
-from assets.records import read_records
-
-BRIGHT_DOMAINS = ["biology", "earth_science", "economics", "psychology", "robotics", "sustainable_living"]
-STACKEXCHANGE_DOMAINS = ["drones", "hardware", "law", "medical_sciences", "politics"]
-DOMAINS = BRIGHT_DOMAINS + STACKEXCHANGE_DOMAINS
+from assets.common.records import read_records
+from assets.common.rejects import Rejects
 
 QUESTION_SCHEMA = {
     "domain": pl.String,
@@ -47,8 +43,8 @@ DOCUMENT_SCHEMA = {
     "question_id": pl.String,
 }
 
-REJECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "source": pl.String, "step": pl.String,
-                 "reason": pl.String, "detail": pl.String, "record": pl.String}
+# Rejected source records: the domain, the question (or document) and the source name the item.
+REJECTS = Rejects(("domain", "question_id", "source"))
 
 
 @dataclass
@@ -59,12 +55,12 @@ class Loaded:
     rejects: list[dict] = field(default_factory=list)
 
     def reject(self, qid: str, source: str, reason: str, detail: str, record: Any) -> None:
-        self.rejects.append({"domain": self.domain, **reject_row(qid, source, "ingest", reason, detail, record)})
+        self.rejects.append(REJECTS.row(self.domain, qid, source, "ingest", reason, detail, record))
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         return (pl.DataFrame(self.questions, schema=QUESTION_SCHEMA),
                 pl.DataFrame(self.documents, schema=DOCUMENT_SCHEMA),
-                pl.DataFrame(self.rejects, schema=REJECT_SCHEMA))
+                REJECTS.frame(self.rejects))
 
 
 def html_text(body: str) -> str:

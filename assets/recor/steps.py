@@ -15,29 +15,21 @@ import re
 import numpy as np
 import polars as pl
 
-from assets.eval.contexts import sentences
-from assets.eval.rankgpt import parse_permutation
-from assets.prompts import load_prompt
-from assets.quit.method import parse_list
-from assets.recor import method
-from assets.text import tokens
-from assets.verdicts import VERDICT, rating, verdict  # noqa: F401 (the evaluation reads them from here too)
+from assets.common.parsing import parse_list, parse_permutation
+from assets.common.prompts import load_prompt
+from assets.common.rejects import Rejects
+from assets.common.text import normalize, sentences, tokens
+from assets.common.verdicts import VERDICT, rating, verdict  # noqa: F401 (the evaluation reads them from here too)
+from assets.recor import rules
+from assets.recor.rules import word_overlap
 from resources.llm import CallStats, LLMRequest, LLMResult, ParseError
 
-REJECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "item": pl.String, "step": pl.String,
-                 "reason": pl.String, "detail": pl.String}
+# What a step drops: the domain, the source question and the item (document, aspect, fact, turn).
+REJECTS = Rejects(("domain", "question_id", "item"))
 
 
 def _prompt(name: str):
     return load_prompt("recor", name)
-
-
-def reject(domain: str, qid: str, item: str, step: str, reason: str, detail: str = "") -> dict:
-    return {"domain": domain, "question_id": qid, "item": item, "step": step, "reason": reason, "detail": detail}
-
-
-def rejects_frame(rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=REJECT_SCHEMA)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +53,8 @@ class Thresholds:
     max_docs_per_turn: int = 5
     max_similarity: float = 0.58
     min_new_words: int = 10
-    min_turns: int = method.MIN_TURNS
-    max_turns: int = method.MAX_TURNS
+    min_turns: int = rules.MIN_TURNS
+    max_turns: int = rules.MAX_TURNS
     # Further tries at a turn's question (the question the aspect answers) after the
     # first-turn or follow-up prompt gave an unusable or repeated one.
     question_tries: int = 3
@@ -165,7 +157,7 @@ def parse_answer(text: str) -> str:
 
 def usable_answer(answer: str, query: str, max_overlap: float = 0.6) -> bool:
     """An answer that mostly restates the question answers nothing."""
-    return method.word_overlap(answer, query) <= max_overlap
+    return rules.word_overlap(answer, query) <= max_overlap
 
 
 # --- 1. document-answer alignment --------------------------------------------------------------
@@ -195,7 +187,7 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
         rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": supports,
                      "coverage": coverage, "kept": kept})
         if not kept:
-            rejects.append(reject(q["domain"], q["question_id"], d, "alignment", "weak_document",
+            rejects.append(REJECTS.row(q["domain"], q["question_id"], d, "alignment", "weak_document",
                                   f"judge said {supports} ({'binding' if t.binding_verdicts else 'advisory'}) and coverage "
                                   f"{coverage:.2f} < {t.alignment_min_coverage}"))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "doc_id": pl.String,
@@ -203,7 +195,7 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
     left = set(frame.filter(pl.col("kept"))["question_id"])
     for q in questions.iter_rows(named=True):
         if q["question_id"] not in left:
-            rejects.append(reject(q["domain"], q["question_id"], q["question_id"], "alignment", "no_aligned_document"))
+            rejects.append(REJECTS.row(q["domain"], q["question_id"], q["question_id"], "alignment", "no_aligned_document"))
     return frame, rejects
 
 
@@ -230,9 +222,9 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
         coverage = sim.best(body, doc_sentences([text[d] for d in docs_of[qid]]))[0]
         item = f"{title}: {body}"
         if overlap >= t.aspect_overlap:
-            rejects.append(reject(q["domain"], qid, item, "aspects", "overlapping_aspect", f"similarity {overlap:.2f}"))
+            rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", "overlapping_aspect", f"similarity {overlap:.2f}"))
         elif coverage < t.aspect_min_coverage:
-            rejects.append(reject(q["domain"], qid, item, "aspects", "low_coverage", f"coverage {coverage:.2f}"))
+            rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", "low_coverage", f"coverage {coverage:.2f}"))
         elif len(have) < t.max_aspects:
             have.append({"domain": q["domain"], "question_id": qid, "title": title, "text": body, "coverage": coverage,
                          "origin": origin})
@@ -253,7 +245,7 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
             for title, body in (r.value if r.ok else []):
                 consider(q, title, body, "llm")
             if not r.ok:
-                rejects.append(reject(q["domain"], q["question_id"], f"round {round_}", "aspects", "unparsable", r.error or ""))
+                rejects.append(REJECTS.row(q["domain"], q["question_id"], f"round {round_}", "aspects", "unparsable", r.error or ""))
     # The answer's own paragraphs are candidates too, through the same checks, when the
     # model's proposals leave room: a small model often proposes one point, or none.
     for q in live:
@@ -265,7 +257,7 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
     kept = []
     for a, ok in zip(flat, suitable):
         if ok is False and t.binding_verdicts:
-            rejects.append(reject(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", "unsuitable_aspect"))
+            rejects.append(REJECTS.row(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", "unsuitable_aspect"))
         else:
             kept.append({**a, "llm_suitable": ok})
     ordered = _reorder(kept, live, llm, alias, stats, log)
@@ -350,7 +342,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
             if t.fact_reject <= score < t.fact_accept and row["doc_id"]:
                 ask.append(row)
         if not r.ok:
-            rejects.append(reject(a["domain"], a["question_id"], a["aspect_id"], "facts", "unparsable", r.error or ""))
+            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", "unparsable", r.error or ""))
     if t.binding_verdicts:
         verdicts = _ask_yes_no(llm, alias, "fact_check", [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask],
                                stats, log)
@@ -362,7 +354,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
             row["verified"] = row["similarity"] >= t.fact_similarity
     for row in rows:
         if not row["verified"]:
-            rejects.append(reject(row["domain"], row["question_id"], row["fact_id"], "facts", "unsupported_fact",
+            rejects.append(REJECTS.row(row["domain"], row["question_id"], row["fact_id"], "facts", "unsupported_fact",
                                   f"similarity {row['similarity']:.2f}, judge {row['llm_supports']}"))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String,
                                        "fact_id": pl.String, "fact": pl.String, "similarity": pl.Float64,
@@ -370,7 +362,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
     with_fact = set(frame.filter(pl.col("verified"))["aspect_id"])
     for a in items:
         if a["aspect_id"] not in with_fact:
-            rejects.append(reject(a["domain"], a["question_id"], a["aspect_id"], "facts", "no_verified_fact", a["text"]))
+            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", "no_verified_fact", a["text"]))
     return frame, rejects
 
 
@@ -390,7 +382,7 @@ def _check_question(r, earlier: list[str], t: Thresholds) -> tuple[str | None, t
     """(question, None, prompt) when the model's question is usable, else (None, (reason, detail), None)."""
     if not r.ok:
         return None, ("no_question", r.error or ""), None
-    ok, why = method.distinct_turn(r.value, earlier, t.max_similarity, t.min_new_words)
+    ok, why = rules.distinct_turn(r.value, earlier, t.max_similarity, t.min_new_words)
     if not ok:
         return None, ("repetitive_question", f"{r.value} ({why})"), None
     return r.value, None, "follow_up" if earlier else "first_turn"
@@ -463,7 +455,7 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         for qid, a in step:
             question, problem, origin = checked[a["aspect_id"]]
             if problem:
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", *problem))
+                rejects.append(REJECTS.row(domain_of[qid], qid, a["aspect_id"], "turns", *problem))
                 continue
             live.append((qid, a, question))
             origins[a["aspect_id"]] = origin
@@ -476,7 +468,7 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
             judged[a["aspect_id"]] = (on_aspect, flows)
             if t.binding_verdicts and (on_aspect is False or flows is False):
                 reason = "off_aspect_question" if on_aspect is False else "unnatural_question"
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", reason, q))
+                rejects.append(REJECTS.row(domain_of[qid], qid, a["aspect_id"], "turns", reason, q))
                 continue
             scoring.append((qid, a, q))
         # document scoring and selection
@@ -488,15 +480,15 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         for qid, a, q in scoring:
             scores = per_turn.get(a["aspect_id"], {})
             if t.binding_verdicts:
-                chosen = method.select_documents({d: s["score"] for d, s in scores.items()}, t.doc_threshold, t.max_docs_per_turn)
+                chosen = rules.select_documents({d: s["score"] for d, s in scores.items()}, t.doc_threshold, t.max_docs_per_turn)
                 why = f"no document above {t.doc_threshold}: {json.dumps(scores)}"
             else:
                 # The documents that hold the turn's verified facts, best rated first.
                 held = {d: scores.get(d, {}).get("score", float("-inf")) for d in fact_docs.get(a["aspect_id"], [])}
-                chosen = method.select_documents(held, float("-inf"), t.max_docs_per_turn)
+                chosen = rules.select_documents(held, float("-inf"), t.max_docs_per_turn)
                 why = "no document holds a verified fact of the aspect"
             if not chosen:
-                rejects.append(reject(domain_of[qid], qid, a["aspect_id"], "turns", "unanswerable", why))
+                rejects.append(REJECTS.row(domain_of[qid], qid, a["aspect_id"], "turns", "unanswerable", why))
                 continue
             answerable.append((qid, a, q, chosen, scores))
         # retrieval reasoning and the answer
@@ -547,7 +539,7 @@ def score_documents(turns_: list[tuple], candidates: dict, text: dict, facts_of:
     out: dict[str, dict] = {}
     for (aid, d), crit in ratings.items():
         if all(v is not None for v in crit.values()):
-            out.setdefault(aid, {})[d] = {**crit, "score": method.document_score(**crit)}
+            out.setdefault(aid, {})[d] = {**crit, "score": rules.document_score(**crit)}
     return out
 
 
@@ -555,7 +547,7 @@ def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats
     """Conversation validation: the rules (3-12 turns, every turn grounded, document
     diversity) and the LLM's verdict on logical progression and coherence."""
     groups = [(cid, g.sort("turn_id")) for (cid,), g in turn_rows.group_by("conversation_id", maintain_order=True)]
-    problems = {cid: method.conversation_problems(g["gold_doc_ids"].to_list(), t.min_turns, t.max_turns) for cid, g in groups}
+    problems = {cid: rules.conversation_problems(g["gold_doc_ids"].to_list(), t.min_turns, t.max_turns) for cid, g in groups}
     ask = [(cid, g) for cid, g in groups if not problems[cid]]
     prompt = _prompt("conversation_check")
     reqs = [LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True)))), params=VERDICT)
@@ -570,7 +562,144 @@ def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats
         rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height, "coherent": coherent, "valid": valid,
                      "problems": "; ".join(problems[cid])})
         if not valid:
-            rejects.append(reject(g["domain"][0], cid, cid, "conversations", "invalid_conversation", "; ".join(problems[cid])))
+            rejects.append(REJECTS.row(g["domain"][0], cid, cid, "conversations", "invalid_conversation", "; ".join(problems[cid])))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "conversation_id": pl.String, "num_turns": pl.Int32,
                                        "coherent": pl.Boolean, "valid": pl.Boolean, "problems": pl.String})
     return frame, rejects
+
+
+# Hard-negative mining for the StackExchange domains (paper section 3.1.2).
+# The LLM writes search queries on the question's topic about unhelpful aspects; a search
+# resource returns candidate documents (BM25 over a local pool by default); candidates are cut
+# into passages of about the positives' length, then duplicates and passages that overlap a
+# positive heavily (word-set Jaccard above a threshold) are removed -- kept as rejects with the
+# reason, like everything the pipeline filters.
+
+def segment(text: str, words: int) -> list[str]:
+    """Consecutive sentences grouped into passages of about ``words`` words (a passage ends
+    at the sentence that reaches the length; a long last remainder is its own passage)."""
+    out, current = [], []
+    for s in sentences(text) or [text]:
+        current.append(s)
+        if sum(len(c.split()) for c in current) >= words:
+            out.append(" ".join(current))
+            current = []
+    if current:
+        tail = " ".join(current)
+        if out and len(tail.split()) < words // 2:
+            out[-1] = f"{out[-1]} {tail}"
+        else:
+            out.append(tail)
+    return out
+
+
+def mining_queries(questions: pl.DataFrame, llm, alias: str, n: int, stats: CallStats, log=None) -> dict[str, list[str]]:
+    prompt = load_prompt("recor", "negative_queries")
+    rows = list(questions.iter_rows(named=True))
+    reqs = [LLMRequest(q["question_id"], prompt.messages(question=q["query"], answer=q["answer"], n=str(n)),
+                       params={"max_tokens": 30 * n}) for q in rows]
+    results = llm.run(alias, reqs, parse=lambda s: parse_list(s, n), stats=stats, log=log)
+    return {q["question_id"]: (r.value if r.ok else []) for q, r in zip(rows, results)}
+
+
+def select_negatives(questions: pl.DataFrame, positives: pl.DataFrame, hits: dict[str, list[tuple[str, str]]],
+                     max_overlap: float) -> tuple[pl.DataFrame, list[dict]]:
+    """Passages from each question's search hits: segmented to the positives' mean length,
+    without duplicates (within the domain) or passages too close to any positive."""
+    pos_texts = positives["content"].to_list()
+    length = max(40, int(sum(len(t.split()) for t in pos_texts) / max(len(pos_texts), 1)))
+    seen = {normalize(t) for t in pos_texts}
+    rows, rejects = [], []
+    for q in questions.iter_rows(named=True):
+        for doc_id, text in hits.get(q["question_id"], []):
+            for i, passage in enumerate(segment(text, length)):
+                pid = f"{doc_id}#{i}"
+                key = normalize(passage)
+                closest = max((word_overlap(passage, p) for p in pos_texts), default=0.0)
+                if key in seen:
+                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", "duplicate_passage"))
+                elif closest > max_overlap:
+                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", "overlaps_positive",
+                                          f"word overlap {closest:.2f} > {max_overlap}"))
+                else:
+                    seen.add(key)
+                    rows.append({"domain": q["domain"], "doc_id": pid, "content": passage, "role": "negative",
+                                 "question_id": q["question_id"]})
+    schema = {"domain": pl.String, "doc_id": pl.String, "content": pl.String, "role": pl.String, "question_id": pl.String}
+    return pl.DataFrame(rows, schema=schema), rejects
+
+
+# RECOR's quality analysis (paper section 3.4, appendix G): LLM judge scores (1-5) per
+# conversation on naturalness, turn coherence, question quality and groundedness; each turn's
+# dependency type (6 classes) and question pattern (9 classes); normalized entropies and the
+# per-domain table of Table 31's shape.
+
+DIMENSIONS = {"naturalness": "quality_naturalness", "coherence": "quality_coherence",
+              "question_quality": "quality_questions", "groundedness": "quality_groundedness"}
+# Table 31's column order for the dimensions.
+DIMENSION_ABBREVIATIONS = {"naturalness": "Nat", "coherence": "Coh", "question_quality": "QQ", "groundedness": "Grd"}
+
+
+def parse_label(text: str, labels: list[str]) -> str:
+    """The first label named in the reply (spaces, hyphens and case ignored)."""
+    flat = re.sub(r"[\s\-]+", "_", text.strip().lower())
+    found = [(flat.find(label), label) for label in labels if label in flat]
+    if not found:
+        raise ParseError(f"no label of {labels} in {text[:60]!r}")
+    return min(found)[1]
+
+
+def conversation_scores(turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+    """One row per conversation with the four 1-5 scores (probability-weighted over the
+    number tokens of the judge's first answer token; null when it named no number)."""
+    text = dict(corpus.select("doc_id", "content").iter_rows())
+    convs = [(cid, list(g.sort("turn_id").iter_rows(named=True))) for (cid,), g in turns.group_by("conversation_id", maintain_order=True)]
+    rows = {cid: {"domain": ts[0]["domain"], "conversation_id": cid, "turns": len(ts)} for cid, ts in convs}
+    for dim, name in DIMENSIONS.items():
+        prompt = load_prompt("recor", name)
+        reqs = []
+        for cid, ts in convs:
+            fields = {"conversation": history_text(ts)}
+            if dim == "groundedness":
+                docs = dict.fromkeys(d for t in ts for d in t["gold_doc_ids"])
+                fields["documents"] = "\n".join(f"[{d}] {text[d]}" for d in docs if d in text)
+            reqs.append(LLMRequest(f"{cid} {dim}", prompt.messages(**fields), params=VERDICT))
+        for (cid, _), r in zip(convs, llm.run(alias, reqs, stats=stats, log=log)):
+            rows[cid][dim] = rating(r.top_logprobs, 1, 5) if r.ok else None
+    schema = {"domain": pl.String, "conversation_id": pl.String, "turns": pl.Int64, **{d: pl.Float64 for d in DIMENSIONS}}
+    return pl.DataFrame(list(rows.values()), schema=schema)
+
+
+def turn_labels(turns: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+    """Each turn's dependency type and question pattern (null when the reply names none)."""
+    rows = list(turns.sort("conversation_id", "turn_id").iter_rows(named=True))
+    dep, pat = load_prompt("recor", "dependency_type"), load_prompt("recor", "question_pattern")
+    params = {"max_tokens": 8, "temperature": 0.0}
+    deps = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", dep.messages(history=t["conversation_history"], query=t["query"]),
+                                      params=params) for t in rows],
+                   parse=lambda s: parse_label(s, rules.DEPENDENCY_TYPES), stats=stats, log=log)
+    pats = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", pat.messages(query=t["query"]), params=params) for t in rows],
+                   parse=lambda s: parse_label(s, rules.QUESTION_PATTERNS), stats=stats, log=log)
+    return pl.DataFrame([{"domain": t["domain"], "conversation_id": t["conversation_id"], "turn_id": t["turn_id"],
+                          "dependency": d.value if d.ok else None, "pattern": p.value if p.ok else None}
+                         for t, d, p in zip(rows, deps, pats)],
+                        schema={"domain": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32,
+                                "dependency": pl.String, "pattern": pl.String})
+
+
+def domain_table(scores: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
+    """Table 31's shape: per domain #C, #T, the four mean scores and the normalized
+    dependency entropy (DE), plus the question-pattern entropy (QE)."""
+    rows = []
+    for domain in sorted(set(scores["domain"]) | set(labels["domain"])):
+        s = scores.filter(pl.col("domain") == domain)
+        lab = labels.filter(pl.col("domain") == domain)
+        deps = dict(lab.drop_nulls("dependency").group_by("dependency").len().iter_rows())
+        pats = dict(lab.drop_nulls("pattern").group_by("pattern").len().iter_rows())
+        rows.append({"domain": domain, "#C": s.height, "#T": int(s["turns"].sum() or 0),
+                     **{DIMENSION_ABBREVIATIONS[d]: (s[d].mean() if s.height else None) for d in DIMENSIONS},
+                     "DE": rules.normalized_entropy(deps, len(rules.DEPENDENCY_TYPES)),
+                     "QE": rules.normalized_entropy(pats, len(rules.QUESTION_PATTERNS))})
+    schema = {"domain": pl.String, "#C": pl.Int64, "#T": pl.Int64, **{DIMENSION_ABBREVIATIONS[d]: pl.Float64 for d in DIMENSIONS},
+              "DE": pl.Float64, "QE": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)

@@ -5,10 +5,10 @@ is a multi-asset of what it keeps and what it rejects, with the reason; the rule
 import dagster as dg
 import polars as pl
 
-from assets.metadata import counts_md, md_table, table_metadata
-from assets.wikiprofile import sources, steps
+from assets.common.metadata import counts_md, md_table, table_metadata
+from assets.common.wiring import asset_in, asset_out
+from assets.wikiprofile import release, sources, steps
 from assets.wikiprofile.settings import WikiProfileSettings
-from assets.wiring import asset_in, asset_out
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
 
@@ -43,7 +43,7 @@ def _in(name: str) -> dg.AssetIn:
 
 
 def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
-    frame = steps.rejects_frame(rows)
+    frame = steps.REJECTS.frame(rows)
     return dg.Output(frame, output_name=name, metadata={
         **table_metadata(frame.select("page_id", "item", "reason", "detail")),
         "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
@@ -321,59 +321,13 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
     stats = CallStats()
     direct = dict(_passed(direct_questions, direct_search_filter).select("fact_id", "question").iter_rows())
     reverse = {r["fact_id"]: r for r in _passed(reverse_questions, reverse_search_filter).iter_rows(named=True)}
-    passed_natural = natural_search_filter.filter(pl.col("kept"))
-    natural = {(r["fact_id"], r["kind"]): r["question"] for r in passed_natural.iter_rows(named=True)}
-    rejects, complete = [], []
-    for f in facts.filter(pl.col("fact_id").is_in(list(direct))).iter_rows(named=True):
-        fid = f["fact_id"]
-        qs = {"contextual": natural.get((fid, "contextual")), "direct": direct.get(fid),
-              "direct_natural": natural.get((fid, "direct_natural")),
-              "reverse": reverse[fid]["question"] if fid in reverse else None, "reverse_natural": natural.get((fid, "reverse_natural"))}
-        missing = [k for k, v in qs.items() if v is None]
-        if missing:
-            if fid in reverse:  # facts lost before this step already have their reject upstream
-                rejects.append(steps.reject(f["page_id"], fid, "assembly", "question_missing", ", ".join(missing)))
-            continue
-        problems = steps.length_problems(qs, f["left_context"])
-        if problems:
-            rejects.append(steps.reject(f["page_id"], fid, "length_filter", "too_long_or_short", "; ".join(problems)))
-            continue
-        complete.append((f, qs))
-    closed = [(f, kind, qs[kind], f["object"] if kind.startswith("direct") else reverse[f["fact_id"]]["subject"],
-               f["type"] if kind.startswith("direct") else reverse[f["fact_id"]]["subject_type"])
-              for f, qs in complete for kind in ("direct", "direct_natural", "reverse", "reverse_natural")]
-    # Same-type names of the sample, for the options of an advisory builder's failed replies.
-    pools = {etype: group["name"].unique().sort().to_list() for (etype,), group in entities.group_by("type")}
-    titled = source_pages.select("page_id", "title").join(categories.select("page_id", "category"), on="page_id", how="left")
-    pools["subject"] = titled["title"].sort().to_list()
-    pools.update({f"subject:{cat}": group["title"].sort().to_list() for (cat,), group in titled.group_by("category")})
-    options, more = steps.distractors(closed, llm, _builder(), stats, context.log.info, _binding(llm), pools)
+    natural = {(r["fact_id"], r["kind"]): r["question"] for r in natural_search_filter.filter(pl.col("kept")).iter_rows(named=True)}
+    complete, rejects = release.complete_facts(facts, direct, reverse, natural)
+    pools = release.option_pools(entities, source_pages, categories)
+    options, more = steps.distractors(release.closed_book_items(complete, reverse), llm, _builder(), stats, context.log.info,
+                                      _binding(llm), pools)
     rejects += more
-    with_options = {(r["fact_id"], r["kind"]): r["options"] for r in options.iter_rows(named=True)}
-    option_origin = {(r["fact_id"], r["kind"]): r["origin"] for r in options.iter_rows(named=True)}
-    origin = {(r["fact_id"], r["kind"]): r["origin"] for r in pl.concat([
-        direct_questions.select("fact_id", "kind", "origin"), reverse_questions.select("fact_id", "kind", "origin"),
-        natural_questions.select("fact_id", "kind", "origin")]).iter_rows(named=True)}
-    rows = []
-    for f, qs in complete:
-        fid = f["fact_id"]
-        if not all((fid, k) in with_options for k in ("direct", "direct_natural", "reverse", "reverse_natural")):
-            continue
-        subject = reverse[fid]["subject"]
-        tasks = {"completion": (f["left_context"], f["object"], None, "source", None),
-                 "contextual": (qs["contextual"], f["object"], None, origin[(fid, "direct")], None)}
-        for kind in ("direct", "direct_natural", "reverse", "reverse_natural"):
-            answer = f["object"] if kind.startswith("direct") else subject
-            tasks[kind] = (qs[kind], answer, None, origin[(fid, kind)], None)
-            tasks[f"mc_{kind}"] = (qs[kind], answer, with_options[(fid, kind)], origin[(fid, kind)], option_origin[(fid, kind)])
-        for task, (prompt, answer, opts, how, opts_how) in tasks.items():
-            rows.append({"fact_id": fid, "page_id": f["page_id"], "category": f["category"], "type_group": f["type_group"],
-                         "task": task, "question": prompt, "answer": answer, "options": opts, "subject": subject,
-                         "object": f["object"], "question_origin": how, "options_origin": opts_how})
-    frame = pl.DataFrame(rows, schema={"fact_id": pl.String, "page_id": pl.String, "category": pl.String, "type_group": pl.String,
-                                       "task": pl.String, "question": pl.String, "answer": pl.String, "options": pl.List(pl.String),
-                                       "subject": pl.String, "object": pl.String, "question_origin": pl.String,
-                                       "options_origin": pl.String})
+    frame = release.tasks_table(complete, reverse, options, [direct_questions, reverse_questions, natural_questions])
     funnel = pl.DataFrame([
         {"step": "1. pages", "count": source_pages.height},
         {"step": "4. object candidates", "count": object_candidates.height},
@@ -396,21 +350,6 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
     yield _rejects_output("final_rejects", rejects)
 
 
-@dg.asset_check(asset=dg.AssetKey([PREFIX, "benchmark"]), blocking=True,
-                description="Ten tasks per fact, four options with the gold first on the multiple-choice tasks, no answer in a closed-book question.")
-def ten_tasks_per_fact(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    counts = benchmark.group_by("fact_id").agg(pl.col("task").n_unique().alias("tasks"))
-    wrong_count = counts.filter(pl.col("tasks") != 10)["fact_id"].to_list()
-    mc = benchmark.filter(pl.col("task").str.starts_with("mc_"))
-    bad_options = mc.filter((pl.col("options").list.len() != 4) | (pl.col("options").list.first() != pl.col("answer")))["fact_id"].to_list()
-    closed = benchmark.filter(pl.col("task").is_in(["direct", "direct_natural", "reverse", "reverse_natural"]))
-    leaking = [r["fact_id"] for r in closed.iter_rows(named=True) if steps.answer_leaks(r["question"], r["answer"])]
-    return dg.AssetCheckResult(passed=not (wrong_count or bad_options or leaking), metadata={
-        "facts_without_ten_tasks": len(wrong_count), "bad_options": len(bad_options), "answer_in_question": len(leaking),
-        "examples": ", ".join((wrong_count + bad_options + leaking)[:5]) or "none"})
-
-
-wikiprofile_checks = [ten_tasks_per_fact]
 wikiprofile_assets = [source_pages, categories, entities, object_candidates, verified_objects, facts, direct_questions,
                       direct_search_filter, reverse_questions, reverse_search_filter, natural_questions, natural_search_filter,
                       benchmark]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.records import project_path
+from assets.common.records import project_path
 
 
 class WikiProfileSettings(dg.ConfigurableResource):

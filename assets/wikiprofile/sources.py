@@ -8,16 +8,16 @@ from typing import Any
 
 import polars as pl
 
-from assets.quit.sources import reject_row
-from assets.records import read_records
+from assets.common.records import read_records
+from assets.common.rejects import Rejects
 
 # The paper keeps documents of at least 50 words (notes, step 1).
 MIN_WORDS = 50
 
 PAGE_SCHEMA = {"page_id": pl.String, "title": pl.String, "summary": pl.String, "words": pl.Int32,
                "months": pl.Int32, "mean_monthly_views": pl.Float64, "reference_category": pl.String}
-REJECT_SCHEMA = {"question_id": pl.String, "source": pl.String, "step": pl.String, "reason": pl.String,
-                 "detail": pl.String, "record": pl.String}
+# Rejected page records: the page and the file it came from name the item.
+REJECTS = Rejects(("question_id", "source"))
 
 
 def page_id(title: str) -> str:
@@ -50,7 +50,7 @@ def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.D
     pages, rejects, seen = [], [], set()
     for where, rec in read_records(uri):
         if not isinstance(rec, dict):
-            rejects.append(reject_row(where, "wikipedia", "ingest", "malformed_record", f"{where}: {rec}"[:300], rec))
+            rejects.append(REJECTS.row(where, "wikipedia", "ingest", "malformed_record", f"{where}: {rec}"[:300], rec))
             continue
         title = rec.get("title") if isinstance(rec.get("title"), str) else ""
         summary = " ".join(rec["summary"].split()) if isinstance(rec.get("summary"), str) else ""
@@ -58,19 +58,19 @@ def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.D
         pid = page_id(title) if title.strip() else where
         if not title.strip() or not summary or views is None:
             missing = [k for k, ok in (("title", title.strip()), ("summary", summary), ("monthly_views", views)) if not ok]
-            rejects.append(reject_row(pid, "wikipedia", "ingest", "malformed_record",
+            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", "malformed_record",
                                       f"{where}: missing or malformed {', '.join(missing)}", rec))
         elif pid in seen:
-            rejects.append(reject_row(pid, "wikipedia", "ingest", "duplicate_page", f"{where}: title {title!r} seen before", rec))
+            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", "duplicate_page", f"{where}: title {title!r} seen before", rec))
         elif len(summary.split()) < min_words:
-            rejects.append(reject_row(pid, "wikipedia", "ingest", "too_short",
+            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", "too_short",
                                       f"{where}: {len(summary.split())} words (needs {min_words})", rec))
         else:
             seen.add(pid)
             category = rec.get("category") if isinstance(rec.get("category"), str) else None
             pages.append({"page_id": pid, "title": title.strip(), "summary": summary, "words": len(summary.split()),
                           "months": views[0], "mean_monthly_views": views[1], "reference_category": category})
-    return pl.DataFrame(pages, schema=PAGE_SCHEMA), pl.DataFrame(rejects, schema=REJECT_SCHEMA)
+    return pl.DataFrame(pages, schema=PAGE_SCHEMA), REJECTS.frame(rejects)
 
 
 def popularity_tiers(pages: pl.DataFrame, share: float = 0.2, key: str = "page_id") -> pl.DataFrame:
@@ -92,14 +92,14 @@ def load_search_pages(uri: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     for where, rec in read_records(uri):
         ok = isinstance(rec, dict) and all(isinstance(rec.get(k), str) and rec[k].strip() for k in ("id", "title", "contents"))
         if not ok:
-            rejects.append(reject_row(where, "search_pages", "ingest", "malformed_record", f"{where}: needs id, title and contents", rec))
+            rejects.append(REJECTS.row(where, "search_pages", "ingest", "malformed_record", f"{where}: needs id, title and contents", rec))
         elif rec["id"] in seen:
-            rejects.append(reject_row(rec["id"], "search_pages", "ingest", "duplicate_page", f"{where}: id seen before", rec))
+            rejects.append(REJECTS.row(rec["id"], "search_pages", "ingest", "duplicate_page", f"{where}: id seen before", rec))
         else:
             seen.add(rec["id"])
             docs.append({"doc_id": rec["id"], "content": f"{rec['title'].strip()}. {' '.join(rec['contents'].split())}"})
     return (pl.DataFrame(docs, schema={"doc_id": pl.String, "content": pl.String}),
-            pl.DataFrame(rejects, schema=REJECT_SCHEMA))
+            REJECTS.frame(rejects))
 
 
 def search_collection(pages: pl.DataFrame, search_pages: pl.DataFrame) -> pl.DataFrame:

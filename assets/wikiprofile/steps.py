@@ -12,10 +12,11 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from assets.prompts import load_prompt
-from assets.verdicts import VERDICT, verdict
-from assets.wikiprofile import cloze
-from assets.wikiprofile import entities as ent
+from assets.common.parsing import is_question
+from assets.common.prompts import load_prompt
+from assets.common.rejects import Rejects
+from assets.common.verdicts import VERDICT, verdict
+from assets.wikiprofile import rules
 from resources.llm import CallStats, LLMRequest, ParseError
 
 CATEGORIES = ("People", "History", "Geography", "Arts", "Philosophy & Religion", "Everyday Life", "Society", "Science",
@@ -39,15 +40,8 @@ def _prompt(name: str):
     return load_prompt("wikiprofile", name)
 
 
-def reject(page_id: str, item: str, step: str, reason: str, detail: str = "") -> dict:
-    return {"page_id": page_id, "item": item, "step": step, "reason": reason, "detail": detail}
-
-
-REJECT_SCHEMA = {"page_id": pl.String, "item": pl.String, "step": pl.String, "reason": pl.String, "detail": pl.String}
-
-
-def rejects_frame(rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=REJECT_SCHEMA)
+# What a step drops: the page and the item (entity, object, fact).
+REJECTS = Rejects(("page_id", "item"))
 
 
 # --- 2. categories ----------------------------------------------------------------------------
@@ -92,13 +86,13 @@ def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=Non
             for p in pages.iter_rows(named=True)]
     rows, rejects = [], []
     for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
-        found, problems = ent.parse_markup(r.text or "", p["summary"]) if r.ok else ([], [r.error or "no reply"])
-        rejects += [reject(p["page_id"], problem.split(":")[0], "entities", "dropped_tag", problem) for problem in problems]
+        found, problems = rules.parse_markup(r.text or "", p["summary"]) if r.ok else ([], [r.error or "no reply"])
+        rejects += [REJECTS.row(p["page_id"], problem.split(":")[0], "entities", "dropped_tag", problem) for problem in problems]
         origin = "model"
         if not found and not binding:
-            found, origin = ent.spot_entities(p["summary"]), "rules"
+            found, origin = rules.spot_entities(p["summary"]), "rules"
         if not found:
-            rejects.append(reject(p["page_id"], p["page_id"], "entities", "no_entities", (r.text or r.error or "")[:200]))
+            rejects.append(REJECTS.row(p["page_id"], p["page_id"], "entities", "no_entities", (r.text or r.error or "")[:200]))
         for n, e in enumerate(found, start=1):
             rows.append({"page_id": p["page_id"], "entity_id": f"{p['page_id']}_e{n}", **e, "origin": origin})
     return pl.DataFrame(rows, schema=ENTITY_SCHEMA), rejects
@@ -130,9 +124,9 @@ def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: s
     eligible: dict[str, list[dict]] = {}
     rejects = []
     for e in entity_rows.iter_rows(named=True):
-        problem = ent.position_problem(text[e["page_id"]], e["start"], e["end"])
+        problem = rules.position_problem(text[e["page_id"]], e["start"], e["end"])
         if problem:
-            rejects.append(reject(e["page_id"], e["name"], "objects", "bad_position", problem))
+            rejects.append(REJECTS.row(e["page_id"], e["name"], "objects", "bad_position", problem))
         else:
             eligible.setdefault(e["page_id"], []).append(e)
     prompt = _prompt("select_objects")
@@ -146,19 +140,19 @@ def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: s
         for name in parse_names(r.text or "") if r.ok else []:
             e = by_name.get(name.lower())
             if e is None:
-                rejects.append(reject(pid, name, "objects", "not_a_candidate", "the model named something that is not an eligible entity"))
+                rejects.append(REJECTS.row(pid, name, "objects", "not_a_candidate", "the model named something that is not an eligible entity"))
             elif e not in chosen:
                 chosen.append(e)
         if not chosen:
             origin = "rules"
-            chosen = sorted(eligible[pid], key=lambda e: (not ent.ends_clause(text[pid], e["end"]), -e["start"]))
+            chosen = sorted(eligible[pid], key=lambda e: (not rules.ends_clause(text[pid], e["end"]), -e["start"]))
         for rank, e in enumerate(chosen[:n], start=1):
             rows.append({"page_id": pid, "fact_id": f"{pid}_o{rank}", "object": e["name"], "type": e["type"], "start": e["start"],
-                         "rank": rank, "ends_clause": ent.ends_clause(text[pid], e["end"]), "origin": origin,
-                         "left_context": ent.left_context(text[pid], e["start"])})
+                         "rank": rank, "ends_clause": rules.ends_clause(text[pid], e["end"]), "origin": origin,
+                         "left_context": rules.left_context(text[pid], e["start"])})
     for pid in text:
         if not eligible.get(pid):
-            rejects.append(reject(pid, pid, "objects", "no_eligible_entity"))
+            rejects.append(REJECTS.row(pid, pid, "objects", "no_eligible_entity"))
     return pl.DataFrame(rows, schema=OBJECT_SCHEMA), rejects
 
 
@@ -183,7 +177,7 @@ def verify(objects: pl.DataFrame, llm, alias: str, binding: bool, stats: CallSta
         passed = not failed or not binding
         rows.append({**o, **{VERIFICATIONS[name]: v for name, v in said.items()}, "verified": passed})
         if not passed:
-            rejects.append(reject(o["page_id"], o["fact_id"], "verification", "unsuitable_object",
+            rejects.append(REJECTS.row(o["page_id"], o["fact_id"], "verification", "unsuitable_object",
                                   f"{o['object']!r}: " + ", ".join(f"{n} said {said[n]}" for n in failed)))
     schema = {**OBJECT_SCHEMA, "with_target": pl.Boolean, "left_context_alone": pl.Boolean, "difficulty": pl.Boolean,
               "verified": pl.Boolean}
@@ -199,7 +193,7 @@ def downsample(facts: pl.DataFrame, categories: pl.DataFrame, target: int | None
     (category, type group) cells are drawn from in turn, each cell's facts in a seeded
     shuffle, so small cells are kept whole and large ones are cut. ``None`` keeps all."""
     frame = facts.join(categories.select("page_id", "category"), on="page_id", how="left")
-    frame = frame.with_columns(pl.col("type").map_elements(ent.type_group, return_dtype=pl.String).alias("type_group"))
+    frame = frame.with_columns(pl.col("type").map_elements(rules.type_group, return_dtype=pl.String).alias("type_group"))
     if target is None or frame.height <= target:
         return frame
     rng = random.Random(seed)
@@ -255,14 +249,9 @@ def answer_leaks(question: str, target: str) -> bool:
     return bool(t) and all(w in q for w in t)
 
 
-def is_question(text: str) -> bool:
-    """A real question: capitalised, at least four words, ending in a question mark."""
-    return text[:1].isupper() and len(text.split()) >= 4 and text.endswith("?")
-
-
 def _sentence(pages: Pages, f: dict) -> str:
     summary = pages[f["page_id"]][1]
-    begin, end = cloze.sentence_span(summary, f["start"])
+    begin, end = rules.sentence_span(summary, f["start"])
     return summary[begin:end]
 
 
@@ -297,17 +286,17 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
     for f, r in zip(items, asked):
         fallback = not binding and pages is not None
         usable = r.ok and not answer_leaks(r.value, f["object"])
-        if fallback and not (usable and is_question(r.value) and cloze.on_topic(r.value, _sentence(pages, f), pages[f["page_id"]][0])):
-            blanked = cloze.direct_cloze(*pages[f["page_id"]], f["start"], f["object"], _is_person(f))
+        if fallback and not (usable and is_question(r.value) and rules.on_topic(r.value, _sentence(pages, f), pages[f["page_id"]][0])):
+            blanked = rules.direct_cloze(*pages[f["page_id"]], f["start"], f["object"], _is_person(f))
             if blanked is None:
-                rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "no_question",
+                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", "no_question",
                                       "rules: the sentence's clause around the object is too long for a question"))
             else:
-                ruled.append(rules_row(f, "direct", cloze.direct_question(blanked, f["type"])))
+                ruled.append(rules_row(f, "direct", rules.direct_question(blanked, f["type"])))
         elif not r.ok:
-            rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "no_question", r.error or ""))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", "no_question", r.error or ""))
         elif not usable:
-            rejects.append(reject(f["page_id"], f["fact_id"], "direct_question", "answer_in_question", r.value))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", "answer_in_question", r.value))
         else:
             live.append((f, r.value))
     rows, more = refine([(f, q, f["object"], f["type"]) for f, q in live], "direct", llm, alias, binding, stats, log)
@@ -328,7 +317,7 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
         text = r.text or ""
         if r.ok and "REJECT" in text.upper():
             if binding:
-                rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_specification", "rejected_by_model", q))
+                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], f"{kind}_specification", "rejected_by_model", q))
                 continue
             specified.append((f, q, q, target, "reject_ignored (advisory)"))
             continue
@@ -339,7 +328,7 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
             continue
         if answer_leaks(edited, target):
             specified.append((f, q, q, target, "edit leaked the answer, kept"))
-        elif not binding and not cloze.on_topic(edited, q, ""):
+        elif not binding and not rules.on_topic(edited, q, ""):
             specified.append((f, q, q, target, "edit off the question's topic, kept"))
         else:
             specified.append((f, q, edited, target, "unchanged" if edited == q else "edited"))
@@ -382,7 +371,7 @@ def parse_reverse(text: str) -> tuple[str, str] | None:
 
 
 def parse_entity_type(text: str) -> str | None:
-    found = [(text.upper().find(t), t) for t in ent.ENTITY_TYPES if re.search(rf"\b{t}\b", text.upper())]
+    found = [(text.upper().find(t), t) for t in rules.ENTITY_TYPES if re.search(rf"\b{t}\b", text.upper())]
     return min(found)[1] if found else None
 
 
@@ -419,7 +408,7 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
                 problem = ("object_not_in_question", f"{question} (object {f['object']!r})")
             elif answer_leaks(question, subject):
                 problem = ("answer_in_question", f"{question} (subject {subject!r})")
-            elif not binding and pages is not None and not (is_question(question) and cloze.on_topic(question, _sentence(pages, f), "")):
+            elif not binding and pages is not None and not (is_question(question) and rules.on_topic(question, _sentence(pages, f), "")):
                 problem = ("off_topic", question)
             else:
                 problem = None
@@ -427,16 +416,16 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
         if problem is None:
             continue
         if binding or pages is None:
-            rejects.append(reject(*item, *problem))
+            rejects.append(REJECTS.row(*item, *problem))
             continue
         title, summary = pages[f["page_id"]]
         subject_type = CATEGORY_TYPES.get(f.get("category") or "", "OTHER")
-        blanked = cloze.reverse_cloze(title, summary, f["start"], f["object"], person=subject_type == "PERSON")
+        blanked = rules.reverse_cloze(title, summary, f["start"], f["object"], person=subject_type == "PERSON")
         if blanked is None:
-            rejects.append(reject(*item, "no_unique_reverse", f"rules: the clause that names the object and refers to "
+            rejects.append(REJECTS.row(*item, "no_unique_reverse", f"rules: the clause that names the object and refers to "
                                                              f"{title!r} is too long (model: {problem[0]})"))
         else:
-            ruled.append({**rules_row(f, "reverse", cloze.reverse_question(blanked, subject_type)), "subject": title,
+            ruled.append({**rules_row(f, "reverse", rules.reverse_question(blanked, subject_type)), "subject": title,
                           "subject_type": subject_type, "pair_ok": None})
     typed = llm.run(alias, [LLMRequest(f["fact_id"], _prompt("answer_type").messages(question=q, target=subj), params=SHORT)
                             for f, q, subj in live], stats=stats, log=log)
@@ -455,7 +444,7 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
         ok = verdict(r) if r.ok else None
         row = {**row, "subject": subjects[row["fact_id"]], "subject_type": types[row["fact_id"]], "pair_ok": ok}
         if ok is False and binding:
-            rejects.append(reject(objects[row["fact_id"]]["page_id"], row["fact_id"], "pair_check", "invalid_pair",
+            rejects.append(REJECTS.row(objects[row["fact_id"]]["page_id"], row["fact_id"], "pair_check", "invalid_pair",
                                   f"{questions[row['fact_id']]} / {row['question']}"))
         else:
             kept.append(row)
@@ -500,7 +489,7 @@ def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]
                      "search_hits": [d for d, _ in hits.get(q["question"], [])[:SEARCH_K]], "search_answer": s,
                      "definite": definite, "kept": kept})
         if not kept:
-            rejects.append(reject(q["fact_id"].rsplit("_o", 1)[0], q["fact_id"], step, "not_definite", f"{q['question']} -> {s}"))
+            rejects.append(REJECTS.row(q["fact_id"].rsplit("_o", 1)[0], q["fact_id"], step, "not_definite", f"{q['question']} -> {s}"))
     return pl.DataFrame(rows, schema=SEARCH_SCHEMA), rejects
 
 
@@ -538,14 +527,14 @@ def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, 
             problem = ("no_question", r.error or "")
         elif answer_leaks(r.value, answer):
             problem = ("answer_in_question", r.value)
-        elif fallback and not (is_question(r.value) and cloze.on_topic(r.value, q, "")):
+        elif fallback and not (is_question(r.value) and rules.on_topic(r.value, q, "")):
             problem = ("off_topic", r.value)
         if problem is None:
             rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": r.value, "origin": "model"})
             continue
         ruled = _rules_natural(f, kind, pages) if fallback else None
         if ruled is None:
-            rejects.append(reject(f["page_id"], f["fact_id"], f"{kind}_natural", *problem))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], f"{kind}_natural", *problem))
         else:
             rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": ruled, "origin": "rules"})
     return pl.DataFrame(rows, schema=NATURAL_SCHEMA), rejects
@@ -554,16 +543,16 @@ def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, 
 def _rules_natural(f: dict, kind: str, pages: Pages) -> str | None:
     title, summary = pages[f["page_id"]]
     if kind == "direct":
-        blanked = cloze.direct_cloze(title, summary, f["start"], f["object"], _is_person(f))
-        return cloze.direct_natural(blanked, title, f["type"]) if blanked else None
-    blanked = cloze.reverse_cloze(title, summary, f["start"], f["object"], person=_is_person(f))
-    return cloze.reverse_natural(blanked) if blanked else None
+        blanked = rules.direct_cloze(title, summary, f["start"], f["object"], _is_person(f))
+        return rules.direct_natural(blanked, title, f["type"]) if blanked else None
+    blanked = rules.reverse_cloze(title, summary, f["start"], f["object"], person=_is_person(f))
+    return rules.reverse_natural(blanked) if blanked else None
 
 
 def contextual_question(left_context: str, direct_question: str) -> str:
     """Step 16: the left context without its final, unfinished sentence, then the direct
     question (built here rather than by the model: the edit is mechanical)."""
-    starts = ent.sentence_starts(left_context)
+    starts = rules.sentence_starts(left_context)
     head = left_context[: starts[-1]].strip() if len(starts) > 1 else ""
     return f"{head} {direct_question}".strip()
 
@@ -620,12 +609,12 @@ def distractors(items: list[tuple[dict, str, str, str, str]], llm, alias: str, s
             same = pools.get(f"subject:{f.get('category')}", []) if kind.startswith("reverse") else pools.get(etype, [])
             wider = pools.get("subject", []) if kind.startswith("reverse") else pools.get("OTHER", [])
             pool = [p for p in same if not answer_leaks(question, p)]
-            if cloze.pool_options(answer, pool, "") is None:
+            if rules.pool_options(answer, pool, "") is None:
                 pool += [p for p in wider if not answer_leaks(question, p)]
-            options, origin = cloze.pool_options(answer, pool, f"{f['fact_id']} {kind}"), "rules"
+            options, origin = rules.pool_options(answer, pool, f"{f['fact_id']} {kind}"), "rules"
             error = error or "pool too small"
         if options is None:
-            rejects.append(reject(f["page_id"], f["fact_id"], "distractors", "too_few_distractors", f"{kind}: {error}"))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "distractors", "too_few_distractors", f"{kind}: {error}"))
         else:
             rows.append({"fact_id": f["fact_id"], "kind": kind, "options": [answer, *options], "origin": origin})
     return pl.DataFrame(rows, schema={"fact_id": pl.String, "kind": pl.String, "options": pl.List(pl.String),

@@ -9,7 +9,7 @@ def run(check, **inputs) -> dg.AssetCheckResult:
 
 
 def test_passages_check_names_questions_with_wrong_counts():
-    from assets.quit.passages import passages_frame
+    from assets.quit.rules import passages_frame
 
     good = passages_frame(pl.DataFrame({"question_id": ["a", "b"], "hints": [[f"{q}{i}." for i in range(5)] for q in "ab"]}))
     assert run(qc.passages_per_question, passages=good).passed
@@ -21,7 +21,7 @@ def test_passages_check_names_questions_with_wrong_counts():
 
 
 def test_passages_check_fails_on_a_repeated_passage_id():
-    from assets.quit.passages import passages_frame
+    from assets.quit.rules import passages_frame
 
     good = passages_frame(pl.DataFrame({"question_id": ["a"], "hints": [[f"a{i}." for i in range(5)]]}))
     # 325 rows still, but two share an id: a passage lost behind a duplicate

@@ -25,7 +25,6 @@ from resources.storage import ParquetIOManager
 from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
 
-
 CONCURRENCY = 2
 
 

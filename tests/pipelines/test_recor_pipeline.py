@@ -7,8 +7,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from assets.partitions import DOMAINS
 from assets.recor.release import release_name
-from assets.recor.sources import DOMAINS
 
 
 @pytest.mark.slow

@@ -7,9 +7,12 @@ of it)."""
 
 import dagster as dg
 import pytest
-from dagster_graphql.test.utils import define_out_of_process_workspace, execute_dagster_graphql
+from dagster_graphql.test.utils import (
+    define_out_of_process_workspace,
+    execute_dagster_graphql,
+)
 
-from assets.recor.sources import DOMAINS
+from assets.partitions import DOMAINS
 from pipelines.jobs import recor_build_job
 from tests.pipelines import stage_runner
 

@@ -3,7 +3,11 @@
 import dagster as dg
 
 from pipelines.definitions import defs
-from pipelines.schedules import quit_readers_schedule, unevaluated, wikiprofile_profiles_schedule
+from pipelines.schedules import (
+    quit_readers_schedule,
+    unevaluated,
+    wikiprofile_profiles_schedule,
+)
 
 # the repository resolves each request's partition against its job, as the daemon does
 REPOSITORY = defs.get_repository_def()

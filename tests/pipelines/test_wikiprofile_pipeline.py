@@ -3,11 +3,14 @@
 import dagster as dg
 import polars as pl
 
-from assets.wikiprofile import method
-from assets.wikiprofile.analysis_assets import wikiprofile_analysis_assets
-from assets.wikiprofile.assets import wikiprofile_assets, wikiprofile_checks
-from assets.wikiprofile.profile_assets import wikiprofile_profile_assets
+from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import (
+    wikiprofile_analysis_assets,
+    wikiprofile_profile_assets,
+)
+from assets.wikiprofile.assets import wikiprofile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
+from checks.wikiprofile import wikiprofile_checks
 from resources.search import DocumentSearchResource
 from resources.storage import ParquetIOManager
 

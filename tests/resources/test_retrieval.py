@@ -2,7 +2,12 @@ import numpy as np
 import pytest
 
 from resources.faiss_index import FaissIndexResource
-from resources.retrieval import RetrieverSpec, dense_search, encode_corpus, load_retrievers
+from resources.retrieval import (
+    RetrieverSpec,
+    dense_search,
+    encode_corpus,
+    load_retrievers,
+)
 
 DOCS = ["The Eiffel Tower stands in Paris.", "Mount Everest is the highest mountain.",
         "The Pacific is the largest ocean.", "Jupiter is the largest planet."]

@@ -12,7 +12,6 @@ from resources.llm import LLMRequest, LLMResource
 from resources.vllm_server import VLLMServerResource, wait_healthy
 from tests.servers import free_port
 
-
 QUESTIONS = ["Which city is the capital of France?", "What is the largest planet in the Solar System?"]
 
 

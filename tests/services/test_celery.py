@@ -16,7 +16,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
-
 from dagster_celery.make_app import make_app
 
 ROOT = Path(__file__).parents[2]

@@ -2,7 +2,6 @@ import pytest
 
 from assets.eval import contexts
 
-
 P1 = "It is red. It orbits the Sun. It has two moons."
 P2 = "It orbits the Sun. It has a huge volcano."
 P3 = "It has two moons. It is red."

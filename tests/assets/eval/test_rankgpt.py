@@ -1,4 +1,5 @@
-from assets.eval.rankgpt import parse_permutation, rerank, windows
+from assets.common.parsing import parse_permutation
+from assets.eval.rankgpt import rerank, windows
 from resources.llm import CallStats
 
 

@@ -119,7 +119,11 @@ def test_served_upr_scores_through_litellm_prompt_logprobs(tmp_path):
 def tiny_t5(path):
     """A randomly initialised two-layer T5 and a word-level tokenizer, saved like a release."""
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+    from transformers import (
+        PreTrainedTokenizerFast,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
 
     words = ["<pad>", "</s>", "<unk>", "true", "false", "Query:", "Document:", "Relevant:",
              "which", "mountain", "is", "highest", "everest", "a", "river", "lake", "in", "asia"]

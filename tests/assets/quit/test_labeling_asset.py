@@ -9,7 +9,12 @@ import pytest
 
 from assets.quit import release
 from assets.quit.assets import passage_answers
-from assets.quit.passages import ORDERS, PASSAGES_PER_QUESTION, passages_frame, sampled_orders
+from assets.quit.rules import (
+    ORDERS,
+    PASSAGES_PER_QUESTION,
+    passages_frame,
+    sampled_orders,
+)
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import questions_frame
 from resources.llm import LLMResource

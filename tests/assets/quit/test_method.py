@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from assets.quit import method
+from assets.common import parsing
+from assets.quit import rules
 from resources.llm import ParseError
 
 
@@ -14,70 +15,70 @@ from resources.llm import ParseError
     ("No answer.", None),
 ])
 def test_parse_short_answer(text, expected):
-    assert method.parse_short_answer(text) == expected
+    assert rules.parse_short_answer(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "   \n ", "Answer:"])
 def test_empty_answers_are_unparsable(text):
     with pytest.raises(ParseError):
-        method.parse_short_answer(text)
+        rules.parse_short_answer(text)
 
 
 def test_parse_yes_no():
-    assert method.parse_yes_no("Yes.") is True
-    assert method.parse_yes_no(" no, it is not") is False
+    assert parsing.parse_yes_no("Yes.") is True
+    assert parsing.parse_yes_no(" no, it is not") is False
     with pytest.raises(ParseError):
-        method.parse_yes_no("Maybe")
+        parsing.parse_yes_no("Maybe")
 
 
 def test_parse_type_label_only_accepts_the_taxonomy():
-    assert method.parse_type_label("Label: LOC:mount") == ("LOC", "mount")
+    assert rules.parse_type_label("Label: LOC:mount") == ("LOC", "mount")
     with pytest.raises(ParseError):
-        method.parse_type_label("LOC:planet")
+        rules.parse_type_label("LOC:planet")
 
 
 def test_source_type_spellings():
-    assert method.coarse_type("HUM:HUMAN") == "HUM"
-    assert method.coarse_type("LOCATION") == "LOC"
-    assert method.fine_type("ind:Individual") == "ind"
+    assert rules.coarse_type("HUM:HUMAN") == "HUM"
+    assert rules.coarse_type("LOCATION") == "LOC"
+    assert rules.fine_type("ind:Individual") == "ind"
 
 
 def test_leaking_alias_matches_on_word_boundaries_after_normalization():
-    assert method.leaking_alias("The Everest's summit is cold", ["Mount Everest", "Everest"]) == "Everest"
-    assert method.leaking_alias("Everestville is a town", ["Everest"]) is None
+    assert rules.leaking_alias("The Everest's summit is cold", ["Mount Everest", "Everest"]) == "Everest"
+    assert rules.leaking_alias("Everestville is a town", ["Everest"]) is None
 
 
 def test_leakage_spans_find_near_misses_only():
-    spans = method.leakage_spans("Climbers call it Everst in jest", ["Everest"])
+    spans = rules.leakage_spans("Climbers call it Everst in jest", ["Everest"])
     assert spans == ["everst"]
-    assert method.leakage_spans("A tall peak in Asia", ["Everest"]) == []
+    assert rules.leakage_spans("A tall peak in Asia", ["Everest"]) == []
 
 
 def test_convergence_follows_hinteval():
     # 4 wrong candidates; the hint fits the gold and 1 of them: 1 - 1/5
-    assert method.convergence(True, [True, False, False, False]) == pytest.approx(0.8)
-    assert method.convergence(True, [False] * 4) == 1.0
-    assert method.convergence(False, [False] * 4) == 0.0
+    assert rules.convergence(True, [True, False, False, False]) == pytest.approx(0.8)
+    assert rules.convergence(True, [False] * 4) == 1.0
+    assert rules.convergence(False, [False] * 4) == 0.0
 
 
 def test_top_hints_keeps_five_best_stably():
     hints = list("abcdefg")
     scores = [0.1, 0.9, 0.5, 0.9, None, 0.3, 0.7]
-    top, s = method.top_hints(hints, scores)
+    top, s = rules.top_hints(hints, scores)
     assert top == ["b", "d", "g", "c", "f"]
     assert s == [0.9, 0.9, 0.7, 0.5, 0.3]
 
 
 def test_reference_complexity():
-    assert method.reference_complexity([], []) == 1.0
-    assert method.reference_complexity([True, False], [0.8, 0.9]) == pytest.approx(0.6)
-    assert method.difficulty_bucket(0.2) == "easy" and method.difficulty_bucket(0.9) == "hard"
+    assert rules.reference_complexity([], []) == 1.0
+    assert rules.reference_complexity([True, False], [0.8, 0.9]) == pytest.approx(0.6)
+    assert rules.difficulty_bucket(0.2) == "easy" and rules.difficulty_bucket(0.9) == "hard"
 
 
 def test_splits_follow_answerability_and_are_seeded():
     answerable = {f"q{i}": i % 3 == 0 for i in range(30)}
-    a = method.assign_splits(answerable, train_size=5, test_size=8, seed=1)
-    assert a == method.assign_splits(answerable, train_size=5, test_size=8, seed=1)
+    a = rules.assign_splits(answerable, train_size=5, test_size=8, seed=1)
+    assert a == rules.assign_splits(answerable, train_size=5, test_size=8, seed=1)
     assert sum(v == "train" for v in a.values()) == 5
     assert sum(v == "test" for v in a.values()) == 8
     assert sum(v == "dev" for v in a.values()) == 20 - 8
@@ -86,10 +87,10 @@ def test_splits_follow_answerability_and_are_seeded():
 
 
 def test_correctness_and_labels():
-    assert method.is_correct("mount everest", ["Mount Everest"], judged=None)
-    assert not method.is_correct("K2", ["Mount Everest"], judged=False)
-    assert method.is_correct("Chomolungma", ["Mount Everest"], judged=True)
-    assert not method.is_correct(None, ["x"], judged=True)
-    assert method.passage_label([False, True, False]) == 2
-    assert method.passage_label([False, False]) == 1
-    assert not math.isnan(method.convergence(True, []))
+    assert rules.is_correct("mount everest", ["Mount Everest"], judged=None)
+    assert not rules.is_correct("K2", ["Mount Everest"], judged=False)
+    assert rules.is_correct("Chomolungma", ["Mount Everest"], judged=True)
+    assert not rules.is_correct(None, ["x"], judged=True)
+    assert rules.passage_label([False, True, False]) == 2
+    assert rules.passage_label([False, False]) == 1
+    assert not math.isnan(rules.convergence(True, []))

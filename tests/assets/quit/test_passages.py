@@ -3,7 +3,12 @@ from itertools import permutations
 
 import polars as pl
 
-from assets.quit.passages import ORDERS, PASSAGES_PER_QUESTION, passage_batches, passages_frame
+from assets.quit.rules import (
+    ORDERS,
+    PASSAGES_PER_QUESTION,
+    passage_batches,
+    passages_frame,
+)
 
 
 def questions(n=3):

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from assets.common import records
 from assets.quit import sources
 
 
@@ -19,13 +20,13 @@ def wiki(qid="w1", question="Which planet has the Great Red Spot?", hints=None):
 
 
 def test_malformed_json_names_the_file_and_position():
-    with pytest.raises(sources.SourceFormatError, match=r"triviahg.json: not valid JSON at line 1 column"):
-        sources.parse_json_list('[{"Q_ID": ', "triviahg.json")
+    with pytest.raises(records.SourceFormatError, match=r"triviahg.json: not valid JSON at line 1 column"):
+        records.parse_json_list('[{"Q_ID": ', "triviahg.json")
 
 
 def test_not_a_list_is_an_error():
-    with pytest.raises(sources.SourceFormatError, match="expected a JSON list"):
-        sources.parse_json_list('{"a": 1}', "x.json")
+    with pytest.raises(records.SourceFormatError, match="expected a JSON list"):
+        records.parse_json_list('{"a": 1}', "x.json")
 
 
 @pytest.mark.parametrize("record, detail", [
@@ -79,7 +80,7 @@ def test_bundled_samples_load():
     from assets.quit.settings import QuitSettings
 
     s = QuitSettings()
-    loaded = [(n, sources.parse_json_list(open(p).read(), p)) for n, p in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
+    loaded = [(n, records.parse_json_list(open(p).read(), p)) for n, p in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
     out = sources.ingest(loaded)
     assert len(out.rows) >= 30
     reasons = {r["reason"] for r in out.rejects}

@@ -1,7 +1,7 @@
 import polars as pl
 
 from assets.quit import steps
-from assets.quit.passages import passages_frame
+from assets.quit.rules import passages_frame
 from assets.quit.sources import questions_frame
 from resources.llm import CallStats
 

@@ -5,7 +5,8 @@ import urllib.request
 
 import polars as pl
 
-from assets.quit import verification
+from assets.quit import rules, sources, steps
+from pipelines import verification_page
 from resources.llm import CallStats
 from resources.storage import write_parquet
 
@@ -37,20 +38,20 @@ def pools():
 
 
 def test_candidates_list_distinct_answers_with_flags():
-    c = verification.candidates(answers(), questions())
+    c = rules.candidates(answers(), questions())
     assert c["candidate"].to_list() == ["Mount Everest", "Chomolungma", "K2"]
     assert c["judged_correct"].to_list() == [True, True, False]
     assert c["exact_match"].to_list() == [True, False, False]
 
 
 def test_without_decisions_labels_pass_through_unverified(scripted_llm):
-    out = verification.apply({}, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
+    out = steps.apply({}, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
     assert not out.verified and out.labels.equals(labels())
 
 
 def test_deselecting_demotes_passages_and_accepting_adds_to_pool(scripted_llm):
     decisions = {"q": {"accepted": ["K2"], "rejected": ["Chomolungma"]}}
-    out = verification.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
+    out = steps.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
     got = dict(zip(out.labels["passage_id"], out.labels["label"]))
     assert got == {"p1": 2, "p2": 1, "p3": 2, "p4": 1}
     assert out.demoted == 1
@@ -60,7 +61,7 @@ def test_deselecting_demotes_passages_and_accepting_adds_to_pool(scripted_llm):
 
 def test_newly_accepted_answer_that_leaks_removes_the_question(scripted_llm):
     decisions = {"q": {"accepted": ["Lhotse"], "rejected": []}}
-    out = verification.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
+    out = steps.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
     assert out.rejects["question_id"].to_list() == ["q"]
     assert "names the answer 'Lhotse'" in out.rejects["detail"][0]
     assert out.rejects["step"][0] == "human_verification"
@@ -68,9 +69,9 @@ def test_newly_accepted_answer_that_leaks_removes_the_question(scripted_llm):
 
 def test_page_round_trip(tmp_path):
     cands = tmp_path / "cands.parquet"
-    write_parquet(str(cands), verification.candidates(answers(), questions()))
+    write_parquet(str(cands), rules.candidates(answers(), questions()))
     decisions = tmp_path / "decisions.json"
-    server = verification.serve(str(cands), str(decisions), port=0)
+    server = verification_page.serve(str(cands), str(decisions), port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
@@ -84,14 +85,14 @@ def test_page_round_trip(tmp_path):
     saved = json.loads(decisions.read_text())
     assert saved["q"]["accepted"] == ["Mount Everest", "K2"]
     assert saved["q"]["rejected"] == ["Chomolungma"]
-    assert verification.load_decisions(str(decisions))["q"]["rejected"] == ["Chomolungma"]
+    assert sources.load_decisions(str(decisions))["q"]["rejected"] == ["Chomolungma"]
 
 
 def test_bad_decisions_file_is_a_clear_error(tmp_path):
     p = tmp_path / "d.json"
     p.write_text('{"q": {"accepted": "K2"}}')
     try:
-        verification.load_decisions(str(p))
+        sources.load_decisions(str(p))
     except ValueError as e:
         assert "'q'" in str(e)
     else:

@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from assets.recor import quality
+from assets.recor import steps as quality
 from assets.recor.steps import TURN_SCHEMA
 from resources.llm import CallStats, ParseError
 

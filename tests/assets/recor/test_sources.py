@@ -3,7 +3,12 @@ import json
 import polars as pl
 import pytest
 
-from assets.recor.sources import SourceFormatError, html_text, load_bright, load_stackexchange
+from assets.common.records import SourceFormatError
+from assets.recor.sources import (
+    html_text,
+    load_bright,
+    load_stackexchange,
+)
 
 
 def write_jsonl(path, rows):

@@ -5,9 +5,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from assets.common.text import tokens
 from assets.recor import steps
 from assets.recor.sources import DOCUMENT_SCHEMA, QUESTION_SCHEMA
-from assets.text import tokens
 from resources.llm import CallStats, LLMResult
 
 

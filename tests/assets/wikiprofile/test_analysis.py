@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.wikiprofile import analysis, method
+from assets.eval import analysis
+from assets.eval import profiling_rules as method
 
 PROFILE_FLAGS = {  # profile -> (encodes, knows, knows_thinking)
     "direct_recall": (True, True, True), "recall_failure": (True, False, False),
@@ -151,8 +152,13 @@ def test_reports_before_any_model_is_profiled_are_empty_tables():
 
 
 def test_report_assets_show_empty_tables_when_no_model_is_profiled():
-    from assets.wikiprofile.analysis_assets import direction_report, popularity_report, robustness_report, thinking_report
-    from assets.wikiprofile.profile_assets import profile_report
+    from assets.eval.wikiprofile import (
+        direction_report,
+        popularity_report,
+        profile_report,
+        robustness_report,
+        thinking_report,
+    )
     from assets.wikiprofile.settings import WikiProfileSettings
 
     nothing, settings = pl.DataFrame(), WikiProfileSettings(bootstrap_resamples=10)

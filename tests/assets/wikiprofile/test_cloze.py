@@ -1,6 +1,6 @@
 """Questions and options built by rule from the fact's sentence (advisory builders)."""
 
-from assets.wikiprofile import cloze
+from assets.wikiprofile import rules as cloze
 
 TITLE = "Ernest Shackleton"
 SUMMARY = ("Ernest Shackleton (1874–1922) was an Anglo-Irish polar explorer who led three British expeditions to the "

@@ -1,4 +1,4 @@
-from assets.wikiprofile import entities
+from assets.wikiprofile import rules as entities
 
 TEXT = ("Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
         "formed it with the bassist Bobby Paterson. Their second album, Strange Kind of Love, was produced by Gary Katz.")

@@ -5,8 +5,11 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from assets.wikiprofile import method
-from assets.wikiprofile.method import CORRECT as C, INCORRECT as I, OTHER as O, PARTIALLY as P
+from assets.eval import profiling_rules as method
+from assets.eval.profiling_rules import CORRECT as C
+from assets.eval.profiling_rules import INCORRECT as I
+from assets.eval.profiling_rules import OTHER as O
+from assets.eval.profiling_rules import PARTIALLY as P
 
 
 def test_the_papers_worked_grade_example():
@@ -142,7 +145,7 @@ def test_rule_grade_on_names_dates_and_units():
 
 
 def test_rule_labels_grade_each_sample_against_its_task():
-    from assets.wikiprofile import profiling
+    from assets.eval import profiling
 
     bench = pl.DataFrame({"fact_id": ["f", "f"], "task": ["direct", "reverse"], "answer": ["Grytviken", "Ernest Shackleton"]})
     samples = pl.DataFrame({"fact_id": ["f", "f", "f"], "task": ["direct", "reverse", "reverse"],

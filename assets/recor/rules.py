@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from assets.text import tokens
+from assets.common.text import tokens
 
 # Document score weights (appendix C.4): support, completeness, clarity, misleading.
 SCORE_WEIGHTS = {"support": 0.5, "completeness": 0.3, "clarity": 0.15, "misleading": -0.05}
@@ -82,29 +82,3 @@ def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float:
     return h / math.log(n_classes)
 
 
-def macro_average(per_domain: Mapping[str, float]) -> float:
-    """Each domain weighs the same regardless of its number of turns."""
-    values = [v for v in per_domain.values() if v is not None and not math.isnan(v)]
-    return sum(values) / len(values) if values else float("nan")
-
-
-def paired_t(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
-    """Paired t-test of b against a over the same observations (turns): mean difference,
-    its standard error, t and the two-sided p (scipy's ``ttest_rel``)."""
-    from scipy import stats
-
-    if len(a) != len(b):
-        raise ValueError(f"paired samples differ in length ({len(a)} vs {len(b)})")
-    diffs = [y - x for x, y in zip(a, b)]
-    n = len(diffs)
-    mean = sum(diffs) / n if n else float("nan")
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else float("nan")
-    result = stats.ttest_rel(b, a) if n > 1 else None
-    return {"n": n, "mean_delta": mean, "se": sd / math.sqrt(n) if n > 1 else float("nan"),
-            "t": float(result.statistic) if result is not None else float("nan"),
-            "p": float(result.pvalue) if result is not None else float("nan")}
-
-
-def turn_bucket(turn_id: int, last: int = 5) -> str:
-    """Turn position label for the turn-position table: T1 ... T4, then T5+."""
-    return f"T{turn_id}" if turn_id < last else f"T{last}+"

@@ -41,3 +41,10 @@ def word_count(text: str) -> int:
 
 def tokens(text: str) -> list[str]:
     return normalize(text).split()
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def sentences(passage: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(passage.strip()) if s.strip()]

@@ -17,7 +17,6 @@ def _context():
     global _CONTEXT
     if _CONTEXT is None:
         import great_expectations as gx
-
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         _CONTEXT = gx.get_context(mode="ephemeral")
@@ -68,7 +67,7 @@ def suite_check(frame: pl.DataFrame, expectations: list, name: str,
 def rows_check(offending: pl.DataFrame, what: str, id_column: str,
                severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR) -> dg.AssetCheckResult:
     """A plain rule: passes when ``offending`` is empty; otherwise names the rows and why."""
-    from assets.metadata import md_table
+    from assets.common.metadata import md_table
 
     return dg.AssetCheckResult(
         passed=offending.height == 0,

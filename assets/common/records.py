@@ -9,11 +9,9 @@ from typing import Any
 
 import polars as pl
 
-from assets.quit.sources import parse_json_list
 from resources.storage import read_bytes
 
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def project_path(path: str) -> str:
@@ -41,3 +39,17 @@ def read_records(uri: str) -> list[tuple[str, Any]]:
         except json.JSONDecodeError as e:
             out.append((f"{uri} line {n}", f"not JSON ({e.msg}): {line[:200]}"))
     return out
+
+
+class SourceFormatError(ValueError):
+    """The file as a whole cannot be read (not JSON, not a list)."""
+
+
+def parse_json_list(text: str, name: str) -> list:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SourceFormatError(f"{name}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if not isinstance(data, list):
+        raise SourceFormatError(f"{name}: expected a JSON list of records, found {type(data).__name__}")
+    return data

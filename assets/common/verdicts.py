@@ -3,10 +3,11 @@ construction pipelines' checks and the evaluation's judges."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from assets.eval.rerankers import yes_probability
-from assets.quit.method import parse_yes_no
+from assets.common.parsing import parse_yes_no
 from resources.llm import ParseError
 
 # Verdicts and ratings are read from the first answer token's probabilities: a small model
@@ -36,3 +37,25 @@ def rating(top: dict[str, float] | None, low: int = 0, high: int = 10) -> float 
             mass[int(t)] = mass.get(int(t), 0.0) + float(np.exp(lp))
     total = sum(mass.values())
     return sum(v * p for v, p in mass.items()) / total if total else None
+
+
+YES = {"yes", "true"}
+
+NO = {"no", "false"}
+
+
+def yes_probability(top: dict[str, float] | None) -> float | None:
+    """P(yes) / (P(yes) + P(no)) over the first answer token's alternatives, grouping case
+    and spacing variants (``Yes``, `` yes``, ``TRUE``). A side absent from the list is given
+    the smallest listed probability, an upper bound on its true value. ``None`` when neither
+    side is listed."""
+    if not top:
+        return None
+    yes = [lp for t, lp in top.items() if t.strip().lower() in YES]
+    no = [lp for t, lp in top.items() if t.strip().lower() in NO]
+    if not yes and not no:
+        return None
+    floor = min(top.values())
+    p_yes = sum(math.exp(lp) for lp in yes) if yes else math.exp(floor)
+    p_no = sum(math.exp(lp) for lp in no) if no else math.exp(floor)
+    return p_yes / (p_yes + p_no)

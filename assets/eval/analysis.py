@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from assets.wikiprofile import method, profiling
+from assets.eval import profiling
+from assets.eval import profiling_rules as method
 
 DIRECT = ("direct", "direct_natural")
 REVERSE = ("reverse", "reverse_natural")

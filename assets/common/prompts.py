@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).parent
+ROOT = Path(__file__).parents[1]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,8 +17,8 @@ import math
 
 import polars as pl
 
-from assets.prompts import load_prompt
-from assets.wikiprofile import method
+from assets.common.prompts import load_prompt
+from assets.eval import profiling_rules as method
 from resources.llm import LLMRequest
 
 KNOWLEDGE = set(method.KNOWLEDGE_TASKS)
@@ -66,16 +66,16 @@ def sample_requests(benchmark: pl.DataFrame, model_thinking: str, n: int, temper
             for k in range(n):
                 gold_slot, messages = None, None
                 if task == "completion":
-                    messages = load_prompt("wikiprofile", "subject_completion").messages(question=row["question"])
+                    messages = load_prompt("eval", "subject_completion").messages(question=row["question"])
                 elif orders:
                     order = orders[k]
                     gold_slot = order.index(0)
                     options = "\n".join(f"{method.LETTERS[slot]}. {row['options'][i]}" for slot, i in enumerate(order))
                     name = "subject_choice_cot" if cot else "subject_choice"
-                    messages = load_prompt("wikiprofile", name).messages(question=row["question"], options=options)
+                    messages = load_prompt("eval", name).messages(question=row["question"], options=options)
                 else:
                     name = "subject_question_cot" if cot else "subject_question"
-                    messages = load_prompt("wikiprofile", name).messages(question=row["question"])
+                    messages = load_prompt("eval", name).messages(question=row["question"])
                 request = LLMRequest(f"{row['fact_id']} {task} {'think' if thinking else 'plain'} {k}", messages, sample=k,
                                      params={"temperature": temperature, "max_tokens": MAX_TOKENS[thinking]})
                 out.append((Sample(row["fact_id"], task, thinking, k, gold_slot), request, thinking))
@@ -100,7 +100,7 @@ def grading_requests(samples: pl.DataFrame, benchmark: pl.DataFrame) -> list[tup
         completion = task == "completion"
         label = "Completion" if completion else "Answer"
         answers = "\n".join(f"{label} {i}: {a or '(no answer)'}" for i, a in enumerate(group["answer"].to_list(), start=1))
-        prompt = load_prompt("wikiprofile", "grade_completions" if completion else "grade_answers")
+        prompt = load_prompt("eval", "grade_completions" if completion else "grade_answers")
         out.append(((fid, task, thinking), LLMRequest(f"{fid} {task} {thinking}",
                                                      prompt.messages(question=row["question"], gold=row["answer"], answers=answers),
                                                      params={"temperature": 0.0, "max_tokens": 16 * group.height})))

@@ -1,0 +1,396 @@
+"""The QUIT construction rules as plain functions (paper sections 3.1-3.2)."""
+
+from __future__ import annotations
+
+import difflib
+import random
+import re
+from collections.abc import Iterator
+from itertools import permutations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from assets.common.text import (
+    contains_phrase,
+    exact_match,
+    normalize,
+    tokens,
+    word_count,
+)
+from resources.llm import ParseError
+
+NO_ANSWER = "NO ANSWER"
+TOP_HINTS = 5
+
+# --- parsing model output ----------------------------------------------------------------
+
+_PREFIX = re.compile(r"^\s*(final\s+)?answer\s*[:\-]\s*", re.I)
+
+
+def parse_short_answer(text: str) -> str | None:
+    """A reader's short answer; None for NO ANSWER. Empty output is unparsable."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        raise ParseError("empty answer")
+    answer = _PREFIX.sub("", lines[0]).strip().strip("\"'*`").rstrip(".").strip()
+    if not answer:
+        raise ParseError(f"no answer text in {text[:80]!r}")
+    if "no answer" in answer.lower():
+        return None
+    return answer
+
+
+TAXONOMY = {
+    "ABBR": {"abb", "exp"},
+    "DESC": {"def", "desc", "manner", "reason"},
+    "ENTY": {"animal", "body", "color", "cremat", "currency", "dismed", "event", "food", "instru",
+             "lang", "letter", "other", "plant", "product", "religion", "sport", "substance",
+             "symbol", "techmeth", "termeq", "veh", "word"},
+    "HUM": {"desc", "gr", "ind", "title"},
+    "LOC": {"city", "country", "mount", "other", "state"},
+    "NUM": {"code", "count", "date", "dist", "money", "ord", "other", "perc", "period", "speed",
+            "temp", "volsize", "weight"},
+}
+
+
+def parse_type_label(text: str) -> tuple[str, str]:
+    """A COARSE:fine label from the taxonomy."""
+    m = re.search(r"\b([A-Za-z]{3,4})\s*:\s*([A-Za-z]+)", text)
+    if m:
+        coarse, fine = m.group(1).upper(), m.group(2).lower()
+        if fine in TAXONOMY.get(coarse, ()):
+            return coarse, fine
+    raise ParseError(f"no taxonomy label in {text[:80]!r}")
+
+
+def coarse_type(major: str | None) -> str | None:
+    """Source spellings ('HUMAN', 'HUM:HUMAN', 'HUM') reduced to the coarse code."""
+    if not major:
+        return None
+    head = major.split(":")[0].strip().upper()
+    aliases = {"HUMAN": "HUM", "LOCATION": "LOC", "ENTITY": "ENTY", "NUMERIC": "NUM",
+               "DESCRIPTION": "DESC", "ABBREVIATION": "ABBR"}
+    return aliases.get(head, head)
+
+
+def fine_type(minor: str | None) -> str | None:
+    if not minor:
+        return None
+    return minor.split(":")[0].strip().lower()
+
+
+# --- answer leakage (3.1.2) ----------------------------------------------------------------
+
+
+def leaking_alias(hint: str, answers: list[str]) -> str | None:
+    """The answer or alias a hint names outright (normalized, on word boundaries)."""
+    for a in answers:
+        if contains_phrase(hint, a):
+            return a
+    return None
+
+
+def leakage_spans(hint: str, answers: list[str], threshold: float = 0.75) -> list[str]:
+    """Spans of a hint close enough to an answer to be worth asking the judge about.
+
+    The paper used BEM to test whether any words of a hint are equivalent to the answer.
+    Offline, exact alias matches are decided by :func:`leaking_alias`; near misses (a
+    misspelling, a plural, a part of a multi-word name) are the candidates sent to the
+    LLM judge. A span is a run of 1..n words, n being the longest answer's length.
+    """
+    words = tokens(hint)
+    targets = [normalize(a) for a in answers if normalize(a)]
+    longest = max((len(t.split()) for t in targets), default=1)
+    spans = []
+    for n in range(1, longest + 1):
+        for i in range(len(words) - n + 1):
+            span = " ".join(words[i : i + n])
+            if len(span) < 4 or span in spans:
+                continue
+            if any(difflib.SequenceMatcher(None, span, t).ratio() >= threshold for t in targets):
+                spans.append(span)
+    return spans
+
+
+# --- hint convergence and selection (3.1.2, HintEval) --------------------------------------
+
+
+def convergence(gold_fits: bool, fits: list[bool]) -> float:
+    """HintEval's convergence of one hint over m candidates (m-1 wrong ones plus the gold).
+
+    0 when the hint does not fit the gold answer; otherwise the share of candidates it
+    rules out, counting the gold as kept: 1 - (wrong candidates it fits) / m. A hint that
+    fits only the gold scores 1; one that fits everything scores 1/m.
+    """
+    if not gold_fits:
+        return 0.0
+    m = len(fits) + 1
+    return round(1.0 - sum(fits) / m, 4)
+
+
+def top_hints(hints: list[str], scores: list[float | None], k: int = TOP_HINTS) -> tuple[list[str], list[float]]:
+    """The k highest-convergence hints, ties broken by source order (stable)."""
+    order = sorted(range(len(hints)), key=lambda i: -(scores[i] if scores[i] is not None else -1.0))
+    keep = order[:k]
+    return [hints[i] for i in keep], [float(scores[i]) if scores[i] is not None else float("nan") for i in keep]
+
+
+# --- difficulty (3.1.3) ----------------------------------------------------------------------
+
+
+def reference_complexity(contains: list[bool], similarities: list[float]) -> float:
+    """Reference-based question complexity in [0, 1] (after Gabburo et al., 2024).
+
+    A question is easy when the passages retrieved for it contain the answer and are close
+    to it in meaning. Each of the k retrieved passages contributes its similarity when it
+    contains the answer; complexity is 1 minus the mean contribution. No passages: 1.
+    """
+    if not contains:
+        return 1.0
+    support = sum(max(s, 0.0) for c, s in zip(contains, similarities) if c)
+    return round(1.0 - support / len(contains), 4)
+
+
+def difficulty_bucket(complexity: float) -> str:
+    if complexity < 1 / 3:
+        return "easy"
+    if complexity < 2 / 3:
+        return "medium"
+    return "hard"
+
+
+# --- splits (3.1.4) ---------------------------------------------------------------------------
+
+
+def assign_splits(
+    answerable: dict[str, bool], train_size: int, test_size: int, seed: int
+) -> dict[str, str]:
+    """train: sampled from parametrically answerable questions; test: sampled from the
+    non-answerable ones; dev: the rest of the non-answerable. Answerable questions beyond
+    ``train_size`` are left out (split ``unused``), as in the paper."""
+    rng = random.Random(seed)
+    yes = sorted(q for q, a in answerable.items() if a)
+    no = sorted(q for q, a in answerable.items() if not a)
+    rng.shuffle(yes)
+    rng.shuffle(no)
+    splits = {q: "train" for q in yes[:train_size]}
+    splits.update({q: "unused" for q in yes[train_size:]})
+    splits.update({q: "test" for q in no[:test_size]})
+    splits.update({q: "dev" for q in no[test_size:]})
+    return splits
+
+
+# --- labels (3.2.2, 3.2.4) ----------------------------------------------------------------------
+
+
+def is_correct(candidate: str | None, golds: list[str], judged: bool | None) -> bool:
+    """Normalized exact match counts without the judge; otherwise the judge's verdict."""
+    if candidate is None:
+        return False
+    if exact_match(candidate, golds):
+        return True
+    return bool(judged)
+
+
+def passage_label(correct_by_labeler: list[bool]) -> int:
+    """2 when any labeler answered correctly from the passage, else 1."""
+    return 2 if any(correct_by_labeler) else 1
+
+
+# Hint-permutation passages: every ordered non-empty subset of a question's 5 hints.
+# sum_{k=1..5} C(5,k) k! = 325 passages per question. A passage id encodes its hints and their order
+# as the public release does: ``<question_id>_<mask>_<order>``, where the mask has one 0/1
+# digit per hint (convergence rank order) and the order lists the 0-based ranks in passage
+# order (``q_10100_20`` = hint 2 then hint 0).
+# Texts are built column-wise with pyarrow (one vectorised join per permutation over a batch of
+# questions), so 2.4M passages are produced in seconds and streamed in bounded memory.
+
+HINTS_PER_QUESTION = 5
+
+
+def hint_orders(n: int = HINTS_PER_QUESTION) -> list[tuple[int, ...]]:
+    """All ordered non-empty subsets of ``range(n)``, shortest first."""
+    return [p for k in range(1, n + 1) for p in permutations(range(n), k)]
+
+
+ORDERS = hint_orders()
+ORDER_CODES = [
+    "".join("1" if i in order else "0" for i in range(HINTS_PER_QUESTION)) + "_" + "".join(map(str, order))
+    for order in ORDERS
+]
+PASSAGES_PER_QUESTION = len(ORDERS)  # 325
+
+
+def sampled_orders(k: int | None, seed: int) -> list[str] | None:
+    """``k`` of the 325 hint orders (the ``hint_order`` codes), drawn with ``seed`` and listed
+    shortest first; None (no cap) when ``k`` is None or covers them all. Every question gets
+    the same orders, so a capped run still compares questions on equal passages."""
+    if k is None or k >= PASSAGES_PER_QUESTION:
+        return None
+    if k < 1:
+        raise ValueError(f"a cap on passages per question must be at least 1, got {k}")
+    picked = sorted(random.Random(seed).sample(range(PASSAGES_PER_QUESTION), k))
+    return [ORDER_CODES[i].split("_")[1] for i in picked]
+
+
+_SPACE = pa.scalar(" ", pa.large_string())
+_UNDERSCORE = pa.scalar("_", pa.large_string())
+
+PASSAGE_SCHEMA = pa.schema(
+    [
+        ("passage_id", pa.large_string()),
+        ("question_id", pa.large_string()),
+        ("hint_order", pa.large_string()),
+        ("num_hints", pa.int8()),
+        ("text", pa.large_string()),
+    ]
+)
+
+
+def passage_batch(question_ids: pa.Array, hints: list[pa.Array]) -> pa.Table:
+    """Passages for a batch of questions, grouped by question, in ``ORDERS`` order.
+
+    ``hints[j]`` holds the j-th ranked hint of every question in the batch.
+    """
+    n = len(question_ids)
+    ids, codes, sizes, texts = [], [], [], []
+    for order, code in zip(ORDERS, ORDER_CODES):
+        cols = [hints[j] for j in order]
+        texts.append(cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, _SPACE))
+        ids.append(pc.binary_join_element_wise(question_ids, pa.scalar(code, pa.large_string()), _UNDERSCORE))
+        codes.append(pa.array([code.split("_")[1]] * n, pa.large_string()))
+        sizes.append(np.full(n, len(order), dtype=np.int8))
+    # Rows come out permutation-major; reorder to question-major so a question's 325
+    # passages are contiguous (labeling walks them in that order).
+    take = (np.arange(n)[:, None] + np.arange(PASSAGES_PER_QUESTION)[None, :] * n).ravel()
+    qids = pa.chunked_array([question_ids] * PASSAGES_PER_QUESTION)
+    table = pa.table(
+        {
+            "passage_id": pa.chunked_array(ids),
+            "question_id": qids,
+            "hint_order": pa.chunked_array(codes),
+            "num_hints": pa.array(np.concatenate(sizes)),
+            "text": pa.chunked_array(texts),
+        },
+        schema=PASSAGE_SCHEMA,
+    )
+    return table.take(pa.array(take))
+
+
+def passage_batches(questions: pl.DataFrame, batch_questions: int = 256) -> Iterator[pl.DataFrame]:
+    """Stream passages for a frame with ``question_id`` and ``hints`` (5 ranked hints each)."""
+    bad = questions.filter(pl.col("hints").list.len() != HINTS_PER_QUESTION)
+    if bad.height:
+        raise ValueError(
+            f"questions need exactly {HINTS_PER_QUESTION} selected hints; "
+            f"offending: {bad['question_id'].head(5).to_list()}"
+        )
+    for start in range(0, questions.height, batch_questions):
+        chunk = questions.slice(start, batch_questions)
+        # polars hands strings over as large_string; every column is built in that type.
+        qids = chunk["question_id"].to_arrow().cast(pa.large_string())
+        hints = [chunk["hints"].list.get(j).to_arrow().cast(pa.large_string()) for j in range(HINTS_PER_QUESTION)]
+        yield pl.from_arrow(passage_batch(qids, hints))
+
+
+def passages_frame(questions: pl.DataFrame) -> pl.DataFrame:
+    return pl.concat(list(passage_batches(questions)), rechunk=True) if questions.height else pl.from_arrow(
+        PASSAGE_SCHEMA.empty_table()
+    )
+
+
+# Table 1 of the QUIT paper: the benchmark's statistical summary.
+
+def lexical_overlap(question: str, passage: str) -> float:
+    """Jaccard overlap of the normalized word sets of question and passage."""
+    q, p = set(tokens(question)), set(tokens(passage))
+    return len(q & p) / len(q | p) if q | p else 0.0
+
+
+def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, encode) -> pl.DataFrame:
+    """Counts, average lengths in words, query-passage lexical overlap, answer containment
+    (share of a question's passages containing any valid answer) and query-passage semantic
+    overlap (mean cosine similarity of question and passage embeddings)."""
+    q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
+    pairs = corpus.select("question_id", "text")
+    overlaps, contained = [], []
+    for r in pairs.iter_rows(named=True):
+        question = q[r["question_id"]]
+        overlaps.append(lexical_overlap(question["question"], r["text"]))
+        contained.append(any(contains_phrase(r["text"], a) for a in question["answers"]))
+    semantic = []
+    for qid, group in pairs.group_by("question_id", maintain_order=True):
+        vecs = encode([q[qid[0]]["question"]] + group["text"].to_list())
+        semantic.extend((vecs[1:] @ vecs[0]).tolist())
+    answers = [a for r in q.values() for a in r["answers"][:1]]
+
+    def avg(values) -> float:
+        return float(np.mean(values)) if len(values) else 0.0
+
+    rows = [
+        ("Total Questions", questions.height),
+        ("Total Passages", corpus.height),
+        ("Avg. Question Length (words)", avg([word_count(r["question"]) for r in q.values()])),
+        ("Avg. Passage Length (words)", avg([word_count(t) for t in corpus["text"]])),
+        ("Avg. Answer Length (words)", avg([word_count(a) for a in answers])),
+        ("Query-Passage Lexical Overlap", avg(overlaps)),
+        ("Answer Containment", avg(contained)),
+        ("Query-Passage Semantic Overlap", avg(semantic)),
+        ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0),
+        ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0),
+    ]
+    return pl.DataFrame({"metric": [m for m, _ in rows], "value": [float(v) for _, v in rows]})
+
+
+def hint_count_plot(corpus: pl.DataFrame, qrels: pl.DataFrame):
+    """Share of label-2 passages by number of hints (the shape behind Figure 6)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    joined = corpus.select("passage_id", "num_hints").join(qrels.select("passage_id", "label"), on="passage_id")
+    by = joined.group_by("num_hints").agg(pl.len().alias("n"), (pl.col("label") == 2).mean().alias("share")).sort("num_hints")
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.bar(by["num_hints"].to_list(), by["share"].to_list(), color="#4c72b0")
+    ax.set_xlabel("hints in passage")
+    ax.set_ylabel("share labeled 2")
+    ax.set_title("Fully relevant passages by number of hints")
+    return fig
+
+
+# Human verification (appendix A.1): the distinct generated answers a person decides on.
+CANDIDATE_SCHEMA = {
+    "question_id": pl.String,
+    "question": pl.String,
+    "gold": pl.String,
+    "candidate": pl.String,
+    "occurrences": pl.Int64,
+    "judged_correct": pl.Boolean,
+    "exact_match": pl.Boolean,
+}
+
+
+def candidates(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """Distinct generated answers per question with how often they occur and the verdicts."""
+    q = {r["question_id"]: r for r in questions.select("question_id", "question", "answer", "aliases").iter_rows(named=True)}
+    groups: dict[tuple[str, str], dict] = {}
+    for r in answers.filter(pl.col("answer").is_not_null()).iter_rows(named=True):
+        if r["question_id"] not in q:
+            continue
+        key = (r["question_id"], normalize(r["answer"]))
+        g = groups.setdefault(key, {"candidate": r["answer"], "occurrences": 0, "judged_correct": False})
+        g["occurrences"] += 1
+        g["judged_correct"] |= bool(r["correct"])
+    rows = []
+    for (qid, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[1]["occurrences"])):
+        question = q[qid]
+        rows.append({"question_id": qid, "question": question["question"], "gold": question["answer"],
+                     "candidate": g["candidate"], "occurrences": g["occurrences"],
+                     "judged_correct": g["judged_correct"], "exact_match": exact_match(g["candidate"], question["aliases"])})
+    return pl.DataFrame(rows, schema=CANDIDATE_SCHEMA)
+
+

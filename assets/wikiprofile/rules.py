@@ -1,0 +1,319 @@
+"""Entities and object candidates of a page summary (notes, steps 3-4): the inline markup the
+NER prompt writes, the position rules an object must meet, and its left context.
+
+The NER prompt rewrites the text with ``{{entity name; TYPE}}`` around each entity. Only the
+names and types are taken from the rewrite: positions come from the original summary, so a
+model that also edits the surrounding words cannot move an entity or invent one.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+ENTITY_TYPES = (
+    "PERSON", "ORGANIZATION", "LOCATION", "EVENT", "WORK_OF_ART", "PRODUCT", "ORGANISM", "SUBSTANCE", "DATE",
+    "NUMERIC_VALUE", "CONDITION", "TITLE", "LANGUAGE", "GROUP", "LAW", "IDEA", "CLASSIFICATION", "IDENTIFIER", "OTHER",
+)
+MAX_ENTITIES = 8
+MAX_ENTITY_WORDS = 5
+# Figure 11's coarse groups, for the balance of the downsampling and the plots.
+TYPE_GROUPS = {
+    "WORK_OF_ART": "ARTIFACT", "PRODUCT": "ARTIFACT",
+    "ORGANISM": "BIO_CHEM", "CONDITION": "BIO_CHEM", "SUBSTANCE": "BIO_CHEM",
+    "IDEA": "CONCEPT", "LANGUAGE": "CONCEPT", "LAW": "CONCEPT",
+    "CLASSIFICATION": "DESCRIPTOR", "GROUP": "DESCRIPTOR", "IDENTIFIER": "DESCRIPTOR", "TITLE": "DESCRIPTOR",
+    "NUMERIC_VALUE": "NUMBER",
+}
+MARKUP = re.compile(r"\{\{\s*([^{};]+?)\s*;\s*([A-Za-z_ ]+?)\s*\}\}")
+CLAUSE_END = re.compile(r"[,;:(]| [–—-] ")
+
+
+def type_group(entity_type: str) -> str:
+    return TYPE_GROUPS.get(entity_type, entity_type)
+
+
+def parse_markup(rewrite: str, original: str) -> tuple[list[dict], list[str]]:
+    """Entities ``{"name", "type", "start", "end"}`` found in ``original`` from the tags of
+    ``rewrite``, in text order, and the problems with the tags that were dropped (unknown
+    type, too long, not in the text, repeated, beyond the first eight)."""
+    entities, problems, taken = [], [], set()
+    for name, raw_type in MARKUP.findall(rewrite):
+        etype = raw_type.strip().upper().replace(" ", "_")
+        if etype not in ENTITY_TYPES:
+            problems.append(f"{name!r}: unknown type {raw_type!r}")
+            continue
+        if len(name.split()) > MAX_ENTITY_WORDS:
+            problems.append(f"{name!r}: longer than {MAX_ENTITY_WORDS} words")
+            continue
+        match = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", original)
+        if not match:
+            problems.append(f"{name!r}: not in the text")
+            continue
+        if name.lower() in taken:
+            problems.append(f"{name!r}: tagged twice")
+            continue
+        if len(entities) == MAX_ENTITIES:
+            problems.append(f"{name!r}: beyond the first {MAX_ENTITIES} entities")
+            continue
+        taken.add(name.lower())
+        entities.append({"name": name, "type": etype, "start": match.start(), "end": match.end()})
+    return sorted(entities, key=lambda e: e["start"]), problems
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Offsets at which sentences begin (after ``.``, ``!`` or ``?`` and a space, before a
+    capital letter or digit)."""
+    return [0] + [m.end() for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])", text)]
+
+
+def first_clause_end(text: str) -> int:
+    """Where the first clause of the first sentence ends: its first comma, semicolon, colon,
+    parenthesis or dash, or the end of the sentence."""
+    starts = sentence_starts(text)
+    sentence_end = starts[1] if len(starts) > 1 else len(text)
+    m = CLAUSE_END.search(text, 0, sentence_end)
+    return m.start() if m else sentence_end
+
+
+def position_problem(text: str, start: int, end: int) -> str | None:
+    """Why an entity at ``text[start:end]`` cannot be an object (None when it can): it opens
+    a sentence, it lies in the first clause of the first sentence, or it already appears
+    in its own left context."""
+    if start < first_clause_end(text):
+        return "in the first clause of the first sentence"
+    if start in sentence_starts(text):
+        return "at the start of a sentence"
+    name = text[start:end]
+    if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text[:start], flags=re.I):
+        return "named in its own left context"
+    return None
+
+
+def ends_clause(text: str, end: int) -> bool:
+    """Whether the entity closes a sentence or clause (the paper's preferred position)."""
+    return bool(re.match(r"\s*([.,;:!?)]|$)", text[end:]))
+
+
+def left_context(text: str, start: int) -> str:
+    """The summary cut immediately before the object."""
+    return text[:start].rstrip()
+
+
+# --- rule-based spotting, for a builder whose verdicts are advisory -----------------------------
+
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{MONTHS})(?: \d{{3,4}})?|(?:{MONTHS}) \d{{1,2}}, \d{{3,4}}|(?:{MONTHS}) \d{{3,4}}|1\d{{3}}|20\d{{2}})\b")
+UNITS = ("kilometres", "kilometers", "km", "miles", "metres", "meters", "feet", "tonnes", "tons", "kilograms", "kg",
+         "people", "inhabitants", "species", "islands", "years", "days", "percent", "million", "billion", "degrees")
+NUMBER = re.compile(rf"\b\d[\d,]*(?:\.\d+)?(?: (?:{'|'.join(UNITS)})\b)?")
+# Runs of capitalised words, with the lower-case joiners names carry inside them.
+NAME = re.compile(r"\b[A-Z](?:\.|[\w'’-]*)(?: (?:(?:of|the|for|de|von|van|del|da) )*[A-Z](?:\.|[\w'’-]*))*")
+TYPE_WORDS = {
+    "LOCATION": ("River", "Ocean", "Sea", "Island", "Islands", "Lake", "Mountains", "Mountain", "Desert", "City", "Valley", "Bay"),
+    "ORGANIZATION": ("University", "Company", "Party", "Society", "Institute", "Academy", "Museum", "Church", "Navy", "Army",
+                     "Congress", "Council", "Corporation", "Band"),
+    "EVENT": ("War", "Battle", "Revolution", "Games", "Olympics", "Expedition", "Treaty", "Peace", "Crisis"),
+    "LAW": ("Act", "Statute", "Constitution", "Amendment"),
+}
+
+
+def _name_type(name: str) -> str:
+    last = name.split()[-1]
+    return next((t for t, words in TYPE_WORDS.items() if last in words), "OTHER")
+
+
+def spot_entities(text: str, limit: int = MAX_ENTITIES) -> list[dict]:
+    """Entities found by rules, for a builder model whose tags cannot be relied on: dates,
+    numbers (with a unit that follows), and runs of capitalised words (types from a closing
+    word such as River or University, else OTHER). A single capitalised word opening a
+    sentence is dropped from its run. When there are more than ``limit``, the last ones are kept: they
+    have the longer left contexts the length filter asks for."""
+    found: list[dict] = []
+
+    def add(start: int, end: int, etype: str) -> None:
+        name = re.sub(r"['’]s$", "", text[start:end].rstrip("."))
+        end = start + len(name)
+        if not name or len(name.split()) > MAX_ENTITY_WORDS or any(s < end and start < e for s, e in
+                                                                    ((f["start"], f["end"]) for f in found)):
+            return
+        if any(f["name"].lower() == name.lower() for f in found):
+            return
+        found.append({"name": name, "type": etype, "start": start, "end": end})
+
+    for m in DATE.finditer(text):
+        add(m.start(), m.end(), "DATE")
+    for m in NUMBER.finditer(text):
+        add(m.start(), m.end(), "NUMERIC_VALUE")
+    starts = set(sentence_starts(text))
+    for m in NAME.finditer(text):
+        name, start = m.group(0), m.start()
+        if start in starts:
+            # A sentence's first word is capitalised anyway ("After the Nazis", "In Islam"):
+            # drop it and the joiners after it.
+            rest = re.sub(r"^(?:(?:of|the|for|de|von|van|del|da) )*", "", name.partition(" ")[2])
+            if not rest:
+                continue
+            name, start = rest, m.end() - len(rest)
+        add(start, m.end(), _name_type(name.rstrip(".")))
+    found.sort(key=lambda e: e["start"])
+    return found[-limit:]
+
+
+# Questions and options built by rule from the fact's own sentence, for a builder model whose
+# verdicts are advisory (the embedded 135M model): when its question fails the checks, the
+# sentence that states the fact, with the answer blanked, asks it instead.
+# A direct cloze blanks the object ("... reached the South Pole on ___."); a reverse cloze keeps
+# the object and blanks the subject, the page's topic ("___ reached the South Pole on 14
+# December 1911."). Pronouns that stand for the topic at the start of the sentence are
+# replaced by its name (direct) or by the blank (reverse). Every question built here is marked
+# ``origin = rules``; a served builder with binding verdicts never uses them.
+
+BLANK = "___"
+# Words the cloze keeps at most from the sentence, so that the question stays within the
+# length filter's 40 words with its frame.
+MAX_CLOZE_WORDS = 28
+MIN_CLOZE_WORDS = 8
+PRONOUNS = {"It": "", "He": "", "She": "", "They": "", "Its": "'s", "His": "'s", "Her": "'s", "Their": "'s"}
+# Which opening pronouns can stand for the topic: a person's, or a thing's ("His son" on the
+# Ming dynasty's page is its founder's son).
+PERSONAL = {"He", "She", "His", "Her"}
+NOUNS = {"DATE": "date", "NUMERIC_VALUE": "number", "PERSON": "person", "LOCATION": "place", "EVENT": "event",
+         "ORGANIZATION": "organization"}
+STOPWORDS = set("""a an the of in on at to for from by with and or but is are was were be been being this that these those
+what which who whom whose when where why how does did do has have had it its his her their they he she as into than
+then there answer question""".split())
+
+
+def noun(entity_type: str) -> str:
+    """How the question names what is missing: "date", "place", ... or "name"."""
+    return NOUNS.get(entity_type, "name")
+
+
+def sentence_span(text: str, start: int) -> tuple[int, int]:
+    """The bounds of the sentence of ``text`` that holds offset ``start``."""
+    starts = sentence_starts(text)
+    begin = max(s for s in starts if s <= start)
+    later = [s for s in starts if s > start]
+    return begin, later[0] if later else len(text)
+
+
+def _trim(sentence: str, keep_from: int, keep_to: int) -> str | None:
+    """The sentence, or when it is long the clauses that hold ``[keep_from, keep_to)``,
+    widened clause by clause to at least MIN_CLOZE_WORDS words and at most MAX_CLOZE_WORDS;
+    None when the clauses that must stay are already longer."""
+    if len(sentence.split()) <= MAX_CLOZE_WORDS:
+        return sentence.strip()
+    cuts = [0] + [m.end() for m in re.finditer(r"[,;:]\s", sentence)] + [len(sentence)]
+    lo = max(i for i, c in enumerate(cuts) if c <= keep_from)
+    hi = min(i for i, c in enumerate(cuts) if c >= keep_to)
+    size = lambda a, b: len(sentence[cuts[a]:cuts[b]].split())  # noqa: E731
+    if size(lo, hi) > MAX_CLOZE_WORDS:
+        return None
+    while size(lo, hi) < MIN_CLOZE_WORDS:
+        wider = [(a, b) for a, b in ((lo - 1, hi), (lo, hi + 1)) if a >= 0 and b < len(cuts) and size(a, b) <= MAX_CLOZE_WORDS]
+        if not wider:
+            break
+        lo, hi = min(wider, key=lambda ab: size(*ab))
+    return f"... {sentence[cuts[lo]:cuts[hi]].strip(' ,;:.')} ..."
+
+
+def _stands_for_topic(word: str, person: bool) -> bool:
+    return word in PRONOUNS and (word in PERSONAL) == person
+
+
+def _named(sentence: str, title: str, person: bool) -> str:
+    """The sentence with an opening pronoun that stands for the topic replaced by its name."""
+    first, _, rest = sentence.partition(" ")
+    if _stands_for_topic(first, person):
+        return f"{title}{PRONOUNS[first]} {rest}"
+    return sentence
+
+
+def direct_cloze(title: str, summary: str, start: int, obj: str, person: bool = False) -> str | None:
+    """The object's sentence with the object blanked and the topic named (an opening
+    pronoun replaced, or the name put before a clause that lacks it); None when too long."""
+    begin, end = sentence_span(summary, start)
+    sentence = summary[begin:end].strip()
+    at = start - begin
+    blanked = sentence[:at] + BLANK + sentence[at + len(obj):]
+    named = _named(blanked, title, person)
+    at += len(named) - len(blanked)
+    cloze = _trim(named, at, at + len(BLANK))
+    if cloze is not None and title.lower() not in cloze.lower():
+        cloze = f"{title}: {cloze}"
+    return cloze
+
+
+def subject_pattern(title: str, person: bool) -> re.Pattern:
+    """The topic's name (any case, with a leading "the"), and for a person the surname as
+    written ("Shackleton" for "Ernest Shackleton")."""
+    full = rf"(?i:(?:the )?{re.escape(title)})"
+    parts = [full] + ([re.escape(title.split()[-1])] if person and len(title.split()) > 1 else [])
+    return re.compile(rf"(?<!\w)(?:{'|'.join(parts)})(?:['’]s)?(?!\w)")
+
+
+def reverse_cloze(title: str, summary: str, start: int, obj: str, person: bool = False) -> str | None:
+    """The object's sentence with the topic blanked: its name, and an opening pronoun that
+    stands for it. A sentence that leaves the topic implicit ("The Security Council has five
+    permanent members ...", on the United Nations' page) gets the blank in front, as the
+    topic the statement is about. None when the clause around the object is too long."""
+    begin, end = sentence_span(summary, start)
+    sentence = summary[begin:end].strip()
+    first, _, rest = sentence.partition(" ")
+    if _stands_for_topic(first, person):
+        sentence = f"{BLANK}{PRONOUNS[first]} {rest}"
+    # the object keeps its own words even when it shares one with the topic's name
+    at = sentence.find(obj)
+    if at < 0:
+        return None
+    pattern = subject_pattern(title, person)
+    head, tail = pattern.sub(BLANK, sentence[:at]), pattern.sub(BLANK, sentence[at + len(obj):])
+    blanked = head + obj + tail
+    at = len(head)
+    blanks = [m.start() for m in re.finditer(re.escape(BLANK), blanked)]
+    cloze = _trim(blanked, min(blanks + [at]), max([b + len(BLANK) for b in blanks] + [at + len(obj)]))
+    if cloze is not None and BLANK not in cloze:
+        cloze = f"{BLANK}: {cloze}"
+    return cloze
+
+
+def direct_question(cloze: str, entity_type: str) -> str:
+    return f'What {noun(entity_type)} fills the blank in "{cloze}"?'
+
+
+def direct_natural(cloze: str, title: str, entity_type: str) -> str:
+    return f'In this statement about {title}, which {noun(entity_type)} is missing: "{cloze}"?'
+
+
+def reverse_question(cloze: str, subject_type: str) -> str:
+    return f'Which {noun(subject_type)} is the blank in "{cloze}"?'
+
+
+def reverse_natural(cloze: str) -> str:
+    return f'Who or what is described here, in place of the blank: "{cloze}"?'
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[\w'’-]+", text.lower()) if len(w) > 2 and w not in STOPWORDS}
+
+
+def on_topic(question: str, sentence: str, title: str, least: int = 2) -> bool:
+    """Whether a model's question shares at least ``least`` content words with the fact's
+    sentence beyond the topic's name: the embedded model often asks something generic ("What
+    is the answer to this question?") or another fact of the topic ("What year was Freddie
+    Mercury born?" for his death)."""
+    name = content_words(title)
+    return len((content_words(question) - name) & (content_words(sentence) - name)) >= least
+
+
+def pool_options(gold: str, pool: Sequence[str], seed: str, n: int = 3) -> list[str] | None:
+    """``n`` distractors drawn from ``pool`` (names of the same type elsewhere in the
+    sample), none equal to the gold or overlapping it, in a seeded order; None when the pool
+    is too small."""
+    g = gold.lower()
+    usable = sorted({p for p in pool if p.lower() != g and p.lower() not in g and g not in p.lower()})
+    if len(usable) < n:
+        return None
+    return random.Random(seed).sample(usable, n)

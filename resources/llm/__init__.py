@@ -1,0 +1,29 @@
+"""LLM access through litellm: the model registry (``registry``), the embedded llama.cpp
+provider (``embedded``), the response cache (``cache``) and the Dagster resource with its
+requests, results and call accounting (``resource``). The names every step uses are
+re-exported here."""
+
+from resources.llm.embedded import EmbeddedLlama, embedded_model_path, register_provider
+from resources.llm.registry import (
+    REGISTRY_PATH,
+    ModelSpec,
+    load_registry,
+    load_roles,
+    role_aliases,
+)
+from resources.llm.resource import (
+    CallStats,
+    LLMRequest,
+    LLMResource,
+    LLMResult,
+    ParseError,
+    ScoreRequest,
+    continuation_from_echo,
+    strip_thinking,
+)
+
+__all__ = [
+    "CallStats", "EmbeddedLlama", "LLMRequest", "LLMResource", "LLMResult", "ModelSpec", "ParseError", "REGISTRY_PATH",
+    "ScoreRequest", "continuation_from_echo", "embedded_model_path", "load_registry", "load_roles", "register_provider",
+    "role_aliases", "strip_thinking",
+]

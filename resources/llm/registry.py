@@ -1,0 +1,87 @@
+"""The model registry: aliases, the litellm model each names, its backend and thinking mode,
+and the roles (labelers, judges, builders, subjects) that pick aliases for each step.
+
+``BENCHFOUNDRY_MODELS`` points a deployment (or a test instance) at another registry file;
+the LLM resource, the roles and the model partitions all read the same one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REGISTRY_PATH = os.environ.get("BENCHFOUNDRY_MODELS") or str(Path(__file__).parents[1] / "models.yaml")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One registry entry: how to reach a model and how to sample from it."""
+
+    alias: str
+    model: str
+    backend: str = "api"
+    # "cot": no native switch, thinking is a chain-of-thought prompt variant;
+    # "native": thinking_params switch it on; "none": the model cannot think.
+    thinking: str = "cot"
+    thinking_params: dict = dataclasses.field(default_factory=dict)
+    sampling: dict = dataclasses.field(default_factory=dict)
+    api_base: str | None = None
+    # "binding": the model's yes/no verdicts may reject records in construction pipelines;
+    # "advisory": they are recorded beside the records and never decide on their own.
+    verdicts: str = "binding"
+
+
+def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
+    """Parse the model registry file; errors name the entry at fault."""
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f) or {}
+    models = raw.get("models")
+    if not isinstance(models, dict) or not models:
+        raise ValueError(f"{path}: expected a non-empty 'models' mapping")
+    specs = {}
+    for alias, entry in models.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+            raise ValueError(f"{path}: model alias {alias!r} needs a 'model' string")
+        unknown = set(entry) - {f.name for f in dataclasses.fields(ModelSpec)}
+        if unknown:
+            raise ValueError(f"{path}: model alias {alias!r} has unknown keys {sorted(unknown)}")
+        if entry.get("thinking", "cot") not in {"cot", "native", "none"}:
+            raise ValueError(f"{path}: model alias {alias!r}: thinking must be cot, native or none")
+        if entry.get("verdicts", "binding") not in {"binding", "advisory"}:
+            raise ValueError(f"{path}: model alias {alias!r}: verdicts must be binding or advisory")
+        specs[alias] = ModelSpec(alias=alias, **entry)
+    return specs
+
+
+def load_roles(path: str = REGISTRY_PATH) -> dict[str, Any]:
+    """The ``roles`` section: which aliases act as labelers, readers, judges, subjects."""
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f) or {}
+    roles = raw.get("roles", {})
+    registry = load_registry(path)
+    for name, value in _flatten(roles):
+        for alias in value if isinstance(value, list) else [value]:
+            if alias not in registry:
+                raise ValueError(f"{path}: role {name} names unknown model alias {alias!r}")
+    return roles
+
+
+def role_aliases(role: str, path: str = REGISTRY_PATH) -> list[str]:
+    """Aliases for a dotted role name such as ``quit.labelers``."""
+    node: Any = load_roles(path)
+    for part in role.split("."):
+        node = node[part]
+    return list(node) if isinstance(node, list) else [node]
+
+
+def _flatten(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        out = []
+        for k, v in node.items():
+            out.extend(_flatten(v, f"{prefix}{k}."))
+        return out
+    return [(prefix.rstrip("."), node)]
