@@ -1,9 +1,13 @@
-"""Running great-expectations suites on polars frames as Dagster asset check results."""
+"""Check building blocks: great-expectations suites on polars frames, plain row rules, and the
+factories every benchmark's checks use (a table's shape, a rejects table's vocabulary, an LLM
+step's accounting)."""
 
 from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -76,3 +80,133 @@ def rows_check(offending: pl.DataFrame, what: str, id_column: str,
                   "offending_ids": dg.MetadataValue.text(", ".join(map(str, offending[id_column].head(20).to_list())) if offending.height else ""),
                   "examples": dg.MetadataValue.md(md_table(offending, 10) if offending.height else "none")},
     )
+
+
+# --- factories: one definition per kind of check, named for the asset it checks ------------
+
+WARN = dg.AssetCheckSeverity.WARN
+
+
+def _key(asset: str | Sequence[str] | dg.AssetKey) -> dg.AssetKey:
+    if isinstance(asset, dg.AssetKey):
+        return asset
+    return dg.AssetKey(asset.split("/") if isinstance(asset, str) else list(asset))
+
+
+def table_problems(frame: pl.DataFrame, columns: Mapping[str, Any], unique: Sequence[str] = (),
+                   not_null: Sequence[str] = ()) -> list[str]:
+    """What is wrong with a table's shape: missing columns or wrong types (a type of None
+    accepts any), repeated ids over ``unique`` (one key, possibly of several columns), nulls
+    in ``not_null`` columns. Empty when the table is sound."""
+    problems = []
+    for name, dtype in columns.items():
+        if name not in frame.columns:
+            problems.append(f"column {name!r} is missing")
+        elif dtype is not None and frame.schema[name] != dtype:
+            problems.append(f"column {name!r} is {frame.schema[name]}, expected {dtype}")
+    present = [c for c in unique if c in frame.columns]
+    if unique and len(present) == len(unique) and frame.height:
+        repeated = frame.group_by(list(unique)).len().filter(pl.col("len") > 1)
+        if repeated.height:
+            examples = ", ".join("/".join(str(v) for v in row) for row in repeated.select(list(unique)).head(5).iter_rows())
+            problems.append(f"{repeated.height} repeated {'+'.join(unique)} (e.g. {examples})")
+    for name in not_null:
+        if name in frame.columns and frame[name].null_count():
+            problems.append(f"column {name!r} has {frame[name].null_count()} nulls")
+    return problems
+
+
+def problems_result(problems: list[str], rows: int, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+                    **metadata: Any) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=not problems, severity=severity, metadata={
+        "rows": rows, "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"), **metadata})
+
+
+def table_check(asset, columns: Mapping[str, Any], unique: Sequence[str] = (), not_null: Sequence[str] = (), *,
+                name: str = "schema", blocking: bool = True, partitions_def: dg.PartitionsDefinition | None = None,
+                description: str | None = None) -> dg.AssetChecksDefinition:
+    """Schema, unique key and required values of one asset's table."""
+    key = _key(asset)
+    text = description or (f"Columns {', '.join(columns)}" + (f"; {'+'.join(unique)} unique" if unique else "")
+                           + (f"; {', '.join(not_null)} never null" if not_null else "") + ".")
+
+    @dg.asset_check(asset=key, name=name, blocking=blocking, partitions_def=partitions_def, description=text)
+    def _check(frame: pl.DataFrame) -> dg.AssetCheckResult:
+        return problems_result(table_problems(frame, columns, unique, not_null), frame.height)
+
+    return _check
+
+
+def unknown_reasons(frame: pl.DataFrame, reasons: Iterable[str]) -> pl.DataFrame:
+    """Rejects whose reason is not in the step's vocabulary, or without a step or a reason."""
+    known = sorted(reasons)
+    return frame.filter(~pl.col("reason").is_in(known) | pl.col("reason").is_null() | pl.col("step").is_null())
+
+
+def rejects_check(asset, reasons: Iterable[str], keys: Sequence[str], *, partitions_def: dg.PartitionsDefinition | None = None,
+                  name: str = "reasons") -> dg.AssetChecksDefinition:
+    """A rejects table has the common shape (``assets.common.rejects``) and every reason is
+    one its step gives: an unknown one means a step changed without its vocabulary, or a
+    table written by something else."""
+    key, vocabulary = _key(asset), frozenset(reasons)
+    columns = {**{k: pl.String for k in keys}, **{f: pl.String for f in ("step", "reason", "detail", "record")}}
+
+    @dg.asset_check(asset=key, name=name, partitions_def=partitions_def,
+                    description=f"The rejects shape; reasons from {', '.join(sorted(vocabulary))}.")
+    def _check(frame: pl.DataFrame) -> dg.AssetCheckResult:
+        problems = table_problems(frame, columns, not_null=("step", "reason"))
+        if problems:
+            return problems_result(problems, frame.height)
+        bad = unknown_reasons(frame, vocabulary)
+        return rows_check(bad.select(*keys, "step", "reason", "detail"), f"reasons in {sorted(vocabulary)}", keys[-1])
+
+    return _check
+
+
+LLM_COUNTS = ("llm/calls", "llm/errors", "llm/parse_failures")
+
+
+def llm_failure_rate(metadata: Mapping[str, Any]) -> tuple[int, int, float]:
+    """``(calls, failed, rate)`` from a materialization's LLM accounting (``CallStats``):
+    errors and unparsable replies over calls."""
+    def value(k: str) -> int:
+        v = metadata.get(k)
+        return int(getattr(v, "value", v) or 0)
+
+    calls, failed = value("llm/calls"), value("llm/errors") + value("llm/parse_failures")
+    return calls, failed, failed / calls if calls else 0.0
+
+
+class CheckSettings(dg.ConfigurableResource):
+    """Thresholds of the checks that are rates rather than rules. Changing one and running the
+    checks-only job re-judges the stored tables without asking any model again."""
+
+    # Errors plus unparsable replies over calls above which an LLM step's check fails. The
+    # embedded 135M model fails to follow some formats often; a served model rarely does.
+    max_llm_failure_rate: float = 0.5
+
+
+def llm_accounting_check(asset, *, partitions_def: dg.PartitionsDefinition | None = None,
+                         failed_items: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+                         item_column: str | None = None) -> dg.AssetChecksDefinition:
+    """The step's LLM errors and parse failures (from its materialization's accounting) stay
+    under ``CheckSettings.max_llm_failure_rate``; ``failed_items`` names the items from the
+    table where it keeps them. A warning: the step kept what failed, with its reason."""
+    key = _key(asset)
+
+    @dg.asset_check(asset=key, name="llm_accounting", partitions_def=partitions_def,
+                    description="LLM errors and unparsable replies under the configured rate, naming the items.")
+    def _check(context, frame: pl.DataFrame, check_settings: CheckSettings) -> dg.AssetCheckResult:
+        partition = context.partition_key if context.has_partition_key else None
+        event = context.instance.get_latest_materialization_event(key) if partition is None else next(iter(
+            context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]),
+                                                    limit=1).records), None)
+        meta = event.asset_materialization.metadata if event is not None and event.asset_materialization else {}
+        calls, failed, rate = llm_failure_rate(meta)
+        items = failed_items(frame) if failed_items is not None else pl.DataFrame()
+        names = ", ".join(map(str, items[item_column].head(20).to_list())) if item_column and items.height else ""
+        return dg.AssetCheckResult(passed=rate <= check_settings.max_llm_failure_rate, severity=WARN, metadata={
+            "calls": calls, "failed": failed, "failure_rate": round(rate, 4),
+            "max_failure_rate": check_settings.max_llm_failure_rate, "failed_items": dg.MetadataValue.text(names)})
+
+    return _check

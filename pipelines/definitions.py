@@ -13,7 +13,9 @@ from assets.eval.wikiprofile import (
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
 from assets.wikiprofile.assets import wikiprofile_assets
+from checks.eval import eval_checks
 from checks.quit import quit_checks
+from checks.recor import recor_checks
 from checks.wikiprofile import wikiprofile_checks
 from pipelines.jobs import jobs
 from pipelines.resources import default_resources
@@ -27,7 +29,7 @@ def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrid
     return dg.Definitions(
         assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
                 *wikiprofile_profile_assets, *wikiprofile_analysis_assets],
-        asset_checks=[*quit_checks, *wikiprofile_checks],
+        asset_checks=[*quit_checks, *recor_checks, *wikiprofile_checks, *eval_checks],
         jobs=jobs,
         sensors=sensors,
         schedules=schedules,

@@ -7,6 +7,7 @@ import os
 from assets.quit.settings import QuitSettings
 from assets.recor.settings import RecorSettings
 from assets.wikiprofile.settings import WikiProfileSettings
+from checks.factories import CheckSettings
 from resources.encoders import EncoderResource
 from resources.faiss_index import FaissIndexResource
 from resources.llm import LLMResource
@@ -27,4 +28,5 @@ def default_resources() -> dict:
         "recor_settings": RecorSettings(),
         "wikiprofile_settings": WikiProfileSettings(),
         "search": DocumentSearchResource(index_root=os.path.join(cache, "search")),
+        "check_settings": CheckSettings(),
     }
