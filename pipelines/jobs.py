@@ -9,7 +9,7 @@ def quit_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["quit", n] for n in names))
 
 
-QUIT_PREPARE = quit_assets("source_questions", "source_rejects", "screened_questions", "leakage_rejects",
+QUIT_PREPARE = quit_assets("source_questions", "source_rejects", "screened_questions", "leakage_rejects", "reference_index",
                            "hint_convergence", "selected_questions", "question_metadata")
 QUIT_PARAMETRIC = quit_assets("parametric_answers")
 QUIT_PASSAGES = quit_assets("splits", "passages")

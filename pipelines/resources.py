@@ -1,4 +1,6 @@
-"""The resources every job gets, configured from the environment."""
+"""The resources every job gets, configured from the environment: ``BENCHFOUNDRY_STORAGE``
+(the one storage root: tables, exports, run files, indexes) and ``BENCHFOUNDRY_CACHE`` (the
+LLM response cache, and the local disk of Lucene indexes when the root is remote)."""
 
 from __future__ import annotations
 
@@ -13,20 +15,22 @@ from resources.faiss_index import FaissIndexResource
 from resources.llm import LLMResource
 from resources.lucene import LuceneResource
 from resources.search import DocumentSearchResource
-from resources.storage import ParquetIOManager, storage_root
+from resources.storage import StorageResource, parquet_io_manager, storage_root
 
 
 def default_resources() -> dict:
     cache = os.environ.get("BENCHFOUNDRY_CACHE", ".cache")
     return {
-        "io_manager": ParquetIOManager(root=storage_root()),
+        "storage": StorageResource(root=storage_root(), local_index_root=os.path.join(cache, "indexes")),
+        # The IO manager reads its root from ``storage``: one setting moves every file.
+        "io_manager": parquet_io_manager,
         "llm": LLMResource(cache_dir=os.path.join(cache, "llm")),
-        "lucene": LuceneResource(index_root=os.path.join(cache, "lucene")),
+        "lucene": LuceneResource(),
         "encoder": EncoderResource(),
         "faiss_index": FaissIndexResource(),
         "quit_settings": QuitSettings(),
         "recor_settings": RecorSettings(),
         "wikiprofile_settings": WikiProfileSettings(),
-        "search": DocumentSearchResource(index_root=os.path.join(cache, "search")),
+        "search": DocumentSearchResource(),
         "check_settings": CheckSettings(),
     }

@@ -30,7 +30,7 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, RECOR_STAGES, WIKIPROFILE_STAGES
 from resources.llm import role_aliases
-from resources.storage import join, read_parquet, storage_root
+from resources.storage import join, read_parquet
 
 PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_READERS,
               "retrievers": retriever_partitions.get_partition_keys(),
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if not run_stages(defs, instance, stages):
         return 1
-    root = storage_root()
+    root = defs.resources["storage"].root
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
     print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
     if "quit" in wanted:

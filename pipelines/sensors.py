@@ -8,7 +8,7 @@ from assets.quit.settings import QuitSettings
 from assets.quit.sources import decisions_path
 from pipelines.jobs import quit_verification_job
 from resources.llm import LLMResource, role_aliases
-from resources.storage import filesystem
+from resources.storage import StorageResource, filesystem
 
 
 def decisions_version(path: str) -> str | None:
@@ -24,8 +24,8 @@ def decisions_version(path: str) -> str | None:
 
 @dg.sensor(job=quit_verification_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Runs the QUIT label update when annotators save new verification decisions.")
-def quit_verification_sensor(context: dg.SensorEvaluationContext):
-    version = decisions_version(decisions_path(QuitSettings()))
+def quit_verification_sensor(context: dg.SensorEvaluationContext, quit_settings: QuitSettings, storage: StorageResource):
+    version = decisions_version(decisions_path(quit_settings, storage))
     if version is None:
         return dg.SkipReason("no verification decisions saved yet")
     if version == context.cursor:

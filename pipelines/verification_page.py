@@ -18,7 +18,7 @@ import polars as pl
 
 from assets.common.text import normalize
 from assets.quit.sources import decisions_path, load_decisions
-from resources.storage import join, read_parquet, storage_root, write_bytes
+from resources.storage import StorageResource, read_parquet, storage_root, write_bytes
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>QUIT answer verification</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} .q{{border:1px solid #ccc;padding:1em;margin:1em 0}}
@@ -85,8 +85,9 @@ def serve(candidates_uri: str, decisions_uri: str, host: str = "127.0.0.1", port
 def main() -> None:
     from assets.quit.settings import QuitSettings
 
-    candidates_uri = join(storage_root(), "quit", "verification_candidates.parquet")
-    decisions_uri = decisions_path(QuitSettings())
+    storage = StorageResource(root=storage_root())
+    candidates_uri = storage.path("quit", "verification_candidates.parquet")
+    decisions_uri = decisions_path(QuitSettings(), storage)
     server = serve(candidates_uri, decisions_uri)
     print(f"verification page on http://127.0.0.1:{server.server_address[1]} (decisions -> {decisions_uri})")
     server.serve_forever()

@@ -129,23 +129,19 @@ class BM25Searcher:
 
 
 class LuceneResource(dg.ConfigurableResource):
-    """BM25 over Lucene indexes kept under ``index_root`` (one folder per index name)."""
+    """BM25 over Lucene indexes; where an index lives is the storage resource's to say
+    (``StorageResource.index_path("lucene", name)``)."""
 
-    index_root: str = ".cache/lucene"
     k1: float = 0.9
     b: float = 0.4
     threads: int = 2
 
-    def index_dir(self, name: str) -> str:
-        return str(Path(self.index_root) / name)
-
-    def build(self, name: str, docs) -> int:
+    def build(self, path: str, docs) -> int:
         import shutil
 
-        target = self.index_dir(name)
-        shutil.rmtree(target, ignore_errors=True)
-        return build_index(docs, target, threads=self.threads)
+        shutil.rmtree(path, ignore_errors=True)
+        return build_index(docs, path, threads=self.threads)
 
-    def searcher(self, name: str, k1: float | None = None, b: float | None = None) -> BM25Searcher:
-        """BM25 over the named index; ``k1`` and ``b`` default to the resource's."""
-        return BM25Searcher(self.index_dir(name), self.k1 if k1 is None else k1, self.b if b is None else b, self.threads)
+    def searcher(self, path: str, k1: float | None = None, b: float | None = None) -> BM25Searcher:
+        """BM25 over the index at ``path``; ``k1`` and ``b`` default to the resource's."""
+        return BM25Searcher(path, self.k1 if k1 is None else k1, self.b if b is None else b, self.threads)

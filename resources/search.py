@@ -1,9 +1,9 @@
 """Document search for the construction steps that look things up (RECOR's hard-negative
-mining, WikiProfile's search-grounded filter): one verb, ``search(collection, queries, k)
+mining, WikiProfile's search-grounded filter): one verb, ``search(path, queries, k)
 -> {query: [(doc_id, text), ...]}``.
 
-``kind: bm25`` (the default) searches a local collection indexed with Lucene under
-``index_root``. ``kind: http`` asks a web search API instead: a GET to ``endpoint`` with
+``kind: bm25`` (the default) searches a local collection indexed with Lucene at ``path``
+(``StorageResource.index_path("search", name)``). ``kind: http`` asks a web search API instead: a GET to ``endpoint`` with
 ``q`` and ``num`` parameters (and ``key`` from the environment variable named by
 ``api_key_env``), answering JSON with an ``items`` list whose entries carry ``link`` or
 ``id`` and ``snippet`` or ``text`` -- the shape of Google's Custom Search JSON API.
@@ -25,30 +25,26 @@ from resources.lucene import BM25Searcher, build_index
 
 class DocumentSearchResource(dg.ConfigurableResource):
     kind: str = "bm25"
-    index_root: str = ".cache/search"
     threads: int = 2
     endpoint: str = ""
     api_key_env: str = ""
     timeout: float = 30.0
 
-    def _dir(self, collection: str) -> Path:
-        return Path(self.index_root) / collection
-
-    def index(self, collection: str, docs: pl.DataFrame) -> int:
-        """Make ``docs`` (``doc_id``, ``content``) searchable as ``collection`` (bm25 only;
-        a web search API has its own index)."""
+    def index(self, path: str, docs: pl.DataFrame) -> int:
+        """Make ``docs`` (``doc_id``, ``content``) searchable in a collection at ``path`` (a
+        local folder the storage resource names; bm25 only: a web search API has its own)."""
         if self.kind != "bm25":
             return 0
         import shutil
 
-        target = self._dir(collection)
+        target = Path(path)
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         docs.select("doc_id", "content").write_parquet(target / "texts.parquet")
         return build_index(docs.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents")),
                            str(target / "lucene"), threads=self.threads)
 
-    def search(self, collection: str, queries: list[str], k: int) -> dict[str, list[tuple[str, str]]]:
+    def search(self, path: str, queries: list[str], k: int) -> dict[str, list[tuple[str, str]]]:
         unique = list(dict.fromkeys(q for q in queries if q.strip()))
         if not unique:
             return {}
@@ -56,7 +52,7 @@ class DocumentSearchResource(dg.ConfigurableResource):
             return {q: self._http(q, k) for q in unique}
         if self.kind != "bm25":
             raise ValueError(f"unknown search kind {self.kind!r} (bm25 or http)")
-        target = self._dir(collection)
+        target = Path(path)
         texts = dict(pl.read_parquet(target / "texts.parquet").iter_rows())
         qids = [str(i) for i in range(len(unique))]
         hits = BM25Searcher(str(target / "lucene"), threads=self.threads).batch_search(unique, qids, k)

@@ -1,8 +1,11 @@
-"""Parquet storage under a root that is a local path or an ``s3://`` URI.
+"""Storage under one root, a local path or an ``s3://`` URI, owned by :class:`StorageResource`.
 
-Every table asset is written by :class:`ParquetIOManager` at
-``<root>/<asset key path>.parquet`` or ``<root>/<asset key path>/<partition key>.parquet``
-(the storage contract of DESIGN.md). The same root also receives exported release files.
+Every table asset is written by the IO manager at ``<root>/<asset key path>.parquet`` or
+``<root>/<asset key path>/<partition key>.parquet`` (the storage contract of DESIGN.md). The
+same root receives everything else an asset writes: release files and exports, TREC run
+files, the human verification decisions, and the indexes (``<root>/indexes/<kind>/...``).
+The IO manager reads its root from the ``storage`` resource, so setting
+``resources.storage.config.root`` in the launchpad moves all of it together.
 """
 
 from __future__ import annotations
@@ -24,7 +27,27 @@ MATERIALIZED_PARTITIONS = {"partitions": "materialized"}
 
 
 def storage_root() -> str:
+    """The root a deployment configures (``BENCHFOUNDRY_STORAGE``): the default of the
+    ``storage`` resource, read at wiring time only."""
     return os.environ.get("BENCHFOUNDRY_STORAGE", DEFAULT_ROOT)
+
+
+class StorageResource(dg.ConfigurableResource):
+    """The one storage root, and the paths under it."""
+
+    root: str = DEFAULT_ROOT
+    # Lucene writes its indexes to a local disk; under an s3:// root they are kept here.
+    local_index_root: str = ".cache/indexes"
+
+    def path(self, *parts: str) -> str:
+        return join(self.root, *parts)
+
+    def index_path(self, kind: str, *parts: str) -> str:
+        """Where an index of ``kind`` (faiss, lucene, search) lives: under the root, or for the
+        local-disk kinds under ``local_index_root`` when the root is remote."""
+        if "://" in self.root and kind != "faiss":
+            return os.path.join(self.local_index_root, kind, *parts)
+        return self.path("indexes", kind, *parts)
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -170,6 +193,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                 uris = {k: uri for k, uri in uris.items() if str(k) not in missing}
             return concat(read_parquet(uri) for uri in uris.values())
         return read_parquet(self._uri(key, None))
+
+
+@dg.io_manager(required_resource_keys={"storage"}, description="Parquet tables under the storage resource's root.")
+def parquet_io_manager(init_context) -> ParquetIOManager:
+    return ParquetIOManager(root=init_context.resources.storage.root)
 
 
 def concat(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:

@@ -22,7 +22,7 @@ from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.lucene import LuceneResource
 from resources.retrieval import load_rerankers, load_retrievers
-from resources.storage import join, storage_root, write_bytes
+from resources.storage import StorageResource, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
@@ -37,13 +37,13 @@ QUIT_QRELS = dg.AssetIn(key=["quit", "benchmark_qrels"])
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
           ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1")
 def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame, lucene: LuceneResource,
-               faiss_index: FaissIndexResource) -> dg.Output:
+               faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
     """The QUIT corpus indexed for one retriever: a Lucene index for BM25, a FAISS index of
     the retriever's passage embeddings for dense retrievers (persisted under the storage
     root). The Oracle retriever reads the qrels and needs no index."""
     spec = load_retrievers()[context.partition_key]
     docs = benchmark_corpus.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents"))
-    n, location = (0, "") if spec.kind == "oracle" else retrieve.build(spec, "quit", docs, lucene, faiss_index)
+    n, location = (0, "") if spec.kind == "oracle" else retrieve.build(spec, "quit", docs, lucene, faiss_index, storage)
     frame = pl.DataFrame({"retriever": [spec.alias], "kind": [spec.kind], "documents": [n], "location": [location]})
     return dg.Output(frame, metadata={**table_metadata(frame), "documents": n})
 
@@ -53,7 +53,8 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
                "benchmark_qrels": QUIT_QRELS},
           kinds={"lucene", "faiss"}, code_version="2")
 def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, benchmark_questions: pl.DataFrame,
-              benchmark_qrels: pl.DataFrame, lucene: LuceneResource, faiss_index: FaissIndexResource) -> dg.Output:
+              benchmark_qrels: pl.DataFrame, lucene: LuceneResource, faiss_index: FaissIndexResource,
+              storage: StorageResource) -> dg.Output:
     """Top-100 passages per question for one retriever, as a table and a TREC run file (the
     Oracle retriever: every relevant passage, shuffled)."""
     spec = load_retrievers()[context.partition_key]
@@ -62,8 +63,8 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
     if spec.kind == "oracle":
         run = oracle_run(benchmark_qrels.filter(pl.col("question_id").is_in(qids)), spec.alias)
     else:
-        run = run_frame(retrieve.search(spec, "quit", questions, qids, TOP_K, lucene, faiss_index), spec.alias)
-    trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{spec.alias}.trec")
+        run = run_frame(retrieve.search(spec, "quit", questions, qids, TOP_K, lucene, faiss_index, storage), spec.alias)
+    trec_path = storage.path(PREFIX, "runs", "quit", f"{spec.alias}.trec")
     write_bytes(trec_path, trec_run(run).encode())
     return dg.Output(run, metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path),
                                     "questions": len(qids)})
@@ -103,7 +104,7 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
           kinds={"litellm"}, pool="llm", code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                       benchmark_corpus: pl.DataFrame, llm: LLMResource) -> dg.Output:
+                       benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource) -> dg.Output:
     """One retriever's run reranked by one reranker (partition = retriever x reranker): the
     top ``top_k`` passages reordered (pointwise LLM relevance, UPR, RankGPT or seq2seq, by
     the reranker's kind), the rest kept below in their retrieved order."""
@@ -122,7 +123,7 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
             for q, ids in ranked.items()
             for rank, pid in enumerate(done.lists[q] + ids[spec.top_k:], start=1)]
     frame = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
-    trec_path = join(storage_root(), PREFIX, "runs", "quit", f"{system}.trec")
+    trec_path = storage.path(PREFIX, "runs", "quit", f"{system}.trec")
     write_bytes(trec_path, trec_run(frame).encode())
     return dg.Output(frame, metadata={**table_metadata(frame), "reranker_kind": spec.kind, "reranked_top_k": spec.top_k,
                                       "unscored_passages": done.unscored, "repaired_permutations": done.repaired,

@@ -18,7 +18,7 @@ from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource, role_aliases
 from resources.lucene import LuceneResource
 from resources.retrieval import load_retrievers
-from resources.storage import join, storage_root, write_bytes
+from resources.storage import StorageResource, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
@@ -64,19 +64,19 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
                "recor_queries": dg.AssetIn(key=[PREFIX, "recor_queries"], partition_mapping=BY_DOMAIN)},
           kinds={"lucene", "faiss"}, code_version="1")
 def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_queries: pl.DataFrame,
-               lucene: LuceneResource, faiss_index: FaissIndexResource) -> dg.Output:
+               lucene: LuceneResource, faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
     """One domain's corpus indexed for one retriever and searched with every turn's five
     strategy queries: top-100 per turn and strategy, as a table and TREC run files."""
     keys = context.partition_key.keys_by_dimension
     domain, spec = keys["domain"], load_retrievers()[keys["retriever"]]
     docs = corpus.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents"))
     name = f"recor_{domain}"
-    n, _ = retrieve.build(spec, name, docs, lucene, faiss_index)
+    n, _ = retrieve.build(spec, name, docs, lucene, faiss_index, storage)
     frames = []
     for (strategy,), group in recor_queries.group_by("strategy", maintain_order=True):
-        hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index)
+        hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index, storage)
         run = run_frame(hits, spec.alias).with_columns(pl.lit(strategy).alias("strategy"))
-        write_bytes(join(storage_root(), PREFIX, "runs", "recor", domain, f"{spec.alias}.{strategy}.trec"),
+        write_bytes(storage.path(PREFIX, "runs", "recor", domain, f"{spec.alias}.{strategy}.trec"),
                     trec_run(run.drop("strategy")).encode())
         frames.append(run)
     runs = pl.concat(frames) if frames else pl.DataFrame(schema={**RUN_SCHEMA, "strategy": pl.String})

@@ -1,7 +1,6 @@
 """QUIT construction as Dagster assets (paper sections 3.1-3.2). Each asset is thin: the
 rules live in :mod:`assets.quit.method` and the LLM-driven steps in :mod:`assets.quit.steps`."""
 
-import json
 
 import dagster as dg
 import polars as pl
@@ -20,7 +19,7 @@ from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.lucene import LuceneResource
-from resources.storage import Batches, read_text, storage_root
+from resources.storage import Batches, StorageResource, read_text
 
 PREFIX = "quit"
 GROUP = "quit"
@@ -109,18 +108,32 @@ def selected_questions(screened_questions: pl.DataFrame, hint_convergence: pl.Da
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+          kinds={"polars", "lucene"}, code_version="1")
+def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, storage: StorageResource,
+                    quit_settings: QuitSettings) -> dg.Output:
+    """The reference passages of reference-based difficulty (3.1.5), indexed for BM25: the
+    collection at ``reference_path`` (JSON Lines with id and contents, a Wikipedia passage
+    collection in a real run), else the sources' own snippets."""
+    references = sources.reference_passages(quit_settings.reference_path, selected_questions)
+    where = storage.index_path("lucene", "quit_references")
+    lucene.build(where, references.to_dicts())
+    return dg.Output(references, metadata={**table_metadata(references), "index": dg.MetadataValue.path(where),
+                                           "origin": quit_settings.reference_path or "source snippets"})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "reference_index": dg.AssetIn(key=[PREFIX, "reference_index"])},
           kinds={"polars", "litellm", "lucene"}, pool="llm", code_version="1")
-def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource,
-                      lucene: LuceneResource, encoder: EncoderResource, quit_settings: QuitSettings) -> dg.Output:
+def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, reference_index: pl.DataFrame,
+                      llm: LLMResource, lucene: LuceneResource, encoder: EncoderResource, storage: StorageResource,
+                      quit_settings: QuitSettings) -> dg.Output:
     """Question type (coarse:fine; the source's, else LLM classification) and difficulty (the
     source's, else reference-based complexity: how many of the BM25-retrieved reference
     passages contain the answer, weighted by their similarity to the question)."""
     stats = CallStats()
     types = steps.question_types(selected_questions, llm, role_aliases("quit.labelers")[0], stats, _log(context))
-    references = _reference_passages(quit_settings, selected_questions)
-    lucene.build("quit_references", references)
-    searcher = lucene.searcher("quit_references")
-    by_id = {d["id"]: d["contents"] for d in references}
+    searcher = lucene.searcher(storage.index_path("lucene", "quit_references"))
+    by_id = dict(reference_index.select("id", "contents").iter_rows())
     need = selected_questions.filter(pl.col("difficulty").is_null())
     hits = searcher.batch_search(need["question"].to_list(), need["question_id"].to_list(), quit_settings.reference_top_k)
     texts = {q: [by_id[h.docid] for h in hs] for q, hs in hits.items()}
@@ -130,20 +143,9 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
         **table_metadata(frame),
         "types": counts_md(dict(frame.group_by("question_type").len().sort("question_type").iter_rows())),
         "difficulty": counts_md(dict(frame.group_by("difficulty").len().sort("difficulty").iter_rows())),
-        "reference_passages": len(references),
+        "reference_passages": reference_index.height,
         **stats.as_metadata(),
     })
-
-
-def _reference_passages(settings: QuitSettings, questions: pl.DataFrame) -> list[dict]:
-    if settings.reference_path:
-        lines = read_text(settings.reference_path).splitlines()
-        docs = [json.loads(line) for line in lines if line.strip()]
-        return [{"id": str(d["id"]), "contents": d.get("contents") or d.get("text", "")} for d in docs]
-    # Default: the sources' own snippets. A real run points reference_path at a Wikipedia
-    # passage collection (JSONL with id and contents).
-    return [{"id": f"snippet:{r['question_id']}", "contents": r["snippet"]}
-            for r in questions.select("question_id", "snippet").iter_rows(named=True) if r["snippet"]]
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_model_partitions,
@@ -296,11 +298,11 @@ def verification_candidates(passage_answers: pl.DataFrame, selected_questions: p
     code_version="1",
 )
 def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_labels, answer_pools, selected_questions,
-                    verification_candidates, llm: LLMResource, quit_settings: QuitSettings):
+                    verification_candidates, llm: LLMResource, quit_settings: QuitSettings, storage: StorageResource):
     """Applies the annotators' decisions: deselected answers leave the pool, passages whose
     answers were all deselected drop to label 1, and the leakage filter runs again with the
     newly accepted answers. Without decisions the labels pass through, marked unverified."""
-    decisions = sources.load_decisions(sources.decisions_path(quit_settings))
+    decisions = sources.load_decisions(sources.decisions_path(quit_settings, storage))
     stats = CallStats()
     out = steps.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats,
                              _log(context))
@@ -340,10 +342,11 @@ def benchmark(selected_questions, splits, question_metadata, passages, verified_
           ins={"benchmark_questions": dg.AssetIn(key=[PREFIX, "benchmark_questions"]), "benchmark_corpus": dg.AssetIn(key=[PREFIX, "benchmark_corpus"]),
                "benchmark_qrels": dg.AssetIn(key=[PREFIX, "benchmark_qrels"])},
           kinds={"json"}, code_version="1")
-def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_settings: QuitSettings) -> dg.Output:
+def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_settings: QuitSettings,
+                  storage: StorageResource) -> dg.Output:
     """Exports the benchmark in the public release's format: ``corpus.jsonl``, ``train.json``,
     ``dev.json``, ``test.json``, plus TREC qrels (``qrels.{split}.txt``)."""
-    target = quit_settings.export_dir or f"{storage_root().rstrip('/')}/quit/release"
+    target = quit_settings.export_dir or storage.path(PREFIX, "release")
     manifest = release.export(benchmark_questions, benchmark_corpus, benchmark_qrels, target)
     return dg.Output(manifest, metadata={**table_metadata(manifest), "release_dir": dg.MetadataValue.path(target)})
 
@@ -364,6 +367,6 @@ def statistics(benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: 
     })
 
 
-quit_assets = [source_questions, screened_questions, hint_convergence, selected_questions, question_metadata,
+quit_assets = [source_questions, screened_questions, hint_convergence, selected_questions, reference_index, question_metadata,
                parametric_answers, splits, passages, passage_answers, passage_labels, verification_candidates,
                verified_labels, benchmark, release_files, statistics]

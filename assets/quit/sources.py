@@ -14,9 +14,10 @@ from typing import Any
 
 import polars as pl
 
+from assets.common.records import SourceFormatError, read_records
 from assets.common.rejects import Rejects
 from assets.common.text import normalize
-from resources.storage import exists, join, read_text, storage_root
+from resources.storage import exists, read_text
 
 MIN_HINTS = 5
 
@@ -232,8 +233,9 @@ def questions_frame(rows: list[dict]) -> pl.DataFrame:
 
 
 # The human verification decisions, a file the verification page writes.
-def decisions_path(settings) -> str:
-    return settings.decisions_path or join(storage_root(), "quit", "human_verification", "decisions.json")
+def decisions_path(settings, storage) -> str:
+    """Where the verification page saves decisions: the settings' path, else under the storage root."""
+    return settings.decisions_path or storage.path("quit", "human_verification", "decisions.json")
 
 
 def load_decisions(path: str) -> dict[str, dict]:
@@ -250,3 +252,24 @@ def load_decisions(path: str) -> dict[str, dict]:
     return raw
 
 
+
+
+# Reference passages of reference-based difficulty (3.1.5).
+REFERENCE_SCHEMA = {"id": pl.String, "contents": pl.String}
+
+
+def reference_passages(path: str, questions: pl.DataFrame) -> pl.DataFrame:
+    """The passages at ``path`` (JSON Lines with ``id`` and ``contents`` or ``text``), else
+    the questions' own snippets. A record without an id or a text is an error naming it:
+    difficulty computed over a silently shortened collection would not be the method's."""
+    if not path:
+        return pl.DataFrame([{"id": f"snippet:{r['question_id']}", "contents": r["snippet"]}
+                             for r in questions.select("question_id", "snippet").iter_rows(named=True) if r["snippet"]],
+                            schema=REFERENCE_SCHEMA)
+    rows = []
+    for where, rec in read_records(path):
+        text = (rec.get("contents") or rec.get("text")) if isinstance(rec, dict) else None
+        if not isinstance(rec, dict) or rec.get("id") in (None, "") or not isinstance(text, str) or not text.strip():
+            raise SourceFormatError(f"{where}: a reference passage needs an id and a non-empty contents (or text): {str(rec)[:200]}")
+        rows.append({"id": str(rec["id"]), "contents": text})
+    return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)

@@ -13,7 +13,7 @@ from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
-from resources.storage import join, storage_root, write_bytes
+from resources.storage import StorageResource, join, write_bytes
 
 PREFIX = "recor"
 GROUP = "recor"
@@ -85,7 +85,7 @@ def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
     "negative_rejects": _out("Mined candidates dropped as duplicates or for overlapping a positive.", {"polars"}),
 }, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
 def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
-                   llm: LLMResource, search: DocumentSearchResource, recor_settings: RecorSettings):
+                   llm: LLMResource, search: DocumentSearchResource, storage: StorageResource, recor_settings: RecorSettings):
     """Hard-negative mining (3.1.2): the LLM writes queries on unhelpful aspects of each
     question, the search resource (BM25 over the domain's pool by default) finds candidates,
     which are segmented to the positives' length and filtered. BRIGHT domains keep BRIGHT's
@@ -98,9 +98,10 @@ def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataF
         mined, rejects = steps.select_negatives(source_questions.clear(), source_documents, {}, recor_settings.negative_overlap)
     else:
         collection = f"recor_pool_{domain}"
-        search.index(collection, pool)
+        where = storage.index_path("search", collection)
+        search.index(where, pool)
         queries = steps.mining_queries(source_questions, llm, _builder(), recor_settings.mining_queries, stats, context.log.info)
-        found = search.search(collection, [q for qs in queries.values() for q in qs], recor_settings.mining_hits)
+        found = search.search(where, [q for qs in queries.values() for q in qs], recor_settings.mining_hits)
         hits = {qid: list(dict.fromkeys(h for q in qs for h in found.get(q, []))) for qid, qs in queries.items()}
         positives = source_documents.filter(pl.col("role") == "positive")
         mined, rejects = steps.select_negatives(source_questions, positives, hits, recor_settings.negative_overlap)
@@ -201,7 +202,7 @@ def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: L
           ins={"turns": _in("turns"), "conversations": _in("conversations"), "source_questions": _in("source_questions"),
                "corpus": _in("corpus")}, **STEP)
 def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversations: pl.DataFrame,
-              source_questions: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+              source_questions: pl.DataFrame, corpus: pl.DataFrame, storage: StorageResource) -> dg.Output:
     """The domain's benchmark: the turns of every valid conversation, one row per turn with
     its query id, exported in RECOR's released format (``{domain}_benchmark.jsonl``,
     ``{domain}_documents.jsonl``) with TREC qrels."""
@@ -210,7 +211,7 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
     kept = turns.filter(pl.col("conversation_id").is_in(valid)).sort("conversation_id", "turn_id")
     kept = kept.with_columns(pl.concat_str([pl.col("conversation_id"), pl.lit("_turn"), pl.col("turn_id").cast(pl.String)]).alias("qid"))
     name = release.release_name(domain)
-    folder = join(storage_root(), PREFIX, "release")
+    folder = storage.path(PREFIX, "release")
     sources_of = dict(source_questions.select("question_id", "source").iter_rows())
     records = release.conversation_records(kept, source_questions, sources_of)
     write_bytes(join(folder, f"{name}_benchmark.jsonl"), release.jsonl(records).encode())

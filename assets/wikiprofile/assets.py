@@ -11,6 +11,7 @@ from assets.wikiprofile import release, sources, steps
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource, role_aliases
 from resources.search import DocumentSearchResource
+from resources.storage import StorageResource
 
 PREFIX = GROUP = "wikiprofile"
 STEP = dict(code_version="1")
@@ -190,23 +191,38 @@ def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, sou
     yield _rejects_output("direct_question_rejects", rejects)
 
 
-COLLECTION = "wikiprofile_pages"
+INDEX = "wikiprofile_pages"
 
 
-def _search_filter(context, questions: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource, search: DocumentSearchResource,
-                   settings: WikiProfileSettings, step: str) -> tuple[pl.DataFrame, list[dict], CallStats, bool]:
-    """The search-grounded filter: index the page collection (BM25), search each question,
-    have the model answer from the hits and judge the answer."""
+@dg.multi_asset(name="wikiprofile_page_index", outs={
+    "page_index": _out("The page collection the search filters search: the source pages and the local page collection, "
+                       "indexed for BM25.", {"polars", "lucene"}),
+    "page_index_rejects": _out("Records of the local page collection that could not be read.", {"polars"}),
+}, ins={"source_pages": _in("source_pages")}, **STEP)
+def page_index(source_pages: pl.DataFrame, search: DocumentSearchResource, storage: StorageResource,
+               wikiprofile_settings: WikiProfileSettings):
+    """One index for the three search-grounded filters (steps 10, 14, 17), built once: the
+    source pages themselves (a web search would find them too) and the local page collection.
+    With a web search API (``search.kind: http``) nothing is indexed here."""
+    extra, rejected = sources.load_search_pages(wikiprofile_settings.search_pages_uri())
+    collection = sources.search_collection(source_pages, extra)
+    where = storage.index_path("search", INDEX)
+    indexed = search.index(where, collection)
+    yield dg.Output(collection, output_name="page_index", metadata={
+        **table_metadata(collection), "indexed": indexed, "index": dg.MetadataValue.path(where), "search": search.kind})
+    yield dg.Output(rejected, output_name="page_index_rejects", metadata=table_metadata(rejected))
+
+
+def _search_filter(context, questions: pl.DataFrame, llm: LLMResource, search: DocumentSearchResource, storage: StorageResource,
+                   step: str):
+    """The search-grounded filter: search each question in the page index, have the model
+    answer from the hits and judge the answer; yields the filter table and its rejects."""
     stats = CallStats()
-    if search.kind == "bm25":
-        extra, rejected = sources.load_search_pages(settings.search_pages_uri())
-        if rejected.height:
-            context.log.warning(f"{rejected.height} records of the page collection rejected: {rejected['detail'].to_list()[:3]}")
-        search.index(COLLECTION, sources.search_collection(source_pages, extra))
-    hits = search.search(COLLECTION, questions["question"].to_list(), steps.SEARCH_K)
+    hits = search.search(storage.index_path("search", INDEX), questions["question"].to_list(), steps.SEARCH_K)
     binding = _binding(llm)
     frame, rejects = steps.search_filter(questions, hits, llm, _builder(), binding, stats, context.log.info, step=step)
-    return frame, rejects, stats, binding
+    yield dg.Output(frame, output_name=step, metadata=_filter_metadata(frame, stats, binding))
+    yield _rejects_output(step.replace("_filter", "_rejects"), rejects)
 
 
 def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> dict:
@@ -214,33 +230,40 @@ def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> di
             "definite": int(frame["definite"].fill_null(False).sum()), "verdicts": "binding" if binding else "advisory"}
 
 
-def search_filter_asset(stage: str, questions: str, description: str):
-    """The search-grounded filter as an asset over one stage's questions (``stage`` is
-    direct, reverse or natural)."""
 
-    @dg.multi_asset(name=f"wikiprofile_{stage}_search_filter", outs={
-        f"{stage}_search_filter": _out(f"The {stage} questions answered from a search of the page collection, and judged.",
-                                       {"polars", "litellm", "lucene"}),
-        f"{stage}_search_rejects": _out(f"{stage.capitalize()} questions whose search-grounded answer was not one definite answer.",
-                                        {"polars"}),
-    }, ins={"questions": _in(questions), "source_pages": _in("source_pages")}, pool="llm", description=description, **STEP)
-    def _asset(context: dg.AssetExecutionContext, questions: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource,
-               search: DocumentSearchResource, wikiprofile_settings: WikiProfileSettings):
-        frame, rejects, stats, binding = _search_filter(context, questions, source_pages, llm, search, wikiprofile_settings,
-                                                        f"{stage}_search_filter")
-        yield dg.Output(frame, output_name=f"{stage}_search_filter", metadata=_filter_metadata(frame, stats, binding))
-        yield _rejects_output(f"{stage}_search_rejects", rejects)
-
-    return _asset
+@dg.multi_asset(name="wikiprofile_direct_search_filter", outs={
+    "direct_search_filter": _out("The direct questions answered from a search of the page collection, and judged.",
+                                 {"polars", "litellm", "lucene"}),
+    "direct_search_rejects": _out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"questions": _in("direct_questions"), "page_index": _in("page_index")}, pool="llm", **STEP)
+def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
+                         search: DocumentSearchResource, storage: StorageResource):
+    """Step 10: the search-grounded filter on the direct questions. The search resource (BM25
+    over the page index by default, or a web search API) finds pages, the model answers from
+    them, and a judge asks whether that answer is one definite answer."""
+    yield from _search_filter(context, questions, llm, search, storage, "direct_search_filter")
 
 
-direct_search_filter = search_filter_asset("direct", "direct_questions", (
-    "Step 10: the search-grounded filter on the direct questions. The search resource (BM25 over the source pages and the "
-    "local page collection by default, or a web search API) finds pages, the model answers from them, and a judge asks "
-    "whether that answer is one definite answer."))
-reverse_search_filter = search_filter_asset("reverse", "reverse_questions", "Step 14: the search-grounded filter on the reverse questions.")
-natural_search_filter = search_filter_asset("natural", "natural_questions",
-                                            "Step 17: the search-grounded filter on DirectNatural, ReverseNatural and Contextual.")
+@dg.multi_asset(name="wikiprofile_reverse_search_filter", outs={
+    "reverse_search_filter": _out("The reverse questions answered from a search of the page collection, and judged.",
+                                  {"polars", "litellm", "lucene"}),
+    "reverse_search_rejects": _out("Reverse questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"questions": _in("reverse_questions"), "page_index": _in("page_index")}, pool="llm", **STEP)
+def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
+                          search: DocumentSearchResource, storage: StorageResource):
+    """Step 14: the search-grounded filter on the reverse questions."""
+    yield from _search_filter(context, questions, llm, search, storage, "reverse_search_filter")
+
+
+@dg.multi_asset(name="wikiprofile_natural_search_filter", outs={
+    "natural_search_filter": _out("The natural and contextual questions answered from a search of the page collection, and judged.",
+                                  {"polars", "litellm", "lucene"}),
+    "natural_search_rejects": _out("Natural questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"questions": _in("natural_questions"), "page_index": _in("page_index")}, pool="llm", **STEP)
+def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
+                          search: DocumentSearchResource, storage: StorageResource):
+    """Step 17: the search-grounded filter on DirectNatural, ReverseNatural and Contextual."""
+    yield from _search_filter(context, questions, llm, search, storage, "natural_search_filter")
 
 
 @dg.multi_asset(name="wikiprofile_reverse_questions", outs={
@@ -350,6 +373,6 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
     yield _rejects_output("final_rejects", rejects)
 
 
-wikiprofile_assets = [source_pages, categories, entities, object_candidates, verified_objects, facts, direct_questions,
+wikiprofile_assets = [source_pages, page_index, categories, entities, object_candidates, verified_objects, facts, direct_questions,
                       direct_search_filter, reverse_questions, reverse_search_filter, natural_questions, natural_search_filter,
                       benchmark]

@@ -143,7 +143,7 @@ class LLMResource(dg.ConfigurableResource):
     """
 
     registry_path: str = REGISTRY_PATH
-    cache_dir: str = dg.EnvVar("BENCHFOUNDRY_LLM_CACHE").get_value(".cache/llm") or ".cache/llm"
+    cache_dir: str = ".cache/llm"
     cache_type: str = "disk"
     max_concurrency: int = 8
     max_retries: int = 4

@@ -194,11 +194,12 @@ def test_env_drives_the_resources_of_the_definitions(values, deployment, defs, m
         monkeypatch.setenv(key, value)
     resources = default_resources()
     assert env["BENCHFOUNDRY_STORAGE"].startswith("s3://")
-    for name in ("io_manager", "llm", "lucene", "search"):
+    for name in ("storage", "io_manager", "llm", "lucene", "search"):
         assert name in defs.resources
-    assert resources["io_manager"].root == env["BENCHFOUNDRY_STORAGE"]
+    assert resources["storage"].root == env["BENCHFOUNDRY_STORAGE"]
     assert resources["llm"].cache_dir.startswith(env["BENCHFOUNDRY_CACHE"])
-    assert resources["lucene"].index_root.startswith(env["BENCHFOUNDRY_CACHE"])
+    # Lucene needs a local disk: under an s3 root its indexes are kept in the cache
+    assert resources["storage"].index_path("lucene", "x").startswith(env["BENCHFOUNDRY_CACHE"])
     mounts = [m["mountPath"] for m in deployment["volumeMounts"]]
     assert str(Path(env["BENCHFOUNDRY_MODELS"]).parent) in mounts, "the model registry is not mounted"
     # processes that load the instance see the same settings as the code server

@@ -33,8 +33,7 @@ class ScriptedRecor:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"BENCHFOUNDRY_STORAGE": str(self.storage), "BENCHFOUNDRY_LLM_CACHE": str(self.base / "llm"),
-                "BENCHFOUNDRY_CACHE": str(self.base / "cache"), "BENCHFOUNDRY_RECOR_SOURCES": str(self.sources),
+        return {"BENCHFOUNDRY_STORAGE": str(self.storage), "BENCHFOUNDRY_CACHE": str(self.base / "cache"), "BENCHFOUNDRY_RECOR_SOURCES": str(self.sources),
                 "BENCHFOUNDRY_STAGE_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
 
     def instance(self):

@@ -2,8 +2,7 @@
 kill and restart a materialization, and by the shared scripted RECOR build).
 Usage: python -m tests.pipelines.stage_runner STAGE...
 
-Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_LLM_CACHE,
-BENCHFOUNDRY_CACHE (indexes), BENCHFOUNDRY_RECOR_SOURCES (the RECOR source registry, the
+Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache), BENCHFOUNDRY_RECOR_SOURCES (the RECOR source registry, the
 project's by default) and BENCHFOUNDRY_STAGE_HOME (an instance folder that keeps the runs;
 an ephemeral instance when unset). ``location`` is the same definitions as a code location,
 for tests that query them as the web UI does."""
@@ -21,7 +20,7 @@ from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, RECOR_STAGES
 from pipelines.run_default import run_stages
 from resources.llm import LLMResource
-from resources.storage import ParquetIOManager
+from resources.storage import StorageResource
 from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
 
@@ -31,8 +30,8 @@ CONCURRENCY = 2
 def location() -> dg.Definitions:
     scripted.install()
     return build_defs(
-        io_manager=ParquetIOManager(root=os.environ["BENCHFOUNDRY_STORAGE"]),
-        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.environ["BENCHFOUNDRY_LLM_CACHE"],
+        storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
+        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm"),
                         max_concurrency=CONCURRENCY),
         quit_settings=QuitSettings(max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2),
         recor_settings=RecorSettings(sources_path=os.environ.get("BENCHFOUNDRY_RECOR_SOURCES", SOURCES_PATH)),

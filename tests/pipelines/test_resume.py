@@ -19,7 +19,7 @@ BEFORE = ["quit_prepare", "quit_parametric", "quit_passages"]
 
 
 def env_for(tmp: Path, log: Path, delay: str = "0") -> dict:
-    return {**os.environ, "BENCHFOUNDRY_STORAGE": str(tmp / "storage"), "BENCHFOUNDRY_LLM_CACHE": str(tmp / "cache"),
+    return {**os.environ, "BENCHFOUNDRY_STORAGE": str(tmp / "storage"), "BENCHFOUNDRY_CACHE": str(tmp / "cache"),
             "SCRIPTED_LLM_LOG": str(log), "SCRIPTED_LLM_DELAY": delay, "PYTHONPATH": str(ROOT)}
 
 

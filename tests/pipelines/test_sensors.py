@@ -2,12 +2,14 @@ import json
 
 import dagster as dg
 
+from assets.quit.settings import QuitSettings
 from pipelines.sensors import quit_verification_sensor
+from resources.storage import StorageResource
 
 
-def test_verification_sensor_fires_once_per_saved_decisions(tmp_path, monkeypatch):
-    monkeypatch.setenv("BENCHFOUNDRY_STORAGE", str(tmp_path))
-    ctx = dg.build_sensor_context()
+def test_verification_sensor_fires_once_per_saved_decisions(tmp_path):
+    resources = {"storage": StorageResource(root=str(tmp_path)), "quit_settings": QuitSettings()}
+    ctx = dg.build_sensor_context(resources=resources)
     assert isinstance(quit_verification_sensor(ctx), dg.SkipReason)
 
     path = tmp_path / "quit" / "human_verification" / "decisions.json"
@@ -18,7 +20,7 @@ def test_verification_sensor_fires_once_per_saved_decisions(tmp_path, monkeypatc
     cursor = ctx.cursor
     assert cursor
 
-    again = quit_verification_sensor(dg.build_sensor_context(cursor=cursor))
+    again = quit_verification_sensor(dg.build_sensor_context(cursor=cursor, resources=resources))
     assert isinstance(again, dg.SkipReason)
 
     import os
@@ -27,7 +29,7 @@ def test_verification_sensor_fires_once_per_saved_decisions(tmp_path, monkeypatc
     later = time.time() + 5
     path.write_text(json.dumps({"q": {"accepted": [], "rejected": ["x"]}}))
     os.utime(path, (later, later))
-    fired = quit_verification_sensor(dg.build_sensor_context(cursor=cursor))
+    fired = quit_verification_sensor(dg.build_sensor_context(cursor=cursor, resources=resources))
     assert isinstance(fired, dg.RunRequest) and fired.run_key != first.run_key
 
 

@@ -52,14 +52,14 @@ def test_dense_retrieval_with_bundled_encoders(encoder):
 def test_bm25_on_lucene(tmp_path):
     from resources.lucene import LuceneResource
 
-    lucene = LuceneResource(index_root=str(tmp_path))
-    assert lucene.build("t", ({"id": f"d{i}", "contents": t} for i, t in enumerate(DOCS))) == 4
-    hits = lucene.searcher("t").batch_search(["highest mountain", "largest ocean"], ["a", "b"], k=3)
+    lucene = LuceneResource()
+    assert lucene.build(str(tmp_path / "t"), ({"id": f"d{i}", "contents": t} for i, t in enumerate(DOCS))) == 4
+    hits = lucene.searcher(str(tmp_path / "t")).batch_search(["highest mountain", "largest ocean"], ["a", "b"], k=3)
     assert hits["a"][0].docid == "d1" and hits["b"][0].docid == "d2"
     assert hits["a"][0].score > 0
     # Anserini skips empty documents; the build says so instead of losing one silently
     with pytest.raises(ValueError, match="2 documents written but 1 indexed"):
-        lucene.build("e", [{"id": "x", "contents": "   "}, {"id": "y", "contents": "ocean"}])
+        lucene.build(str(tmp_path / "e"), [{"id": "x", "contents": "   "}, {"id": "y", "contents": "ocean"}])
 
 
 @pytest.mark.parametrize("entry, error", [

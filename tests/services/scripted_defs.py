@@ -8,18 +8,15 @@ import dagster as dg
 from pipelines.cluster import cluster_executor
 from pipelines.definitions import build_defs
 from resources.llm import LLMResource
-from resources.search import DocumentSearchResource
-from resources.storage import ParquetIOManager
+from resources.storage import StorageResource
 from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
 
 scripted.install()
 
 RESOURCES = {
-    "io_manager": ParquetIOManager(root=dg.EnvVar("BENCHFOUNDRY_STORAGE")),
-    "llm": LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=dg.EnvVar("BENCHFOUNDRY_LLM_CACHE"),
-                       backoff_seconds=0.01),
-    "search": DocumentSearchResource(index_root=dg.EnvVar("BENCHFOUNDRY_SEARCH_INDEX")),
+    "storage": StorageResource(root=dg.EnvVar("BENCHFOUNDRY_STORAGE"), local_index_root=dg.EnvVar("BENCHFOUNDRY_CACHE")),
+    "llm": LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=dg.EnvVar("BENCHFOUNDRY_CACHE"), backoff_seconds=0.01),
 }
 defs = build_defs(**RESOURCES)
 cluster_defs = build_defs(executor=cluster_executor(), **RESOURCES)

@@ -18,7 +18,7 @@ from pipelines.jobs import QUIT_STAGES
 from pipelines.run_default import run_stages
 from resources.llm import LLMResource
 from resources.lucene import LuceneResource
-from resources.storage import ParquetIOManager
+from resources.storage import StorageResource
 from resources.vllm_server import VLLMServerResource
 from tests import scripted
 from tests.conftest import SCRIPTED_REGISTRY
@@ -41,7 +41,7 @@ EMBEDDED = "models:\n  smollm2: {model: local/smollm2-135m-instruct, backend: em
 
 def label(root, registry, cache, server=None) -> tuple[pl.DataFrame, dict]:
     llm = LLMResource(registry_path=str(registry), cache_dir=str(cache), server=server)
-    defs = build_defs(io_manager=ParquetIOManager(root=str(root)), llm=llm, quit_settings=SETTINGS)
+    defs = build_defs(storage=StorageResource(root=str(root)), llm=llm, quit_settings=SETTINGS)
     instance = dg.DagsterInstance.ephemeral()
     assert run_stages(defs, instance, [s for s in QUIT_STAGES if s[0] == "quit_labeling"])
     event = instance.get_latest_materialization_event(dg.AssetKey(["quit", "passage_answers"]))
@@ -53,9 +53,9 @@ def label(root, registry, cache, server=None) -> tuple[pl.DataFrame, dict]:
 def test_served_labeler_labels_like_the_in_process_one(tmp_path, llama_cpp_server):
     scripted.install()
     upstream = tmp_path / "upstream"
-    defs = build_defs(io_manager=ParquetIOManager(root=str(upstream)), quit_settings=SETTINGS,
+    defs = build_defs(storage=StorageResource(root=str(upstream)), quit_settings=SETTINGS,
                       llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "scripted-cache")),
-                      lucene=LuceneResource(index_root=str(tmp_path / "lucene")))
+                      lucene=LuceneResource())
     assert run_stages(defs, dg.DagsterInstance.ephemeral(), [s for s in QUIT_STAGES if s[0] in UPSTREAM])
     for name in ("served", "embedded"):
         shutil.copytree(upstream, tmp_path / name)
