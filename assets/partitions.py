@@ -41,3 +41,10 @@ recor_eval_partitions = dg.MultiPartitionsDefinition({"domain": recor_domain_par
 # WikiProfile's subject models: dynamic, so that the sensor adds an alias put in the
 # registry's ``wikiprofile.subjects`` without a code change.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
+
+# Every partitions definition by a short name (job names, the UI).
+NAMED = {
+    "quit_readers": quit_reader_partitions, "quit_labelers": quit_labeler_partitions, "quit_models": quit_model_partitions,
+    "domains": recor_domain_partitions, "retrievers": retriever_partitions, "rerankers": rerank_partitions,
+    "domain_retrievers": recor_eval_partitions, "subjects": subject_partitions,
+}

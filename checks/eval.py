@@ -1,6 +1,733 @@
 """Data-quality checks of the evaluation assets of the three benchmarks (``eval/*`` and
-WikiProfile's profiling and analyses)."""
+WikiProfile's profiling and analyses).
+
+A check blocks where a downstream asset reads the table (an index, a run, queries, answers,
+graded samples, profiles); the reports at the end of the graph fail with ERROR but have
+nothing to block. Soft signals only warn: an LLM step's failure rate, a question a retriever
+found nothing for, an empty popularity tier. Partitioned assets are checked per partition,
+loading that partition alone.
+"""
 
 from __future__ import annotations
 
-eval_checks: list = []
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+import dagster as dg
+import polars as pl
+
+from assets.eval import metrics as eval_metrics
+from assets.eval import profiling_rules as method
+from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
+from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
+from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
+from assets.eval.conversational import TURN_METRICS
+from assets.eval.generation import DIMENSIONS, MODES
+from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
+from assets.eval.recor import BY_DOMAIN
+from assets.eval.runs import RUN_SCHEMA
+from assets.eval.wikiprofile import SAMPLE_SCHEMA
+from assets.partitions import (
+    DOMAINS,
+    quit_reader_partitions,
+    recor_domain_partitions,
+    recor_eval_partitions,
+    rerank_partitions,
+    retriever_partitions,
+    subject_partitions,
+)
+from checks.factories import WARN, llm_accounting_check, problems_result, table_problems
+from resources.retrieval import load_rerankers, load_retrievers
+from resources.storage import exists
+
+# Check names, unique per asset.
+INDEX = "index"
+RANKS = "ranks"
+REFERENCES = "references"
+COVERAGE = "coverage"
+SAME_PASSAGES = "same_passages"
+SCHEMA = "schema"
+METRICS = "metrics"
+SAMPLING = "sampling"
+PROFILE_RULE = "profile_rule"
+SHARES = "shares"
+TIERS_FILLED = "tiers_filled"
+
+EXAMPLES = 5
+# Float slack for sums and differences recomputed from a table's own columns.
+TOLERANCE = 1e-6
+UNIT = (0.0, 1.0)
+PERCENT = (0.0, 100.0)
+# ranx metric names (ndcg@10, recall@100, mrr, map@10): every such column is a mean in [0, 1].
+RANX_METRIC = re.compile(r"^(hit_rate|recall|precision|ndcg|map|mrr|f1|r_precision)(@\d+)?$")
+# Metrics that cannot fall as the cut-off grows.
+MONOTONE = ("hit_rate", "recall")
+ORACLE_KIND = "oracle"
+# The reader's Optimal bound: ``system`` of its rows in the answers, and its row in Table 8.
+OPTIMAL_SYSTEM, OPTIMAL_ROW = "optimal", "Optimal"
+SPLITS = ("all", "train", "dev", "test")
+TIERS = ("top", "bottom")
+CONDITIONS = ("generate", "generate_thinking", "verify")
+EXCLUDED = (method.EXCLUDED_UNGRADABLE, method.EXCLUDED_DIRECT_INFERENCE)
+SUMMARY_COUNTS = ("facts", "profiled")
+SUMMARY_SHARES = tuple(k for k in method.profile_summary([]) if k not in SUMMARY_COUNTS)
+
+
+def eval_key(name: str) -> dg.AssetKey:
+    return dg.AssetKey(["eval", name])
+
+
+def wikiprofile_key(name: str) -> dg.AssetKey:
+    return dg.AssetKey(["wikiprofile", name])
+
+
+QUIT_QUESTIONS = dg.AssetIn(key=["quit", "benchmark_questions"])
+QUIT_CORPUS = dg.AssetIn(key=["quit", "benchmark_corpus"])
+RECOR_BENCHMARK = dg.AssetIn(key=["recor", "benchmark"])
+WIKIPROFILE_BENCHMARK = dg.AssetIn(key=wikiprofile_key("benchmark").path)
+
+
+# --- rules shared by the checks -----------------------------------------------------------------
+
+
+def typed(frame: pl.DataFrame, columns: dict) -> bool:
+    """Every column is there with its type: the rules can read them."""
+    return all(c in frame.columns and (t is None or frame.schema[c] == t) for c, t in columns.items())
+
+
+def _examples(frame: pl.DataFrame, ids: Sequence[str]) -> str:
+    rows = frame.select(list(ids)).unique(maintain_order=True).head(EXAMPLES).iter_rows()
+    return ", ".join("/".join(str(v) for v in row) for row in rows)
+
+
+def where(frame: pl.DataFrame, mask: pl.Expr, what: str, ids: Sequence[str]) -> list[str]:
+    """One problem naming the rows ``mask`` selects (a null mask selects nothing), or none."""
+    bad = frame.filter(mask.fill_null(False))
+    return [f"{bad.height} rows {what} (e.g. {_examples(bad, ids)})"] if bad.height else []
+
+
+def outside(frame: pl.DataFrame, columns: Iterable[str], bounds: tuple[float, float], ids: Sequence[str],
+            missing_ok: bool = True) -> list[str]:
+    """Values outside ``bounds``; null and NaN count as in range only when ``missing_ok``."""
+    lo, hi = bounds
+    problems = []
+    for c in columns:
+        value = pl.col(c)
+        missing = value.is_null() | value.is_nan() if frame.schema[c].is_float() else value.is_null()
+        bad = (~missing & ~value.is_between(lo, hi)) | (pl.lit(not missing_ok) & missing)
+        problems += where(frame, bad, f"with {c} outside [{lo:g}, {hi:g}]" + ("" if missing_ok else " or missing"), ids)
+    return problems
+
+
+def not_in(frame: pl.DataFrame, column: str, vocabulary: Iterable, ids: Sequence[str]) -> list[str]:
+    known = sorted(vocabulary)
+    return where(frame, ~pl.col(column).is_in(known).fill_null(False), f"with {column} not in {known}", ids)
+
+
+def unmatched(frame: pl.DataFrame, columns: Sequence[str], reference: pl.DataFrame, reference_columns: Sequence[str],
+              what: str) -> list[str]:
+    """Distinct ``columns`` of ``frame`` that ``reference`` lacks (read as ``reference_columns``)."""
+    absent = [c for c in columns if c not in frame.columns] + [c for c in reference_columns if c not in reference.columns]
+    if absent:
+        return [f"column {c!r} is missing" for c in absent]
+    ref = reference.select([pl.col(r).alias(c) for c, r in zip(columns, reference_columns)]).unique()
+    bad = frame.select(list(columns)).unique().join(ref, on=list(columns), how="anti", nulls_equal=True)
+    return [f"{bad.height} {what} (e.g. {_examples(bad, columns)})"] if bad.height else []
+
+
+def differs(frame: pl.DataFrame, column: str, expected: pl.Expr, what: str, ids: Sequence[str]) -> list[str]:
+    """Rows where ``column`` is not ``expected`` (both NaN or null counts as equal)."""
+    value = pl.col(column)
+    both_missing = (value.is_null() | value.is_nan()) & (expected.is_null() | expected.is_nan())
+    return where(frame, ~both_missing & ~((value - expected).abs() <= TOLERANCE).fill_null(False), what, ids)
+
+
+def monotone(frame: pl.DataFrame, ids: Sequence[str]) -> list[str]:
+    """hit_rate@k and recall@k never fall as k grows."""
+    problems = []
+    for name in MONOTONE:
+        cuts = sorted(int(c.split("@")[1]) for c in frame.columns if RANX_METRIC.match(c) and c.startswith(f"{name}@"))
+        for a, b in zip(cuts, cuts[1:]):
+            problems += where(frame, pl.col(f"{name}@{a}") > pl.col(f"{name}@{b}") + TOLERANCE,
+                              f"with {name}@{a} above {name}@{b}", ids)
+    return problems
+
+
+def metric_problems(frame: pl.DataFrame, columns: dict, unique: Sequence[str], required: Iterable[str]) -> list[str]:
+    """A metric table: its columns, the required ranx metrics, every ranx metric in [0, 1]
+    and the cut-off metrics monotone."""
+    columns = {**columns, **{m: pl.Float64 for m in required}}
+    problems = table_problems(frame, columns, unique, not_null=tuple(columns))
+    if not typed(frame, columns):
+        return problems
+    metrics = [c for c in frame.columns if RANX_METRIC.match(c)]
+    return problems + outside(frame, metrics, UNIT, unique, missing_ok=False) + monotone(frame, unique)
+
+
+def run_problems(run: pl.DataFrame, systems: Iterable[str], per: Sequence[str] = ("question_id",),
+                 columns: dict = RUN_SCHEMA) -> list[str]:
+    """A TREC-style run: ranks 1..n per query without gaps or repeats, each passage once per
+    query, scores never rising down the ranking, a registered system."""
+    per = list(per)
+    problems = table_problems(run, columns, unique=(*per, "rank"), not_null=tuple(columns))
+    if not typed(run, columns):
+        return problems
+    ids = (*per, "rank")
+    problems += table_problems(run, {}, unique=(*per, "passage_id"))
+    problems += where(run, pl.col("rank") < 1, "with a rank below 1", ids)
+    lists = run.group_by(per).agg(pl.len().alias("passages"), pl.col("rank").max().alias("last"))
+    problems += where(lists, pl.col("last") != pl.col("passages"), "(queries) whose ranks are not 1..n", per)
+    rises = run.sort(*per, "rank").with_columns(pl.col("score").diff().over(per).alias("rise"))
+    problems += where(rises, pl.col("rise") > 0, "scored above the passage ranked before them", ids)
+    return problems + not_in(run, "system", systems, ("system",))
+
+
+def retriever_aliases(with_oracle: bool = True) -> list[str]:
+    return sorted(a for a, s in load_retrievers().items() if with_oracle or s.kind != ORACLE_KIND)
+
+
+def oracle_aliases() -> list[str]:
+    return sorted(a for a, s in load_retrievers().items() if s.kind == ORACLE_KIND)
+
+
+def reranked_systems() -> list[str]:
+    """``<retriever>+<reranker>``, as the reranked runs name themselves."""
+    return sorted(f"{r}+{k}" for r in load_retrievers() for k in load_rerankers())
+
+
+# --- QUIT: index, runs, reranked runs, readers --------------------------------------------------
+
+INDEX_SCHEMA = {"retriever": pl.String, "kind": pl.String, "documents": pl.Int64, "location": pl.String}
+
+
+@dg.asset_check(asset=eval_key("quit_index"), name=INDEX, blocking=True, partitions_def=retriever_partitions,
+                additional_ins={"benchmark_corpus": QUIT_CORPUS},
+                description="One row for the partition's retriever: its registered kind, every corpus passage indexed, the index where it says.")
+def quit_index_files(quit_index: pl.DataFrame, benchmark_corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    """A run searched against an index that lost passages, or one that is not there, would
+    score as a bad retriever."""
+    problems = table_problems(quit_index, INDEX_SCHEMA, unique=("retriever",), not_null=("retriever", "kind", "documents"))
+    if quit_index.height != 1:
+        problems.append(f"{quit_index.height} rows, expected one for the partition's retriever")
+    if typed(quit_index, INDEX_SCHEMA):
+        specs = load_retrievers()
+        for row in quit_index.iter_rows(named=True):
+            alias, spec = row["retriever"], specs.get(row["retriever"])
+            if spec is None:
+                problems.append(f"{alias!r} is not in the retriever registry")
+            elif row["kind"] != spec.kind:
+                problems.append(f"{alias}: kind {row['kind']!r}, the registry says {spec.kind!r}")
+            elif spec.kind == ORACLE_KIND:
+                if row["documents"]:
+                    problems.append(f"{alias}: the Oracle reads the qrels, yet {row['documents']} documents are indexed")
+            else:
+                if row["documents"] != benchmark_corpus.height:
+                    problems.append(f"{alias}: {row['documents']} documents indexed, the corpus has {benchmark_corpus.height}")
+                if not row["location"] or not exists(row["location"]):
+                    problems.append(f"{alias}: no index at {row['location']!r}")
+    return problems_result(problems, quit_index.height)
+
+
+@dg.asset_check(asset=eval_key("quit_runs"), name=RANKS, blocking=True, partitions_def=retriever_partitions,
+                description="Ranks 1..n per question, each passage once, scores not rising down the list, a registered retriever.")
+def quit_runs_ranks(quit_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    return problems_result(run_problems(quit_runs, retriever_aliases()), quit_runs.height)
+
+
+@dg.asset_check(asset=eval_key("quit_runs"), name=REFERENCES, blocking=True, partitions_def=retriever_partitions,
+                additional_ins={"benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
+                description="Every question id is a benchmark question and every passage id a corpus passage.")
+def quit_runs_references(quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
+                         benchmark_corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = (unmatched(quit_runs, ["question_id"], benchmark_questions, ["question_id"], "question ids not in quit/benchmark_questions")
+                + unmatched(quit_runs, ["passage_id"], benchmark_corpus, ["passage_id"], "passage ids not in quit/benchmark_corpus"))
+    return problems_result(problems, quit_runs.height)
+
+
+@dg.asset_check(asset=eval_key("quit_runs"), name=COVERAGE, partitions_def=retriever_partitions,
+                additional_ins={"benchmark_questions": QUIT_QUESTIONS},
+                description="Every benchmark question has passages (a question without any scores 0 on every metric).")
+def quit_runs_coverage(quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = unmatched(benchmark_questions, ["question_id"], quit_runs, ["question_id"], "benchmark questions without a passage")
+    return problems_result(problems, quit_runs.height, WARN)
+
+
+@dg.asset_check(asset=eval_key("quit_retrieval_metrics"), name=METRICS,
+                description="One row per retriever and split (all, train, dev, test); ranx metrics in [0, 1], Hit@k and Recall@k monotone in k; no Oracle.")
+def quit_retrieval_metrics_ranges(quit_retrieval_metrics: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = quit_retrieval_metrics
+    columns = {"retriever": pl.String, "split": pl.String, "questions": pl.Int64}
+    problems = metric_problems(frame, columns, ("retriever", "split"), eval_metrics.RETRIEVAL_METRICS)
+    if typed(frame, columns):
+        problems += not_in(frame, "split", SPLITS, ("retriever", "split"))
+        problems += where(frame, pl.col("questions") < 1, "over no questions", ("retriever", "split"))
+        problems += where(frame, pl.col("retriever").is_in(oracle_aliases()), "of the Oracle (an upper bound, left out)", ("retriever",))
+        overall = frame.filter(pl.col("split") == SPLITS[0])
+        problems += unmatched(frame, ["retriever"], overall, ["retriever"], f"retrievers without an {SPLITS[0]!r} row")
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=RANKS, blocking=True, partitions_def=rerank_partitions,
+                description="Ranks 1..n per question, each passage once, scores not rising down the list, a registered retriever+reranker.")
+def quit_reranked_runs_ranks(quit_reranked_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    return problems_result(run_problems(quit_reranked_runs, reranked_systems()), quit_reranked_runs.height)
+
+
+@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=SAME_PASSAGES, blocking=True, partitions_def=rerank_partitions,
+                additional_ins={"quit_runs": dg.AssetIn(key=eval_key("quit_runs").path,
+                                                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever"))},
+                description="The retrieved passages of each question, none added or lost, and below the reranker's top_k in their retrieved places.")
+def quit_reranked_same_passages(quit_reranked_runs: pl.DataFrame, quit_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    """A reranker only reorders: its run holds what the retriever found (so its ids resolve
+    wherever the retrieved run's do), and the tail it does not rerank stays in place."""
+    columns = {"question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32}
+    problems = table_problems(quit_reranked_runs, {**columns, "system": pl.String}) + table_problems(quit_runs, columns)
+    if problems:
+        return problems_result(problems, quit_reranked_runs.height)
+    rerankers = load_rerankers()
+    top_k = {s: rerankers[s.split("+", 1)[-1]].top_k for s in quit_reranked_runs["system"].unique().drop_nulls()
+             if s.split("+", 1)[-1] in rerankers}
+    joined = quit_reranked_runs.select(*columns, "system").join(
+        quit_runs.select("question_id", "passage_id", pl.col("rank").alias("retrieved_rank")),
+        on=["question_id", "passage_id"], how="full", coalesce=True,
+    ).with_columns(pl.col("system").replace_strict(top_k, default=None, return_dtype=pl.Int64).alias("top_k"))
+    ids = ("question_id", "passage_id")
+    problems = (where(joined, pl.col("retrieved_rank").is_null(), "reranked but never retrieved", ids)
+                + where(joined, pl.col("rank").is_null(), "retrieved but missing from the reranked run", ids)
+                + where(joined, (pl.col("retrieved_rank") > pl.col("top_k")) & (pl.col("rank") != pl.col("retrieved_rank")),
+                        "below the reranked top_k but moved from their retrieved rank", ids))
+    return problems_result(problems, quit_reranked_runs.height)
+
+
+@dg.asset_check(asset=eval_key("quit_rerank_metrics"), name=METRICS,
+                description="One row per retriever+reranker, named by both, Oracle flagged; ranx metrics in [0, 1], Hit@k and Recall@k monotone in k.")
+def quit_rerank_metrics_ranges(quit_rerank_metrics: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = quit_rerank_metrics
+    columns = {"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean}
+    problems = metric_problems(frame, columns, ("system",), eval_metrics.RETRIEVAL_METRICS)
+    if typed(frame, columns):
+        problems += not_in(frame, "system", reranked_systems(), ("system",))
+        problems += where(frame, pl.col("system") != pl.concat_str("retriever", pl.lit("+"), "reranker"),
+                          "whose system is not retriever+reranker", ("system",))
+        problems += where(frame, pl.col("oracle") != pl.col("retriever").is_in(oracle_aliases()),
+                          "with the Oracle flag wrong", ("system",))
+    return problems_result(problems, frame.height)
+
+
+def reader_systems() -> list[str]:
+    """What a reader reads from: a retriever's run, a reranked run, or the Optimal bound."""
+    return [*retriever_aliases(), *reranked_systems(), OPTIMAL_SYSTEM]
+
+
+READER_KEY = ("question_id", "system", "k", "strategy")
+
+
+@dg.asset_check(asset=eval_key("quit_reader_answers"), name=SCHEMA, blocking=True, partitions_def=quit_reader_partitions,
+                description="One reader; one answer per question, system, k and context strategy (the Optimal rows without either); an exact match is correct.")
+def quit_reader_answers_schema(quit_reader_answers: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = quit_reader_answers
+    problems = table_problems(frame, ANSWER_SCHEMA, READER_KEY, not_null=("question_id", "reader", "system", "em", "correct"))
+    if typed(frame, ANSWER_SCHEMA):
+        optimal = pl.col("system") == OPTIMAL_SYSTEM
+        if frame["reader"].n_unique() > 1:
+            problems.append(f"{frame['reader'].n_unique()} readers in one reader's partition")
+        problems += not_in(frame, "system", reader_systems(), ("system",))
+        problems += where(frame, ~optimal & ~pl.col("k").is_in(list(CUTOFFS)).fill_null(False), f"with k not in {list(CUTOFFS)}", READER_KEY)
+        problems += where(frame, ~optimal & ~pl.col("strategy").is_in(sorted(CONTEXT_STRATEGIES)).fill_null(False),
+                          f"with a context strategy not in {sorted(CONTEXT_STRATEGIES)}", READER_KEY)
+        problems += where(frame, optimal & (pl.col("k").is_not_null() | pl.col("strategy").is_not_null()),
+                          "of the Optimal bound with a k or strategy", READER_KEY)
+        problems += where(frame, pl.col("em") & ~pl.col("correct"), "with an exact match not counted correct", READER_KEY)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_reader_answers"), name=REFERENCES, blocking=True, partitions_def=quit_reader_partitions,
+                additional_ins={"benchmark_questions": QUIT_QUESTIONS},
+                description="Every answer is to a benchmark question, and every benchmark question has its Optimal bound.")
+def quit_reader_answers_references(quit_reader_answers: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = unmatched(quit_reader_answers, ["question_id"], benchmark_questions, ["question_id"], "question ids not in quit/benchmark_questions")
+    if "system" in quit_reader_answers.columns:
+        optimal = quit_reader_answers.filter(pl.col("system") == OPTIMAL_SYSTEM)
+        problems += unmatched(benchmark_questions, ["question_id"], optimal, ["question_id"], "benchmark questions without an Optimal row")
+    return problems_result(problems, quit_reader_answers.height)
+
+
+@dg.asset_check(asset=eval_key("quit_reader_metrics"), name=METRICS,
+                description="One row per system, k, strategy and reader; EM and judge in [0, 1]; one Optimal row per reader.")
+def quit_reader_metrics_ranges(quit_reader_metrics: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = quit_reader_metrics
+    columns = {"system": pl.String, "k": pl.Int32, "strategy": pl.String, "reader": pl.String, "em": pl.Float64, "judge": pl.Float64}
+    key = ("system", "k", "strategy", "reader")
+    problems = table_problems(frame, columns, key, not_null=("system", "strategy", "reader"))
+    if typed(frame, columns):
+        problems += outside(frame, ["em", "judge"], UNIT, key, missing_ok=False)
+        optimal = frame.group_by("reader").agg((pl.col("system") == OPTIMAL_ROW).sum().alias("optimal_rows"))
+        problems += where(optimal, pl.col("optimal_rows") != 1, f"(readers) without exactly one {OPTIMAL_ROW} row", ("reader",))
+    return problems_result(problems, frame.height)
+
+
+# --- RECOR: queries, runs, generation -------------------------------------------------------
+
+QUERY_SCHEMA = {"domain": pl.String, "qid": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32,
+                "strategy": pl.String, "query": pl.String, "fallback": pl.Boolean}
+
+
+@dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+                description="Each turn's query under each of the five strategies, none empty, in a known domain.")
+def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = recor_queries
+    problems = table_problems(frame, QUERY_SCHEMA, ("qid", "strategy"), not_null=tuple(QUERY_SCHEMA))
+    if typed(frame, QUERY_SCHEMA):
+        ids = ("qid", "strategy")
+        problems += not_in(frame, "strategy", QUERY_STRATEGIES, ids) + not_in(frame, "domain", DOMAINS, ("domain",))
+        problems += where(frame, pl.col("turn_id") < 1, "with a turn below 1", ids)
+        problems += where(frame, pl.col("query").str.strip_chars() == "", "with an empty query", ids)
+        turns = frame.group_by("qid").agg(pl.col("strategy").n_unique().alias("strategies"))
+        problems += where(turns, pl.col("strategies") != len(QUERY_STRATEGIES), f"(turns) without all {len(QUERY_STRATEGIES)} strategies", ("qid",))
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("recor_queries"), name=REFERENCES, blocking=True, partitions_def=recor_domain_partitions,
+                additional_ins={"benchmark": RECOR_BENCHMARK},
+                description="Queries for exactly the domain's benchmark turns.")
+def recor_queries_references(recor_queries: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = (unmatched(recor_queries, ["qid"], benchmark, ["qid"], "turns not in recor/benchmark")
+                + unmatched(benchmark, ["qid"], recor_queries, ["qid"], "benchmark turns without queries"))
+    return problems_result(problems, recor_queries.height)
+
+
+RECOR_RUN_SCHEMA = {**RUN_SCHEMA, "strategy": pl.String, "domain": pl.String}
+
+
+@dg.asset_check(asset=eval_key("recor_runs"), name=RANKS, blocking=True, partitions_def=recor_eval_partitions,
+                description="Per turn and strategy: ranks 1..n, each document once, scores not rising; a registered retriever, known strategy and domain.")
+def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = run_problems(recor_runs, retriever_aliases(with_oracle=False), ("question_id", "strategy"), RECOR_RUN_SCHEMA)
+    if typed(recor_runs, RECOR_RUN_SCHEMA):
+        problems += not_in(recor_runs, "strategy", QUERY_STRATEGIES, ("strategy",)) + not_in(recor_runs, "domain", DOMAINS, ("domain",))
+    return problems_result(problems, recor_runs.height)
+
+
+@dg.asset_check(asset=eval_key("recor_runs"), name=REFERENCES, blocking=True, partitions_def=recor_eval_partitions,
+                additional_ins={"recor_queries": dg.AssetIn(key=eval_key("recor_queries").path, partition_mapping=BY_DOMAIN),
+                                "corpus": dg.AssetIn(key=["recor", "corpus"], partition_mapping=BY_DOMAIN)},
+                description="Every turn and strategy searched is one of the domain's queries; every document is in the domain's corpus.")
+def recor_runs_references(recor_runs: pl.DataFrame, recor_queries: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = (unmatched(recor_runs, ["question_id", "strategy"], recor_queries, ["qid", "strategy"], "turn+strategy not in eval/recor_queries")
+                + unmatched(recor_runs, ["passage_id"], corpus, ["doc_id"], "document ids not in recor/corpus"))
+    return problems_result(problems, recor_runs.height)
+
+
+@dg.asset_check(asset=eval_key("recor_retrieval_metrics"), name=METRICS, blocking=True,
+                description="One row per turn, retriever and strategy; nDCG@10, MAP@10, Recall@10 and MRR in [0, 1].")
+def recor_retrieval_metrics_ranges(recor_retrieval_metrics: pl.DataFrame) -> dg.AssetCheckResult:
+    """Blocking: the generation picks its retrieval configuration by these scores."""
+    frame = recor_retrieval_metrics
+    columns = {"domain": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String, "strategy": pl.String}
+    key = ("qid", "retriever", "strategy")
+    problems = metric_problems(frame, columns, key, TURN_METRICS)
+    if typed(frame, columns):
+        problems += not_in(frame, "strategy", QUERY_STRATEGIES, key) + not_in(frame, "domain", DOMAINS, ("domain",))
+        problems += not_in(frame, "retriever", retriever_aliases(with_oracle=False), ("retriever",))
+    return problems_result(problems, frame.height)
+
+
+SCORES = (*DIMENSIONS, "rouge_l", "meteor")
+GENERATION_SCHEMA = {"domain": pl.String, "qid": pl.String, "generator": pl.String, "mode": pl.String, "answer": pl.String,
+                     **{s: pl.Float64 for s in SCORES}}
+GENERATION_KEY = ("qid", "generator", "mode")
+NO_RETRIEVAL = "no_retrieval"
+
+
+@dg.asset_check(asset=eval_key("recor_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+                description="One answer per turn, generator and mode; judged dimensions and ROUGE-L / METEOR in [0, 1]; no faithfulness without passages, no score without an answer.")
+def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = recor_generation
+    problems = table_problems(frame, GENERATION_SCHEMA, GENERATION_KEY, not_null=("domain", "qid", "generator", "mode"))
+    if typed(frame, GENERATION_SCHEMA):
+        problems += not_in(frame, "mode", MODES, GENERATION_KEY) + not_in(frame, "domain", DOMAINS, ("domain",))
+        problems += outside(frame, SCORES, UNIT, GENERATION_KEY)
+        problems += where(frame, (pl.col("mode") == NO_RETRIEVAL) & pl.col("faithfulness").is_not_null(),
+                          "judged faithful to passages they were not given", GENERATION_KEY)
+        problems += where(frame, pl.col("answer").is_null() & pl.any_horizontal(pl.col(s).is_not_null() for s in SCORES),
+                          "scored without an answer", GENERATION_KEY)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("recor_generation"), name=REFERENCES, blocking=True, partitions_def=recor_domain_partitions,
+                additional_ins={"benchmark": RECOR_BENCHMARK},
+                description="Answers to the domain's benchmark turns, every turn in every mode by every generator.")
+def recor_generation_references(recor_generation: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = unmatched(recor_generation, ["qid"], benchmark, ["qid"], "turns not in recor/benchmark")
+    if not problems and "generator" in recor_generation.columns:
+        expected = (benchmark.select("qid").unique().join(recor_generation.select("generator").unique(), how="cross")
+                    .join(pl.DataFrame({"mode": MODES}), how="cross"))
+        problems += unmatched(expected, list(GENERATION_KEY), recor_generation, list(GENERATION_KEY), "turn+generator+mode without an answer row")
+    return problems_result(problems, recor_generation.height)
+
+
+@dg.asset_check(asset=eval_key("recor_generation_metrics"), name=METRICS,
+                description="One row per generator and mode; judged dimensions, overall, ROUGE-L and METEOR in [0, 1].")
+def recor_generation_metrics_ranges(recor_generation_metrics: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = recor_generation_metrics
+    columns = {"generator": pl.String, "mode": pl.String, **{s: pl.Float64 for s in (*DIMENSIONS, "overall", "rouge_l", "meteor")}}
+    key = ("generator", "mode")
+    problems = table_problems(frame, columns, key, not_null=key)
+    if typed(frame, columns):
+        problems += not_in(frame, "mode", MODES, key) + outside(frame, [c for c in columns if c not in key], UNIT, key)
+    return problems_result(problems, frame.height)
+
+
+# --- WikiProfile: samples, grades, profiles ---------------------------------------------------
+
+SAMPLE_KEY = ("fact_id", "task", "thinking", "sample")
+QUESTION = ("fact_id", "task", "thinking")
+IS_MC = pl.col("task").is_in(list(method.MC_TASKS))
+
+
+@dg.asset_check(asset=wikiprofile_key("responses"), name=SCHEMA, blocking=True, partitions_def=subject_partitions,
+                description="One row per fact, task, thinking setting and sample; known tasks, thinking only on knowledge questions, a gold slot exactly on multiple choice, a response or its error.")
+def responses_schema(responses: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = responses
+    problems = table_problems(frame, SAMPLE_SCHEMA, SAMPLE_KEY, not_null=SAMPLE_KEY)
+    if typed(frame, SAMPLE_SCHEMA):
+        problems += not_in(frame, "task", method.TASKS, SAMPLE_KEY)
+        problems += where(frame, pl.col("thinking") & ~pl.col("task").is_in(list(method.KNOWLEDGE_TASKS)),
+                          "asked with thinking though not a knowledge question", SAMPLE_KEY)
+        problems += where(frame, pl.col("sample") < 0, "with a negative sample index", SAMPLE_KEY)
+        problems += where(frame, IS_MC & ~pl.col("gold_slot").is_between(0, len(method.LETTERS) - 1).fill_null(False),
+                          "of multiple choice without a gold slot", SAMPLE_KEY)
+        problems += where(frame, ~IS_MC & pl.col("gold_slot").is_not_null(), "with a gold slot outside multiple choice", SAMPLE_KEY)
+        problems += where(frame, pl.col("response").is_null() & pl.col("error").is_null(), "with neither a response nor an error", SAMPLE_KEY)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("responses"), name=SAMPLING, blocking=True, partitions_def=subject_partitions,
+                description="Every question asked n times (samples 0..n-1, the same n everywhere); the gold in every multiple-choice slot equally often.")
+def responses_sampling(responses: pl.DataFrame) -> dg.AssetCheckResult:
+    """g(q) compares shares across questions: a question with fewer samples, or options whose
+    gold sits in one slot more often, biases its grade."""
+    frame = responses
+    columns = {c: SAMPLE_SCHEMA[c] for c in (*SAMPLE_KEY, "gold_slot")}
+    problems = table_problems(frame, columns)
+    if not problems and frame.height:
+        asked = frame.group_by(QUESTION).agg(pl.len().alias("samples"), pl.col("sample").max().alias("last"))
+        n = asked["samples"].max()
+        problems += where(asked, (pl.col("samples") != n) | (pl.col("last") != n - 1), f"(questions) without samples 0..{n - 1}", QUESTION)
+        slots = frame.filter(IS_MC).group_by(*QUESTION, "gold_slot").len()
+        balance = slots.group_by(QUESTION).agg(pl.col("len").n_unique().alias("counts"), pl.col("gold_slot").max().alias("last"),
+                                               pl.len().alias("slots"))
+        problems += where(balance, (pl.col("counts") != 1) | (pl.col("last") != pl.col("slots") - 1),
+                          "(multiple-choice questions) with the gold in some slots more often", QUESTION)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("responses"), name=REFERENCES, blocking=True, partitions_def=subject_partitions,
+                additional_ins={"benchmark": WIKIPROFILE_BENCHMARK},
+                description="Every sample is of a benchmark question, every benchmark question is asked, every gold slot is one of its options.")
+def responses_references(responses: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = (unmatched(responses, ["fact_id", "task"], benchmark, ["fact_id", "task"], "fact+task not in wikiprofile/benchmark")
+                + unmatched(benchmark, ["fact_id", "task"], responses, ["fact_id", "task"], "benchmark questions never asked"))
+    if not problems and "gold_slot" in responses.columns and "options" in benchmark.columns:
+        slots = responses.join(benchmark.select("fact_id", "task", pl.col("options").list.len().alias("options")), on=["fact_id", "task"])
+        problems += where(slots, pl.col("gold_slot") >= pl.col("options"), "with the gold slot past the options", SAMPLE_KEY)
+    return problems_result(problems, responses.height)
+
+
+GRADED_SCHEMA = {**SAMPLE_SCHEMA, "label": pl.String, "model": pl.String}
+
+
+@dg.asset_check(asset=wikiprofile_key("graded_responses"), name=SCHEMA, blocking=True, partitions_def=subject_partitions,
+                description=f"One label per sample, from {', '.join(method.LABELS)}; one model.")
+def graded_responses_schema(graded_responses: pl.DataFrame) -> dg.AssetCheckResult:
+    frame = graded_responses
+    problems = table_problems(frame, GRADED_SCHEMA, SAMPLE_KEY, not_null=(*SAMPLE_KEY, "label", "model"))
+    if typed(frame, GRADED_SCHEMA):
+        problems += not_in(frame, "label", method.LABELS, SAMPLE_KEY)
+        if frame["model"].n_unique() > 1:
+            problems.append(f"{frame['model'].n_unique()} models in one subject's partition")
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("graded_responses"), name=REFERENCES, blocking=True, partitions_def=subject_partitions,
+                additional_ins={"responses": dg.AssetIn(key=wikiprofile_key("responses").path)},
+                description="Exactly the subject's sampled responses are graded.")
+def graded_responses_references(graded_responses: pl.DataFrame, responses: pl.DataFrame) -> dg.AssetCheckResult:
+    key = list(SAMPLE_KEY)
+    problems = (unmatched(graded_responses, key, responses, key, "graded samples not in wikiprofile/responses")
+                + unmatched(responses, key, graded_responses, key, "responses left ungraded"))
+    return problems_result(problems, graded_responses.height)
+
+
+PROFILE_KEY = ("model", "fact_id")
+KNOWLEDGE_FLAGS = ("encodes", "knows", "knows_thinking")
+
+
+@dg.asset_check(asset=wikiprofile_key("profiles"), name=SCHEMA, blocking=True, partitions_def=subject_partitions,
+                description=f"One profile per fact, from {', '.join((*method.PROFILES, *EXCLUDED))}.")
+def profiles_schema(profiles: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = table_problems(profiles, PROFILE_SCHEMA, PROFILE_KEY, not_null=(*PROFILE_KEY, "profile"))
+    if typed(profiles, PROFILE_SCHEMA):
+        problems += not_in(profiles, "profile", (*method.PROFILES, *EXCLUDED), PROFILE_KEY)
+    return problems_result(problems, profiles.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("profiles"), name=PROFILE_RULE, blocking=True, partitions_def=subject_partitions,
+                description="Each profile is what encodes / knows / knows with thinking make it; an ungradable fact has none of the three.")
+def profiles_follow_the_rule(profiles: pl.DataFrame) -> dg.AssetCheckResult:
+    """The reports count profiles and flags separately; a row where they disagree counts twice
+    differently."""
+    problems = table_problems(profiles, PROFILE_SCHEMA)
+    if not problems:
+        flags = pl.any_horizontal(pl.col(f).is_not_null() for f in KNOWLEDGE_FLAGS)
+        ungradable = pl.col("profile") == method.EXCLUDED_UNGRADABLE
+        problems += where(profiles, ungradable & flags, "ungradable yet with encodes / knows set", PROFILE_KEY)
+        problems += where(profiles, ~ungradable & pl.any_horizontal(pl.col(f).is_null() for f in KNOWLEDGE_FLAGS),
+                          "profiled without all of encodes, knows and knows_thinking", PROFILE_KEY)
+        gradable = profiles.filter(~ungradable & pl.all_horizontal(pl.col(f).is_not_null() for f in KNOWLEDGE_FLAGS))
+        expected = [method.profile(*(r[f] for f in KNOWLEDGE_FLAGS)) for r in gradable.iter_rows(named=True)]
+        ruled = gradable.with_columns(pl.Series("expected", expected, dtype=pl.String))
+        problems += where(ruled, pl.col("profile") != pl.col("expected"), "whose profile is not the one its flags give", PROFILE_KEY)
+    return problems_result(problems, profiles.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("profiles"), name=REFERENCES, blocking=True, partitions_def=subject_partitions,
+                additional_ins={"benchmark": WIKIPROFILE_BENCHMARK},
+                description="Exactly the benchmark's facts are profiled.")
+def profiles_references(profiles: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = (unmatched(profiles, ["fact_id"], benchmark, ["fact_id"], "facts not in wikiprofile/benchmark")
+                + unmatched(benchmark, ["fact_id"], profiles, ["fact_id"], "benchmark facts without a profile"))
+    return problems_result(problems, profiles.height)
+
+
+# --- WikiProfile's reports -------------------------------------------------------------------
+
+SUMMARY_SCHEMA = {**{c: pl.Int64 for c in SUMMARY_COUNTS}, **{c: pl.Float64 for c in SUMMARY_SHARES}}
+
+
+def summary_problems(frame: pl.DataFrame, key: Sequence[str]) -> list[str]:
+    """Table 2 rows: shares in percent; the five profiles add up to 100 of the profiled facts,
+    and the profiled and the two excluded kinds to 100 of all facts."""
+    problems = outside(frame, SUMMARY_SHARES, PERCENT, key)
+    problems += where(frame, (pl.col("profiled") < 0) | (pl.col("profiled") > pl.col("facts")), "with profiled facts not between 0 and all facts", key)
+    profiles = pl.sum_horizontal(*method.PROFILES)
+    problems += where(frame, (pl.col("profiled") > 0) & ((profiles - 100).abs() > TOLERANCE), "whose five profiles do not add up to 100%", key)
+    covered = 100 * pl.col("profiled") / pl.col("facts") + pl.sum_horizontal(f"excluded_{e}" for e in EXCLUDED)
+    problems += where(frame, (pl.col("facts") > 0) & ((covered - 100).abs() > TOLERANCE), "whose profiled and excluded shares do not add up to 100%", key)
+    return problems
+
+
+@dg.asset_check(asset=wikiprofile_key("profile_report"), name=SHARES,
+                description="Table 2: one row per model; shares in percent, the profiles adding up to the profiled facts.")
+def profile_report_shares(profile_report: pl.DataFrame) -> dg.AssetCheckResult:
+    columns = {"model": pl.String, **SUMMARY_SCHEMA}
+    problems = table_problems(profile_report, columns, ("model",), not_null=("model", *SUMMARY_COUNTS))
+    if typed(profile_report, columns):
+        problems += summary_problems(profile_report, ("model",))
+    return problems_result(problems, profile_report.height)
+
+
+POPULARITY_SCHEMA = {"model": pl.String, "tier": pl.String, "facts": pl.Int64, "encodes": pl.Float64, "recall": pl.Float64,
+                     "recall_thinking": pl.Float64, "thinking_gain": pl.Float64}
+
+
+@dg.asset_check(asset=wikiprofile_key("popularity_report"), name=SHARES,
+                description="Top and bottom tier per model; rates in percent, recall with thinking at least recall, the gain their difference.")
+def popularity_report_shares(popularity_report: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = popularity_report, ("model", "tier")
+    problems = table_problems(frame, POPULARITY_SCHEMA, key, not_null=(*key, "facts"))
+    if typed(frame, POPULARITY_SCHEMA):
+        problems += not_in(frame, "tier", TIERS, key) + outside(frame, ["encodes", "recall", "recall_thinking"], PERCENT, key)
+        problems += where(frame, pl.col("facts") < 0, "with a negative fact count", key)
+        problems += where(frame, pl.col("recall") > pl.col("recall_thinking") + TOLERANCE, "recalling more without thinking than with it", key)
+        problems += differs(frame, "thinking_gain", pl.col("recall_thinking") - pl.col("recall"), "whose gain is not recall with minus without thinking", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("popularity_report"), name=TIERS_FILLED,
+                description="Both popularity tiers of every model hold facts (an empty tier leaves Figure 5 blank).")
+def popularity_report_tiers(popularity_report: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = table_problems(popularity_report, {c: POPULARITY_SCHEMA[c] for c in ("model", "tier", "facts")})
+    if not problems:
+        problems += where(popularity_report, pl.col("facts") == 0, "(tiers) without facts", ("model", "tier"))
+    return problems_result(problems, popularity_report.height, WARN)
+
+
+DIRECTION_SCHEMA = {"model": pl.String, "condition": pl.String, "facts": pl.Int64, "direct": pl.Float64, "reverse": pl.Float64,
+                    "delta": pl.Float64}
+
+
+@dg.asset_check(asset=wikiprofile_key("direction_report"), name=SHARES,
+                description=f"One row per model and condition ({', '.join(CONDITIONS)}); direct and reverse in percent, delta their difference.")
+def direction_report_shares(direction_report: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = direction_report, ("model", "condition")
+    problems = table_problems(frame, DIRECTION_SCHEMA, key, not_null=(*key, "facts"))
+    if typed(frame, DIRECTION_SCHEMA):
+        problems += not_in(frame, "condition", CONDITIONS, key) + outside(frame, ["direct", "reverse"], PERCENT, key)
+        problems += differs(frame, "delta", pl.col("reverse") - pl.col("direct"), "whose delta is not reverse minus direct", key)
+    return problems_result(problems, frame.height)
+
+
+THINKING_SCHEMA = {"model": pl.String, "encoded": pl.Boolean, "not_known": pl.Int64, "recovered": pl.Int64, "recovered_pct": pl.Float64}
+
+
+@dg.asset_check(asset=wikiprofile_key("thinking_report"), name=SHARES,
+                description="Encoded and not encoded per model; recovered between 0 and the facts not known, its share in percent of them.")
+def thinking_report_shares(thinking_report: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = thinking_report, ("model", "encoded")
+    problems = table_problems(frame, THINKING_SCHEMA, key, not_null=(*key, "not_known", "recovered"))
+    if typed(frame, THINKING_SCHEMA):
+        problems += where(frame, (pl.col("recovered") < 0) | (pl.col("recovered") > pl.col("not_known")),
+                          "recovering more facts than are not known", key)
+        share = pl.when(pl.col("not_known") > 0).then(100 * pl.col("recovered") / pl.col("not_known")).otherwise(math.nan)
+        problems += differs(frame, "recovered_pct", share, "whose share is not recovered over not known", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=wikiprofile_key("robustness_report"), name=SHARES,
+                description="Table 2 at every (tau_enc, tau_know) of the grid per model; thresholds in [0, 1], shares as in Table 2.")
+def robustness_report_shares(robustness_report: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = robustness_report, ("model", "tau_enc", "tau_know")
+    columns = {"model": pl.String, "tau_enc": pl.Float64, "tau_know": pl.Float64, **SUMMARY_SCHEMA}
+    problems = table_problems(frame, columns, key, not_null=(*key, *SUMMARY_COUNTS))
+    if typed(frame, columns):
+        problems += outside(frame, ["tau_enc", "tau_know"], UNIT, key, missing_ok=False) + summary_problems(frame, key)
+        grid = frame.select("model").unique().join(pl.DataFrame(TAU_GRID, schema=["tau_enc", "tau_know"], orient="row"), how="cross")
+        problems += unmatched(grid, list(key), frame, list(key), "model+thresholds of the grid missing")
+    return problems_result(problems, frame.height)
+
+
+# --- LLM accounting of every LLM-bound step ------------------------------------------------------
+
+def _failed(column: str):
+    return lambda frame: frame.filter(pl.col(column).is_not_null())
+
+
+llm_accounting = [
+    llm_accounting_check(eval_key("quit_reranked_runs"), partitions_def=rerank_partitions),
+    llm_accounting_check(eval_key("quit_reader_answers"), partitions_def=quit_reader_partitions,
+                         failed_items=_failed("error"), item_column="question_id"),
+    llm_accounting_check(eval_key("recor_queries"), partitions_def=recor_domain_partitions,
+                         failed_items=lambda frame: frame.filter(pl.col("fallback")), item_column="qid"),
+    llm_accounting_check(eval_key("recor_generation"), partitions_def=recor_domain_partitions,
+                         failed_items=lambda frame: frame.filter(pl.col("answer").is_null() | pl.col("correctness").is_null()),
+                         item_column="qid"),
+    llm_accounting_check(wikiprofile_key("responses"), partitions_def=subject_partitions,
+                         failed_items=_failed("error"), item_column="fact_id"),
+    llm_accounting_check(wikiprofile_key("graded_responses"), partitions_def=subject_partitions),
+]
+
+
+eval_checks = [
+    quit_index_files, quit_runs_ranks, quit_runs_references, quit_runs_coverage, quit_retrieval_metrics_ranges,
+    quit_reranked_runs_ranks, quit_reranked_same_passages, quit_rerank_metrics_ranges,
+    quit_reader_answers_schema, quit_reader_answers_references, quit_reader_metrics_ranges,
+    recor_queries_schema, recor_queries_references, recor_runs_ranks, recor_runs_references, recor_retrieval_metrics_ranges,
+    recor_generation_schema, recor_generation_references, recor_generation_metrics_ranges,
+    responses_schema, responses_sampling, responses_references, graded_responses_schema, graded_responses_references,
+    profiles_schema, profiles_follow_the_rule, profiles_references,
+    profile_report_shares, popularity_report_shares, popularity_report_tiers, direction_report_shares,
+    thinking_report_shares, robustness_report_shares,
+    *llm_accounting,
+]

@@ -10,6 +10,7 @@ from assets.eval.wikiprofile import (
     wikiprofile_analysis_assets,
     wikiprofile_profile_assets,
 )
+from assets.partitions import NAMED
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
 from assets.wikiprofile.assets import wikiprofile_assets
@@ -17,10 +18,12 @@ from checks.eval import eval_checks
 from checks.quit import quit_checks
 from checks.recor import recor_checks
 from checks.wikiprofile import wikiprofile_checks
-from pipelines.jobs import jobs
+from pipelines.jobs import jobs, recheck_jobs
 from pipelines.resources import default_resources
 from pipelines.schedules import schedules
 from pipelines.sensors import sensors
+
+CHECKS = [*quit_checks, *recor_checks, *wikiprofile_checks, *eval_checks]
 
 
 def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrides) -> dg.Definitions:
@@ -29,8 +32,8 @@ def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrid
     return dg.Definitions(
         assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
                 *wikiprofile_profile_assets, *wikiprofile_analysis_assets],
-        asset_checks=[*quit_checks, *recor_checks, *wikiprofile_checks, *eval_checks],
-        jobs=jobs,
+        asset_checks=CHECKS,
+        jobs=[*jobs, *recheck_jobs(CHECKS, NAMED)],
         sensors=sensors,
         schedules=schedules,
         resources={**default_resources(), **resource_overrides},

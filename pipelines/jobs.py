@@ -145,3 +145,25 @@ jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_
         recor_observe_job, recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
         recor_generation_job, recor_generation_report_job, wikiprofile_build_job,
         wikiprofile_profile_job, wikiprofile_report_job]
+
+
+def recheck_jobs(checks: list[dg.AssetChecksDefinition], partitions: dict[str, dg.PartitionsDefinition]) -> list:
+    """Checks-only jobs: the checks of one key prefix (``quit``, ``recor``, ``wikiprofile``,
+    ``eval``) and one partitioning, run over the stored tables without materializing anything,
+    so that a changed threshold (``CheckSettings``) re-judges a build without asking any model
+    again. ``<prefix>_checks`` for unpartitioned assets, ``<prefix>_checks_<partitions>`` for
+    the others (``partitions`` names each partitions definition). A run of a partitioned one
+    checks the partition in its ``dagster/partition`` tag (the launchpad's tags)."""
+    named = {id(p): name for name, p in partitions.items()}
+    groups: dict[str, list[dg.AssetChecksDefinition]] = {}
+    for check in checks:
+        prefix = next(iter(check.check_keys)).asset_key.path[0]
+        pdef = check.partitions_def
+        if pdef is not None and id(pdef) not in named:
+            raise ValueError(f"{sorted(k.to_user_string() for k in check.check_keys)}: its partitions have no name")
+        name = f"{prefix}_checks" + (f"_{named[id(pdef)]}" if pdef is not None else "")
+        groups.setdefault(name, []).append(check)
+    return [dg.define_asset_job(name, selection=dg.AssetSelection.checks(*group),
+                                description=f"Re-runs {sum(len(c.check_keys) for c in group)} checks on the stored tables "
+                                            "(no materialization, no model asked).")
+            for name, group in sorted(groups.items())]

@@ -43,9 +43,12 @@ def start_jvm() -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Hit:
+    """One search result, pyserini's shape; ``contents`` where the searcher keeps the texts."""
+
     docid: str
     score: float
     rank: int
+    contents: str | None = None
 
 
 def write_collection(docs, folder: Path, shards: int) -> int:
@@ -117,6 +120,9 @@ class BM25Searcher:
         self._searcher = LuceneSearcher(index_dir)
         self._searcher.set_bm25(k1, b)
         self.threads = threads
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.batch_search([query], ["q"], k)["q"]
 
     def batch_search(self, queries: list[str], qids: list[str], k: int) -> dict[str, list[Hit]]:
         if not queries:

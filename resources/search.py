@@ -1,6 +1,6 @@
 """Document search for the construction steps that look things up (RECOR's hard-negative
-mining, WikiProfile's search-grounded filter): one verb, ``search(path, queries, k)
--> {query: [(doc_id, text), ...]}``.
+mining, WikiProfile's search-grounded filter), with pyserini's API: ``searcher(path)`` gives
+``search(q, k)`` and ``batch_search(queries, qids, k)`` -> qid -> hits, each hit with its text.
 
 ``kind: bm25`` (the default) searches a local collection indexed with Lucene at ``path``
 (``StorageResource.index_path("search", name)``). ``kind: http`` asks a web search API instead: a GET to ``endpoint`` with
@@ -11,6 +11,7 @@ mining, WikiProfile's search-grounded filter): one verb, ``search(path, queries,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import urllib.parse
@@ -20,7 +21,45 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from resources.lucene import BM25Searcher, build_index
+from resources.lucene import BM25Searcher, Hit, build_index
+
+
+class DocumentSearcher:
+    """A local collection's BM25 searcher whose hits carry their texts."""
+
+    def __init__(self, path: str, threads: int):
+        target = Path(path)
+        self._texts = dict(pl.read_parquet(target / "texts.parquet").iter_rows())
+        self._bm25 = BM25Searcher(str(target / "lucene"), threads=threads)
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.batch_search([query], ["q"], k)["q"]
+
+    def batch_search(self, queries: list[str], qids: list[str], k: int) -> dict[str, list[Hit]]:
+        hits = self._bm25.batch_search(queries, qids, k)
+        return {qid: [dataclasses.replace(h, contents=self._texts[h.docid]) for h in hs] for qid, hs in hits.items()}
+
+
+class WebSearcher:
+    """A web search API with the same two verbs (one request per query)."""
+
+    def __init__(self, endpoint: str, api_key_env: str, timeout: float):
+        self.endpoint, self.api_key_env, self.timeout = endpoint, api_key_env, timeout
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        params = {"q": query, "num": k}
+        if self.api_key_env:
+            params["key"] = os.environ[self.api_key_env]
+        url = f"{self.endpoint}?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=self.timeout) as response:
+            items = json.loads(response.read()).get("items") or []
+        found = [(str(i.get("link") or i.get("id")), str(i.get("snippet") or i.get("text") or "")) for i in items
+                 if (i.get("link") or i.get("id")) and (i.get("snippet") or i.get("text"))]
+        # a web API gives an order, not scores: the score is the reciprocal rank
+        return [Hit(doc, 1.0 / rank, rank, text) for rank, (doc, text) in enumerate(found[:k], start=1)]
+
+    def batch_search(self, queries: list[str], qids: list[str], k: int) -> dict[str, list[Hit]]:
+        return {qid: self.search(q, k) for q, qid in zip(queries, qids)}
 
 
 class DocumentSearchResource(dg.ConfigurableResource):
@@ -31,8 +70,8 @@ class DocumentSearchResource(dg.ConfigurableResource):
     timeout: float = 30.0
 
     def index(self, path: str, docs: pl.DataFrame) -> int:
-        """Make ``docs`` (``doc_id``, ``content``) searchable in a collection at ``path`` (a
-        local folder the storage resource names; bm25 only: a web search API has its own)."""
+        """Make ``docs`` (``id``, ``contents``, pyserini's columns) searchable in a collection at
+        ``path`` (a local folder the storage resource names; bm25 only: a web search API has its own)."""
         if self.kind != "bm25":
             return 0
         import shutil
@@ -40,30 +79,14 @@ class DocumentSearchResource(dg.ConfigurableResource):
         target = Path(path)
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        docs.select("doc_id", "content").write_parquet(target / "texts.parquet")
-        return build_index(docs.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents")),
-                           str(target / "lucene"), threads=self.threads)
+        docs.select("id", "contents").write_parquet(target / "texts.parquet")
+        return build_index(docs.select("id", "contents"), str(target / "lucene"), threads=self.threads)
 
-    def search(self, path: str, queries: list[str], k: int) -> dict[str, list[tuple[str, str]]]:
-        unique = list(dict.fromkeys(q for q in queries if q.strip()))
-        if not unique:
-            return {}
+    def searcher(self, path: str) -> DocumentSearcher | WebSearcher:
+        """The searcher of the collection at ``path`` (``search(q, k)``, ``batch_search(queries,
+        qids, k)`` -> qid -> hits with their texts), or of the web search API."""
         if self.kind == "http":
-            return {q: self._http(q, k) for q in unique}
+            return WebSearcher(self.endpoint, self.api_key_env, self.timeout)
         if self.kind != "bm25":
             raise ValueError(f"unknown search kind {self.kind!r} (bm25 or http)")
-        target = Path(path)
-        texts = dict(pl.read_parquet(target / "texts.parquet").iter_rows())
-        qids = [str(i) for i in range(len(unique))]
-        hits = BM25Searcher(str(target / "lucene"), threads=self.threads).batch_search(unique, qids, k)
-        return {q: [(h.docid, texts[h.docid]) for h in hits[qid]] for q, qid in zip(unique, qids)}
-
-    def _http(self, query: str, k: int) -> list[tuple[str, str]]:
-        params = {"q": query, "num": k}
-        if self.api_key_env:
-            params["key"] = os.environ[self.api_key_env]
-        url = f"{self.endpoint}?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=self.timeout) as response:
-            items = json.loads(response.read()).get("items") or []
-        return [(str(i.get("link") or i.get("id")), str(i.get("snippet") or i.get("text") or "")) for i in items[:k]
-                if (i.get("link") or i.get("id")) and (i.get("snippet") or i.get("text"))]
+        return DocumentSearcher(path, self.threads)

@@ -152,7 +152,8 @@ def wikiprofile_reply(prompt: str) -> str | None:
         return "Tell me, " + _field(prompt, "Question")[0].lower() + _field(prompt, "Question")[1:]
     if "Write three wrong answers of the same kind" in prompt:
         gold = _field(prompt, "Correct answer").rsplit(" (", 1)[0]
-        return "\n".join([gold, f"Not {gold}", f"Other {gold}", "Something else"])
+        # the gold first and a line that names it, as small models write: neither is a distractor
+        return "\n".join([gold, f"The correct answer is {gold}", "First decoy", "Second decoy", "Third decoy"])
     if "Respond only with the letter of the correct answer" in prompt or "followed by the letter of the correct answer" in prompt:
         return "A"
     if "Respond only with the completion of the last sentence" in prompt or "Respond only with the answer to the question" in prompt \

@@ -3,13 +3,15 @@
 A prompt file holds ``version``, an optional ``system`` message, optional few-shot ``shots``
 (each a mapping of template fields plus ``answer``) and a ``user`` template using
 ``{field}`` placeholders, and, for prompts whose continuation is scored rather than
-generated, a ``continuation`` template. Bump ``version`` (and the asset's ``code_version``) when a prompt
-changes, so cached answers and stale assets are told apart.
+generated, a ``continuation`` template. Bump ``version`` when a prompt changes: the
+code version of every asset that uses it follows (:func:`code_version`), so cached answers
+and stale assets are told apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from functools import cache
 from pathlib import Path
 
@@ -52,3 +54,18 @@ def load_prompt(benchmark: str, name: str) -> Prompt:
         shots=tuple(raw.get("shots") or ()),
         continuation=raw.get("continuation"),
     )
+
+
+# Every prompt some asset's code version follows (a test checks that none is left out).
+DECLARED: set[str] = set()
+
+
+def code_version(rules: str, *prompts: str) -> str:
+    """An asset's ``code_version`` from the version of its rules and of every prompt file it
+    uses (``"recor/facts"``, ``"eval/rag_judge"``, ...): bumping a prompt's ``version`` marks
+    exactly the assets that use it stale in the UI. A short digest keeps the string readable."""
+    DECLARED.update(prompts)
+    if not prompts:
+        return rules
+    versions = ",".join(f"{p}={load_prompt(*p.split('/')).version}" for p in sorted(set(prompts)))
+    return f"{rules}-{hashlib.sha1(versions.encode()).hexdigest()[:8]}"

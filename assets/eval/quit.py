@@ -8,6 +8,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import png_markdown, table_metadata
+from assets.common.prompts import code_version
 from assets.eval import metrics as eval_metrics
 from assets.eval import readers, reports, retrieve
 from assets.eval import rerankers as rerank_methods
@@ -19,7 +20,7 @@ from assets.partitions import (
 )
 from assets.quit import steps as quit_steps
 from resources.faiss_index import FaissIndexResource
-from resources.llm import CallStats, LLMResource, role_aliases
+from resources.llm import CallStats, LLMResource
 from resources.lucene import LuceneResource
 from resources.retrieval import load_rerankers, load_retrievers
 from resources.storage import StorageResource, write_bytes
@@ -102,7 +103,8 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"],
                                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
-          kinds={"litellm"}, pool="llm", code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(1))
+          kinds={"litellm"}, pool="llm",
+          code_version=code_version("1", "eval/relevance", "eval/upr", "eval/seq2seq"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
                        benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource) -> dg.Output:
     """One retriever's run reranked by one reranker (partition = retriever x reranker): the
@@ -159,7 +161,8 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"], partition_mapping=dg.AllPartitionMapping()),
                "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"litellm"}, pool="llm", code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(1))
+          kinds={"litellm"}, pool="llm",
+          code_version=code_version("1", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
                         benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame,
                         llm: LLMResource) -> dg.Output:
@@ -168,7 +171,7 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
     Union_freq contexts (equation 1, alpha 0.6, beta 0.4), plus the Optimal bound: the reader
     on every relevant passage."""
     reader = context.partition_key
-    judge = role_aliases("quit.judge")[0]
+    judge = llm.role("quit.judge")[0]
     stats = CallStats()
     items = readers.reader_items(pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus)
     answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info)

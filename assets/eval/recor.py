@@ -9,13 +9,13 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import md_table, png_markdown, table_metadata
-from assets.common.prompts import load_prompt
+from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import materialized_in
 from assets.eval import conversational, generation, retrieve
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
 from resources.faiss_index import FaissIndexResource
-from resources.llm import CallStats, LLMRequest, LLMResource, role_aliases
+from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.lucene import LuceneResource
 from resources.retrieval import load_retrievers
 from resources.storage import StorageResource, write_bytes
@@ -36,12 +36,12 @@ def qrels_frame(benchmark: pl.DataFrame) -> pl.DataFrame:
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions, ins={"benchmark": BENCHMARK},
-          kinds={"litellm"}, pool="llm", code_version="1")
+          kinds={"litellm"}, pool="llm", code_version=code_version("1", "eval/query_rewrite", "eval/search_reasoning"))
 def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Every turn's query under the five strategies (4.1.1): Baseline (the question),
     Query Rewrite (made self-contained by the LLM), Reasoning (the LLM's search rationale
     appended), History (the conversation so far prepended) and History+Reasoning."""
-    alias = role_aliases("recor.builder")[0]
+    alias = llm.role("recor.builder")[0]
     stats = CallStats()
     rows = list(benchmark.iter_rows(named=True))
     rewrite, reason = load_prompt("eval", "query_rewrite"), load_prompt("eval", "search_reasoning")
@@ -120,7 +120,8 @@ def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
           ins={"benchmark": BENCHMARK, "corpus": CORPUS,
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": dg.AssetIn(key=[PREFIX, "recor_retrieval_metrics"])},
-          kinds={"litellm"}, pool="llm", code_version="1")
+          kinds={"litellm"}, pool="llm",
+          code_version=code_version("1", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
 def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
                      recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Every configured generator (registry role ``recor.generators``) answering each turn in
@@ -132,10 +133,10 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
     run = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy)).sort("question_id", "rank")
     retrieved = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
     items = generation.contexts(benchmark, corpus, retrieved)
-    judge_alias = role_aliases("recor.judge")[0]
+    judge_alias = llm.role("recor.judge")[0]
     stats = CallStats()
     rows = []
-    for generator in role_aliases("recor.generators"):
+    for generator in llm.role("recor.generators"):
         answers = generation.answer(items, llm, generator, stats, context.log.info)
         grades = generation.judge(items, answers, llm, judge_alias, stats, context.log.info)
         for item, text, grade in zip(items, answers, grades):

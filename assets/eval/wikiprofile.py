@@ -1,31 +1,38 @@
 """Profiling subject models on the WikiProfile benchmark as Dagster assets, partitioned by
 model alias (dynamic: an alias added to the registry's ``wikiprofile.subjects`` becomes a
-partition). The rules live in :mod:`assets.wikiprofile.method` and
-:mod:`assets.wikiprofile.profiling`."""
+partition). The rules live in :mod:`assets.eval.profiling_rules` and
+:mod:`assets.eval.profiling`."""
 
 import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.prompts import code_version
 from assets.common.wiring import asset_in, materialized_in
 from assets.eval import analysis, profiling
 from assets.eval import profiling_rules as method
 from assets.partitions import subject_partitions
 from assets.wikiprofile import sources
 from assets.wikiprofile.settings import WikiProfileSettings
-from resources.llm import CallStats, LLMResource, role_aliases
+from resources.llm import CallStats, LLMResource
 
 PREFIX = GROUP = "wikiprofile"
 STEP = dict(key_prefix=PREFIX, group_name=GROUP, partitions_def=subject_partitions, code_version="2")
+
+
+def _prompted(rules: str, *prompts: str) -> dict:
+    """The step's settings with a code version that follows its rules and its prompts."""
+    return {**STEP, "code_version": code_version(rules, *prompts)}
 SAMPLE_SCHEMA = {"fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32, "gold_slot": pl.Int32,
                  "response": pl.String, "answer": pl.String, "error": pl.String}
 
 
-def _grader() -> str:
-    return role_aliases("wikiprofile.grader")[0]
+def _grader(llm: LLMResource) -> str:
+    return llm.role("wikiprofile.grader")[0]
 
 
-@dg.asset(ins={"benchmark": asset_in(PREFIX, "benchmark")}, kinds={"polars", "litellm"}, pool="llm", **STEP)
+@dg.asset(ins={"benchmark": asset_in(PREFIX, "benchmark")}, kinds={"polars", "litellm"}, pool="llm",
+          **_prompted("2", "eval/subject_completion", "eval/subject_choice", "eval/subject_choice_cot", "eval/subject_question", "eval/subject_question_cot"))
 def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
               wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """The subject model's sampled responses: ``n_samples`` per task at temperature 1, the
@@ -53,7 +60,7 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
 
 
 @dg.asset(ins={"responses": asset_in(PREFIX, "responses"), "benchmark": asset_in(PREFIX, "benchmark")},
-          kinds={"polars", "litellm"}, pool="llm", **STEP)
+          kinds={"polars", "litellm"}, pool="llm", **_prompted("2", "eval/grade_answers", "eval/grade_completions"))
 def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
                      llm: LLMResource) -> dg.Output:
     """Every response labelled CORRECT, INCORRECT, PARTIALLY or OTHER: multiple choice by
@@ -66,7 +73,7 @@ def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame,
     mc = responses.filter(pl.col("task").str.starts_with("mc_"))
     labels = [{**r, "label": method.mc_grade(r["response"] or "", r["gold_slot"])} for r in mc.iter_rows(named=True)]
     free = responses.filter(~pl.col("task").str.starts_with("mc_"))
-    unparsed, grader = 0, _grader()
+    unparsed, grader = 0, _grader(llm)
     if llm.spec(grader).verdicts == "advisory":
         labels += [{**r, "label": g} for r, g in zip(free.iter_rows(named=True), profiling.rule_labels(free, benchmark))]
         grader = f"rules ({grader} is advisory)"
@@ -143,9 +150,8 @@ wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_rep
 # WikiProfile's analyses as report assets over every profiled model (all partitions of the
 # profiling assets): popularity tiers, direct vs reverse with error attribution, thinking as
 # recovery with the correct>=p curve, and the robustness of the thresholds and of n. The
-# computations live in :mod:`assets.wikiprofile.analysis`; these assets only plot and show.
+# computations live in :mod:`assets.eval.analysis`; these assets only plot and show.
 
-PREFIX = GROUP = "wikiprofile"
 REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1")
 
 

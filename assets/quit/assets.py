@@ -1,11 +1,12 @@
 """QUIT construction as Dagster assets (paper sections 3.1-3.2). Each asset is thin: the
-rules live in :mod:`assets.quit.method` and the LLM-driven steps in :mod:`assets.quit.steps`."""
+rules live in :mod:`assets.quit.rules` and the LLM-driven steps in :mod:`assets.quit.steps`."""
 
 
 import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.prompts import code_version
 from assets.common.records import parse_json_list
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
 from assets.quit import release, rules, sources, steps
@@ -17,7 +18,7 @@ from assets.quit.rules import (
 )
 from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
-from resources.llm import CallStats, LLMResource, role_aliases
+from resources.llm import CallStats, LLMResource
 from resources.lucene import LuceneResource
 from resources.storage import Batches, StorageResource, read_text
 
@@ -25,8 +26,8 @@ PREFIX = "quit"
 GROUP = "quit"
 
 
-def _judge() -> str:
-    return role_aliases("quit.judge")[0]
+def _judge(llm: LLMResource) -> str:
+    return llm.role("quit.judge")[0]
 
 
 def _out(description: str, kinds: set[str]) -> dg.AssetOut:
@@ -70,25 +71,25 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
     },
     ins={"source_questions": dg.AssetIn(key=[PREFIX, "source_questions"])},
     pool="llm",
-    code_version="1",
+    code_version=code_version("1", "quit/leakage_span"),
 )
 def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, llm: LLMResource):
     """Answer-leakage filter (3.1.2). The paper used BEM to find hint words equivalent to the
     answer; offline this uses normalized answer/alias matching, and asks the LLM judge about
     spans of a hint that nearly match the answer. Any leak discards the question."""
     stats = CallStats()
-    kept, rejects = steps.screen_leakage(source_questions, llm, _judge(), stats, log=_log(context))
+    kept, rejects = steps.screen_leakage(source_questions, llm, _judge(llm), stats, log=_log(context))
     yield dg.Output(kept, output_name="screened_questions", metadata={**table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata()})
     yield dg.Output(rejects, output_name="leakage_rejects", metadata=table_metadata(rejects.select("question_id", "detail")))
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": dg.AssetIn(key=[PREFIX, "screened_questions"])},
-          kinds={"polars", "litellm"}, pool="llm", code_version="1")
+          kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/distractors", "quit/hint_fits"))
 def hint_convergence(context: dg.AssetExecutionContext, screened_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
     wrong candidate answers a hint rules out (candidates from the source, else proposed by the
     LLM), 0 when the hint does not fit the gold answer."""
-    alias = role_aliases("quit.labelers")[0]
+    alias = llm.role("quit.labelers")[0]
     stats = CallStats()
     frame = steps.hint_convergence(screened_questions, llm, alias, quit_settings.distractors, stats, _log(context))
     return dg.Output(frame, metadata={
@@ -123,7 +124,7 @@ def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, st
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "reference_index": dg.AssetIn(key=[PREFIX, "reference_index"])},
-          kinds={"polars", "litellm", "lucene"}, pool="llm", code_version="1")
+          kinds={"polars", "litellm", "lucene"}, pool="llm", code_version=code_version("1", "quit/question_type"))
 def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, reference_index: pl.DataFrame,
                       llm: LLMResource, lucene: LuceneResource, encoder: EncoderResource, storage: StorageResource,
                       quit_settings: QuitSettings) -> dg.Output:
@@ -131,7 +132,7 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
     source's, else reference-based complexity: how many of the BM25-retrieved reference
     passages contain the answer, weighted by their similarity to the question)."""
     stats = CallStats()
-    types = steps.question_types(selected_questions, llm, role_aliases("quit.labelers")[0], stats, _log(context))
+    types = steps.question_types(selected_questions, llm, llm.role("quit.labelers")[0], stats, _log(context))
     searcher = lucene.searcher(storage.index_path("lucene", "quit_references"))
     by_id = dict(reference_index.select("id", "contents").iter_rows())
     need = selected_questions.filter(pl.col("difficulty").is_null())
@@ -150,14 +151,14 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_model_partitions,
           ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
-          kinds={"polars", "litellm"}, pool="llm", code_version="1",
+          kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/closed_book", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
 def parametric_answers(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """Closed-book answers of one reader/labeler model (partition = model alias), 3 repeats per
     question, judged with the GPT-Eval prompt (3.1.4)."""
     alias = context.partition_key
     stats = CallStats()
-    frame = steps.closed_book_answers(selected_questions, llm, alias, _judge(), quit_settings.parametric_repeats, stats, _log(context))
+    frame = steps.closed_book_answers(selected_questions, llm, alias, _judge(llm), quit_settings.parametric_repeats, stats, _log(context))
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("question_id", "item", "answer", "correct", "error")),
         "correct_rate": float(frame["correct"].mean() or 0.0),
@@ -222,7 +223,7 @@ def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Outpu
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_labeler_partitions,
           ins={"passages": dg.AssetIn(key=[PREFIX, "passages"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
                "splits": dg.AssetIn(key=[PREFIX, "splits"])},
-          kinds={"polars", "litellm"}, pool="llm", code_version="1",
+          kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/reader", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
 def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame,
                     llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
@@ -237,7 +238,7 @@ def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, s
         ps = ps.filter(pl.col("hint_order").is_in(orders))
     context.log.info(f"labeling {ps.height} passages of {labeled.len()} questions with {alias}")
     stats = CallStats()
-    frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(), stats, _log(context))
+    frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(llm), stats, _log(context))
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("passage_id", "answer", "correct", "error")),
         "labeler_model": llm.spec(alias).model,
@@ -295,7 +296,7 @@ def verification_candidates(passage_answers: pl.DataFrame, selected_questions: p
          "answer_pools": dg.AssetIn(key=[PREFIX, "answer_pools"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
          "verification_candidates": dg.AssetIn(key=[PREFIX, "verification_candidates"])},
     pool="llm",
-    code_version="1",
+    code_version=code_version("1", "quit/leakage_span"),
 )
 def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_labels, answer_pools, selected_questions,
                     verification_candidates, llm: LLMResource, quit_settings: QuitSettings, storage: StorageResource):
@@ -304,7 +305,7 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
     newly accepted answers. Without decisions the labels pass through, marked unverified."""
     decisions = sources.load_decisions(sources.decisions_path(quit_settings, storage))
     stats = CallStats()
-    out = steps.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(), stats,
+    out = steps.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(llm), stats,
                              _log(context))
     meta = {"verified": out.verified, "questions_with_decisions": out.decided, "labels_changed_2_to_1": out.demoted, **stats.as_metadata()}
     if not out.verified:

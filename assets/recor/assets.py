@@ -1,17 +1,18 @@
 """RECOR construction as Dagster assets, partitioned by domain (paper section 3). Each step
 is a multi-asset: what it keeps and what it rejects, with the reason. The rules live in
-:mod:`assets.recor.method`, the LLM-driven steps in :mod:`assets.recor.steps`."""
+:mod:`assets.recor.rules`, the LLM-driven steps in :mod:`assets.recor.steps`."""
 
 import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
+from assets.common.prompts import code_version
 from assets.common.wiring import materialized_in
 from assets.partitions import recor_domain_partitions
 from assets.recor import release, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
-from resources.llm import CallStats, LLMResource, role_aliases
+from resources.llm import CallStats, LLMResource
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource, join, write_bytes
 
@@ -19,13 +20,13 @@ PREFIX = "recor"
 GROUP = "recor"
 
 
-def _builder() -> str:
-    return role_aliases("recor.builder")[0]
+def _builder(llm: LLMResource) -> str:
+    return llm.role("recor.builder")[0]
 
 
 def _thresholds(recor_settings: RecorSettings, llm: LLMResource):
     """The step knobs, with the builder's verdicts binding or advisory as its registry entry says."""
-    return recor_settings.thresholds(binding_verdicts=llm.spec(_builder()).verdicts == "binding")
+    return recor_settings.thresholds(binding_verdicts=llm.spec(_builder(llm)).verdicts == "binding")
 
 
 def _out(description: str, kinds: set[str]) -> dg.AssetOut:
@@ -49,6 +50,11 @@ def _similarity(settings: RecorSettings) -> steps.Similarity:
 
 
 STEP = dict(partitions_def=recor_domain_partitions, code_version="1")
+
+
+def _prompted(rules: str, *prompts: str) -> dict:
+    """The step's settings with a code version that follows its rules and its prompts."""
+    return {**STEP, "code_version": code_version(rules, *prompts)}
 
 
 @dg.observable_source_asset(key=[PREFIX, "source_files"], group_name=GROUP, partitions_def=recor_domain_partitions,
@@ -83,7 +89,8 @@ def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
 @dg.multi_asset(outs={
     "hard_negatives": _out("Mined hard negatives (StackExchange domains): passages on the topic that do not help answer.", {"polars", "lucene"}),
     "negative_rejects": _out("Mined candidates dropped as duplicates or for overlapping a positive.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
+}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm",
+          **_prompted("1", "recor/negative_queries"))
 def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                    llm: LLMResource, search: DocumentSearchResource, storage: StorageResource, recor_settings: RecorSettings):
     """Hard-negative mining (3.1.2): the LLM writes queries on unhelpful aspects of each
@@ -99,9 +106,11 @@ def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataF
     else:
         collection = f"recor_pool_{domain}"
         where = storage.index_path("search", collection)
-        search.index(where, pool)
-        queries = steps.mining_queries(source_questions, llm, _builder(), recor_settings.mining_queries, stats, context.log.info)
-        found = search.search(where, [q for qs in queries.values() for q in qs], recor_settings.mining_hits)
+        search.index(where, pool.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents")))
+        queries = steps.mining_queries(source_questions, llm, _builder(llm), recor_settings.mining_queries, stats, context.log.info)
+        asked = list(dict.fromkeys(q for qs in queries.values() for q in qs if q.strip()))
+        found = {q: [(h.docid, h.contents) for h in hs]
+                 for q, hs in search.searcher(where).batch_search(asked, asked, recor_settings.mining_hits).items()}
         hits = {qid: list(dict.fromkeys(h for q in qs for h in found.get(q, []))) for qid, qs in queries.items()}
         positives = source_documents.filter(pl.col("role") == "positive")
         mined, rejects = steps.select_negatives(source_questions, positives, hits, recor_settings.negative_overlap)
@@ -123,12 +132,13 @@ def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.O
 @dg.multi_asset(outs={
     "aligned_documents": _out("Each gold document checked against the expert answer (judge verdict, coverage, kept).", {"polars", "litellm"}),
     "alignment_rejects": _out("Weakly related documents, and questions left without one.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
+}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm",
+          **_prompted("1", "recor/alignment"))
 def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                       llm: LLMResource, recor_settings: RecorSettings):
     """Document-answer alignment validation (3.2.1)."""
     stats = CallStats()
-    frame, rejects = steps.alignment(source_questions, source_documents, llm, _builder(), _similarity(recor_settings),
+    frame, rejects = steps.alignment(source_questions, source_documents, llm, _builder(llm), _similarity(recor_settings),
                                      _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aligned_documents", metadata={**table_metadata(frame), **stats.as_metadata(),
                                                                        "kept": int(frame["kept"].sum())})
@@ -139,13 +149,14 @@ def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.Da
     "aspects": _out("Aspects of each answer in conversational order, with their document coverage.", {"polars", "litellm"}),
     "aspect_rejects": _out("Aspect proposals rejected for overlap, low coverage or unsuitability.", {"polars"}),
 }, ins={"source_questions": _in("source_questions"), "aligned_documents": _in("aligned_documents"),
-        "source_documents": _in("source_documents")}, pool="llm", **STEP)
+        "source_documents": _in("source_documents")}, pool="llm",
+          **_prompted("1", "recor/aspects", "recor/aspect_order", "recor/aspect_suitability"))
 def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aligned_documents: pl.DataFrame,
             source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Answer decomposition (3.2.1): iterative aspect extraction with the non-overlap and
     coverage checks, the suitability filter and reordering for conversational flow."""
     stats = CallStats()
-    frame, rejects = steps.aspects(source_questions, aligned_documents, source_documents, llm, _builder(),
+    frame, rejects = steps.aspects(source_questions, aligned_documents, source_documents, llm, _builder(llm),
                                    _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aspects", metadata={**table_metadata(frame.select("aspect_id", "title", "text", "coverage")),
                                                              **stats.as_metadata()})
@@ -156,12 +167,12 @@ def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, a
     "facts": _out("Atomic facts per aspect with their verification (similarity, judge, verified).", {"polars", "litellm"}),
     "fact_rejects": _out("Unsupported facts, and aspects left with no verified fact.", {"polars"}),
 }, ins={"source_questions": _in("source_questions"), "aspects": _in("aspects"), "aligned_documents": _in("aligned_documents"),
-        "source_documents": _in("source_documents")}, pool="llm", **STEP)
+        "source_documents": _in("source_documents")}, pool="llm", **_prompted("2", "recor/facts", "recor/fact_check"))
 def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
     stats = CallStats()
-    frame, rejects = steps.facts(source_questions, aspects, aligned_documents, source_documents, llm, _builder(),
+    frame, rejects = steps.facts(source_questions, aspects, aligned_documents, source_documents, llm, _builder(llm),
                                  _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
     rate = float(frame["verified"].mean()) if frame.height else 0.0
     yield dg.Output(frame, output_name="facts", metadata={**table_metadata(frame.select("fact_id", "fact", "similarity", "verified")),
@@ -173,12 +184,13 @@ def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     "turns": _out("Conversation turns: question, answer, selected documents with their scores, retrieval reasoning.", {"polars", "litellm"}),
     "turn_rejects": _out("Turns rejected as repetitive, off-aspect, unnatural or unanswerable.", {"polars"}),
 }, ins={"source_questions": _in("source_questions"), "aspects": _in("aspects"), "facts": _in("facts"),
-        "aligned_documents": _in("aligned_documents"), "source_documents": _in("source_documents")}, pool="llm", **STEP)
+        "aligned_documents": _in("aligned_documents"), "source_documents": _in("source_documents")}, pool="llm",
+          **_prompted("2", "recor/first_turn", "recor/follow_up", "recor/question_for_point", "recor/retrieval_reasoning", "recor/turn_answer", "recor/document_criterion", "recor/turn_relevance", "recor/turn_flow"))
 def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame, facts: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Turn generation with retrieval reasoning (3.2.2) and turn validation (3.2.3)."""
     stats = CallStats()
-    frame, rejects = steps.turns(source_questions, aspects, facts, aligned_documents, source_documents, llm, _builder(),
+    frame, rejects = steps.turns(source_questions, aspects, facts, aligned_documents, source_documents, llm, _builder(llm),
                                  _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="turns", metadata={**table_metadata(frame.select("conversation_id", "turn_id", "query", "gold_doc_ids")),
                                                            **stats.as_metadata()})
@@ -188,11 +200,11 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
 @dg.multi_asset(outs={
     "conversations": _out("Each conversation's validation: length, grounding, document diversity, coherence.", {"polars", "litellm"}),
     "conversation_rejects": _out("Conversations that failed validation, with their problems.", {"polars"}),
-}, ins={"turns": _in("turns")}, pool="llm", **STEP)
+}, ins={"turns": _in("turns")}, pool="llm", **_prompted("1", "recor/conversation_check"))
 def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
     stats = CallStats()
-    frame, rejects = steps.conversations(turns, llm, _builder(), _thresholds(recor_settings, llm), stats, context.log.info)
+    frame, rejects = steps.conversations(turns, llm, _builder(llm), _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="conversations", metadata={**table_metadata(frame), "valid": int(frame["valid"].sum()),
                                                                    **stats.as_metadata()})
     yield _rejects_output("conversation_rejects", rejects)
@@ -228,11 +240,12 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
 @dg.multi_asset(outs={
     "quality_scores": _out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
     "turn_labels": _out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
-}, ins={"benchmark": _in("benchmark"), "corpus": _in("corpus")}, pool="llm", **STEP)
+}, ins={"benchmark": _in("benchmark"), "corpus": _in("corpus")}, pool="llm",
+          **_prompted("1", "recor/quality_naturalness", "recor/quality_coherence", "recor/quality_questions", "recor/quality_groundedness", "recor/dependency_type", "recor/question_pattern"))
 def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, llm: LLMResource):
     """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
     registry's ``recor.judge`` model."""
-    judge = role_aliases("recor.judge")[0]
+    judge = llm.role("recor.judge")[0]
     stats = CallStats()
     scores = steps.conversation_scores(benchmark, corpus, llm, judge, stats, context.log.info)
     labels = steps.turn_labels(benchmark, llm, judge, stats, context.log.info)

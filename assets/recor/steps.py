@@ -1,7 +1,7 @@
 """RECOR's Decomposition-and-Verification steps (paper section 3.2) as functions of frames.
 
 Each step takes the previous step's tables, asks the LLM through the resource (prompts in
-``assets/recor/prompts``), applies the rules of :mod:`assets.recor.method`, and returns the
+``assets/recor/prompts``), applies the rules of :mod:`assets.recor.rules`, and returns the
 kept rows and the rejected ones with their step and reason. Semantic similarity is cosine
 similarity of the configured encoder's normalised embeddings.
 """

@@ -1,15 +1,16 @@
 """WikiProfile's fact extraction as Dagster assets (notes, section 2, steps 1-6). Each step
 is a multi-asset of what it keeps and what it rejects, with the reason; the rules live in
-:mod:`assets.wikiprofile.entities`, the LLM-driven steps in :mod:`assets.wikiprofile.steps`."""
+:mod:`assets.wikiprofile.rules`, the LLM-driven steps in :mod:`assets.wikiprofile.steps`."""
 
 import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
+from assets.common.prompts import code_version
 from assets.common.wiring import asset_in, asset_out
 from assets.wikiprofile import release, sources, steps
 from assets.wikiprofile.settings import WikiProfileSettings
-from resources.llm import CallStats, LLMResource, role_aliases
+from resources.llm import CallStats, LLMResource
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource
 
@@ -17,8 +18,13 @@ PREFIX = GROUP = "wikiprofile"
 STEP = dict(code_version="1")
 
 
-def _builder() -> str:
-    return role_aliases("wikiprofile.builder")[0]
+def _prompted(rules: str, *prompts: str) -> dict:
+    """The step's settings with a code version that follows its rules and its prompts."""
+    return {**STEP, "code_version": code_version(rules, *prompts)}
+
+
+def _builder(llm: LLMResource) -> str:
+    return llm.role("wikiprofile.builder")[0]
 
 
 def _pages(source_pages: pl.DataFrame) -> dict[str, tuple[str, str]]:
@@ -32,7 +38,7 @@ def _origins(frame: pl.DataFrame) -> dict:
 
 def _binding(llm: LLMResource) -> bool:
     """Whether the builder's verdicts decide (the registry's ``verdicts``)."""
-    return llm.spec(_builder()).verdicts == "binding"
+    return llm.spec(_builder(llm)).verdicts == "binding"
 
 
 def _out(description: str, kinds: set[str]) -> dg.AssetOut:
@@ -73,13 +79,13 @@ def source_pages(wikiprofile_settings: WikiProfileSettings):
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "litellm"}, ins={"source_pages": _in("source_pages")},
-          pool="llm", **STEP)
+          pool="llm", **_prompted("1", "wikiprofile/categorize"))
 def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Step 2: one of the nine Vital Articles categories (or Other) per page. A reply naming
     none is kept as Other and marked unparsed; with advisory verdicts the source's category
     decides where it has one."""
     stats = CallStats()
-    frame = steps.categorize(source_pages, llm, _builder(), stats, context.log.info, _binding(llm))
+    frame = steps.categorize(source_pages, llm, _builder(llm), stats, context.log.info, _binding(llm))
     agree = frame.join(source_pages.select("page_id", "reference_category"), on="page_id")
     agree = agree.filter(pl.col("reference_category").is_not_null())
     # How often the model's own answer matches the source's category, whichever decided.
@@ -95,12 +101,12 @@ def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, ll
 @dg.multi_asset(name="wikiprofile_entities", outs={
     "entities": _out("Entities of each summary (name, one of 19 types, offsets), from the model's inline tags.", {"polars", "litellm"}),
     "entity_rejects": _out("Tags dropped (unknown type, too long, not in the text) and pages without entities.", {"polars"}),
-}, ins={"source_pages": _in("source_pages")}, pool="llm", **STEP)
+}, ins={"source_pages": _in("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/ner"))
 def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource):
     """Step 3: named entities, at most eight per page, tagged inline by the model and found
     in the original text."""
     stats = CallStats()
-    frame, rejects = steps.tag_entities(source_pages, llm, _builder(), stats, context.log.info, _binding(llm))
+    frame, rejects = steps.tag_entities(source_pages, llm, _builder(llm), stats, context.log.info, _binding(llm))
     yield dg.Output(frame, output_name="entities", metadata={
         **table_metadata(frame), **stats.as_metadata(),
         "by_type": counts_md(dict(frame.group_by("type").len().sort("type").iter_rows()), "type"),
@@ -112,14 +118,15 @@ def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm:
 @dg.multi_asset(name="wikiprofile_object_candidates", outs={
     "object_candidates": _out("Up to 3 object entities per page, ranked, with their left context.", {"polars", "litellm"}),
     "object_rejects": _out("Entities in a bad position, names the model invented, pages without an eligible entity.", {"polars"}),
-}, ins={"source_pages": _in("source_pages"), "entities": _in("entities")}, pool="llm", **STEP)
+}, ins={"source_pages": _in("source_pages"), "entities": _in("entities")}, pool="llm",
+          **_prompted("1", "wikiprofile/select_objects"))
 def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, entities: pl.DataFrame, llm: LLMResource,
                       wikiprofile_settings: WikiProfileSettings):
     """Step 4: object selection. The position rules (not opening a sentence, not in the
     first clause, not named in its own left context) are enforced here; the model ranks the
     eligible entities."""
     stats = CallStats()
-    frame, rejects = steps.select_objects(source_pages, entities, llm, _builder(), wikiprofile_settings.objects_per_page,
+    frame, rejects = steps.select_objects(source_pages, entities, llm, _builder(llm), wikiprofile_settings.objects_per_page,
                                           stats, context.log.info)
     yield dg.Output(frame, output_name="object_candidates", metadata={
         **table_metadata(frame.select("fact_id", "object", "type", "origin", "left_context")), **stats.as_metadata(),
@@ -131,13 +138,14 @@ def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFr
 @dg.multi_asset(name="wikiprofile_verified_objects", outs={
     "verified_objects": _out("Object candidates with the three verification verdicts.", {"polars", "litellm"}),
     "verification_rejects": _out("Candidates a binding verdict found unsuitable, with the verdicts.", {"polars"}),
-}, ins={"object_candidates": _in("object_candidates")}, pool="llm", **STEP)
+}, ins={"object_candidates": _in("object_candidates")}, pool="llm",
+          **_prompted("1", "wikiprofile/verify_with_target", "wikiprofile/verify_left_context", "wikiprofile/verify_difficulty"))
 def verified_objects(context: dg.AssetExecutionContext, object_candidates: pl.DataFrame, llm: LLMResource):
     """Step 5: suitability with the target, of the left context alone, and difficulty.
     Advisory verdicts (the registry's ``verdicts``) are recorded and do not reject."""
     stats = CallStats()
     binding = _binding(llm)
-    frame, rejects = steps.verify(object_candidates, llm, _builder(), binding, stats, context.log.info)
+    frame, rejects = steps.verify(object_candidates, llm, _builder(llm), binding, stats, context.log.info)
     yes = {name: int(frame[name].fill_null(False).sum()) for name in ("with_target", "left_context_alone", "difficulty")}
     yield dg.Output(frame, output_name="verified_objects", metadata={
         **table_metadata(frame.select("fact_id", "object", "with_target", "left_context_alone", "difficulty", "verified")),
@@ -173,7 +181,8 @@ def facts(verified_objects: pl.DataFrame, categories: pl.DataFrame, source_pages
 @dg.multi_asset(name="wikiprofile_direct_questions", outs={
     "direct_questions": _out("Each fact's direct question: as generated, after specification, after minimalism.", {"polars", "litellm"}),
     "direct_question_rejects": _out("Facts whose direct question could not be written, named its answer, or was rejected.", {"polars"}),
-}, ins={"facts": _in("facts"), "source_pages": _in("source_pages")}, pool="llm", **STEP)
+}, ins={"facts": _in("facts"), "source_pages": _in("source_pages")}, pool="llm",
+          **_prompted("1", "wikiprofile/direct_question", "wikiprofile/refine_minimal", "wikiprofile/refine_specification"))
 def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 7-9: the direct question (answer = the object) from the left context, refined
     for specification (edit or REJECT) and minimalism (deletions only). With advisory
@@ -181,7 +190,7 @@ def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, sou
     (``origin = rules``)."""
     stats = CallStats()
     binding = _binding(llm)
-    frame, rejects = steps.direct_questions(facts, llm, _builder(), binding, stats, context.log.info, _pages(source_pages))
+    frame, rejects = steps.direct_questions(facts, llm, _builder(llm), binding, stats, context.log.info, _pages(source_pages))
     yield dg.Output(frame, output_name="direct_questions", metadata={
         **table_metadata(frame.select("fact_id", "generated", "question", "specification", "minimalism", "origin")),
         **stats.as_metadata(), "by_origin": _origins(frame), "verdicts": "binding" if binding else "advisory",
@@ -207,7 +216,7 @@ def page_index(source_pages: pl.DataFrame, search: DocumentSearchResource, stora
     extra, rejected = sources.load_search_pages(wikiprofile_settings.search_pages_uri())
     collection = sources.search_collection(source_pages, extra)
     where = storage.index_path("search", INDEX)
-    indexed = search.index(where, collection)
+    indexed = search.index(where, collection.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents")))
     yield dg.Output(collection, output_name="page_index", metadata={
         **table_metadata(collection), "indexed": indexed, "index": dg.MetadataValue.path(where), "search": search.kind})
     yield dg.Output(rejected, output_name="page_index_rejects", metadata=table_metadata(rejected))
@@ -218,9 +227,11 @@ def _search_filter(context, questions: pl.DataFrame, llm: LLMResource, search: D
     """The search-grounded filter: search each question in the page index, have the model
     answer from the hits and judge the answer; yields the filter table and its rejects."""
     stats = CallStats()
-    hits = search.search(storage.index_path("search", INDEX), questions["question"].to_list(), steps.SEARCH_K)
+    asked = list(dict.fromkeys(q for q in questions["question"].to_list() if q.strip()))
+    found = search.searcher(storage.index_path("search", INDEX)).batch_search(asked, asked, steps.SEARCH_K)
+    hits = {q: [(h.docid, h.contents) for h in found[q]] for q in asked}
     binding = _binding(llm)
-    frame, rejects = steps.search_filter(questions, hits, llm, _builder(), binding, stats, context.log.info, step=step)
+    frame, rejects = steps.search_filter(questions, hits, llm, _builder(llm), binding, stats, context.log.info, step=step)
     yield dg.Output(frame, output_name=step, metadata=_filter_metadata(frame, stats, binding))
     yield _rejects_output(step.replace("_filter", "_rejects"), rejects)
 
@@ -235,7 +246,8 @@ def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> di
     "direct_search_filter": _out("The direct questions answered from a search of the page collection, and judged.",
                                  {"polars", "litellm", "lucene"}),
     "direct_search_rejects": _out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": _in("direct_questions"), "page_index": _in("page_index")}, pool="llm", **STEP)
+}, ins={"questions": _in("direct_questions"), "page_index": _in("page_index")}, pool="llm",
+          **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                          search: DocumentSearchResource, storage: StorageResource):
     """Step 10: the search-grounded filter on the direct questions. The search resource (BM25
@@ -248,7 +260,8 @@ def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFr
     "reverse_search_filter": _out("The reverse questions answered from a search of the page collection, and judged.",
                                   {"polars", "litellm", "lucene"}),
     "reverse_search_rejects": _out("Reverse questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": _in("reverse_questions"), "page_index": _in("page_index")}, pool="llm", **STEP)
+}, ins={"questions": _in("reverse_questions"), "page_index": _in("page_index")}, pool="llm",
+          **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                           search: DocumentSearchResource, storage: StorageResource):
     """Step 14: the search-grounded filter on the reverse questions."""
@@ -259,7 +272,8 @@ def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataF
     "natural_search_filter": _out("The natural and contextual questions answered from a search of the page collection, and judged.",
                                   {"polars", "litellm", "lucene"}),
     "natural_search_rejects": _out("Natural questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": _in("natural_questions"), "page_index": _in("page_index")}, pool="llm", **STEP)
+}, ins={"questions": _in("natural_questions"), "page_index": _in("page_index")}, pool="llm",
+          **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                           search: DocumentSearchResource, storage: StorageResource):
     """Step 17: the search-grounded filter on DirectNatural, ReverseNatural and Contextual."""
@@ -271,7 +285,8 @@ def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataF
                               {"polars", "litellm"}),
     "reverse_question_rejects": _out("Facts without a valid reverse question, with the step and the reason.", {"polars"}),
 }, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
-        "source_pages": _in("source_pages")}, pool="llm", **STEP)
+        "source_pages": _in("source_pages")}, pool="llm",
+          **_prompted("1", "wikiprofile/reverse_question", "wikiprofile/answer_type", "wikiprofile/pair_check", "wikiprofile/refine_minimal", "wikiprofile/refine_specification"))
 def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 11-13: for every fact whose direct question passed the search filter, the
@@ -280,7 +295,7 @@ def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
     stats = CallStats()
     passed = direct_questions.filter(pl.col("fact_id").is_in(direct_search_filter.filter(pl.col("kept"))["fact_id"].implode()))
     binding = _binding(llm)
-    frame, rejects = steps.reverse_questions(facts, passed, llm, _builder(), binding, stats, context.log.info, _pages(source_pages))
+    frame, rejects = steps.reverse_questions(facts, passed, llm, _builder(llm), binding, stats, context.log.info, _pages(source_pages))
     yield dg.Output(frame, output_name="reverse_questions", metadata={
         **table_metadata(frame.select("fact_id", "subject", "question", "pair_ok", "origin")), **stats.as_metadata(),
         "verdicts": "binding" if binding else "advisory", "by_origin": _origins(frame),
@@ -298,7 +313,7 @@ def _passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
     "natural_question_rejects": _out("Rephrasings that were not questions or named their answer.", {"polars"}),
 }, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
         "reverse_questions": _in("reverse_questions"), "reverse_search_filter": _in("reverse_search_filter"),
-        "source_pages": _in("source_pages")}, pool="llm", **STEP)
+        "source_pages": _in("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/natural_question"))
 def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
                       source_pages: pl.DataFrame, llm: LLMResource):
@@ -313,7 +328,7 @@ def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
     items += [(f, "reverse", reverse[f["fact_id"]]["question"], reverse[f["fact_id"]]["subject"]) for f in live]
     origins = {(r["fact_id"], r["kind"]): r["origin"] for r in pl.concat([direct_questions.select("fact_id", "kind", "origin"),
                                                                           reverse_questions.select("fact_id", "kind", "origin")]).iter_rows(named=True)}
-    frame, rejects = steps.natural_questions(items, llm, _builder(), stats, context.log.info, _binding(llm), _pages(source_pages),
+    frame, rejects = steps.natural_questions(items, llm, _builder(llm), stats, context.log.info, _binding(llm), _pages(source_pages),
                                              origins)
     contextual = pl.DataFrame([{"fact_id": f["fact_id"], "kind": "contextual", "origin": "rules",
                                 "question": steps.contextual_question(f["left_context"], direct[f["fact_id"]])} for f in live],
@@ -331,7 +346,8 @@ def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
                           {"polars"}),
 }, ins={n: _in(n) for n in ("facts", "direct_questions", "direct_search_filter", "reverse_questions", "reverse_search_filter",
                              "natural_questions", "natural_search_filter", "source_pages", "object_candidates",
-                             "verified_objects", "entities", "categories")}, pool="llm", **STEP)
+                             "verified_objects", "entities", "categories")}, pool="llm",
+          **_prompted("2", "wikiprofile/distractors"))
 def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
               direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
               natural_questions: pl.DataFrame, natural_search_filter: pl.DataFrame, source_pages: pl.DataFrame,
@@ -347,7 +363,7 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
     natural = {(r["fact_id"], r["kind"]): r["question"] for r in natural_search_filter.filter(pl.col("kept")).iter_rows(named=True)}
     complete, rejects = release.complete_facts(facts, direct, reverse, natural)
     pools = release.option_pools(entities, source_pages, categories)
-    options, more = steps.distractors(release.closed_book_items(complete, reverse), llm, _builder(), stats, context.log.info,
+    options, more = steps.distractors(release.closed_book_items(complete, reverse), llm, _builder(llm), stats, context.log.info,
                                       _binding(llm), pools)
     rejects += more
     frame = release.tasks_table(complete, reverse, options, [direct_questions, reverse_questions, natural_questions])

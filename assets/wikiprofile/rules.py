@@ -308,12 +308,18 @@ def on_topic(question: str, sentence: str, title: str, least: int = 2) -> bool:
     return len((content_words(question) - name) & (content_words(sentence) - name)) >= least
 
 
+def overlaps_gold(option: str, gold: str) -> bool:
+    """An option that is the gold, contains it or lies inside it: no distractor at all (a
+    line like "The correct answer is: Mona Lisa" gives the answer away)."""
+    o, g = option.lower(), gold.lower()
+    return o == g or o in g or g in o
+
+
 def pool_options(gold: str, pool: Sequence[str], seed: str, n: int = 3) -> list[str] | None:
     """``n`` distractors drawn from ``pool`` (names of the same type elsewhere in the
     sample), none equal to the gold or overlapping it, in a seeded order; None when the pool
     is too small."""
-    g = gold.lower()
-    usable = sorted({p for p in pool if p.lower() != g and p.lower() not in g and g not in p.lower()})
+    usable = sorted({p for p in pool if not overlaps_gold(p, gold)})
     if len(usable) < n:
         return None
     return random.Random(seed).sample(usable, n)

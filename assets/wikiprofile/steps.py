@@ -567,12 +567,12 @@ def length_problems(questions: Mapping[str, str], left_context: str) -> list[str
 
 
 def parse_options(text: str, gold: str) -> list[str]:
-    """Three distractors from the reply's lines (the gold, numbering and bullets dropped;
-    duplicates and anything equal to the gold left out)."""
-    seen, out = {gold.strip().lower()}, []
+    """Three distractors from the reply's lines (numbering and bullets dropped; duplicates,
+    and lines that are, contain or lie inside the gold, left out)."""
+    seen, out = set(), []
     for line in text.splitlines():
         option = re.sub(r"^\s*(\d+[.)]|[A-Da-d][.)]|[-*•])\s*", "", line).strip().strip('"').rstrip(".")
-        if option and option.lower() not in seen:
+        if option and option.lower() not in seen and not rules.overlaps_gold(option, gold):
             seen.add(option.lower())
             out.append(option)
     if len(out) < N_DISTRACTORS:

@@ -31,7 +31,7 @@ from pydantic import PrivateAttr
 
 from resources.llm.cache import configure_litellm
 from resources.llm.embedded import _EMBEDDED
-from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry
+from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry, role_aliases
 from resources.vllm_server import VLLMServerResource
 
 
@@ -158,6 +158,11 @@ class LLMResource(dg.ConfigurableResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._registry = load_registry(self.registry_path)
         configure_litellm(self.cache_type, self.cache_dir)
+
+    def role(self, role: str) -> list[str]:
+        """The aliases of a role (``quit.judge``, ``recor.builder``, ...) in the registry this
+        resource is configured with, so that a run with another registry file asks its models."""
+        return role_aliases(role, self.registry_path)
 
     def spec(self, alias: str) -> ModelSpec:
         if not self._registry:

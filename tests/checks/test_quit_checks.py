@@ -1,6 +1,9 @@
 import dagster as dg
 import polars as pl
+import pytest
 
+from assets.quit.rules import CANDIDATE_SCHEMA
+from assets.quit.sources import REJECTS
 from checks import quit as qc
 
 
@@ -65,3 +68,165 @@ def test_labels_suite_passes_good_labels():
     assert run(qc.labels_suite, passage_labels=labels).passed
     partial = labels.with_columns(pl.Series("labelers", [3, 2]))
     assert not run(qc.labels_suite, passage_labels=partial).passed
+
+
+# --- rejects, pools, verification, release ---------------------------------------------------
+
+
+@pytest.mark.parametrize("check, reason", [(qc.source_rejects_reasons, "too_few_hints"), (qc.leakage_rejects_reasons, "answer_leakage"),
+                                           (qc.verification_rejects_reasons, "answer_leakage")])
+def test_rejects_carry_a_reason_their_step_gives(check, reason):
+    good = REJECTS.frame([REJECTS.row("triviahg:1", "triviahg", "ingest", reason, "why", {"q": 1})])
+    assert run(check, frame=good).passed
+    bad = REJECTS.frame([REJECTS.row("triviahg:1", "triviahg", "ingest", reason, "why"),
+                         REJECTS.row("triviahg:2", "triviahg", "ingest", "cosmic_rays", "why")])
+    result = run(check, frame=bad)
+    assert not result.passed and result.metadata["offending_ids"].value == "triviahg"
+    assert not run(check, frame=good.drop("source")).passed  # a key of the common shape is gone
+
+
+def pools(*rows: tuple) -> pl.DataFrame:
+    """Answer pools from (question, gold, generated judged correct, pool)."""
+    return pl.DataFrame([{"question_id": q, "answer": a, "aliases": [a], "generated_correct": g, "answer_pool": p} for q, a, g, p in rows],
+                        schema=qc.POOL_SCHEMA)
+
+
+POOLS = pools(("q1", "Canberra", ["canberra city"], ["Canberra", "Canberra City"]), ("q2", "Paris", [], ["Paris"]))
+
+
+@pytest.mark.parametrize("broken, words", [
+    (pools(("q1", "Canberra", [], ["Sydney"])), "the gold answer 'Canberra' is not in the pool"),
+    (pools(("q1", "Canberra", [], ["Canberra", "canberra!"])), "an answer is in the pool twice"),
+    (pools(("q1", "Canberra", ["Canberra City"], ["Canberra"])), "judged correct but not pooled"),
+    (pl.concat([POOLS, POOLS.head(1)]), "repeated question_id"),
+])
+def test_an_answer_pool_holds_the_gold_and_every_answer_judged_correct_once(broken, words):
+    assert run(qc.answer_pools_complete, answer_pools=POOLS).passed
+    result = run(qc.answer_pools_complete, answer_pools=broken)
+    assert not result.passed and words in result.metadata["problems"].value
+
+
+def test_verified_pools_keep_every_question_and_its_gold():
+    # a deselected generated answer leaves the pool but stays in generated_correct: that is sound here
+    verified = POOLS.with_columns(pl.Series("answer_pool", [["Canberra"], ["Paris"]]))
+    assert run(qc.verified_pools_complete, verified_pools=verified, answer_pools=POOLS).passed
+    lost = run(qc.verified_pools_complete, verified_pools=verified.head(1), answer_pools=POOLS)
+    assert not lost.passed and "1 questions pooled but lost in verification (e.g. q2)" in lost.metadata["problems"].value
+    goldless = run(qc.verified_pools_complete, verified_pools=verified.with_columns(pl.Series("answer_pool", [["Sydney"], ["Paris"]])),
+                   answer_pools=POOLS)
+    assert not goldless.passed and "not in the pool" in goldless.metadata["problems"].value
+
+
+CANDIDATES = pl.DataFrame({"question_id": ["q1", "q1"], "question": ["Capital?"] * 2, "gold": ["Canberra"] * 2,
+                           "candidate": ["Canberra", "Sydney"], "occurrences": [3, 1], "judged_correct": [True, False],
+                           "exact_match": [True, False]}, schema=CANDIDATE_SCHEMA)
+
+
+def test_verification_candidates_are_distinct_and_an_exact_match_is_preselected():
+    assert run(qc.candidates_distinct, verification_candidates=CANDIDATES).passed
+    for broken, words in [(CANDIDATES.with_columns(pl.Series("judged_correct", [False, False])), "q1/Canberra"),
+                          (CANDIDATES.with_columns(pl.Series("occurrences", [3, 0])), "q1/Sydney: 0 occurrences"),
+                          (CANDIDATES.with_columns(pl.Series("candidate", ["Sydney", "Sydney"])), "repeated question_id+candidate")]:
+        result = run(qc.candidates_distinct, verification_candidates=broken)
+        assert not result.passed and words in result.metadata["problems"].value
+
+
+LABELS = pl.DataFrame({"passage_id": ["p1", "p2"], "question_id": ["q", "q"], "num_hints": pl.Series([1, 2], dtype=pl.Int8),
+                       "labelers": pl.Series([2, 2], dtype=pl.UInt32), "label": pl.Series([2, 1], dtype=pl.Int8)})
+
+
+def test_verified_labels_are_one_or_two_for_exactly_the_labeled_passages():
+    demoted = LABELS.with_columns(pl.Series("label", [1, 1], dtype=pl.Int8))
+    assert run(qc.verified_labels_kept, verified_labels=demoted, passage_labels=LABELS).passed
+    for broken, words in [(LABELS.with_columns(pl.Series("label", [2, 0], dtype=pl.Int8)), "labels not in [1, 2]"),
+                          (LABELS.with_columns(pl.Series("labelers", [2, 1], dtype=pl.UInt32)), "labeler counts differ"),
+                          (LABELS.head(1), "labeled but lost in verification (e.g. p2)"),
+                          (LABELS.with_columns(pl.Series("passage_id", ["p1", "p9"])), "verified but never labeled (e.g. p9)")]:
+        result = run(qc.verified_labels_kept, verified_labels=broken, passage_labels=LABELS)
+        assert not result.passed and words in result.metadata["problems"].value
+
+
+def test_release_files_are_written_with_the_benchmark_counts(tmp_path):
+    from assets.quit.release import export
+
+    questions = pl.DataFrame({"question_id": ["a", "b"], "split": ["test", "dev"], "question": ["?", "?"], "answers": [["x"], ["y"]],
+                              "hints": [["h"], ["h"]], "hint_convergence": [[0.5], [0.5]], "question_type": ["LOC:city"] * 2,
+                              "difficulty": ["easy"] * 2, "source": ["triviahg"] * 2})
+    corpus = pl.DataFrame({"passage_id": ["a_1", "b_1", "b_2"], "question_id": ["a", "b", "b"], "text": ["t"] * 3})
+    qrels = pl.DataFrame({"question_id": ["a", "b", "b"], "passage_id": ["a_1", "b_1", "b_2"], "label": [2, 1, 1]})
+    manifest = export(questions, corpus, qrels, str(tmp_path))
+    inputs = dict(benchmark_questions=questions, benchmark_corpus=corpus, benchmark_qrels=qrels)
+    assert run(qc.release_files_written, release_files=manifest, **inputs).passed
+    (tmp_path / "test.json").unlink()
+    gone = run(qc.release_files_written, release_files=manifest, **inputs)
+    assert not gone.passed and "test.json: nothing at" in gone.metadata["problems"].value
+    short = run(qc.release_files_written, release_files=manifest.filter(pl.col("file") != "qrels.dev.txt"), **inputs)
+    assert not short.passed and "qrels.dev.txt is not in the manifest" in short.metadata["problems"].value
+    stale = run(qc.release_files_written, release_files=manifest, **{**inputs, "benchmark_corpus": corpus.head(2)})
+    assert not stale.passed and "corpus.jsonl: 3 records, the benchmark has 2" in stale.metadata["problems"].value
+
+
+TABLE_1 = pl.DataFrame({"metric": ["Total Questions", "Total Passages", "Query-Passage Lexical Overlap", "Answer Containment",
+                                   "Query-Passage Semantic Overlap", "Label-2 Passages", "Label-1 Passages"],
+                        "value": [1.0, 325.0, 0.06, 0.0, 0.47, 25.0, 300.0]})
+
+
+@pytest.mark.parametrize("metric, value, words", [
+    ("Answer Containment", 0.01, "some passage names a valid answer"),
+    ("Label-1 Passages", 299.0, "Label-1 Passages + Label-2 Passages = 324.0"),
+    ("Total Questions", 1.5, "not a count"),
+    ("Query-Passage Lexical Overlap", 1.2, "outside [0, 1]"),
+])
+def test_table_1_counts_whole_shares_in_range_and_no_answer_contained(metric, value, words):
+    assert run(qc.statistics_table_1, statistics=TABLE_1).passed
+    broken = TABLE_1.with_columns(pl.when(pl.col("metric") == metric).then(value).otherwise(pl.col("value")).alias("value"))
+    result = run(qc.statistics_table_1, statistics=broken)
+    assert not result.passed and words in result.metadata["problems"].value
+    missing = run(qc.statistics_table_1, statistics=TABLE_1.filter(pl.col("metric") != "Answer Containment"))
+    assert not missing.passed and "row 'Answer Containment' is missing" in missing.metadata["problems"].value
+
+
+@pytest.mark.parametrize("check", qc.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
+def test_every_llm_step_of_quit_warns_above_the_failure_rate(check):
+    from tests.checks.test_eval_checks import accounting_evaluation
+
+    frame = pl.DataFrame({"question_id": ["q"], "item": ["q#1"], "passage_id": ["p"], "error": [None]}, schema_overrides={"error": pl.String})
+    assert accounting_evaluation(check, frame, errors=1).passed
+    assert not accounting_evaluation(check, frame, errors=6).passed
+
+
+def test_checks_of_partitioned_assets_run_per_partition():
+    from assets.quit.assets import quit_assets
+
+    partitions = {k: a.partitions_def for a in quit_assets for k in a.keys}
+    for check in qc.quit_checks:
+        for spec in check.check_specs:
+            assert spec.partitions_def == partitions[spec.asset_key], spec.key
+
+
+def test_check_names_are_unique_per_asset():
+    names = [spec.key for c in qc.quit_checks for spec in c.check_specs]
+    assert len(names) == len(set(names))
+
+
+def _reference_index(tmp_path, contents: list[str], indexed: bool):
+    index = tmp_path / "indexes" / "lucene" / "quit_references"
+    if indexed:
+        index.mkdir(parents=True)
+
+    @dg.asset(key=["quit", "reference_index"])
+    def reference_index() -> dg.Output:
+        frame = pl.DataFrame({"id": [f"r{i}" for i in range(len(contents))], "contents": contents})
+        return dg.Output(frame, metadata={"index": dg.MetadataValue.path(str(index))})
+
+    result = dg.materialize([reference_index, qc.reference_index_schema, qc.reference_index_complete],
+                            resources={"io_manager": dg.mem_io_manager}, raise_on_error=False)
+    return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+
+
+def test_reference_passages_need_a_text_and_their_index(tmp_path):
+    assert _reference_index(tmp_path / "a", ["Everest is the highest.", "K2 is second."], indexed=True) == \
+        {"schema": True, "reference_index_complete": True}
+    assert not _reference_index(tmp_path / "b", ["Everest is the highest.", "  "], indexed=True)["reference_index_complete"]
+    assert not _reference_index(tmp_path / "c", ["Everest is the highest."], indexed=False)["reference_index_complete"]
+    assert not qc.reference_index_schema(pl.DataFrame({"id": ["r1", "r1"], "contents": ["a", "b"]})).passed

@@ -1,6 +1,7 @@
 """The web UI in a real browser (Debian's Chromium driven by Playwright), as a user works
 it: the asset graph with the four groups, a RECOR domain partition materialized from the
-asset page's launch dialog, and a report page whose metadata shows a table and a plot.
+asset page's launch dialog, the Checks tabs of a RECOR and an evaluation asset, and a report
+page whose metadata shows a table and a plot.
 Screenshots are kept as test artifacts."""
 
 import re
@@ -76,6 +77,20 @@ def test_graph_launch_and_report_pages(running_dagster, page, artifacts):
                                                                   "recor/source_rejects"}
     open_page(page, f"{ui.url}/runs/{run.run_id}", "Success")
     page.screenshot(path=str(artifacts / "run_from_ui.png"))
+
+    # The checks ran in that run and show on the asset's Checks tab; an evaluation asset's tab
+    # lists its checks before anything is built.
+    from pipelines.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    for asset, shot in ((("recor", "source_questions"), "recor_checks.png"), (("eval", "quit_runs"), "eval_checks.png")):
+        names = sorted(k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey(list(asset)))
+        open_page(page, f"{ui.url}/assets/{'/'.join(asset)}?view=checks", names[0])
+        text = page.locator("body").inner_text()
+        assert all(name in text for name in names), f"{'/'.join(asset)}: checks {names} not all on the Checks tab"
+        page.screenshot(path=str(artifacts / shot))
+    evaluations = [e for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert evaluations, "no check ran in the run launched from the UI"
 
     # A report page: QUIT's Table 1 as a rendered table and its plot as an image.
     open_page(page, f"{ui.url}/assets/quit/statistics", "Table 1 of the paper")

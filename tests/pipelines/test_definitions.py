@@ -90,3 +90,29 @@ def test_dagster_definitions_validate():
     out = subprocess.run([sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_checks_only_job_rejudges_stored_tables_without_materializing(tmp_path):
+    import polars as pl
+
+    from checks.factories import CheckSettings, llm_accounting_check
+    from pipelines.jobs import recheck_jobs
+    from resources.storage import StorageResource, parquet_io_manager
+
+    @dg.asset(key=["demo", "answers"])
+    def answers() -> dg.Output:
+        return dg.Output(pl.DataFrame({"item": ["a"]}), metadata={"llm/calls": 4, "llm/errors": 3, "llm/parse_failures": 0})
+
+    check = llm_accounting_check("demo/answers")
+    recheck, = recheck_jobs([check], {})
+    assert recheck.name == "demo_checks"
+    defs = dg.Definitions(assets=[answers], asset_checks=[check], jobs=[recheck], resources={
+        "storage": StorageResource(root=str(tmp_path)), "io_manager": parquet_io_manager, "check_settings": CheckSettings()})
+    instance = dg.DagsterInstance.ephemeral()
+    first = dg.materialize([answers, check], instance=instance, resources=defs.resources)
+    assert not first.get_asset_check_evaluations()[0].passed
+    looser = {"resources": {"check_settings": {"config": {"max_llm_failure_rate": 0.8}}}}
+    again = defs.resolve_job_def("demo_checks").execute_in_process(instance=instance, run_config=looser)
+    assert again.get_asset_check_evaluations()[0].passed
+    assert again.get_asset_materialization_events() == []
+    assert len(instance.fetch_materializations(dg.AssetKey(["demo", "answers"]), limit=10).records) == 1

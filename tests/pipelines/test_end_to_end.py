@@ -228,3 +228,27 @@ def test_default_run_profiles_the_embedded_model(default_run):
         assert meta(key)[plot].value.startswith("![plot](data:image/png;base64,"), key
     assert "| smollm2 | top |" in meta("popularity_report")["popularity"].value
     assert "| smollm2 | verify |" in meta("direction_report")["direct_vs_reverse"].value
+
+
+@pytest.mark.slow
+def test_every_check_of_the_default_run_ran_and_passed_or_only_warned(default_run):
+    """The checks ran inside the materializations of the real run; an ERROR-severity failure
+    of a non-blocking check would not stop the run, so it is looked for here."""
+    from pipelines.definitions import defs
+
+    instance = default_run.instance()
+    failed, evaluated = [], set()
+    for key in defs.resolve_asset_graph().asset_check_keys:
+        records = instance.event_log_storage.get_asset_check_execution_history(key, limit=50)
+        for record in records:
+            evaluation = record.event.dagster_event.event_specific_data if record.event else None
+            if not isinstance(evaluation, dg.AssetCheckEvaluation):
+                continue  # planned, not run yet
+            evaluated.add(key)
+            if not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR:
+                failed.append(f"{key.asset_key.to_user_string()}:{key.name} ({record.partition or 'unpartitioned'})")
+    assert not failed, failed
+    # the run builds every asset, so every check ran at least once
+    missing = {f"{k.asset_key.to_user_string()}:{k.name}" for k in defs.resolve_asset_graph().asset_check_keys} - \
+        {f"{k.asset_key.to_user_string()}:{k.name}" for k in evaluated}
+    assert not missing, sorted(missing)

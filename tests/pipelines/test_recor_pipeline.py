@@ -9,6 +9,7 @@ import pytest
 
 from assets.partitions import DOMAINS
 from assets.recor.release import release_name
+from checks.recor import recor_checks
 
 
 @pytest.mark.slow
@@ -18,6 +19,15 @@ def test_recor_stages_build_export_and_evaluate_every_domain(scripted_recor):
     for asset in ("benchmark", "turns", "quality_scores"):
         assert instance.get_materialized_partitions(dg.AssetKey(["recor", asset])) == set(DOMAINS)
     assert instance.get_materialized_partitions(dg.AssetKey(["eval", "recor_generation"])) == set(DOMAINS)
+
+    # every RECOR check ran in the build and passed; the LLM accounting may only warn
+    evaluations = [entry.asset_check_evaluation for run in instance.get_run_records()
+                   for entry in instance.all_logs(run.dagster_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    recor = [e for e in evaluations if e.asset_key.path[0] == "recor"]
+    assert {e.asset_check_key for e in recor} == {k for check in recor_checks for k in check.check_keys}
+    failed = [f"{e.asset_check_key.to_user_string()}[{e.partition}]: {e.metadata}" for e in recor if not e.passed
+              and not (e.check_name == "llm_accounting" and e.severity == dg.AssetCheckSeverity.WARN)]
+    assert not failed, failed
 
     stats = pl.read_parquet(storage / "recor" / "statistics.parquet")
     assert stats["domain"].to_list() == list(DOMAINS) and stats["#Conv."].sum() >= 11, stats

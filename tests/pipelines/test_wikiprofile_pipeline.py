@@ -10,17 +10,28 @@ from assets.eval.wikiprofile import (
 )
 from assets.wikiprofile.assets import wikiprofile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
+from checks.factories import CheckSettings
 from checks.wikiprofile import wikiprofile_checks
 from resources.search import DocumentSearchResource
-from resources.storage import ParquetIOManager
+from resources.storage import StorageResource, parquet_io_manager
+
+# Warnings the scripted LLM trips on purpose: replies in broken formats, and distractors that
+# hold the gold ("Not X", "Other X").
+SCRIPTED_WARNINGS = ("llm_accounting",)
+
+
+def failed_checks(result) -> list[str]:
+    """The check evaluations that did not pass, but for the scripted LLM's warnings."""
+    return [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
+            if not e.passed and not (e.check_name in SCRIPTED_WARNINGS and e.severity == dg.AssetCheckSeverity.WARN)]
 
 
 def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     storage = tmp_path / "storage"
     result = dg.materialize([*wikiprofile_assets, *wikiprofile_checks], resources={
-        "io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
+        "storage": StorageResource(root=str(storage)), "io_manager": parquet_io_manager, "llm": scripted_llm,
         "wikiprofile_settings": WikiProfileSettings(downsample_to=20),
-        "search": DocumentSearchResource(index_root=str(tmp_path / "search"))})
+        "search": DocumentSearchResource(), "check_settings": CheckSettings()})
     assert result.success
     pages = pl.read_parquet(storage / "wikiprofile" / "source_pages.parquet")
     assert pages.height >= 40 and pl.read_parquet(storage / "wikiprofile" / "source_rejects.parquet").height == 0
@@ -74,8 +85,9 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     assert (mc["options"].list.first() == mc["answer"]).all() and (mc["options"].list.len() == 4).all()
     completion = bench.filter(pl.col("task") == "completion").row(0, named=True)
     assert summary[completion["page_id"]].startswith(completion["question"])
-    [check] = result.get_asset_check_evaluations()
-    assert check.passed and check.check_name == "ten_tasks_per_fact"
+    # every check of every construction table ran; all passed but the scripted LLM's warnings
+    assert len(result.get_asset_check_evaluations()) == sum(len(c.check_keys) for c in wikiprofile_checks)
+    assert failed_checks(result) == []
     [event] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "benchmark"])]
     funnel = event.materialization.metadata["funnel"].value
     assert "| 1. pages |" in funnel and f"| 19. distractors (final facts) | {bench['fact_id'].n_unique()} |" in funnel
@@ -85,16 +97,16 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     storage = tmp_path / "storage"
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2", "smollm2-native"])
-    resources = {"io_manager": ParquetIOManager(root=str(storage)), "llm": scripted_llm,
+    resources = {"storage": StorageResource(root=str(storage)), "io_manager": parquet_io_manager, "llm": scripted_llm,
                  "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
-                 "search": DocumentSearchResource(index_root=str(tmp_path / "search"))}
+                 "search": DocumentSearchResource(), "check_settings": CheckSettings()}
     everything = [*wikiprofile_assets, *wikiprofile_checks, *wikiprofile_profile_assets, *wikiprofile_analysis_assets]
     profiling = [dg.AssetKey(["wikiprofile", n]) for n in ("responses", "graded_responses", "profiles")]
     reports = [dg.AssetKey(["wikiprofile", n]) for n in
                ("profile_report", "popularity_report", "direction_report", "thinking_report", "robustness_report")]
     built = dg.materialize(everything, selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, *reports),
                            resources=resources, instance=instance)
-    assert built.success
+    assert built.success and failed_checks(built) == []
     for alias in ("smollm2", "smollm2-native"):
         profiled = dg.materialize(everything, selection=profiling, partition_key=alias, resources=resources, instance=instance)
         assert profiled.success

@@ -269,6 +269,9 @@ def test_contextual_questions_length_filter_and_options():
         ["James Grant", "Neil Cunningham", "Stuart Kerr"]
     with pytest.raises(steps.ParseError):
         steps.parse_options("Bobby Paterson\nJames Grant", "Bobby Paterson")
+    # a line that gives the answer away is no distractor
+    reply = "The correct answer is: Mona Lisa (OTHER)\nThe Last Supper\nSalvator Mundi\nLady with an Ermine"
+    assert steps.parse_options(reply, "Mona Lisa") == ["The Last Supper", "Salvator Mundi", "Lady with an Ermine"]
 
 
 class Rephraser:

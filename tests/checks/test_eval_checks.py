@@ -1,0 +1,514 @@
+"""The evaluation checks: each passes a sound table and fails a broken one, saying why."""
+
+import math
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from assets.eval import metrics as eval_metrics
+from assets.eval import profiling_rules as method
+from assets.eval.analysis import TAU_GRID
+from assets.eval.conversational import STRATEGIES
+from assets.eval.quit import quit_eval_assets
+from assets.eval.readers import ANSWER_SCHEMA
+from assets.eval.recor import recor_eval_assets
+from assets.eval.runs import RUN_SCHEMA
+from assets.eval.wikiprofile import (
+    SAMPLE_SCHEMA,
+    wikiprofile_analysis_assets,
+    wikiprofile_profile_assets,
+)
+from checks import eval as ec
+from checks.factories import CheckSettings
+from resources.retrieval import load_rerankers
+
+
+def fails(result: dg.AssetCheckResult, words: str) -> bool:
+    return not result.passed and words in result.metadata["problems"].value
+
+
+def run(system: str, passages: dict[str, list[str]], **extra) -> pl.DataFrame:
+    """A TREC-style run: ranks 1..n per question, scores falling."""
+    rows = [(q, p, rank, 1.0 / rank, system) for q, ps in passages.items() for rank, p in enumerate(ps, start=1)]
+    return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row").with_columns(
+        *[pl.lit(v, pl.String).alias(k) for k, v in extra.items()])
+
+
+def swap(frame: pl.DataFrame, column: str, row: int, value) -> pl.DataFrame:
+    """``frame`` with one cell changed."""
+    values = frame[column].to_list()
+    values[row] = value
+    return frame.with_columns(pl.Series(column, values, dtype=frame.schema[column]))
+
+
+QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2"], "split": ["test", "dev"]})
+CORPUS = pl.DataFrame({"passage_id": ["p1", "p2", "p3", "p4"], "question_id": ["q1", "q1", "q2", "q2"]})
+GOOD_RUN = run("bm25", {"q1": ["p1", "p2", "p3"], "q2": ["p3", "p4"]})
+
+
+# --- QUIT ------------------------------------------------------------------------------------
+
+
+def index_row(retriever: str, kind: str, documents: int, location: str) -> pl.DataFrame:
+    return pl.DataFrame({"retriever": [retriever], "kind": [kind], "documents": [documents], "location": [location]})
+
+
+def test_the_index_holds_the_whole_corpus_where_it_says(tmp_path):
+    index = tmp_path / "minilm.faiss"
+    index.write_bytes(b"faiss")
+    assert ec.quit_index_files(quit_index=index_row("minilm", "dense", 4, str(index)), benchmark_corpus=CORPUS).passed
+    assert ec.quit_index_files(quit_index=index_row("oracle", "oracle", 0, ""), benchmark_corpus=CORPUS).passed
+    for broken, words in [(index_row("minilm", "dense", 3, str(index)), "3 documents indexed, the corpus has 4"),
+                          (index_row("minilm", "dense", 4, str(tmp_path / "gone.faiss")), "no index at"),
+                          (index_row("minilm", "bm25", 4, str(index)), "the registry says 'dense'"),
+                          (index_row("colbert", "dense", 4, str(index)), "not in the retriever registry"),
+                          (index_row("oracle", "oracle", 4, ""), "the Oracle reads the qrels")]:
+        assert fails(ec.quit_index_files(quit_index=broken, benchmark_corpus=CORPUS), words)
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(GOOD_RUN, "rank", 2, 4), "ranks are not 1..n"),
+    (swap(GOOD_RUN, "passage_id", 1, "p1"), "repeated question_id+passage_id"),
+    (swap(GOOD_RUN, "score", 1, 5.0), "scored above the passage ranked before them"),
+    (swap(GOOD_RUN, "system", 0, "colbert"), "system not in"),
+    (GOOD_RUN.drop("score"), "'score' is missing"),
+])
+def test_a_run_has_ranks_one_to_n_each_passage_once_and_falling_scores(broken, words):
+    assert ec.quit_runs_ranks(GOOD_RUN).passed
+    assert fails(ec.quit_runs_ranks(broken), words)
+
+
+def test_a_run_points_at_benchmark_questions_and_corpus_passages():
+    assert ec.quit_runs_references(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS).passed
+    ghost = swap(GOOD_RUN, "passage_id", 0, "ghost")
+    assert fails(ec.quit_runs_references(quit_runs=ghost, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
+                 "passage ids not in quit/benchmark_corpus (e.g. ghost)")
+    stranger = swap(GOOD_RUN, "question_id", 0, "q9")
+    assert fails(ec.quit_runs_references(quit_runs=stranger, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
+                 "question ids not in quit/benchmark_questions (e.g. q9)")
+
+
+def test_a_question_without_passages_is_a_warning():
+    assert ec.quit_runs_coverage(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS).passed
+    result = ec.quit_runs_coverage(quit_runs=GOOD_RUN.filter(pl.col("question_id") == "q1"), benchmark_questions=QUESTIONS)
+    assert fails(result, "benchmark questions without a passage (e.g. q2)") and result.severity == dg.AssetCheckSeverity.WARN
+
+
+def metrics_row(**ids) -> dict:
+    """Sound ranx means: Hit@k and Recall@k rising with k."""
+    values = {m: 0.5 for m in eval_metrics.RETRIEVAL_METRICS}
+    values.update({"hit_rate@1": 0.2, "hit_rate@100": 0.9, "recall@5": 0.1})
+    return {**ids, **values}
+
+
+RETRIEVAL_METRICS = pl.DataFrame([metrics_row(retriever="bm25", split="all", questions=2),
+                                  metrics_row(retriever="bm25", split="test", questions=1)])
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(RETRIEVAL_METRICS, "ndcg@10", 0, 1.5), "ndcg@10 outside [0, 1]"),
+    (swap(RETRIEVAL_METRICS, "hit_rate@1", 0, 0.8), "hit_rate@1 above hit_rate@5"),
+    (swap(RETRIEVAL_METRICS, "split", 1, "holiday"), "split not in"),
+    (swap(RETRIEVAL_METRICS, "split", 1, "all"), "repeated retriever+split"),
+    (swap(RETRIEVAL_METRICS, "retriever", 1, "oracle"), "of the Oracle"),
+    (RETRIEVAL_METRICS.filter(pl.col("split") == "test"), "retrievers without an 'all' row"),
+    (RETRIEVAL_METRICS.drop("mrr"), "'mrr' is missing"),
+])
+def test_retrieval_metrics_are_means_in_unit_range_rising_with_the_cutoff(broken, words):
+    assert ec.quit_retrieval_metrics_ranges(RETRIEVAL_METRICS).passed
+    assert fails(ec.quit_retrieval_metrics_ranges(broken), words)
+
+
+def test_a_reranked_run_names_a_registered_retriever_and_reranker():
+    reranked = GOOD_RUN.with_columns(pl.lit("bm25+pointwise").alias("system"))
+    assert ec.quit_reranked_runs_ranks(reranked).passed
+    assert fails(ec.quit_reranked_runs_ranks(reranked.with_columns(pl.lit("bm25+magic").alias("system"))), "system not in")
+    assert fails(ec.quit_reranked_runs_ranks(swap(reranked, "rank", 0, 0)), "rank below 1")
+
+
+def test_a_reranker_reorders_the_retrieved_passages_and_keeps_the_tail_in_place():
+    top_k = load_rerankers()["pointwise"].top_k
+    retrieved_ids = [f"p{i}" for i in range(top_k + 5)]
+    retrieved = run("bm25", {"q1": retrieved_ids})
+    reordered = run("bm25+pointwise", {"q1": retrieved_ids[:top_k][::-1] + retrieved_ids[top_k:]})
+    assert ec.quit_reranked_same_passages(quit_reranked_runs=reordered, quit_runs=retrieved).passed
+    for broken, words in [(swap(reordered, "passage_id", 0, "ghost"), "reranked but never retrieved (e.g. q1/ghost)"),
+                          (reordered.filter(pl.col("passage_id") != "p3"), "retrieved but missing from the reranked run (e.g. q1/p3)"),
+                          (run("bm25+pointwise", {"q1": retrieved_ids[::-1]}), "below the reranked top_k but moved")]:
+        assert fails(ec.quit_reranked_same_passages(quit_reranked_runs=broken, quit_runs=retrieved), words)
+
+
+RERANK_METRICS = pl.DataFrame([metrics_row(system="bm25+pointwise", retriever="bm25", reranker="pointwise", oracle=False),
+                               metrics_row(system="oracle+upr", retriever="oracle", reranker="upr", oracle=True)])
+
+
+def test_rerank_metrics_name_both_parts_and_flag_the_oracle():
+    assert ec.quit_rerank_metrics_ranges(RERANK_METRICS).passed
+    for broken, words in [(swap(RERANK_METRICS, "oracle", 1, False), "Oracle flag wrong"),
+                          (swap(RERANK_METRICS, "reranker", 0, "upr"), "system is not retriever+reranker"),
+                          (swap(RERANK_METRICS, "mrr", 0, -0.1), "mrr outside [0, 1]")]:
+        assert fails(ec.quit_rerank_metrics_ranges(broken), words)
+
+
+def answers(rows: list[tuple]) -> pl.DataFrame:
+    """Reader answers from (question, system, k, strategy, em, correct)."""
+    return pl.DataFrame([{"question_id": q, "reader": "smollm2", "system": s, "k": k, "strategy": st, "em": em, "correct": c,
+                          "answer": "Canberra" if em else "Sydney"} for q, s, k, st, em, c in rows], schema=ANSWER_SCHEMA)
+
+
+READER_ANSWERS = answers([("q1", "bm25", 1, "union_norm", False, False), ("q1", "bm25", 1, "union_freq", True, True),
+                          ("q1", "bm25+upr", 3, "union_norm", False, True), ("q1", "optimal", None, None, True, True),
+                          ("q2", "optimal", None, None, False, False)])
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(READER_ANSWERS, "correct", 1, False), "exact match not counted correct"),
+    (swap(READER_ANSWERS, "k", 0, 2), "k not in [1, 3, 5]"),
+    (swap(READER_ANSWERS, "strategy", 0, "concat"), "context strategy not in"),
+    (swap(READER_ANSWERS, "k", 3, 5), "Optimal bound with a k or strategy"),
+    (swap(READER_ANSWERS, "system", 0, "colbert"), "system not in"),
+    (swap(READER_ANSWERS, "strategy", 1, "union_norm").with_columns(pl.lit(False).alias("em")), "repeated question_id+system+k+strategy"),
+    (swap(READER_ANSWERS, "reader", 0, "qwen"), "2 readers in one reader's partition"),
+])
+def test_reader_answers_hold_one_answer_per_item_and_count_exact_matches_correct(broken, words):
+    assert ec.quit_reader_answers_schema(READER_ANSWERS).passed
+    assert fails(ec.quit_reader_answers_schema(broken), words)
+
+
+def test_reader_answers_are_to_benchmark_questions_each_with_its_optimal_bound():
+    assert ec.quit_reader_answers_references(quit_reader_answers=READER_ANSWERS, benchmark_questions=QUESTIONS).passed
+    assert fails(ec.quit_reader_answers_references(quit_reader_answers=swap(READER_ANSWERS, "question_id", 0, "q9"),
+                                                   benchmark_questions=QUESTIONS), "question ids not in")
+    without = READER_ANSWERS.filter(~((pl.col("question_id") == "q2") & (pl.col("system") == "optimal")))
+    assert fails(ec.quit_reader_answers_references(quit_reader_answers=without, benchmark_questions=QUESTIONS),
+                 "benchmark questions without an Optimal row (e.g. q2)")
+
+
+READER_METRICS = pl.DataFrame({"system": ["Optimal", "bm25"], "k": pl.Series([None, 1], dtype=pl.Int32),
+                               "strategy": ["oracle", "union_norm"], "reader": ["smollm2", "smollm2"],
+                               "em": [0.5, 0.25], "judge": [0.5, 0.5]})
+
+
+def test_reader_metrics_are_shares_with_one_optimal_row_per_reader():
+    assert ec.quit_reader_metrics_ranges(READER_METRICS).passed
+    assert fails(ec.quit_reader_metrics_ranges(swap(READER_METRICS, "em", 1, 1.25)), "em outside [0, 1]")
+    assert fails(ec.quit_reader_metrics_ranges(swap(READER_METRICS, "system", 1, "Optimal").with_columns(
+        pl.Series("k", [None, None], dtype=pl.Int32), pl.Series("strategy", ["oracle", "oracle2"]))), "without exactly one Optimal row")
+
+
+# --- RECOR -----------------------------------------------------------------------------------
+
+QUERIES = pl.DataFrame([{"domain": "law", "qid": q, "conversation_id": "c1", "turn_id": t, "strategy": s, "query": f"{s} {q}",
+                         "fallback": False} for t, q in ((1, "c1_turn1"), (2, "c1_turn2")) for s in STRATEGIES],
+                       schema=ec.QUERY_SCHEMA)
+BENCHMARK = pl.DataFrame({"domain": ["law", "law"], "qid": ["c1_turn1", "c1_turn2"], "turn_id": pl.Series([1, 2], dtype=pl.Int32)})
+
+
+@pytest.mark.parametrize("broken, words", [
+    (QUERIES.filter(~((pl.col("qid") == "c1_turn2") & (pl.col("strategy") == "history"))), "(turns) without all 5 strategies"),
+    (swap(QUERIES, "query", 0, "  "), "empty query"),
+    (swap(QUERIES, "strategy", 0, "telepathy"), "strategy not in"),
+    (swap(QUERIES, "domain", 0, "astrology"), "domain not in"),
+    (swap(QUERIES, "query", 0, None), "'query' has 1 nulls"),
+])
+def test_every_turn_has_a_query_under_each_strategy(broken, words):
+    assert ec.recor_queries_schema(QUERIES).passed
+    assert fails(ec.recor_queries_schema(broken), words)
+
+
+def test_queries_are_for_exactly_the_benchmark_turns():
+    assert ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK).passed
+    assert fails(ec.recor_queries_references(recor_queries=QUERIES.filter(pl.col("qid") == "c1_turn1"), benchmark=BENCHMARK),
+                 "benchmark turns without queries (e.g. c1_turn2)")
+    assert fails(ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK.head(1)), "turns not in recor/benchmark")
+
+
+# The same document under two strategies of one turn is sound: ranks count per turn and strategy.
+RECOR_RUN = pl.concat([run("bm25", {"c1_turn1": ["d1", "d2"]}, strategy=s, domain="law") for s in ("baseline", "history")])
+RECOR_CORPUS = pl.DataFrame({"doc_id": ["d1", "d2"], "content": ["a", "b"]})
+
+
+def test_a_conversational_run_ranks_per_turn_and_strategy():
+    assert ec.recor_runs_ranks(RECOR_RUN).passed
+    for broken, words in [(swap(RECOR_RUN, "rank", 3, 1), "repeated question_id+strategy+rank"),
+                          (RECOR_RUN.with_columns(pl.lit("oracle").alias("system")), "system not in"),
+                          (swap(RECOR_RUN, "strategy", 0, "telepathy"), "strategy not in"),
+                          (RECOR_RUN.drop("domain"), "'domain' is missing")]:
+        assert fails(ec.recor_runs_ranks(broken), words)
+
+
+def test_a_conversational_run_searches_known_queries_over_the_domain_corpus():
+    assert ec.recor_runs_references(recor_runs=RECOR_RUN, recor_queries=QUERIES, corpus=RECOR_CORPUS).passed
+    assert fails(ec.recor_runs_references(recor_runs=swap(RECOR_RUN, "passage_id", 0, "d9"), recor_queries=QUERIES, corpus=RECOR_CORPUS),
+                 "document ids not in recor/corpus (e.g. d9)")
+    assert fails(ec.recor_runs_references(recor_runs=swap(RECOR_RUN, "question_id", 0, "c9_turn1"), recor_queries=QUERIES,
+                                          corpus=RECOR_CORPUS), "turn+strategy not in eval/recor_queries")
+
+
+TURN_SCORES = pl.DataFrame([{"domain": "law", "qid": q, "turn_id": t, "retriever": "bm25", "strategy": "baseline",
+                             "ndcg@10": 0.5, "map@10": 0.4, "recall@10": 1.0, "mrr": 0.5} for t, q in ((1, "c1_turn1"), (2, "c1_turn2"))],
+                           schema_overrides={"turn_id": pl.Int32})
+
+
+def test_turn_scores_are_ranx_means_in_unit_range():
+    assert ec.recor_retrieval_metrics_ranges(TURN_SCORES).passed
+    for broken, words in [(swap(TURN_SCORES, "ndcg@10", 0, 1.1), "ndcg@10 outside [0, 1]"),
+                          (swap(TURN_SCORES, "mrr", 0, None), "'mrr' has 1 nulls"),
+                          (swap(TURN_SCORES, "retriever", 0, "oracle"), "retriever not in"),
+                          (swap(TURN_SCORES, "qid", 1, "c1_turn1"), "repeated qid+retriever+strategy")]:
+        assert fails(ec.recor_retrieval_metrics_ranges(broken), words)
+
+
+def generation(rows: list[tuple]) -> pl.DataFrame:
+    """Generation rows from (turn, mode, answer, score); faithfulness only with passages."""
+    return pl.DataFrame([{"domain": "law", "qid": q, "generator": "smollm2", "mode": m, "answer": a,
+                          **{d: s for d in ec.DIMENSIONS}, "faithfulness": None if m == ec.NO_RETRIEVAL else s,
+                          "rouge_l": s, "meteor": s} for q, m, a, s in rows], schema=ec.GENERATION_SCHEMA)
+
+
+GENERATION = generation([(q, m, "An answer.", 0.5) for q in ("c1_turn1", "c1_turn2") for m in ec.MODES])
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(GENERATION, "faithfulness", 2, 0.5), "judged faithful to passages they were not given"),
+    (swap(GENERATION, "answer", 0, None), "scored without an answer"),
+    (swap(GENERATION, "correctness", 0, 1.25), "correctness outside [0, 1]"),
+    (swap(GENERATION, "mode", 0, "telepathy"), "mode not in"),
+    (swap(GENERATION, "mode", 1, "oracle"), "repeated qid+generator+mode"),
+])
+def test_generation_rows_are_graded_in_unit_range_where_graded_at_all(broken, words):
+    assert ec.recor_generation_schema(GENERATION).passed
+    assert fails(ec.recor_generation_schema(broken), words)
+
+
+def test_generation_answers_every_benchmark_turn_in_every_mode():
+    assert ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK).passed
+    assert fails(ec.recor_generation_references(recor_generation=GENERATION.filter(pl.col("mode") != "oracle"), benchmark=BENCHMARK),
+                 "turn+generator+mode without an answer row")
+    assert fails(ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK.head(1)), "turns not in recor/benchmark")
+
+
+GENERATION_METRICS = pl.DataFrame([{"generator": "smollm2", "mode": m, **{d: 0.4 for d in ec.DIMENSIONS}, "overall": 0.4,
+                                    "rouge_l": 0.2, "meteor": 0.3} for m in ec.MODES]).with_columns(
+    pl.when(pl.col("mode") == ec.NO_RETRIEVAL).then(None).otherwise(pl.col("faithfulness")).alias("faithfulness"))
+
+
+def test_generation_metrics_are_unit_range_means_per_generator_and_mode():
+    assert ec.recor_generation_metrics_ranges(GENERATION_METRICS).passed
+    for broken, words in [(swap(GENERATION_METRICS, "overall", 0, 1.5), "overall outside [0, 1]"),
+                          (swap(GENERATION_METRICS, "mode", 0, "telepathy"), "mode not in"),
+                          (swap(GENERATION_METRICS, "mode", 1, "oracle"), "repeated generator+mode")]:
+        assert fails(ec.recor_generation_metrics_ranges(broken), words)
+
+
+# --- WikiProfile -----------------------------------------------------------------------------
+
+SAMPLES = 4
+
+
+def responses_frame() -> pl.DataFrame:
+    """One fact: an encoding task, a knowledge question without and with thinking, and a
+    multiple-choice question with the gold once in each of its four slots."""
+    rows = [("completion", False, None), ("direct", False, None), ("direct", True, None), ("mc_direct", False, "slot")]
+    return pl.DataFrame([{"fact_id": "f1", "task": task, "thinking": thinking, "sample": k, "gold_slot": k if slot else None,
+                          "response": "Paris", "answer": "Paris", "error": None}
+                         for task, thinking, slot in rows for k in range(SAMPLES)], schema=SAMPLE_SCHEMA)
+
+
+RESPONSES = responses_frame()
+WIKI_BENCHMARK = pl.DataFrame({"fact_id": ["f1"] * 3, "task": ["completion", "direct", "mc_direct"],
+                               "options": [None, None, ["Paris", "Lyon", "Nice", "Metz"]]})
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(RESPONSES, "thinking", 0, True), "asked with thinking though not a knowledge question"),
+    (swap(RESPONSES, "gold_slot", 12, None), "of multiple choice without a gold slot"),
+    (swap(RESPONSES, "gold_slot", 0, 1), "with a gold slot outside multiple choice"),
+    (swap(RESPONSES, "response", 0, None), "neither a response nor an error"),
+    (swap(RESPONSES, "task", 0, "riddle"), "task not in"),
+    (swap(RESPONSES, "sample", 1, 0), "repeated fact_id+task+thinking+sample"),
+])
+def test_responses_are_one_row_per_sample_of_a_known_task(broken, words):
+    assert ec.responses_schema(RESPONSES).passed
+    assert fails(ec.responses_schema(broken), words)
+
+
+def test_every_question_gets_n_samples_and_each_slot_holds_the_gold_equally_often():
+    assert ec.responses_sampling(RESPONSES).passed
+    assert fails(ec.responses_sampling(RESPONSES.filter(~((pl.col("task") == "completion") & (pl.col("sample") == 3)))),
+                 "(questions) without samples 0..3")
+    assert fails(ec.responses_sampling(swap(RESPONSES, "gold_slot", 12, 1)), "gold in some slots more often")
+
+
+def test_responses_are_to_benchmark_questions_and_gold_slots_among_their_options():
+    assert ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK).passed
+    assert fails(ec.responses_references(responses=RESPONSES.filter(pl.col("task") != "direct"), benchmark=WIKI_BENCHMARK),
+                 "benchmark questions never asked (e.g. f1/direct)")
+    assert fails(ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK.head(2)), "fact+task not in wikiprofile/benchmark")
+    three = WIKI_BENCHMARK.with_columns(pl.Series("options", [None, None, ["Paris", "Lyon", "Nice"]]))
+    assert fails(ec.responses_references(responses=RESPONSES, benchmark=three), "gold slot past the options")
+
+
+GRADED = RESPONSES.with_columns(pl.lit(method.CORRECT).alias("label"), pl.lit("smollm2").alias("model"))
+
+
+def test_graded_responses_carry_a_known_label_from_one_model():
+    assert ec.graded_responses_schema(GRADED).passed
+    assert fails(ec.graded_responses_schema(swap(GRADED, "label", 0, "MAYBE")), "label not in")
+    assert fails(ec.graded_responses_schema(swap(GRADED, "model", 0, "qwen")), "2 models in one subject's partition")
+    assert fails(ec.graded_responses_schema(swap(GRADED, "label", 0, None)), "'label' has 1 nulls")
+
+
+def test_exactly_the_sampled_responses_are_graded():
+    assert ec.graded_responses_references(graded_responses=GRADED, responses=RESPONSES).passed
+    assert fails(ec.graded_responses_references(graded_responses=GRADED.slice(1), responses=RESPONSES), "responses left ungraded")
+    assert fails(ec.graded_responses_references(graded_responses=GRADED, responses=RESPONSES.slice(1)), "graded samples not in")
+
+
+def profiles_frame(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame([{"model": "smollm2", "fact_id": f, "encodes": e, "knows": k0, "knows_thinking": kt, "profile": p}
+                         for f, e, k0, kt, p in rows], schema=ec.PROFILE_SCHEMA)
+
+
+PROFILES = profiles_frame([("f1", False, False, False, "encoding_failure"), ("f2", True, True, False, "direct_recall"),
+                           ("f3", True, False, True, "recall_with_thinking"), ("f4", None, None, None, "ungradable"),
+                           ("f5", False, True, True, "direct_inference")])
+
+
+def test_profiles_are_one_per_fact_from_the_known_kinds():
+    assert ec.profiles_schema(PROFILES).passed
+    assert fails(ec.profiles_schema(swap(PROFILES, "profile", 0, "genius")), "profile not in")
+    assert fails(ec.profiles_schema(swap(PROFILES, "fact_id", 1, "f1")), "repeated model+fact_id")
+
+
+def test_each_profile_is_the_one_its_flags_give():
+    assert ec.profiles_follow_the_rule(PROFILES).passed
+    for broken, words in [(swap(PROFILES, "profile", 2, "direct_recall"), "whose profile is not the one its flags give (e.g. smollm2/f3)"),
+                          (swap(PROFILES, "encodes", 3, True), "ungradable yet with encodes / knows set"),
+                          (swap(PROFILES, "knows", 0, None), "profiled without all of encodes, knows and knows_thinking")]:
+        assert fails(ec.profiles_follow_the_rule(broken), words)
+
+
+def test_exactly_the_benchmark_facts_are_profiled():
+    facts = pl.DataFrame({"fact_id": ["f1", "f2", "f3", "f4", "f5"]})
+    assert ec.profiles_references(profiles=PROFILES, benchmark=facts).passed
+    assert fails(ec.profiles_references(profiles=PROFILES.head(4), benchmark=facts), "benchmark facts without a profile (e.g. f5)")
+    assert fails(ec.profiles_references(profiles=PROFILES, benchmark=facts.head(4)), "facts not in wikiprofile/benchmark")
+
+
+SUMMARY = {"model": "smollm2", **method.profile_summary(PROFILES.to_dicts())}
+PROFILE_REPORT = pl.DataFrame([SUMMARY])
+
+
+def test_table_2_shares_add_up():
+    assert ec.profile_report_shares(PROFILE_REPORT).passed
+    for broken, words in [(swap(PROFILE_REPORT, "encoding_failure", 0, SUMMARY["encoding_failure"] + 10), "five profiles do not add up to 100%"),
+                          (swap(PROFILE_REPORT, "excluded_ungradable", 0, 0.0), "profiled and excluded shares do not add up"),
+                          (swap(PROFILE_REPORT, "profiled", 0, 9), "profiled facts not between 0 and all facts"),
+                          (swap(PROFILE_REPORT, "encodes", 0, 120.0), "encodes outside [0, 100]")]:
+        assert fails(ec.profile_report_shares(broken), words)
+
+
+POPULARITY = pl.DataFrame({"model": ["smollm2"] * 2, "tier": ["top", "bottom"], "facts": [2, 1], "encodes": [50.0, 0.0],
+                           "recall": [0.0, math.nan], "recall_thinking": [100.0, math.nan], "thinking_gain": [100.0, math.nan]})
+
+
+def test_popularity_rates_are_percent_and_the_gain_their_difference():
+    assert ec.popularity_report_shares(POPULARITY).passed
+    backwards = POPULARITY.with_columns(pl.Series("recall", [50.0, math.nan]), pl.Series("recall_thinking", [40.0, math.nan]),
+                                        pl.Series("thinking_gain", [-10.0, math.nan]))
+    for broken, words in [(swap(POPULARITY, "thinking_gain", 0, 50.0), "gain is not recall with minus without thinking"),
+                          (backwards, "recalling more without thinking than with it"),
+                          (swap(POPULARITY, "encodes", 0, -1.0), "encodes outside [0, 100]"),
+                          (swap(POPULARITY, "tier", 1, "middle"), "tier not in")]:
+        assert fails(ec.popularity_report_shares(broken), words)
+
+
+def test_an_empty_popularity_tier_is_a_warning():
+    assert ec.popularity_report_tiers(POPULARITY).passed
+    result = ec.popularity_report_tiers(swap(POPULARITY, "facts", 1, 0))
+    assert fails(result, "(tiers) without facts (e.g. smollm2/bottom)") and result.severity == dg.AssetCheckSeverity.WARN
+
+
+DIRECTION = pl.DataFrame({"model": ["smollm2"] * 3, "condition": list(ec.CONDITIONS), "facts": [2, 2, 0],
+                          "direct": [50.0, 100.0, math.nan], "reverse": [0.0, 50.0, math.nan], "delta": [-50.0, -50.0, math.nan]})
+
+
+def test_direction_shares_are_percent_and_delta_their_difference():
+    assert ec.direction_report_shares(DIRECTION).passed
+    for broken, words in [(swap(DIRECTION, "delta", 0, 50.0), "delta is not reverse minus direct"),
+                          (swap(DIRECTION, "condition", 0, "recite"), "condition not in"),
+                          (swap(DIRECTION, "direct", 1, 150.0), "direct outside [0, 100]")]:
+        assert fails(ec.direction_report_shares(broken), words)
+
+
+THINKING = pl.DataFrame({"model": ["smollm2"] * 2, "encoded": [True, False], "not_known": [0, 4], "recovered": [0, 1],
+                         "recovered_pct": [math.nan, 25.0]})
+
+
+def test_recovery_is_a_share_of_the_facts_not_known():
+    assert ec.thinking_report_shares(THINKING).passed
+    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered_pct", 1, 30.0)), "share is not recovered over not known")
+    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered", 1, 5)), "recovering more facts than are not known")
+
+
+ROBUSTNESS = pl.DataFrame([{"model": "smollm2", "tau_enc": e, "tau_know": k, **method.profile_summary(PROFILES.to_dicts())}
+                           for e, k in TAU_GRID])
+
+
+def test_the_threshold_sweep_covers_the_grid_with_sound_shares():
+    assert ec.robustness_report_shares(ROBUSTNESS).passed
+    for broken, words in [(ROBUSTNESS.slice(1), "model+thresholds of the grid missing"),
+                          (swap(ROBUSTNESS, "tau_know", 0, 1.5), "tau_know outside [0, 1]"),
+                          (swap(ROBUSTNESS, "direct_recall", 0, 90.0), "five profiles do not add up")]:
+        assert fails(ec.robustness_report_shares(broken), words)
+
+
+# --- LLM accounting ----------------------------------------------------------------------------
+
+
+def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, errors: int, calls: int = 10) -> dg.AssetCheckEvaluation:
+    """The accounting check after a stand-in for its asset, in one of its partitions, reported
+    ``errors`` failed calls of ``calls``."""
+    spec = next(iter(check.check_specs))
+    partitions = spec.partitions_def
+    instance = dg.DagsterInstance.ephemeral()
+    if isinstance(partitions, dg.DynamicPartitionsDefinition):
+        instance.add_dynamic_partitions(partitions.name, ["subject"])
+    partition = partitions.get_partition_keys(dynamic_partitions_store=instance)[0] if partitions else None
+
+    @dg.asset(key=spec.asset_key, partitions_def=partitions)
+    def stand_in() -> dg.Output:
+        return dg.Output(frame, metadata={"llm/calls": calls, "llm/errors": errors, "llm/parse_failures": 0})
+
+    result = dg.materialize([stand_in, check], partition_key=partition, instance=instance,
+                            resources={"check_settings": CheckSettings(max_llm_failure_rate=0.5), "io_manager": dg.mem_io_manager})
+    return result.get_asset_check_evaluations()[0]
+
+
+ACCOUNTED = {"eval/quit_reranked_runs": GOOD_RUN, "eval/quit_reader_answers": READER_ANSWERS, "eval/recor_queries": QUERIES,
+             "eval/recor_generation": GENERATION, "wikiprofile/responses": RESPONSES, "wikiprofile/graded_responses": GRADED}
+
+
+@pytest.mark.parametrize("check", ec.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
+def test_every_llm_step_warns_above_the_failure_rate(check):
+    frame = ACCOUNTED[next(iter(check.check_specs)).asset_key.to_user_string()]
+    assert accounting_evaluation(check, frame, errors=1).passed
+    failing = accounting_evaluation(check, frame, errors=6)
+    assert not failing.passed and failing.severity == dg.AssetCheckSeverity.WARN
+
+
+def test_the_accounting_names_the_items_the_step_kept_as_failed():
+    check = next(c for c in ec.llm_accounting if next(iter(c.check_specs)).asset_key == ec.eval_key("recor_queries"))
+    failing = accounting_evaluation(check, swap(QUERIES, "fallback", 5, True), errors=6)
+    assert failing.metadata["failed_items"].value == "c1_turn2"
+
+
+def test_every_evaluation_asset_has_checks_that_run_per_partition_with_unique_names():
+    partitions = {k: a.partitions_def for a in (*quit_eval_assets, *recor_eval_assets, *wikiprofile_profile_assets,
+                                                *wikiprofile_analysis_assets) for k in a.keys}
+    specs = [spec for c in ec.eval_checks for spec in c.check_specs]
+    assert set(partitions) - {spec.asset_key for spec in specs} == set()
+    assert all(spec.partitions_def == partitions[spec.asset_key] for spec in specs)
+    assert len({spec.key for spec in specs}) == len(specs)
