@@ -1,21 +1,46 @@
-"""Asset wiring shared by the benchmarks' asset modules: outputs and inputs under a key prefix."""
+"""Asset wiring, the same for every benchmark: one :class:`Wiring` per asset module names its
+outputs, inputs and rejects outputs under the benchmark's key prefix."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import dagster as dg
 
+from assets.common.metadata import counts_md, table_metadata
+from assets.common.rejects import Rejects
 from resources.storage import MATERIALIZED_PARTITIONS
 
 
-def asset_out(prefix: str, group: str, description: str, kinds: set[str]) -> dg.AssetOut:
-    return dg.AssetOut(key_prefix=prefix, group_name=group, description=description, kinds=kinds)
+@dataclasses.dataclass(frozen=True)
+class Wiring:
+    """Keys under ``prefix`` in the UI group ``group``."""
 
+    prefix: str
+    group: str
 
-def asset_in(prefix: str, name: str) -> dg.AssetIn:
-    return dg.AssetIn(key=[prefix, name])
+    def key(self, name: str) -> dg.AssetKey:
+        return dg.AssetKey([self.prefix, name])
 
+    def out(self, description: str, kinds: set[str]) -> dg.AssetOut:
+        """One output of a multi-asset step."""
+        return dg.AssetOut(key_prefix=self.prefix, group_name=self.group, description=description, kinds=kinds)
 
-def materialized_in(prefix: str, name: str) -> dg.AssetIn:
-    """Every materialized partition of ``prefix/name``: a report covers what is built so far
-    (some domains, a backfill under way, a subject not yet profiled) and names the rest."""
-    return dg.AssetIn(key=[prefix, name], partition_mapping=dg.AllPartitionMapping(), metadata=MATERIALIZED_PARTITIONS)
+    def input(self, name: str, prefix: str | None = None) -> dg.AssetIn:
+        """``<prefix>/<name>`` as an input (this benchmark's prefix unless another is named)."""
+        return dg.AssetIn(key=[prefix or self.prefix, name])
+
+    def materialized(self, name: str, prefix: str | None = None) -> dg.AssetIn:
+        """Every materialized partition of ``<prefix>/<name>``: a report covers what is built so
+        far (some domains, a backfill under way, a subject not yet profiled) and names the rest."""
+        return dg.AssetIn(key=[prefix or self.prefix, name], partition_mapping=dg.AllPartitionMapping(),
+                          metadata=MATERIALIZED_PARTITIONS)
+
+    def rejects(self, name: str, shape: Rejects, rows: list[dict]) -> dg.Output:
+        """A step's rejects output: the rows in the common shape, counted by reason."""
+        frame = shape.frame(rows)
+        return dg.Output(frame, output_name=name, metadata={
+            **table_metadata(frame.select(*shape.keys, "reason", "detail")),
+            "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
+        })
+

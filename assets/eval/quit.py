@@ -9,6 +9,7 @@ import polars as pl
 
 from assets.common.metadata import png_markdown, table_metadata
 from assets.common.prompts import code_version
+from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
 from assets.eval import readers, reports, retrieve
 from assets.eval import rerankers as rerank_methods
@@ -27,6 +28,7 @@ from resources.storage import StorageResource, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
+wiring = Wiring(PREFIX, GROUP)
 TOP_K = 100
 
 
@@ -50,7 +52,7 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
-          ins={"quit_index": dg.AssetIn(key=[PREFIX, "quit_index"]), "benchmark_questions": QUIT_QUESTIONS,
+          ins={"quit_index": wiring.input("quit_index"), "benchmark_questions": QUIT_QUESTIONS,
                "benchmark_qrels": QUIT_QRELS},
           kinds={"lucene", "faiss"}, code_version="2")
 def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, benchmark_questions: pl.DataFrame,
@@ -72,7 +74,7 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"]), "benchmark_qrels": QUIT_QRELS,
+          ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS,
                "benchmark_questions": QUIT_QUESTIONS},
           kinds={"ranx"}, code_version="1")
 def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
@@ -133,7 +135,7 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"]), "benchmark_qrels": QUIT_QRELS},
+          ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS},
           kinds={"ranx"}, code_version="1")
 def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
@@ -194,8 +196,8 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_reader_answers": dg.AssetIn(key=[PREFIX, "quit_reader_answers"]), "quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"]),
-               "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"]),
+          ins={"quit_reader_answers": wiring.input("quit_reader_answers"), "quit_runs": wiring.input("quit_runs"),
+               "quit_reranked_runs": wiring.input("quit_reranked_runs"),
                "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
           kinds={"polars"}, code_version="2")
 def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,

@@ -10,7 +10,7 @@ import polars as pl
 
 from assets.common.metadata import md_table, png_markdown, table_metadata
 from assets.common.prompts import code_version, load_prompt
-from assets.common.wiring import materialized_in
+from assets.common.wiring import Wiring
 from assets.eval import conversational, generation, retrieve
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
@@ -22,6 +22,7 @@ from resources.storage import StorageResource, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
+wiring = Wiring(PREFIX, GROUP)
 TOP_K = 100
 
 
@@ -85,7 +86,7 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_runs": materialized_in(PREFIX, "recor_runs"), "benchmark": materialized_in("recor", "benchmark")},
+          ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("benchmark", "recor")},
           kinds={"ranx", "scipy"}, code_version="1")
 def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, averaged per domain and
@@ -119,7 +120,7 @@ def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions,
           ins={"benchmark": BENCHMARK, "corpus": CORPUS,
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
-               "recor_retrieval_metrics": dg.AssetIn(key=[PREFIX, "recor_retrieval_metrics"])},
+               "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
           kinds={"litellm"}, pool="llm",
           code_version=code_version("1", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
 def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
@@ -150,7 +151,7 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_generation": materialized_in(PREFIX, "recor_generation")},
+          ins={"recor_generation": wiring.materialized("recor_generation")},
           kinds={"polars"}, code_version="1")
 def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged

@@ -8,7 +8,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.common.prompts import code_version
-from assets.common.wiring import asset_in, materialized_in
+from assets.common.wiring import Wiring
 from assets.eval import analysis, profiling
 from assets.eval import profiling_rules as method
 from assets.partitions import subject_partitions
@@ -17,6 +17,7 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
 
 PREFIX = GROUP = "wikiprofile"
+wiring = Wiring(PREFIX, GROUP)
 STEP = dict(key_prefix=PREFIX, group_name=GROUP, partitions_def=subject_partitions, code_version="2")
 
 
@@ -31,7 +32,7 @@ def _grader(llm: LLMResource) -> str:
     return llm.role("wikiprofile.grader")[0]
 
 
-@dg.asset(ins={"benchmark": asset_in(PREFIX, "benchmark")}, kinds={"polars", "litellm"}, pool="llm",
+@dg.asset(ins={"benchmark": wiring.input("benchmark")}, kinds={"polars", "litellm"}, pool="llm",
           **_prompted("2", "eval/subject_completion", "eval/subject_choice", "eval/subject_choice_cot", "eval/subject_question", "eval/subject_question_cot"))
 def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
               wikiprofile_settings: WikiProfileSettings) -> dg.Output:
@@ -59,7 +60,7 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
     })
 
 
-@dg.asset(ins={"responses": asset_in(PREFIX, "responses"), "benchmark": asset_in(PREFIX, "benchmark")},
+@dg.asset(ins={"responses": wiring.input("responses"), "benchmark": wiring.input("benchmark")},
           kinds={"polars", "litellm"}, pool="llm", **_prompted("2", "eval/grade_answers", "eval/grade_completions"))
 def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
                      llm: LLMResource) -> dg.Output:
@@ -101,7 +102,7 @@ def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame,
     })
 
 
-@dg.asset(ins={"graded_responses": asset_in(PREFIX, "graded_responses")}, kinds={"polars"}, **STEP)
+@dg.asset(ins={"graded_responses": wiring.input("graded_responses")}, kinds={"polars"}, **STEP)
 def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Each fact's question grades g(q), encodes / knows without and with thinking, and its
     profile under the configured NaN strategy (S2 by default), with the model's row of
@@ -120,7 +121,7 @@ def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, 
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
-          ins={"profiles": materialized_in(PREFIX, "profiles")})
+          ins={"profiles": wiring.materialized("profiles")})
 def profile_report(profiles: pl.DataFrame) -> dg.Output:
     """Table 2 over every profiled model: Encodes, Knows(+Think), Knows, the five profiles
     and the excluded shares, with a stacked bar plot of the profiles."""
@@ -176,8 +177,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], groups, fontsize=8)
 
 
-@dg.asset(ins={"profiles": materialized_in(PREFIX, "profiles"), "benchmark": asset_in(PREFIX, "benchmark"),
-               "source_pages": asset_in(PREFIX, "source_pages")}, **REPORT)
+@dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("benchmark"),
+               "source_pages": wiring.input("source_pages")}, **REPORT)
 def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Output:
     """Encoding and recall rates of the top and bottom 20% of facts by their page's monthly
     views (Figure 5), with the gain from thinking and the gaps (Delta, Delta_T)."""
@@ -204,7 +205,7 @@ def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pa
                                       "popularity_plot": png_markdown(fig)})
 
 
-@dg.asset(ins={"graded_responses": materialized_in(PREFIX, "graded_responses"), "profiles": materialized_in(PREFIX, "profiles")}, **REPORT)
+@dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
 def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Direct vs reverse over encoded facts, in generation (closed book, without and with
@@ -237,7 +238,7 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                                       "direction_plot": png_markdown(fig)})
 
 
-@dg.asset(ins={"graded_responses": materialized_in(PREFIX, "graded_responses"), "profiles": materialized_in(PREFIX, "profiles")}, **REPORT)
+@dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
 def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                     wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Thinking as recovery: the share of facts not known directly that thinking recovers,
@@ -265,7 +266,7 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                                          "thinking_plot": png_markdown(fig)})
 
 
-@dg.asset(ins={"graded_responses": materialized_in(PREFIX, "graded_responses")}, **REPORT)
+@dg.asset(ins={"graded_responses": wiring.materialized("graded_responses")}, **REPORT)
 def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 at other thresholds (tau_enc, tau_know) (appendix D.2), and the bootstrap width
     of the share of questions with g > 0.5 for n = 2..16 samples, drawn from each question's

@@ -8,6 +8,7 @@ import polars as pl
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.common.prompts import code_version
 from assets.common.records import parse_json_list
+from assets.common.wiring import Wiring
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
 from assets.quit import release, rules, sources, steps
 from assets.quit.rules import (
@@ -24,14 +25,13 @@ from resources.storage import Batches, StorageResource, read_text
 
 PREFIX = "quit"
 GROUP = "quit"
+wiring = Wiring(PREFIX, GROUP)
 
 
 def _judge(llm: LLMResource) -> str:
     return llm.role("quit.judge")[0]
 
 
-def _out(description: str, kinds: set[str]) -> dg.AssetOut:
-    return dg.AssetOut(key_prefix=PREFIX, group_name=GROUP, description=description, kinds=kinds)
 
 
 def _log(context):
@@ -40,8 +40,8 @@ def _log(context):
 
 @dg.multi_asset(
     outs={
-        "source_questions": _out(kinds={"polars", "parquet"}, description="TriviaHG and WikiHint unified: one row per usable question, hints deduplicated."),
-        "source_rejects": _out(kinds={"polars", "parquet"}, description="Source records rejected at ingest, with the reason and the raw record."),
+        "source_questions": wiring.out(kinds={"polars", "parquet"}, description="TriviaHG and WikiHint unified: one row per usable question, hints deduplicated."),
+        "source_rejects": wiring.out(kinds={"polars", "parquet"}, description="Source records rejected at ingest, with the reason and the raw record."),
     },
     code_version="1",
 )
@@ -66,10 +66,10 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
 
 @dg.multi_asset(
     outs={
-        "screened_questions": _out(kinds={"polars", "litellm"}, description="Questions none of whose hints leaks the answer."),
-        "leakage_rejects": _out(kinds={"polars", "litellm"}, description="Questions discarded for answer leakage, naming the hint."),
+        "screened_questions": wiring.out(kinds={"polars", "litellm"}, description="Questions none of whose hints leaks the answer."),
+        "leakage_rejects": wiring.out(kinds={"polars", "litellm"}, description="Questions discarded for answer leakage, naming the hint."),
     },
-    ins={"source_questions": dg.AssetIn(key=[PREFIX, "source_questions"])},
+    ins={"source_questions": wiring.input("source_questions")},
     pool="llm",
     code_version=code_version("1", "quit/leakage_span"),
 )
@@ -83,7 +83,7 @@ def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.D
     yield dg.Output(rejects, output_name="leakage_rejects", metadata=table_metadata(rejects.select("question_id", "detail")))
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": dg.AssetIn(key=[PREFIX, "screened_questions"])},
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": wiring.input("screened_questions")},
           kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/distractors", "quit/hint_fits"))
 def hint_convergence(context: dg.AssetExecutionContext, screened_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
@@ -100,7 +100,7 @@ def hint_convergence(context: dg.AssetExecutionContext, screened_questions: pl.D
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"screened_questions": dg.AssetIn(key=[PREFIX, "screened_questions"]), "hint_convergence": dg.AssetIn(key=[PREFIX, "hint_convergence"])},
+          ins={"screened_questions": wiring.input("screened_questions"), "hint_convergence": wiring.input("hint_convergence")},
           kinds={"polars"}, code_version="1")
 def selected_questions(screened_questions: pl.DataFrame, hint_convergence: pl.DataFrame) -> dg.Output:
     """Each question with its top-5 hints by convergence, best first."""
@@ -108,7 +108,7 @@ def selected_questions(screened_questions: pl.DataFrame, hint_convergence: pl.Da
     return dg.Output(frame, metadata=table_metadata(frame.select("question_id", "question", "hint_convergence", "hints")))
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"selected_questions": wiring.input("selected_questions")},
           kinds={"polars", "lucene"}, code_version="1")
 def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, storage: StorageResource,
                     quit_settings: QuitSettings) -> dg.Output:
@@ -123,7 +123,7 @@ def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, st
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "reference_index": dg.AssetIn(key=[PREFIX, "reference_index"])},
+          ins={"selected_questions": wiring.input("selected_questions"), "reference_index": wiring.input("reference_index")},
           kinds={"polars", "litellm", "lucene"}, pool="llm", code_version=code_version("1", "quit/question_type"))
 def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, reference_index: pl.DataFrame,
                       llm: LLMResource, lucene: LuceneResource, encoder: EncoderResource, storage: StorageResource,
@@ -150,7 +150,7 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_model_partitions,
-          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+          ins={"selected_questions": wiring.input("selected_questions")},
           kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/closed_book", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
 def parametric_answers(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
@@ -167,7 +167,7 @@ def parametric_answers(context: dg.AssetExecutionContext, selected_questions: pl
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "parametric_answers": dg.AssetIn(key=[PREFIX, "parametric_answers"])},
+          ins={"selected_questions": wiring.input("selected_questions"), "parametric_answers": wiring.input("parametric_answers")},
           kinds={"polars"}, code_version="1")
 def splits(selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
     """train from parametrically answerable questions, test from the non-answerable, dev = the
@@ -205,7 +205,7 @@ def _labeled(frame: pl.DataFrame, limit: int | None) -> list[str]:
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]), "splits": dg.AssetIn(key=[PREFIX, "splits"])},
+          ins={"selected_questions": wiring.input("selected_questions"), "splits": wiring.input("splits")},
           kinds={"polars", "parquet"}, code_version="1")
 def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Output:
     """Every ordered non-empty subset of each question's 5 hints: 325 passages per question
@@ -221,8 +221,8 @@ def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Outpu
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_labeler_partitions,
-          ins={"passages": dg.AssetIn(key=[PREFIX, "passages"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
-               "splits": dg.AssetIn(key=[PREFIX, "splits"])},
+          ins={"passages": wiring.input("passages"), "selected_questions": wiring.input("selected_questions"),
+               "splits": wiring.input("splits")},
           kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/reader", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
 def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame,
@@ -252,11 +252,11 @@ def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, s
 
 @dg.multi_asset(
     outs={
-        "passage_labels": _out(kinds={"polars"}, description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage."),
-        "answer_pools": _out(kinds={"polars"}, description="Valid answers per question: gold, aliases and generated answers judged correct."),
+        "passage_labels": wiring.out(kinds={"polars"}, description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage."),
+        "answer_pools": wiring.out(kinds={"polars"}, description="Valid answers per question: gold, aliases and generated answers judged correct."),
     },
-    ins={"passage_answers": dg.AssetIn(key=[PREFIX, "passage_answers"]), "passages": dg.AssetIn(key=[PREFIX, "passages"]),
-         "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"])},
+    ins={"passage_answers": wiring.input("passage_answers"), "passages": wiring.input("passages"),
+         "selected_questions": wiring.input("selected_questions")},
     code_version="1",
 )
 def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, selected_questions: pl.DataFrame):
@@ -273,8 +273,8 @@ def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, select
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"passage_answers": dg.AssetIn(key=[PREFIX, "passage_answers"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
-               "passage_labels": dg.AssetIn(key=[PREFIX, "passage_labels"])},
+          ins={"passage_answers": wiring.input("passage_answers"), "selected_questions": wiring.input("selected_questions"),
+               "passage_labels": wiring.input("passage_labels")},
           kinds={"polars"}, code_version="1")
 def verification_candidates(passage_answers: pl.DataFrame, selected_questions: pl.DataFrame, passage_labels: pl.DataFrame) -> dg.Output:
     """What the human verification page shows (A.1): per question, the gold answer and every
@@ -288,13 +288,13 @@ def verification_candidates(passage_answers: pl.DataFrame, selected_questions: p
 
 @dg.multi_asset(
     outs={
-        "verified_labels": _out(kinds={"polars", "litellm"}, description="Labels after human verification (3.2.4): passages left with no accepted answer go from 2 to 1."),
-        "verified_pools": _out(kinds={"polars", "litellm"}, description="Answer pools after human verification."),
-        "verification_rejects": _out(kinds={"polars", "litellm"}, description="Questions removed because a newly accepted answer leaks through a hint."),
+        "verified_labels": wiring.out(kinds={"polars", "litellm"}, description="Labels after human verification (3.2.4): passages left with no accepted answer go from 2 to 1."),
+        "verified_pools": wiring.out(kinds={"polars", "litellm"}, description="Answer pools after human verification."),
+        "verification_rejects": wiring.out(kinds={"polars", "litellm"}, description="Questions removed because a newly accepted answer leaks through a hint."),
     },
-    ins={"passage_answers": dg.AssetIn(key=[PREFIX, "passage_answers"]), "passage_labels": dg.AssetIn(key=[PREFIX, "passage_labels"]),
-         "answer_pools": dg.AssetIn(key=[PREFIX, "answer_pools"]), "selected_questions": dg.AssetIn(key=[PREFIX, "selected_questions"]),
-         "verification_candidates": dg.AssetIn(key=[PREFIX, "verification_candidates"])},
+    ins={"passage_answers": wiring.input("passage_answers"), "passage_labels": wiring.input("passage_labels"),
+         "answer_pools": wiring.input("answer_pools"), "selected_questions": wiring.input("selected_questions"),
+         "verification_candidates": wiring.input("verification_candidates")},
     pool="llm",
     code_version=code_version("1", "quit/leakage_span"),
 )
@@ -317,9 +317,9 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
 
 @dg.multi_asset(
     outs={
-        "benchmark_questions": _out(kinds={"polars"}, description="Final QUIT questions with split, answer pool, type, difficulty and source."),
-        "benchmark_corpus": _out(kinds={"polars"}, description="Final QUIT corpus: the passages of the benchmark's questions."),
-        "benchmark_qrels": _out(kinds={"polars"}, description="Graded qrels: 2 and 1 for a question's own passages (0 for all others is implicit)."),
+        "benchmark_questions": wiring.out(kinds={"polars"}, description="Final QUIT questions with split, answer pool, type, difficulty and source."),
+        "benchmark_corpus": wiring.out(kinds={"polars"}, description="Final QUIT corpus: the passages of the benchmark's questions."),
+        "benchmark_qrels": wiring.out(kinds={"polars"}, description="Graded qrels: 2 and 1 for a question's own passages (0 for all others is implicit)."),
     },
     ins={name: dg.AssetIn(key=[PREFIX, name]) for name in
          ("selected_questions", "splits", "question_metadata", "passages", "verified_labels", "verified_pools", "verification_rejects")},
@@ -340,8 +340,8 @@ def benchmark(selected_questions, splits, question_metadata, passages, verified_
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"benchmark_questions": dg.AssetIn(key=[PREFIX, "benchmark_questions"]), "benchmark_corpus": dg.AssetIn(key=[PREFIX, "benchmark_corpus"]),
-               "benchmark_qrels": dg.AssetIn(key=[PREFIX, "benchmark_qrels"])},
+          ins={"benchmark_questions": wiring.input("benchmark_questions"), "benchmark_corpus": wiring.input("benchmark_corpus"),
+               "benchmark_qrels": wiring.input("benchmark_qrels")},
           kinds={"json"}, code_version="1")
 def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_settings: QuitSettings,
                   storage: StorageResource) -> dg.Output:
@@ -353,8 +353,8 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"benchmark_questions": dg.AssetIn(key=[PREFIX, "benchmark_questions"]), "benchmark_corpus": dg.AssetIn(key=[PREFIX, "benchmark_corpus"]),
-               "benchmark_qrels": dg.AssetIn(key=[PREFIX, "benchmark_qrels"])},
+          ins={"benchmark_questions": wiring.input("benchmark_questions"), "benchmark_corpus": wiring.input("benchmark_corpus"),
+               "benchmark_qrels": wiring.input("benchmark_qrels")},
           kinds={"polars"}, code_version="1")
 def statistics(benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: EncoderResource) -> dg.Output:
     """Table 1 of the paper: counts, average lengths, query-passage lexical overlap, answer

@@ -7,7 +7,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
 from assets.common.prompts import code_version
-from assets.common.wiring import materialized_in
+from assets.common.wiring import Wiring
 from assets.partitions import recor_domain_partitions
 from assets.recor import release, steps
 from assets.recor.settings import RecorSettings
@@ -18,6 +18,7 @@ from resources.storage import StorageResource, join, write_bytes
 
 PREFIX = "recor"
 GROUP = "recor"
+wiring = Wiring(PREFIX, GROUP)
 
 
 def _builder(llm: LLMResource) -> str:
@@ -29,20 +30,10 @@ def _thresholds(recor_settings: RecorSettings, llm: LLMResource):
     return recor_settings.thresholds(binding_verdicts=llm.spec(_builder(llm)).verdicts == "binding")
 
 
-def _out(description: str, kinds: set[str]) -> dg.AssetOut:
-    return dg.AssetOut(key_prefix=PREFIX, group_name=GROUP, description=description, kinds=kinds)
 
 
-def _in(name: str) -> dg.AssetIn:
-    return dg.AssetIn(key=[PREFIX, name])
 
 
-def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
-    frame = steps.REJECTS.frame(rows)
-    return dg.Output(frame, output_name=name, metadata={
-        **table_metadata(frame.select("question_id", "item", "reason", "detail")),
-        "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
-    })
 
 
 def _similarity(settings: RecorSettings) -> steps.Similarity:
@@ -69,9 +60,9 @@ def source_files(context) -> dg.DataVersionsByPartition:
 
 
 @dg.multi_asset(outs={
-    "source_questions": _out("One domain's source questions (BRIGHT queries or StackExchange questions with their accepted answer).", {"polars"}),
-    "source_documents": _out("One domain's documents: BRIGHT's corpus, or StackExchange positives and the mining pool.", {"polars"}),
-    "source_rejects": _out("Source records rejected at ingest, with the reason and the raw record.", {"polars"}),
+    "source_questions": wiring.out("One domain's source questions (BRIGHT queries or StackExchange questions with their accepted answer).", {"polars"}),
+    "source_documents": wiring.out("One domain's documents: BRIGHT's corpus, or StackExchange positives and the mining pool.", {"polars"}),
+    "source_rejects": wiring.out("Source records rejected at ingest, with the reason and the raw record.", {"polars"}),
 }, deps=[source_files], **STEP)
 def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
     """Reads one domain's sources (local paths or s3:// URIs, as listed in
@@ -87,9 +78,9 @@ def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
 
 
 @dg.multi_asset(outs={
-    "hard_negatives": _out("Mined hard negatives (StackExchange domains): passages on the topic that do not help answer.", {"polars", "lucene"}),
-    "negative_rejects": _out("Mined candidates dropped as duplicates or for overlapping a positive.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm",
+    "hard_negatives": wiring.out("Mined hard negatives (StackExchange domains): passages on the topic that do not help answer.", {"polars", "lucene"}),
+    "negative_rejects": wiring.out("Mined candidates dropped as duplicates or for overlapping a positive.", {"polars"}),
+}, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool="llm",
           **_prompted("1", "recor/negative_queries"))
 def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                    llm: LLMResource, search: DocumentSearchResource, storage: StorageResource, recor_settings: RecorSettings):
@@ -116,11 +107,11 @@ def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataF
         mined, rejects = steps.select_negatives(source_questions, positives, hits, recor_settings.negative_overlap)
     yield dg.Output(mined, output_name="hard_negatives", metadata={**table_metadata(mined.select("question_id", "doc_id", "content")),
                                                                     **stats.as_metadata()})
-    yield _rejects_output("negative_rejects", rejects)
+    yield wiring.rejects("negative_rejects", steps.REJECTS, rejects)
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"},
-          ins={"source_documents": _in("source_documents"), "hard_negatives": _in("hard_negatives")}, **STEP)
+          ins={"source_documents": wiring.input("source_documents"), "hard_negatives": wiring.input("hard_negatives")}, **STEP)
 def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.Output:
     """The domain's retrieval corpus: every positive and negative document (the mining pool
     itself is not part of it)."""
@@ -130,9 +121,9 @@ def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.O
 
 
 @dg.multi_asset(outs={
-    "aligned_documents": _out("Each gold document checked against the expert answer (judge verdict, coverage, kept).", {"polars", "litellm"}),
-    "alignment_rejects": _out("Weakly related documents, and questions left without one.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "source_documents": _in("source_documents")}, pool="llm",
+    "aligned_documents": wiring.out("Each gold document checked against the expert answer (judge verdict, coverage, kept).", {"polars", "litellm"}),
+    "alignment_rejects": wiring.out("Weakly related documents, and questions left without one.", {"polars"}),
+}, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool="llm",
           **_prompted("1", "recor/alignment"))
 def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                       llm: LLMResource, recor_settings: RecorSettings):
@@ -142,14 +133,14 @@ def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.Da
                                      _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aligned_documents", metadata={**table_metadata(frame), **stats.as_metadata(),
                                                                        "kept": int(frame["kept"].sum())})
-    yield _rejects_output("alignment_rejects", rejects)
+    yield wiring.rejects("alignment_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(outs={
-    "aspects": _out("Aspects of each answer in conversational order, with their document coverage.", {"polars", "litellm"}),
-    "aspect_rejects": _out("Aspect proposals rejected for overlap, low coverage or unsuitability.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "aligned_documents": _in("aligned_documents"),
-        "source_documents": _in("source_documents")}, pool="llm",
+    "aspects": wiring.out("Aspects of each answer in conversational order, with their document coverage.", {"polars", "litellm"}),
+    "aspect_rejects": wiring.out("Aspect proposals rejected for overlap, low coverage or unsuitability.", {"polars"}),
+}, ins={"source_questions": wiring.input("source_questions"), "aligned_documents": wiring.input("aligned_documents"),
+        "source_documents": wiring.input("source_documents")}, pool="llm",
           **_prompted("1", "recor/aspects", "recor/aspect_order", "recor/aspect_suitability"))
 def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aligned_documents: pl.DataFrame,
             source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
@@ -160,14 +151,14 @@ def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, a
                                    _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aspects", metadata={**table_metadata(frame.select("aspect_id", "title", "text", "coverage")),
                                                              **stats.as_metadata()})
-    yield _rejects_output("aspect_rejects", rejects)
+    yield wiring.rejects("aspect_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(outs={
-    "facts": _out("Atomic facts per aspect with their verification (similarity, judge, verified).", {"polars", "litellm"}),
-    "fact_rejects": _out("Unsupported facts, and aspects left with no verified fact.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "aspects": _in("aspects"), "aligned_documents": _in("aligned_documents"),
-        "source_documents": _in("source_documents")}, pool="llm", **_prompted("2", "recor/facts", "recor/fact_check"))
+    "facts": wiring.out("Atomic facts per aspect with their verification (similarity, judge, verified).", {"polars", "litellm"}),
+    "fact_rejects": wiring.out("Unsupported facts, and aspects left with no verified fact.", {"polars"}),
+}, ins={"source_questions": wiring.input("source_questions"), "aspects": wiring.input("aspects"), "aligned_documents": wiring.input("aligned_documents"),
+        "source_documents": wiring.input("source_documents")}, pool="llm", **_prompted("2", "recor/facts", "recor/fact_check"))
 def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
@@ -177,14 +168,14 @@ def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     rate = float(frame["verified"].mean()) if frame.height else 0.0
     yield dg.Output(frame, output_name="facts", metadata={**table_metadata(frame.select("fact_id", "fact", "similarity", "verified")),
                                                            "verification_rate": rate, **stats.as_metadata()})
-    yield _rejects_output("fact_rejects", rejects)
+    yield wiring.rejects("fact_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(outs={
-    "turns": _out("Conversation turns: question, answer, selected documents with their scores, retrieval reasoning.", {"polars", "litellm"}),
-    "turn_rejects": _out("Turns rejected as repetitive, off-aspect, unnatural or unanswerable.", {"polars"}),
-}, ins={"source_questions": _in("source_questions"), "aspects": _in("aspects"), "facts": _in("facts"),
-        "aligned_documents": _in("aligned_documents"), "source_documents": _in("source_documents")}, pool="llm",
+    "turns": wiring.out("Conversation turns: question, answer, selected documents with their scores, retrieval reasoning.", {"polars", "litellm"}),
+    "turn_rejects": wiring.out("Turns rejected as repetitive, off-aspect, unnatural or unanswerable.", {"polars"}),
+}, ins={"source_questions": wiring.input("source_questions"), "aspects": wiring.input("aspects"), "facts": wiring.input("facts"),
+        "aligned_documents": wiring.input("aligned_documents"), "source_documents": wiring.input("source_documents")}, pool="llm",
           **_prompted("2", "recor/first_turn", "recor/follow_up", "recor/question_for_point", "recor/retrieval_reasoning", "recor/turn_answer", "recor/document_criterion", "recor/turn_relevance", "recor/turn_flow"))
 def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame, facts: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
@@ -194,25 +185,25 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
                                  _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="turns", metadata={**table_metadata(frame.select("conversation_id", "turn_id", "query", "gold_doc_ids")),
                                                            **stats.as_metadata()})
-    yield _rejects_output("turn_rejects", rejects)
+    yield wiring.rejects("turn_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(outs={
-    "conversations": _out("Each conversation's validation: length, grounding, document diversity, coherence.", {"polars", "litellm"}),
-    "conversation_rejects": _out("Conversations that failed validation, with their problems.", {"polars"}),
-}, ins={"turns": _in("turns")}, pool="llm", **_prompted("1", "recor/conversation_check"))
+    "conversations": wiring.out("Each conversation's validation: length, grounding, document diversity, coherence.", {"polars", "litellm"}),
+    "conversation_rejects": wiring.out("Conversations that failed validation, with their problems.", {"polars"}),
+}, ins={"turns": wiring.input("turns")}, pool="llm", **_prompted("1", "recor/conversation_check"))
 def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
     stats = CallStats()
     frame, rejects = steps.conversations(turns, llm, _builder(llm), _thresholds(recor_settings, llm), stats, context.log.info)
     yield dg.Output(frame, output_name="conversations", metadata={**table_metadata(frame), "valid": int(frame["valid"].sum()),
                                                                    **stats.as_metadata()})
-    yield _rejects_output("conversation_rejects", rejects)
+    yield wiring.rejects("conversation_rejects", steps.REJECTS, rejects)
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "json"},
-          ins={"turns": _in("turns"), "conversations": _in("conversations"), "source_questions": _in("source_questions"),
-               "corpus": _in("corpus")}, **STEP)
+          ins={"turns": wiring.input("turns"), "conversations": wiring.input("conversations"), "source_questions": wiring.input("source_questions"),
+               "corpus": wiring.input("corpus")}, **STEP)
 def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversations: pl.DataFrame,
               source_questions: pl.DataFrame, corpus: pl.DataFrame, storage: StorageResource) -> dg.Output:
     """The domain's benchmark: the turns of every valid conversation, one row per turn with
@@ -238,9 +229,9 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
 
 
 @dg.multi_asset(outs={
-    "quality_scores": _out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
-    "turn_labels": _out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
-}, ins={"benchmark": _in("benchmark"), "corpus": _in("corpus")}, pool="llm",
+    "quality_scores": wiring.out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
+    "turn_labels": wiring.out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
+}, ins={"benchmark": wiring.input("benchmark"), "corpus": wiring.input("corpus")}, pool="llm",
           **_prompted("1", "recor/quality_naturalness", "recor/quality_coherence", "recor/quality_questions", "recor/quality_groundedness", "recor/dependency_type", "recor/question_pattern"))
 def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, llm: LLMResource):
     """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
@@ -258,7 +249,7 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
-          ins={"quality_scores": materialized_in(PREFIX, "quality_scores"), "turn_labels": materialized_in(PREFIX, "turn_labels")})
+          ins={"quality_scores": wiring.materialized("quality_scores"), "turn_labels": wiring.materialized("turn_labels")})
 def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.Output:
     """Per-domain quality table (Table 31's shape: conversations, turns, the four mean
     scores and the normalized dependency entropy), with the distributions of dependency
@@ -281,7 +272,7 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> d
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
-          ins={"benchmark": materialized_in(PREFIX, "benchmark"), "aspects": materialized_in(PREFIX, "aspects"), "corpus": materialized_in(PREFIX, "corpus")})
+          ins={"benchmark": wiring.materialized("benchmark"), "aspects": wiring.materialized("aspects"), "corpus": wiring.materialized("corpus")})
 def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
     """Per-domain statistics in Table 2's shape: conversations, turns, average turns per
     conversation, aspects per conversation and documents per turn, with corpus sizes, for

@@ -7,7 +7,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
 from assets.common.prompts import code_version
-from assets.common.wiring import asset_in, asset_out
+from assets.common.wiring import Wiring
 from assets.wikiprofile import release, sources, steps
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
@@ -15,6 +15,7 @@ from resources.search import DocumentSearchResource
 from resources.storage import StorageResource
 
 PREFIX = GROUP = "wikiprofile"
+wiring = Wiring(PREFIX, GROUP)
 STEP = dict(code_version="1")
 
 
@@ -41,25 +42,15 @@ def _binding(llm: LLMResource) -> bool:
     return llm.spec(_builder(llm)).verdicts == "binding"
 
 
-def _out(description: str, kinds: set[str]) -> dg.AssetOut:
-    return asset_out(PREFIX, GROUP, description, kinds)
 
 
-def _in(name: str) -> dg.AssetIn:
-    return asset_in(PREFIX, name)
 
 
-def _rejects_output(name: str, rows: list[dict]) -> dg.Output:
-    frame = steps.REJECTS.frame(rows)
-    return dg.Output(frame, output_name=name, metadata={
-        **table_metadata(frame.select("page_id", "item", "reason", "detail")),
-        "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
-    })
 
 
 @dg.multi_asset(name="wikiprofile_source_pages", outs={
-    "source_pages": _out("Wikipedia page summaries of at least 50 words, with their mean monthly page views.", {"polars"}),
-    "source_rejects": _out("Page records rejected at ingest (malformed, duplicate, too short), with the raw record.", {"polars"}),
+    "source_pages": wiring.out("Wikipedia page summaries of at least 50 words, with their mean monthly page views.", {"polars"}),
+    "source_rejects": wiring.out("Page records rejected at ingest (malformed, duplicate, too short), with the raw record.", {"polars"}),
 }, **STEP)
 def source_pages(wikiprofile_settings: WikiProfileSettings):
     """Step 1: the page summaries (JSON Lines, JSON or Parquet; local path or s3 URI), each
@@ -78,7 +69,7 @@ def source_pages(wikiprofile_settings: WikiProfileSettings):
     yield dg.Output(rejects, output_name="source_rejects", metadata=table_metadata(rejects.select("question_id", "reason", "detail")))
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "litellm"}, ins={"source_pages": _in("source_pages")},
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "litellm"}, ins={"source_pages": wiring.input("source_pages")},
           pool="llm", **_prompted("1", "wikiprofile/categorize"))
 def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Step 2: one of the nine Vital Articles categories (or Other) per page. A reply naming
@@ -99,9 +90,9 @@ def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, ll
 
 
 @dg.multi_asset(name="wikiprofile_entities", outs={
-    "entities": _out("Entities of each summary (name, one of 19 types, offsets), from the model's inline tags.", {"polars", "litellm"}),
-    "entity_rejects": _out("Tags dropped (unknown type, too long, not in the text) and pages without entities.", {"polars"}),
-}, ins={"source_pages": _in("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/ner"))
+    "entities": wiring.out("Entities of each summary (name, one of 19 types, offsets), from the model's inline tags.", {"polars", "litellm"}),
+    "entity_rejects": wiring.out("Tags dropped (unknown type, too long, not in the text) and pages without entities.", {"polars"}),
+}, ins={"source_pages": wiring.input("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/ner"))
 def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource):
     """Step 3: named entities, at most eight per page, tagged inline by the model and found
     in the original text."""
@@ -112,13 +103,13 @@ def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm:
         "by_type": counts_md(dict(frame.group_by("type").len().sort("type").iter_rows()), "type"),
         "by_origin": counts_md(dict(frame.group_by("origin").len().sort("origin").iter_rows()), "origin"),
     })
-    yield _rejects_output("entity_rejects", rejects)
+    yield wiring.rejects("entity_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(name="wikiprofile_object_candidates", outs={
-    "object_candidates": _out("Up to 3 object entities per page, ranked, with their left context.", {"polars", "litellm"}),
-    "object_rejects": _out("Entities in a bad position, names the model invented, pages without an eligible entity.", {"polars"}),
-}, ins={"source_pages": _in("source_pages"), "entities": _in("entities")}, pool="llm",
+    "object_candidates": wiring.out("Up to 3 object entities per page, ranked, with their left context.", {"polars", "litellm"}),
+    "object_rejects": wiring.out("Entities in a bad position, names the model invented, pages without an eligible entity.", {"polars"}),
+}, ins={"source_pages": wiring.input("source_pages"), "entities": wiring.input("entities")}, pool="llm",
           **_prompted("1", "wikiprofile/select_objects"))
 def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, entities: pl.DataFrame, llm: LLMResource,
                       wikiprofile_settings: WikiProfileSettings):
@@ -132,13 +123,13 @@ def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFr
         **table_metadata(frame.select("fact_id", "object", "type", "origin", "left_context")), **stats.as_metadata(),
         "by_origin": counts_md(dict(frame.group_by("origin").len().sort("origin").iter_rows()), "origin"),
     })
-    yield _rejects_output("object_rejects", rejects)
+    yield wiring.rejects("object_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(name="wikiprofile_verified_objects", outs={
-    "verified_objects": _out("Object candidates with the three verification verdicts.", {"polars", "litellm"}),
-    "verification_rejects": _out("Candidates a binding verdict found unsuitable, with the verdicts.", {"polars"}),
-}, ins={"object_candidates": _in("object_candidates")}, pool="llm",
+    "verified_objects": wiring.out("Object candidates with the three verification verdicts.", {"polars", "litellm"}),
+    "verification_rejects": wiring.out("Candidates a binding verdict found unsuitable, with the verdicts.", {"polars"}),
+}, ins={"object_candidates": wiring.input("object_candidates")}, pool="llm",
           **_prompted("1", "wikiprofile/verify_with_target", "wikiprofile/verify_left_context", "wikiprofile/verify_difficulty"))
 def verified_objects(context: dg.AssetExecutionContext, object_candidates: pl.DataFrame, llm: LLMResource):
     """Step 5: suitability with the target, of the left context alone, and difficulty.
@@ -152,11 +143,11 @@ def verified_objects(context: dg.AssetExecutionContext, object_candidates: pl.Da
         **stats.as_metadata(), "verdicts": "binding" if binding else "advisory",
         "said_yes": dg.MetadataValue.md(md_table(pl.DataFrame([{"verification": k, "yes": v, "of": frame.height} for k, v in yes.items()]))),
     })
-    yield _rejects_output("verification_rejects", rejects)
+    yield wiring.rejects("verification_rejects", steps.REJECTS, rejects)
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"},
-          ins={"verified_objects": _in("verified_objects"), "categories": _in("categories"), "source_pages": _in("source_pages")},
+          ins={"verified_objects": wiring.input("verified_objects"), "categories": wiring.input("categories"), "source_pages": wiring.input("source_pages")},
           **STEP)
 def facts(verified_objects: pl.DataFrame, categories: pl.DataFrame, source_pages: pl.DataFrame,
           wikiprofile_settings: WikiProfileSettings) -> dg.Output:
@@ -179,9 +170,9 @@ def facts(verified_objects: pl.DataFrame, categories: pl.DataFrame, source_pages
 
 
 @dg.multi_asset(name="wikiprofile_direct_questions", outs={
-    "direct_questions": _out("Each fact's direct question: as generated, after specification, after minimalism.", {"polars", "litellm"}),
-    "direct_question_rejects": _out("Facts whose direct question could not be written, named its answer, or was rejected.", {"polars"}),
-}, ins={"facts": _in("facts"), "source_pages": _in("source_pages")}, pool="llm",
+    "direct_questions": wiring.out("Each fact's direct question: as generated, after specification, after minimalism.", {"polars", "litellm"}),
+    "direct_question_rejects": wiring.out("Facts whose direct question could not be written, named its answer, or was rejected.", {"polars"}),
+}, ins={"facts": wiring.input("facts"), "source_pages": wiring.input("source_pages")}, pool="llm",
           **_prompted("1", "wikiprofile/direct_question", "wikiprofile/refine_minimal", "wikiprofile/refine_specification"))
 def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 7-9: the direct question (answer = the object) from the left context, refined
@@ -197,17 +188,17 @@ def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, sou
         "specification": counts_md(dict(frame.group_by("specification").len().sort("specification").iter_rows()), "outcome"),
         "minimalism": counts_md(dict(frame.group_by("minimalism").len().sort("minimalism").iter_rows()), "outcome"),
     })
-    yield _rejects_output("direct_question_rejects", rejects)
+    yield wiring.rejects("direct_question_rejects", steps.REJECTS, rejects)
 
 
 INDEX = "wikiprofile_pages"
 
 
 @dg.multi_asset(name="wikiprofile_page_index", outs={
-    "page_index": _out("The page collection the search filters search: the source pages and the local page collection, "
+    "page_index": wiring.out("The page collection the search filters search: the source pages and the local page collection, "
                        "indexed for BM25.", {"polars", "lucene"}),
-    "page_index_rejects": _out("Records of the local page collection that could not be read.", {"polars"}),
-}, ins={"source_pages": _in("source_pages")}, **STEP)
+    "page_index_rejects": wiring.out("Records of the local page collection that could not be read.", {"polars"}),
+}, ins={"source_pages": wiring.input("source_pages")}, **STEP)
 def page_index(source_pages: pl.DataFrame, search: DocumentSearchResource, storage: StorageResource,
                wikiprofile_settings: WikiProfileSettings):
     """One index for the three search-grounded filters (steps 10, 14, 17), built once: the
@@ -233,7 +224,7 @@ def _search_filter(context, questions: pl.DataFrame, llm: LLMResource, search: D
     binding = _binding(llm)
     frame, rejects = steps.search_filter(questions, hits, llm, _builder(llm), binding, stats, context.log.info, step=step)
     yield dg.Output(frame, output_name=step, metadata=_filter_metadata(frame, stats, binding))
-    yield _rejects_output(step.replace("_filter", "_rejects"), rejects)
+    yield wiring.rejects(step.replace("_filter", "_rejects"), steps.REJECTS, rejects)
 
 
 def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> dict:
@@ -243,10 +234,10 @@ def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> di
 
 
 @dg.multi_asset(name="wikiprofile_direct_search_filter", outs={
-    "direct_search_filter": _out("The direct questions answered from a search of the page collection, and judged.",
+    "direct_search_filter": wiring.out("The direct questions answered from a search of the page collection, and judged.",
                                  {"polars", "litellm", "lucene"}),
-    "direct_search_rejects": _out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": _in("direct_questions"), "page_index": _in("page_index")}, pool="llm",
+    "direct_search_rejects": wiring.out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"questions": wiring.input("direct_questions"), "page_index": wiring.input("page_index")}, pool="llm",
           **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                          search: DocumentSearchResource, storage: StorageResource):
@@ -257,10 +248,10 @@ def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFr
 
 
 @dg.multi_asset(name="wikiprofile_reverse_search_filter", outs={
-    "reverse_search_filter": _out("The reverse questions answered from a search of the page collection, and judged.",
+    "reverse_search_filter": wiring.out("The reverse questions answered from a search of the page collection, and judged.",
                                   {"polars", "litellm", "lucene"}),
-    "reverse_search_rejects": _out("Reverse questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": _in("reverse_questions"), "page_index": _in("page_index")}, pool="llm",
+    "reverse_search_rejects": wiring.out("Reverse questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"questions": wiring.input("reverse_questions"), "page_index": wiring.input("page_index")}, pool="llm",
           **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                           search: DocumentSearchResource, storage: StorageResource):
@@ -269,10 +260,10 @@ def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataF
 
 
 @dg.multi_asset(name="wikiprofile_natural_search_filter", outs={
-    "natural_search_filter": _out("The natural and contextual questions answered from a search of the page collection, and judged.",
+    "natural_search_filter": wiring.out("The natural and contextual questions answered from a search of the page collection, and judged.",
                                   {"polars", "litellm", "lucene"}),
-    "natural_search_rejects": _out("Natural questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": _in("natural_questions"), "page_index": _in("page_index")}, pool="llm",
+    "natural_search_rejects": wiring.out("Natural questions whose search-grounded answer was not one definite answer.", {"polars"}),
+}, ins={"questions": wiring.input("natural_questions"), "page_index": wiring.input("page_index")}, pool="llm",
           **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                           search: DocumentSearchResource, storage: StorageResource):
@@ -281,11 +272,11 @@ def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataF
 
 
 @dg.multi_asset(name="wikiprofile_reverse_questions", outs={
-    "reverse_questions": _out("Each fact's reverse question (answer = the subject, the object inside), refined and pair-checked.",
+    "reverse_questions": wiring.out("Each fact's reverse question (answer = the subject, the object inside), refined and pair-checked.",
                               {"polars", "litellm"}),
-    "reverse_question_rejects": _out("Facts without a valid reverse question, with the step and the reason.", {"polars"}),
-}, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
-        "source_pages": _in("source_pages")}, pool="llm",
+    "reverse_question_rejects": wiring.out("Facts without a valid reverse question, with the step and the reason.", {"polars"}),
+}, ins={"facts": wiring.input("facts"), "direct_questions": wiring.input("direct_questions"), "direct_search_filter": wiring.input("direct_search_filter"),
+        "source_pages": wiring.input("source_pages")}, pool="llm",
           **_prompted("1", "wikiprofile/reverse_question", "wikiprofile/answer_type", "wikiprofile/pair_check", "wikiprofile/refine_minimal", "wikiprofile/refine_specification"))
 def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
@@ -300,7 +291,7 @@ def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
         **table_metadata(frame.select("fact_id", "subject", "question", "pair_ok", "origin")), **stats.as_metadata(),
         "verdicts": "binding" if binding else "advisory", "by_origin": _origins(frame),
     })
-    yield _rejects_output("reverse_question_rejects", rejects)
+    yield wiring.rejects("reverse_question_rejects", steps.REJECTS, rejects)
 
 
 def _passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
@@ -308,12 +299,12 @@ def _passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
 
 
 @dg.multi_asset(name="wikiprofile_natural_questions", outs={
-    "natural_questions": _out("Natural rephrasings of the direct and reverse questions, and the contextual question.",
+    "natural_questions": wiring.out("Natural rephrasings of the direct and reverse questions, and the contextual question.",
                               {"polars", "litellm"}),
-    "natural_question_rejects": _out("Rephrasings that were not questions or named their answer.", {"polars"}),
-}, ins={"facts": _in("facts"), "direct_questions": _in("direct_questions"), "direct_search_filter": _in("direct_search_filter"),
-        "reverse_questions": _in("reverse_questions"), "reverse_search_filter": _in("reverse_search_filter"),
-        "source_pages": _in("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/natural_question"))
+    "natural_question_rejects": wiring.out("Rephrasings that were not questions or named their answer.", {"polars"}),
+}, ins={"facts": wiring.input("facts"), "direct_questions": wiring.input("direct_questions"), "direct_search_filter": wiring.input("direct_search_filter"),
+        "reverse_questions": wiring.input("reverse_questions"), "reverse_search_filter": wiring.input("reverse_search_filter"),
+        "source_pages": wiring.input("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/natural_question"))
 def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
                       source_pages: pl.DataFrame, llm: LLMResource):
@@ -336,15 +327,15 @@ def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
     frame = pl.concat([frame, contextual]).sort("fact_id", "kind")
     yield dg.Output(frame, output_name="natural_questions", metadata={**table_metadata(frame), **stats.as_metadata(),
                                                                       "by_origin": _origins(frame)})
-    yield _rejects_output("natural_question_rejects", rejects)
+    yield wiring.rejects("natural_question_rejects", steps.REJECTS, rejects)
 
 
 @dg.multi_asset(name="wikiprofile_benchmark", outs={
-    "benchmark": _out("The facts, ten tasks each: completion, contextual, four knowledge questions and their four multiple-choice variants.",
+    "benchmark": wiring.out("The facts, ten tasks each: completion, contextual, four knowledge questions and their four multiple-choice variants.",
                       {"polars", "litellm"}),
-    "final_rejects": _out("Facts lost at the last steps: a question missing after the filters, the length filter, too few distractors.",
+    "final_rejects": wiring.out("Facts lost at the last steps: a question missing after the filters, the length filter, too few distractors.",
                           {"polars"}),
-}, ins={n: _in(n) for n in ("facts", "direct_questions", "direct_search_filter", "reverse_questions", "reverse_search_filter",
+}, ins={n: wiring.input(n) for n in ("facts", "direct_questions", "direct_search_filter", "reverse_questions", "reverse_search_filter",
                              "natural_questions", "natural_search_filter", "source_pages", "object_candidates",
                              "verified_objects", "entities", "categories")}, pool="llm",
           **_prompted("2", "wikiprofile/distractors"))
@@ -386,7 +377,7 @@ def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_que
         "facts": frame["fact_id"].n_unique(), "funnel": dg.MetadataValue.md(md_table(funnel, 20)),
         "question_origin": counts_md(dict(frame.group_by("question_origin").len().sort("question_origin").iter_rows()), "origin"),
     })
-    yield _rejects_output("final_rejects", rejects)
+    yield wiring.rejects("final_rejects", steps.REJECTS, rejects)
 
 
 wikiprofile_assets = [source_pages, page_index, categories, entities, object_candidates, verified_objects, facts, direct_questions,
