@@ -23,7 +23,7 @@ from checks.factories import (
     rows_check,
     table_check,
 )
-from resources.llm import LLMResource, role_aliases
+from resources.llm import LLMResource
 
 PARTS = dict(partitions_def=recor_domain_partitions)
 
@@ -35,14 +35,6 @@ def key(name: str) -> dg.AssetKey:
 def _in(name: str) -> dg.AssetIn:
     """Another RECOR table of the same domain (the identity mapping of one partitions definition)."""
     return dg.AssetIn(key=key(name))
-
-
-def build_thresholds(recor_settings: RecorSettings, llm: LLMResource) -> steps.Thresholds:
-    """The knobs the build ran with, the builder's verdicts binding or advisory as its registry
-    entry says (as ``assets.recor.assets`` reads them): with advisory verdicts a turn's gold
-    documents are those holding its facts, whatever their score."""
-    builder = role_aliases("recor.builder")[0]
-    return recor_settings.thresholds(binding_verdicts=llm.spec(builder).verdicts == "binding")
 
 
 def broken(frame: pl.DataFrame, ids: list[str], **rules_: pl.Expr) -> pl.DataFrame:
@@ -244,7 +236,7 @@ ALIGNMENT_RULES = {"not_gold": "each row is a gold document of its question",
 def alignment_rule(aligned_documents: pl.DataFrame, source_questions: pl.DataFrame, recor_settings: RecorSettings,
                    llm: LLMResource) -> dg.AssetCheckResult:
     """Document-answer alignment (3.2.1) decides which documents the aspects and facts may use."""
-    t = build_thresholds(recor_settings, llm)
+    t = recor_settings.build_thresholds(llm)
     gold = source_questions.select("question_id", pl.col("gold_ids").alias("doc_id")).explode("doc_id")
     should = (pl.col("coverage") >= t.alignment_min_coverage) | (pl.col("llm_supports").fill_null(False) & t.binding_verdicts)
     bad = pl.concat([missing(aligned_documents, gold, ["question_id", "doc_id"], "not_gold"),
@@ -374,7 +366,7 @@ def gold_problems(turns: pl.DataFrame, t: steps.Thresholds) -> pl.DataFrame:
 def turn_gold_documents(turns: pl.DataFrame, recor_settings: RecorSettings, llm: LLMResource) -> dg.AssetCheckResult:
     """The gold documents are the benchmark's qrels: too many, or ones the judge did not
     rate above the threshold, make the retrieval metrics measure the wrong thing."""
-    return rows_check(gold_problems(turns, build_thresholds(recor_settings, llm)), "gold documents per the method", "turn")
+    return rows_check(gold_problems(turns, recor_settings.build_thresholds(llm)), "gold documents per the method", "turn")
 
 
 def gold_outside(turns: pl.DataFrame, corpus: pl.DataFrame) -> pl.DataFrame:

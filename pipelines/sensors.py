@@ -7,7 +7,7 @@ from assets.partitions import subject_partitions
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import decisions_path
 from pipelines.jobs import quit_verification_job
-from resources.llm import LLMResource, role_aliases
+from resources.llm import LLMResource
 from resources.storage import StorageResource, filesystem
 
 
@@ -43,7 +43,7 @@ def new_subjects(registered: list[str], known: list[str]) -> list[str]:
            description="Adds every model of the registry's wikiprofile.subjects as a partition of the WikiProfile profiling assets.")
 def wikiprofile_subjects_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
     known = context.instance.get_dynamic_partitions(subject_partitions.name)
-    new = new_subjects(role_aliases("wikiprofile.subjects", llm.registry_path), known)
+    new = new_subjects(llm.role("wikiprofile.subjects"), known)
     if not new:
         return dg.SkipReason(f"every subject model is a partition ({len(known)})")
     context.log.info(f"new WikiProfile subject partitions: {', '.join(new)}")

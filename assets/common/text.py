@@ -1,4 +1,5 @@
-"""Answer normalization and matching shared by every benchmark's graders."""
+"""Text the benchmarks share: answer normalization and matching, the two ways of cutting a text
+into words (normalized ``tokens`` for answers, ``words`` as written for wording), sentences."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 def sentences(passage: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(passage.strip()) if s.strip()]
+
+
+def words(text: str) -> list[str]:
+    """Lowercase words as written (apostrophes and hyphens kept, accents and articles too):
+    for rules that compare the wording of two texts rather than their answers."""
+    return re.findall(r"[\w'’-]+", text.lower())

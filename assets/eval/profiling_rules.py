@@ -14,6 +14,8 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 
+from assets.common.text import words
+
 CORRECT, INCORRECT, PARTIALLY, OTHER = "CORRECT", "INCORRECT", "PARTIALLY", "OTHER"
 LABELS = (CORRECT, INCORRECT, PARTIALLY, OTHER)
 
@@ -195,7 +197,7 @@ MONTHS = {"january", "february", "march", "april", "may", "june", "july", "augus
 
 
 def _tokens(text: str) -> list[str]:
-    return [t for t in re.findall(r"[\w'’]+", text.lower()) if t not in ARTICLES]
+    return [t for t in words(text) if t not in ARTICLES]
 
 
 def _numbers(text: str) -> list[tuple[float, str, int]]:

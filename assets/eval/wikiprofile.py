@@ -61,7 +61,7 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
 
 
 @dg.asset(ins={"responses": wiring.input("responses"), "benchmark": wiring.input("benchmark")},
-          kinds={"polars", "litellm"}, pool="llm", **_prompted("2", "eval/grade_answers", "eval/grade_completions"))
+          kinds={"polars", "litellm"}, pool="llm", **_prompted("3", "eval/grade_answers", "eval/grade_completions"))
 def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
                      llm: LLMResource) -> dg.Output:
     """Every response labelled CORRECT, INCORRECT, PARTIALLY or OTHER: multiple choice by

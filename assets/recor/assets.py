@@ -25,11 +25,6 @@ def _builder(llm: LLMResource) -> str:
     return llm.role("recor.builder")[0]
 
 
-def _thresholds(recor_settings: RecorSettings, llm: LLMResource):
-    """The step knobs, with the builder's verdicts binding or advisory as its registry entry says."""
-    return recor_settings.thresholds(binding_verdicts=llm.spec(_builder(llm)).verdicts == "binding")
-
-
 
 
 
@@ -130,7 +125,7 @@ def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.Da
     """Document-answer alignment validation (3.2.1)."""
     stats = CallStats()
     frame, rejects = steps.alignment(source_questions, source_documents, llm, _builder(llm), _similarity(recor_settings),
-                                     _thresholds(recor_settings, llm), stats, context.log.info)
+                                     recor_settings.build_thresholds(llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aligned_documents", metadata={**table_metadata(frame), **stats.as_metadata(),
                                                                        "kept": int(frame["kept"].sum())})
     yield wiring.rejects("alignment_rejects", steps.REJECTS, rejects)
@@ -148,7 +143,7 @@ def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, a
     coverage checks, the suitability filter and reordering for conversational flow."""
     stats = CallStats()
     frame, rejects = steps.aspects(source_questions, aligned_documents, source_documents, llm, _builder(llm),
-                                   _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
+                                   _similarity(recor_settings), recor_settings.build_thresholds(llm), stats, context.log.info)
     yield dg.Output(frame, output_name="aspects", metadata={**table_metadata(frame.select("aspect_id", "title", "text", "coverage")),
                                                              **stats.as_metadata()})
     yield wiring.rejects("aspect_rejects", steps.REJECTS, rejects)
@@ -164,7 +159,7 @@ def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
     stats = CallStats()
     frame, rejects = steps.facts(source_questions, aspects, aligned_documents, source_documents, llm, _builder(llm),
-                                 _similarity(recor_settings), _thresholds(recor_settings, llm), stats, context.log.info)
+                                 _similarity(recor_settings), recor_settings.build_thresholds(llm), stats, context.log.info)
     rate = float(frame["verified"].mean()) if frame.height else 0.0
     yield dg.Output(frame, output_name="facts", metadata={**table_metadata(frame.select("fact_id", "fact", "similarity", "verified")),
                                                            "verification_rate": rate, **stats.as_metadata()})
@@ -182,7 +177,7 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     """Turn generation with retrieval reasoning (3.2.2) and turn validation (3.2.3)."""
     stats = CallStats()
     frame, rejects = steps.turns(source_questions, aspects, facts, aligned_documents, source_documents, llm, _builder(llm),
-                                 _thresholds(recor_settings, llm), stats, context.log.info)
+                                 recor_settings.build_thresholds(llm), stats, context.log.info)
     yield dg.Output(frame, output_name="turns", metadata={**table_metadata(frame.select("conversation_id", "turn_id", "query", "gold_doc_ids")),
                                                            **stats.as_metadata()})
     yield wiring.rejects("turn_rejects", steps.REJECTS, rejects)
@@ -195,7 +190,7 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
 def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
     stats = CallStats()
-    frame, rejects = steps.conversations(turns, llm, _builder(llm), _thresholds(recor_settings, llm), stats, context.log.info)
+    frame, rejects = steps.conversations(turns, llm, _builder(llm), recor_settings.build_thresholds(llm), stats, context.log.info)
     yield dg.Output(frame, output_name="conversations", metadata={**table_metadata(frame), "valid": int(frame["valid"].sum()),
                                                                    **stats.as_metadata()})
     yield wiring.rejects("conversation_rejects", steps.REJECTS, rejects)

@@ -64,6 +64,11 @@ class RecorSettings(dg.ConfigurableResource):
                           doc_threshold=self.doc_threshold, max_docs_per_turn=self.max_docs_per_turn,
                           binding_verdicts=binding_verdicts)
 
+    def build_thresholds(self, llm) -> Thresholds:
+        """The knobs a build runs with: the builder's (``recor.builder`` in the LLM resource's
+        registry) verdicts binding or advisory as its registry entry says."""
+        return self.thresholds(binding_verdicts=llm.spec(llm.role("recor.builder")[0]).verdicts == "binding")
+
     def fingerprint(self, domain: str) -> str:
         """A hash of the domain's source entry and the bytes of its files: it changes when,
         and only when, that domain's sources change. Where the files lie is left out, so a

@@ -15,6 +15,7 @@ import polars as pl
 from assets.common.parsing import is_question
 from assets.common.prompts import load_prompt
 from assets.common.rejects import Rejects
+from assets.common.text import words
 from assets.common.verdicts import VERDICT, verdict
 from assets.wikiprofile import rules
 from resources.llm import CallStats, LLMRequest, ParseError
@@ -227,10 +228,6 @@ def parse_question(text: str) -> str:
         if line.endswith("?") and len(line.split()) >= 3:
             return line
     raise ParseError(f"no question in {text[:80]!r}")
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[\w'’-]+", text.lower())
 
 
 def only_deletions(original: str, revised: str, allowance: int = MAX_GRAMMAR_WORDS) -> bool:

@@ -15,8 +15,7 @@ from checks.wikiprofile import wikiprofile_checks
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource, parquet_io_manager
 
-# Warnings the scripted LLM trips on purpose: replies in broken formats, and distractors that
-# hold the gold ("Not X", "Other X").
+# Warnings the scripted LLM trips on purpose: replies in broken formats.
 SCRIPTED_WARNINGS = ("llm_accounting",)
 
 
