@@ -24,6 +24,7 @@ from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
 from assets.eval.generation import DIMENSIONS, MODES
+from assets.eval.quit import wiring
 from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
 from assets.eval.recor import BY_DOMAIN
 from assets.eval.runs import RUN_SCHEMA
@@ -74,8 +75,7 @@ SUMMARY_COUNTS = ("facts", "profiled")
 SUMMARY_SHARES = tuple(k for k in method.profile_summary([]) if k not in SUMMARY_COUNTS)
 
 
-def eval_key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["eval", name])
+eval_key = wiring.key
 
 
 def wikiprofile_key(name: str) -> dg.AssetKey:

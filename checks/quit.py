@@ -6,6 +6,7 @@ import polars as pl
 
 from assets.common.text import contains_phrase, normalize
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
+from assets.quit.assets import wiring
 from assets.quit.release import SPLITS
 from assets.quit.rules import CANDIDATE_SCHEMA, PASSAGES_PER_QUESTION, TOP_HINTS
 from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS
@@ -28,8 +29,7 @@ LEAKAGE_REASONS = ("answer_leakage",)
 LABELS = (1, 2)
 
 
-def key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["quit", name])
+key = wiring.key
 
 
 def leaks(frame: pl.DataFrame, text_col: str, answers_col: str) -> pl.DataFrame:

@@ -13,6 +13,7 @@ from assets.common.text import normalize
 from assets.partitions import DOMAINS, recor_domain_partitions
 from assets.recor import rules, steps
 from assets.recor import sources as recor_sources
+from assets.recor.assets import wiring
 from assets.recor.rules import word_overlap
 from assets.recor.settings import RecorSettings
 from checks.factories import (
@@ -28,8 +29,7 @@ from resources.llm import LLMResource
 PARTS = dict(partitions_def=recor_domain_partitions)
 
 
-def key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["recor", name])
+key = wiring.key
 
 
 def _in(name: str) -> dg.AssetIn:

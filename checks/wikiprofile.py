@@ -12,6 +12,7 @@ import dagster as dg
 import polars as pl
 
 from assets.wikiprofile import release, rules, sources, steps
+from assets.wikiprofile.assets import wiring
 from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import (
     WARN,
@@ -60,8 +61,7 @@ SEARCH_REASONS = frozenset({"not_definite"})                                    
 FINAL_REASONS = frozenset({"question_missing", "too_long_or_short", "too_few_distractors"})
 
 
-def key(name: str) -> dg.AssetKey:
-    return dg.AssetKey([PREFIX, name])
+key = wiring.key
 
 
 def ins(*names: str) -> dict[str, dg.AssetIn]:
@@ -426,10 +426,9 @@ def ten_tasks_per_fact(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
 
 
 def overlaps_gold(options: list[str]) -> bool:
-    """Whether a distractor holds the gold or lies inside it (``rules.pool_options`` keeps such
-    names out of its draws): the model's lists sometimes repeat the gold in a sentence."""
-    gold = options[0].strip().lower()
-    return any(gold in o.strip().lower() or o.strip().lower() in gold for o in options[1:])
+    """Whether a distractor holds the gold or lies inside it (``rules.overlaps_gold``, the
+    rule the distractor steps apply): the model's lists sometimes repeat the gold in a sentence."""
+    return any(rules.overlaps_gold(o.strip(), options[0].strip()) for o in options[1:])
 
 
 @dg.asset_check(asset=key("benchmark"), description="No distractor holds the gold or lies inside it; a warning, since the "
