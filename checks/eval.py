@@ -38,7 +38,13 @@ from assets.partitions import (
     retriever_partitions,
     subject_partitions,
 )
-from checks.factories import WARN, llm_accounting_check, problems_result, table_problems
+from checks.factories import (
+    WARN,
+    errored,
+    llm_accounting_check,
+    problems_result,
+    table_problems,
+)
 from resources.retrieval import load_rerankers, load_retrievers
 from resources.storage import exists
 
@@ -700,21 +706,17 @@ def robustness_report_shares(robustness_report: pl.DataFrame) -> dg.AssetCheckRe
 
 # --- LLM accounting of every LLM-bound step ------------------------------------------------------
 
-def _failed(column: str):
-    return lambda frame: frame.filter(pl.col(column).is_not_null())
-
-
 llm_accounting = [
     llm_accounting_check(eval_key("quit_reranked_runs"), partitions_def=rerank_partitions),
     llm_accounting_check(eval_key("quit_reader_answers"), partitions_def=quit_reader_partitions,
-                         failed_items=_failed("error"), item_column="question_id"),
+                         failed_items=errored, item_column="question_id"),
     llm_accounting_check(eval_key("recor_queries"), partitions_def=recor_domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("fallback")), item_column="qid"),
     llm_accounting_check(eval_key("recor_generation"), partitions_def=recor_domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("answer").is_null() | pl.col("correctness").is_null()),
                          item_column="qid"),
     llm_accounting_check(wikiprofile_key("responses"), partitions_def=subject_partitions,
-                         failed_items=_failed("error"), item_column="fact_id"),
+                         failed_items=errored, item_column="fact_id"),
     llm_accounting_check(wikiprofile_key("graded_responses"), partitions_def=subject_partitions),
 ]
 

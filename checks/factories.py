@@ -82,6 +82,25 @@ def rows_check(offending: pl.DataFrame, what: str, id_column: str,
     )
 
 
+def broken(frame: pl.DataFrame, ids: Sequence[str], **rules: pl.Expr) -> pl.DataFrame:
+    """The rows of ``frame`` that break each rule (an expression true on a broken row; a null
+    is not a break), by their ``ids``, with the rule's name in ``rule``: one row per break."""
+    return pl.concat([frame.filter(expr.fill_null(False)).select(*ids, pl.lit(name).alias("rule"))
+                      for name, expr in rules.items()])
+
+
+def unmet(frame: pl.DataFrame, conditions: Mapping[str, pl.Expr], ids: Sequence[str]) -> pl.DataFrame:
+    """``broken`` for rules phrased as what a sound row satisfies, named in words: a row
+    breaks a condition that is false or null on it (a missing value does not pass)."""
+    return broken(frame, ids, **{name: ~ok.fill_null(False) for name, ok in conditions.items()})
+
+
+def missing(expected: pl.DataFrame, found: pl.DataFrame, on: Sequence[str], rule: str) -> pl.DataFrame:
+    """The ``on`` keys of ``expected`` that ``found`` lacks, once each, with ``rule``."""
+    keys = expected.select(on).unique(maintain_order=True)
+    return keys.join(found.select(on).unique(), on=list(on), how="anti").with_columns(pl.lit(rule).alias("rule"))
+
+
 # --- factories: one definition per kind of check, named for the asset it checks ------------
 
 WARN = dg.AssetCheckSeverity.WARN
@@ -175,6 +194,11 @@ def llm_failure_rate(metadata: Mapping[str, Any]) -> tuple[int, int, float]:
 
     calls, failed = value("llm/calls"), value("llm/errors") + value("llm/parse_failures")
     return calls, failed, failed / calls if calls else 0.0
+
+
+def errored(frame: pl.DataFrame, column: str = "error") -> pl.DataFrame:
+    """The rows where an LLM call's error was kept (``failed_items`` of the steps that keep it)."""
+    return frame.filter(pl.col(column).is_not_null())
 
 
 class CheckSettings(dg.ConfigurableResource):

@@ -12,6 +12,7 @@ from assets.quit.rules import CANDIDATE_SCHEMA, PASSAGES_PER_QUESTION, TOP_HINTS
 from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS
 from checks.factories import (
     WARN,
+    errored,
     llm_accounting_check,
     problems_result,
     rejects_check,
@@ -299,16 +300,12 @@ def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(problems, statistics.height)
 
 
-def _failed(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.filter(pl.col("error").is_not_null())
-
-
 llm_accounting = [
     llm_accounting_check(key("screened_questions")),
     llm_accounting_check(key("hint_convergence")),
     llm_accounting_check(key("question_metadata")),
-    llm_accounting_check(key("parametric_answers"), partitions_def=quit_model_partitions, failed_items=_failed, item_column="item"),
-    llm_accounting_check(key("passage_answers"), partitions_def=quit_labeler_partitions, failed_items=_failed, item_column="passage_id"),
+    llm_accounting_check(key("parametric_answers"), partitions_def=quit_model_partitions, failed_items=errored, item_column="item"),
+    llm_accounting_check(key("passage_answers"), partitions_def=quit_labeler_partitions, failed_items=errored, item_column="passage_id"),
     llm_accounting_check(key("verified_labels")),
 ]
 

@@ -18,7 +18,9 @@ from assets.recor.rules import word_overlap
 from assets.recor.settings import RecorSettings
 from checks.factories import (
     WARN,
+    broken,
     llm_accounting_check,
+    missing,
     problems_result,
     rejects_check,
     rows_check,
@@ -35,18 +37,6 @@ key = wiring.key
 def _in(name: str) -> dg.AssetIn:
     """Another RECOR table of the same domain (the identity mapping of one partitions definition)."""
     return dg.AssetIn(key=key(name))
-
-
-def broken(frame: pl.DataFrame, ids: list[str], **rules_: pl.Expr) -> pl.DataFrame:
-    """The rows of ``frame`` that break each rule (an expression true where broken; null
-    counts as not broken), named by their ``ids`` and the rule, one row per rule broken."""
-    return pl.concat([frame.filter(expr).select(*ids, pl.lit(name).alias("rule")) for name, expr in rules_.items()])
-
-
-def missing(frame: pl.DataFrame, reference: pl.DataFrame, on: list[str], rule: str) -> pl.DataFrame:
-    """The ``on`` values of ``frame`` that ``reference`` lacks, once each."""
-    values = frame.select(on).unique(maintain_order=True)
-    return values.join(reference.select(on).unique(), on=on, how="anti").with_columns(pl.lit(rule).alias("rule"))
 
 
 def _text(rules_: dict[str, str]) -> str:

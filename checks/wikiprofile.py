@@ -6,7 +6,7 @@ overlap the gold warn."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
 import dagster as dg
 import polars as pl
@@ -17,9 +17,11 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import (
     WARN,
     llm_accounting_check,
+    missing,
     rejects_check,
     rows_check,
     table_check,
+    unmet,
 )
 
 PREFIX = "wikiprofile"
@@ -68,18 +70,6 @@ def ins(*names: str) -> dict[str, dg.AssetIn]:
     return {name: dg.AssetIn(key=key(name)) for name in names}
 
 
-def broken(frame: pl.DataFrame, conditions: Mapping[str, pl.Expr], ids: Sequence[str] = ("fact_id",)) -> pl.DataFrame:
-    """The rows that break each rule (its condition, true on a sound row; a null counts as
-    broken), by ``ids``, with the rule in ``problem``."""
-    return pl.concat([frame.filter(~ok.fill_null(False)).select(*ids, pl.lit(rule).alias("problem"))
-                      for rule, ok in conditions.items()])
-
-
-def missing(expected: pl.DataFrame, found: pl.DataFrame, on: Sequence[str], problem: str) -> pl.DataFrame:
-    """The ``on`` keys of ``expected`` that ``found`` lacks, with ``problem``."""
-    return expected.join(found.select(on), on=list(on), how="anti").select(*on, pl.lit(problem).alias("problem"))
-
-
 def flags(frame: pl.DataFrame, rule: Callable[..., bool], *columns: str) -> pl.Series:
     """A rule in Python over ``columns`` of each row (the method's own functions), as a column."""
     return pl.Series([rule(*row) for row in frame.select(columns).iter_rows()], dtype=pl.Boolean)
@@ -113,7 +103,7 @@ def page_rules(source_pages: pl.DataFrame, wikiprofile_settings: WikiProfileSett
     least = wikiprofile_settings.min_words
     frame = source_pages.with_columns(flags(source_pages, lambda pid, title: pid == sources.page_id(title), "page_id", "title")
                                       .alias("id_of_title"))
-    bad = broken(frame, {
+    bad = unmet(frame, {
         f"at least {least} words": pl.col("words") >= least,
         "words counts the summary's words": pl.col("words") == pl.col("summary").str.count_matches(r"\S+"),
         "page_id made from the title": pl.col("id_of_title"),
@@ -134,7 +124,7 @@ page_index_schema = table_check(key("page_index"), PAGE_INDEX_SCHEMA, unique=["d
                 description="Every source page is in the collection as its title and summary: a web search would find it.")
 def source_pages_indexed(page_index: pl.DataFrame, source_pages: pl.DataFrame) -> dg.AssetCheckResult:
     frame = source_pages.join(page_index, left_on="page_id", right_on="doc_id", how="left")
-    bad = broken(frame, {"indexed as its title and summary": pl.col("content") == pl.format("{}. {}", "title", "summary")},
+    bad = unmet(frame, {"indexed as its title and summary": pl.col("content") == pl.format("{}. {}", "title", "summary")},
                  ids=["page_id"])
     return result(bad, "the source pages are searchable")
 
@@ -154,7 +144,7 @@ categories_schema = table_check(key("categories"), CATEGORY_SCHEMA, unique=["pag
 def one_category_per_page(categories: pl.DataFrame, source_pages: pl.DataFrame) -> dg.AssetCheckResult:
     frame = categories.join(source_pages.select("page_id", "reference_category", pl.lit(True).alias("paged")), on="page_id",
                             how="left")
-    bad = pl.concat([broken(frame, {
+    bad = pl.concat([unmet(frame, {
         "a category of the method": pl.col("category").is_in(CATEGORY_NAMES),
         "the model's answer is a category, or none": pl.col("llm_category").is_null() | pl.col("llm_category").is_in(CATEGORY_NAMES),
         "parsed when the model named a category": pl.col("parsed") == pl.col("llm_category").is_not_null(),
@@ -180,7 +170,7 @@ entities_schema = table_check(key("entities"), steps.ENTITY_SCHEMA, unique=["ent
                             f"{len(rules.ENTITY_TYPES)} types, at most {rules.MAX_ENTITY_WORDS} words, at its offsets in its summary.")
 def entity_rules(entities: pl.DataFrame, source_pages: pl.DataFrame) -> dg.AssetCheckResult:
     frame = entities.join(source_pages.select("page_id", "summary"), on="page_id", how="left")
-    bad = broken(frame, {
+    bad = unmet(frame, {
         "a source page": pl.col("summary").is_not_null(),
         "at its offsets in the summary": pl.col("summary").str.slice(pl.col("start"), pl.col("end") - pl.col("start")) == pl.col("name"),
         f"at most {rules.MAX_ENTITIES} per page": pl.len().over("page_id") <= rules.MAX_ENTITIES,
@@ -213,7 +203,7 @@ def object_rules(object_candidates: pl.DataFrame, source_pages: pl.DataFrame,
     frame = object_candidates.join(source_pages.select("page_id", "summary"), on="page_id", how="left")
     frame = frame.with_columns(flags(frame, lambda text, start, obj: text is not None and rules.position_problem(
         text, start, start + len(obj)) is None, "summary", "start", "object").alias("well_placed"))
-    bad = broken(frame, {
+    bad = unmet(frame, {
         "a source page": pl.col("summary").is_not_null(),
         "at its offset in the summary": pl.col("summary").str.slice(pl.col("start"), pl.col("object").str.len_chars()) == pl.col("object"),
         "left context is the summary cut before it": pl.col("left_context") == cut_before(),
@@ -223,7 +213,7 @@ def object_rules(object_candidates: pl.DataFrame, source_pages: pl.DataFrame,
         "fact_id is the page and the rank": pl.col("fact_id") == pl.format("{}_o{}", "page_id", "rank"),
         "one of the entity types": pl.col("type").is_in(rules.ENTITY_TYPES),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
-    })
+    }, ids=["fact_id"])
     return result(bad, "object candidates as step 4 selects them")
 
 
@@ -244,12 +234,12 @@ verified_objects_schema = table_check(key("verified_objects"), VERIFIED_SCHEMA, 
 def one_verdict_per_candidate(verified_objects: pl.DataFrame, object_candidates: pl.DataFrame) -> dg.AssetCheckResult:
     frame = verified_objects.join(object_candidates.select("fact_id", "object", "left_context"), on="fact_id", how="left",
                                   suffix="_candidate")
-    bad = pl.concat([broken(frame, {
+    bad = pl.concat([unmet(frame, {
         "a candidate, with its object and left context": (pl.col("object") == pl.col("object_candidate"))
         & (pl.col("left_context") == pl.col("left_context_candidate")),
         "turned down only by a verdict that is not yes": pl.col("verified") | ~pl.all_horizontal(
             [pl.col(v).fill_null(False) for v in VERDICTS]),
-    }), missing(object_candidates, verified_objects, ["fact_id"], "candidate without verdicts")])
+    }, ids=["fact_id"]), missing(object_candidates, verified_objects, ["fact_id"], "candidate without verdicts")])
     return result(bad, "each candidate's verdicts")
 
 
@@ -271,14 +261,14 @@ def fact_rules(facts: pl.DataFrame, source_pages: pl.DataFrame, wikiprofile_sett
     frame = facts.join(source_pages.select("page_id", "summary"), on="page_id", how="left")
     frame = frame.with_columns(flags(frame, lambda t, g: rules.type_group(t) == g, "type", "type_group").alias("grouped"))
     target = wikiprofile_settings.downsample_to
-    bad = broken(frame, {
+    bad = unmet(frame, {
         "verified": pl.col("verified"),
         "a category of the method": pl.col("category").is_in(CATEGORY_NAMES),
         "one of the entity types": pl.col("type").is_in(rules.ENTITY_TYPES),
         "the type's group": pl.col("grouped"),
         "left context is its page's summary cut before it": pl.col("left_context") == cut_before(),
         f"within the downsampling target ({target})": pl.lit(True) if target is None else pl.int_range(pl.len()) < target,
-    })
+    }, ids=["fact_id"])
     return result(bad, "facts as step 6 keeps them")
 
 
@@ -292,13 +282,13 @@ direct_questions_schema = table_check(key("direct_questions"), steps.QUESTION_SC
                 description="One direct question per fact, a question that does not name its answer (the object).")
 def direct_questions_of_facts(direct_questions: pl.DataFrame, facts: pl.DataFrame) -> dg.AssetCheckResult:
     frame = direct_questions.join(facts.select("fact_id", "object"), on="fact_id", how="left")
-    bad = broken(frame, {
+    bad = unmet(frame, {
         "kind direct": pl.col("kind") == "direct",
         "a fact": pl.col("object").is_not_null(),
         "a question": pl.col("question").str.ends_with("?"),
         "does not name the object": ~named("question", "object"),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
-    })
+    }, ids=["fact_id"])
     return result(bad, "direct questions of the facts")
 
 
@@ -320,7 +310,7 @@ def search_filter_checks(stage: str, questions: str) -> list[dg.AssetChecksDefin
                                 "judged not definite.")
     def kept_consistency(frame: pl.DataFrame, questions: pl.DataFrame) -> dg.AssetCheckResult:
         joined = frame.join(questions.select("fact_id", "kind", pl.col("question").alias("asked")), on=["fact_id", "kind"], how="left")
-        bad = pl.concat([broken(joined, {
+        bad = pl.concat([unmet(joined, {
             "kept unless judged not definite": pl.col("kept") == (pl.col("definite").is_null() | pl.col("definite")),
             f"at most {steps.SEARCH_K} hits": pl.col("search_hits").list.len() <= steps.SEARCH_K,
             "a question of its stage, searched as asked": pl.col("question") == pl.col("asked"),
@@ -350,7 +340,7 @@ def reverse_questions_of_facts(reverse_questions: pl.DataFrame, facts: pl.DataFr
                                direct_search_filter: pl.DataFrame) -> dg.AssetCheckResult:
     passed = direct_search_filter.filter(pl.col("kept")).select("fact_id", pl.lit(True).alias("passed"))
     frame = reverse_questions.join(facts.select("fact_id", "object"), on="fact_id", how="left").join(passed, on="fact_id", how="left")
-    bad = broken(frame, {
+    bad = unmet(frame, {
         "kind reverse": pl.col("kind") == "reverse",
         "a fact": pl.col("object").is_not_null(),
         "its direct question passed the search filter": pl.col("passed"),
@@ -358,7 +348,7 @@ def reverse_questions_of_facts(reverse_questions: pl.DataFrame, facts: pl.DataFr
         "does not name the subject": ~named("question", "subject"),
         "the subject's type is one of the entity types": pl.col("subject_type").is_in(rules.ENTITY_TYPES),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
-    })
+    }, ids=["fact_id"])
     return result(bad, "reverse questions of the facts")
 
 
@@ -382,7 +372,7 @@ def natural_questions_of_facts(natural_questions: pl.DataFrame, facts: pl.DataFr
     frame = natural_questions.join(facts.select("fact_id", "object"), on="fact_id", how="left").join(
         reverse_questions.select("fact_id", "subject"), on="fact_id", how="left")
     frame = frame.with_columns(pl.when(pl.col("kind") == "reverse_natural").then("subject").otherwise("object").alias("answer"))
-    bad = broken(frame, {
+    bad = unmet(frame, {
         f"kind in {NATURAL_KINDS}": pl.col("kind").is_in(NATURAL_KINDS),
         "a fact with a reverse question": pl.col("object").is_not_null() & pl.col("subject").is_not_null(),
         "the fact has its contextual question": (pl.col("kind") == "contextual").any().over("fact_id"),
@@ -411,9 +401,9 @@ benchmark_schema = table_check(key("benchmark"), release.BENCHMARK_SCHEMA, uniqu
 def ten_tasks_per_fact(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
     tasks = benchmark.group_by("fact_id").agg(pl.col("task").sort().alias("tasks"))
     wrong = tasks.filter(pl.col("tasks") != pl.lit(sorted(TASKS), pl.List(pl.String))).select(
-        "fact_id", pl.lit(None, pl.String).alias("task"), pl.lit(f"the {len(TASKS)} tasks, each once").alias("problem"))
+        "fact_id", pl.lit(None, pl.String).alias("task"), pl.lit(f"the {len(TASKS)} tasks, each once").alias("rule"))
     mc = pl.col("task").str.starts_with("mc_")
-    bad = broken(benchmark, {
+    bad = unmet(benchmark, {
         f"{N_OPTIONS} options on a multiple-choice task, none on the others":
             pl.when(mc).then(pl.col("options").list.len() == N_OPTIONS).otherwise(pl.col("options").is_null()),
         # Profiling shuffles the options per sample around the gold at index 0 (mc_orders).
@@ -444,7 +434,7 @@ def distractors_apart_from_gold(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
                             f"every left context (the completion prompt) at least {steps.MIN_LEFT_CONTEXT_WORDS}.")
 def lengths(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
     n = pl.col("question").str.count_matches(r"\S+")
-    bad = broken(benchmark, {
+    bad = unmet(benchmark, {
         f"at most {steps.MAX_QUESTION_WORDS} words": pl.col("task").is_in(["completion", "contextual"]) | (n <= steps.MAX_QUESTION_WORDS),
         f"a left context of at least {steps.MIN_LEFT_CONTEXT_WORDS} words": (pl.col("task") != "completion")
         | (n >= steps.MIN_LEFT_CONTEXT_WORDS),
@@ -458,7 +448,7 @@ def lengths(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
 def benchmark_of_facts(benchmark: pl.DataFrame, facts: pl.DataFrame) -> dg.AssetCheckResult:
     frame = benchmark.join(facts.select("fact_id", "page_id", "category", "type_group", "object", "left_context"), on="fact_id",
                            how="left", suffix="_fact")
-    bad = broken(frame, {
+    bad = unmet(frame, {
         "a fact, with its page, category, type group and object": pl.all_horizontal(
             [pl.col(c) == pl.col(f"{c}_fact") for c in ("page_id", "category", "type_group", "object")]),
         "the completion prompt is the left context": (pl.col("task") != "completion") | (pl.col("question") == pl.col("left_context")),

@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTED_REGISTRY = str(FIXTURES / "models_scripted.yaml")
 
-pytest_plugins = ["tests.servers"]
+pytest_plugins = ["tests.servers", "tests.background"]
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import dagster as dg
+import polars as pl
 
 from assets.common.metadata import counts_md, table_metadata
 from assets.common.rejects import Rejects
@@ -36,9 +37,10 @@ class Wiring:
         return dg.AssetIn(key=[prefix or self.prefix, name], partition_mapping=dg.AllPartitionMapping(),
                           metadata=MATERIALIZED_PARTITIONS)
 
-    def rejects(self, name: str, shape: Rejects, rows: list[dict]) -> dg.Output:
-        """A step's rejects output: the rows in the common shape, counted by reason."""
-        frame = shape.frame(rows)
+    def rejects(self, name: str, shape: Rejects, rows: list[dict] | pl.DataFrame) -> dg.Output:
+        """A step's rejects output: the rows (or the frame a step built) in the common shape,
+        counted by reason."""
+        frame = shape.frame(rows) if isinstance(rows, list) else rows.select(list(shape.schema))
         return dg.Output(frame, output_name=name, metadata={
             **table_metadata(frame.select(*shape.keys, "reason", "detail")),
             "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),

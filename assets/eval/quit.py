@@ -106,7 +106,7 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
                                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
           kinds={"litellm"}, pool="llm",
-          code_version=code_version("1", "eval/relevance", "eval/upr", "eval/seq2seq"), backfill_policy=dg.BackfillPolicy.multi_run(1))
+          code_version=code_version("1", "eval/relevance", "eval/upr", "eval/seq2seq", "eval/rankgpt"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
                        benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource) -> dg.Output:
     """One retriever's run reranked by one reranker (partition = retriever x reranker): the

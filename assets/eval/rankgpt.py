@@ -10,6 +10,7 @@ previous relative order after the ones it ranked.
 from __future__ import annotations
 
 from assets.common.parsing import parse_permutation
+from assets.common.prompts import load_prompt
 
 
 def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -26,15 +27,9 @@ def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
 
 
 def prompt_messages(query: str, passages: list[str], max_words: int = 100) -> list[dict]:
+    """The window's prompt (``prompts/rankgpt.yaml``), each passage cut to ``max_words``."""
     listing = "\n".join(f"[{i + 1}] {' '.join(p.split()[:max_words])}" for i, p in enumerate(passages))
-    return [
-        {"role": "system", "content": "You rank passages by how well they help answer a question."},
-        {"role": "user", "content": (
-            f"Question: {query}\n\n{listing}\n\n"
-            f"Rank the {len(passages)} passages above from most to least helpful for answering the question. "
-            "Reply only with their identifiers in order, like [2] > [1] > [3]."
-        )},
-    ]
+    return load_prompt("eval", "rankgpt").messages(question=query, listing=listing, count=str(len(passages)))
 
 
 def rerank(llm, alias: str, queries: dict[str, str], ranked: dict[str, list[str]], texts: dict[str, str],

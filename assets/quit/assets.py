@@ -52,16 +52,11 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
         loaded.append((name, parse_json_list(read_text(path), path)))
     result = sources.ingest(loaded)
     questions = sources.questions_frame(result.rows)
-    rejects = sources.REJECTS.frame(result.rejects)
-    reasons = rejects.group_by("reason").len().sort("reason")
     yield dg.Output(questions, output_name="source_questions", metadata={
         **table_metadata(questions.select("question_id", "question", "answer", "hints")),
         "by_source": counts_md(dict(questions.group_by("source").len().sort("source").iter_rows())),
     })
-    yield dg.Output(rejects, output_name="source_rejects", metadata={
-        **table_metadata(rejects.select("question_id", "reason", "detail")),
-        "by_reason": counts_md(dict(reasons.iter_rows())),
-    })
+    yield wiring.rejects("source_rejects", sources.REJECTS, result.rejects)
 
 
 @dg.multi_asset(
@@ -80,7 +75,7 @@ def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.D
     stats = CallStats()
     kept, rejects = steps.screen_leakage(source_questions, llm, _judge(llm), stats, log=_log(context))
     yield dg.Output(kept, output_name="screened_questions", metadata={**table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata()})
-    yield dg.Output(rejects, output_name="leakage_rejects", metadata=table_metadata(rejects.select("question_id", "detail")))
+    yield wiring.rejects("leakage_rejects", sources.REJECTS, rejects)
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": wiring.input("screened_questions")},
@@ -312,7 +307,7 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
         context.log.warning("no human verification decisions found: labels are unverified")
     yield dg.Output(out.labels, output_name="verified_labels", metadata={**table_metadata(out.labels), **meta})
     yield dg.Output(out.pools, output_name="verified_pools", metadata=table_metadata(out.pools.select("question_id", "answer_pool")))
-    yield dg.Output(out.rejects, output_name="verification_rejects", metadata=table_metadata(out.rejects.select("question_id", "detail")))
+    yield wiring.rejects("verification_rejects", sources.REJECTS, out.rejects)
 
 
 @dg.multi_asset(

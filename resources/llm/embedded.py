@@ -33,7 +33,8 @@ class EmbeddedLlama:
 
     def __init__(self, n_ctx: int = 2048, n_threads: int | None = None):
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        # every core this process may run on (a cpuset or taskset narrows it)
+        self.n_threads = n_threads or max(1, len(os.sched_getaffinity(0)))
         self._models: dict[tuple[str, bool], Any] = {}
         self._formatters: dict[str, Any] = {}
         self._lock = threading.Lock()

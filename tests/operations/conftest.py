@@ -5,17 +5,15 @@ project's definitions with the scripted LLM (``tests.operations.location``)."""
 import dataclasses
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCRIPTED_REGISTRY
+from tests.operations.prebuild import operations_env
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,25 +75,20 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
+@pytest.fixture(scope="session")
+def operations_prebuild(background_builds) -> Path:
+    """The folder of the prebuilt instance, storage, cache and registry."""
+    build = background_builds["operations_prebuild"]
+    build.wait()
+    return build.log.parent
+
+
 # package scope: the webserver and daemon stop once the operations tests are done, rather
 # than polling beside the rest of the suite
 @pytest.fixture(scope="package")
-def running_dagster(tmp_path_factory) -> RunningDagster:
-    base = tmp_path_factory.mktemp("operations")
-    home, storage = base / "dagster_home", base / "storage"
-    home.mkdir()
-    # the project's instance settings (the llm pool limit) with absolute folders
-    (home / "dagster.yaml").write_text("concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n")
-    registry = base / "models.yaml"
-    shutil.copy(SCRIPTED_REGISTRY, registry)
-    env = {**os.environ, "DAGSTER_HOME": str(home), "BENCHFOUNDRY_STORAGE": str(storage),
-           "BENCHFOUNDRY_CACHE": str(base / "cache"), "BENCHFOUNDRY_MODELS": str(registry),
-           # the evaluation backfill schedules tick every minute here
-           "BENCHFOUNDRY_EVAL_CRON": "* * * * *",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    built = subprocess.run([sys.executable, "-m", "tests.operations.location", "prebuild"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=900)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+def running_dagster(operations_prebuild) -> RunningDagster:
+    base = operations_prebuild
+    home, storage, registry, env = base / "dagster_home", base / "storage", base / "models.yaml", operations_env(base)
 
     port = free_port()
     log = base / "dagster_dev.log"

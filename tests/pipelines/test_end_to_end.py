@@ -15,6 +15,7 @@ import pytest
 
 from assets.recor.release import release_name
 from pipelines.run_default import PRESETS
+from tests.background import instance_home
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = PRESETS["quick"]
@@ -46,8 +47,7 @@ def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int
 def default_run(tmp_path_factory) -> Run:
     """The default ``make run`` in a fresh instance, storage and LLM cache, once a session."""
     base = tmp_path_factory.mktemp("default_run")
-    home = base / "dagster_home"
-    home.mkdir()
+    home = instance_home(base / "dagster_home")
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     out = run_default(home=home, storage=base / "storage", cache=base / "cache", timeout=2400)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

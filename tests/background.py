@@ -1,0 +1,131 @@
+"""Builds that tests share, started in a subprocess when the session begins and awaited by
+the fixture that hands them out, so the rest of the suite runs meanwhile.
+
+The machine has two cores. A scripted build (the scripted LLM, Lucene, the bundled encoders)
+keeps one busy; most other tests leave one idle while they wait on a server, a daemon or a
+subprocess. The tests that read a build run after the others, and the end-to-end run of
+the real embedded model runs last and alone: llama.cpp spreads over both cores and slows
+by a factor of four when something else takes one of them.
+
+A build is started only when a selected test asks for its fixture, and stopped at the end
+of the session if it is still running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from resources.vllm_server import stop_process_group
+
+# Fixtures whose tests wait for a background build, run after the tests that don't, in
+# this order; the end-to-end run's tests go last (they run the model in the foreground).
+LATE_FIXTURES = ("scripted_recor", "default_run")
+# Fixtures built in the background.
+BACKGROUND = ("scripted_recor", "operations_prebuild")
+
+
+@dataclasses.dataclass
+class Build:
+    """One build's subprocess; its output goes to ``log`` (a pipe would fill and block it)."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log: Path
+    timeout: float
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+
+    def start(self) -> Build:
+        self.started = time.monotonic()
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def wait(self) -> str:
+        """The build's output once it has finished; fails the waiting test when it failed."""
+        left = self.timeout - (time.monotonic() - self.started)
+        try:
+            code = self.process.wait(timeout=max(left, 1))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            pytest.fail(f"background build {self.name} ran past {self.timeout:.0f}s:\n{self.tail()}")
+        if code != 0:
+            pytest.fail(f"background build {self.name} exited with {code}:\n{self.tail()}")
+        return self.log.read_text()
+
+    def tail(self, chars: int = 6000) -> str:
+        return self.log.read_text()[-chars:] if self.log.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process_group(self.process, grace=10)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        used = [i for i, name in enumerate(LATE_FIXTURES) if name in getattr(item, "fixturenames", ())]
+        return 1 + max(used) if used else 0
+
+    items.sort(key=rank)  # stable: collection order within each rank
+
+
+def _starter(fixture: str) -> Callable[[Path], Build]:
+    """What starts the build behind ``fixture``: it prepares the folder it is given and
+    returns the started Build. Imported here, so collecting the unit tests imports none."""
+    from tests.operations.prebuild import start_prebuild
+    from tests.pipelines.recor_build import start_scripted_recor
+
+    return {"scripted_recor": start_scripted_recor, "operations_prebuild": start_prebuild}[fixture]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Starts, at the first test, every background build a selected test asks for."""
+    wanted = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    builds = {name: _starter(name)(tmp_path_factory.mktemp(name)) for name in BACKGROUND if name in wanted}
+    yield builds
+    for build in builds.values():
+        build.stop()
+
+
+RAM = Path("/dev/shm")
+
+
+def instance_home(path: Path) -> Path:
+    """A Dagster instance folder at ``path`` whose files live in memory where the machine has
+    a tmpfs: the instance's SQLite files commit every event, and a build stores thousands
+    (each asset check's evaluation costs about a third less off disk). ``path`` is a link
+    to it, so copying the build copies the instance; the memory is freed at exit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not (RAM.is_dir() and os.access(RAM, os.W_OK)):
+        path.mkdir()
+        return path
+    target = Path(tempfile.mkdtemp(prefix="benchfoundry-instance-", dir=RAM))
+    _RAM_FOLDERS.append(target)
+    path.symlink_to(target, target_is_directory=True)
+    return path
+
+
+_RAM_FOLDERS: list[Path] = []
+
+
+def pytest_sessionfinish() -> None:
+    for folder in _RAM_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The subprocess environment of a build: offline, with the project importable."""
+    return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", **extra}
