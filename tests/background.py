@@ -2,10 +2,11 @@
 the fixture that hands them out, so the rest of the suite runs meanwhile.
 
 The machine has two cores. A scripted build (the scripted LLM, Lucene, the bundled encoders)
-keeps one busy; most other tests leave one idle while they wait on a server, a daemon or a
-subprocess. The tests that read a build run after the others, and the end-to-end run of
-the real embedded model runs last and alone: llama.cpp spreads over both cores and slows
-by a factor of four when something else takes one of them.
+keeps one busy, and the tests beside it use the other where they wait on a server, a daemon
+or a subprocess; the suite is mostly CPU-bound, so this gains minutes, not halves
+(BENCHMARKS.md). The tests that read a build run after the others, then the llama.cpp
+tests, and the end-to-end run of the real embedded model last and alone: llama.cpp spreads
+over both cores and slows by a factor of four or more when something else takes one.
 
 A build is started only when a selected test asks for its fixture, and stopped at the end
 of the session if it is still running.
@@ -26,9 +27,11 @@ import pytest
 
 from resources.vllm_server import stop_process_group
 
-# Fixtures whose tests wait for a background build, run after the tests that don't, in
-# this order; the end-to-end run's tests go last (they run the model in the foreground).
-LATE_FIXTURES = ("scripted_recor", "default_run")
+# Fixtures whose tests run after the tests that use none of them, in this order: the tests
+# of a background build (they wait for it), then those that run llama.cpp (a server standing
+# in for vLLM): beside a busy build its two threads ran 4 to 7 times slower (the served
+# labeling test took 320 s instead of 47); the end-to-end run's tests last.
+LATE_FIXTURES = ("scripted_recor", "llama_cpp_server", "default_run")
 # Fixtures built in the background.
 BACKGROUND = ("scripted_recor", "operations_prebuild")
 
