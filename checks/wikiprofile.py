@@ -125,7 +125,7 @@ page_index_schema = table_check(key("page_index"), PAGE_INDEX_SCHEMA, unique=["d
 def source_pages_indexed(page_index: pl.DataFrame, source_pages: pl.DataFrame) -> dg.AssetCheckResult:
     frame = source_pages.join(page_index, left_on="page_id", right_on="doc_id", how="left")
     bad = unmet(frame, {"indexed as its title and summary": pl.col("content") == pl.format("{}. {}", "title", "summary")},
-                 ids=["page_id"])
+                ids=["page_id"])
     return result(bad, "the source pages are searchable")
 
 
