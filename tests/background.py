@@ -130,5 +130,6 @@ def pytest_sessionfinish() -> None:
 
 
 def environment(**extra: str) -> dict[str, str]:
-    """The subprocess environment of a build: offline, with the project importable."""
+    """The subprocess environment of a build: this one, offline (a build that imports the
+    tests adds ``PYTHONPATH`` itself)."""
     return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", **extra}
