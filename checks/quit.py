@@ -8,11 +8,16 @@ from assets.common.text import contains_phrase, normalize
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
 from assets.quit.assets import wiring
 from assets.quit.release import SPLITS
-from assets.quit.rules import CANDIDATE_SCHEMA, PASSAGES_PER_QUESTION, TOP_HINTS
+from assets.quit.rules import (
+    CANDIDATE_SCHEMA,
+    PASSAGES_PER_QUESTION,
+    TOP_HINTS,
+    UNDETERMINED,
+)
+from assets.quit.settings import QuitSettings
 from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS
 from checks.factories import (
     WARN,
-    errored,
     llm_accounting_check,
     problems_result,
     rejects_check,
@@ -100,11 +105,14 @@ def parametric_parse_failures(parametric_answers: pl.DataFrame) -> dg.AssetCheck
     return rows_check(bad.select("question_id", "model", "item", "raw", "error"), "closed-book answers parse", "item", WARN)
 
 
-@dg.asset_check(asset=key("splits"), blocking=True, description="train only from answerable, dev/test only from non-answerable questions.")
+@dg.asset_check(asset=key("splits"), blocking=True,
+                description="train only from answerable, dev/test only from non-answerable questions, undetermined ones in no split.")
 def splits_rule(splits: pl.DataFrame) -> dg.AssetCheckResult:
+    answerable = pl.col("parametric_answerable")
     bad = splits.filter(
-        ((pl.col("split") == "train") & ~pl.col("parametric_answerable"))
-        | (pl.col("split").is_in(["dev", "test"]) & pl.col("parametric_answerable"))
+        ((pl.col("split") == "train") & answerable.ne_missing(True))
+        | (pl.col("split").is_in(["dev", "test"]) & answerable.ne_missing(False))
+        | ((pl.col("split") == UNDETERMINED) != answerable.is_null())
     )
     return rows_check(bad, "split follows parametric answerability", "question_id")
 
@@ -122,7 +130,7 @@ def passage_answer_parse_failures(passage_answers: pl.DataFrame) -> dg.AssetChec
     return rows_check(bad.select("passage_id", "model", "raw", "error"), "labeler answers parse", "passage_id", WARN)
 
 
-@dg.asset_check(asset=key("passage_labels"), blocking=True, description="Labels are 1 or 2 and every labeler answered every passage.")
+@dg.asset_check(asset=key("passage_labels"), blocking=True, description="Labels are 1 or 2 (or none, see label_errors) and every labeler answered every passage.")
 def labels_suite(passage_labels: pl.DataFrame) -> dg.AssetCheckResult:
     return suite_check(passage_labels, [
         gxe.ExpectColumnValuesToBeUnique(column="passage_id"),
@@ -130,6 +138,24 @@ def labels_suite(passage_labels: pl.DataFrame) -> dg.AssetCheckResult:
         gxe.ExpectColumnValuesToNotBeNull(column="labelers"),
         gxe.ExpectColumnDistinctValuesToBeInSet(column="labelers", value_set=[int(passage_labels["labelers"].max() or 0)]),
     ], "quit_passage_labels")
+
+
+@dg.asset_check(asset=key("passage_labels"), blocking=True,
+                description="Passages left without a label by a failed call stay under QuitSettings.max_label_error_rate, "
+                            "named; a label is missing exactly where an error is.")
+def label_errors(passage_labels: pl.DataFrame, quit_settings: QuitSettings) -> dg.AssetCheckResult:
+    """A labeler or judge call that failed after its retries leaves its passage without a
+    label, never with a guessed one. Above the configured rate the labels must not flow on;
+    rerunning the labeler partitions asks only the failed calls again (they are not cached).
+    The table's ``error`` column names every failed call; the metadata names the first."""
+    unlabeled = passage_labels.filter(pl.col("label").is_null())
+    silent = passage_labels.filter(pl.col("label").is_null() != pl.col("error").is_not_null())
+    rate = unlabeled.height / passage_labels.height if passage_labels.height else 0.0
+    named = rows_check(unlabeled.select("passage_id", "question_id", "error"), "passages without a label, by failed call", "passage_id")
+    return dg.AssetCheckResult(passed=rate <= quit_settings.max_label_error_rate and not silent.height, metadata={
+        **named.metadata, "error_rate": round(rate, 4), "max_error_rate": quit_settings.max_label_error_rate,
+        "labels_and_errors_disagree": dg.MetadataValue.text(", ".join(silent["passage_id"].head(20))),
+    })
 
 
 @dg.asset_check(asset=key("benchmark_questions"), blocking=True, description="Unique ids, known splits, non-empty answer pools.")
@@ -216,12 +242,12 @@ def candidates_distinct(verification_candidates: pl.DataFrame) -> dg.AssetCheckR
 
 
 @dg.asset_check(asset=key("verified_labels"), blocking=True, additional_ins={"passage_labels": dg.AssetIn(key=key("passage_labels"))},
-                description="Labels 1 or 2 for exactly the labeled passages, every labeler counted on every passage.")
+                description="Labels 1 or 2 for exactly the labeled passages (none only beside an error), every labeler counted on every passage.")
 def verified_labels_kept(verified_labels: pl.DataFrame, passage_labels: pl.DataFrame) -> dg.AssetCheckResult:
-    columns = {"passage_id": pl.String, "question_id": pl.String, "label": pl.Int8, "labelers": None}
-    problems = table_problems(verified_labels, columns, unique=("passage_id",), not_null=tuple(columns))
+    columns = {"passage_id": pl.String, "question_id": pl.String, "label": pl.Int8, "labelers": None, "error": pl.String}
+    problems = table_problems(verified_labels, columns, unique=("passage_id",), not_null=("passage_id", "question_id", "labelers"))
     if not problems:
-        bad = verified_labels.filter(~pl.col("label").is_in(LABELS))
+        bad = verified_labels.filter(~pl.col("label").is_in(LABELS) | (pl.col("label").is_null() & pl.col("error").is_null()))
         problems += [f"{bad.height} labels not in {list(LABELS)} (e.g. {', '.join(bad['passage_id'].head(5))})"] if bad.height else []
         if verified_labels["labelers"].n_unique() > 1:
             problems.append(f"labeler counts differ across passages: {sorted(verified_labels['labelers'].unique().to_list())}")
@@ -300,12 +326,18 @@ def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(problems, statistics.height)
 
 
+def failed_calls(answers: pl.DataFrame) -> pl.DataFrame:
+    """Answers whose own call or judge call failed or did not parse (both kept with the row)."""
+    present = [c for c in ("error", "judge_error") if c in answers.columns]
+    return answers.filter(pl.any_horizontal([pl.col(c).is_not_null() for c in present]))
+
+
 llm_accounting = [
     llm_accounting_check(key("screened_questions")),
     llm_accounting_check(key("hint_convergence")),
     llm_accounting_check(key("question_metadata")),
-    llm_accounting_check(key("parametric_answers"), partitions_def=quit_model_partitions, failed_items=errored, item_column="item"),
-    llm_accounting_check(key("passage_answers"), partitions_def=quit_labeler_partitions, failed_items=errored, item_column="passage_id"),
+    llm_accounting_check(key("parametric_answers"), partitions_def=quit_model_partitions, failed_items=failed_calls, item_column="item"),
+    llm_accounting_check(key("passage_answers"), partitions_def=quit_labeler_partitions, failed_items=failed_calls, item_column="passage_id"),
     llm_accounting_check(key("verified_labels")),
 ]
 
@@ -327,6 +359,6 @@ def reference_index_complete(context, reference_index: pl.DataFrame) -> dg.Asset
 
 quit_checks = [source_questions_suite, reference_index_schema, reference_index_complete, source_rejects_reasons, leakage_rejects_reasons, screened_no_leakage, convergence_suite,
                five_hints, metadata_suite, parametric_parse_failures, splits_rule, passages_per_question,
-               passage_answer_parse_failures, labels_suite, answer_pools_complete, candidates_distinct,
+               passage_answer_parse_failures, labels_suite, label_errors, answer_pools_complete, candidates_distinct,
                verified_labels_kept, verified_pools_complete, verification_rejects_reasons, benchmark_questions_suite,
                qrels_in_corpus, corpus_no_leakage, release_files_written, statistics_table_1, *llm_accounting]

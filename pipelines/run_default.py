@@ -1,7 +1,9 @@
-"""``make run``: materialize the default QUIT, RECOR and WikiProfile builds and their
-evaluations on the bundled samples, stage by stage,
-into the project's Dagster instance (so the UI shows every materialization), then print
-where everything is."""
+"""``make run``: materialize the QUIT, RECOR and WikiProfile builds and their evaluations on
+the bundled samples, stage by stage, into the project's Dagster instance (so the UI shows
+every materialization), then print where everything is.
+
+It runs the settings' demo profile, sliced further by a preset, unless ``--profile paper``
+asks for the papers' configuration (what the web UI runs with no config)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import time
 import dagster as dg
 import polars as pl
 
+from assets.common.settings import ProfiledSettings
 from assets.partitions import (
     DOMAINS,
     QUIT_LABELERS,
@@ -37,11 +40,12 @@ PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_
               "reranks": rerank_partitions.get_partition_keys(),
               "domains": recor_domain_partitions.get_partition_keys(),
               "recor_runs": recor_eval_partitions.get_partition_keys()}
-# ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples,
-# sized to finish in under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the
-# embedded model labels about 3.7 passages a second, builds a RECOR conversation in about
-# 70 s and judges its generations in about 30 s a turn, and spends about 20 s of
-# construction per WikiProfile page and 9 s of sampling per fact and sample.
+# ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples: the
+# settings' demo profile, and a preset on top of it. The quick preset is sized to finish in
+# under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the embedded model labels about
+# 3.7 passages a second, builds a RECOR conversation in about 70 s and judges its generations
+# in about 30 s a turn, and spends about 20 s of construction per WikiProfile page and 9 s of
+# sampling per fact and sample.
 PRESETS = {
     # QUIT: one question's 325 passages labeled; hint convergence over 2 wrong candidates
     # per question instead of 3, a quarter fewer verdicts (it is the longest step). RECOR:
@@ -52,7 +56,7 @@ PRESETS = {
     # and thinking setting.
     "quick": {"max_labeled_questions": 1, "quit_distractors": 2, "recor_domains": "law", "recor_questions": 1,
               "wikiprofile_pages": 6, "wikiprofile_facts": 4, "wikiprofile_samples": 4},
-    # The former default, measured at 51m31s (BENCHMARKS.md): every RECOR domain, the
+    # The demo profile as it is, measured at 51m31s (BENCHMARKS.md): every RECOR domain, the
     # passages of 3 QUIT questions, 12 pages and 8 facts. 0 on any flag takes every record
     # of the sample instead (hours with the embedded model).
     "full": {"max_labeled_questions": 3, "quit_distractors": 3, "recor_domains": "all", "recor_questions": 1,
@@ -80,29 +84,47 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
     return True
 
 
-def describe(args: argparse.Namespace, domains: list[str], wanted: list[str]) -> list[str]:
+def describe(quit: QuitSettings, recor: RecorSettings, wikiprofile: WikiProfileSettings, domains: list[str],
+             wanted: list[str]) -> list[str]:
     """What the run builds, one phrase per benchmark, for the line it prints first."""
-    def every(n: int, what: str) -> str:
-        return f"all {what}" if not n else f"{n} {what}" if n > 1 else f"1 {what.removesuffix('s')}"
+    def every(n: int | None, what: str, cap: str = "") -> str:
+        return f"all {what}" if n is None else f"{cap}{n} {what}" if n != 1 else f"1 {what.removesuffix('s')}"
 
     parts = []
     if "quit" in wanted:
-        parts.append(f"QUIT labels the 325 passages of {every(args.max_labeled_questions, 'questions')} "
-                     f"(convergence over {args.quit_distractors} wrong candidates)")
+        parts.append(f"QUIT labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
+                     f"(convergence over {quit.distractors} wrong candidates)")
     if "recor" in wanted:
         named = "all 11 domains" if len(domains) == len(DOMAINS) else ", ".join(domains)
-        parts.append(f"RECOR builds and evaluates {named} from {every(args.recor_questions, 'source questions')} each")
+        parts.append(f"RECOR builds and evaluates {named} from {every(recor.max_questions, 'source questions')} each "
+                     f"(at most {recor.max_aspects} aspects of {recor.max_facts} facts)")
     if "wikiprofile" in wanted:
-        parts.append(f"WikiProfile reads {every(args.wikiprofile_pages, 'pages')}, keeps {every(args.wikiprofile_facts, 'facts')} "
-                     f"and samples each question {args.wikiprofile_samples} times")
+        parts.append(f"WikiProfile reads {every(wikiprofile.max_pages, 'pages', 'up to ')}, keeps "
+                     f"{every(wikiprofile.downsample_to, 'facts', 'up to ')} and samples each question {wikiprofile.n_samples} times")
     return parts
+
+
+def profiled(cls: type[ProfiledSettings], profile: str, **flags: int | None) -> ProfiledSettings:
+    """The settings of ``profile`` with the knobs a flag or the preset sets (0 = every
+    record). A run cannot tell a demo knob set to its paper value from one left to the demo
+    profile (``ProfiledSettings``), so that run is the paper profile with the demo slice's
+    other knobs set, which a run keeps as they are."""
+    knobs = {k: v or None for k, v in flags.items() if v is not None}
+    at_paper_value = [k for k, v in knobs.items() if k in cls.DEMO_SLICE and v == cls.model_fields[k].default]
+    if profile == "demo" and at_paper_value:
+        return cls(**{**cls.DEMO_SLICE, **knobs})
+    return cls(profile=profile, **knobs)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="quick",
-                        help="quick: every stage on a slice (under 20 minutes); full: every RECOR domain, more "
-                             "QUIT questions and WikiProfile pages (about 52 minutes); the flags below override it")
+    parser.add_argument("--profile", choices=("demo", "paper"), default="demo",
+                        help="demo: the settings' demo slice, cut further by a preset; paper: the papers' configuration, "
+                             "what the web UI runs with no config (hours with the embedded model)")
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="a slice of the demo profile. quick (the default): every stage on a slice (under 20 minutes); "
+                             "full: every RECOR domain, more QUIT questions and WikiProfile pages (about 52 minutes). "
+                             "The flags below override it")
     parser.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
     parser.add_argument("--quit-distractors", type=int,
                         help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)")
@@ -117,9 +139,14 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)}")
     parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
     args = parser.parse_args(argv)
-    for name, value in PRESETS[args.preset].items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
+    if args.profile == "paper" and args.preset:
+        parser.error("--preset slices the demo profile; --profile paper runs the papers' configuration")
+    if args.profile == "demo":
+        args.preset = args.preset or "quick"
+        for name, value in PRESETS[args.preset].items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+    args.recor_domains = args.recor_domains or "all"
     wanted = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     unknown = set(wanted) - set(BENCHMARKS)
     if unknown:
@@ -127,18 +154,24 @@ def main(argv: list[str] | None = None) -> int:
     domains = list(DOMAINS) if args.recor_domains == "all" else [d.strip() for d in args.recor_domains.split(",") if d.strip()]
     if not domains or set(domains) - set(DOMAINS):
         parser.error(f"--recor-domains: unknown domains {sorted(set(domains) - set(DOMAINS))} (known: {', '.join(DOMAINS)}, or all)")
-    limit = None if args.max_labeled_questions == 0 else args.max_labeled_questions
-    if args.quit_distractors < 1:
+    if args.quit_distractors is not None and args.quit_distractors < 1:
         parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
-    settings = QuitSettings(max_labeled_questions=limit, distractors=args.quit_distractors)
-    recor = RecorSettings(max_questions=args.recor_questions or None)
-    if args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4:
+    if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
         parser.error("--wikiprofile-samples must be a positive multiple of 4 (the gold sits in each of 4 option slots equally often)")
-    wikiprofile = WikiProfileSettings(max_pages=args.wikiprofile_pages or None, downsample_to=args.wikiprofile_facts or None,
-                                      n_samples=args.wikiprofile_samples)
-    print(f"make run, preset {args.preset}: " + "; ".join(describe(args, domains, wanted)) + ".")
+
+    settings = profiled(QuitSettings, args.profile, max_labeled_questions=args.max_labeled_questions,
+                        distractors=args.quit_distractors)
+    recor = profiled(RecorSettings, args.profile, max_questions=args.recor_questions)
+    wikiprofile = profiled(WikiProfileSettings, args.profile, max_pages=args.wikiprofile_pages,
+                           downsample_to=args.wikiprofile_facts, n_samples=args.wikiprofile_samples)
+    built = "; ".join(describe(settings, recor, wikiprofile, domains, wanted))
+    if args.profile == "demo":
+        print(f"make run, the demo slice (preset {args.preset}; the papers' configuration: make run ARGS=\"--profile paper\", "
+              f"or materialize from the web UI with no config): {built}.")
+    else:
+        print(f"make run, the papers' configuration (hours with the embedded model): {built}.")
     if args.preset == "quick":
-        print('  the full run: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
+        print('  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
               'builds and what each flag does)')
     PARTITIONS["domains"] = domains
     PARTITIONS["recor_runs"] = [k for k in recor_eval_partitions.get_partition_keys() if k.keys_by_dimension["domain"] in domains]

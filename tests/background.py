@@ -4,12 +4,16 @@ the fixture that hands them out, so the rest of the suite runs meanwhile.
 The machine has two cores. A scripted build (the scripted LLM, Lucene, the bundled encoders)
 keeps one busy, and the tests beside it use the other where they wait on a server, a daemon
 or a subprocess; the suite is mostly CPU-bound, so this gains minutes, not halves
-(BENCHMARKS.md). The tests that read a build run after the others, then the llama.cpp
-tests, and the end-to-end run of the real embedded model last and alone: llama.cpp spreads
-over both cores and slows by a factor of four or more when something else takes one.
+(BENCHMARKS.md). The tests that read a build run after the others, then the tests of the
+vLLM server (which compare it with the in-process model), and the end-to-end run of the real
+embedded model last and alone: a model on CPU spreads over both cores and slows by a factor
+of four or more when something else takes one.
 
-A build is started only when a selected test asks for its fixture, and stopped at the end
-of the session if it is still running.
+The session's vLLM server starts here too: it answers after a minute of imports and engine
+start on an idle machine, several beside the suite, all spent while other tests run.
+
+A build (or server) is started only when a selected test asks for its fixture, and stopped
+at the end of the session if it is still running.
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ import pytest
 from resources.vllm_server import stop_process_group
 
 # Fixtures whose tests run after the tests that use none of them, in this order: the tests
-# of a background build (they wait for it), then those that run llama.cpp (a server standing
-# in for vLLM): beside a busy build its two threads ran 4 to 7 times slower (the served
-# labeling test took 320 s instead of 47); the end-to-end run's tests last.
-LATE_FIXTURES = ("scripted_recor", "llama_cpp_server", "default_run")
-# Fixtures built in the background.
-BACKGROUND = ("scripted_recor", "operations_prebuild")
+# of a background build (they wait for it), then those of the vLLM server, which also run
+# the in-process model to compare: beside a busy build a model on CPU ran 4 to 7 times
+# slower (the served labeling test took 320 s instead of 47); the end-to-end run's tests last.
+LATE_FIXTURES = ("scripted_recor", "vllm_server", "default_run")
+# Fixtures built (or served) in the background.
+BACKGROUND = ("scripted_recor", "operations_prebuild", "vllm_server")
 
 
 @dataclasses.dataclass
@@ -86,11 +90,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def _starter(fixture: str) -> Callable[[Path], Build]:
     """What starts the build behind ``fixture``: it prepares the folder it is given and
-    returns the started Build. Imported here, so collecting the unit tests imports none."""
+    returns the started Build (for ``vllm_server``, the started server resource; both stop
+    with ``stop()``). Imported here, so collecting the unit tests imports none."""
     from tests.operations.prebuild import start_prebuild
     from tests.pipelines.recor_build import start_scripted_recor
+    from tests.servers import start_vllm
 
-    return {"scripted_recor": start_scripted_recor, "operations_prebuild": start_prebuild}[fixture]
+    return {"scripted_recor": start_scripted_recor, "operations_prebuild": start_prebuild,
+            "vllm_server": start_vllm}[fixture]
 
 
 @pytest.fixture(scope="session", autouse=True)

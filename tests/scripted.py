@@ -3,6 +3,12 @@
 Replies come from rules over the last user message, so parsing and control flow can be
 tested without a model. Every call that reaches the provider (not served from litellm's
 cache) is appended to the file named by ``SCRIPTED_LLM_LOG`` when set.
+
+The model name picks the tokenizer: ``scripted/digits`` writes every digit as its own token
+(as Qwen's, Llama 2's and SmolLM's tokenizers do), any other name writes words and numbers
+whole. A prompt holding ``Scripted distribution: 9=0.5 10=0.5`` is answered as a model
+with that distribution over whole answers would answer greedily, each position's
+alternatives the exact next-token probabilities.
 """
 
 from __future__ import annotations
@@ -177,28 +183,88 @@ def wikiprofile_reply(prompt: str) -> str | None:
     return None
 
 
+# How the end of the answer is listed among a position's alternatives (Qwen's end of turn).
+END = "<|im_end|>"
+
+
+def tokenize(text: str, model: str) -> list[str]:
+    """The scripted model's tokens of ``text``: with ``digits`` each digit is a token and a
+    space before a number is one too (Qwen's split of " 10" is " ", "1", "0"); otherwise a
+    word or number is one token with the spaces before it."""
+    pattern = r"[0-9]|\s*[^\s0-9]+|\s+" if model == "digits" else r"\s*\S+|\s+"
+    return re.findall(pattern, text)
+
+
+def distribution(prompt: str) -> dict[str, float] | None:
+    """The answers a test asked for with ``Scripted distribution: a=p b=q``, or None."""
+    m = re.search(r"Scripted distribution: (.*)", prompt)
+    if not m:
+        return None
+    pairs = (item.rsplit("=", 1) for item in m.group(1).split())
+    return {answer: float(p) for answer, p in pairs}
+
+
+def greedy(answers: dict[str, float], model: str, top: int, max_tokens: int) -> tuple[str, list[dict]]:
+    """The greedy answer of a model whose whole answers follow ``answers``, and each
+    generated token with its ``top`` alternatives: P(token | tokens before), the end of the
+    answer listed as :data:`END` but, as OpenAI reports, never generated. Ties go to the
+    token that sorts first."""
+    split = {a: tokenize(a, model) + [END] for a in answers}
+    path: list[str] = []
+    content = []
+    while len(path) < max_tokens:
+        following: dict[str, float] = {}
+        for a, toks in split.items():
+            if toks[:len(path)] == path:
+                following[toks[len(path)]] = following.get(toks[len(path)], 0.0) + answers[a]
+        total = sum(following.values())
+        ranked = sorted(following.items(), key=lambda kv: (-kv[1], kv[0]))
+        token, p = ranked[0]
+        if token == END:
+            break
+        content.append({"token": token, "logprob": math.log(p / total), "bytes": None,
+                        "top_logprobs": [{"token": t, "logprob": math.log(q / total), "bytes": None} for t, q in ranked[:top]]})
+        path.append(token)
+    return "".join(path), content
+
+
+def ruled_logprobs(text: str, model: str) -> list[dict]:
+    """A ruled reply's tokens: the first at probability 0.8 with its opposite at 0.15 (a
+    word at 0.05), the rest certain."""
+    tokens = tokenize(text, model) or [""]
+    first = tokens[0]
+    other = {"yes": "no", "no": "yes"}.get(first.strip().lower(), "The")
+    top = [{"token": first, "logprob": math.log(0.8), "bytes": None},
+           {"token": other, "logprob": math.log(0.15), "bytes": None},
+           {"token": "The", "logprob": math.log(0.05), "bytes": None}]
+    rest = [{"token": t, "logprob": 0.0, "bytes": None, "top_logprobs": [{"token": t, "logprob": 0.0, "bytes": None}]}
+            for t in tokens[1:]]
+    return [{"token": first, "logprob": math.log(0.8), "bytes": None, "top_logprobs": top}, *rest]
+
+
 class Scripted(litellm.CustomLLM):
     delay = float(os.environ.get("SCRIPTED_LLM_DELAY", "0"))
 
     def completion(self, *args, **kwargs) -> litellm.ModelResponse:
         messages = kwargs["messages"]
         prompt = messages[-1]["content"]
-        text = reply(prompt)
+        params = kwargs.get("optional_params") or {}
+        model = kwargs["model"]
+        answers = distribution(prompt)
+        if answers:
+            text, content = greedy(answers, model, int(params.get("top_logprobs") or 20), int(params.get("max_tokens") or 16))
+        else:
+            text = reply(prompt)
+            content = ruled_logprobs(text, model)
         if self.delay:
             time.sleep(self.delay)
         log = os.environ.get("SCRIPTED_LLM_LOG")
         if log:
             with open(log, "a") as f:
-                f.write(json.dumps({"prompt": prompt, "seed": (kwargs.get("optional_params") or {}).get("seed")}) + "\n")
+                f.write(json.dumps({"prompt": prompt, "seed": params.get("seed")}) + "\n")
         choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop", "index": 0}
-        if (kwargs.get("optional_params") or {}).get("logprobs"):
-            # The answer's first word at probability 0.8, its opposite at 0.15.
-            first = text.split()[0] if text.split() else ""
-            other = {"yes": "no", "no": "yes"}.get(first.lower(), "The")
-            top = [{"token": first, "logprob": math.log(0.8), "bytes": None},
-                   {"token": other, "logprob": math.log(0.15), "bytes": None},
-                   {"token": "The", "logprob": math.log(0.05), "bytes": None}]
-            choice["logprobs"] = {"content": [{"token": first, "logprob": math.log(0.8), "bytes": None, "top_logprobs": top}]}
+        if params.get("logprobs"):
+            choice["logprobs"] = {"content": content}
         return litellm.ModelResponse(
             choices=[choice],
             usage={"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()), "total_tokens": 0},

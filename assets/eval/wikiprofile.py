@@ -15,6 +15,7 @@ from assets.partitions import subject_partitions
 from assets.wikiprofile import sources
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
+from resources.llm.registry import llm_pool
 
 PREFIX = GROUP = "wikiprofile"
 wiring = Wiring(PREFIX, GROUP)
@@ -32,7 +33,7 @@ def _grader(llm: LLMResource) -> str:
     return llm.role("wikiprofile.grader")[0]
 
 
-@dg.asset(ins={"benchmark": wiring.input("benchmark")}, kinds={"polars", "litellm"}, pool="llm",
+@dg.asset(ins={"benchmark": wiring.input("benchmark")}, kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
           **_prompted("2", "eval/subject_completion", "eval/subject_choice", "eval/subject_choice_cot", "eval/subject_question", "eval/subject_question_cot"))
 def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
               wikiprofile_settings: WikiProfileSettings) -> dg.Output:
@@ -47,7 +48,9 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
         part = [(s, r) for s, r, t in planned if t == thinking]
         if not part:
             continue
-        results = llm.run(alias, [r for _, r in part], stats=stats, thinking=thinking, log=context.log.info)
+        # a registry budget for the kind (thinking / answer) replaces the small model's caps
+        results = llm.run(alias, [r for _, r in part], stats=stats, thinking=thinking, log=context.log.info,
+                          kind="thinking" if thinking else "answer")
         for (s, _), res in zip(part, results):
             text = res.text if res.ok else None
             rows.append({"fact_id": s.fact_id, "task": s.task, "thinking": s.thinking, "sample": s.sample, "gold_slot": s.gold_slot,
@@ -61,7 +64,7 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
 
 
 @dg.asset(ins={"responses": wiring.input("responses"), "benchmark": wiring.input("benchmark")},
-          kinds={"polars", "litellm"}, pool="llm", **_prompted("3", "eval/grade_answers", "eval/grade_completions"))
+          kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"), **_prompted("3", "eval/grade_answers", "eval/grade_completions"))
 def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
                      llm: LLMResource) -> dg.Output:
     """Every response labelled CORRECT, INCORRECT, PARTIALLY or OTHER: multiple choice by

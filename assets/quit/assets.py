@@ -20,6 +20,7 @@ from assets.quit.rules import (
 from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource
+from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
 from resources.storage import Batches, StorageResource, read_text
 
@@ -32,6 +33,14 @@ def _judge(llm: LLMResource) -> str:
     return llm.role("quit.judge")[0]
 
 
+def _binding(llm: LLMResource) -> bool:
+    """Whether the judge's verdicts may decide (its registry entry's ``verdicts``): an
+    advisory judge's verdicts are recorded and only exact matches count (see steps)."""
+    return llm.spec(_judge(llm)).verdicts == "binding"
+
+
+def _verdicts(llm: LLMResource) -> str:
+    return "binding" if _binding(llm) else "advisory"
 
 
 def _log(context):
@@ -65,21 +74,30 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
         "leakage_rejects": wiring.out(kinds={"polars", "litellm"}, description="Questions discarded for answer leakage, naming the hint."),
     },
     ins={"source_questions": wiring.input("source_questions")},
-    pool="llm",
-    code_version=code_version("1", "quit/leakage_span"),
+    pool=llm_pool("quit"),
+    code_version=code_version("2", "quit/leakage_span"),
 )
 def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, llm: LLMResource):
     """Answer-leakage filter (3.1.2). The paper used BEM to find hint words equivalent to the
     answer; offline this uses normalized answer/alias matching, and asks the LLM judge about
-    spans of a hint that nearly match the answer. Any leak discards the question."""
+    spans of a hint that nearly match the answer. Any leak discards the question; a judge
+    with advisory verdicts (registry) discards nothing, its Yes is listed in the metadata
+    (``unresolved_spans``) with the spans whose judge call failed."""
     stats = CallStats()
-    kept, rejects = steps.screen_leakage(source_questions, llm, _judge(llm), stats, log=_log(context))
-    yield dg.Output(kept, output_name="screened_questions", metadata={**table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata()})
+    kept, rejects, unresolved = steps.screen_leakage(source_questions, llm, _judge(llm), stats, log=_log(context),
+                                                     binding=_binding(llm))
+    if unresolved.height:
+        context.log.warning(f"{unresolved.height} near-miss spans of kept questions were not judged leaks by a binding "
+                            "verdict (advisory Yes or failed call): see unresolved_spans")
+    yield dg.Output(kept, output_name="screened_questions", metadata={
+        **table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata(),
+        "verdicts": _verdicts(llm), "unresolved_spans": dg.MetadataValue.md(md_table(unresolved, 20) if unresolved.height else "none"),
+    })
     yield wiring.rejects("leakage_rejects", sources.REJECTS, rejects)
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": wiring.input("screened_questions")},
-          kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/distractors", "quit/hint_fits"))
+          kinds={"polars", "litellm"}, pool=llm_pool("quit"), code_version=code_version("1", "quit/distractors", "quit/hint_fits"))
 def hint_convergence(context: dg.AssetExecutionContext, screened_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
     wrong candidate answers a hint rules out (candidates from the source, else proposed by the
@@ -119,7 +137,7 @@ def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, st
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"selected_questions": wiring.input("selected_questions"), "reference_index": wiring.input("reference_index")},
-          kinds={"polars", "litellm", "lucene"}, pool="llm", code_version=code_version("1", "quit/question_type"))
+          kinds={"polars", "litellm", "lucene"}, pool=llm_pool("quit"), code_version=code_version("1", "quit/question_type"))
 def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, reference_index: pl.DataFrame,
                       llm: LLMResource, lucene: LuceneResource, encoder: EncoderResource, storage: StorageResource,
                       quit_settings: QuitSettings) -> dg.Output:
@@ -146,40 +164,53 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_model_partitions,
           ins={"selected_questions": wiring.input("selected_questions")},
-          kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/closed_book", "quit/judge"),
+          kinds={"polars", "litellm"}, pool=llm_pool("quit"), code_version=code_version("2", "quit/closed_book", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
 def parametric_answers(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
-    """Closed-book answers of one reader/labeler model (partition = model alias), 3 repeats per
-    question, judged with the GPT-Eval prompt (3.1.4)."""
+    """Closed-book answers of one reader/labeler model (partition = model alias): each
+    question ``parametric_repeats`` times (3 in the paper), sampled at
+    ``parametric_temperature`` with one seed per repeat, judged with the GPT-Eval prompt
+    (3.1.4). A failed call leaves ``correct`` null, counted as ``undecided``."""
     alias = context.partition_key
     stats = CallStats()
-    frame = steps.closed_book_answers(selected_questions, llm, alias, _judge(llm), quit_settings.parametric_repeats, stats, _log(context))
+    frame = steps.closed_book_answers(selected_questions, llm, alias, _judge(llm), quit_settings.parametric_repeats,
+                                      quit_settings.parametric_temperature, stats, _log(context), binding=_binding(llm))
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("question_id", "item", "answer", "correct", "error")),
         "correct_rate": float(frame["correct"].mean() or 0.0),
+        "undecided": frame["correct"].null_count(),
+        "repeats": quit_settings.parametric_repeats, "temperature": quit_settings.parametric_temperature,
+        "verdicts": _verdicts(llm),
         **stats.as_metadata(),
     })
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"selected_questions": wiring.input("selected_questions"), "parametric_answers": wiring.input("parametric_answers")},
-          kinds={"polars"}, code_version="1")
-def splits(selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
+          kinds={"polars"}, code_version="2")
+def splits(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame,
+           quit_settings: QuitSettings) -> dg.Output:
     """train from parametrically answerable questions, test from the non-answerable, dev = the
-    rest of the non-answerable (seeded). ``labeled`` marks the questions whose passages are
-    labeled in this configuration."""
-    answerable = dict(
-        parametric_answers.group_by("question_id").agg(pl.col("correct").fill_null(False).any()).iter_rows()
-    )
+    rest of the non-answerable (seeded). A question no model answered correctly while a
+    failed call left one of its answers undecided is in no split (``undetermined``; a rerun
+    of the parametric partition asks those calls again). ``labeled`` marks the questions
+    whose passages are labeled in this configuration."""
+    by_question = dict(parametric_answers.group_by("question_id").agg(pl.col("correct")).iter_rows())
     ids = selected_questions["question_id"].to_list()
-    flags = {q: bool(answerable.get(q, False)) for q in ids}
+    flags = {q: rules.parametric_answerable(by_question.get(q, [])) for q in ids}
     split = rules.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
-    frame = pl.DataFrame({"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]})
+    frame = pl.DataFrame({"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]},
+                         schema={"question_id": pl.String, "parametric_answerable": pl.Boolean, "split": pl.String})
     frame = frame.with_columns(pl.col("question_id").is_in(_labeled(frame, quit_settings.max_labeled_questions)).alias("labeled"))
+    undetermined = frame.filter(pl.col("split") == rules.UNDETERMINED)["question_id"]
+    if undetermined.len():
+        context.log.warning(f"{undetermined.len()} questions left out of every split: a failed closed-book call left "
+                            f"their answerability open ({', '.join(undetermined.head(10))})")
     return dg.Output(frame, metadata={
         **table_metadata(frame),
         "splits": counts_md(dict(frame.group_by("split").len().sort("split").iter_rows())),
         "labeled_questions": int(frame["labeled"].sum()),
+        "undetermined_questions": dg.MetadataValue.text(", ".join(undetermined.to_list())),
         "models_asked": dg.MetadataValue.text(", ".join(sorted(parametric_answers["model"].unique().to_list()))),
     })
 
@@ -187,7 +218,7 @@ def splits(selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame, q
 def _labeled(frame: pl.DataFrame, limit: int | None) -> list[str]:
     """Questions to label: all, or ``limit`` of them taken round-robin over test, dev, train
     so every split of a small run gets some."""
-    usable = frame.filter(pl.col("split") != "unused").sort("question_id")
+    usable = frame.filter(pl.col("split").is_in(release.SPLITS)).sort("question_id")
     if limit is None:
         return usable["question_id"].to_list()
     queues = [usable.filter(pl.col("split") == s)["question_id"].to_list() for s in ("test", "dev", "train")]
@@ -201,11 +232,12 @@ def _labeled(frame: pl.DataFrame, limit: int | None) -> list[str]:
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"selected_questions": wiring.input("selected_questions"), "splits": wiring.input("splits")},
-          kinds={"polars", "parquet"}, code_version="1")
+          kinds={"polars", "parquet"}, code_version="2")
 def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Output:
     """Every ordered non-empty subset of each question's 5 hints: 325 passages per question
-    (3.2.1). Ids encode the hint order: ``<question_id>_<subset mask>_<order>``."""
-    qs = selected_questions.join(splits.filter(pl.col("split") != "unused").select("question_id"), on="question_id")
+    of train, dev and test (3.2.1). Ids encode the hint order:
+    ``<question_id>_<subset mask>_<order>``."""
+    qs = selected_questions.join(splits.filter(pl.col("split").is_in(release.SPLITS)).select("question_id"), on="question_id")
     # Streamed in batches: at full scale (2.4M passages) the texts alone outgrow memory.
     preview = passages_frame(qs.head(1).select("question_id", "hints"))
     return dg.Output(Batches(passage_batches(qs.select("question_id", "hints"))), metadata={
@@ -218,13 +250,16 @@ def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Outpu
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_labeler_partitions,
           ins={"passages": wiring.input("passages"), "selected_questions": wiring.input("selected_questions"),
                "splits": wiring.input("splits")},
-          kinds={"polars", "litellm"}, pool="llm", code_version=code_version("1", "quit/reader", "quit/judge"),
+          kinds={"polars", "litellm"}, pool=llm_pool("quit"), code_version=code_version("2", "quit/reader", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
 def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame,
                     llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """One labeler's answer from each passage of the labeled questions (few-shot prompt of
     A.4: a short answer or NO ANSWER), judged against the gold answers (3.2.2). A normalized
-    exact match counts as correct without asking the judge."""
+    exact match counts as correct without asking the judge; other answers count when a
+    binding judge says Yes, and with an advisory judge (registry) the exact match alone
+    decides while the verdict is kept in ``judge``. A labeler or binding-judge call that
+    failed after its retries leaves ``correct`` null (``undecided``)."""
     alias = context.partition_key
     labeled = splits.filter(pl.col("labeled"))["question_id"]
     ps = passages.filter(pl.col("question_id").is_in(labeled))
@@ -232,36 +267,44 @@ def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, s
     if orders is not None:
         ps = ps.filter(pl.col("hint_order").is_in(orders))
     context.log.info(f"labeling {ps.height} passages of {labeled.len()} questions with {alias}")
-    stats = CallStats()
-    frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(llm), stats, _log(context))
+    stats, judge_stats = CallStats(), CallStats()
+    frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(llm), stats, _log(context), binding=_binding(llm),
+                                  judge_stats=judge_stats)
+    total = stats.merge(judge_stats)
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("passage_id", "answer", "correct", "error")),
         "labeler_model": llm.spec(alias).model,
+        "undecided": frame["correct"].null_count(), "verdicts": _verdicts(llm),
         "labeled_questions": labeled.len(),
         "labeled_passages_per_question": quit_settings.labeled_passages_per_question or PASSAGES_PER_QUESTION,
         "correct_rate": float(frame["correct"].mean() or 0.0),
-        "llm/calls_per_passage": round(stats.calls / max(ps.height, 1), 3),
-        **stats.as_metadata(),
+        "llm/calls_per_passage": round(total.calls / max(ps.height, 1), 3),
+        # the labeler's and the judge's calls and tokens apart, and together
+        **total.as_metadata(), **stats.as_metadata("llm/labeler"), **judge_stats.as_metadata("llm/judge"),
     })
 
 
 @dg.multi_asset(
     outs={
-        "passage_labels": wiring.out(kinds={"polars"}, description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage."),
+        "passage_labels": wiring.out(kinds={"polars"}, description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage; none, with the error, where a call failed."),
         "answer_pools": wiring.out(kinds={"polars"}, description="Valid answers per question: gold, aliases and generated answers judged correct."),
     },
     ins={"passage_answers": wiring.input("passage_answers"), "passages": wiring.input("passages"),
          "selected_questions": wiring.input("selected_questions")},
-    code_version="1",
+    code_version="2",
 )
 def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, selected_questions: pl.DataFrame):
-    """Combines every labeler partition into graded labels and answer pools (3.2.2)."""
+    """Combines every labeler partition into graded labels and answer pools (3.2.2). A passage
+    with an answer a failed call left undecided gets no label (null) and an ``error`` naming
+    the calls; the ``label_errors`` check fails above ``max_label_error_rate``, and a rerun of
+    the labeler partitions asks only the failed calls again."""
     labeled = passages.filter(pl.col("passage_id").is_in(passage_answers["passage_id"].unique()))
     labels, pool = steps.labels_and_pool(passage_answers, labeled, selected_questions)
     pool = pool.filter(pl.col("question_id").is_in(labeled["question_id"].unique()))
     dist = dict(labels.group_by("label").len().sort("label").iter_rows())
     yield dg.Output(labels, output_name="passage_labels", metadata={
         **table_metadata(labels), "labels": counts_md({str(k): v for k, v in dist.items()}, "label"),
+        "unlabeled_passages": labels["label"].null_count(),
         "labelers": dg.MetadataValue.text(", ".join(sorted(passage_answers["model"].unique().to_list()))),
     })
     yield dg.Output(pool, output_name="answer_pools", metadata=table_metadata(pool.select("question_id", "answer", "answer_pool")))
@@ -290,8 +333,8 @@ def verification_candidates(passage_answers: pl.DataFrame, selected_questions: p
     ins={"passage_answers": wiring.input("passage_answers"), "passage_labels": wiring.input("passage_labels"),
          "answer_pools": wiring.input("answer_pools"), "selected_questions": wiring.input("selected_questions"),
          "verification_candidates": wiring.input("verification_candidates")},
-    pool="llm",
-    code_version=code_version("1", "quit/leakage_span"),
+    pool=llm_pool("quit"),
+    code_version=code_version("2", "quit/leakage_span"),
 )
 def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_labels, answer_pools, selected_questions,
                     verification_candidates, llm: LLMResource, quit_settings: QuitSettings, storage: StorageResource):
@@ -301,7 +344,7 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
     decisions = sources.load_decisions(sources.decisions_path(quit_settings, storage))
     stats = CallStats()
     out = steps.apply(decisions, passage_answers, passage_labels, answer_pools, selected_questions, llm, _judge(llm), stats,
-                             _log(context))
+                      _log(context), binding=_binding(llm))
     meta = {"verified": out.verified, "questions_with_decisions": out.decided, "labels_changed_2_to_1": out.demoted, **stats.as_metadata()}
     if not out.verified:
         context.log.warning("no human verification decisions found: labels are unverified")
@@ -318,17 +361,26 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
     },
     ins={name: dg.AssetIn(key=[PREFIX, name]) for name in
          ("selected_questions", "splits", "question_metadata", "passages", "verified_labels", "verified_pools", "verification_rejects")},
-    code_version="1",
+    code_version="2",
 )
-def benchmark(selected_questions, splits, question_metadata, passages, verified_labels, verified_pools, verification_rejects):
-    """The QUIT benchmark: corpus, questions per split and qrels (3.2.4)."""
+def benchmark(context: dg.AssetExecutionContext, selected_questions, splits, question_metadata, passages, verified_labels,
+              verified_pools, verification_rejects):
+    """The QUIT benchmark: corpus, questions per split and qrels (3.2.4). A passage left
+    without a label by a failed call is in neither the corpus nor the qrels (a corpus passage
+    without a qrel would read as irrelevant); ``unlabeled_passages_left_out`` counts them."""
+    unlabeled = verified_labels.filter(pl.col("label").is_null())
+    if unlabeled.height:
+        context.log.warning(f"{unlabeled.height} passages without a label (failed calls) are left out of the corpus and "
+                            f"the qrels: {', '.join(unlabeled['passage_id'].head(10))}")
     questions, corpus, qrels = release.assemble(selected_questions, splits, question_metadata, passages,
-                                                verified_labels, verified_pools, verification_rejects)
+                                                verified_labels.filter(pl.col("label").is_not_null()), verified_pools,
+                                                verification_rejects)
     yield dg.Output(questions, output_name="benchmark_questions", metadata={
         **table_metadata(questions.select("question_id", "split", "question", "answers", "question_type", "difficulty")),
         "splits": counts_md(dict(questions.group_by("split").len().sort("split").iter_rows())),
     })
-    yield dg.Output(corpus, output_name="benchmark_corpus", metadata=table_metadata(corpus))
+    yield dg.Output(corpus, output_name="benchmark_corpus", metadata={**table_metadata(corpus),
+                                                                      "unlabeled_passages_left_out": unlabeled.height})
     yield dg.Output(qrels, output_name="benchmark_qrels", metadata={
         **table_metadata(qrels), "labels": counts_md({str(k): v for k, v in qrels.group_by("label").len().sort("label").iter_rows()}, "label"),
     })

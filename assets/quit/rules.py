@@ -165,18 +165,33 @@ def difficulty_bucket(complexity: float) -> str:
 # --- splits (3.1.4) ---------------------------------------------------------------------------
 
 
+# The split of a question whose answerability a failed call left open: in no split.
+UNDETERMINED = "undetermined"
+
+
+def parametric_answerable(correct: list[bool | None]) -> bool | None:
+    """Answerable when any closed-book answer was correct; not answerable when every answer
+    was decided and none was; None (undetermined) when none was correct and a failed call
+    left some answer undecided."""
+    if any(c is True for c in correct):
+        return True
+    return None if any(c is None for c in correct) else False
+
+
 def assign_splits(
-    answerable: dict[str, bool], train_size: int, test_size: int, seed: int
+    answerable: dict[str, bool | None], train_size: int, test_size: int, seed: int
 ) -> dict[str, str]:
     """train: sampled from parametrically answerable questions; test: sampled from the
     non-answerable ones; dev: the rest of the non-answerable. Answerable questions beyond
-    ``train_size`` are left out (split ``unused``), as in the paper."""
+    ``train_size`` are left out (split ``unused``), as in the paper, and so are undetermined
+    ones (split ``undetermined``): neither side may take them on a guess."""
     rng = random.Random(seed)
-    yes = sorted(q for q, a in answerable.items() if a)
-    no = sorted(q for q, a in answerable.items() if not a)
+    yes = sorted(q for q, a in answerable.items() if a is True)
+    no = sorted(q for q, a in answerable.items() if a is False)
     rng.shuffle(yes)
     rng.shuffle(no)
-    splits = {q: "train" for q in yes[:train_size]}
+    splits = {q: UNDETERMINED for q, a in answerable.items() if a is None}
+    splits.update({q: "train" for q in yes[:train_size]})
     splits.update({q: "unused" for q in yes[train_size:]})
     splits.update({q: "test" for q in no[:test_size]})
     splits.update({q: "dev" for q in no[test_size:]})
@@ -187,7 +202,8 @@ def assign_splits(
 
 
 def is_correct(candidate: str | None, golds: list[str], judged: bool | None) -> bool:
-    """Normalized exact match counts without the judge; otherwise the judge's verdict."""
+    """Normalized exact match counts without the judge; otherwise the judge's verdict (None
+    for no verdict that may decide: unparsable, or an advisory judge's)."""
     if candidate is None:
         return False
     if exact_match(candidate, golds):
@@ -195,8 +211,12 @@ def is_correct(candidate: str | None, golds: list[str], judged: bool | None) -> 
     return bool(judged)
 
 
-def passage_label(correct_by_labeler: list[bool]) -> int:
-    """2 when any labeler answered correctly from the passage, else 1."""
+def passage_label(correct_by_labeler: list[bool | None]) -> int | None:
+    """2 when any labeler answered correctly from the passage, else 1; no label (None) while
+    any labeler's answer is undecided (a failed call), even beside a correct one: the label
+    and the answer pool are made from every labeler's answer or from none."""
+    if any(c is None for c in correct_by_labeler):
+        return None
     return 2 if any(correct_by_labeler) else 1
 
 

@@ -2,7 +2,16 @@
 
 Each function takes the :class:`~resources.llm.LLMResource` (or anything with its ``run``
 method: tests pass a scripted one) and a :class:`~resources.llm.CallStats` to account into,
-and returns frames. Failed or unparsable calls are kept in the output with their raw text.
+and returns frames. Failed or unparsable calls are kept in the output with their error and
+raw text. An unparsable reply is still an answer: it is counted as not correct. A call that
+got no reply after its retries (:func:`failed`) leaves what it would have decided undecided
+(null), so that nothing is labeled on a guess. A rerun asks exactly those calls again,
+because failed calls are not cached.
+
+``binding`` says whether the judge's verdicts may decide (the registry's ``verdicts`` of the
+``quit.judge`` model). With an advisory judge a verdict is recorded beside the answer and
+decides nothing. An answer is then correct only when it matches the gold answer or an alias
+after normalization, and a span of a hint leaks only when it names the answer outright.
 """
 
 from __future__ import annotations
@@ -30,15 +39,23 @@ def gold_text(answers: list[str]) -> str:
     return answers[0] if len(answers) == 1 else f"{answers[0]} (also: {'; '.join(answers[1:])})"
 
 
-def judge(
-    llm, alias: str, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
-) -> dict[tuple[str, str], bool | None]:
-    """GPT-Eval verdicts for ``(question_id, question, golds, candidate)`` items.
+def failed(error: str | None) -> bool:
+    """Whether a result's error is a call that got no reply after its retries, as
+    :class:`~resources.llm.CallStats` counts ``errors`` (an unparsable reply is a reply)."""
+    return error is not None and not error.startswith("unparsable")
 
-    Exact matches are decided without a call; other candidates are asked once per distinct
-    normalized (question, candidate) pair. An unparsable verdict maps to None.
+
+def judged(
+    llm, alias: str, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
+) -> dict[tuple[str, str], tuple[bool | None, str | None]]:
+    """GPT-Eval ``(verdict, error)`` for ``(question_id, question, golds, candidate)`` items,
+    by ``(question_id, normalized candidate)``.
+
+    Exact matches are decided without a call. Other candidates are asked once per distinct
+    normalized (question, candidate) pair. An unparsable verdict or a failed call has verdict
+    None, with the result's error.
     """
-    verdicts: dict[tuple[str, str], bool | None] = {}
+    verdicts: dict[tuple[str, str], tuple[bool | None, str | None]] = {}
     pending: dict[tuple[str, str], LLMRequest] = {}
     prompt = _prompt("judge")
     for qid, question, golds, candidate in items:
@@ -46,28 +63,42 @@ def judge(
         if key in verdicts or key in pending:
             continue
         if exact_match(candidate, golds):
-            verdicts[key] = True
+            verdicts[key] = (True, None)
             continue
         msgs = prompt.messages(question=question, gold=gold_text(golds), candidate=candidate)
         pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs, params=VERDICT)
     keys = list(pending)
     results = llm.run(alias, [pending[k] for k in keys], parse=parse_yes_no, stats=stats, log=log)
     for k, r in zip(keys, results):
-        verdicts[k] = r.value if r.ok else None
+        verdicts[k] = (r.value if r.ok else None, r.error)
     return verdicts
+
+
+def judge(
+    llm, alias: str, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
+) -> dict[tuple[str, str], bool | None]:
+    """The verdicts of :func:`judged` alone (None: unparsable, or the call failed)."""
+    return {k: v for k, (v, _) in judged(llm, alias, items, stats, log).items()}
 
 
 # --- 3.1.2 leakage -------------------------------------------------------------------------
 
 
+LEAK_SPAN_SCHEMA = {"question_id": pl.String, "hint_index": pl.Int64, "span": pl.String, "verdict": pl.Boolean,
+                    "error": pl.String}
+
+
 def screen_leakage(
-    questions: pl.DataFrame, llm, judge_alias: str, stats: CallStats, step: str = "leakage", log=None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+    questions: pl.DataFrame, llm, judge_alias: str, stats: CallStats, step: str = "leakage", log=None,
+    binding: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Drop questions any of whose hints names the answer (or an equivalent of it).
 
-    The paper used BEM on the words of each hint. Offline: a normalized match of the answer
-    or an alias decides at once; spans that nearly match (see
-    :func:`rules.leakage_spans`) go to the LLM judge, and a Yes discards the question.
+    The paper used BEM on the words of each hint. Offline, a normalized match of the answer
+    or an alias decides at once. Spans that nearly match (see :func:`rules.leakage_spans`)
+    go to the LLM judge, and a binding Yes discards the question. Returns the kept
+    questions, the rejects, and the judged spans that discarded nothing: an advisory Yes, or
+    a call that failed (its question is kept unchecked).
     """
     rejects, keep = [], []
     span_requests: list[LLMRequest] = []
@@ -90,9 +121,14 @@ def screen_leakage(
                     span_owner.append((qi, hi, span))
     results = llm.run(judge_alias, span_requests, parse=parse_yes_no, stats=stats, log=log)
     judged_leaks: dict[int, str] = {}
+    unresolved = []
     for (qi, hi, span), r in zip(span_owner, results):
-        if r.ok and r.value and qi not in judged_leaks:
-            judged_leaks[qi] = f"hint {hi + 1} span {span!r} judged equivalent to the answer"
+        said_yes = r.ok and r.value
+        if said_yes and binding:
+            judged_leaks.setdefault(qi, f"hint {hi + 1} span {span!r} judged equivalent to the answer")
+        elif said_yes or failed(r.error):
+            unresolved.append({"question_id": rows[qi]["question_id"], "hint_index": hi, "span": span,
+                               "verdict": r.value if r.ok else None, "error": r.error})
     rejected = {qi: why for qi, why in rejects}
     rejected.update({qi: why for qi, why in judged_leaks.items() if qi not in rejected})
     reject_rows = []
@@ -101,7 +137,9 @@ def screen_leakage(
             reject_rows.append(_reject(row, step, "answer_leakage", rejected[qi]))
         else:
             keep.append(qi)
-    return questions[keep], REJECTS.frame(reject_rows)
+    kept_ids = {rows[qi]["question_id"] for qi in keep}
+    spans = pl.DataFrame(unresolved, schema=LEAK_SPAN_SCHEMA).filter(pl.col("question_id").is_in(sorted(kept_ids)))
+    return questions[keep], REJECTS.frame(reject_rows), spans
 
 
 def _reject(row: dict, step: str, reason: str, detail: str) -> dict:
@@ -260,35 +298,42 @@ ANSWER_SCHEMA = {
     "error": pl.String,
     "exact_match": pl.Boolean,
     "judge": pl.Boolean,
+    "judge_error": pl.String,
     "correct": pl.Boolean,
 }
 
 
-def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: str, repeats: int, stats: CallStats, log=None) -> pl.DataFrame:
-    """Each question answered without context ``repeats`` times (sample index = repeat)."""
+def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: str, repeats: int, temperature: float,
+                        stats: CallStats, log=None, binding: bool = True) -> pl.DataFrame:
+    """Each question answered without context ``repeats`` times, sampled at ``temperature``
+    with the repeat as the sample index (the seed), so the repeats are distinct draws."""
     prompt = _prompt("closed_book")
     rows = questions.select("question_id", "question", "aliases").to_dicts()
     reqs, owners = [], []
     for r in rows:
         for k in range(repeats):
-            reqs.append(LLMRequest(f"{r['question_id']} repeat {k}", prompt.messages(question=r["question"]), sample=k))
+            reqs.append(LLMRequest(f"{r['question_id']} repeat {k}", prompt.messages(question=r["question"]), sample=k,
+                                   params={"temperature": temperature}))
             owners.append((r, f"repeat{k}"))
     results = llm.run(alias, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
-    return _graded(owners, results, alias, llm, judge_alias, stats, log)
+    return _graded(owners, results, alias, llm, judge_alias, binding, stats, log)
 
 
-def _graded(owners, results, alias, llm, judge_alias, stats, log) -> pl.DataFrame:
+def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl.DataFrame:
+    """Answers with their verdicts. ``correct`` is null when the answer's call failed, or when
+    a binding judge had to decide and its call failed."""
     items = [(r["question_id"], r["question"], r["aliases"], res.value) for (r, _), res in zip(owners, results) if res.ok and res.value]
-    verdicts = judge(llm, judge_alias, items, stats, log)
+    verdicts = judged(llm, judge_alias, items, stats, log)
     out = []
     for (r, item), res in zip(owners, results):
         answer = res.value if res.ok else None
-        verdict = verdicts.get((r["question_id"], normalize(answer))) if answer else None
+        verdict, judge_error = verdicts.get((r["question_id"], normalize(answer)), (None, None)) if answer else (None, None)
         em = exact_match(answer, r["aliases"])
+        undecided = failed(res.error) or (binding and answer is not None and not em and failed(judge_error))
         out.append({
             "question_id": r["question_id"], "model": alias, "item": item, "raw": res.text,
-            "answer": answer, "error": res.error, "exact_match": em,
-            "judge": verdict, "correct": rules.is_correct(answer, r["aliases"], verdict),
+            "answer": answer, "error": res.error, "exact_match": em, "judge": verdict, "judge_error": judge_error,
+            "correct": None if undecided else rules.is_correct(answer, r["aliases"], verdict if binding else None),
         })
     return pl.DataFrame(out, schema=ANSWER_SCHEMA)
 
@@ -296,33 +341,58 @@ def _graded(owners, results, alias, llm, judge_alias, stats, log) -> pl.DataFram
 # --- 3.2.2 passage labeling ----------------------------------------------------------------------
 
 
-def passage_answers(passages: pl.DataFrame, questions: pl.DataFrame, llm, alias: str, judge_alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+def passage_answers(passages: pl.DataFrame, questions: pl.DataFrame, llm, alias: str, judge_alias: str, stats: CallStats, log=None,
+                    binding: bool = True, judge_stats: CallStats | None = None) -> pl.DataFrame:
     """One labeler's answer for every passage, judged against the gold answers.
 
     Calls go question by question, in passage order, so consecutive prompts share the
-    few-shot prefix and the question."""
+    few-shot prefix and the question. Requests are made as the LLM resource takes them, a
+    chunk at a time, and each chunk is judged before the next is asked: at 2.4M passages no
+    partition holds every prompt in memory. The judge's calls are counted in ``judge_stats``
+    when given (its tokens apart from the labeler's)."""
     prompt = _prompt("reader")
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "aliases").iter_rows(named=True)}
-    reqs, owners = [], []
-    for p in passages.select("passage_id", "question_id", "text").iter_rows(named=True):
-        r = q[p["question_id"]]
-        reqs.append(LLMRequest(p["passage_id"], prompt.messages(question=r["question"], context=p["text"])))
-        owners.append((r, p["passage_id"]))
-    results = llm.run(alias, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
-    frame = _graded(owners, results, alias, llm, judge_alias, stats, log)
+    rows = passages.select("passage_id", "question_id", "text")
+
+    def requests():
+        for p in rows.iter_rows(named=True):
+            yield LLMRequest(p["passage_id"], prompt.messages(question=q[p["question_id"]]["question"], context=p["text"]))
+
+    frames, start = [], 0
+    for results in llm.stream(alias, requests(), parse=rules.parse_short_answer, stats=stats, log=log, total=rows.height):
+        chunk = rows.slice(start, len(results))
+        owners = [(q[qid], pid) for pid, qid in zip(chunk["passage_id"], chunk["question_id"])]
+        frames.append(_graded(owners, results, alias, llm, judge_alias, binding, judge_stats or stats, log))
+        start += len(results)
+    frame = pl.concat(frames) if frames else pl.DataFrame(schema=ANSWER_SCHEMA)
     return frame.rename({"item": "passage_id"})
 
 
+LABEL_SCHEMA = {"passage_id": pl.String, "question_id": pl.String, "num_hints": pl.Int8, "labelers": pl.UInt32,
+                "label": pl.Int8, "error": pl.String}
+
+
 def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Passage labels (2 if any labeler was correct, else 1) and each question's pool of
-    valid answers (gold, aliases and every generated answer judged correct)."""
+    """Passage labels and each question's pool of valid answers (gold, aliases and every
+    generated answer judged correct).
+
+    A passage is labeled 2 if any labeler was correct, else 1, once every labeler's answer on
+    it is decided. A passage with an undecided answer (a failed call, :func:`_graded`) gets
+    no label (null) and an ``error`` naming each failed call. A rerun asks only those calls.
+    """
+    failure = (pl.when(pl.col("correct").is_null())
+               .then(pl.format("{}: {}", "model", pl.coalesce("error", pl.format("judge: {}", "judge_error")))))
+    decided = answers.with_columns(failure.alias("failure")).group_by("passage_id").agg(
+        pl.col("correct").any().alias("any_correct"),
+        pl.col("failure").drop_nulls().str.join("; ").alias("error"),
+        pl.col("model").n_unique().alias("labelers"),
+    ).with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
     labels = (
         passages.select("passage_id", "question_id", "num_hints")
-        .join(answers.group_by("passage_id").agg(pl.col("correct").fill_null(False).any().alias("any_correct"),
-                                                 pl.col("model").n_unique().alias("labelers")),
-              on="passage_id", how="left")
-        .with_columns(pl.when(pl.col("any_correct")).then(2).otherwise(1).cast(pl.Int8).alias("label"))
-        .drop("any_correct")
+        .join(decided, on="passage_id", how="left")
+        .with_columns(pl.when(pl.col("error").is_null()).then(pl.when(pl.col("any_correct")).then(2).otherwise(1))
+                      .cast(pl.Int8).alias("label"))
+        .select(list(LABEL_SCHEMA))
     )
     generated = (
         answers.filter(pl.col("correct") & pl.col("answer").is_not_null())
@@ -362,7 +432,7 @@ class Verified:
     demoted: int
 
 
-def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None) -> Verified:
+def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None, binding: bool = True) -> Verified:
     """The label update of 3.2.4 for questions with decisions; others pass through."""
     empty_rejects = REJECTS.empty()
     if not decisions:
@@ -371,7 +441,7 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
     accepted = {q: {normalize(a) for a in d.get("accepted", [])} for q, d in decisions.items()}
     rejected = {q: {normalize(a) for a in d.get("rejected", [])} for q, d in decisions.items()}
 
-    def still_correct(qid: str, answer: str | None, correct: bool) -> bool:
+    def still_correct(qid: str, answer: str | None, correct: bool | None) -> bool:
         if answer is None:
             return False
         if exact_match(answer, golds.get(qid, [])):
@@ -387,9 +457,11 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
         .alias("correct")
     )
     any_correct = updated.group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
+    # A passage left without a label by a failed call stays without one: no decision fills it.
     new_labels = (
         labels.join(any_correct, on="passage_id", how="left")
-        .with_columns(pl.when(pl.col("ok")).then(2).otherwise(1).cast(pl.Int8).alias("label")).drop("ok")
+        .with_columns(pl.when(pl.col("label").is_not_null()).then(pl.when(pl.col("ok")).then(2).otherwise(1))
+                      .cast(pl.Int8).alias("label")).drop("ok")
     )
     demoted = int(labels.join(new_labels.select("passage_id", pl.col("label").alias("new")), on="passage_id")
                   .filter((pl.col("label") == 2) & (pl.col("new") == 1)).height)
@@ -411,7 +483,7 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
     if newly:
         recheck = questions.filter(pl.col("question_id").is_in(newly)).drop("aliases").join(
             new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
-        _, rejects = screen_leakage(recheck, llm, judge_alias, stats, step="human_verification", log=log)
+        _, rejects, _ = screen_leakage(recheck, llm, judge_alias, stats, step="human_verification", log=log, binding=binding)
     return Verified(new_labels, new_pools, rejects, True, len(decisions), demoted)
 
 

@@ -13,6 +13,7 @@ from assets.recor import release, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource
+from resources.llm.registry import llm_pool
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource, join, write_bytes
 
@@ -75,7 +76,7 @@ def sources(context: dg.AssetExecutionContext, recor_settings: RecorSettings):
 @dg.multi_asset(outs={
     "hard_negatives": wiring.out("Mined hard negatives (StackExchange domains): passages on the topic that do not help answer.", {"polars", "lucene"}),
     "negative_rejects": wiring.out("Mined candidates dropped as duplicates or for overlapping a positive.", {"polars"}),
-}, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool="llm",
+}, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"),
           **_prompted("1", "recor/negative_queries"))
 def hard_negatives(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                    llm: LLMResource, search: DocumentSearchResource, storage: StorageResource, recor_settings: RecorSettings):
@@ -118,7 +119,7 @@ def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.O
 @dg.multi_asset(outs={
     "aligned_documents": wiring.out("Each gold document checked against the expert answer (judge verdict, coverage, kept).", {"polars", "litellm"}),
     "alignment_rejects": wiring.out("Weakly related documents, and questions left without one.", {"polars"}),
-}, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool="llm",
+}, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"),
           **_prompted("1", "recor/alignment"))
 def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                       llm: LLMResource, recor_settings: RecorSettings):
@@ -135,7 +136,7 @@ def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.Da
     "aspects": wiring.out("Aspects of each answer in conversational order, with their document coverage.", {"polars", "litellm"}),
     "aspect_rejects": wiring.out("Aspect proposals rejected for overlap, low coverage or unsuitability.", {"polars"}),
 }, ins={"source_questions": wiring.input("source_questions"), "aligned_documents": wiring.input("aligned_documents"),
-        "source_documents": wiring.input("source_documents")}, pool="llm",
+        "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"),
           **_prompted("1", "recor/aspects", "recor/aspect_order", "recor/aspect_suitability"))
 def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aligned_documents: pl.DataFrame,
             source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
@@ -153,7 +154,7 @@ def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, a
     "facts": wiring.out("Atomic facts per aspect with their verification (similarity, judge, verified).", {"polars", "litellm"}),
     "fact_rejects": wiring.out("Unsupported facts, and aspects left with no verified fact.", {"polars"}),
 }, ins={"source_questions": wiring.input("source_questions"), "aspects": wiring.input("aspects"), "aligned_documents": wiring.input("aligned_documents"),
-        "source_documents": wiring.input("source_documents")}, pool="llm", **_prompted("2", "recor/facts", "recor/fact_check"))
+        "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"), **_prompted("2", "recor/facts", "recor/fact_check"))
 def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
@@ -170,8 +171,8 @@ def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
     "turns": wiring.out("Conversation turns: question, answer, selected documents with their scores, retrieval reasoning.", {"polars", "litellm"}),
     "turn_rejects": wiring.out("Turns rejected as repetitive, off-aspect, unnatural or unanswerable.", {"polars"}),
 }, ins={"source_questions": wiring.input("source_questions"), "aspects": wiring.input("aspects"), "facts": wiring.input("facts"),
-        "aligned_documents": wiring.input("aligned_documents"), "source_documents": wiring.input("source_documents")}, pool="llm",
-          **_prompted("2", "recor/first_turn", "recor/follow_up", "recor/question_for_point", "recor/retrieval_reasoning", "recor/turn_answer", "recor/document_criterion", "recor/turn_relevance", "recor/turn_flow"))
+        "aligned_documents": wiring.input("aligned_documents"), "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"),
+          **_prompted("3", "recor/first_turn", "recor/follow_up", "recor/question_for_point", "recor/retrieval_reasoning", "recor/turn_answer", "recor/document_criterion", "recor/turn_relevance", "recor/turn_flow"))
 def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame, facts: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Turn generation with retrieval reasoning (3.2.2) and turn validation (3.2.3)."""
@@ -186,7 +187,7 @@ def turns(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, asp
 @dg.multi_asset(outs={
     "conversations": wiring.out("Each conversation's validation: length, grounding, document diversity, coherence.", {"polars", "litellm"}),
     "conversation_rejects": wiring.out("Conversations that failed validation, with their problems.", {"polars"}),
-}, ins={"turns": wiring.input("turns")}, pool="llm", **_prompted("1", "recor/conversation_check"))
+}, ins={"turns": wiring.input("turns")}, pool=llm_pool("recor.builder", "recor.judge"), **_prompted("1", "recor/conversation_check"))
 def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
     stats = CallStats()
@@ -226,8 +227,8 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
 @dg.multi_asset(outs={
     "quality_scores": wiring.out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
     "turn_labels": wiring.out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
-}, ins={"benchmark": wiring.input("benchmark"), "corpus": wiring.input("corpus")}, pool="llm",
-          **_prompted("1", "recor/quality_naturalness", "recor/quality_coherence", "recor/quality_questions", "recor/quality_groundedness", "recor/dependency_type", "recor/question_pattern"))
+}, ins={"benchmark": wiring.input("benchmark"), "corpus": wiring.input("corpus")}, pool=llm_pool("recor.builder", "recor.judge"),
+          **_prompted("2", "recor/quality_naturalness", "recor/quality_coherence", "recor/quality_questions", "recor/quality_groundedness", "recor/dependency_type", "recor/question_pattern"))
 def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, llm: LLMResource):
     """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
     registry's ``recor.judge`` model."""

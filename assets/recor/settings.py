@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, ClassVar
 
-import dagster as dg
 import yaml
 
 from assets.common.records import ROOT, project_path  # noqa: F401  (ROOT: where relative paths start)
+from assets.common.settings import ProfiledSettings
 from assets.partitions import DOMAINS
 from assets.recor.sources import Loaded, load_bright, load_stackexchange
 from assets.recor.steps import Thresholds
@@ -31,26 +32,31 @@ def load_sources(path: str = SOURCES_PATH) -> dict[str, dict]:
     return raw
 
 
-class RecorSettings(dg.ConfigurableResource):
+class RecorSettings(ProfiledSettings):
     """Where RECOR's sources are and the method's thresholds.
 
-    Defaults follow the paper and its released configuration (document score threshold 4.0,
-    at most 5 documents per turn, 3-12 turns, aspect overlap 0.8 and coverage 0.5, follow-ups
-    with word overlap at most 0.58 and at least ``min_new_words`` new words) except where the
-    embedded model needs room: at most 4 aspects per conversation and 2 facts per aspect, and
-    follow-ups need 4 new words (the released configuration asks for 10). ``make run`` takes
-    one source question per domain (its ``--recor-questions``). The paper's configuration:
-    every question, ``max_aspects=12``, ``max_facts=5``, ``min_new_words=10``, and a strong
-    model with binding verdicts in the registry's ``recor.builder`` role.
+    The defaults are the paper's configuration and its released configuration. A
+    conversation has at most 12 aspects, since conversations run 3 to 12 turns (3.2.3), and
+    an aspect has at most 5 atomic facts. A document needs a score of 4.0 and a turn keeps at
+    most 5 documents. Aspects are kept at overlap 0.8 and coverage 0.5. A follow-up may share
+    at most 0.58 of its words with earlier turns and must bring 10 new words. Every source
+    question of a domain is built. The registry's ``recor.builder`` role should name a strong
+    model with binding verdicts (the paper uses GPT-4.1).
+
+    ``profile: demo`` is sized for the embedded model: at most 4 aspects of 2 facts each,
+    and follow-ups with 4 new words. ``make run`` also takes one source question per domain
+    (its ``--recor-questions``).
     """
+
+    DEMO_SLICE: ClassVar[dict[str, Any]] = {"max_aspects": 4, "max_facts": 2, "min_new_words": 4}
 
     sources_path: str = SOURCES_PATH
     # Questions per domain to build conversations from; None takes every one.
     max_questions: int | None = None
     encoder: str = "minilm"
-    max_aspects: int = 4
-    max_facts: int = 2
-    min_new_words: int = 4
+    max_aspects: int = 12
+    max_facts: int = 5
+    min_new_words: int = 10
     doc_threshold: float = 4.0
     max_docs_per_turn: int = 5
     # StackExchange hard-negative mining: LLM queries per question and hits kept per query.

@@ -19,7 +19,7 @@ from assets.common.parsing import parse_list, parse_permutation
 from assets.common.prompts import load_prompt
 from assets.common.rejects import Rejects
 from assets.common.text import normalize, sentences, tokens
-from assets.common.verdicts import VERDICT, rating, verdict  # noqa: F401 (the evaluation reads them from here too)
+from assets.common.verdicts import RATING, VERDICT, rating, verdict  # noqa: F401 (the evaluation reads them from here too)
 from assets.recor import rules
 from assets.recor.rules import word_overlap
 from resources.llm import CallStats, LLMRequest, LLMResult, ParseError
@@ -531,11 +531,11 @@ def score_documents(turns_: list[tuple], candidates: dict, text: dict, facts_of:
     items = [(a["aspect_id"], d, c) for qid, a, q in turns_ for d in candidates.get(a["aspect_id"], []) for c in CRITERIA]
     queries = {a["aspect_id"]: q for qid, a, q in turns_}
     reqs = [LLMRequest(f"{aid} {d} {c}", prompt.messages(query=queries[aid], facts="\n".join(f"- {f}" for f in facts_of[aid]),
-                                                           document=text[d], criterion=CRITERIA[c]), params=VERDICT)
+                                                           document=text[d], criterion=CRITERIA[c]), params=RATING)
             for aid, d, c in items]
     ratings: dict[tuple[str, str], dict[str, float | None]] = {}
     for (aid, d, c), r in zip(items, llm.run(alias, reqs, stats=stats, log=log)):
-        ratings.setdefault((aid, d), {})[c] = rating(r.top_logprobs) if r.ok else None
+        ratings.setdefault((aid, d), {})[c] = rating(r) if r.ok else None
     out: dict[str, dict] = {}
     for (aid, d), crit in ratings.items():
         if all(v is not None for v in crit.values()):
@@ -651,7 +651,7 @@ def parse_label(text: str, labels: list[str]) -> str:
 
 def conversation_scores(turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
     """One row per conversation with the four 1-5 scores (probability-weighted over the
-    number tokens of the judge's first answer token; null when it named no number)."""
+    numbers the judge could have written, :func:`rating`; null when it named no number)."""
     text = dict(corpus.select("doc_id", "content").iter_rows())
     convs = [(cid, list(g.sort("turn_id").iter_rows(named=True))) for (cid,), g in turns.group_by("conversation_id", maintain_order=True)]
     rows = {cid: {"domain": ts[0]["domain"], "conversation_id": cid, "turns": len(ts)} for cid, ts in convs}
@@ -663,9 +663,9 @@ def conversation_scores(turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: s
             if dim == "groundedness":
                 docs = dict.fromkeys(d for t in ts for d in t["gold_doc_ids"])
                 fields["documents"] = "\n".join(f"[{d}] {text[d]}" for d in docs if d in text)
-            reqs.append(LLMRequest(f"{cid} {dim}", prompt.messages(**fields), params=VERDICT))
+            reqs.append(LLMRequest(f"{cid} {dim}", prompt.messages(**fields), params=RATING))
         for (cid, _), r in zip(convs, llm.run(alias, reqs, stats=stats, log=log)):
-            rows[cid][dim] = rating(r.top_logprobs, 1, 5) if r.ok else None
+            rows[cid][dim] = rating(r, 1, 5) if r.ok else None
     schema = {"domain": pl.String, "conversation_id": pl.String, "turns": pl.Int64, **{d: pl.Float64 for d in DIMENSIONS}}
     return pl.DataFrame(list(rows.values()), schema=schema)
 

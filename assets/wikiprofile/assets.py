@@ -11,6 +11,7 @@ from assets.common.wiring import Wiring
 from assets.wikiprofile import release, sources, steps
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
+from resources.llm.registry import llm_pool
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource
 
@@ -70,7 +71,7 @@ def source_pages(wikiprofile_settings: WikiProfileSettings):
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "litellm"}, ins={"source_pages": wiring.input("source_pages")},
-          pool="llm", **_prompted("1", "wikiprofile/categorize"))
+          pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"), **_prompted("1", "wikiprofile/categorize"))
 def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Step 2: one of the nine Vital Articles categories (or Other) per page. A reply naming
     none is kept as Other and marked unparsed; with advisory verdicts the source's category
@@ -92,7 +93,7 @@ def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, ll
 @dg.multi_asset(name="wikiprofile_entities", outs={
     "entities": wiring.out("Entities of each summary (name, one of 19 types, offsets), from the model's inline tags.", {"polars", "litellm"}),
     "entity_rejects": wiring.out("Tags dropped (unknown type, too long, not in the text) and pages without entities.", {"polars"}),
-}, ins={"source_pages": wiring.input("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/ner"))
+}, ins={"source_pages": wiring.input("source_pages")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"), **_prompted("1", "wikiprofile/ner"))
 def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm: LLMResource):
     """Step 3: named entities, at most eight per page, tagged inline by the model and found
     in the original text."""
@@ -109,7 +110,7 @@ def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm:
 @dg.multi_asset(name="wikiprofile_object_candidates", outs={
     "object_candidates": wiring.out("Up to 3 object entities per page, ranked, with their left context.", {"polars", "litellm"}),
     "object_rejects": wiring.out("Entities in a bad position, names the model invented, pages without an eligible entity.", {"polars"}),
-}, ins={"source_pages": wiring.input("source_pages"), "entities": wiring.input("entities")}, pool="llm",
+}, ins={"source_pages": wiring.input("source_pages"), "entities": wiring.input("entities")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/select_objects"))
 def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, entities: pl.DataFrame, llm: LLMResource,
                       wikiprofile_settings: WikiProfileSettings):
@@ -129,7 +130,7 @@ def object_candidates(context: dg.AssetExecutionContext, source_pages: pl.DataFr
 @dg.multi_asset(name="wikiprofile_verified_objects", outs={
     "verified_objects": wiring.out("Object candidates with the three verification verdicts.", {"polars", "litellm"}),
     "verification_rejects": wiring.out("Candidates a binding verdict found unsuitable, with the verdicts.", {"polars"}),
-}, ins={"object_candidates": wiring.input("object_candidates")}, pool="llm",
+}, ins={"object_candidates": wiring.input("object_candidates")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/verify_with_target", "wikiprofile/verify_left_context", "wikiprofile/verify_difficulty"))
 def verified_objects(context: dg.AssetExecutionContext, object_candidates: pl.DataFrame, llm: LLMResource):
     """Step 5: suitability with the target, of the left context alone, and difficulty.
@@ -172,7 +173,7 @@ def facts(verified_objects: pl.DataFrame, categories: pl.DataFrame, source_pages
 @dg.multi_asset(name="wikiprofile_direct_questions", outs={
     "direct_questions": wiring.out("Each fact's direct question: as generated, after specification, after minimalism.", {"polars", "litellm"}),
     "direct_question_rejects": wiring.out("Facts whose direct question could not be written, named its answer, or was rejected.", {"polars"}),
-}, ins={"facts": wiring.input("facts"), "source_pages": wiring.input("source_pages")}, pool="llm",
+}, ins={"facts": wiring.input("facts"), "source_pages": wiring.input("source_pages")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/direct_question", "wikiprofile/refine_minimal", "wikiprofile/refine_specification"))
 def direct_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
     """Steps 7-9: the direct question (answer = the object) from the left context, refined
@@ -237,7 +238,7 @@ def _filter_metadata(frame: pl.DataFrame, stats: CallStats, binding: bool) -> di
     "direct_search_filter": wiring.out("The direct questions answered from a search of the page collection, and judged.",
                                  {"polars", "litellm", "lucene"}),
     "direct_search_rejects": wiring.out("Direct questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": wiring.input("direct_questions"), "page_index": wiring.input("page_index")}, pool="llm",
+}, ins={"questions": wiring.input("direct_questions"), "page_index": wiring.input("page_index")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                          search: DocumentSearchResource, storage: StorageResource):
@@ -251,7 +252,7 @@ def direct_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFr
     "reverse_search_filter": wiring.out("The reverse questions answered from a search of the page collection, and judged.",
                                   {"polars", "litellm", "lucene"}),
     "reverse_search_rejects": wiring.out("Reverse questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": wiring.input("reverse_questions"), "page_index": wiring.input("page_index")}, pool="llm",
+}, ins={"questions": wiring.input("reverse_questions"), "page_index": wiring.input("page_index")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                           search: DocumentSearchResource, storage: StorageResource):
@@ -263,7 +264,7 @@ def reverse_search_filter(context: dg.AssetExecutionContext, questions: pl.DataF
     "natural_search_filter": wiring.out("The natural and contextual questions answered from a search of the page collection, and judged.",
                                   {"polars", "litellm", "lucene"}),
     "natural_search_rejects": wiring.out("Natural questions whose search-grounded answer was not one definite answer.", {"polars"}),
-}, ins={"questions": wiring.input("natural_questions"), "page_index": wiring.input("page_index")}, pool="llm",
+}, ins={"questions": wiring.input("natural_questions"), "page_index": wiring.input("page_index")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/search_answer", "wikiprofile/search_judge"))
 def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataFrame, page_index: pl.DataFrame, llm: LLMResource,
                           search: DocumentSearchResource, storage: StorageResource):
@@ -276,7 +277,7 @@ def natural_search_filter(context: dg.AssetExecutionContext, questions: pl.DataF
                               {"polars", "litellm"}),
     "reverse_question_rejects": wiring.out("Facts without a valid reverse question, with the step and the reason.", {"polars"}),
 }, ins={"facts": wiring.input("facts"), "direct_questions": wiring.input("direct_questions"), "direct_search_filter": wiring.input("direct_search_filter"),
-        "source_pages": wiring.input("source_pages")}, pool="llm",
+        "source_pages": wiring.input("source_pages")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("1", "wikiprofile/reverse_question", "wikiprofile/answer_type", "wikiprofile/pair_check", "wikiprofile/refine_minimal", "wikiprofile/refine_specification"))
 def reverse_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, source_pages: pl.DataFrame, llm: LLMResource):
@@ -304,7 +305,7 @@ def _passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
     "natural_question_rejects": wiring.out("Rephrasings that were not questions or named their answer.", {"polars"}),
 }, ins={"facts": wiring.input("facts"), "direct_questions": wiring.input("direct_questions"), "direct_search_filter": wiring.input("direct_search_filter"),
         "reverse_questions": wiring.input("reverse_questions"), "reverse_search_filter": wiring.input("reverse_search_filter"),
-        "source_pages": wiring.input("source_pages")}, pool="llm", **_prompted("1", "wikiprofile/natural_question"))
+        "source_pages": wiring.input("source_pages")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"), **_prompted("1", "wikiprofile/natural_question"))
 def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
                       direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,
                       source_pages: pl.DataFrame, llm: LLMResource):
@@ -337,7 +338,7 @@ def natural_questions(context: dg.AssetExecutionContext, facts: pl.DataFrame, di
                           {"polars"}),
 }, ins={n: wiring.input(n) for n in ("facts", "direct_questions", "direct_search_filter", "reverse_questions", "reverse_search_filter",
                              "natural_questions", "natural_search_filter", "source_pages", "object_candidates",
-                             "verified_objects", "entities", "categories")}, pool="llm",
+                             "verified_objects", "entities", "categories")}, pool=llm_pool("wikiprofile.builder", "wikiprofile.grader"),
           **_prompted("2", "wikiprofile/distractors"))
 def benchmark(context: dg.AssetExecutionContext, facts: pl.DataFrame, direct_questions: pl.DataFrame,
               direct_search_filter: pl.DataFrame, reverse_questions: pl.DataFrame, reverse_search_filter: pl.DataFrame,

@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-import dagster as dg
+from typing import Any, ClassVar
 
 from assets.common.records import project_path
+from assets.common.settings import ProfiledSettings
 
 
-class WikiProfileSettings(dg.ConfigurableResource):
+class WikiProfileSettings(ProfiledSettings):
     """Where the page summaries are, and the method's knobs.
 
-    Defaults follow the paper (notes, section 2) except the sample sizes: the paper samples
-    10,000 summaries and downsamples the verified objects to 5,000 facts; the default keeps
-    every page of the source and every verified object (``max_pages=None``,
-    ``downsample_to=None``). The paper's configuration: ``max_pages=10000``,
-    ``downsample_to=5000``, and a strong model with binding verdicts in the registry's
-    ``wikiprofile.builder`` and ``wikiprofile.grader`` roles. ``make run`` reads 18 pages and
-    downsamples to 12 facts (its ``--wikiprofile-pages`` and ``--wikiprofile-facts``).
+    The defaults are the paper's configuration (notes, sections 1-3). It samples 10,000 page
+    summaries of at least 50 words and picks up to 3 objects per page. The verified objects
+    are downsampled to 5,000 facts. Each question is sampled 8 times at temperature 1 and
+    graded with the threshold 0.5. The stability analysis draws 1,000 bootstrap resamples
+    (appendix D.4). The registry's ``wikiprofile.builder`` and ``wikiprofile.grader`` roles
+    should name a strong model with binding verdicts (the paper uses Gemini-2.5-Pro with
+    thinking).
+
+    ``profile: demo`` reads 12 pages, keeps 8 facts and samples each question 4 times (the
+    fewest that put the gold in each of the 4 option slots equally often).
     """
+
+    DEMO_SLICE: ClassVar[dict[str, Any]] = {"max_pages": 12, "downsample_to": 8, "n_samples": 4}
 
     pages_path: str = "data/wikiprofile/pages.jsonl"
     # The local Wikipedia page collection the search-grounded filter searches with BM25.
     search_pages_path: str = "data/wikiprofile/search_pages.jsonl"
-    max_pages: int | None = None
+    max_pages: int | None = 10000
     min_words: int = 50
     objects_per_page: int = 3
-    downsample_to: int | None = None
+    downsample_to: int | None = 5000
     seed: int = 0
     # Profiling (notes, section 3): samples per question at this temperature, the grade
     # threshold and the strategy for ungradable questions.

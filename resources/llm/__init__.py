@@ -5,6 +5,7 @@ re-exported here."""
 
 from resources.llm.embedded import EmbeddedLlama, embedded_model_path, register_provider
 from resources.llm.registry import (
+    DEFAULT_CONCURRENCY,
     REGISTRY_PATH,
     ModelSpec,
     load_registry,
@@ -23,7 +24,7 @@ from resources.llm.resource import (
 )
 
 __all__ = [
-    "CallStats", "EmbeddedLlama", "LLMRequest", "LLMResource", "LLMResult", "ModelSpec", "ParseError", "REGISTRY_PATH",
-    "ScoreRequest", "continuation_from_echo", "embedded_model_path", "load_registry", "load_roles", "register_provider",
-    "role_aliases", "strip_thinking",
+    "DEFAULT_CONCURRENCY", "CallStats", "EmbeddedLlama", "LLMRequest", "LLMResource", "LLMResult", "ModelSpec",
+    "ParseError", "REGISTRY_PATH", "ScoreRequest", "continuation_from_echo", "embedded_model_path", "load_registry",
+    "load_roles", "register_provider", "role_aliases", "strip_thinking",
 ]

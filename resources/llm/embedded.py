@@ -54,8 +54,9 @@ class EmbeddedLlama:
 
     def chat(self, name: str, messages: list[dict], params: dict) -> dict:
         logprobs = bool(params.get("logprobs"))
-        if logprobs and int(params.get("max_tokens") or 0) == 1:
-            return self._first_token(name, messages, int(params.get("top_logprobs") or 20))
+        short = int(params.get("max_tokens") or 0) <= SHORT_ANSWER
+        if logprobs and short and float(params.get("temperature", 0.0)) == 0.0:
+            return self._greedy_short(name, messages, int(params.get("top_logprobs") or 20), int(params.get("max_tokens") or 1))
         with self._lock:
             llm = self.llama(name, scoring=logprobs)
             out = llm.create_chat_completion(
@@ -70,31 +71,48 @@ class EmbeddedLlama:
             )
         return _plain(out)
 
-    def _first_token(self, name: str, messages: list[dict], top: int) -> dict:
-        """A one-token answer with its most likely alternatives, read from the last prompt
-        position's logits of the generation context: asking llama.cpp for logprobs would
-        need ``logits_all``, which computes the vocabulary distribution at every prompt
-        position (about twenty times slower on a long prompt)."""
+    def _greedy_short(self, name: str, messages: list[dict], top: int, max_tokens: int) -> dict:
+        """A short greedy answer (a verdict, a rating) with each token's most likely
+        alternatives, read from the last position's logits of the generation context after
+        each token: asking llama.cpp for logprobs would need ``logits_all``, which computes
+        the vocabulary distribution at every prompt position (about twenty times slower on a
+        long prompt). The end-of-turn token ends the answer and is not part of it, except as
+        a one-token answer, which is always the most likely first token."""
         import numpy as np
 
+        content = []
         with self._lock:
             llm = self.llama(name)
             prompt, add_bos = self._format(name, llm, messages)
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
             self._eval_reusing_prefix(llm, tokens)
-            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
-            best = np.argsort(-logits)[:top]
-            peak = logits.max()
-            norm = peak + np.log(np.exp(logits - peak).sum())
-            alternatives = [{"token": llm.detokenize([int(i)]).decode("utf-8", errors="replace"),
-                             "logprob": float(logits[i] - norm), "bytes": None} for i in best]
-        first = alternatives[0]
+            ends = {llm.token_eos(), *self._end_of_turn(llm)}
+            finish = "length"
+            for step in range(max_tokens):
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+                best = np.argsort(-logits)[:top]
+                peak = logits.max()
+                norm = peak + np.log(np.exp(logits - peak).sum())
+                alternatives = [{"token": llm.detokenize([int(i)]).decode("utf-8", errors="replace"),
+                                 "logprob": float(logits[i] - norm), "bytes": None} for i in best]
+                if int(best[0]) in ends and max_tokens > 1:
+                    finish = "stop"
+                    break
+                content.append({**alternatives[0], "top_logprobs": alternatives})
+                if step + 1 < max_tokens:
+                    llm.eval([int(best[0])])
         return {
-            "id": "local-first-token", "object": "chat.completion", "created": int(time.time()), "model": name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": first["token"]}, "finish_reason": "length",
-                         "logprobs": {"content": [{**first, "top_logprobs": alternatives}]}}],
-            "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1, "total_tokens": len(tokens) + 1},
+            "id": "local-greedy", "object": "chat.completion", "created": int(time.time()), "model": name,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(t["token"] for t in content)},
+                         "finish_reason": finish, "logprobs": {"content": content}}],
+            "usage": {"prompt_tokens": len(tokens), "completion_tokens": len(content), "total_tokens": len(tokens) + len(content)},
         }
+
+    @staticmethod
+    def _end_of_turn(llm) -> set[int]:
+        """The chat template's end-of-turn token (``<|im_end|>``), where the model has one."""
+        ids = llm.tokenize(b"<|im_end|>", add_bos=False, special=True)
+        return {ids[0]} if len(ids) == 1 else set()
 
     def _format(self, name: str, llm, messages: list[dict]) -> tuple[str, bool]:
         """The model's own chat template applied to the messages, with the assistant turn
@@ -155,6 +173,10 @@ def _plain(value: Any) -> Any:
         return value.item()
     return value
 
+
+# Answers this short, asked greedily with log-probabilities, are generated token by token
+# from the generation context's last logits (verdicts, ratings).
+SHORT_ANSWER = 8
 
 _EMBEDDED = EmbeddedLlama()
 

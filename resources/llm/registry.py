@@ -33,6 +33,24 @@ class ModelSpec:
     # "binding": the model's yes/no verdicts may reject records in construction pipelines;
     # "advisory": they are recorded beside the records and never decide on their own.
     verdicts: str = "binding"
+    # Sent on every call that does not ask for thinking, for models that think unless told
+    # not to (Qwen3 on vLLM: ``{chat_template_kwargs: {enable_thinking: false}}``).
+    thinking_off_params: dict = dataclasses.field(default_factory=dict)
+    # max_tokens by call kind (``thinking``, ``answer``, ``rating``, ...), replacing the cap a
+    # step asks for: a reasoning model needs thousands of tokens where the small default
+    # model is given dozens.
+    budgets: dict = dataclasses.field(default_factory=dict)
+    # Requests in flight at once; None: the backend's default (DEFAULT_CONCURRENCY).
+    max_concurrency: int | None = None
+
+    @property
+    def concurrency(self) -> int:
+        return max(1, self.max_concurrency or DEFAULT_CONCURRENCY[self.backend])
+
+
+# A vLLM server batches hundreds of sequences; a hosted API rate-limits well before that;
+# the embedded model answers one call at a time (its prompt-prefix reuse needs the order).
+DEFAULT_CONCURRENCY = {"vllm": 256, "api": 16, "embedded": 1}
 
 
 def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
@@ -51,6 +69,10 @@ def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
             raise ValueError(f"{path}: model alias {alias!r} has unknown keys {sorted(unknown)}")
         if entry.get("thinking", "cot") not in {"cot", "native", "none"}:
             raise ValueError(f"{path}: model alias {alias!r}: thinking must be cot, native or none")
+        if entry.get("backend", "api") not in DEFAULT_CONCURRENCY:
+            raise ValueError(f"{path}: model alias {alias!r}: backend must be one of {sorted(DEFAULT_CONCURRENCY)}")
+        if entry.get("backend") == "embedded" and entry.get("max_concurrency", 1) != 1:
+            raise ValueError(f"{path}: model alias {alias!r}: the embedded model answers one call at a time")
         if entry.get("verdicts", "binding") not in {"binding", "advisory"}:
             raise ValueError(f"{path}: model alias {alias!r}: verdicts must be binding or advisory")
         specs[alias] = ModelSpec(alias=alias, **entry)
@@ -85,3 +107,20 @@ def _flatten(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
             out.extend(_flatten(v, f"{prefix}{k}."))
         return out
     return [(prefix.rstrip("."), node)]
+
+
+def llm_pool(*roles: str, path: str = REGISTRY_PATH) -> str:
+    """The Dagster concurrency pool of a step asking these roles (``quit``, ``recor.judge``):
+    ``llm_embedded`` when any of their models runs in process (one such step at a time: the
+    embedded model uses every core), else ``llm_vllm`` or ``llm_api`` by backend, whose
+    limits a deployment raises so partitions of different served models run side by side."""
+    registry, backends = load_registry(path), set()
+    for role in roles:
+        node: Any = load_roles(path)
+        for part in role.split("."):
+            node = node[part]
+        backends |= {registry[a].backend for _, v in _flatten(node) for a in (v if isinstance(v, list) else [v])}
+    for backend in ("embedded", "vllm", "api"):
+        if backend in backends:
+            return f"llm_{backend}"
+    raise ValueError(f"roles {roles} name no model in {path}")

@@ -1,14 +1,19 @@
-"""LLM access through litellm: a model registry, an embedded llama.cpp provider, caching,
-concurrency, retries and call accounting.
+"""LLM access: a model registry, an embedded llama.cpp provider, a content-addressed cache,
+per-model routing and bounded async concurrency, retries and call accounting.
 
 Every LLM-bound asset goes through :class:`LLMResource`. Models are named once, by alias, in
-the registry file (``resources/models.yaml``); the alias maps to a litellm model string, so
-the embedded default (``local/smollm2-135m-instruct``), a vLLM server
-(``hosted_vllm/...``), OpenAI or Anthropic are all called the same way.
+the registry file (``resources/models.yaml``); each entry says how it is reached:
 
-Responses are cached by litellm (disk by default). The cache key covers the model, the
-messages, the sampling parameters and the sample index (passed as ``seed``), so a crashed or
-cancelled materialization resumes without asking the LLM again for what it already answered.
+- ``embedded``: the in-process model, litellm's ``local/`` provider, one call at a time;
+- ``vllm``: an OpenAI-compatible vLLM server, called with the async OpenAI client (vLLM's
+  own protocol; litellm's per-call overhead would cap a server that batches hundreds of
+  sequences), up to the entry's ``max_concurrency`` requests in flight;
+- ``api``: any provider litellm knows (``openai/...``, ``anthropic/...``), through
+  ``litellm.acompletion``, with a lower default concurrency.
+
+Every request is looked up in the response cache first, in bulk (``resources/llm/cache.py``),
+so a crashed or cancelled materialization resumes without asking again for what it already
+answered, and a rerun from the cache costs nothing a model would notice.
 """
 
 from __future__ import annotations
@@ -18,18 +23,25 @@ import os
 # litellm fetches a model cost map from the network at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import asyncio
 import dataclasses
+import itertools
+import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Optional
 
 import dagster as dg
 from pydantic import PrivateAttr
 
-from resources.llm.cache import configure_litellm
+from resources.llm.cache import (
+    ResponseCache,
+    cache_key,
+    install_embedded_provider,
+    response_cache,
+)
 from resources.llm.embedded import _EMBEDDED
 from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry, role_aliases
 from resources.vllm_server import VLLMServerResource
@@ -45,7 +57,7 @@ class ParseError(ValueError):
 @dataclasses.dataclass
 class LLMRequest:
     """One call: ``key`` names the item it serves (question id, passage id) in errors and
-    results; ``sample`` is the sample index, part of the cache key."""
+    results; ``sample`` is the sample index, sent as the seed and part of the cache key."""
 
     key: str
     messages: list[dict]
@@ -74,6 +86,10 @@ class LLMResult:
     # The first answer token's most likely alternatives (token -> log-probability), when
     # the request asked for ``logprobs``.
     top_logprobs: dict[str, float] | None = None
+    # Every generated token and its alternatives, in order (``tokens[i]`` was chosen among
+    # ``token_logprobs[i]``), when the request asked for ``logprobs``.
+    tokens: list[str] | None = None
+    token_logprobs: list[dict[str, float]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -88,9 +104,15 @@ class CallStats:
     completion_tokens: int = 0
     parse_failures: int = 0
     errors: int = 0
+    # Dollars from litellm's bundled price list, for calls sent to a priced model; calls
+    # to a model it does not price (a self-hosted vLLM, the embedded model) are counted.
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    empty_answers: int = 0
 
     def add(self, r: LLMResult) -> None:
         self.calls += 1
+        self.empty_answers += int(r.text is not None and not r.text.strip())
         self.cached += int(r.cached)
         self.prompt_tokens += r.prompt_tokens
         self.completion_tokens += r.completion_tokens
@@ -102,7 +124,7 @@ class CallStats:
     def merge(self, other: CallStats) -> CallStats:
         return CallStats(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other))))
 
-    def as_metadata(self, prefix: str = "llm") -> dict[str, int]:
+    def as_metadata(self, prefix: str = "llm") -> dict[str, int | float]:
         return {
             f"{prefix}/calls": self.calls,
             f"{prefix}/served_from_cache": self.cached,
@@ -111,7 +133,27 @@ class CallStats:
             f"{prefix}/completion_tokens": self.completion_tokens,
             f"{prefix}/parse_failures": self.parse_failures,
             f"{prefix}/errors": self.errors,
+            f"{prefix}/cost_usd": round(self.cost_usd, 6),
+            f"{prefix}/unpriced_calls": self.unpriced_calls,
+            f"{prefix}/empty_answers": self.empty_answers,
         }
+
+
+def price(model: str, results: Iterable[LLMResult], stats: CallStats) -> None:
+    """Add the cost of the results that reached the model (not the cache) to ``stats``."""
+    import litellm
+
+    sent = [r for r in results if not r.cached and (r.text is not None or r.value is not None)]
+    if not sent:
+        return
+    prompt = sum(r.prompt_tokens for r in sent)
+    completion = sum(r.completion_tokens for r in sent)
+    try:
+        p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt, completion_tokens=completion)
+    except Exception:  # litellm prices hosted APIs only; self-hosted models cost GPU time
+        stats.unpriced_calls += len(sent)
+        return
+    stats.cost_usd += float(p) + float(c)
 
 
 _THINK = re.compile(r"<think>.*?</think>", re.S)
@@ -122,8 +164,15 @@ def strip_thinking(text: str) -> str:
     return _THINK.sub("", text).strip()
 
 
+class TransientError(RuntimeError):
+    """A reply worth asking for again: one without choices."""
+
+
 def _transient_errors() -> tuple[type[BaseException], ...]:
+    import json
+
     import litellm
+    import openai
 
     return (
         litellm.RateLimitError,
@@ -131,33 +180,75 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
         litellm.Timeout,
         litellm.ServiceUnavailableError,
         litellm.InternalServerError,
+        openai.RateLimitError,
+        openai.APIConnectionError,  # includes timeouts
+        openai.InternalServerError,
+        openai.APIResponseValidationError,
+        json.JSONDecodeError,
+        TransientError,
     )
 
 
-class LLMResource(dg.ConfigurableResource):
-    """Calls registered models through litellm with caching, concurrency and retries.
+# OpenAI's chat parameters; anything else a registry entry or step sets for a vLLM model
+# (chat_template_kwargs, top_k, repetition_penalty) travels in the request body as vLLM
+# reads it.
+_OPENAI_CHAT = {"temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "logprobs", "top_logprobs",
+                "stop", "n", "presence_penalty", "frequency_penalty", "response_format", "logit_bias"}
 
-    ``api_base`` overrides the registry's base URL for served backends. With ``server`` set,
-    the vLLM serving resource is started (or attached to) before any call, and its URL is
-    used for every served model.
+
+def _served_name(model: str) -> str:
+    return model.split("/", 1)[1] if model.startswith("hosted_vllm/") else model
+
+
+class LLMResource(dg.ConfigurableResource):
+    """Calls registered models with caching, per-model routing, bounded concurrency and retries.
+
+    Routing: a registry entry is reached at its own ``api_base``. A server this resource
+    starts or attaches to (``server``, ``servers``) serves the aliases it names in
+    ``aliases``; a server naming none serves the registry's ``vllm`` entries, and never an
+    ``api`` one. ``api_base`` here is the URL of ``vllm`` entries that name no URL.
+    ``max_concurrency`` caps every model's own limit (a test, a shared server).
     """
 
     registry_path: str = REGISTRY_PATH
     cache_dir: str = ".cache/llm"
     cache_type: str = "disk"
-    max_concurrency: int = 8
+    max_concurrency: Optional[int] = None
     max_retries: int = 4
     backoff_seconds: float = 1.0
     request_timeout: float = 600.0
     api_base: Optional[str] = None
     server: Optional[VLLMServerResource] = None
+    servers: list[VLLMServerResource] = []
     progress_every_seconds: float = 30.0
+    # Requests looked up in the cache and sent together; bounds what a partition holds in memory.
+    chunk_size: int = 4096
 
     _registry: dict[str, ModelSpec] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._load()
+        started = []
+        try:
+            for s in self.servers:  # Dagster sets up ``server`` itself, not list members
+                s.setup_for_execution(context)
+                started.append(s)
+        except Exception:
+            for s in started:
+                s.teardown_after_execution(context)
+            raise
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        for s in self.servers:
+            s.teardown_after_execution(context)
+
+    def _load(self) -> None:
         self._registry = load_registry(self.registry_path)
-        configure_litellm(self.cache_type, self.cache_dir)
+        install_embedded_provider()
+
+    @property
+    def cache(self) -> ResponseCache:
+        return response_cache(self.cache_type, self.cache_dir)
 
     def role(self, role: str) -> list[str]:
         """The aliases of a role (``quit.judge``, ``recor.builder``, ...) in the registry this
@@ -166,101 +257,183 @@ class LLMResource(dg.ConfigurableResource):
 
     def spec(self, alias: str) -> ModelSpec:
         if not self._registry:
-            self._registry = load_registry(self.registry_path)
-            configure_litellm(self.cache_type, self.cache_dir)
+            self._load()
         if alias not in self._registry:
             raise KeyError(f"model alias {alias!r} is not in {self.registry_path}")
         return self._registry[alias]
+
+    def endpoint(self, alias: str) -> str | None:
+        """The base URL the alias's requests go to (None: the embedded model, or the
+        provider's own default for an API model)."""
+        spec = self.spec(alias)
+        if spec.backend == "embedded":
+            return None
+        started = [s for s in ([self.server] if self.server else []) + list(self.servers)]
+        for s in started:
+            if alias in (s.aliases or []):
+                return s.base_url
+        if spec.backend == "vllm":
+            anonymous = [s for s in started if not s.aliases]
+            if anonymous:
+                return anonymous[0].base_url
+            return spec.api_base or self.api_base
+        return spec.api_base
 
     def wants_cot_prompt(self, alias: str, thinking: bool) -> bool:
         """Thinking on a model without a native switch is a chain-of-thought prompt variant."""
         return thinking and self.spec(alias).thinking == "cot"
 
-    def run(
+    def concurrency(self, spec: ModelSpec) -> int:
+        limit = spec.concurrency
+        return min(limit, self.max_concurrency) if self.max_concurrency else limit
+
+    def params(self, spec: ModelSpec, req: LLMRequest, thinking: bool = False, kind: str | None = None) -> dict:
+        """What is sent besides the messages: the entry's sampling, the step's parameters,
+        the kind's token budget, the thinking switch, and the sample index as seed."""
+        params = {**spec.sampling, **req.params, "seed": req.sample}
+        kind = kind or ("thinking" if thinking else None)
+        if kind in spec.budgets:
+            params["max_tokens"] = spec.budgets[kind]
+        if spec.thinking == "native":
+            params.update(spec.thinking_params if thinking else spec.thinking_off_params)
+        return params
+
+    # --- chat calls -----------------------------------------------------------------
+
+    def run(self, alias: str, requests: Iterable[LLMRequest], parse: Callable[[str], Any] | None = None,
+            stats: CallStats | None = None, **options: Any) -> list[LLMResult]:
+        """Answer every request, in order (``options``: :meth:`stream`'s ``thinking``, ``log``,
+        ``kind``). Failures become results with an error, never exceptions: unparsable output
+        keeps its raw text, a call that still fails after its retries keeps no text."""
+        return [r for chunk in self.stream(alias, requests, parse, stats, **options) for r in chunk]
+
+    def stream(
         self,
         alias: str,
-        requests: Sequence[LLMRequest],
+        requests: Iterable[LLMRequest],
         parse: Callable[[str], Any] | None = None,
         stats: CallStats | None = None,
         thinking: bool = False,
         log: Callable[[str], None] | None = None,
-    ) -> list[LLMResult]:
-        """Answer every request, in order. Failures become results with an error, never
-        exceptions: unparsable output keeps its raw text."""
+        kind: str | None = None,
+        total: int | None = None,
+    ) -> Iterator[list[LLMResult]]:
+        """The results chunk by chunk (``chunk_size`` requests each, in order): a caller that
+        writes each chunk before asking for the next holds one chunk in memory."""
         spec = self.spec(alias)
         stats = stats if stats is not None else CallStats()
-        # The embedded model runs one call at a time; keeping submission order lets
-        # llama.cpp reuse the prompt prefix shared by consecutive calls.
-        workers = 1 if spec.backend == "embedded" else max(1, self.max_concurrency)
-        results: list[LLMResult | None] = [None] * len(requests)
-        progress = _Progress(len(requests), self.progress_every_seconds, log, alias)
+        if total is None and hasattr(requests, "__len__"):
+            total = len(requests)  # type: ignore[arg-type]
+        progress = _Progress(total, self.progress_every_seconds, log, alias)
+        cache = self.cache
+        it = iter(requests)
+        while chunk := list(itertools.islice(it, max(1, self.chunk_size))):
+            sent = [(req, self.params(spec, req, thinking, kind)) for req in chunk]
+            keys = [cache_key("chat", spec.model, req.messages, params) for req, params in sent]
+            hits = cache.get_many(keys)
+            results: list[LLMResult | None] = [None] * len(chunk)
+            todo = []
+            for i, ((req, params), key) in enumerate(zip(sent, keys)):
+                if key in hits:
+                    results[i] = _finish(_from_payload(req.key, hits[key], cached=True), parse)
+                    progress.tick()
+                else:
+                    todo.append((i, req, params, key))
 
-        def one(i: int) -> None:
-            r = self._call(spec, requests[i], parse, thinking)
-            results[i] = r
-            progress.tick()
+            def done(i: int, key: str, result: LLMResult, payload: dict | None) -> None:
+                if payload is not None:  # written at once: a killed run keeps it
+                    cache.put(key, payload)
+                results[i] = _finish(result, parse)
+                progress.tick()
 
-        if workers == 1:
-            for i in range(len(requests)):
-                one(i)
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(one, range(len(requests))))
-        for r in results:
-            stats.add(r)
-        return results  # type: ignore[return-value]
+            if spec.backend == "embedded":
+                for i, req, params, key in todo:
+                    done(i, key, *self._call_embedded(spec, req, params))
+            else:
+                _run_async(self._call_all(spec, todo, done))
+            finished = [r for r in results if r is not None]
+            for r in finished:
+                stats.add(r)
+            price(spec.model, finished, stats)
+            yield finished
 
-    def _call(self, spec: ModelSpec, req: LLMRequest, parse, thinking: bool) -> LLMResult:
+    def _call_embedded(self, spec: ModelSpec, req: LLMRequest, params: dict) -> tuple[LLMResult, dict | None]:
         import litellm
 
-        params = {**spec.sampling, **req.params, "seed": req.sample}
-        if thinking and spec.thinking == "native":
-            params.update(spec.thinking_params)
-        api_base = self.api_base or (self.server.base_url if self.server else None) or spec.api_base
-        if api_base and spec.backend != "embedded":
-            params["api_base"] = api_base
         delay = self.backoff_seconds
         for attempt in range(self.max_retries + 1):
             try:
-                response = litellm.completion(
-                    model=spec.model,
-                    messages=req.messages,
-                    caching=True,
-                    timeout=self.request_timeout,
-                    **params,
-                )
-                break
+                response = litellm.completion(model=spec.model, messages=req.messages, caching=False,
+                                              timeout=self.request_timeout, **params)
+                return _from_response(req.key, response)
             except _transient_errors() as e:
                 if attempt == self.max_retries:
-                    return LLMResult(req.key, None, error=f"gave up after {attempt + 1} tries: {e}")
+                    return LLMResult(req.key, None, error=f"gave up after {attempt + 1} tries: {e}"), None
                 time.sleep(delay)
                 delay *= 2
             except Exception as e:  # a bad request stays with its item, the run goes on
-                return LLMResult(req.key, None, error=f"{type(e).__name__}: {e}")
-        text = response.choices[0].message.content or ""
-        usage = getattr(response, "usage", None)
-        hidden = getattr(response, "_hidden_params", {}) or {}
-        result = LLMResult(
-            req.key,
-            text,
-            cached=bool(hidden.get("cache_hit")),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            top_logprobs=_first_top_logprobs(response.choices[0]),
-        )
-        if parse is not None:
+                return LLMResult(req.key, None, error=f"{type(e).__name__}: {e}"), None
+        raise AssertionError("unreachable")
+
+    async def _call_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
+        """Up to the model's concurrency in flight; each result is handed on as it arrives."""
+        endpoint = self.endpoint(spec.alias)
+        client = _openai_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
+
+        async def ask(req: LLMRequest, params: dict):
+            if client is not None:
+                body = {k: v for k, v in params.items() if k in _OPENAI_CHAT}
+                extra = {**params.get("extra_body", {}),
+                         **{k: v for k, v in params.items() if k not in _OPENAI_CHAT and k != "extra_body"}}
+                return await client.chat.completions.create(model=_served_name(spec.model), messages=req.messages,
+                                                            extra_body=extra or None, **body)
+            import litellm
+
+            extra = {"api_base": endpoint} if endpoint else {}
+            return await litellm.acompletion(model=spec.model, messages=req.messages, caching=False,
+                                             timeout=self.request_timeout, **extra, **params)
+
+        async def one(i: int, req: LLMRequest, params: dict, key: str) -> None:
             try:
-                result.value = parse(strip_thinking(text))
-            except ParseError as e:
-                result.error = f"unparsable: {e}"
-        else:
-            result.value = strip_thinking(text)
-        return result
+                response = await self._with_retries(lambda: ask(req, params))
+                result, payload = _from_response(req.key, response)
+                if not result.text.strip() and not result.token_logprobs:
+                    # Kept as the model's answer (a parser may reject it) and counted, but not
+                    # cached: a server under strain answers empty, and a rerun asks again.
+                    payload = None
+            except _GaveUp as e:
+                result, payload = LLMResult(req.key, None, error=str(e)), None
+            except Exception as e:  # a bad request stays with its item, the run goes on
+                result, payload = LLMResult(req.key, None, error=f"{type(e).__name__}: {e}"), None
+            done(i, key, result, payload)
+
+        try:
+            await _bounded(self.concurrency(spec), (one(*t) for t in todo))
+        finally:
+            if client is not None:
+                await client.close()
+
+    async def _with_retries(self, attempt_fn: Callable):
+        delay = self.backoff_seconds
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await attempt_fn()
+                _check_reply(response)
+                return response
+            except _transient_errors() as e:
+                if attempt == self.max_retries:
+                    raise _GaveUp(f"gave up after {attempt + 1} tries: {type(e).__name__}: {e}") from e
+                # jittered, so hundreds of requests told to slow down do not return together
+                await asyncio.sleep(delay * (0.5 + random.random()))
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    # --- continuation scores ------------------------------------------------------------
 
     def score(
         self,
         alias: str,
-        requests: Sequence[ScoreRequest],
+        requests: Iterable[ScoreRequest],
         stats: CallStats | None = None,
         log: Callable[[str], None] | None = None,
     ) -> list[LLMResult]:
@@ -270,61 +443,182 @@ class LLMResource(dg.ConfigurableResource):
         as vLLM's completions endpoint returns them). Cached like every other call."""
         spec = self.spec(alias)
         stats = stats if stats is not None else CallStats()
+        requests = list(requests)
         progress = _Progress(len(requests), self.progress_every_seconds, log, alias)
-        workers = 1 if spec.backend == "embedded" else max(1, self.max_concurrency)
+        cache = self.cache
+        keys = [cache_key("score", spec.model, req.prefix, req.continuation) for req in requests]
+        hits = cache.get_many(keys)
         results: list[LLMResult | None] = [None] * len(requests)
+        todo = []
+        for i, (req, key) in enumerate(zip(requests, keys)):
+            if key in hits:
+                results[i] = LLMResult(req.key, None, value=list(hits[key]["logprobs"]), cached=True,
+                                       prompt_tokens=hits[key]["tokens"])
+                progress.tick()
+            else:
+                todo.append((i, req, key))
 
-        def one(i: int) -> None:
-            results[i] = self._score(spec, requests[i])
+        def done(i: int, key: str, req: ScoreRequest, values: list[float] | None, tokens: int, error: str | None):
+            if error is None:
+                cache.put(key, {"logprobs": values, "tokens": tokens})
+            results[i] = LLMResult(req.key, None, value=values, prompt_tokens=tokens, error=error)
             progress.tick()
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(one, range(len(requests))))
+        if spec.backend == "embedded":
+            for i, req, key in todo:
+                try:
+                    values, tokens = _EMBEDDED.continuation_logprobs(spec.model.split("/", 1)[-1], req.prefix,
+                                                                     req.continuation)
+                    done(i, key, req, values, tokens, None)
+                except Exception as e:  # a bad item stays with its key, the run goes on
+                    done(i, key, req, None, 0, f"{type(e).__name__}: {e}")
+        else:
+            _run_async(self._score_all(spec, todo, done))
         for r in results:
             stats.add(r)
+        price(spec.model, results, stats)
         return results  # type: ignore[return-value]
 
-    def _score(self, spec: ModelSpec, req: ScoreRequest) -> LLMResult:
-        import hashlib
-        import json
+    async def _score_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
+        endpoint = self.endpoint(spec.alias)
+        client = _openai_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
 
-        import litellm
+        async def ask(req: ScoreRequest):
+            prompt = req.prefix + req.continuation
+            if client is not None:
+                return await client.completions.create(model=_served_name(spec.model), prompt=prompt, echo=True,
+                                                       logprobs=1, max_tokens=1, temperature=0.0)
+            import litellm
 
-        key = "score:" + hashlib.sha256(json.dumps([spec.model, req.prefix, req.continuation]).encode()).hexdigest()
-        store = litellm.cache.cache if litellm.cache is not None else None
-        hit = store.get_cache(key) if store is not None else None
-        if hit is not None:
-            return LLMResult(req.key, None, value=list(hit["logprobs"]), cached=True, prompt_tokens=hit["tokens"])
-        try:
-            if spec.backend == "embedded":
-                values, tokens = _EMBEDDED.continuation_logprobs(spec.model.split("/", 1)[-1], req.prefix, req.continuation)
-            else:
-                values, tokens = self._served_logprobs(spec, req)
-        except Exception as e:  # a bad item stays with its key, the run goes on
-            return LLMResult(req.key, None, error=f"{type(e).__name__}: {e}")
-        if store is not None:
-            store.set_cache(key, {"logprobs": values, "tokens": tokens})
-        return LLMResult(req.key, None, value=values, prompt_tokens=tokens)
+            extra = {"api_base": endpoint} if endpoint else {}
+            return await litellm.atext_completion(model=spec.model, prompt=prompt, echo=True, logprobs=1, max_tokens=1,
+                                                  temperature=0.0, timeout=self.request_timeout, **extra)
 
-    def _served_logprobs(self, spec: ModelSpec, req: ScoreRequest) -> tuple[list[float], int]:
-        import litellm
-
-        api_base = self.api_base or (self.server.base_url if self.server else None) or spec.api_base
-        extra = {"api_base": api_base} if api_base else {}
-        delay = self.backoff_seconds
-        for attempt in range(self.max_retries + 1):
+        async def one(i: int, req: ScoreRequest, key: str) -> None:
             try:
-                response = litellm.text_completion(
-                    model=spec.model, prompt=req.prefix + req.continuation, echo=True, logprobs=1,
-                    max_tokens=1, temperature=0.0, timeout=self.request_timeout, **extra,
-                )
-                break
-            except _transient_errors():
-                if attempt == self.max_retries:
-                    raise
-                time.sleep(delay)
-                delay *= 2
-        return continuation_from_echo(response.choices[0].logprobs, len(req.prefix))
+                response = await self._with_retries(lambda: ask(req))
+                values, tokens = continuation_from_echo(response.choices[0].logprobs, len(req.prefix))
+                done(i, key, req, values, tokens, None)
+            except Exception as e:  # a bad item stays with its key, the run goes on
+                done(i, key, req, None, 0, str(e) if isinstance(e, _GaveUp) else f"{type(e).__name__}: {e}")
+
+        try:
+            await _bounded(self.concurrency(spec), (one(*t) for t in todo))
+        finally:
+            if client is not None:
+                await client.close()
+
+
+class _GaveUp(RuntimeError):
+    pass
+
+
+def _check_reply(response: Any) -> None:
+    """A reply with no choices is a server fault worth another try, not an answer."""
+    if not getattr(response, "choices", None):
+        raise TransientError("the reply has no choices")
+
+
+async def _bounded(limit: int, coros: Iterator) -> None:
+    """Run coroutines with at most ``limit`` in flight, pulling the next one as each ends,
+    so no task exists for a request that is not being asked."""
+
+    async def worker():
+        for coro in coros:  # one shared iterator: each coroutine is taken by one worker
+            await coro
+
+    await asyncio.gather(*(worker() for _ in range(max(1, limit))))
+
+
+def _run_async(coro) -> None:
+    """Run a coroutine to the end from synchronous code, also where a loop is running (a
+    notebook): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    error: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _capture(coro, error))
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+
+
+def _capture(coro, error: list) -> None:
+    try:
+        asyncio.run(coro)
+    except BaseException as e:  # re-raised in the caller's thread
+        error.append(e)
+
+
+def _openai_client(base_url: str | None, timeout: float, concurrency: int):
+    import httpx2
+    import openai
+
+    if not base_url:
+        raise ValueError("a vllm model needs an api_base in the registry, a server, or the resource's api_base")
+    # Retries are the resource's own (counted, jittered). The pool keeps a connection for
+    # every request in flight; it is the SDK's own client (httpx2), whose pool stays cheap
+    # at hundreds of connections where plain httpx's scans every connection per request.
+    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    return openai.AsyncOpenAI(base_url=base_url, api_key=os.environ.get("VLLM_API_KEY", "EMPTY"), max_retries=0,
+                              timeout=timeout, http_client=openai.DefaultAsyncHttpxClient(limits=limits))
+
+
+def _from_response(key: str, response: Any) -> tuple[LLMResult, dict]:
+    """A result and what the cache keeps of it (plain JSON-able values)."""
+    choice = response.choices[0]
+    usage = getattr(response, "usage", None)
+    tokens, alternatives = _token_logprobs(choice)
+    payload = {
+        "text": choice.message.content or "",
+        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        "tokens": tokens,
+        "token_logprobs": alternatives,
+    }
+    return _from_payload(key, payload, cached=False), payload
+
+
+def _from_payload(key: str, payload: dict, cached: bool) -> LLMResult:
+    alternatives = payload.get("token_logprobs")
+    return LLMResult(key, payload["text"], cached=cached, prompt_tokens=payload["prompt_tokens"],
+                     completion_tokens=payload["completion_tokens"],
+                     top_logprobs=alternatives[0] if alternatives else None,
+                     tokens=payload.get("tokens"), token_logprobs=alternatives)
+
+
+def _finish(result: LLMResult, parse: Callable[[str], Any] | None) -> LLMResult:
+    if result.text is None:
+        return result
+    if parse is None:
+        result.value = strip_thinking(result.text)
+        return result
+    try:
+        result.value = parse(strip_thinking(result.text))
+    except ParseError as e:
+        result.error = f"unparsable: {e}"
+    return result
+
+
+def _token_logprobs(choice: Any) -> tuple[list[str] | None, list[dict[str, float]] | None]:
+    """Each generated token and its alternatives (the chosen token among them)."""
+    logprobs = getattr(choice, "logprobs", None)
+    content = (logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)) \
+        if logprobs is not None else None
+    if not content:
+        return None, None
+    tokens, alternatives = [], []
+    for entry in content:
+        get = entry.get if isinstance(entry, dict) else lambda k, e=entry: getattr(e, k, None)
+        top = {(t["token"] if isinstance(t, dict) else t.token): float(t["logprob"] if isinstance(t, dict) else t.logprob)
+               for t in (get("top_logprobs") or [])}
+        top.setdefault(get("token"), float(get("logprob")))
+        tokens.append(get("token"))
+        alternatives.append(top)
+    return tokens, alternatives
 
 
 def continuation_from_echo(logprobs: Any, prefix_chars: int) -> tuple[list[float], int]:
@@ -341,19 +635,10 @@ def continuation_from_echo(logprobs: Any, prefix_chars: int) -> tuple[list[float
     return picked, len(offsets) - 1
 
 
-def _first_top_logprobs(choice: Any) -> dict[str, float] | None:
-    logprobs = getattr(choice, "logprobs", None)
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content:
-        return None
-    first = content[0]
-    return {t.token: float(t.logprob) for t in (first.top_logprobs or [])} or {first.token: float(first.logprob)}
-
-
 class _Progress:
     """Logs done / total and rate at a steady interval, so a user watching a run sees it move."""
 
-    def __init__(self, total: int, every: float, log, alias: str):
+    def __init__(self, total: int | None, every: float, log, alias: str):
         self.total, self.every, self.log, self.alias = total, every, log, alias
         self.done = 0
         self.start = self.last = time.monotonic()
@@ -368,7 +653,5 @@ class _Progress:
             if now - self.last >= self.every or self.done == self.total:
                 self.last = now
                 rate = self.done / max(now - self.start, 1e-9)
-                self.log(f"{self.alias}: {self.done}/{self.total} calls, {rate:.1f} calls/s")
-
-
-_CONFIGURED: tuple[str, str] | None = None
+                of = f"/{self.total}" if self.total is not None else ""
+                self.log(f"{self.alias}: {self.done}{of} calls, {rate:.1f} calls/s")

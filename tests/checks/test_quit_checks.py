@@ -68,6 +68,9 @@ def test_labels_suite_passes_good_labels():
     assert run(qc.labels_suite, passage_labels=labels).passed
     partial = labels.with_columns(pl.Series("labelers", [3, 2]))
     assert not run(qc.labels_suite, passage_labels=partial).passed
+    # no label beside a failed call is label_errors' business, not a bad label
+    unlabeled = labels.with_columns(pl.Series("label", [1, None], dtype=pl.Int8), pl.Series("error", [None, "m: gave up"]))
+    assert run(qc.labels_suite, passage_labels=unlabeled).passed
 
 
 # --- rejects, pools, verification, release ---------------------------------------------------
@@ -132,7 +135,9 @@ def test_verification_candidates_are_distinct_and_an_exact_match_is_preselected(
 
 
 LABELS = pl.DataFrame({"passage_id": ["p1", "p2"], "question_id": ["q", "q"], "num_hints": pl.Series([1, 2], dtype=pl.Int8),
-                       "labelers": pl.Series([2, 2], dtype=pl.UInt32), "label": pl.Series([2, 1], dtype=pl.Int8)})
+                       "labelers": pl.Series([2, 2], dtype=pl.UInt32), "label": pl.Series([2, 1], dtype=pl.Int8),
+                       "error": pl.Series([None, None], dtype=pl.String)})
+FAILED = "m: gave up after 5 tries: refused"
 
 
 def test_verified_labels_are_one_or_two_for_exactly_the_labeled_passages():
@@ -141,9 +146,50 @@ def test_verified_labels_are_one_or_two_for_exactly_the_labeled_passages():
     for broken, words in [(LABELS.with_columns(pl.Series("label", [2, 0], dtype=pl.Int8)), "labels not in [1, 2]"),
                           (LABELS.with_columns(pl.Series("labelers", [2, 1], dtype=pl.UInt32)), "labeler counts differ"),
                           (LABELS.head(1), "labeled but lost in verification (e.g. p2)"),
-                          (LABELS.with_columns(pl.Series("passage_id", ["p1", "p9"])), "verified but never labeled (e.g. p9)")]:
+                          (LABELS.with_columns(pl.Series("passage_id", ["p1", "p9"])), "verified but never labeled (e.g. p9)"),
+                          (LABELS.with_columns(pl.Series("label", [2, None], dtype=pl.Int8)), "labels not in [1, 2] (e.g. p2)")]:
         result = run(qc.verified_labels_kept, verified_labels=broken, passage_labels=LABELS)
         assert not result.passed and words in result.metadata["problems"].value
+    # no label, where a call failed, is kept as it is
+    failed = LABELS.with_columns(pl.Series("label", [2, None], dtype=pl.Int8), pl.Series("error", [None, FAILED]))
+    assert run(qc.verified_labels_kept, verified_labels=failed, passage_labels=failed).passed
+
+
+def labels_with_failures(failed: int, total: int = 200) -> pl.DataFrame:
+    ids = [f"p{i}" for i in range(total)]
+    return pl.DataFrame({"passage_id": ids, "question_id": ["q"] * total, "num_hints": pl.Series([1] * total, dtype=pl.Int8),
+                         "labelers": pl.Series([1] * total, dtype=pl.UInt32),
+                         "label": pl.Series([None] * failed + [1] * (total - failed), dtype=pl.Int8),
+                         "error": pl.Series([FAILED] * failed + [None] * (total - failed), dtype=pl.String)})
+
+
+def test_labels_left_by_failed_calls_fail_the_check_above_the_configured_rate():
+    from assets.quit.settings import QuitSettings
+
+    paper = QuitSettings()
+    assert paper.max_label_error_rate == 0.01
+    assert run(qc.label_errors, passage_labels=labels_with_failures(0), quit_settings=paper).passed
+    assert run(qc.label_errors, passage_labels=labels_with_failures(2), quit_settings=paper).passed  # 1%
+    result = run(qc.label_errors, passage_labels=labels_with_failures(3), quit_settings=paper)
+    assert not result.passed and result.metadata["error_rate"].value == 0.015
+    assert result.metadata["offending_ids"].value == "p0, p1, p2"
+    assert FAILED in result.metadata["examples"].value
+    assert run(qc.label_errors, passage_labels=labels_with_failures(3), quit_settings=QuitSettings(max_label_error_rate=0.02)).passed
+    # a missing label without its error, or an error beside a label, is silent: it fails at any rate
+    for silent in (labels_with_failures(0).with_columns(pl.Series("label", [None] + [1] * 199, dtype=pl.Int8)),
+                   labels_with_failures(1).with_columns(pl.lit(1, pl.Int8).alias("label"))):
+        result = run(qc.label_errors, passage_labels=silent, quit_settings=QuitSettings(max_label_error_rate=0.5))
+        assert not result.passed and result.metadata["labels_and_errors_disagree"].value == "p0"
+
+
+def test_splits_put_undetermined_questions_in_no_split():
+    splits = pl.DataFrame({"question_id": ["a", "b", "c"], "parametric_answerable": [True, False, None],
+                           "split": ["train", "test", "undetermined"]})
+    assert run(qc.splits_rule, splits=splits).passed
+    for q, split in (("c", "dev"), ("c", "train"), ("b", "undetermined")):
+        broken = splits.with_columns(pl.when(pl.col("question_id") == q).then(pl.lit(split)).otherwise(pl.col("split")).alias("split"))
+        result = run(qc.splits_rule, splits=broken)
+        assert not result.passed and result.metadata["offending_ids"].value == q
 
 
 def test_release_files_are_written_with_the_benchmark_counts(tmp_path):
@@ -190,9 +236,16 @@ def test_table_1_counts_whole_shares_in_range_and_no_answer_contained(metric, va
 def test_every_llm_step_of_quit_warns_above_the_failure_rate(check):
     from tests.checks.test_eval_checks import accounting_evaluation
 
-    frame = pl.DataFrame({"question_id": ["q"], "item": ["q#1"], "passage_id": ["p"], "error": [None]}, schema_overrides={"error": pl.String})
+    frame = pl.DataFrame({"question_id": ["q"], "item": ["q#1"], "passage_id": ["p"], "error": [None], "judge_error": [None]},
+                         schema_overrides={"error": pl.String, "judge_error": pl.String})
     assert accounting_evaluation(check, frame, errors=1).passed
     assert not accounting_evaluation(check, frame, errors=6).passed
+
+
+def test_failed_calls_name_answers_whose_own_or_judge_call_failed():
+    answers = pl.DataFrame({"item": ["ok", "own", "judge"], "error": [None, "gave up", None], "judge_error": [None, None, "gave up"]})
+    assert qc.failed_calls(answers)["item"].to_list() == ["own", "judge"]
+    assert qc.failed_calls(answers.drop("judge_error"))["item"].to_list() == ["own"]
 
 
 def test_checks_of_partitioned_assets_run_per_partition():

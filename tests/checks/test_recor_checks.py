@@ -92,7 +92,7 @@ def sound() -> dict[str, pl.DataFrame]:
 
 
 def resources(registry: str = ADVISORY) -> dict:
-    return {"recor_settings": RecorSettings(), "llm": LLMResource(registry_path=registry)}
+    return {"recor_settings": RecorSettings(profile="demo"), "llm": LLMResource(registry_path=registry)}
 
 
 def run(check: dg.AssetChecksDefinition, registry: str = ADVISORY, **tables: pl.DataFrame) -> dg.AssetCheckResult:

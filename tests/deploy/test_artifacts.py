@@ -323,11 +323,11 @@ def test_compute_log_settings_match_the_deployment_instance(values, deploy_insta
     assert given == compute_logs["config"]
 
 
-def test_llm_pool_limit_is_set_and_llm_is_the_only_pool(values, defs):
+def test_llm_pool_limit_is_set_and_the_pools_are_the_backends(values, defs):
     concurrency = values["concurrency"]
     assert concurrency["enabled"] is True
     assert concurrency["pools"]["defaultLimit"] >= 1
     pools = {a.node_def.pool for a in defs.assets if getattr(a, "node_def", None) is not None} - {None}
-    # a default limit stands for the llm pool's limit only while llm is the only pool
-    assert pools == {"llm"}
+    # the default limit stands for each backend's pool; the default registry is all embedded
+    assert pools == {"llm_embedded"}
     assert values["dagsterDaemon"]["enabled"] is True

@@ -23,7 +23,7 @@ scripted.install()
 # on 2 cores. The step-per-process executors are exercised by the Celery test.
 defs = build_defs(
     executor=dg.in_process_executor,
-    quit_settings=QuitSettings(max_labeled_questions=2, distractors=2),
+    quit_settings=QuitSettings(profile="demo", max_labeled_questions=2, distractors=2),
     wikiprofile_settings=WikiProfileSettings(downsample_to=6, n_samples=4),
 )
 

@@ -70,7 +70,7 @@ def test_every_asset_has_a_description_and_a_check():
     checked = {k.asset_key.to_user_string() for k in graph.asset_check_keys}
     assert not sorted(keys - checked), f"assets without a check: {sorted(keys - checked)}"
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
-    llm_bound = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools == {"llm"}}
+    llm_bound = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools == {"llm_embedded"}}
     assert {"quit/passage_answers", "quit/parametric_answers", "quit/hint_convergence"} <= llm_bound
 
 

@@ -65,10 +65,11 @@ def plan(tmp_path, *args: str) -> str:
 def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_path):
     stdout = plan(tmp_path)
     first = stdout.splitlines()[0]
-    assert first.startswith("make run, preset quick: QUIT labels the 325 passages of 1 question "
-                             "(convergence over 2 wrong candidates);")
-    assert "RECOR builds and evaluates law from 1 source question each" in first
-    assert "WikiProfile reads 6 pages, keeps 4 facts" in first
+    assert first.startswith('make run, the demo slice (preset quick; the papers\' configuration: make run ARGS="--profile paper", '
+                            "or materialize from the web UI with no config): QUIT labels the 325 passages of 1 question "
+                            "(convergence over 2 wrong candidates);")
+    assert "RECOR builds and evaluates law from 1 source question each (at most 4 aspects of 2 facts)" in first
+    assert "WikiProfile reads up to 6 pages, keeps up to 4 facts" in first
     assert 'make run ARGS="--preset full"' in stdout
     jobs = [line.split(" x ")[0] for line in stdout.splitlines()[2:]]
     assert jobs[0] == "quit_prepare" and "recor_generation" in jobs and jobs[-1] == "wikiprofile_report"
@@ -77,6 +78,12 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
     full = plan(tmp_path, "--preset", "full")
     assert "RECOR builds and evaluates all 11 domains" in full and "recor_build x 11:" in full
     assert "--preset full" not in full.splitlines()[1]
+
+    paper = plan(tmp_path, "--profile", "paper").splitlines()[0]
+    assert paper.startswith("make run, the papers' configuration (hours with the embedded model): QUIT labels the 325 "
+                            "passages of all questions (convergence over 10 wrong candidates);")
+    assert "RECOR builds and evaluates all 11 domains from all source questions each (at most 12 aspects of 5 facts)" in paper
+    assert "WikiProfile reads up to 10000 pages, keeps up to 5000 facts and samples each question 8 times" in paper
 
 
 @pytest.mark.parametrize(("benchmark", "others"), [("quit", ("RECOR", "WikiProfile", "recor_", "wikiprofile_")),
@@ -97,7 +104,7 @@ def test_unknown_domains_are_refused(tmp_path):
 @pytest.mark.slow
 def test_default_run_prints_where_everything_is(default_run):
     stdout = default_run.stdout
-    assert stdout.startswith("make run, preset quick:")
+    assert stdout.startswith("make run, the demo slice (preset quick;")
     for line in ("QUIT benchmark files", "Total Passages", "RECOR statistics", "RECOR benchmark files", "WikiProfile:",
                  "WikiProfile reports", "make ui", "make verify"):
         assert line in stdout, line

@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.recor.settings import RecorSettings
 from pipelines.definitions import build_defs
 from resources.llm import LLMResource
 from resources.storage import StorageResource
@@ -25,7 +26,8 @@ def test_the_launchpad_root_moves_tables_exports_runs_and_indexes(tmp_path):
     default, chosen = tmp_path / "default", tmp_path / "chosen"
     scripted.install()
     defs = build_defs(storage=StorageResource(root=str(default), local_index_root=str(tmp_path / "local-indexes")),
-                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm"), backoff_seconds=0.01))
+                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm"), backoff_seconds=0.01),
+                      recor_settings=RecorSettings(profile="demo"))
     config = {"resources": {"storage": {"config": {"root": str(chosen)}}}}
     instance = dg.DagsterInstance.ephemeral()
     # law: a StackExchange domain, so hard-negative mining builds a search index too

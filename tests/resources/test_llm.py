@@ -74,25 +74,25 @@ def test_unparsable_output_is_kept_with_raw_text(scripted_llm):
 
 def test_transient_errors_are_retried_then_reported(scripted_llm, monkeypatch):
     calls = {"n": 0}
-    real = litellm.completion
+    real = litellm.acompletion
 
-    def flaky(**kwargs):
+    async def flaky(**kwargs):
         calls["n"] += 1
         if calls["n"] < 3:
             raise litellm.RateLimitError("slow down", llm_provider="scripted", model="rules")
-        return real(**kwargs)
+        return await real(**kwargs)
 
-    monkeypatch.setattr(litellm, "completion", flaky)
+    monkeypatch.setattr(litellm, "acompletion", flaky)
     [r] = scripted_llm.run("smollm2", [LLMRequest("x", ask("Capital of France? retry"))])
     assert r.value == "Paris" and calls["n"] == 3
 
-    def always(**kwargs):
+    async def always(**kwargs):
         raise litellm.RateLimitError("slow down", llm_provider="scripted", model="rules")
 
-    monkeypatch.setattr(litellm, "completion", always)
+    monkeypatch.setattr(litellm, "acompletion", always)
     stats = CallStats()
     [r] = scripted_llm.run("smollm2", [LLMRequest("y", ask("never"))], stats=stats)
-    assert r.error.startswith("gave up after 5 tries") and stats.errors == 1
+    assert r.error.startswith("gave up after 5 tries") and r.text is None and stats.errors == 1
 
 
 def test_unknown_alias_is_a_clear_error(scripted_llm):
@@ -140,6 +140,29 @@ def test_first_token_logprobs_match_llama_cpps_own():
     assert fast["choices"][0]["message"]["content"] == slow["choices"][0]["message"]["content"]
 
 
+@pytest.mark.slow
+def test_short_greedy_answers_match_llama_cpps_own_token_by_token():
+    # A rating is a few tokens: the fast path generates them one by one from the last
+    # logits; llama.cpp's logits_all context must agree on every token and its alternatives.
+    from resources.llm import EmbeddedLlama
+
+    embedded = EmbeddedLlama()
+    messages = [{"role": "user", "content": "Rate from 0 to 10 how well the passage answers the question."
+                 "\nQuestion: What is the capital of France?\nPassage: Paris is the capital of France.\nRating:"}]
+    fast = embedded.chat("smollm2-135m-instruct", messages, {"logprobs": True, "top_logprobs": 5, "max_tokens": 4,
+                                                             "temperature": 0.0})
+    slow = embedded.llama("smollm2-135m-instruct", scoring=True).create_chat_completion(
+        messages=messages, max_tokens=4, logprobs=True, top_logprobs=5, temperature=0)
+    fast_tokens = fast["choices"][0]["logprobs"]["content"]
+    slow_tokens = slow["choices"][0]["logprobs"]["content"]
+    assert fast["choices"][0]["message"]["content"] == slow["choices"][0]["message"]["content"]
+    assert len(fast_tokens) == len(slow_tokens) >= 1
+    for f, sl in zip(fast_tokens, slow_tokens):
+        f_top = {t["token"]: t["logprob"] for t in f["top_logprobs"]}
+        s_top = {t["token"]: float(t["logprob"]) for t in sl["top_logprobs"]}
+        assert list(f_top) == list(s_top) and all(abs(f_top[t] - s_top[t]) < 1e-3 for t in f_top)
+
+
 def test_progress_is_logged_at_most_once_per_interval_and_at_the_end(scripted_llm, tmp_path):
     reqs = [LLMRequest(str(i), ask(f"Capital of France, take {i}?")) for i in range(5)]
     lines: list[str] = []
@@ -147,3 +170,18 @@ def test_progress_is_logged_at_most_once_per_interval_and_at_the_end(scripted_ll
     hourly.run("smollm2", reqs, log=lines.append)
     # an hour has not passed: only the closing line, with done/total and the rate
     assert len(lines) == 1 and lines[0].startswith("smollm2: 5/5 calls, ") and lines[0].endswith(" calls/s")
+
+
+def test_a_steps_pool_follows_the_backends_of_its_roles(tmp_path):
+    from resources.llm.registry import llm_pool
+
+    path = write(tmp_path, "models:\n"
+                 "  small: {model: local/smollm2-135m-instruct, backend: embedded}\n"
+                 "  qwen: {model: hosted_vllm/qwen, backend: vllm}\n"
+                 "  gemma: {model: hosted_vllm/gemma, backend: vllm}\n"
+                 "  gpt: {model: openai/gpt-4o, backend: api}\n"
+                 "roles:\n  quit: {labelers: [qwen, gemma], judge: gpt}\n  recor: {builder: gpt, judge: small}\n")
+    assert llm_pool("quit.labelers", path=path) == "llm_vllm"  # served partitions side by side
+    assert llm_pool("quit.judge", path=path) == "llm_api"
+    assert llm_pool("quit", path=path) == "llm_vllm"
+    assert llm_pool("recor", path=path) == "llm_embedded"  # one in-process step at a time

@@ -5,6 +5,8 @@ that sets them and the workers it starts agree."""
 
 import dagster as dg
 
+from assets.quit.settings import QuitSettings
+from assets.recor.settings import RecorSettings
 from pipelines.cluster import cluster_executor
 from pipelines.definitions import build_defs
 from resources.llm import LLMResource
@@ -17,6 +19,8 @@ scripted.install()
 RESOURCES = {
     "storage": StorageResource(root=dg.EnvVar("BENCHFOUNDRY_STORAGE"), local_index_root=dg.EnvVar("BENCHFOUNDRY_CACHE")),
     "llm": LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=dg.EnvVar("BENCHFOUNDRY_CACHE"), backoff_seconds=0.01),
+    "quit_settings": QuitSettings(profile="demo"),
+    "recor_settings": RecorSettings(profile="demo"),
 }
 defs = build_defs(**RESOURCES)
 cluster_defs = build_defs(executor=cluster_executor(), **RESOURCES)

@@ -86,6 +86,15 @@ def test_splits_follow_answerability_and_are_seeded():
     assert not any(answerable[q] for q, s in a.items() if s in {"dev", "test"})
 
 
+def test_a_question_a_failed_call_left_open_is_in_no_split():
+    assert rules.parametric_answerable([False, None, True]) is True  # a correct answer settles it
+    assert rules.parametric_answerable([False, False]) is False
+    assert rules.parametric_answerable([False, None]) is None
+    answerable = {"yes": True, "no": False, "open": None}
+    assert rules.assign_splits(answerable, train_size=5, test_size=5, seed=1) == {
+        "yes": "train", "no": "test", "open": rules.UNDETERMINED}
+
+
 def test_correctness_and_labels():
     assert rules.is_correct("mount everest", ["Mount Everest"], judged=None)
     assert not rules.is_correct("K2", ["Mount Everest"], judged=False)
@@ -93,4 +102,5 @@ def test_correctness_and_labels():
     assert not rules.is_correct(None, ["x"], judged=True)
     assert rules.passage_label([False, True, False]) == 2
     assert rules.passage_label([False, False]) == 1
+    assert rules.passage_label([True, None]) is None
     assert not math.isnan(rules.convergence(True, []))

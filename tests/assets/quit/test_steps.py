@@ -3,7 +3,7 @@ import polars as pl
 from assets.quit import steps
 from assets.quit.rules import passages_frame
 from assets.quit.sources import questions_frame
-from resources.llm import CallStats
+from resources.llm import CallStats, LLMResult
 
 HINTS = ["It rises on the border of Nepal and China.", "Its summit was first reached in 1953.",
          "Sherpas guide climbers up its slopes.", "Its height is about 8,849 metres.",
@@ -24,13 +24,20 @@ def test_leakage_exact_and_judged_spans(scripted_llm):
         question("near", hints=HINTS[:5] + ["Guides call these peaks the Everests."]),
     ])
     stats = CallStats()
-    kept, rejects = steps.screen_leakage(qs, scripted_llm, "smollm2", stats)
+    kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm, "smollm2", stats)
     assert kept["question_id"].to_list() == ["clean"]
     why = dict(zip(rejects["question_id"], rejects["detail"]))
     assert "hint 6 names the answer 'Everest'" in why["exact"]
     assert "span 'everests' judged equivalent" in why["near"]
     assert set(rejects["reason"]) == {"answer_leakage"}
     assert stats.calls >= 1  # only the near miss went to the judge
+    assert unresolved.height == 0
+
+    # an advisory judge's Yes discards nothing: the question stays, its span is listed
+    kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm, "smollm2", CallStats(), binding=False)
+    assert kept["question_id"].to_list() == ["clean", "near"]
+    assert rejects["question_id"].to_list() == ["exact"]
+    assert unresolved.select("question_id", "span", "verdict").rows() == [("near", "everests", True)]
 
 
 def test_convergence_from_source_or_computed(scripted_llm):
@@ -78,21 +85,108 @@ def test_passage_labels_and_answer_pool(scripted_llm):
     assert pool["answer_pool"][0].to_list() == ["Mount Everest", "Everest"]
 
 
-def test_unparsable_labeler_output_is_kept(scripted_llm):
-    qs = questions_frame([question("q1", hints=["GARBLE " + h for h in HINTS[:5]])])
-    ps = passages_frame(qs.select("question_id", "hints")).head(3)
-    answers = steps.passage_answers(ps, qs, scripted_llm, "smollm2", "smollm2", CallStats())
-    assert answers["error"].to_list() == ["unparsable: empty answer"] * 3
-    assert answers["correct"].to_list() == [False] * 3
-    assert answers["passage_id"].to_list() == ps["passage_id"].to_list()
+def test_passages_are_asked_and_judged_chunk_by_chunk_with_the_same_answers(scripted_llm, tmp_path):
+    qs = questions_frame([question("q1", hints=HINTS[:5])])
+    ps = passages_frame(qs.select("question_id", "hints"))
+    whole = steps.passage_answers(ps, qs, scripted_llm, "smollm2", "smollm2", CallStats())
+    small = scripted_llm.model_copy(update={"chunk_size": 40, "cache_dir": str(tmp_path / "fresh")})
+    labeler, judge = CallStats(), CallStats()
+    chunked = steps.passage_answers(ps, qs, small, "smollm2", "smollm2", labeler, judge_stats=judge)
+    assert chunked.equals(whole)
+    assert labeler.calls == 325 and labeler.cached == 0 and judge.calls == 0  # exact matches need no judge
 
 
-def test_closed_book_repeats_use_distinct_sample_indices(scripted_llm):
+class Replies:
+    """An LLM whose results are given per request (``reply(request) -> LLMResult``); it keeps
+    every request it was asked."""
+
+    def __init__(self, reply):
+        self.reply, self.asked = reply, []
+
+    def run(self, alias, requests, parse=None, stats=None, thinking=False, log=None):
+        requests = list(requests)
+        self.asked += requests
+        results = [self.reply(r) for r in requests]
+        for r in results:
+            (stats if stats is not None else CallStats()).add(r)
+        return results
+
+    def stream(self, alias, requests, parse=None, stats=None, thinking=False, log=None, kind=None, total=None):
+        yield self.run(alias, requests, parse, stats, thinking, log)
+
+
+GAVE_UP = "gave up after 5 tries: APIConnectionError: refused"
+
+
+def labeler_and_judge(failing: set[str]):
+    """Labeler answers by passage (``garbled`` passages do not parse, ``failing`` keys get no
+    reply); the judge says Yes to Chomolungma, and gets no reply for keys in ``failing``."""
+    def reply(req) -> LLMResult:
+        if req.key in failing:
+            return LLMResult(req.key, None, error=GAVE_UP)
+        if " | " in req.key:  # the judge: "<question id> | <candidate>"
+            return LLMResult(req.key, "Yes", value=req.key.endswith("Chomolungma"))
+        if req.key.endswith("garbled"):
+            return LLMResult(req.key, "Answer:", error="unparsable: no answer text")
+        return LLMResult(req.key, "Chomolungma", value="Chomolungma")
+    return reply
+
+
+def graded(llm, binding=True) -> dict[str, tuple]:
+    qs = questions_frame([question("q1", hints=HINTS[:5]), question("q2", hints=HINTS[1:6])])
+    ps = pl.DataFrame({"passage_id": ["q1_a", "q1_garbled", "q1_failing", "q2_a"], "question_id": ["q1", "q1", "q1", "q2"],
+                       "text": ["x"] * 4})
+    out = steps.passage_answers(ps, qs, llm, "labeler", "judge", CallStats(), binding=binding)
+    return {r["passage_id"]: (r["answer"], r["judge"], r["correct"], r["error"], r["judge_error"]) for r in out.iter_rows(named=True)}
+
+
+def test_an_unparsable_reply_is_not_correct_and_a_failed_call_is_undecided():
+    got = graded(Replies(labeler_and_judge({"q1_failing", "q2 | Chomolungma"})))
+    assert got["q1_a"] == ("Chomolungma", True, True, None, None)
+    # the reply is kept, and it holds no answer: not correct, and no call to retry
+    assert got["q1_garbled"] == (None, None, False, "unparsable: no answer text", None)
+    # no reply: neither correct nor wrong
+    assert got["q1_failing"] == (None, None, None, GAVE_UP, None)
+    # the labeler answered, the binding judge could not be asked
+    assert got["q2_a"] == ("Chomolungma", None, None, None, GAVE_UP)
+
+
+def test_an_advisory_judge_is_recorded_and_only_exact_matches_count():
+    got = graded(Replies(labeler_and_judge({"q2 | Chomolungma"})), binding=False)
+    # the verdict is kept, the label does not follow it
+    assert got["q1_a"] == ("Chomolungma", True, False, None, None)
+    # its failed call decides nothing either: the answer is not an exact match, so not correct
+    assert got["q2_a"] == ("Chomolungma", None, False, None, GAVE_UP)
+
+
+def test_a_passage_with_an_undecided_answer_gets_no_label():
+    answers = pl.DataFrame({
+        "passage_id": ["p1", "p1", "p2", "p2", "p3", "p3"], "question_id": ["q"] * 6, "model": ["a", "b"] * 3,
+        "answer": ["Everest", None, None, "K2", "Everest", "K2"],
+        "error": [None, GAVE_UP, None, None, None, None], "judge_error": [None, None, None, GAVE_UP, None, None],
+        "correct": [True, None, False, None, True, False],
+    })
+    passages = pl.DataFrame({"passage_id": ["p1", "p2", "p3"], "question_id": ["q"] * 3,
+                             "num_hints": pl.Series([1, 2, 3], dtype=pl.Int8)})
+    qs = questions_frame([question("q")])
+    labels, pool = steps.labels_and_pool(answers, passages, qs)
+    got = {r["passage_id"]: (r["label"], r["error"]) for r in labels.iter_rows(named=True)}
+    # a labeler was correct on p1, but another's answer is unknown: no label rather than a partial one
+    assert got == {"p1": (None, f"b: {GAVE_UP}"), "p2": (None, f"b: judge: {GAVE_UP}"), "p3": (2, None)}
+    assert pool["answer_pool"][0].to_list() == ["Mount Everest", "Everest"]
+
+
+def test_closed_book_repeats_are_sampled_with_distinct_seeds(scripted_llm):
     qs = questions_frame([question("fr", answer="Paris", aliases=("Paris",)) | {"question": "Capital of France?"},
                           question("ev")])
     stats = CallStats()
-    out = steps.closed_book_answers(qs, scripted_llm, "smollm2", "smollm2", repeats=3, stats=stats)
+    out = steps.closed_book_answers(qs, scripted_llm, "smollm2", "smollm2", repeats=3, temperature=0.7, stats=stats)
     assert out.height == 6
     assert out.filter(pl.col("question_id") == "fr")["correct"].all()
     assert not out.filter(pl.col("question_id") == "ev")["correct"].any()
     assert stats.calls == 6 and stats.cached == 0
+
+    llm = Replies(lambda req: LLMResult(req.key, "Paris", value="Paris" if " | " not in req.key else False))
+    steps.closed_book_answers(qs, llm, "m", "judge", repeats=3, temperature=0.7, stats=CallStats())
+    asked = [(r.key, r.sample, r.params.get("temperature")) for r in llm.asked if " repeat " in r.key]
+    assert asked == [(f"{q} repeat {k}", k, 0.7) for q in ("fr", "ev") for k in range(3)]

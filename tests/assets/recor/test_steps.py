@@ -92,16 +92,37 @@ def test_parsers():
     assert steps.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [("Mutation", "Harmful late mutations pile up")]
 
 
-def test_verdicts_and_ratings_come_from_first_token_probabilities():
+def test_verdicts_come_from_first_token_probabilities():
     import math
 
     top = {"No": math.log(0.6), "Yes": math.log(0.3), "The": math.log(0.1)}
     assert steps.verdict(LLMResult("k", "The", top_logprobs=top)) is False
     assert steps.verdict(LLMResult("k", "Yes, it does", top_logprobs=None)) is True
     assert steps.verdict(LLMResult("k", "Maybe", top_logprobs={"Maybe": -0.1})) is None
-    # 0.5 on 8, 0.3 on 6, 0.2 on a word: (8 * 0.5 + 6 * 0.3) / 0.8
-    assert steps.rating({"8": math.log(0.5), " 6": math.log(0.3), "The": math.log(0.2)}) == pytest.approx(7.25)
-    assert steps.rating({"The": -0.1, "42": -2.0}) is None
+
+
+class SplitDigits:
+    """A judge whose tokenizer writes each digit apart: every rating is a 10, its first
+    token "1" (with a 9 beside it at 0.2)."""
+
+    def __init__(self):
+        self.requests = []
+
+    def run(self, alias, reqs, parse=None, stats=None, log=None, **kw):
+        import math
+
+        self.requests += reqs
+        return [LLMResult(r.key, "10", top_logprobs={"1": math.log(0.8), "9": math.log(0.2)}) for r in reqs]
+
+
+def test_document_criteria_read_a_split_ten_as_ten():
+    llm = SplitDigits()
+    turns_ = [("q1", {"aspect_id": "a1"}, "Why?")]
+    out = steps.score_documents(turns_, {"a1": ["d1"]}, {"d1": "A document."}, {"a1": ["A fact."]}, llm, "judge", CallStats(), None)
+    # 0.8 on 10 and 0.2 on 9 for each criterion; read from the first token alone, 10 was 1
+    crit = out["a1"]["d1"]
+    assert {c: crit[c] for c in steps.CRITERIA} == pytest.approx({c: 9.8 for c in steps.CRITERIA})
+    assert all(r.params is steps.RATING for r in llm.requests)
 
 
 def test_release_records_follow_the_public_format(scripted_llm):

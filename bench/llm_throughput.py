@@ -1,0 +1,164 @@
+"""How fast the LLM resource drives a served model, against the raw async OpenAI client.
+
+1. A stand-in server (``tests/standin.py``, its own process) answers every request after
+   ``--latency`` seconds. ``--requests`` distinct requests, ``--concurrency`` in flight:
+   the raw ``openai.AsyncOpenAI`` client, then ``LLMResource.run`` over a fresh cache, each
+   twice, interleaved, best of two (the machine is noisy); the ratio is the figure.
+2. The cache-hit rerun of the same requests: calls/s, and the client's CPU per call.
+3. With ``--vllm``: the real vLLM CPU server (``make vllm``) serving the embedded SmolLM2,
+   at concurrency 1 and 16 (QUIT-labeling-sized prompts, 8 new tokens), calls/s each.
+4. On paper: QUIT's 7.2M labeler calls at the measured client CPU per call.
+
+    .venv/bin/python bench/llm_throughput.py [--requests 20000] [--concurrency 256] [--vllm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# A labeling prompt's size: the instruction, five hints and the question (about 180 tokens).
+PROMPT = ("Read the clues and name what they describe. Answer with the name only.\n\n"
+          "Clues: It is the highest mountain above sea level. It lies on the border of two countries. "
+          "Its summit was first reached in the spring of a year after a world war. "
+          "Climbers call its upper slopes a death zone. It is named after a surveyor. Request {i}.\n\nAnswer:")
+QUIT_LABELER_CALLS = 7_200_000
+
+
+def messages(i: int) -> list[dict]:
+    return [{"role": "user", "content": PROMPT.format(i=i)}]
+
+
+async def raw_client(url: str, n: int, concurrency: int, offset: int) -> float:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i):
+        async with sem:
+            r = await client.chat.completions.create(model="m", messages=messages(i), max_tokens=8, temperature=0.0)
+            return r.choices[0].message.content
+
+    t = time.perf_counter()
+    out = await asyncio.gather(*(one(offset + i) for i in range(n)))
+    wall = time.perf_counter() - t
+    await client.close()
+    assert all(out)
+    return wall
+
+
+def resource_run(url: str, n: int, concurrency: int, offset: int, cache: str):
+    from resources.llm import CallStats, LLMRequest, LLMResource
+
+    registry = Path(cache) / "models.yaml"
+    registry.write_text(f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{url}', "
+                        f"max_concurrency: {concurrency}, sampling: {{max_tokens: 8, temperature: 0.0}}}}\n")
+    llm = LLMResource(registry_path=str(registry), cache_dir=str(Path(cache) / "llm"))
+    reqs = [LLMRequest(str(i), messages(offset + i)) for i in range(n)]
+    stats = CallStats()
+    llm.spec("m")  # the registry and litellm's import, once, outside the timing
+    t, cpu = time.perf_counter(), time.process_time()
+    out = llm.run("m", reqs, stats=stats)
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+    assert all(r.ok for r in out), next(r.error for r in out if not r.ok)
+    return wall, cpu, stats, llm, reqs
+
+
+def standin_figures(args, out: dict) -> None:
+    from tests.servers import free_port
+    from tests.standin import Server
+
+    with Server(free_port(), name="m", latency=args.latency) as server, tempfile.TemporaryDirectory() as tmp:
+        raw, ours = [], []
+        for round_ in range(2):
+            # each round asks new requests, so neither side meets the other's answers
+            offset = round_ * 2 * args.requests
+            raw.append(asyncio.run(raw_client(server.url, args.requests, args.concurrency, offset)))
+            wall, cpu, stats, llm, reqs = resource_run(server.url, args.requests, args.concurrency,
+                                                       offset + args.requests, tempfile.mkdtemp(dir=tmp))
+            assert stats.cached == 0
+            ours.append((wall, cpu))
+        best_raw, (best_ours, cpu_ours) = min(raw), min(ours)
+        # the cache-hit rerun of the last round's requests
+        from resources.llm import CallStats
+
+        stats = CallStats()
+        t, cpu = time.perf_counter(), time.process_time()
+        again = llm.run("m", reqs, stats=stats)
+        cache_wall, cache_cpu = time.perf_counter() - t, time.process_time() - cpu
+        assert stats.cached == len(reqs) and all(r.ok for r in again)
+    out["standin"] = {
+        "requests": args.requests, "concurrency": args.concurrency, "latency_s": args.latency,
+        "raw_calls_per_s": [round(args.requests / w, 1) for w in raw],
+        "resource_calls_per_s": [round(args.requests / w, 1) for w, _ in ours],
+        "ratio_best_of_two": round(best_raw / best_ours, 3),
+        "resource_cpu_ms_per_call": round(1000 * cpu_ours / args.requests, 3),
+        "cache_rerun_calls_per_s": round(args.requests / cache_wall, 1),
+        "cache_rerun_cpu_ms_per_call": round(1000 * cache_cpu / args.requests, 4),
+        "server_bound_calls_per_s": round(args.concurrency / args.latency, 1),
+    }
+    ms = out["standin"]["resource_cpu_ms_per_call"] / 1000
+    out["paper"] = {
+        "quit_labeler_calls": QUIT_LABELER_CALLS,
+        "client_cpu_hours_one_core": round(QUIT_LABELER_CALLS * ms / 3600, 2),
+        "cache_replay_hours": round(QUIT_LABELER_CALLS / out["standin"]["cache_rerun_calls_per_s"] / 3600, 2),
+    }
+
+
+def vllm_figures(args, out: dict) -> None:
+    import dagster as dg
+
+    from resources.vllm_server import VLLMServerResource
+    from tests.servers import free_port
+
+    python, model = ROOT / ".venv-vllm" / "bin" / "python", ROOT / ".venv-vllm" / "models" / "smollm2-135m-instruct"
+    if not python.exists() or not model.exists():
+        raise SystemExit("the vLLM CPU server is not installed: run `make vllm`")
+    with tempfile.TemporaryDirectory() as tmp:
+        server = VLLMServerResource(
+            model=str(model), port=free_port(), startup_timeout=900, log_path=str(Path(tmp) / "vllm.log"),
+            command=f"{python} -m vllm.entrypoints.openai.api_server --model {{model}} --host {{host}} --port {{port}} "
+                    "--served-model-name m --max-model-len 2048 --enforce-eager --dtype float32")
+        t = time.perf_counter()
+        server.setup_for_execution(dg.build_init_resource_context())
+        out["vllm"] = {"startup_s": round(time.perf_counter() - t, 1)}
+        try:
+            for concurrency, n in ((1, args.vllm_requests // 4), (16, args.vllm_requests)):
+                wall, *_ = resource_run(server.base_url, n, concurrency, 10_000_000 * concurrency, tempfile.mkdtemp(dir=tmp))
+                out["vllm"][f"concurrency_{concurrency}"] = {"requests": n, "calls_per_s": round(n / wall, 2)}
+        finally:
+            server.teardown_after_execution(dg.build_init_resource_context())
+
+
+def main() -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--vllm", action="store_true", help="also measure the real vLLM CPU server")
+    parser.add_argument("--vllm-requests", type=int, default=64)
+    parser.add_argument("--skip-standin", action="store_true")
+    args = parser.parse_args()
+    out: dict = {"cpus": len(os.sched_getaffinity(0))}
+    if not args.skip_standin:
+        standin_figures(args, out)
+    if args.vllm:
+        vllm_figures(args, out)
+    print(json.dumps(out, indent=2))
+    (ROOT / "bench" / "out").mkdir(exist_ok=True)
+    (ROOT / "bench" / "out" / "llm_throughput.json").write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

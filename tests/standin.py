@@ -1,0 +1,171 @@
+"""A stand-in OpenAI-compatible model server (aiohttp), for routing, fault and throughput
+tests: it answers after a fixed latency, can fail a share of requests the ways real servers
+fail, and records what it was asked (``GET /_seen``).
+
+Run it as its own process, so a client measured against it does not share its interpreter:
+``python -m tests.standin --port P [--latency 0.1] [--faults 0.2] [--name NAME]``.
+
+Replies: ``"<name>: <the last user message's first five words>"``; with ``logprobs`` each
+character is a token (so digits split, as Qwen's tokenizers split them), chosen at
+log-probability -0.1 with one alternative. A message ``RATE n`` is answered with the number
+``n``; ``--reply TEXT`` answers everything with TEXT (a judge that always says No). Faults, for the share ``--faults`` of requests chosen by a hash of the request and how
+often it was asked (so a retry may succeed): 429, 500, a reply slower than any client waits
+(``--stall`` seconds), a body that is not JSON, and an answer with empty content, in turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FAULTS = ("429", "500", "stall", "malformed", "empty")
+
+
+class StandIn:
+    def __init__(self, name: str, latency: float, faults: float, stall: float, reply: str | None = None):
+        self.name, self.latency, self.faults, self.stall, self.fixed = name, latency, faults, stall, reply
+        self.asked = collections.Counter()  # request digest -> times asked
+        self.answered = collections.Counter()  # request digest -> good answers given
+        self.faulted = collections.Counter()  # fault kind -> times
+        self.models = collections.Counter()
+        self.bodies: list[dict] = []
+        self.in_flight = self.peak = 0
+
+    def fault_for(self, digest: str, attempt: int) -> str | None:
+        if not self.faults:
+            return None
+        h = int(hashlib.sha256(f"{digest}:{attempt}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+        if h >= self.faults:
+            return None
+        return FAULTS[int(h / self.faults * len(FAULTS)) % len(FAULTS)]
+
+    async def chat(self, request):
+        from aiohttp import web
+
+        body = await request.json()
+        digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
+        self.asked[digest] += 1
+        self.models[body.get("model")] += 1
+        if len(self.bodies) < 2000:
+            self.bodies.append(body)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(self.latency)
+            fault = self.fault_for(digest, self.asked[digest])
+            if fault:
+                self.faulted[fault] += 1
+            if fault == "429":
+                return web.json_response({"error": {"message": "slow down"}}, status=429)
+            if fault == "500":
+                return web.json_response({"error": {"message": "engine died"}}, status=500)
+            if fault == "stall":
+                await asyncio.sleep(self.stall)
+            if fault == "malformed":
+                return web.Response(text='{"id": "x", "choices": [', content_type="application/json")
+            text = "" if fault == "empty" else self.reply(body)
+            if not fault:
+                self.answered[digest] += 1
+            return web.json_response(self.completion(body, text))
+        finally:
+            self.in_flight -= 1
+
+    def reply(self, body: dict) -> str:
+        if self.fixed is not None:
+            return self.fixed
+        last = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+        if last.startswith("RATE "):
+            return last.split()[1]
+        return f"{self.name}: " + " ".join(last.split()[:5])
+
+    def completion(self, body: dict, text: str) -> dict:
+        choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        if body.get("logprobs"):
+            chars = list(text[: int(body.get("max_tokens") or len(text)) or None]) or [""]
+            choice["logprobs"] = {"content": [
+                {"token": c, "logprob": -0.1, "bytes": None,
+                 "top_logprobs": [{"token": c, "logprob": -0.1, "bytes": None},
+                                  {"token": "x", "logprob": -2.4, "bytes": None}]} for c in chars]}
+        return {"id": "standin", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
+                "choices": [choice],
+                "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text)), "total_tokens": 10 + len(text)}}
+
+    async def models_list(self, request):
+        from aiohttp import web
+
+        return web.json_response({"object": "list", "data": [{"id": self.name, "object": "model"}]})
+
+    async def seen(self, request):
+        from aiohttp import web
+
+        return web.json_response({"asked": dict(self.asked), "answered": dict(self.answered),
+                                  "faulted": dict(self.faulted), "models": dict(self.models), "peak": self.peak,
+                                  "bodies": self.bodies[-50:]})
+
+
+def main() -> None:
+    from aiohttp import web
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--name", default="standin")
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--faults", type=float, default=0.0)
+    ap.add_argument("--stall", type=float, default=30.0)
+    ap.add_argument("--reply", default=None, help="answer every request with this text")
+    args = ap.parse_args()
+    s = StandIn(args.name, args.latency, args.faults, args.stall, args.reply)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", s.chat)
+    app.router.add_get("/v1/models", s.models_list)
+    app.router.add_get("/_seen", s.seen)
+    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None, backlog=4096)
+
+
+class Server:
+    """A stand-in started as a process; ``seen()`` is what it recorded."""
+
+    def __init__(self, port: int, name: str = "standin", latency: float = 0.0, faults: float = 0.0,
+                 stall: float = 30.0, log: Path | None = None, reply: str | None = None):
+        self.port, self.name = port, name
+        self.url = f"http://127.0.0.1:{port}/v1"
+        root = Path(__file__).resolve().parents[1]
+        out = open(log, "wb") if log else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.standin", "--port", str(port), "--name", name, "--latency", str(latency),
+             "--faults", str(faults), "--stall", str(stall), *(["--reply", reply] if reply is not None else [])],
+            cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        from resources.vllm_server import wait_healthy
+
+        wait_healthy(self.url, timeout=60, proc=self.proc)
+
+    def seen(self) -> dict:
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_seen", timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    main()
