@@ -57,11 +57,11 @@ async def raw_client(url: str, n: int, concurrency: int, offset: int) -> float:
     return wall
 
 
-def resource_run(url: str, n: int, concurrency: int, offset: int, cache: str):
+def resource_run(url: str, n: int, concurrency: int, offset: int, cache: str, served_name: str = "m"):
     from resources.llm import CallStats, LLMRequest, LLMResource
 
     registry = Path(cache) / "models.yaml"
-    registry.write_text(f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{url}', "
+    registry.write_text(f"models:\n  m: {{model: hosted_vllm/{served_name}, backend: vllm, api_base: '{url}', "
                         f"max_concurrency: {concurrency}, sampling: {{max_tokens: 8, temperature: 0.0}}}}\n")
     llm = LLMResource(registry_path=str(registry), cache_dir=str(Path(cache) / "llm"))
     reqs = [LLMRequest(str(i), messages(offset + i)) for i in range(n)]
@@ -116,28 +116,22 @@ def standin_figures(args, out: dict) -> None:
 
 
 def vllm_figures(args, out: dict) -> None:
-    import dagster as dg
+    from tests.servers import start_vllm, vllm_missing
 
-    from resources.vllm_server import VLLMServerResource
-    from tests.servers import free_port
-
-    python, model = ROOT / ".venv-vllm" / "bin" / "python", ROOT / ".venv-vllm" / "models" / "smollm2-135m-instruct"
-    if not python.exists() or not model.exists():
-        raise SystemExit("the vLLM CPU server is not installed: run `make vllm`")
+    if vllm_missing():
+        raise SystemExit(vllm_missing())
     with tempfile.TemporaryDirectory() as tmp:
-        server = VLLMServerResource(
-            model=str(model), port=free_port(), startup_timeout=900, log_path=str(Path(tmp) / "vllm.log"),
-            command=f"{python} -m vllm.entrypoints.openai.api_server --model {{model}} --host {{host}} --port {{port}} "
-                    "--served-model-name m --max-model-len 2048 --enforce-eager --dtype float32")
         t = time.perf_counter()
-        server.setup_for_execution(dg.build_init_resource_context())
-        out["vllm"] = {"startup_s": round(time.perf_counter() - t, 1)}
+        server = start_vllm(Path(tmp))  # the tests' server: same command, model and KV cache size
         try:
+            server.wait()
+            out["vllm"] = {"startup_s": round(time.perf_counter() - t, 1)}
             for concurrency, n in ((1, args.vllm_requests // 4), (16, args.vllm_requests)):
-                wall, *_ = resource_run(server.base_url, n, concurrency, 10_000_000 * concurrency, tempfile.mkdtemp(dir=tmp))
+                wall, *_ = resource_run(server.base_url, n, concurrency, 10_000_000 * concurrency,
+                                        tempfile.mkdtemp(dir=tmp), served_name="smollm2")
                 out["vllm"][f"concurrency_{concurrency}"] = {"requests": n, "calls_per_s": round(n / wall, 2)}
         finally:
-            server.teardown_after_execution(dg.build_init_resource_context())
+            server.stop()
 
 
 def main() -> None:
