@@ -196,9 +196,10 @@ def llm_failure_rate(metadata: Mapping[str, Any]) -> tuple[int, int, float]:
     return calls, failed, failed / calls if calls else 0.0
 
 
-def errored(frame: pl.DataFrame, column: str = "error") -> pl.DataFrame:
-    """The rows where an LLM call's error was kept (``failed_items`` of the steps that keep it)."""
-    return frame.filter(pl.col(column).is_not_null())
+def errored(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """The rows where an LLM call's error was kept (``failed_items`` of the steps that keep
+    it), in any of ``columns`` (default ``error``; QUIT's answers also keep ``judge_error``)."""
+    return frame.filter(pl.any_horizontal([pl.col(c).is_not_null() for c in columns or ("error",)]))
 
 
 class CheckSettings(dg.ConfigurableResource):

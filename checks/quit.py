@@ -18,6 +18,7 @@ from assets.quit.settings import QuitSettings
 from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS
 from checks.factories import (
     WARN,
+    errored,
     llm_accounting_check,
     problems_result,
     rejects_check,
@@ -327,9 +328,9 @@ def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
 
 
 def failed_calls(answers: pl.DataFrame) -> pl.DataFrame:
-    """Answers whose own call or judge call failed or did not parse (both kept with the row)."""
-    present = [c for c in ("error", "judge_error") if c in answers.columns]
-    return answers.filter(pl.any_horizontal([pl.col(c).is_not_null() for c in present]))
+    """Answers whose own call or judge call failed or did not parse (both kept with the row);
+    tables stored before the judge's error was kept have only ``error``."""
+    return errored(answers, *(c for c in ("error", "judge_error") if c in answers.columns))
 
 
 llm_accounting = [

@@ -21,7 +21,6 @@ import collections
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -156,9 +155,9 @@ class Server:
             return json.loads(r.read())
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
+        from resources.vllm_server import stop_process_group
+
+        stop_process_group(self.proc, grace=10)
 
     def __enter__(self) -> Server:
         return self

@@ -36,10 +36,7 @@ def rating(result, low: int = 0, high: int = 10) -> float | None:
     """The judge's rating in an LLM result asked with :data:`RATING`: the mean of
     :func:`number_distribution` over its generated tokens, or None when the model put no
     mass on a number in ``[low, high]``."""
-    # TODO(issue 15): plain attribute access once LLMResult's `tokens` and `token_logprobs`
-    # (resources/llm/resource.py, the lead's change) are in; until then results carry the
-    # first token's alternatives only.
-    tokens, alternatives = getattr(result, "tokens", None), getattr(result, "token_logprobs", None)
+    tokens, alternatives = result.tokens, result.token_logprobs
     if tokens is None or alternatives is None:
         # No per-token log-probabilities: the text and, where given, its first token's.
         tokens, alternatives = first_token_only(result.text or "", result.top_logprobs)

@@ -78,7 +78,7 @@ def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame,
     labels = [{**r, "label": method.mc_grade(r["response"] or "", r["gold_slot"])} for r in mc.iter_rows(named=True)]
     free = responses.filter(~pl.col("task").str.starts_with("mc_"))
     unparsed, grader = 0, _grader(llm)
-    if llm.spec(grader).verdicts == "advisory":
+    if not llm.binding(grader):
         labels += [{**r, "label": g} for r, g in zip(free.iter_rows(named=True), profiling.rule_labels(free, benchmark))]
         grader = f"rules ({grader} is advisory)"
     else:

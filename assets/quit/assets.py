@@ -34,13 +34,13 @@ def _judge(llm: LLMResource) -> str:
 
 
 def _binding(llm: LLMResource) -> bool:
-    """Whether the judge's verdicts may decide (its registry entry's ``verdicts``): an
-    advisory judge's verdicts are recorded and only exact matches count (see steps)."""
-    return llm.spec(_judge(llm)).verdicts == "binding"
+    """Whether the judge's verdicts may decide: an advisory judge's verdicts are recorded and
+    only exact matches count (see steps)."""
+    return llm.binding(_judge(llm))
 
 
 def _verdicts(llm: LLMResource) -> str:
-    return "binding" if _binding(llm) else "advisory"
+    return llm.spec(_judge(llm)).verdicts
 
 
 def _log(context):

@@ -40,7 +40,7 @@ def _origins(frame: pl.DataFrame) -> dict:
 
 def _binding(llm: LLMResource) -> bool:
     """Whether the builder's verdicts decide (the registry's ``verdicts``)."""
-    return llm.spec(_builder(llm)).verdicts == "binding"
+    return llm.binding(_builder(llm))
 
 
 

@@ -228,19 +228,21 @@ class LLMResource(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._load()
-        started = []
+        # Dagster sets up ``server`` itself, not list members. All are launched before any is
+        # waited for, so their start-ups overlap.
         try:
-            for s in self.servers:  # Dagster sets up ``server`` itself, not list members
-                s.setup_for_execution(context)
-                started.append(s)
+            for s in self.servers:
+                s.start()
+            for s in self.servers:
+                s.wait()
         except Exception:
-            for s in started:
-                s.teardown_after_execution(context)
+            for s in self.servers:
+                s.stop()
             raise
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         for s in self.servers:
-            s.teardown_after_execution(context)
+            s.stop()
 
     def _load(self) -> None:
         self._registry = load_registry(self.registry_path)
@@ -278,6 +280,11 @@ class LLMResource(dg.ConfigurableResource):
                 return anonymous[0].base_url
             return spec.api_base or self.api_base
         return spec.api_base
+
+    def binding(self, alias: str) -> bool:
+        """Whether the alias's yes/no verdicts may decide (the registry's ``verdicts``);
+        advisory verdicts are recorded and decide nothing on their own."""
+        return self.spec(alias).verdicts == "binding"
 
     def wants_cot_prompt(self, alias: str, thinking: bool) -> bool:
         """Thinking on a model without a native switch is a chain-of-thought prompt variant."""
@@ -375,12 +382,21 @@ class LLMResource(dg.ConfigurableResource):
                 return LLMResult(req.key, None, error=f"{type(e).__name__}: {e}"), None
         raise AssertionError("unreachable")
 
-    async def _call_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
-        """Up to the model's concurrency in flight; each result is handed on as it arrives."""
+    async def _ask_all(self, spec: ModelSpec, todo: list, one: Callable) -> None:
+        """``one(client, endpoint, *item)`` for every item, up to the model's concurrency in
+        flight; a ``vllm`` entry's OpenAI client (None for ``api`` entries) lives for the batch."""
         endpoint = self.endpoint(spec.alias)
         client = _openai_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
+        try:
+            await _bounded(self.concurrency(spec), (one(client, endpoint, *t) for t in todo))
+        finally:
+            if client is not None:
+                await client.close()
 
-        async def ask(req: LLMRequest, params: dict):
+    async def _call_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
+        """Chat calls; each result is handed to ``done`` as it arrives."""
+
+        async def ask(client, endpoint, req: LLMRequest, params: dict):
             if client is not None:
                 body = {k: v for k, v in params.items() if k in _OPENAI_CHAT}
                 extra = {**params.get("extra_body", {}),
@@ -393,25 +409,19 @@ class LLMResource(dg.ConfigurableResource):
             return await litellm.acompletion(model=spec.model, messages=req.messages, caching=False,
                                              timeout=self.request_timeout, **extra, **params)
 
-        async def one(i: int, req: LLMRequest, params: dict, key: str) -> None:
+        async def one(client, endpoint, i: int, req: LLMRequest, params: dict, key: str) -> None:
             try:
-                response = await self._with_retries(lambda: ask(req, params))
+                response = await self._with_retries(lambda: ask(client, endpoint, req, params))
                 result, payload = _from_response(req.key, response)
                 if not result.text.strip() and not result.token_logprobs:
                     # Kept as the model's answer (a parser may reject it) and counted, but not
                     # cached: a server under strain answers empty, and a rerun asks again.
                     payload = None
-            except _GaveUp as e:
-                result, payload = LLMResult(req.key, None, error=str(e)), None
             except Exception as e:  # a bad request stays with its item, the run goes on
-                result, payload = LLMResult(req.key, None, error=f"{type(e).__name__}: {e}"), None
+                result, payload = LLMResult(req.key, None, error=_failure(e)), None
             done(i, key, result, payload)
 
-        try:
-            await _bounded(self.concurrency(spec), (one(*t) for t in todo))
-        finally:
-            if client is not None:
-                await client.close()
+        await self._ask_all(spec, todo, one)
 
     async def _with_retries(self, attempt_fn: Callable):
         delay = self.backoff_seconds
@@ -480,10 +490,7 @@ class LLMResource(dg.ConfigurableResource):
         return results  # type: ignore[return-value]
 
     async def _score_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
-        endpoint = self.endpoint(spec.alias)
-        client = _openai_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
-
-        async def ask(req: ScoreRequest):
+        async def ask(client, endpoint, req: ScoreRequest):
             prompt = req.prefix + req.continuation
             if client is not None:
                 return await client.completions.create(model=_served_name(spec.model), prompt=prompt, echo=True,
@@ -494,23 +501,24 @@ class LLMResource(dg.ConfigurableResource):
             return await litellm.atext_completion(model=spec.model, prompt=prompt, echo=True, logprobs=1, max_tokens=1,
                                                   temperature=0.0, timeout=self.request_timeout, **extra)
 
-        async def one(i: int, req: ScoreRequest, key: str) -> None:
+        async def one(client, endpoint, i: int, req: ScoreRequest, key: str) -> None:
             try:
-                response = await self._with_retries(lambda: ask(req))
+                response = await self._with_retries(lambda: ask(client, endpoint, req))
                 values, tokens = continuation_from_echo(response.choices[0].logprobs, len(req.prefix))
                 done(i, key, req, values, tokens, None)
             except Exception as e:  # a bad item stays with its key, the run goes on
-                done(i, key, req, None, 0, str(e) if isinstance(e, _GaveUp) else f"{type(e).__name__}: {e}")
+                done(i, key, req, None, 0, _failure(e))
 
-        try:
-            await _bounded(self.concurrency(spec), (one(*t) for t in todo))
-        finally:
-            if client is not None:
-                await client.close()
+        await self._ask_all(spec, todo, one)
 
 
 class _GaveUp(RuntimeError):
     pass
+
+
+def _failure(e: Exception) -> str:
+    """The error an item keeps: the retries' own account, or the exception's type and text."""
+    return str(e) if isinstance(e, _GaveUp) else f"{type(e).__name__}: {e}"
 
 
 def _check_reply(response: Any) -> None:
