@@ -26,7 +26,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     # portable llama.cpp build (no -march=native: the image runs on other CPUs)
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 
-RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git \
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git wordnet-base \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/benchfoundry

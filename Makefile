@@ -22,11 +22,12 @@ setup: $(STAMP)
 
 # The service and browser tests drive real servers on loopback: Postgres and Redis from
 # Debian's packages, and Debian's Chromium (Playwright's own browser download does not work
-# offline). Installed once; the tests start and stop the servers themselves.
-SYSTEM_PACKAGES := postgresql redis-server chromium
+# offline). Installed once; the tests start and stop the servers themselves. wordnet-base is
+# WordNet 3.0 for METEOR's synonym matching (nltk would download it at run time).
+SYSTEM_PACKAGES := postgresql redis-server chromium wordnet-base
 system-packages:
 	@if ! command -v redis-server >/dev/null || ! command -v chromium >/dev/null \
-	    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! test -f /usr/share/wordnet/data.noun; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
 	fi
 

@@ -23,7 +23,8 @@ from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
-from assets.eval.generation import DIMENSIONS, MODES
+from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
+from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.eval.quit import wiring
 from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
 from assets.eval.recor import BY_DOMAIN
@@ -66,8 +67,8 @@ EXAMPLES = 5
 TOLERANCE = 1e-6
 UNIT = (0.0, 1.0)
 PERCENT = (0.0, 100.0)
-# ranx metric names (ndcg@10, recall@100, mrr, map@10): every such column is a mean in [0, 1].
-RANX_METRIC = re.compile(r"^(hit_rate|recall|precision|ndcg|map|mrr|f1|r_precision)(@\d+)?$")
+# ranx metric names (ndcg@10, ndcg_burges@10, recall@100, mrr, map@10): every such column is a mean in [0, 1].
+RANX_METRIC = re.compile(r"^(hit_rate|recall|precision|ndcg|ndcg_burges|map|mrr|f1|r_precision)(@\d+)?$")
 # Metrics that cannot fall as the cut-off grows.
 MONOTONE = ("hit_rate", "recall")
 ORACLE_KIND = "oracle"
@@ -77,8 +78,8 @@ SPLITS = ("all", "train", "dev", "test")
 TIERS = ("top", "bottom")
 CONDITIONS = ("generate", "generate_thinking", "verify")
 EXCLUDED = (method.EXCLUDED_UNGRADABLE, method.EXCLUDED_DIRECT_INFERENCE)
-SUMMARY_COUNTS = ("facts", "profiled")
-SUMMARY_SHARES = tuple(k for k in method.profile_summary([]) if k not in SUMMARY_COUNTS)
+SUMMARY_COUNTS = method.SUMMARY_COUNTS
+SUMMARY_SHARES = method.SUMMARY_SHARES
 
 
 eval_key = wiring.key
@@ -380,7 +381,7 @@ QUERY_SCHEMA = {"domain": pl.String, "qid": pl.String, "conversation_id": pl.Str
 
 
 @dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
-                description="Each turn's query under each of the five strategies, none empty, in a known domain.")
+                description="Each turn's query under each strategy of assets.eval.conversational.STRATEGIES, none empty, in a known domain.")
 def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_queries
     problems = table_problems(frame, QUERY_SCHEMA, ("qid", "strategy"), not_null=tuple(QUERY_SCHEMA))
@@ -426,11 +427,12 @@ def recor_runs_references(recor_runs: pl.DataFrame, recor_queries: pl.DataFrame,
 
 
 @dg.asset_check(asset=eval_key("recor_retrieval_metrics"), name=METRICS, blocking=True,
-                description="One row per turn, retriever and strategy; nDCG@10, MAP@10, Recall@10 and MRR in [0, 1].")
+                description="One row per turn with gold documents, retriever and strategy; nDCG@10, MAP@10, Recall@10 and MRR in [0, 1].")
 def recor_retrieval_metrics_ranges(recor_retrieval_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     """Blocking: the generation picks its retrieval configuration by these scores."""
     frame = recor_retrieval_metrics
-    columns = {"domain": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String, "strategy": pl.String}
+    columns = {"domain": pl.String, "conversation_id": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String,
+               "strategy": pl.String}
     key = ("qid", "retriever", "strategy")
     problems = metric_problems(frame, columns, key, TURN_METRICS)
     if typed(frame, columns):
@@ -439,7 +441,12 @@ def recor_retrieval_metrics_ranges(recor_retrieval_metrics: pl.DataFrame) -> dg.
     return problems_result(problems, frame.height)
 
 
-SCORES = (*DIMENSIONS, "rouge_l", "meteor")
+# Reference-answer scores: ROUGE-L and METEOR in [0, 1]; unrescaled BERTScore F1 is a mean of
+# cosines, so [-1, 1].
+REFERENCE_SCORES = tuple(REFERENCE_METRICS)
+SCORES = (*DIMENSIONS, *REFERENCE_SCORES)
+UNIT_SCORES = tuple(s for s in SCORES if s != "bertscore_f1")
+COSINE = (-1.0, 1.0)
 GENERATION_SCHEMA = {"domain": pl.String, "qid": pl.String, "generator": pl.String, "mode": pl.String, "answer": pl.String,
                      **{s: pl.Float64 for s in SCORES}}
 GENERATION_KEY = ("qid", "generator", "mode")
@@ -447,17 +454,19 @@ NO_RETRIEVAL = "no_retrieval"
 
 
 @dg.asset_check(asset=eval_key("recor_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
-                description="One answer per turn, generator and mode; judged dimensions and ROUGE-L / METEOR in [0, 1]; no faithfulness without passages, no score without an answer.")
+                description="One answer per turn, generator and mode; judged dimensions, ROUGE-L and METEOR in [0, 1], BERTScore F1 in [-1, 1]; no faithfulness without passages, no score without an answer, every answer (an empty one too) scored against the reference.")
 def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_generation
     problems = table_problems(frame, GENERATION_SCHEMA, GENERATION_KEY, not_null=("domain", "qid", "generator", "mode"))
     if typed(frame, GENERATION_SCHEMA):
         problems += not_in(frame, "mode", MODES, GENERATION_KEY) + not_in(frame, "domain", DOMAINS, ("domain",))
-        problems += outside(frame, SCORES, UNIT, GENERATION_KEY)
+        problems += outside(frame, UNIT_SCORES, UNIT, GENERATION_KEY) + outside(frame, ["bertscore_f1"], COSINE, GENERATION_KEY)
         problems += where(frame, (pl.col("mode") == NO_RETRIEVAL) & pl.col("faithfulness").is_not_null(),
                           "judged faithful to passages they were not given", GENERATION_KEY)
         problems += where(frame, pl.col("answer").is_null() & pl.any_horizontal(pl.col(s).is_not_null() for s in SCORES),
                           "scored without an answer", GENERATION_KEY)
+        problems += where(frame, pl.col("answer").is_not_null() & pl.any_horizontal(pl.col(s).is_null() for s in REFERENCE_SCORES),
+                          "answered without a reference score", GENERATION_KEY)
     return problems_result(problems, frame.height)
 
 
@@ -474,14 +483,15 @@ def recor_generation_references(recor_generation: pl.DataFrame, benchmark: pl.Da
 
 
 @dg.asset_check(asset=eval_key("recor_generation_metrics"), name=METRICS,
-                description="One row per generator and mode; judged dimensions, overall, ROUGE-L and METEOR in [0, 1].")
+                description="One row per generator and mode; judged dimensions, overall, ROUGE-L and METEOR in [0, 1], BERTScore F1 in [-1, 1].")
 def recor_generation_metrics_ranges(recor_generation_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_generation_metrics
-    columns = {"generator": pl.String, "mode": pl.String, **{s: pl.Float64 for s in (*DIMENSIONS, "overall", "rouge_l", "meteor")}}
+    columns = {"generator": pl.String, "mode": pl.String, **{s: pl.Float64 for s in (*DIMENSIONS, "overall", *REFERENCE_SCORES)}}
     key = ("generator", "mode")
     problems = table_problems(frame, columns, key, not_null=key)
     if typed(frame, columns):
-        problems += not_in(frame, "mode", MODES, key) + outside(frame, [c for c in columns if c not in key], UNIT, key)
+        problems += not_in(frame, "mode", MODES, key) + outside(frame, [c for c in columns if c not in (*key, "bertscore_f1")], UNIT, key)
+        problems += outside(frame, ["bertscore_f1"], COSINE, key)
     return problems_result(problems, frame.height)
 
 
@@ -568,30 +578,42 @@ def graded_responses_references(graded_responses: pl.DataFrame, responses: pl.Da
 
 PROFILE_KEY = ("model", "fact_id")
 KNOWLEDGE_FLAGS = ("encodes", "knows", "knows_thinking")
+PROFILE_KINDS = (*method.PROFILES, *method.UNDECIDED.values(), *EXCLUDED)
+THINKING_MISSING = pl.col("thinking_run") == method.THINKING_MISSING
 
 
 @dg.asset_check(asset=wikiprofile_key("profiles"), name=SCHEMA, blocking=True, partitions_def=subject_partitions,
-                description=f"One profile per fact, from {', '.join((*method.PROFILES, *EXCLUDED))}.")
+                description=f"One profile per fact, from {', '.join(PROFILE_KINDS)}; the model's thinking run "
+                            f"{' or '.join(method.THINKING_RUNS)} for all its facts.")
 def profiles_schema(profiles: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = table_problems(profiles, PROFILE_SCHEMA, PROFILE_KEY, not_null=(*PROFILE_KEY, "profile"))
+    problems = table_problems(profiles, PROFILE_SCHEMA, PROFILE_KEY, not_null=(*PROFILE_KEY, "profile", "thinking_run"))
     if typed(profiles, PROFILE_SCHEMA):
-        problems += not_in(profiles, "profile", (*method.PROFILES, *EXCLUDED), PROFILE_KEY)
+        problems += not_in(profiles, "profile", PROFILE_KINDS, PROFILE_KEY)
+        problems += not_in(profiles, "thinking_run", method.THINKING_RUNS, PROFILE_KEY)
+        mixed = profiles.group_by("model").agg(pl.col("thinking_run").n_unique().alias("runs")).filter(pl.col("runs") > 1)
+        problems += [f"models with facts both with and without a thinking run: {', '.join(sorted(mixed['model']))}"] if mixed.height else []
     return problems_result(problems, profiles.height)
 
 
 @dg.asset_check(asset=wikiprofile_key("profiles"), name=PROFILE_RULE, blocking=True, partitions_def=subject_partitions,
-                description="Each profile is what encodes / knows / knows with thinking make it; an ungradable fact has none of the three.")
+                description="Each profile is what encodes / knows / knows with thinking make it; an ungradable fact has none of "
+                            "the three; knows with thinking is null exactly when the thinking run is missing.")
 def profiles_follow_the_rule(profiles: pl.DataFrame) -> dg.AssetCheckResult:
     """The reports count profiles and flags separately; a row where they disagree counts twice
-    differently."""
+    differently. A missing thinking run is a legitimate outcome (KT null, profile undecided);
+    a null KT beside a thinking run, or a KT without one, is a broken table."""
     problems = table_problems(profiles, PROFILE_SCHEMA)
     if not problems:
         flags = pl.any_horizontal(pl.col(f).is_not_null() for f in KNOWLEDGE_FLAGS)
         ungradable = pl.col("profile") == method.EXCLUDED_UNGRADABLE
         problems += where(profiles, ungradable & flags, "ungradable yet with encodes / knows set", PROFILE_KEY)
-        problems += where(profiles, ~ungradable & pl.any_horizontal(pl.col(f).is_null() for f in KNOWLEDGE_FLAGS),
-                          "profiled without all of encodes, knows and knows_thinking", PROFILE_KEY)
-        gradable = profiles.filter(~ungradable & pl.all_horizontal(pl.col(f).is_not_null() for f in KNOWLEDGE_FLAGS))
+        problems += where(profiles, ~ungradable & (pl.col("encodes").is_null() | pl.col("knows").is_null()),
+                          "profiled without encodes and knows", PROFILE_KEY)
+        problems += where(profiles, ~ungradable & ~THINKING_MISSING & pl.col("knows_thinking").is_null(),
+                          "profiled with a thinking run but without knows_thinking", PROFILE_KEY)
+        problems += where(profiles, THINKING_MISSING & pl.col("knows_thinking").is_not_null(),
+                          "with knows_thinking though the thinking run is missing", PROFILE_KEY)
+        gradable = profiles.filter(~ungradable & pl.col("encodes").is_not_null() & pl.col("knows").is_not_null())
         expected = [method.profile(*(r[f] for f in KNOWLEDGE_FLAGS)) for r in gradable.iter_rows(named=True)]
         ruled = gradable.with_columns(pl.Series("expected", expected, dtype=pl.String))
         problems += where(ruled, pl.col("profile") != pl.col("expected"), "whose profile is not the one its flags give", PROFILE_KEY)
@@ -609,18 +631,50 @@ def profiles_references(profiles: pl.DataFrame, benchmark: pl.DataFrame) -> dg.A
 
 # --- WikiProfile's reports -------------------------------------------------------------------
 
-SUMMARY_SCHEMA = {**{c: pl.Int64 for c in SUMMARY_COUNTS}, **{c: pl.Float64 for c in SUMMARY_SHARES}}
+SUMMARY_SCHEMA = {c: t for c, t in TABLE_2_SCHEMA.items() if c != "model"}
+
+
+def _share(*names: str) -> pl.Expr:
+    return pl.sum_horizontal(*names)
 
 
 def summary_problems(frame: pl.DataFrame, key: Sequence[str]) -> list[str]:
-    """Table 2 rows: shares in percent; the five profiles add up to 100 of the profiled facts,
-    and the profiled and the two excluded kinds to 100 of all facts."""
+    """Table 2 rows: shares in percent; the five profiles add up to 100 of the profiled facts
+    (direct recall and the two undecided unions, without a thinking run), and the profiled
+    and the two excluded kinds to 100 of all facts; Knows and Knows(+Think) count direct
+    inference over the gradable facts, the Figure 4 bar does not; the shares that need the
+    thinking run are null exactly when it is missing."""
     problems = outside(frame, SUMMARY_SHARES, PERCENT, key)
+    problems += not_in(frame, "thinking_run", method.THINKING_RUNS, key)
     problems += where(frame, (pl.col("profiled") < 0) | (pl.col("profiled") > pl.col("facts")), "with profiled facts not between 0 and all facts", key)
-    profiles = pl.sum_horizontal(*method.PROFILES)
-    problems += where(frame, (pl.col("profiled") > 0) & ((profiles - 100).abs() > TOLERANCE), "whose five profiles do not add up to 100%", key)
+    present, missing = frame.filter(~THINKING_MISSING), frame.filter(THINKING_MISSING)
+    profiled = pl.col("profiled") > 0
+    problems += where(present, profiled & ((_share(*method.PROFILES) - 100).abs() > TOLERANCE), "whose five profiles do not add up to 100%", key)
+    undecided = method.UNDECIDED
+    problems += where(missing, profiled & ((_share("direct_recall", *undecided.values()) - 100).abs() > TOLERANCE),
+                      "(without a thinking run) whose direct recall and undecided shares do not add up to 100%", key)
+    problems += differs(present, undecided[True], _share("recall_failure", "recall_with_thinking"),
+                        f"whose {undecided[True]} is not recall failure + recall with thinking", key)
+    problems += differs(present, undecided[False], _share("encoding_failure", "inference_without_encoding"),
+                        f"whose {undecided[False]} is not encoding failure + inference without encoding", key)
     covered = 100 * pl.col("profiled") / pl.col("facts") + pl.sum_horizontal(f"excluded_{e}" for e in EXCLUDED)
     problems += where(frame, (pl.col("facts") > 0) & ((covered - 100).abs() > TOLERANCE), "whose profiled and excluded shares do not add up to 100%", key)
+    # Knows over the gradable facts: (direct recall facts + direct inference facts) / (profiled + direct inference)
+    inferred = pl.col("excluded_direct_inference") * pl.col("facts") / 100
+    gradable = pl.col("profiled") + inferred
+    over_gradable = lambda share: pl.when(gradable > 0).then(100 * (share * pl.col("profiled") / 100 + inferred) / gradable)  # noqa: E731
+    problems += differs(frame, "knows", over_gradable(pl.col("direct_recall")).otherwise(math.nan),
+                        "whose knows is not direct recall + direct inference over the gradable facts", key)
+    thinking = method.KNOWN_WITH_THINKING
+    problems += differs(present, "knows_thinking", over_gradable(_share(*thinking)).otherwise(math.nan),
+                        "whose knows_thinking is not the known-with-thinking profiles + direct inference over the gradable facts", key)
+    problems += differs(present, "knows_thinking_excl_direct", pl.when(profiled).then(_share(*thinking)).otherwise(math.nan),
+                        "whose knows_thinking_excl_direct (Figure 4) is not direct recall + recall with thinking + inference without encoding", key)
+    needs_thinking = ("knows_thinking", "knows_thinking_excl_direct", *method.THINKING_DEPENDENT)
+    problems += where(present, profiled & pl.any_horizontal(pl.col(c).is_null() for c in needs_thinking),
+                      f"with a thinking run but a null share among {', '.join(needs_thinking)}", key)
+    problems += where(missing, pl.any_horizontal(pl.col(c).is_not_null() for c in needs_thinking),
+                      f"without a thinking run but with a share among {', '.join(needs_thinking)}", key)
     return problems
 
 
@@ -628,7 +682,7 @@ def summary_problems(frame: pl.DataFrame, key: Sequence[str]) -> list[str]:
                 description="Table 2: one row per model; shares in percent, the profiles adding up to the profiled facts.")
 def profile_report_shares(profile_report: pl.DataFrame) -> dg.AssetCheckResult:
     columns = {"model": pl.String, **SUMMARY_SCHEMA}
-    problems = table_problems(profile_report, columns, ("model",), not_null=("model", *SUMMARY_COUNTS))
+    problems = table_problems(profile_report, columns, ("model",), not_null=("model", *SUMMARY_COUNTS, "thinking_run"))
     if typed(profile_report, columns):
         problems += summary_problems(profile_report, ("model",))
     return problems_result(problems, profile_report.height)
@@ -696,7 +750,7 @@ def thinking_report_shares(thinking_report: pl.DataFrame) -> dg.AssetCheckResult
 def robustness_report_shares(robustness_report: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = robustness_report, ("model", "tau_enc", "tau_know")
     columns = {"model": pl.String, "tau_enc": pl.Float64, "tau_know": pl.Float64, **SUMMARY_SCHEMA}
-    problems = table_problems(frame, columns, key, not_null=(*key, *SUMMARY_COUNTS))
+    problems = table_problems(frame, columns, key, not_null=(*key, *SUMMARY_COUNTS, "thinking_run"))
     if typed(frame, columns):
         problems += outside(frame, ["tau_enc", "tau_know"], UNIT, key, missing_ok=False) + summary_problems(frame, key)
         grid = frame.select("model").unique().join(pl.DataFrame(TAU_GRID, schema=["tau_enc", "tau_know"], orient="row"), how="cross")

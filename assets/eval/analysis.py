@@ -3,8 +3,10 @@ method notes section 4), as pure functions over tables.
 
 Inputs are the per-question grades of every model (``model``, ``fact_id``, ``task``,
 ``thinking``, ``grade`` and the label counts, see :func:`model_grades`) and the per-fact
-profiles (``model``, ``fact_id``, ``encodes``, ``knows``, ``knows_thinking``, ``profile``).
-Percentages are over *profiled* facts (neither ungradable nor direct inference), as in Table 2.
+profiles (``model``, ``fact_id``, ``encodes``, ``knows``, ``knows_thinking``, ``profile``,
+``thinking_run``). Percentages are over *profiled* facts (neither ungradable nor direct
+inference), as Table 2's profiles. A model whose thinking run is missing gets null, not
+zero, wherever thinking enters (recall with thinking, recovery, generation with thinking).
 """
 
 from __future__ import annotations
@@ -30,8 +32,7 @@ BOOTSTRAP_TASKS = ("completion", "contextual", "direct", "reverse")
 BOOTSTRAP_NS = (2, 4, 6, 8, 10, 12, 14, 16)
 
 
-PROFILE_SCHEMA = {"model": pl.String, "fact_id": pl.String, "encodes": pl.Boolean, "knows": pl.Boolean,
-                  "knows_thinking": pl.Boolean, "profile": pl.String}
+PROFILE_SCHEMA = {"model": pl.String, **profiling.PROFILE_SCHEMA}
 LABEL_SCHEMA = {"model": pl.String, "fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32,
                 "label": pl.String}
 
@@ -69,25 +70,40 @@ def grade_maps(grades: pl.DataFrame) -> dict[tuple[str, str], tuple[dict, dict]]
 
 
 def _profiled(profiles: pl.DataFrame) -> pl.DataFrame:
-    return with_schema(profiles, PROFILE_SCHEMA).filter(pl.col("profile").is_in(list(method.PROFILES)))
+    """The facts with a profile: one of the five, or undecided for want of a thinking run."""
+    kinds = [*method.PROFILES, *method.UNDECIDED.values()]
+    return with_schema(profiles, PROFILE_SCHEMA).filter(pl.col("profile").is_in(kinds))
+
+
+def _thinking_missing(profiles: pl.DataFrame, model: str) -> bool:
+    runs = profiles.filter(pl.col("model") == model)["thinking_run"]
+    return runs.len() > 0 and (runs == method.THINKING_MISSING).all()
+
+
+def models_without_thinking(profiles: pl.DataFrame) -> list[str]:
+    """The models profiled without their thinking run, for the reports' metadata."""
+    profiles = with_schema(profiles, PROFILE_SCHEMA)
+    return [m for m in sorted(profiles["model"].unique()) if _thinking_missing(profiles, m)]
 
 
 def popularity(profiles: pl.DataFrame, tiers: pl.DataFrame) -> pl.DataFrame:
     """Encoding and recall rates in the top and bottom popularity tiers (Figure 5): encodes
     over the tier's profiled facts; recall = encoded facts known without thinking; with
-    thinking = encoded facts known with or without it. ``tiers`` maps ``fact_id`` to top /
-    middle / bottom (:func:`assets.wikiprofile.sources.popularity_tiers`)."""
+    thinking = encoded facts known with or without it (null without a thinking run). ``tiers``
+    maps ``fact_id`` to top / middle / bottom (:func:`assets.wikiprofile.sources.popularity_tiers`)."""
     profiles = with_schema(profiles, PROFILE_SCHEMA)
     joined = _profiled(profiles).join(tiers, on="fact_id", how="left")
     rows = []
     for model in sorted(joined["model"].unique()):
+        missing = _thinking_missing(profiles, model)
         for tier in ("top", "bottom"):
             part = joined.filter((pl.col("model") == model) & (pl.col("tier") == tier))
             enc = part.filter(pl.col("encodes"))
             recall = _pct(enc.filter(pl.col("knows")).height, enc.height)
-            thinking = _pct(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
+            thinking = None if missing else _pct(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
             rows.append({"model": model, "tier": tier, "facts": part.height, "encodes": _pct(enc.height, part.height),
-                         "recall": recall, "recall_thinking": thinking, "thinking_gain": thinking - recall})
+                         "recall": recall, "recall_thinking": thinking,
+                         "thinking_gain": None if thinking is None else thinking - recall})
     return pl.DataFrame(rows, schema={"model": pl.String, "tier": pl.String, "facts": pl.Int64, "encodes": pl.Float64,
                                       "recall": pl.Float64, "recall_thinking": pl.Float64, "thinking_gain": pl.Float64})
 
@@ -99,9 +115,9 @@ def popularity_gaps(table: pl.DataFrame) -> pl.DataFrame:
     for model in sorted(table["model"].unique()):
         top = table.filter((pl.col("model") == model) & (pl.col("tier") == "top")).row(0, named=True)
         bottom = table.filter((pl.col("model") == model) & (pl.col("tier") == "bottom")).row(0, named=True)
+        with_thinking = None if top["recall_thinking"] is None else top["recall_thinking"] - bottom["recall_thinking"]
         rows.append({"model": model, "encoding_gap": top["encodes"] - bottom["encodes"],
-                     "recall_gap": top["recall"] - bottom["recall"],
-                     "recall_gap_thinking": top["recall_thinking"] - bottom["recall_thinking"]})
+                     "recall_gap": top["recall"] - bottom["recall"], "recall_gap_thinking": with_thinking})
     return pl.DataFrame(rows, schema={"model": pl.String, "encoding_gap": pl.Float64, "recall_gap": pl.Float64,
                                       "recall_gap_thinking": pl.Float64})
 
@@ -115,7 +131,8 @@ def _sides(plain: dict, thinking: dict, tau: float) -> dict[str, bool]:
 def direction(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.TAU) -> pl.DataFrame:
     """Direct vs reverse over the encoded profiled facts (Figure 6): a side is known when both
     of its phrasings have g > tau (an ungradable phrasing is left out, as in S2), in generation
-    (closed-book, without and with thinking) and in verification (multiple choice)."""
+    (closed-book, without and with thinking) and in verification (multiple choice). Without
+    a thinking run, generation with thinking is null."""
     profiles = with_schema(profiles, PROFILE_SCHEMA)
     maps = grade_maps(grades)
     rows = []
@@ -124,6 +141,10 @@ def direction(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.
         sides = [_sides(*maps.get((model, f), ({}, {})), tau) for f in encoded]
         for condition, (d, r) in {"generate": ("direct", "reverse"), "generate_thinking": ("direct_thinking", "reverse_thinking"),
                                   "verify": ("mc_direct", "mc_reverse")}.items():
+            if condition == "generate_thinking" and _thinking_missing(profiles, model):
+                rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": None, "reverse": None,
+                             "delta": None})
+                continue
             direct, reverse = _pct(sum(s[d] for s in sides), len(sides)), _pct(sum(s[r] for s in sides), len(sides))
             rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": direct, "reverse": reverse,
                          "delta": reverse - direct})
@@ -158,10 +179,13 @@ def error_attribution(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float =
 def thinking_recovery(profiles: pl.DataFrame) -> pl.DataFrame:
     """Of the profiled facts not known without thinking, the share thinking recovers, for
     encoded facts (recall with thinking) and not encoded ones (inference without encoding),
-    as in Figure 8."""
+    as in Figure 8. A model without a thinking run has nothing to recover and no rows
+    (:func:`models_without_thinking` names them)."""
     profiles = with_schema(profiles, PROFILE_SCHEMA)
     rows = []
     for model in sorted(profiles["model"].unique()):
+        if _thinking_missing(profiles, model):
+            continue
         missed = _profiled(profiles).filter((pl.col("model") == model) & ~pl.col("knows"))
         for encoded, recovered in ((True, "recall_with_thinking"), (False, "inference_without_encoding")):
             part = missed.filter(pl.col("encodes") == encoded)
@@ -208,8 +232,8 @@ def tau_sweep(grades: pl.DataFrame, strategy: str = "S2", grid: Sequence[tuple[f
         for tau_enc, tau_know in grid:
             facts = profiling.fact_profiles(group, strategy, tau_enc, tau_know)
             rows.append({"model": model, "tau_enc": tau_enc, "tau_know": tau_know, **method.profile_summary(facts.to_dicts())})
-    columns = ["model", "tau_enc", "tau_know", *method.profile_summary([])]
-    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={c: pl.String if c == "model" else pl.Float64 for c in columns})
+    return pl.DataFrame(rows, schema={"model": pl.String, "tau_enc": pl.Float64, "tau_know": pl.Float64,
+                                      **{c: t for c, t in profiling.SUMMARY_SCHEMA.items() if c != "model"}})
 
 
 def label_matrix(graded: pl.DataFrame, task: str, thinking: bool = False) -> np.ndarray:

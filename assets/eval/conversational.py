@@ -1,6 +1,13 @@
 """Conversational retrieval and generation evaluation (RECOR section 4) as functions of
-frames: the five query strategies, per-turn metrics, macro-averages over domains, paired
-t-tests and the report tables."""
+frames: the query strategies, per-turn metrics, the two averagings, paired t-tests and
+the report tables.
+
+Query texts follow the published retrieval code (RECOR-Benchmark/RECOR,
+``experiments/retrieval/ablation_eval.py`` and ``evaluate_last_turn.py``): the question
+first, then ``Conversation History:`` and the history the release holds, then
+``Reasoning:`` and the retrieval guidance stored with the turn at construction time,
+blank lines between. Nothing is cut here: a retriever whose encoder reads a bounded input
+cuts the end (the history), and ``recor_runs`` counts how often."""
 
 from __future__ import annotations
 
@@ -10,35 +17,66 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from assets.eval.metrics import per_question
+from assets.recor.release import NO_HISTORY, with_release_text
 
-STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning"]
-SHORT = {"baseline": "Base", "query_rewrite": "QR", "reasoning": "Reas", "history": "Hist", "history_reasoning": "H+R"}
+STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"]
+SHORT = {"baseline": "Base", "query_rewrite": "QR", "reasoning": "Reas", "history": "Hist", "history_reasoning": "H+R",
+         "last_turn": "Prev", "llm_reasoning": "LLM-Reas"}
+STRATEGY_TEXT = {
+    "baseline": "the question",
+    "query_rewrite": "the question made self-contained by the LLM",
+    "reasoning": "the question, then the retrieval guidance stored at construction (the release's subquestion_reasoning)",
+    "history": "the question, then the whole conversation history",
+    "history_reasoning": "the question, the history, then the stored retrieval guidance",
+    "last_turn": "the previous question and answer, then the question (published last-turn ablation)",
+    "llm_reasoning": "the question, then a search rationale the LLM writes at evaluation time (this project's)",
+}
 TURN_METRICS = ["ndcg@10", "map@10", "recall@10", "mrr"]
-# Dense encoders read a few hundred tokens; the history kept in front of a query is cut to
-# its last words so that the current question is never truncated away.
-HISTORY_WORDS = 300
+# The paper's text averages turns per domain, then domains; the published ablation scripts
+# average turns per conversation, conversations per domain, then domains.
+TURN_FIRST, CONVERSATION_FIRST = "turn_first", "conversation_first"
+AVERAGING = {TURN_FIRST: "turn -> domain -> macro over domains (paper, section 4)",
+             CONVERSATION_FIRST: "turn -> conversation -> domain -> macro over domains (published ablation scripts)"}
 
 
-def recent(history: str, words: int = HISTORY_WORDS) -> str:
-    parts = history.split()
-    return " ".join(parts[-words:])
+def with_context(query: str, history: str | None = None, reasoning: str | None = None) -> str:
+    """The question, then the labelled history and reasoning, each left out when empty
+    (and the history before a first turn)."""
+    parts = [query]
+    if history and history != NO_HISTORY:
+        parts.append(f"Conversation History:\n{history}")
+    if reasoning:
+        parts.append(f"Reasoning:\n{reasoning}")
+    return "\n\n".join(parts)
+
+
+def last_turn_query(query: str, previous: Mapping | None) -> str:
+    """The published last-turn variant: a first turn is its question; a later one is the
+    previous turn's question and answer, then the current question."""
+    if previous is None:
+        return query
+    return f"Previous Question: {previous['query']}\nPrevious Answer: {previous['answer']}\nCurrent Question: {query}"
 
 
 def strategy_queries(turns: pl.DataFrame, rewrites: dict[str, str | None], rationales: dict[str, str | None]) -> pl.DataFrame:
-    """One query text per turn and strategy. A failed rewrite falls back to the question
-    and a failed rationale to nothing, and the row says so (``fallback``)."""
+    """One query text per turn and strategy (see ``STRATEGY_TEXT``). A failed rewrite falls
+    back to the question, a missing rationale or stored guidance to nothing, and the row
+    says so (``fallback``)."""
     rows = []
-    for t in turns.iter_rows(named=True):
-        qid, q = t["qid"], t["query"]
-        history = "" if t["turn_id"] == 1 else recent(t["conversation_history"])
+    previous: dict[str, dict] = {}
+    for t in with_release_text(turns).iter_rows(named=True):
+        qid, q, history, guidance = t["qid"], t["query"], t["history"], t["guidance"]
         rewrite, why = rewrites.get(qid), rationales.get(qid)
         texts = {
             "baseline": (q, False),
             "query_rewrite": (rewrite or q, rewrite is None),
-            "reasoning": (f"{q} {why}" if why else q, why is None),
-            "history": (f"{history} {q}".strip(), False),
-            "history_reasoning": (f"{history} {q} {why or ''}".strip(), why is None),
+            "reasoning": (with_context(q, reasoning=guidance), not guidance),
+            "history": (with_context(q, history=history), False),
+            "history_reasoning": (with_context(q, history, guidance), not guidance),
+            "last_turn": (last_turn_query(q, previous.get(t["conversation_id"])), False),
+            "llm_reasoning": (with_context(q, reasoning=why), why is None),
         }
+        previous[t["conversation_id"]] = t
         for strategy, (text, fallback) in texts.items():
             rows.append({"domain": t["domain"], "qid": qid, "conversation_id": t["conversation_id"], "turn_id": t["turn_id"],
                          "strategy": strategy, "query": text, "fallback": fallback})
@@ -46,63 +84,104 @@ def strategy_queries(turns: pl.DataFrame, rewrites: dict[str, str | None], ratio
                                       "strategy": pl.String, "query": pl.String, "fallback": pl.Boolean})
 
 
+def without_gold(turns: pl.DataFrame, qrels: pl.DataFrame) -> list[str]:
+    """The turns with no relevant document in the qrels: no retrieval metric is defined for
+    them, so they are left out of the scores (and counted), as the published scripts skip them."""
+    golden = set(qrels.filter(pl.col("label") > 0)["question_id"])
+    return sorted(q for q in turns["qid"] if q not in golden)
+
+
 def turn_scores(runs: pl.DataFrame, qrels: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
     """Per turn, retriever and strategy: nDCG@10, MAP@10, Recall@10 and MRR (ranx). Every
-    turn with qrels gets a row; a turn a run missed scores 0."""
+    turn with a gold document gets a row (a turn a run missed scores 0); a turn without
+    one gets none (see ``without_gold``)."""
     rows = []
-    meta = {t["qid"]: t for t in turns.select("qid", "domain", "turn_id").iter_rows(named=True)}
+    skipped = set(without_gold(turns, qrels))
+    meta = {t["qid"]: t for t in turns.select("qid", "domain", "conversation_id", "turn_id").iter_rows(named=True)
+            if t["qid"] not in skipped}
     for (retriever, strategy), run in runs.group_by(["system", "strategy"], maintain_order=True):
         values = {m: per_question(qrels, run, m) for m in TURN_METRICS}
         for qid in sorted(meta):
-            rows.append({"domain": meta[qid]["domain"], "qid": qid, "turn_id": meta[qid]["turn_id"], "retriever": retriever,
-                         "strategy": strategy, **{m: values[m].get(qid, 0.0) for m in TURN_METRICS}})
-    schema = {"domain": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String, "strategy": pl.String,
-              **{m: pl.Float64 for m in TURN_METRICS}}
+            rows.append({"domain": meta[qid]["domain"], "conversation_id": meta[qid]["conversation_id"], "qid": qid,
+                         "turn_id": meta[qid]["turn_id"], "retriever": retriever, "strategy": strategy,
+                         **{m: values[m].get(qid, 0.0) for m in TURN_METRICS}})
+    schema = {"domain": pl.String, "conversation_id": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String,
+              "strategy": pl.String, **{m: pl.Float64 for m in TURN_METRICS}}
     return pl.DataFrame(rows, schema=schema)
 
 
-def macro(scores: pl.DataFrame, by: list[str], metric: str = "ndcg@10") -> pl.DataFrame:
-    """Mean per domain, then the mean over domains (each domain weighs the same)."""
-    per_domain = scores.group_by([*by, "domain"]).agg(pl.col(metric).mean())
-    return per_domain.group_by(by).agg(pl.col(metric).mean()).sort(by)
+def macro(scores: pl.DataFrame, by: list[str], metric: str = "ndcg@10", averaging: str = TURN_FIRST) -> pl.DataFrame:
+    """Mean per domain (of the turns, or of the conversations' means of their turns), then
+    the mean over domains (each domain weighs the same)."""
+    return _macro(scores, by, [metric], averaging)
 
 
-def strategy_table(scores: pl.DataFrame, metric: str = "ndcg@10") -> pl.DataFrame:
+def _macro(scores: pl.DataFrame, by: list[str], metrics: list[str], averaging: str) -> pl.DataFrame:
+    if averaging not in AVERAGING:
+        raise ValueError(f"unknown averaging {averaging!r}; expected one of {sorted(AVERAGING)}")
+    frame = scores
+    if averaging == CONVERSATION_FIRST:
+        frame = frame.group_by([*by, "domain", "conversation_id"]).agg([pl.col(m).mean() for m in metrics])
+    per_domain = frame.group_by([*by, "domain"]).agg([pl.col(m).mean() for m in metrics])
+    return per_domain.group_by(by).agg([pl.col(m).mean() for m in metrics]).sort(by)
+
+
+def titled(averaging: str, table_md: str) -> str:
+    """A report table's markdown under the line naming its averaging."""
+    return f"Averaging: {AVERAGING[averaging]}\n\n{table_md}"
+
+
+def strategy_table(scores: pl.DataFrame, metric: str = "ndcg@10", averaging: str = TURN_FIRST) -> pl.DataFrame:
     """Table 3: retrievers x strategies, macro-averaged, with the average row."""
-    wide = macro(scores, ["retriever", "strategy"], metric).pivot(on="strategy", index="retriever", values=metric)
+    wide = macro(scores, ["retriever", "strategy"], metric, averaging).pivot(on="strategy", index="retriever", values=metric)
     wide = wide.select("retriever", *[s for s in STRATEGIES if s in wide.columns]).sort("retriever")
     average = wide.select(pl.lit("Average").alias("retriever"), *[pl.col(s).mean() for s in wide.columns[1:]])
     return pl.concat([wide, average]).rename({s: SHORT[s] for s in STRATEGIES if s in wide.columns})
 
 
 def ablation_table(table3: pl.DataFrame) -> pl.DataFrame:
-    """Table 4: Baseline, +Reasoning, +History, History+Reasoning with the change over
-    Baseline in percent."""
+    """Table 4: Baseline and each context strategy with its change over Baseline in percent
+    (the published Gain, strategy / Base - 1)."""
     out = table3.select("retriever", "Base")
-    for col in ("Reas", "Hist", "H+R"):
+    for col in ("Reas", "Hist", "H+R", "Prev", "LLM-Reas"):
         if col in table3.columns:
             out = out.with_columns(table3[col], ((table3[col] / table3["Base"] - 1) * 100).alias(f"{col} %"))
     return out
 
 
-def t_tests(scores: pl.DataFrame, pairs=(("query_rewrite", "baseline"), ("reasoning", "baseline"), ("history", "baseline"),
-                                         ("history_reasoning", "baseline"), ("history_reasoning", "history")),
-            metric: str = "ndcg@10") -> pl.DataFrame:
-    """Table 17: paired t-tests over turn-level observations (turn x retriever)."""
+T_TEST_PAIRS = (("query_rewrite", "baseline"), ("reasoning", "baseline"), ("history", "baseline"),
+                ("history_reasoning", "baseline"), ("history_reasoning", "history"), ("last_turn", "baseline"),
+                ("llm_reasoning", "baseline"))
+
+
+def t_tests(scores: pl.DataFrame, pairs=T_TEST_PAIRS, metric: str = "ndcg@10") -> pl.DataFrame:
+    """Table 17: paired t-tests over turn-level observations (turn x retriever). ``mean
+    delta`` is the macro-averaged difference (per retriever, turn -> domain -> macro, then
+    the mean over retrievers: the difference of Table 3's Average row); ``turn delta`` is
+    the mean of the paired differences the t statistic tests. A comparison without enough
+    pairs or variance gets a row whose t and p are NaN and whose ``note`` says why."""
     rows = []
     key = ["qid", "retriever"]
     for b, a in pairs:
-        left = scores.filter(pl.col("strategy") == a).select(*key, pl.col(metric).alias("a"))
+        label = f"{SHORT[b]} vs. {SHORT[a]}"
+        left = scores.filter(pl.col("strategy") == a).select(*key, "domain", pl.col(metric).alias("a"))
         right = scores.filter(pl.col("strategy") == b).select(*key, pl.col(metric).alias("b"))
         joined = left.join(right, on=key).sort(key)
-        if joined.height < 2:
-            continue
-        rows.append({"comparison": f"{SHORT[b]} vs. {SHORT[a]}", **paired_t(joined["a"].to_list(), joined["b"].to_list())})
-    return pl.DataFrame(rows)
+        test = paired_t(joined["a"].to_list(), joined["b"].to_list(), label)
+        delta = float("nan")
+        if joined.height:
+            diffs = joined.with_columns((pl.col("b") - pl.col("a")).alias("delta"))
+            delta = _macro(diffs, ["retriever"], ["delta"], TURN_FIRST)["delta"].mean()
+        rows.append({"comparison": label, "n": test["n"], "mean delta": delta, "turn delta": test["mean_delta"],
+                     "se": test["se"], "t": test["t"], "p": test["p"], "note": test["note"]})
+    schema = {"comparison": pl.String, "n": pl.Int64, "mean delta": pl.Float64, "turn delta": pl.Float64, "se": pl.Float64,
+              "t": pl.Float64, "p": pl.Float64, "note": pl.String}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def turn_position_table(scores: pl.DataFrame, strategies=("history_reasoning", "baseline"), metric: str = "ndcg@10") -> pl.DataFrame:
-    """Table 19: per strategy and retriever, the metric by turn position (T1 ... T5+)."""
+    """Table 19: per strategy and retriever, the metric by turn position (T1 ... T5+),
+    turn -> domain -> macro."""
     bucketed = scores.with_columns(pl.col("turn_id").map_elements(turn_bucket, return_dtype=pl.String).alias("turn"))
     sub = bucketed.filter(pl.col("strategy").is_in(list(strategies)))
     table = macro(sub, ["strategy", "retriever", "turn"], metric)
@@ -110,16 +189,14 @@ def turn_position_table(scores: pl.DataFrame, strategies=("history_reasoning", "
 
 
 def domain_table(scores: pl.DataFrame, strategy: str = "history_reasoning", metric: str = "ndcg@10") -> pl.DataFrame:
-    """Table 20: domains x retrievers for one strategy."""
+    """Table 20: domains x retrievers for one strategy, the mean over each domain's turns."""
     sub = scores.filter(pl.col("strategy") == strategy).group_by(["domain", "retriever"]).agg(pl.col(metric).mean())
     return sub.pivot(on="retriever", index="domain", values=metric, sort_columns=True).sort("domain")
 
 
-def full_metrics(scores: pl.DataFrame, strategy: str = "history_reasoning") -> pl.DataFrame:
+def full_metrics(scores: pl.DataFrame, strategy: str = "history_reasoning", averaging: str = TURN_FIRST) -> pl.DataFrame:
     """Table 18: nDCG@10, MAP@10, Recall@10 and MRR for one strategy, macro-averaged."""
-    sub = scores.filter(pl.col("strategy") == strategy)
-    per_domain = sub.group_by(["retriever", "domain"]).agg([pl.col(m).mean() for m in TURN_METRICS])
-    return per_domain.group_by("retriever").agg([pl.col(m).mean() for m in TURN_METRICS]).sort("retriever")
+    return _macro(scores.filter(pl.col("strategy") == strategy), ["retriever"], TURN_METRICS, averaging)
 
 
 def turn_curve(scores: pl.DataFrame, metric: str = "ndcg@10"):
@@ -168,21 +245,37 @@ def macro_average(per_domain: Mapping[str, float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def paired_t(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
-    """Paired t-test of b against a over the same observations (turns): mean difference,
-    its standard error, t and the two-sided p (scipy's ``ttest_rel``)."""
+ZERO_SD = 1e-12
+
+
+def paired_t(a: Sequence[float], b: Sequence[float], comparison: str = "") -> dict:
+    """Paired t-test of b against a over the same observations (turns): the mean
+    difference, its standard error, t and the two-sided p (scipy's ``ttest_rel``).
+
+    Documented outcomes instead of scipy's warnings: fewer than two pairs, or differences
+    without variance (all equal, their standard deviation at most ``ZERO_SD``), give t and p NaN with the reason in ``note``; a NaN score
+    is an error naming the comparison and the pair, since the metrics never produce one."""
     from scipy import stats
 
+    where = f"{comparison}: " if comparison else ""
     if len(a) != len(b):
-        raise ValueError(f"paired samples differ in length ({len(a)} vs {len(b)})")
+        raise ValueError(f"{where}paired samples differ in length ({len(a)} vs {len(b)})")
+    for i, (x, y) in enumerate(zip(a, b)):
+        if math.isnan(x) or math.isnan(y):
+            raise ValueError(f"{where}pair {i} has a NaN score ({x}, {y})")
     diffs = [y - x for x, y in zip(a, b)]
     n = len(diffs)
-    mean = sum(diffs) / n if n else float("nan")
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else float("nan")
-    result = stats.ttest_rel(b, a) if n > 1 else None
-    return {"n": n, "mean_delta": mean, "se": sd / math.sqrt(n) if n > 1 else float("nan"),
-            "t": float(result.statistic) if result is not None else float("nan"),
-            "p": float(result.pvalue) if result is not None else float("nan")}
+    nan = float("nan")
+    mean = sum(diffs) / n if n else nan
+    if n < 2:
+        return {"n": n, "mean_delta": mean, "se": nan, "t": nan, "p": nan, "note": f"fewer than 2 pairs ({n})"}
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    # Equal differences carry float noise (0.3 - 0.2 != 0.2 - 0.1) that would make t ~1e16.
+    if sd <= ZERO_SD:
+        return {"n": n, "mean_delta": mean, "se": 0.0, "t": nan, "p": nan,
+                "note": f"no variance: every pair differs by {diffs[0]:.4g}"}
+    result = stats.ttest_rel(b, a)
+    return {"n": n, "mean_delta": mean, "se": sd / math.sqrt(n), "t": float(result.statistic), "p": float(result.pvalue), "note": ""}
 
 
 def turn_bucket(turn_id: int, last: int = 5) -> str:

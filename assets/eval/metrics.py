@@ -1,14 +1,93 @@
-"""Retrieval metrics through ranx, with the paper's cut-offs. Graded labels (2 and 1) count
-as relevant for hits and recall and as gains for nDCG (linear gains, as trec_eval)."""
+"""Retrieval metrics through ranx, with the paper's cut-offs and named gains.
+
+Relevance: a passage labelled 1 or 2 is relevant for Hit, Recall, MRR and MAP (ranx's
+default ``rel_lvl=1``, the QUIT release's ``label > 0``); a label 0 never counts.
+
+nDCG comes in two gains, named by their ranx metric:
+
+- ``ndcg_burges@k``: exponential gain ``2^rel - 1`` (a label-2 passage is worth 3, a
+  label-1 passage 1), discount ``log2(rank + 1)``, the ideal ranking made of every labelled
+  passage of the question (not only the retrieved ones), 0 where that ideal is 0. This is the
+  ``ndcg`` function of the QUIT release (``results/retriever/retriever.py`` and its copies for
+  rerankers), so QUIT's tables report it.
+- ``ndcg@k``: linear gain ``rel``, same discount and ideal: trec_eval's ``ndcg_cut`` (and so
+  RECOR's published ``pytrec_eval`` evaluation; with RECOR's 0/1 labels both gains agree).
+
+Averages run over the questions that have qrels; a question the run has no passage for
+scores 0 on every metric (trec_eval's ``-c``).
+"""
 
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
 from assets.eval.runs import qrels_dict, run_dict
 
-RETRIEVAL_METRICS = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "hit_rate@50", "hit_rate@100",
-                     "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10", "ndcg@100"]
+# ranx metric names the project evaluates; each takes an optional ``@k`` cut-off.
+METRIC_NAMES = ("hit_rate", "recall", "precision", "f1", "mrr", "map", "ndcg", "ndcg_burges")
+METRIC = re.compile(rf"^({'|'.join(METRIC_NAMES)})(?:@([1-9]\d*))?$")
+
+EXPONENTIAL, LINEAR = "exponential", "linear"
+GAINS = {EXPONENTIAL: "ndcg_burges", LINEAR: "ndcg"}
+GAIN_LABELS = {"ndcg_burges": "exp. gain 2^rel-1, as the QUIT release", "ndcg": "linear gain rel, as trec_eval"}
+# QUIT's released evaluation code scores nDCG with exponential gains.
+QUIT_GAIN = EXPONENTIAL
+RELEVANCE = "relevant: label 1 or 2 (label > 0), for Hit, Recall and MRR, as the QUIT release"
+
+
+def ndcg(k: int, gain: str = QUIT_GAIN) -> str:
+    """The ranx name of nDCG@k with ``gain`` ("exponential" or "linear")."""
+    if gain not in GAINS:
+        raise ValueError(f"unknown nDCG gain {gain!r}: use one of {sorted(GAINS)}")
+    return f"{GAINS[gain]}@{k}"
+
+
+def retrieval_metrics(gain: str = QUIT_GAIN, cuts: tuple[int, ...] = (10, 100)) -> list[str]:
+    """The metrics of QUIT's Tables 2 and 4, nDCG with ``gain``."""
+    return ["hit_rate@1", "hit_rate@5", "hit_rate@10", "hit_rate@50", "hit_rate@100",
+            "recall@5", "recall@10", "recall@50", "mrr", *(ndcg(k, gain) for k in cuts)]
+
+
+# QUIT's metric columns: the release's exponential-gain nDCG for the tables, and the linear
+# gain beside it for comparison with trec_eval-based numbers.
+RETRIEVAL_METRICS = [*retrieval_metrics(QUIT_GAIN), *(ndcg(k, LINEAR) for k in (10, 100))]
+
+
+def parse_metric(name: str) -> tuple[str, int]:
+    """``(metric, k)`` of a ranx metric name, k 0 without a cut-off; a ValueError naming the
+    metric and the valid names otherwise (ranx would fail deep inside, or on a typo such as
+    ``hit@5`` with a message naming only part of it)."""
+    match = METRIC.match(name) if isinstance(name, str) else None
+    if match is None:
+        raise ValueError(f"metric {name!r} does not parse: use one of {', '.join(METRIC_NAMES)}, "
+                         f"optionally with a cut-off @k (k >= 1), e.g. ndcg_burges@10 or recall@100")
+    return match.group(1), int(match.group(2) or 0)
+
+
+def metric_label(name: str) -> str:
+    """A table header: the ranx name, and for nDCG the gain it uses."""
+    metric, _ = parse_metric(name)
+    return f"{name} ({GAIN_LABELS[metric]})" if metric in GAIN_LABELS else name
+
+
+def _comparable(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str]) -> tuple[dict, dict]:
+    """Qrels and run as ranx dicts over the qrels' questions, after the checks that make
+    ranx's own failures (an empty max(), an int() of a cut-off) clear errors."""
+    for m in metrics:
+        parse_metric(m)
+    q = qrels_dict(qrels)
+    if not q:
+        raise ValueError("the qrels are empty: there is no question to average over")
+    r = run_dict(run.filter(pl.col("question_id").is_in(list(q))))
+    if not r:
+        # Some questions without passages score 0, but a run that covers none of them is a
+        # filter or id mismatch: its zeros would read as a result.
+        seen = sorted(run["question_id"].unique().to_list())[:3]
+        raise ValueError(f"the run has no passage for any of the {len(q)} questions of the qrels "
+                         f"(run questions: {seen or 'none, the run is empty'}; qrels questions e.g. {sorted(q)[:3]})")
+    return q, r
 
 
 def evaluate_run(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str] = RETRIEVAL_METRICS) -> dict[str, float]:
@@ -16,16 +95,16 @@ def evaluate_run(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str] = RE
     scores 0)."""
     from ranx import Qrels, Run, evaluate
 
-    q = qrels_dict(qrels)
-    r = run_dict(run.filter(pl.col("question_id").is_in(list(q))))
+    q, r = _comparable(qrels, run, metrics)
     scores = evaluate(Qrels(q), Run(r), metrics, make_comparable=True)
     return {m: float(scores[m]) for m in metrics} if len(metrics) > 1 else {metrics[0]: float(scores)}
 
 
 def per_question(qrels: pl.DataFrame, run: pl.DataFrame, metric: str) -> dict[str, float]:
+    """``metric`` of every question that has qrels (0 where the run has no passage for it)."""
     from ranx import Qrels, Run, evaluate
 
-    q = qrels_dict(qrels)
-    run_obj = Run(run_dict(run.filter(pl.col("question_id").is_in(list(q)))))
+    q, r = _comparable(qrels, run, [metric])
+    run_obj = Run(r)
     evaluate(Qrels(q), run_obj, metric, make_comparable=True)
     return {qid: float(v) for qid, v in run_obj.scores[metric].items()}

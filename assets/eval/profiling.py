@@ -128,15 +128,32 @@ def question_grades(labels: pl.DataFrame, partial_weight: float | None = None) -
                                       "correct": pl.Int64, "incorrect": pl.Int64, "partially": pl.Int64, "other": pl.Int64})
 
 
+PROFILE_SCHEMA = {"fact_id": pl.String, "encodes": pl.Boolean, "knows": pl.Boolean, "knows_thinking": pl.Boolean,
+                  "profile": pl.String, "thinking_run": pl.String}
+# Table 2: one row per model (:func:`method.profile_summary`); shares are null where the
+# thinking run is missing.
+SUMMARY_SCHEMA = {"model": pl.String, **{c: pl.Int64 for c in method.SUMMARY_COUNTS}, "thinking_run": pl.String,
+                  **{c: pl.Float64 for c in method.SUMMARY_SHARES}}
+
+
 def fact_profiles(grades: pl.DataFrame, strategy: str = "S2", tau_enc: float = method.TAU,
                   tau_know: float = method.TAU) -> pl.DataFrame:
-    """E, K0, KT and the profile of every fact, from its question grades (S3 expects grades
-    computed with the partial weight)."""
+    """E, K0, KT and the profile of every fact of one model, from its question grades (S3
+    expects grades computed with the partial weight). A model with no knowledge question
+    graded with thinking has no thinking run: its facts say so (``thinking_run`` missing,
+    KT null) instead of all being ungradable; once the run exists, a fact without its
+    thinking grades is ungradable as the strategy says."""
+    has_thinking_run = bool(grades.height) and grades["thinking"].any()
     by_fact: dict[str, tuple[dict, dict]] = {}
     for r in grades.iter_rows(named=True):
         plain, thinking = by_fact.setdefault(r["fact_id"], ({}, {}))
         (thinking if r["thinking"] else plain)[r["task"]] = r["grade"] if r["grade"] is not None else math.nan
-    rows = [{"fact_id": fid, **method.classify(plain, thinking, strategy, tau_enc, tau_know)}
+    rows = [{"fact_id": fid, **method.classify(plain, thinking if has_thinking_run else None, strategy, tau_enc, tau_know)}
             for fid, (plain, thinking) in sorted(by_fact.items())]
-    return pl.DataFrame(rows, schema={"fact_id": pl.String, "encodes": pl.Boolean, "knows": pl.Boolean,
-                                      "knows_thinking": pl.Boolean, "profile": pl.String})
+    return pl.DataFrame(rows, schema=PROFILE_SCHEMA)
+
+
+def summary_table(rows: list[dict]) -> pl.DataFrame:
+    """Table 2 from rows of ``model`` and :func:`method.profile_summary` (typed even when a
+    column is null in every row, as the thinking columns of models without a thinking run)."""
+    return pl.DataFrame(rows, schema=SUMMARY_SCHEMA)

@@ -27,8 +27,17 @@ TASKS = ENCODING_TASKS + KNOWLEDGE_TASKS + MC_TASKS
 PAIRS = {"encoding": ENCODING_TASKS, "direct": ("direct", "direct_natural"), "reverse": ("reverse", "reverse_natural")}
 
 PROFILES = ("encoding_failure", "recall_failure", "direct_recall", "recall_with_thinking", "inference_without_encoding")
+# Without a thinking run KT is unknown: a fact not known without thinking is one of two
+# profiles, and only their union can be told (recall failure or recall with thinking when
+# encoded, encoding failure or inference without encoding when not).
+UNDECIDED = {True: "encoded_not_known", False: "not_encoded_not_known"}
+THINKING_DEPENDENT = ("recall_failure", "recall_with_thinking", "encoding_failure", "inference_without_encoding")
 EXCLUDED_DIRECT_INFERENCE = "direct_inference"
 EXCLUDED_UNGRADABLE = "ungradable"
+# A subject's thinking run: asked (the knowledge questions with thinking), or missing (a
+# model without a thinking setting, or a run not asked).
+THINKING_PRESENT, THINKING_MISSING = "present", "missing"
+THINKING_RUNS = (THINKING_PRESENT, THINKING_MISSING)
 STRATEGIES = ("S1", "S2", "S3")
 PARTIAL_WEIGHT_S3 = 0.51
 TAU = 0.5
@@ -60,58 +69,110 @@ def knows(grades: Mapping[str, float], tau: float = TAU, tasks: Sequence[str] = 
     return bool(gradable) and all(g > tau for g in gradable)
 
 
-def profile(e: bool, k0: bool, kt: bool) -> str:
+def profile(e: bool, k0: bool, kt: bool | None) -> str:
     """The profile of a fact from encodes (E), knows without thinking (K0) and with (KT):
-    not E, K0 is excluded (direct inference); E and K0 is direct recall whatever KT says."""
+    not E, K0 is excluded (direct inference); E and K0 is direct recall whatever KT says.
+    ``kt`` None (no thinking run) leaves a fact not known without thinking undecided
+    between the two profiles KT would separate (:data:`UNDECIDED`)."""
     if k0:
         return "direct_recall" if e else EXCLUDED_DIRECT_INFERENCE
+    if kt is None:
+        return UNDECIDED[e]
     if kt:
         return "recall_with_thinking" if e else "inference_without_encoding"
     return "recall_failure" if e else "encoding_failure"
 
 
-def ungradable(plain: Mapping[str, float], thinking: Mapping[str, float], strategy: str = "S2") -> bool:
+def ungradable(plain: Mapping[str, float], thinking: Mapping[str, float] | None, strategy: str = "S2") -> bool:
     """Whether a fact is dropped for NaN grades. S1: any of its six profiling questions
     (encoding tasks, and the knowledge questions without or with thinking) is NaN. S2 and S3:
-    a whole pair (encoding; direct; reverse) is NaN in the same run."""
+    a whole pair (encoding; direct; reverse) is NaN in the same run. ``thinking`` None: the
+    subject has no thinking run, and only the run without thinking is asked of."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown NaN strategy {strategy!r} (S1, S2, S3)")
     nan = lambda grades, task: math.isnan(grades.get(task, math.nan))  # noqa: E731
+    runs = (plain,) if thinking is None else (plain, thinking)
     if strategy == "S1":
-        return any(nan(plain, t) for t in ENCODING_TASKS + KNOWLEDGE_TASKS) or any(nan(thinking, t) for t in KNOWLEDGE_TASKS)
+        return any(nan(plain, t) for t in ENCODING_TASKS) or any(nan(run, t) for run in runs for t in KNOWLEDGE_TASKS)
     if all(nan(plain, t) for t in PAIRS["encoding"]):
         return True
-    return any(all(nan(run, t) for t in PAIRS[pair]) for run in (plain, thinking) for pair in ("direct", "reverse"))
+    return any(all(nan(run, t) for t in PAIRS[pair]) for run in runs for pair in ("direct", "reverse"))
 
 
-def classify(plain: Mapping[str, float], thinking: Mapping[str, float], strategy: str = "S2",
+def classify(plain: Mapping[str, float], thinking: Mapping[str, float] | None, strategy: str = "S2",
              tau_enc: float = TAU, tau_know: float = TAU) -> dict:
     """E, K0, KT and the profile of one fact, from its grades without thinking (encoding and
-    knowledge tasks) and with thinking (knowledge tasks; encoding is never run with it)."""
+    knowledge tasks) and with thinking (knowledge tasks; encoding is never run with it).
+    ``thinking`` None: the subject's thinking run is missing; KT is None, and so is the
+    profile's share of it (:func:`profile`)."""
+    run = THINKING_MISSING if thinking is None else THINKING_PRESENT
     if ungradable(plain, thinking, strategy):
-        return {"encodes": None, "knows": None, "knows_thinking": None, "profile": EXCLUDED_UNGRADABLE}
-    e, k0, kt = encodes(plain, tau_enc), knows(plain, tau_know), knows(thinking, tau_know)
-    return {"encodes": e, "knows": k0, "knows_thinking": kt, "profile": profile(e, k0, kt)}
+        return {"encodes": None, "knows": None, "knows_thinking": None, "profile": EXCLUDED_UNGRADABLE, "thinking_run": run}
+    e, k0 = encodes(plain, tau_enc), knows(plain, tau_know)
+    kt = None if thinking is None else knows(thinking, tau_know)
+    return {"encodes": e, "knows": k0, "knows_thinking": kt, "profile": profile(e, k0, kt), "thinking_run": run}
 
 
-def profile_summary(profiles: Sequence[dict]) -> dict[str, float]:
-    """One model's row of Table 2, in percent. The five profiles, Encodes, Knows and
-    Knows(+Think) are shares of the profiled facts (neither ungradable nor direct inference);
-    the two excluded kinds are shares of all facts."""
+# Table 2's columns (one model's row, :func:`profile_summary`).
+SUMMARY_COUNTS = ("facts", "profiled")
+SUMMARY_SHARES = ("encodes", "knows", "knows_thinking", "knows_thinking_excl_direct", *PROFILES, *UNDECIDED.values(),
+                  "excluded_ungradable", "excluded_direct_inference")
+KNOWN_WITH_THINKING = ("direct_recall", "recall_with_thinking", "inference_without_encoding")
+# What each column of Table 2 counts, for the report's metadata and the README.
+DEFINITIONS = {
+    "encodes": "E (some encoding task with g > tau_enc), % of profiled facts",
+    "knows": "K0 (all knowledge questions with g > tau_know, no thinking), % of gradable facts: direct recall "
+             "+ direct inference (Table 2, includes direct inference)",
+    "knows_thinking": "K0 or KT, % of gradable facts: direct recall + recall with thinking + inference without "
+                      "encoding + direct inference (Table 2's Knows(+Think), includes direct inference); null when "
+                      "the thinking run is missing",
+    "knows_thinking_excl_direct": "direct recall + recall with thinking + inference without encoding, % of profiled "
+                                  "facts (Figure 4's Knows bar, excludes direct inference); null when the thinking "
+                                  "run is missing",
+    **{name: "% of profiled facts; null when the thinking run is missing" for name in THINKING_DEPENDENT},
+    "direct_recall": "E and K0, % of profiled facts (also Knows without thinking, excluding direct inference)",
+    UNDECIDED[True]: "E and not K0 = recall failure + recall with thinking, % of profiled facts",
+    UNDECIDED[False]: "not E and not K0 = encoding failure + inference without encoding, % of profiled facts",
+    "excluded_ungradable": "dropped by the NaN strategy, % of all facts",
+    "excluded_direct_inference": "not E and K0, % of all facts (excluded from the five profiles)",
+    "thinking_run": f"{THINKING_PRESENT}, or {THINKING_MISSING}: no knowledge question graded with thinking",
+}
+
+
+def profile_summary(profiles: Sequence[dict]) -> dict:
+    """One model's row of Table 2, in percent, as :data:`DEFINITIONS` says: the five
+    profiles and Encodes are shares of the profiled facts (neither ungradable nor direct
+    inference); Knows and Knows(+Think) shares of the gradable facts (the profiled ones and
+    the direct inferences), so they include direct inference; the excluded kinds shares of
+    all facts. Without a thinking run (every fact's ``thinking_run`` missing) the columns
+    that need KT are None. Facts that mix present and missing thinking runs are an error."""
+    runs = {p.get("thinking_run", THINKING_PRESENT) for p in profiles}
+    if len(runs) > 1:
+        missing = sorted(str(p.get("fact_id", "?")) for p in profiles if p.get("thinking_run") == THINKING_MISSING)
+        raise ValueError(f"{len(missing)} facts without a thinking run among facts with one (e.g. {', '.join(missing[:5])})")
+    run = runs.pop() if runs else THINKING_PRESENT
     total = len(profiles)
-    kept = [p for p in profiles if p["profile"] in PROFILES]
+    kept = [p for p in profiles if p["profile"] in PROFILES or p["profile"] in UNDECIDED.values()]
+    direct_inference = sum(p["profile"] == EXCLUDED_DIRECT_INFERENCE for p in profiles)
+    gradable = len(kept) + direct_inference
     pct = lambda n, d: 100.0 * n / d if d else math.nan  # noqa: E731
+    count = lambda *names: sum(p["profile"] in names for p in kept)  # noqa: E731
+    thinking = run == THINKING_PRESENT
     row = {
         "facts": total,
         "profiled": len(kept),
+        "thinking_run": run,
         "encodes": pct(sum(bool(p["encodes"]) for p in kept), len(kept)),
-        "knows_thinking": pct(sum(p["profile"] in ("direct_recall", "recall_with_thinking", "inference_without_encoding") for p in kept), len(kept)),
-        "knows": pct(sum(p["profile"] == "direct_recall" for p in kept), len(kept)),
+        "knows": pct(count("direct_recall") + direct_inference, gradable),
+        "knows_thinking": pct(count(*KNOWN_WITH_THINKING) + direct_inference, gradable) if thinking else None,
+        "knows_thinking_excl_direct": pct(count(*KNOWN_WITH_THINKING), len(kept)) if thinking else None,
     }
     for name in PROFILES:
-        row[name] = pct(sum(p["profile"] == name for p in kept), len(kept))
+        row[name] = pct(count(name), len(kept)) if thinking or name not in THINKING_DEPENDENT else None
+    row[UNDECIDED[True]] = pct(count("recall_failure", "recall_with_thinking", UNDECIDED[True]), len(kept))
+    row[UNDECIDED[False]] = pct(count("encoding_failure", "inference_without_encoding", UNDECIDED[False]), len(kept))
     row["excluded_ungradable"] = pct(sum(p["profile"] == EXCLUDED_UNGRADABLE for p in profiles), total)
-    row["excluded_direct_inference"] = pct(sum(p["profile"] == EXCLUDED_DIRECT_INFERENCE for p in profiles), total)
+    row["excluded_direct_inference"] = pct(direct_inference, total)
     return row
 
 

@@ -78,12 +78,14 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS,
                "benchmark_questions": QUIT_QUESTIONS},
-          kinds={"ranx"}, code_version="1")
+          kinds={"ranx"}, code_version="2")
 def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
     Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
-    The Oracle retriever is an upper bound, not a retriever, and is left out."""
+    Table 4's nDCG uses the QUIT release's exponential gain 2^rel-1 (``ndcg_burges@k``); the
+    linear-gain nDCG of trec_eval stays in the table as ``ndcg@k``. The Oracle retriever is
+    an upper bound, not a retriever, and is left out."""
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
     rows = []
     for split in ["all", *sorted(benchmark_questions["split"].unique().to_list())]:
@@ -97,7 +99,8 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
     return dg.Output(table, metadata={
         **table_metadata(table),
         "table_2": dg.MetadataValue.md(reports.percent_table(overall, "retriever", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"])),
-        "table_4": dg.MetadataValue.md(reports.percent_table(overall, "retriever", ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10", "ndcg@100"])),
+        "table_4": dg.MetadataValue.md(definition_table(overall, "retriever", TABLE_4)),
+        **definition_metadata(),
         "hit_at_k": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
         "hit100_by_relevant": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
     })
@@ -141,13 +144,15 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS},
-          kinds={"ranx"}, code_version="1")
+          kinds={"ranx"}, code_version="2")
 def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
     shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
     MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
-    (Table 7's shape)."""
-    metrics = [*eval_metrics.RETRIEVAL_METRICS, "ndcg@5", "ndcg@50"]
+    (Table 7's shape). nDCG in Tables 6 and 7 uses the QUIT release's exponential gain
+    (``ndcg_burges@k``); the linear gain stays in the table as ``ndcg@k``."""
+    extra = [eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)]
+    metrics = [*eval_metrics.RETRIEVAL_METRICS, *extra]
     oracles = oracle_aliases()
     rows = []
     for system in sorted(quit_reranked_runs["system"].unique().to_list()):
@@ -159,8 +164,9 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
     return dg.Output(table, metadata={
         **table_metadata(table),
         "table_5": dg.MetadataValue.md(reports.percent_table(retrieved, "system", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"])),
-        "table_6": dg.MetadataValue.md(reports.percent_table(retrieved, "system", ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10", "ndcg@100"])),
-        "table_7": dg.MetadataValue.md(reports.percent_table(oracle, "reranker", ["ndcg@5", "ndcg@10", "ndcg@50", "ndcg@100"])),
+        "table_6": dg.MetadataValue.md(definition_table(retrieved, "system", TABLE_4)),
+        "table_7": dg.MetadataValue.md(definition_table(oracle, "reranker", TABLE_7)),
+        **definition_metadata(),
     })
 
 
@@ -169,33 +175,40 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
                "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
           kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"),
-          code_version=code_version("1", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
+          code_version=code_version("2", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
                         benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame,
                         llm: LLMResource) -> dg.Output:
     """One reader (partition = model alias) answering from the top-1, top-3 and top-5
     passages of every retriever's and retriever+reranker's run, with Union_norm and
-    Union_freq contexts (equation 1, alpha 0.6, beta 0.4), plus the Optimal bound: the reader
-    on every relevant passage."""
+    Union_freq contexts over the passages' hints (equation 1, alpha 0.6, beta 0.4, every hint
+    kept, as released), plus the Optimal bound: the reader on every relevant passage. Each
+    answer has ``em`` (normalized EM) and ``em_raw`` (the release's raw, case-sensitive EM);
+    ``passages_cut_into_sentences`` counts the passages whose id encodes no hints."""
     reader = context.partition_key
     judge = llm.role("quit.judge")[0]
     stats = CallStats()
-    items = readers.reader_items(pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus)
+    items, split = readers.reader_items(pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus, benchmark_questions)
+    if split:
+        context.log.warning(f"{len(split)} passages encode no hints in their id and are cut into sentences: {', '.join(split[:10])}")
     answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info)
     relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
     pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
     # With the labeling prompt and model these calls are served from the labeling cache.
     per_passage = quit_steps.passage_answers(relevant, pool, llm, reader, judge, stats, context.log.info)
-    per_passage = per_passage.with_columns(pl.col("exact_match").alias("em"))
+    per_passage = readers.with_raw_em(per_passage.with_columns(pl.col("exact_match").alias("em")), benchmark_questions)
     best = readers.optimal(per_passage, benchmark_qrels, reader)
     frame = pl.concat([
         answers,
-        best.select("question_id", "reader", "system", "em", "correct"),
+        best.select("question_id", "reader", "system", "em", "em_raw", "correct"),
     ], how="diagonal_relaxed")
     return dg.Output(frame, metadata={
-        **table_metadata(answers.select("question_id", "system", "k", "strategy", "answer", "em", "correct")),
+        **table_metadata(answers.select("question_id", "system", "k", "strategy", "answer", "em", "em_raw", "correct")),
         "em": float(answers["em"].mean() or 0.0),
+        "em_raw": float(answers["em_raw"].mean() or 0.0),
         "optimal_em": float(best["em"].mean() or 0.0),
+        "optimal_em_raw": float(best["em_raw"].mean() or 0.0),
+        "passages_cut_into_sentences": len(split),
         **stats.as_metadata(),
     })
 
@@ -204,23 +217,50 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
           ins={"quit_reader_answers": wiring.input("quit_reader_answers"), "quit_runs": wiring.input("quit_runs"),
                "quit_reranked_runs": wiring.input("quit_reranked_runs"),
                "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"polars"}, code_version="2")
+          kinds={"polars"}, code_version="3")
 def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
                         benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
     """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
-    k and context strategy, with the Optimal bound (Table 8's shape), and the distribution of
+    k and context strategy, with the Optimal bound (Table 8's shape; ``em`` normalized,
+    ``em_raw`` the release's raw match, each its own table), and the distribution of
     top-5 passages by number of hints for the retrievers and the Oracle retriever with each
     reranker, next to the fully relevant ones (Figure 6's shape)."""
     answers = quit_reader_answers.filter(pl.col("system") != "optimal")
     best = quit_reader_answers.filter(pl.col("system") == "optimal")
     table = readers.em_table(answers, best)
-    wide = table.pivot(on="reader", index=["system", "k", "strategy"], values="em")
+
+    def table_8(values: str, definition: str) -> dg.MetadataValue:
+        wide = table.pivot(on="reader", index=["system", "k", "strategy"], values=values)
+        return dg.MetadataValue.md(f"{definition}\n\n{reports.em_markdown(wide)}")
+
     return dg.Output(table, metadata={
         **table_metadata(table, 30),
-        "table_8": dg.MetadataValue.md(reports.em_markdown(wide)),
+        "table_8": table_8("em", "EM (normalized): answer and gold equal after assets.common.text.normalize "
+                                 "(lower case; accents, punctuation, possessive 's and articles removed)."),
+        "table_8_em_raw": table_8("em_raw", "EM (raw, as released): the reader's output after the release's "
+                                            "clean_responses equals a gold answer as written, case included."),
         "passages_by_hints": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
                                                                     benchmark_corpus, benchmark_qrels)),
     })
+
+
+# Tables 4 and 6 share their columns; Table 7 is nDCG alone. nDCG with QUIT's gain.
+TABLE_4 = ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr",
+           *(eval_metrics.ndcg(k) for k in (10, 100))]
+TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
+
+
+def definition_table(frame: pl.DataFrame, key: str, metrics: list[str]) -> str:
+    """A percentage table whose headers name each metric's definition (nDCG: its gain)."""
+    labels = {m: eval_metrics.metric_label(m) for m in metrics}
+    return reports.percent_table(frame.rename(labels), key, list(labels.values()))
+
+
+def definition_metadata() -> dict[str, str]:
+    gain = eval_metrics.GAINS[eval_metrics.QUIT_GAIN]
+    return {"ndcg_gain": f"tables: {gain}@k, {eval_metrics.GAIN_LABELS[gain]} (results/retriever/retriever.py); "
+                         f"ndcg@k columns: {eval_metrics.GAIN_LABELS['ndcg']}",
+            "relevance": eval_metrics.RELEVANCE}
 
 
 def oracle_aliases() -> list[str]:

@@ -1,9 +1,12 @@
 """LLM readers over retrieved passages (QUIT paper section 5.4) as functions of frames.
 
 For every ranked list (a retriever's run, or a reranked one) and every k in ``CUTOFFS`` and
-context strategy (Union_norm, Union_freq), the reader answers from the context built from the
-top-k passages. An answer counts as an exact match when it equals, after normalization, an
-answer in the question's valid-answer pool; the judge decides the others (``correct``).
+context strategy (Union_norm, Union_freq over the passages' hints, ``assets.eval.contexts``),
+the reader answers from the context built from the top-k passages. Two exact matches are
+kept: ``em``, the answer parsed by ``rules.parse_short_answer`` equal after
+``assets.common.text.normalize`` to an answer in the question's valid-answer pool, and
+``em_raw``, the QUIT release's (:func:`raw_exact_match`). The judge decides the others
+(``correct``).
 """
 
 from __future__ import annotations
@@ -12,30 +15,64 @@ import polars as pl
 
 from assets.common.prompts import load_prompt
 from assets.common.text import exact_match, normalize
-from assets.eval.contexts import STRATEGIES
+from assets.eval.contexts import STRATEGIES, passage_units
 from assets.quit import rules, steps
 from resources.llm import CallStats, LLMRequest
 
 CUTOFFS = (1, 3, 5)
+NO_ANSWER = "NO ANSWER"
 
 ANSWER_SCHEMA = {
     "question_id": pl.String, "reader": pl.String, "system": pl.String, "k": pl.Int32, "strategy": pl.String,
     "context": pl.String, "raw": pl.String, "answer": pl.String, "error": pl.String, "em": pl.Boolean,
-    "correct": pl.Boolean,
+    "em_raw": pl.Boolean, "correct": pl.Boolean,
 }
 
 
-def reader_items(runs: pl.DataFrame, corpus: pl.DataFrame, cutoffs=CUTOFFS, top_sentences: int = 5) -> list[dict]:
-    """One item per (question, system, k, strategy) with its context."""
-    text = dict(corpus.select("passage_id", "text").iter_rows())
+def released_answer(raw: str) -> str:
+    """A reader's output as the QUIT release's ``clean_responses`` (experiments/vanilla/rag/
+    by_server.py) leaves it: stripped, its last line, one leading "(" dropped, NO ANSWER when
+    empty or when it mentions "no answer" in any case. The release also turns an answer that
+    spaCy parses as a full sentence into NO ANSWER; spaCy's model is not bundled, so that
+    step is left out (a sentence-long answer matches no gold anyway, except a gold that is a
+    sentence)."""
+    line = raw.strip().split("\n")[-1]
+    line = line[1:] if line.startswith("(") else line
+    return NO_ANSWER if not line or "no answer" in line.lower() else line
+
+
+def raw_exact_match(raw: str | None, golds: list[str]) -> bool:
+    """The release's EM (results/retriever/retriever_rag.py): the cleaned output is one of
+    the gold strings as written, case and punctuation included. No output matches nothing."""
+    return raw is not None and released_answer(raw) in golds
+
+
+def with_raw_em(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """``answers`` (``question_id``, ``raw``) with ``em_raw`` against each question's pool."""
+    pool = dict(questions.select("question_id", "answers").iter_rows())
+    return answers.with_columns(pl.Series("em_raw", [raw_exact_match(raw, pool.get(qid) or [])
+                                                     for qid, raw in answers.select("question_id", "raw").iter_rows()],
+                                          dtype=pl.Boolean))
+
+
+def reader_items(runs: pl.DataFrame, corpus: pl.DataFrame, questions: pl.DataFrame | None, cutoffs=CUTOFFS,
+                 top: int | None = None) -> tuple[list[dict], list[str]]:
+    """One item per (question, system, k, strategy) with its context, and the ids of the
+    passages cut into regex sentences because their id does not encode hints of
+    ``questions`` (``question_id``, ``hints``; see ``contexts.passage_units``). ``top`` caps
+    Union_freq's units (None: all, as released). Run passages missing from the corpus are
+    skipped."""
+    known = runs.join(corpus.select("passage_id"), on="passage_id", how="semi").sort("question_id", "system", "rank")
+    head = known.group_by(["question_id", "system"], maintain_order=True).head(max(cutoffs))
+    units, split = passage_units(corpus.join(head.select("passage_id").unique(), on="passage_id", how="semi"), questions)
     items = []
-    for (qid, system), group in runs.sort("rank").group_by(["question_id", "system"], maintain_order=True):
-        ranked = [text[p] for p in group["passage_id"] if p in text]
+    for (qid, system), group in head.group_by(["question_id", "system"], maintain_order=True):
+        ranked = [units[p] for p in group["passage_id"]]
         for k in cutoffs:
             for strategy, build in STRATEGIES.items():
                 items.append({"question_id": qid, "system": system, "k": k, "strategy": strategy,
-                              "context": build(ranked[:k], top_sentences)})
-    return sorted(items, key=lambda i: (i["question_id"], i["system"], i["k"], i["strategy"]))
+                              "context": build(ranked[:k], top)})
+    return sorted(items, key=lambda i: (i["question_id"], i["system"], i["k"], i["strategy"])), sorted(split)
 
 
 def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_alias: str, stats: CallStats, log=None) -> pl.DataFrame:
@@ -54,26 +91,30 @@ def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_ali
         golds = q[i["question_id"]]["answers"]
         verdict = verdicts.get((i["question_id"], normalize(answer))) if answer else None
         rows.append({**i, "reader": reader, "raw": r.text, "answer": answer, "error": r.error,
-                     "em": exact_match(answer, golds), "correct": rules.is_correct(answer, golds, verdict)})
+                     "em": exact_match(answer, golds), "em_raw": raw_exact_match(r.text, golds),
+                     "correct": rules.is_correct(answer, golds, verdict)})
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
 def optimal(answers: pl.DataFrame, qrels: pl.DataFrame, reader: str) -> pl.DataFrame:
     """The paper's Optimal upper bound: a question is answerable when the reader answers it
     correctly from at least one of its relevant (label 1 or 2) passages. ``answers`` are the
-    reader's per-passage answers (``passage_id``, ``correct``, ``em``)."""
+    reader's per-passage answers (``passage_id``, ``correct``, ``em`` and ``em_raw``; the
+    release's results/rag/rag.py counts a raw match on any relevant passage)."""
     per_passage = answers.join(qrels.select("passage_id", "label"), on="passage_id")
     return (
         per_passage.group_by("question_id")
-        .agg(pl.col("em").fill_null(False).any().alias("em"), pl.col("correct").fill_null(False).any().alias("correct"))
+        .agg(pl.col(c).fill_null(False).any() for c in ("em", "em_raw", "correct"))
         .with_columns(pl.lit(reader).alias("reader"), pl.lit("optimal").alias("system"))
     )
 
 
 def em_table(answers: pl.DataFrame, optimal_rows: pl.DataFrame) -> pl.DataFrame:
-    """Table 8's shape: EM per (system, k, strategy) and reader, Optimal first."""
-    best = (optimal_rows.group_by("reader").agg(pl.col("em").mean().alias("em"), pl.col("correct").mean().alias("judge"))
+    """Table 8's shape: per (system, k, strategy) and reader, Optimal first, the share of
+    questions with ``em`` (normalized EM), ``em_raw`` (the release's raw EM) and ``judge``
+    (judged correct)."""
+    shares = [pl.col("em").mean().alias("em"), pl.col("em_raw").mean().alias("em_raw"), pl.col("correct").mean().alias("judge")]
+    best = (optimal_rows.group_by("reader").agg(shares)
             .with_columns(pl.lit("Optimal").alias("system"), pl.lit(None, pl.Int32).alias("k"), pl.lit("oracle").alias("strategy")))
-    rest = answers.group_by("system", "k", "strategy", "reader").agg(
-        pl.col("em").mean().alias("em"), pl.col("correct").mean().alias("judge"))
+    rest = answers.group_by("system", "k", "strategy", "reader").agg(shares)
     return pl.concat([best.select(rest.columns), rest.sort("system", "k", "strategy")], how="vertical_relaxed")

@@ -8,7 +8,7 @@ evaluation's registry: the same retrievers, indexes and searches serve both benc
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import md_table, png_markdown, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
 from assets.eval import conversational, generation, retrieve
@@ -33,16 +33,37 @@ BY_DOMAIN = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="
 
 
 def qrels_frame(benchmark: pl.DataFrame) -> pl.DataFrame:
+    """One qrel per turn and gold document; a turn without gold has none (exploding its
+    empty list would leave a null document)."""
     return (benchmark.select(pl.col("qid").alias("question_id"), pl.col("gold_doc_ids").alias("passage_id"))
-            .explode("passage_id").with_columns(pl.lit(1).alias("label")))
+            .explode("passage_id").drop_nulls("passage_id").with_columns(pl.lit(1).alias("label")))
+
+
+def truncated(spec, texts: list[str]) -> int:
+    """How many of ``texts`` the retriever cuts at its input limit: a dense encoder with a
+    bounded input (sentence-transformers' ``max_seq_length``) keeps the start, so the
+    question survives and the end of the history goes. BM25 and the bundled e5-small
+    (sliding windows) read queries whole."""
+    from resources.encoders import input_limit, token_counts
+
+    if spec.kind != "dense" or not texts:
+        return 0
+    limit = input_limit(spec.encoder)
+    if limit is None:
+        return 0
+    return sum(n > limit for n in token_counts(spec.encoder, texts, "query", query_prefix=spec.query_prefix))
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions, ins={"benchmark": BENCHMARK},
-          kinds={"litellm"}, pool=llm_pool("recor"), code_version=code_version("1", "eval/query_rewrite", "eval/search_reasoning"))
+          kinds={"litellm"}, pool=llm_pool("recor"), code_version=code_version("2", "eval/query_rewrite", "eval/search_reasoning"))
 def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource) -> dg.Output:
-    """Every turn's query under the five strategies (4.1.1): Baseline (the question),
-    Query Rewrite (made self-contained by the LLM), Reasoning (the LLM's search rationale
-    appended), History (the conversation so far prepended) and History+Reasoning."""
+    """Every turn's query under each strategy (4.1.1), laid out as the published retrieval
+    code does (question first, then ``Conversation History:``, then ``Reasoning:``):
+    Baseline (the question), Query Rewrite (made self-contained by the LLM), Reasoning (the
+    retrieval guidance stored with the turn at construction), History (the whole
+    conversation so far, as released), History+Reasoning, Last turn (the previous question
+    and answer, then the question) and LLM reasoning (a search rationale the LLM writes
+    now, this project's variant)."""
     alias = llm.role("recor.builder")[0]
     stats = CallStats()
     rows = list(benchmark.iter_rows(named=True))
@@ -57,25 +78,29 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
     rewrites |= {t["qid"]: (" ".join(r.value.split()) or None) if r.ok and r.value else None for t, r in zip(later, rewritten)}
     rationales = {t["qid"]: (" ".join(r.value.split()) or None) if r.ok and r.value else None for t, r in zip(rows, why)}
     frame = conversational.strategy_queries(benchmark, rewrites, rationales)
+    fallbacks = dict(frame.filter(pl.col("fallback")).group_by("strategy").len().sort("strategy").iter_rows())
     return dg.Output(frame, metadata={**table_metadata(frame.select("qid", "strategy", "query")),
-                                      "fallbacks": int(frame["fallback"].sum()), **stats.as_metadata()})
+                                      "fallbacks": int(frame["fallback"].sum()), "fallbacks_by_strategy": counts_md(fallbacks, "strategy"),
+                                      "strategies": counts_md(conversational.STRATEGY_TEXT, "strategy", "query text"), **stats.as_metadata()})
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_eval_partitions,
           ins={"corpus": dg.AssetIn(key=["recor", "corpus"], partition_mapping=BY_DOMAIN),
                "recor_queries": dg.AssetIn(key=[PREFIX, "recor_queries"], partition_mapping=BY_DOMAIN)},
-          kinds={"lucene", "faiss"}, code_version="1")
+          kinds={"lucene", "faiss"}, code_version="2")
 def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_queries: pl.DataFrame,
                lucene: LuceneResource, faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
-    """One domain's corpus indexed for one retriever and searched with every turn's five
-    strategy queries: top-100 per turn and strategy, as a table and TREC run files."""
+    """One domain's corpus indexed for one retriever and searched with every turn's
+    strategy queries: top-100 per turn and strategy, as a table and TREC run files. The
+    queries go in whole; ``truncated_queries`` counts those the retriever's input limit cut."""
     keys = context.partition_key.keys_by_dimension
     domain, spec = keys["domain"], load_retrievers()[keys["retriever"]]
     docs = corpus.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents"))
     name = f"recor_{domain}"
     n, _ = retrieve.build(spec, name, docs, lucene, faiss_index, storage)
-    frames = []
+    frames, cut = [], {}
     for (strategy,), group in recor_queries.group_by("strategy", maintain_order=True):
+        cut[strategy] = truncated(spec, group["query"].to_list())
         hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index, storage)
         run = run_frame(hits, spec.alias).with_columns(pl.lit(strategy).alias("strategy"))
         write_bytes(storage.path(PREFIX, "runs", "recor", domain, f"{spec.alias}.{strategy}.trec"),
@@ -83,29 +108,40 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
         frames.append(run)
     runs = pl.concat(frames) if frames else pl.DataFrame(schema={**RUN_SCHEMA, "strategy": pl.String})
     return dg.Output(runs.with_columns(pl.lit(domain).alias("domain")), metadata={
-        **table_metadata(runs.filter(pl.col("rank") <= 3)), "documents": n, "queries": recor_queries.height})
+        **table_metadata(runs.filter(pl.col("rank") <= 3)), "documents": n, "queries": recor_queries.height,
+        "truncated_queries": sum(cut.values()), "truncated_by_strategy": counts_md(cut, "strategy")})
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("benchmark", "recor")},
-          kinds={"ranx", "scipy"}, code_version="1")
+          kinds={"ranx", "scipy"}, code_version="2")
 def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
-    """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, averaged per domain and
-    macro-averaged over domains: Table 3 (retrievers x strategies), Table 4 (ablation),
-    Table 17 (paired t-tests over turn-level observations), Table 18 (History+Reasoning,
-    all metrics), Table 19 (turn position), Table 20 (domains x retrievers) and Figure 2,
-    over the domains whose runs are materialized."""
-    scores = conversational.turn_scores(recor_runs, qrels_frame(benchmark), benchmark)
-    table3 = conversational.strategy_table(scores)
+    """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, over the domains whose runs
+    are materialized. Each table says its averaging: turn -> domain -> macro as the
+    paper's text (Tables 3, 4, 18, 19, 20 and Figure 2), and turn -> conversation -> domain
+    -> macro as the published ablation scripts (``table_3_conversation_first``, 4, 18).
+    Table 17: paired t-tests over turn-level observations, Mean Delta the macro-averaged
+    difference. A turn without gold documents has no metric: it is left out and counted
+    (``turns_without_gold``)."""
+    qrels = qrels_frame(benchmark)
+    scores = conversational.turn_scores(recor_runs, qrels, benchmark)
+    skipped = conversational.without_gold(benchmark, qrels)
+    tables = {}
+    for averaging, suffix in ((conversational.TURN_FIRST, ""), (conversational.CONVERSATION_FIRST, "_conversation_first")):
+        table3 = conversational.strategy_table(scores, averaging=averaging)
+        tables |= {f"table_3{suffix}": (averaging, table3, 50), f"table_4{suffix}": (averaging, conversational.ablation_table(table3), 50),
+                   f"table_18{suffix}": (averaging, conversational.full_metrics(scores, averaging=averaging), 50)}
+    tables |= {"table_17": (conversational.TURN_FIRST, conversational.t_tests(scores), 10),
+               "table_19": (conversational.TURN_FIRST, conversational.turn_position_table(scores), 50)}
     return dg.Output(scores, metadata={
         **table_metadata(scores, 5),
         "turns": benchmark.height,
-        "table_3": dg.MetadataValue.md(md_table(table3, 50)),
-        "table_4": dg.MetadataValue.md(md_table(conversational.ablation_table(table3), 50)),
-        "table_17": dg.MetadataValue.md(md_table(conversational.t_tests(scores), 10)),
-        "table_18": dg.MetadataValue.md(md_table(conversational.full_metrics(scores), 50)),
-        "table_19": dg.MetadataValue.md(md_table(conversational.turn_position_table(scores), 50)),
-        "table_20": dg.MetadataValue.md(md_table(conversational.domain_table(scores), 20)),
+        "turns_without_gold": len(skipped),
+        "turns_without_gold_ids": ", ".join(skipped[:20]) or "none",
+        "strategies": counts_md(conversational.STRATEGY_TEXT, "strategy", "query text"),
+        **{name: dg.MetadataValue.md(conversational.titled(averaging, md_table(table, rows)))
+           for name, (averaging, table, rows) in tables.items()},
+        "table_20": dg.MetadataValue.md(f"Averaging: mean over each domain's turns\n\n{md_table(conversational.domain_table(scores), 20)}"),
         "turn_position": png_markdown(conversational.turn_curve(scores)),
         "per_domain": png_markdown(conversational.domain_plot(scores)),
     })
@@ -123,14 +159,15 @@ def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
           kinds={"litellm"}, pool=llm_pool("recor"),
-          code_version=code_version("2", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
+          code_version=code_version("3", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
 def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
                      recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Every configured generator (registry role ``recor.generators``) answering each turn in
     three modes (4.2.1): Oracle (the gold passages), Retrieved (top 5 of the best retrieval
     configuration by macro nDCG@10) and NoRetrieval; judged on correctness, completeness,
     relevance, coherence and faithfulness (not for NoRetrieval), 1-5 normalized to 0-1, with
-    ROUGE-L and METEOR against the reference answer."""
+    ROUGE-L, METEOR and BERTScore F1 against the reference answer (definitions in the
+    metadata). A failed call leaves its scores null; an empty answer scores 0."""
     retriever, strategy = best_configuration(recor_retrieval_metrics)
     run = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy)).sort("question_id", "rank")
     retrieved = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
@@ -141,27 +178,32 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
     for generator in llm.role("recor.generators"):
         answers = generation.answer(items, llm, generator, stats, context.log.info)
         grades = generation.judge(items, answers, llm, judge_alias, stats, context.log.info)
-        for item, text, grade in zip(items, answers, grades):
+        bert = generation.bertscore_f1([i["reference"] for i in items], answers)
+        for item, text, grade, f1 in zip(items, answers, grades, bert):
             rows.append({"domain": item["domain"], "qid": item["qid"], "generator": generator, "mode": item["mode"], "answer": text,
-                         **{d: grade.get(d) for d in generation.DIMENSIONS}, **generation.lexical(item["reference"], text)})
+                         **{d: grade.get(d) for d in generation.DIMENSIONS}, **generation.lexical(item["reference"], text),
+                         "bertscore_f1": f1})
     schema = {"domain": pl.String, "qid": pl.String, "generator": pl.String, "mode": pl.String, "answer": pl.String,
-              **{d: pl.Float64 for d in generation.DIMENSIONS}, "rouge_l": pl.Float64, "meteor": pl.Float64}
+              **{d: pl.Float64 for d in generation.DIMENSIONS}, **{m: pl.Float64 for m in generation.REFERENCE_METRICS}}
     frame = pl.DataFrame(rows, schema=schema)
     return dg.Output(frame, metadata={**table_metadata(frame.select("qid", "generator", "mode", "answer", "correctness")),
-                                      "retrieved_with": f"{retriever} / {strategy}", **stats.as_metadata()})
+                                      "retrieved_with": f"{retriever} / {strategy}", **reference_metric_definitions(),
+                                      "empty_answers": frame.filter(pl.col("answer") == "").height, **stats.as_metadata()})
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"recor_generation": wiring.materialized("recor_generation")},
-          kinds={"polars"}, code_version="1")
+          kinds={"polars"}, code_version="2")
 def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged
     dimensions) by domain and generator in Retrieved mode (Table 7), by mode and generator
-    (Table 8), per domain for each mode (Tables 21-23), per dimension, and ROUGE-L / METEOR."""
+    (Table 8), per domain for each mode (Tables 21-23), per dimension, and ROUGE-L / METEOR /
+    BERTScore F1 (Table 25; an empty answer's 0 counts in the means)."""
     dims = list(generation.DIMENSIONS)
+    columns = [*dims, "overall", *generation.REFERENCE_METRICS]
     scored = recor_generation.with_columns(pl.mean_horizontal(*dims).alias("overall"))
-    per_domain = scored.group_by(["domain", "generator", "mode"]).agg([pl.col(c).mean() for c in [*dims, "overall", "rouge_l", "meteor"]])
-    overall = per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in [*dims, "overall", "rouge_l", "meteor"]]).sort("generator", "mode")
+    per_domain = scored.group_by(["domain", "generator", "mode"]).agg([pl.col(c).mean() for c in columns])
+    overall = per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in columns]).sort("generator", "mode")
 
     def wide(mode: str) -> pl.DataFrame:
         return per_domain.filter(pl.col("mode") == mode).pivot(on="generator", index="domain", values="overall", sort_columns=True).sort("domain")
@@ -175,8 +217,16 @@ def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
         "table_22_retrieved": dg.MetadataValue.md(md_table(wide("retrieved"), 11)),
         "table_23_no_retrieval": dg.MetadataValue.md(md_table(wide("no_retrieval"), 11)),
         "dimensions": dg.MetadataValue.md(md_table(overall.select("generator", "mode", *dims), 20)),
-        "lexical": dg.MetadataValue.md(md_table(overall.select("generator", "mode", "rouge_l", "meteor"), 20)),
+        "lexical": dg.MetadataValue.md(md_table(overall.select("generator", "mode", *generation.REFERENCE_METRICS)
+                                                .rename(generation.REFERENCE_METRICS), 20)),
+        **reference_metric_definitions(),
     })
+
+
+def reference_metric_definitions() -> dict:
+    """Which computation each reference-answer score column is, for the tables' metadata."""
+    return {"definition/rouge_l": generation.ROUGE_DEFINITION, "definition/meteor": generation.METEOR_DEFINITION,
+            "definition/bertscore_f1": generation.BERTSCORE_DEFINITION}
 
 
 recor_eval_assets = [recor_queries, recor_runs, recor_retrieval_metrics, recor_generation, recor_generation_metrics]

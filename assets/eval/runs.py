@@ -36,7 +36,22 @@ def trec_run(run: pl.DataFrame) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _repeats(frame: pl.DataFrame, key: list[str], what: str, shown: str) -> None:
+    """A ValueError naming the first questions whose ``key`` repeats, with their ``shown``."""
+    repeated = (frame.group_by(key).agg(pl.col(shown).sort().alias("shown"), pl.len().alias("n"))
+                .filter(pl.col("n") > 1).sort(key))
+    if repeated.height:
+        examples = "; ".join(f"{'/'.join(str(row[c]) for c in key)}: {', '.join(map(str, row['shown']))}"
+                             for row in repeated.head(5).iter_rows(named=True))
+        raise ValueError(f"{repeated.height} {what} ({examples})")
+
+
 def qrels_dict(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """``{question: {passage: label}}``; a passage given two different labels for one
+    question is an error (which one counts would depend on row order); a repeated identical
+    row is the same judgement."""
+    _repeats(qrels.unique(["question_id", "passage_id", "label"]), ["question_id", "passage_id"],
+             "question/passage pairs with conflicting labels", "label")
     out: dict[str, dict[str, int]] = {}
     for qid, pid, label in qrels.select("question_id", "passage_id", "label").iter_rows():
         out.setdefault(qid, {})[pid] = int(label)
@@ -44,8 +59,20 @@ def qrels_dict(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def run_dict(run: pl.DataFrame) -> dict[str, dict[str, float]]:
-    """Scores made strictly decreasing by rank, so every tool orders documents the same way
-    (trec_eval and ranx break score ties differently)."""
+    """``{question: {passage: 1/rank}}``: the ranking is the ``rank`` column, the order the
+    searcher or reranker returned, never a re-sort by ``score``. Equal scores are ordered
+    differently by each tool (trec_eval: by docid descending; ranx: an unstable argsort), so
+    scores made strictly decreasing by rank give every tool the project's order. A rank below
+    1 or missing, two passages at one rank of a question, or one passage twice in a question's
+    list leave no single order and are errors naming the question and passages. (The TREC
+    file from ``trec_run`` keeps the searcher's scores: trec_eval on it reorders tied scores.)"""
+    bad = run.filter(pl.col("rank").is_null() | (pl.col("rank") < 1))
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise ValueError(f"{bad.height} run rows with a rank below 1 or missing "
+                         f"(e.g. question {row['question_id']}, passage {row['passage_id']}, rank {row['rank']})")
+    _repeats(run, ["question_id", "rank"], "question/rank pairs holding several passages", "passage_id")
+    _repeats(run, ["question_id", "passage_id"], "question/passage pairs ranked more than once", "rank")
     out: dict[str, dict[str, float]] = {}
     for qid, pid, rank in run.select("question_id", "passage_id", "rank").iter_rows():
         out.setdefault(qid, {})[pid] = 1.0 / rank

@@ -105,47 +105,109 @@ def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame,
     })
 
 
-@dg.asset(ins={"graded_responses": wiring.input("graded_responses")}, kinds={"polars"}, **STEP)
+# Table 2's headers name what each share counts (the full wording is in the ``definitions``
+# metadata, from :data:`method.DEFINITIONS`).
+TABLE_2_HEADERS = {
+    "encodes": "Encodes", "knows": "Knows (incl. direct inf.)", "knows_thinking": "Knows(+Think) (incl. direct inf.)",
+    "knows_thinking_excl_direct": "Knows, Fig. 4 (excl. direct inf.)", "encoding_failure": "Enc. Fail",
+    "recall_failure": "Recall Fail", "direct_recall": "Direct Recall", "recall_with_thinking": "Recall w/ Think",
+    "inference_without_encoding": "Inf. w/o Enc", method.UNDECIDED[True]: "E, not K0 (Recall Fail + w/ Think)",
+    method.UNDECIDED[False]: "not E, not K0 (Enc. Fail + Inf. w/o Enc)", "excluded_ungradable": "Excluded: ungradable (O/P)",
+    "excluded_direct_inference": "Excluded: direct inf.",
+}
+
+
+def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
+    """What every column of Table 2 counts, with the thresholds and the NaN strategy used."""
+    rows = [{"column": c, "header": TABLE_2_HEADERS.get(c, c), "definition": d} for c, d in method.DEFINITIONS.items()]
+    lines = [f"Thresholds: tau_enc = tau_know = {settings.tau:g}, strict (g(q) > tau); NaN strategy {settings.nan_strategy}.",
+             "Knows and Knows(+Think) include direct inference (the method notes' Table 2); the Figure 4 bar excludes it.",
+             "", md_table(pl.DataFrame(rows), len(rows))]
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def _thinking_metadata(missing: list[str]) -> dict:
+    """Names the models profiled without their thinking run: their Knows(+Think) and the
+    profiles that need it are null, not zero."""
+    if not missing:
+        return {"thinking_run_missing": "none"}
+    return {"thinking_run_missing": ", ".join(missing),
+            "thinking_run_missing_reason": "no knowledge question was graded with thinking (a model without a thinking "
+                                           "setting, or a run not asked); KT is unknown, so Knows(+Think), the Figure 4 "
+                                           "bar and the four profiles that KT separates are null"}
+
+
+@dg.asset(ins={"graded_responses": wiring.input("graded_responses")}, kinds={"polars"}, **{**STEP, "code_version": "3"})
 def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Each fact's question grades g(q), encodes / knows without and with thinking, and its
     profile under the configured NaN strategy (S2 by default), with the model's row of
-    Table 2."""
+    Table 2. A model without a thinking run is profiled from its plain run: its facts say
+    ``thinking_run`` missing, KT null, and a fact not known without thinking gets the union
+    of the two profiles KT would separate."""
     strategy = wikiprofile_settings.nan_strategy
     weight = method.PARTIAL_WEIGHT_S3 if strategy == "S3" else None
     grades = profiling.question_grades(graded_responses, weight)
     facts = profiling.fact_profiles(grades, strategy, wikiprofile_settings.tau, wikiprofile_settings.tau)
     summary = method.profile_summary(facts.to_dicts())
     facts = facts.with_columns(pl.lit(context.partition_key).alias("model"))
+    row = profiling.summary_table([{"model": context.partition_key, **summary}])
+    missing = [context.partition_key] if summary["thinking_run"] == method.THINKING_MISSING else []
     return dg.Output(facts, metadata={
-        **table_metadata(facts), "strategy": strategy, "tau": wikiprofile_settings.tau,
-        "table_2_row": dg.MetadataValue.md(md_table(pl.DataFrame([{"model": context.partition_key, **summary}]))),
-        **{f"pct/{k}": float(v) for k, v in summary.items() if k not in ("facts", "profiled")},
+        **table_metadata(facts), "strategy": strategy, "tau": wikiprofile_settings.tau, **_thinking_metadata(missing),
+        "table_2_row": dg.MetadataValue.md(md_table(row.rename(TABLE_2_HEADERS))),
+        **{f"pct/{k}": float(v) for k, v in summary.items() if k in method.SUMMARY_SHARES and v is not None},
     })
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
+def _segment(row: dict, name: str, undecided: bool) -> float:
+    """A bar segment's length: a share, 0 where it is null or NaN; the undecided unions only
+    for a model without a thinking run (with one, its parts are drawn instead)."""
+    value = row[name]
+    if value is None or value != value or (undecided and row["thinking_run"] != method.THINKING_MISSING):
+        return 0.0
+    return value
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
           ins={"profiles": wiring.materialized("profiles")})
-def profile_report(profiles: pl.DataFrame) -> dg.Output:
-    """Table 2 over every profiled model: Encodes, Knows(+Think), Knows, the five profiles
-    and the excluded shares, with a stacked bar plot of the profiles."""
+def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+    """Table 2 over every profiled model: Encodes, Knows(+Think) and Knows (both including
+    direct inference), the Figure 4 Knows bar (excluding it), the five profiles and the
+    excluded shares, as ``definitions`` says; with Figure 4's stacked bars of the profiles
+    (a model without a thinking run shows its undecided shares hatched)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    profiles = analysis.with_schema(profiles, analysis.PROFILE_SCHEMA)
     rows = [{"model": alias, **method.profile_summary(frame.to_dicts())}
-            for (alias,), frame in sorted(analysis.with_schema(profiles, analysis.PROFILE_SCHEMA).group_by("model"), key=lambda kv: kv[0])]
-    table = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"model": pl.String, **{k: pl.Float64 for k in method.profile_summary([])}})
+            for (alias,), frame in sorted(profiles.group_by("model"), key=lambda kv: kv[0])]
+    table = profiling.summary_table(rows)
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(rows))))
     left = [0.0] * len(rows)
-    for name in method.PROFILES:
-        values = [r[name] if r[name] == r[name] else 0.0 for r in rows]
-        ax.barh([r["model"] for r in rows], values, left=left, label=name.replace("_", " "))
+    # Without a thinking run only the unions are known; they stand where their parts would.
+    segments = [("encoding_failure", None), ("recall_failure", None), (method.UNDECIDED[True], "//"),
+                (method.UNDECIDED[False], "\\\\"), ("direct_recall", None), ("recall_with_thinking", None),
+                ("inference_without_encoding", None)]
+    for name, hatch in segments:
+        values = [_segment(r, name, undecided=hatch is not None) for r in rows]
+        if hatch and not any(values):
+            continue
+        ax.barh([r["model"] for r in rows], values, left=left, label=TABLE_2_HEADERS[name], hatch=hatch)
         left = [a + b for a, b in zip(left, values)]
-    ax.set_xlabel("% of profiled facts")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
-    return dg.Output(table, metadata={**table_metadata(table), "table_2": dg.MetadataValue.md(md_table(table, 30)),
-                                      "profiles_plot": png_markdown(fig)})
+    for i, r in enumerate(rows):
+        bar = r["knows_thinking_excl_direct"]
+        if bar is not None and bar == bar:
+            ax.text(101, i, f"Knows {bar:.1f}", va="center", fontsize=7)
+    ax.set_xlim(0, 115)
+    ax.set_xlabel("% of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
+                  fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    return dg.Output(table, metadata={
+        **table_metadata(table), "table_2": dg.MetadataValue.md(md_table(table.rename(TABLE_2_HEADERS), 30)),
+        "definitions": _definitions(wikiprofile_settings), **_thinking_metadata(analysis.models_without_thinking(profiles)),
+        "profiles_plot": png_markdown(fig)})
 
 
 wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_report]
@@ -156,7 +218,7 @@ wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_rep
 # recovery with the correct>=p curve, and the robustness of the thresholds and of n. The
 # computations live in :mod:`assets.eval.analysis`; these assets only plot and show.
 
-REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1")
+REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2")
 
 
 def _pyplot():
@@ -176,7 +238,7 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
     """Grouped bars: one group per entry of ``groups``, one bar per series."""
     width = 0.8 / max(1, len(series))
     for j, (label, values) in enumerate(series.items()):
-        ax.bar([i + j * width for i in range(len(groups))], [v if v == v else 0.0 for v in values], width, label=label)
+        ax.bar([i + j * width for i in range(len(groups))], [0.0 if v is None or v != v else v for v in values], width, label=label)
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], groups, fontsize=8)
 
 
@@ -205,7 +267,7 @@ def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pa
     return dg.Output(table, metadata={**table_metadata(table), "popularity": dg.MetadataValue.md(md_table(table, 40)),
                                       "gaps": dg.MetadataValue.md(md_table(gaps, 20)),
                                       "tiers": dg.MetadataValue.md(md_table(bounds, 3)),
-                                      "popularity_plot": png_markdown(fig)})
+                                      "popularity_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
@@ -238,7 +300,7 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
     axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     return dg.Output(table, metadata={**table_metadata(table), "direct_vs_reverse": dg.MetadataValue.md(md_table(table, 40)),
                                       "error_attribution": dg.MetadataValue.md(md_table(errors, 40)),
-                                      "direction_plot": png_markdown(fig)})
+                                      "direction_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
@@ -266,7 +328,7 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
     axes[1].legend(fontsize=7)
     return dg.Output(recovery, metadata={**table_metadata(recovery), "recovery": dg.MetadataValue.md(md_table(recovery, 40)),
                                          "correct_at_least_p": dg.MetadataValue.md(md_table(curve, 60)),
-                                         "thinking_plot": png_markdown(fig)})
+                                         "thinking_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses")}, **REPORT)
@@ -287,7 +349,7 @@ def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: Wiki
     labels = [f"{e}/{k}" for e, k in analysis.TAU_GRID]
     for (model,), part in sorted(sweep.group_by("model"), key=lambda kv: kv[0]):
         for metric, style in (("encodes", "-"), ("knows", "--"), ("knows_thinking", ":")):
-            axes[1].plot(labels, part[metric].fill_nan(0.0), style, marker="o", label=f"{model} {metric}")
+            axes[1].plot(labels, part[metric].fill_nan(0.0).fill_null(0.0), style, marker="o", label=f"{model} {metric}")
     axes[1].set_xlabel("tau_enc / tau_know")
     axes[1].set_ylabel("% of profiled facts")
     axes[1].tick_params(axis="x", labelsize=7)
@@ -295,7 +357,8 @@ def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: Wiki
     return dg.Output(sweep, metadata={**table_metadata(sweep), "tau_sweep": dg.MetadataValue.md(md_table(sweep, 60)),
                                       "bootstrap": dg.MetadataValue.md(md_table(boot, 80)),
                                       "bootstrap_resamples": wikiprofile_settings.bootstrap_resamples,
-                                      "robustness_plot": png_markdown(fig)})
+                                      "robustness_plot": png_markdown(fig),
+                                      **_thinking_metadata(sorted(sweep.filter(pl.col("thinking_run") == method.THINKING_MISSING)["model"].unique()))})
 
 
 wikiprofile_analysis_assets = [popularity_report, direction_report, thinking_report, robustness_report]

@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 
 from assets.common.text import (
     contains_phrase,
+    english_stopwords,
     exact_match,
     normalize,
     tokens,
-    word_count,
 )
 from resources.llm import ParseError
 
@@ -322,47 +322,90 @@ def passages_frame(questions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# Table 1 of the QUIT paper: the benchmark's statistical summary.
+# Table 1 of the QUIT paper: the benchmark's statistical summary, with the definitions of the
+# release's results/statistics/dataset_statistics.py. Its words are the pieces of a text split
+# on single spaces (``str.split(" ")``), as written: no lower-casing, punctuation attached.
+
+TABLE_1_SCHEMA = {"metric": pl.String, "value": pl.Float64, "definition": pl.String}
+
+
+def space_words(text: str) -> list[str]:
+    """A text's words as the release counts them: split on each single space."""
+    return text.split(" ")
+
 
 def lexical_overlap(question: str, passage: str) -> float:
-    """Jaccard overlap of the normalized word sets of question and passage."""
-    q, p = set(tokens(question)), set(tokens(passage))
+    """Jaccard overlap of the space-split word sets of question and passage, NLTK's English
+    stop words removed, case kept ("The" is not the stop word "the"); 0 when both are only
+    stop words (the release would divide by zero)."""
+    stop = english_stopwords()
+    q = {w for w in space_words(question) if w not in stop}
+    p = {w for w in space_words(passage) if w not in stop}
     return len(q & p) / len(q | p) if q | p else 0.0
 
 
+def contains_answer(passage: str, answers: list[str]) -> bool:
+    """Whether any answer occurs in the passage as a substring, both lower-cased ("Paris"
+    is contained in "Parisian"); blank answers are skipped (one would be in every passage)."""
+    text = passage.lower()
+    return any(a.strip() and a.lower() in text for a in answers)
+
+
 def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, encode) -> pl.DataFrame:
-    """Counts, average lengths in words, query-passage lexical overlap, answer containment
-    (share of a question's passages containing any valid answer) and query-passage semantic
-    overlap (mean cosine similarity of question and passage embeddings)."""
+    """Table 1 over the (question, passage) pairs: every corpus passage with its question's
+    text and answer pool (``answers``), as the release's statistics script reads them.
+
+    - Total Questions: distinct question texts among the pairs (a question without passages
+      is not counted; two ids with the same wording count once).
+    - Total Passages: the pairs (corpus passages of the questions).
+    - Avg. Question Length: space-split words per distinct question text.
+    - Avg. Passage Length: space-split words per passage.
+    - Avg. Answer Length: space-split words per answer string, every answer of a question's
+      pool counted once for each of its passages.
+    - Query-Passage Lexical Overlap: mean over the pairs of :func:`lexical_overlap`.
+    - Answer Containment: share of the pairs whose passage contains an answer
+      (:func:`contains_answer`, the release's lower-cased substring rule).
+    - Query-Passage Semantic Overlap: mean over the pairs of the cosine similarity of
+      question and passage embeddings (``encode`` returns unit vectors).
+
+    Two rows are the project's: Answer Containment (whole words), the share with an answer
+    on word boundaries after ``normalize`` (the rule hints are screened with, so 0 by
+    construction), and the Label-2 / Label-1 passage counts of the qrels. Each row's
+    ``definition`` says what it counts."""
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
-    pairs = corpus.select("question_id", "text")
-    overlaps, contained = [], []
-    for r in pairs.iter_rows(named=True):
-        question = q[r["question_id"]]
-        overlaps.append(lexical_overlap(question["question"], r["text"]))
-        contained.append(any(contains_phrase(r["text"], a) for a in question["answers"]))
+    missing = sorted(set(corpus["question_id"]) - set(q))
+    if missing:
+        raise ValueError(f"corpus passages of questions not in the benchmark questions: {missing[:5]}")
+    pairs = [(q[qid]["question"], text, q[qid]["answers"] or []) for qid, text in corpus.select("question_id", "text").iter_rows()]
+    texts = list(dict.fromkeys(question for question, _, _ in pairs))
+    answers = [a for _, _, pool in pairs for a in pool]
     semantic = []
-    for qid, group in pairs.group_by("question_id", maintain_order=True):
-        vecs = encode([q[qid[0]]["question"]] + group["text"].to_list())
+    for (qid,), group in corpus.select("question_id", "text").group_by("question_id", maintain_order=True):
+        vecs = encode([q[qid]["question"]] + group["text"].to_list())
         semantic.extend((vecs[1:] @ vecs[0]).tolist())
-    answers = [a for r in q.values() for a in r["answers"][:1]]
 
     def avg(values) -> float:
         return float(np.mean(values)) if len(values) else 0.0
 
+    space = "split on single spaces"
     rows = [
-        ("Total Questions", questions.height),
-        ("Total Passages", corpus.height),
-        ("Avg. Question Length (words)", avg([word_count(r["question"]) for r in q.values()])),
-        ("Avg. Passage Length (words)", avg([word_count(t) for t in corpus["text"]])),
-        ("Avg. Answer Length (words)", avg([word_count(a) for a in answers])),
-        ("Query-Passage Lexical Overlap", avg(overlaps)),
-        ("Answer Containment", avg(contained)),
-        ("Query-Passage Semantic Overlap", avg(semantic)),
-        ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0),
-        ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0),
+        ("Total Questions", len(texts), "distinct question texts with passages"),
+        ("Total Passages", len(pairs), "question-passage pairs"),
+        ("Avg. Question Length (words)", avg([len(space_words(t)) for t in texts]), f"per distinct question, {space}"),
+        ("Avg. Passage Length (words)", avg([len(space_words(t)) for _, t, _ in pairs]), f"per passage, {space}"),
+        ("Avg. Answer Length (words)", avg([len(space_words(a)) for a in answers]),
+         f"per pool answer, once per passage of its question, {space}"),
+        ("Query-Passage Lexical Overlap", avg([lexical_overlap(qt, t) for qt, t, _ in pairs]),
+         f"Jaccard of word sets ({space}, case kept, NLTK English stop words removed)"),
+        ("Answer Containment", avg([contains_answer(t, pool) for _, t, pool in pairs]),
+         "share of pairs with a pool answer as a lower-cased substring of the passage"),
+        ("Answer Containment (whole words)", avg([any(contains_phrase(t, a) for a in pool) for _, t, pool in pairs]),
+         "share of pairs with a pool answer on word boundaries after normalize (project's rule)"),
+        ("Query-Passage Semantic Overlap", avg(semantic), "mean cosine of question and passage embeddings"),
+        ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0, "qrels with label 2 (project's row)"),
+        ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0, "qrels with label 1 (project's row)"),
     ]
-    return pl.DataFrame({"metric": [m for m, _ in rows], "value": [float(v) for _, v in rows]})
+    return pl.DataFrame([(m, float(v), d) for m, v, d in rows], schema=TABLE_1_SCHEMA, orient="row")
 
 
 def hint_count_plot(corpus: pl.DataFrame, qrels: pl.DataFrame):

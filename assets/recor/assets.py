@@ -199,7 +199,7 @@ def conversations(context: dg.AssetExecutionContext, turns: pl.DataFrame, llm: L
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars", "json"},
           ins={"turns": wiring.input("turns"), "conversations": wiring.input("conversations"), "source_questions": wiring.input("source_questions"),
-               "corpus": wiring.input("corpus")}, **STEP)
+               "corpus": wiring.input("corpus")}, **{**STEP, "code_version": "2"})
 def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversations: pl.DataFrame,
               source_questions: pl.DataFrame, corpus: pl.DataFrame, storage: StorageResource) -> dg.Output:
     """The domain's benchmark: the turns of every valid conversation, one row per turn with
@@ -208,7 +208,7 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
     domain = context.partition_key
     valid = set(conversations.filter(pl.col("valid"))["conversation_id"])
     kept = turns.filter(pl.col("conversation_id").is_in(valid)).sort("conversation_id", "turn_id")
-    kept = kept.with_columns(pl.concat_str([pl.col("conversation_id"), pl.lit("_turn"), pl.col("turn_id").cast(pl.String)]).alias("qid"))
+    kept = kept.with_columns(pl.format("{}_turn_{}", "conversation_id", "turn_id").alias("qid"))
     name = release.release_name(domain)
     folder = storage.path(PREFIX, "release")
     sources_of = dict(source_questions.select("question_id", "source").iter_rows())

@@ -206,7 +206,7 @@ BENCHMARK = pl.DataFrame({"domain": ["law", "law"], "qid": ["c1_turn1", "c1_turn
 
 
 @pytest.mark.parametrize("broken, words", [
-    (QUERIES.filter(~((pl.col("qid") == "c1_turn2") & (pl.col("strategy") == "history"))), "(turns) without all 5 strategies"),
+    (QUERIES.filter(~((pl.col("qid") == "c1_turn2") & (pl.col("strategy") == "history"))), f"(turns) without all {len(STRATEGIES)} strategies"),
     (swap(QUERIES, "query", 0, "  "), "empty query"),
     (swap(QUERIES, "strategy", 0, "telepathy"), "strategy not in"),
     (swap(QUERIES, "domain", 0, "astrology"), "domain not in"),
@@ -246,7 +246,7 @@ def test_a_conversational_run_searches_known_queries_over_the_domain_corpus():
                                           corpus=RECOR_CORPUS), "turn+strategy not in eval/recor_queries")
 
 
-TURN_SCORES = pl.DataFrame([{"domain": "law", "qid": q, "turn_id": t, "retriever": "bm25", "strategy": "baseline",
+TURN_SCORES = pl.DataFrame([{"domain": "law", "conversation_id": "c1", "qid": q, "turn_id": t, "retriever": "bm25", "strategy": "baseline",
                              "ndcg@10": 0.5, "map@10": 0.4, "recall@10": 1.0, "mrr": 0.5} for t, q in ((1, "c1_turn1"), (2, "c1_turn2"))],
                            schema_overrides={"turn_id": pl.Int32})
 
@@ -264,7 +264,7 @@ def generation(rows: list[tuple]) -> pl.DataFrame:
     """Generation rows from (turn, mode, answer, score); faithfulness only with passages."""
     return pl.DataFrame([{"domain": "law", "qid": q, "generator": "smollm2", "mode": m, "answer": a,
                           **{d: s for d in ec.DIMENSIONS}, "faithfulness": None if m == ec.NO_RETRIEVAL else s,
-                          "rouge_l": s, "meteor": s} for q, m, a, s in rows], schema=ec.GENERATION_SCHEMA)
+                          "rouge_l": s, "meteor": s, "bertscore_f1": s} for q, m, a, s in rows], schema=ec.GENERATION_SCHEMA)
 
 
 GENERATION = generation([(q, m, "An answer.", 0.5) for q in ("c1_turn1", "c1_turn2") for m in ec.MODES])
@@ -274,6 +274,8 @@ GENERATION = generation([(q, m, "An answer.", 0.5) for q in ("c1_turn1", "c1_tur
     (swap(GENERATION, "faithfulness", 2, 0.5), "judged faithful to passages they were not given"),
     (swap(GENERATION, "answer", 0, None), "scored without an answer"),
     (swap(GENERATION, "correctness", 0, 1.25), "correctness outside [0, 1]"),
+    (swap(GENERATION, "bertscore_f1", 0, 1.5), "bertscore_f1 outside [-1, 1]"),
+    (swap(GENERATION, "meteor", 0, None), "answered without a reference score"),
     (swap(GENERATION, "mode", 0, "telepathy"), "mode not in"),
     (swap(GENERATION, "mode", 1, "oracle"), "repeated qid+generator+mode"),
 ])
@@ -290,7 +292,7 @@ def test_generation_answers_every_benchmark_turn_in_every_mode():
 
 
 GENERATION_METRICS = pl.DataFrame([{"generator": "smollm2", "mode": m, **{d: 0.4 for d in ec.DIMENSIONS}, "overall": 0.4,
-                                    "rouge_l": 0.2, "meteor": 0.3} for m in ec.MODES]).with_columns(
+                                    "rouge_l": 0.2, "meteor": 0.3, "bertscore_f1": -0.1} for m in ec.MODES]).with_columns(
     pl.when(pl.col("mode") == ec.NO_RETRIEVAL).then(None).otherwise(pl.col("faithfulness")).alias("faithfulness"))
 
 
@@ -367,8 +369,8 @@ def test_exactly_the_sampled_responses_are_graded():
 
 
 def profiles_frame(rows: list[tuple]) -> pl.DataFrame:
-    return pl.DataFrame([{"model": "smollm2", "fact_id": f, "encodes": e, "knows": k0, "knows_thinking": kt, "profile": p}
-                         for f, e, k0, kt, p in rows], schema=ec.PROFILE_SCHEMA)
+    return pl.DataFrame([{"model": "smollm2", "fact_id": f, "encodes": e, "knows": k0, "knows_thinking": kt, "profile": p,
+                          "thinking_run": "present"} for f, e, k0, kt, p in rows], schema=ec.PROFILE_SCHEMA)
 
 
 PROFILES = profiles_frame([("f1", False, False, False, "encoding_failure"), ("f2", True, True, False, "direct_recall"),
@@ -386,7 +388,7 @@ def test_each_profile_is_the_one_its_flags_give():
     assert ec.profiles_follow_the_rule(PROFILES).passed
     for broken, words in [(swap(PROFILES, "profile", 2, "direct_recall"), "whose profile is not the one its flags give (e.g. smollm2/f3)"),
                           (swap(PROFILES, "encodes", 3, True), "ungradable yet with encodes / knows set"),
-                          (swap(PROFILES, "knows", 0, None), "profiled without all of encodes, knows and knows_thinking")]:
+                          (swap(PROFILES, "knows", 0, None), "profiled without encodes and knows")]:
         assert fails(ec.profiles_follow_the_rule(broken), words)
 
 
@@ -501,7 +503,7 @@ def test_every_llm_step_warns_above_the_failure_rate(check):
 
 def test_the_accounting_names_the_items_the_step_kept_as_failed():
     check = next(c for c in ec.llm_accounting if next(iter(c.check_specs)).asset_key == ec.eval_key("recor_queries"))
-    failing = accounting_evaluation(check, swap(QUERIES, "fallback", 5, True), errors=6)
+    failing = accounting_evaluation(check, swap(QUERIES, "fallback", len(STRATEGIES), True), errors=6)
     assert failing.metadata["failed_items"].value == "c1_turn2"
 
 

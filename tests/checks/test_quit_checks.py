@@ -213,12 +213,14 @@ def test_release_files_are_written_with_the_benchmark_counts(tmp_path):
 
 
 TABLE_1 = pl.DataFrame({"metric": ["Total Questions", "Total Passages", "Query-Passage Lexical Overlap", "Answer Containment",
-                                   "Query-Passage Semantic Overlap", "Label-2 Passages", "Label-1 Passages"],
-                        "value": [1.0, 325.0, 0.06, 0.0, 0.47, 25.0, 300.0]})
+                                   "Answer Containment (whole words)", "Query-Passage Semantic Overlap", "Label-2 Passages",
+                                   "Label-1 Passages"],
+                        "value": [1.0, 325.0, 0.06, 0.02, 0.0, 0.47, 25.0, 300.0]}).with_columns(definition=pl.lit("rule"))
 
 
 @pytest.mark.parametrize("metric, value, words", [
-    ("Answer Containment", 0.01, "some passage names a valid answer"),
+    ("Answer Containment (whole words)", 0.01, "some passage names a valid answer"),
+    ("Answer Containment", 1.5, "outside [0, 1]"),
     ("Label-1 Passages", 299.0, "Label-1 Passages + Label-2 Passages = 324.0"),
     ("Total Questions", 1.5, "not a count"),
     ("Query-Passage Lexical Overlap", 1.2, "outside [0, 1]"),

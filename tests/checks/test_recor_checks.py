@@ -51,7 +51,7 @@ def sound() -> dict[str, pl.DataFrame]:
     negatives = pl.DataFrame([{**pool, "doc_id": "law_pool_1#0", "role": "negative", "question_id": QID}], schema=sources.DOCUMENT_SCHEMA)
     documents = pl.DataFrame([*positives, pool], schema=sources.DOCUMENT_SCHEMA)
     turns = pl.DataFrame([_turn(1, GOLD), _turn(2, ["law_1_p1"]), _turn(3, ["law_1_p2"])], schema=steps.TURN_SCHEMA)
-    benchmark = turns.with_columns(pl.format("{}_turn{}", "conversation_id", "turn_id").alias("qid"))
+    benchmark = turns.with_columns(pl.format("{}_turn_{}", "conversation_id", "turn_id").alias("qid"))
     return {
         "source_questions": questions,
         "source_documents": documents,

@@ -52,7 +52,7 @@ def test_recor_stages_build_export_and_evaluate_every_domain(scripted_recor):
     assert {d for r in records for t in r["turns"] for d in t["gold_doc_ids"]} <= documents
 
     scores = pl.read_parquet(storage / "eval" / "recor_retrieval_metrics.parquet")
-    assert set(scores["strategy"]) == {"baseline", "query_rewrite", "reasoning", "history", "history_reasoning"}
+    assert set(scores["strategy"]) == {"baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"}
     assert set(scores["retriever"]) == {"bm25", "minilm", "e5-small"}
     assert set(scores["domain"]) == set(stats.filter(pl.col("#Conv.") > 0)["domain"])
     assert scores["ndcg@10"].max() > 0

@@ -57,6 +57,10 @@ def test_bm25_on_lucene(tmp_path):
     hits = lucene.searcher(str(tmp_path / "t")).batch_search(["highest mountain", "largest ocean"], ["a", "b"], k=3)
     assert hits["a"][0].docid == "d1" and hits["b"][0].docid == "d2"
     assert hits["a"][0].score > 0
+    # A whole conversation history before a question is more than Lucene's default 1,024
+    # clauses (one per distinct term); the searcher lifts the cap rather than failing.
+    filler = " ".join(f"term{i}x" for i in range(3000))
+    assert lucene.searcher(str(tmp_path / "t")).search(f"{filler} highest mountain", 1)[0].docid == "d1"
     # Anserini skips empty documents; the build says so instead of losing one silently
     with pytest.raises(ValueError, match="2 documents written but 1 indexed"):
         lucene.build(str(tmp_path / "e"), [{"id": "x", "contents": "   "}, {"id": "y", "contents": "ocean"}])

@@ -13,15 +13,20 @@ PROFILE_FLAGS = {  # profile -> (encodes, knows, knows_thinking)
     "direct_recall": (True, True, True), "recall_failure": (True, False, False),
     "recall_with_thinking": (True, False, True), "encoding_failure": (False, False, False),
     "inference_without_encoding": (False, False, True), "ungradable": (None, None, None),
+    "direct_inference": (False, True, True),
+    # without a thinking run
+    "encoded_not_known": (True, False, None), "not_encoded_not_known": (False, False, None),
 }
 
 
-def profiles(model: str, facts: dict[str, str]) -> pl.DataFrame:
-    return pl.DataFrame([{"model": model, "fact_id": f, "encodes": PROFILE_FLAGS[p][0],
-                          "knows": PROFILE_FLAGS[p][1], "knows_thinking": PROFILE_FLAGS[p][2], "profile": p}
-                         for f, p in facts.items()], schema={"model": pl.String, "fact_id": pl.String,
-                                                             "encodes": pl.Boolean, "knows": pl.Boolean,
-                                                             "knows_thinking": pl.Boolean, "profile": pl.String})
+def profiles(model: str, facts: dict[str, str], thinking_run: str = "present") -> pl.DataFrame:
+    """Profiles with their flags; without a thinking run KT is null."""
+    rows = []
+    for f, p in facts.items():
+        e, k0, kt = PROFILE_FLAGS[p]
+        rows.append({"model": model, "fact_id": f, "encodes": e, "knows": k0,
+                     "knows_thinking": kt if thinking_run == "present" else None, "profile": p, "thinking_run": thinking_run})
+    return pl.DataFrame(rows, schema=analysis.PROFILE_SCHEMA)
 
 
 def grades(model: str, table: dict[str, dict[str, float]], thinking: bool = False) -> pl.DataFrame:
@@ -164,9 +169,74 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     nothing, settings = pl.DataFrame(), WikiProfileSettings(bootstrap_resamples=10)
     bench = pl.DataFrame(schema={"fact_id": pl.String, "page_id": pl.String})
     pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
-    outputs = [profile_report(profiles=nothing), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages),
+    outputs = [profile_report(profiles=nothing, wikiprofile_settings=settings), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages),
                direction_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
                thinking_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
                robustness_report(graded_responses=nothing, wikiprofile_settings=settings)]
     for out in outputs:
         assert out.value.height == 0 and out.value.width > 0
+
+
+def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
+    prof = pl.concat([
+        profiles("plain", {"f1": "direct_recall", "f2": "encoded_not_known", "f3": "not_encoded_not_known",
+                           "f4": "direct_inference"}, thinking_run="missing"),
+        profiles("think", {"f1": "direct_recall", "f2": "recall_with_thinking", "f3": "recall_failure",
+                           "f4": "direct_inference"})])
+    assert analysis.models_without_thinking(prof) == ["plain"]
+    tiers = pl.DataFrame({"fact_id": ["f1", "f2", "f3", "f4"], "tier": ["top", "top", "bottom", "bottom"]})
+    table = {(r["model"], r["tier"]): r for r in analysis.popularity(prof, tiers).iter_rows(named=True)}
+    # "plain", top: f1 and f2 encoded, f1 known -> recall 50; with thinking unknown, not 0
+    assert (table[("plain", "top")]["recall"], table[("plain", "top")]["recall_thinking"]) == (50.0, None)
+    assert table[("plain", "top")]["thinking_gain"] is None
+    # "think", top: f1 known, f2 recovered by thinking -> 50 and 100
+    assert (table[("think", "top")]["recall"], table[("think", "top")]["recall_thinking"]) == (50.0, 100.0)
+    # bottom of "plain": f3 is profiled (undecided), f4 (direct inference) is not
+    assert table[("plain", "bottom")]["facts"] == 1
+    gaps = {r["model"]: r for r in analysis.popularity_gaps(analysis.popularity(prof, tiers)).iter_rows(named=True)}
+    assert gaps["plain"]["recall_gap_thinking"] is None
+    recovery = analysis.thinking_recovery(prof)
+    assert recovery["model"].unique().to_list() == ["think"]
+    thinking = recovery.filter(pl.col("encoded")).row(0, named=True)
+    assert (thinking["not_known"], thinking["recovered"]) == (2, 1)  # f2 recovered, f3 not
+    grade = {t: 1.0 for t in method.KNOWLEDGE_TASKS}
+    g = grades("plain", {"f1": grade, "f2": grade})
+    rows = {r["condition"]: r for r in analysis.direction(g, prof.filter(pl.col("model") == "plain")).iter_rows(named=True)}
+    assert rows["generate"]["direct"] == 100.0 and rows["generate_thinking"]["direct"] is None
+
+
+def test_tau_sweep_of_a_model_without_a_thinking_run():
+    table = {"completion": 0.875, "contextual": 0.5, "direct": 0.875, "direct_natural": 1.0, "reverse": 0.875,
+             "reverse_natural": 1.0}
+    sweep = analysis.tau_sweep(grades("m", {"f": table}), grid=((0.5, 0.5), (0.5, 0.99)))
+    rows = sweep.to_dicts()
+    assert [r["thinking_run"] for r in rows] == ["missing", "missing"] and sweep.schema["knows_thinking"] == pl.Float64
+    # tau 0.5: E and K0 -> direct recall; tau_know 0.99: 0.875 fails -> encoded, not known (undecided)
+    assert (rows[0]["direct_recall"], rows[0]["knows"], rows[0]["knows_thinking"]) == (100.0, 100.0, None)
+    assert (rows[1]["direct_recall"], rows[1]["encoded_not_known"], rows[1]["recall_failure"]) == (0.0, 100.0, None)
+
+
+def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definitions():
+    from assets.eval.wikiprofile import profile_report
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    prof = pl.concat([
+        profiles("a", {"f1": "direct_recall", "f2": "direct_recall", "f3": "recall_with_thinking", "f4": "recall_failure",
+                       "f5": "direct_inference", "f6": "ungradable"}),
+        profiles("b", {"f1": "direct_recall", "f2": "encoded_not_known", "f3": "not_encoded_not_known"}, thinking_run="missing")])
+    out = profile_report(profiles=prof, wikiprofile_settings=WikiProfileSettings())
+    rows = {r["model"]: r for r in out.value.iter_rows(named=True)}
+    # a: 6 facts, 4 profiled, 5 gradable (4 + f5): Knows = (2 DR + 1 DI) / 5; Knows(+Think) = (2 + 1 RwT + 1 DI) / 5
+    assert rows["a"]["knows"] == 60.0 and rows["a"]["knows_thinking"] == 80.0
+    # Figure 4's bar: (2 DR + 1 RwT) / 4 profiled
+    assert rows["a"]["knows_thinking_excl_direct"] == 75.0
+    # b: no thinking run -> Knows from its plain run, 1 / 3; Knows(+Think) null
+    assert rows["b"]["knows"] == pytest.approx(100 / 3) and rows["b"]["knows_thinking"] is None
+    assert rows["b"]["thinking_run"] == "missing" and rows["b"]["recall_failure"] is None
+    meta = out.metadata
+    assert "Knows(+Think) (incl. direct inf.)" in meta["table_2"].value and "Knows, Fig. 4 (excl. direct inf.)" in meta["table_2"].value
+    assert "tau_enc = tau_know = 0.5, strict" in meta["definitions"].value and "NaN strategy S2" in meta["definitions"].value
+    assert meta["thinking_run_missing"].value == "b" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
+    from checks import eval as ec
+
+    assert ec.profile_report_shares(out.value).passed

@@ -1,10 +1,21 @@
-"""ranx against trec_eval (pytrec_eval) on the same run and qrels."""
+"""Retrieval metrics: ranx against trec_eval (pytrec_eval) and against hand computation, the
+nDCG gains, and the errors for input that has no single answer."""
+
+import math
+import random
 
 import polars as pl
 import pytest
 
-from assets.eval.metrics import evaluate_run
-from assets.eval.runs import qrels_dict, run_dict, trec_run
+from assets.eval.metrics import (
+    RETRIEVAL_METRICS,
+    evaluate_run,
+    metric_label,
+    ndcg,
+    parse_metric,
+    per_question,
+)
+from assets.eval.runs import RUN_SCHEMA, qrels_dict, run_dict, trec_run
 
 QRELS = pl.DataFrame({
     "question_id": ["q1", "q1", "q1", "q2", "q2", "q3"],
@@ -18,6 +29,16 @@ RUN = pl.DataFrame({
     "score": [9.0, 8, 7, 6, 5, 9, 8, 7, 6, 3, 2, 1],
     "system": ["bm25"] * 12,
 })
+
+
+def qrels(rows) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64}, orient="row")
+
+
+def ranked(lists: dict[str, list[str]], scores: dict[str, list[float]] | None = None) -> pl.DataFrame:
+    rows = [(q, p, rank, (scores or {}).get(q, [1.0 / r for r in range(1, len(ps) + 1)])[rank - 1], "s")
+            for q, ps in lists.items() for rank, p in enumerate(ps, start=1)]
+    return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
 def test_ranx_agrees_with_trec_eval():
@@ -35,6 +56,177 @@ def test_ranx_agrees_with_trec_eval():
     # and against values worked by hand: q1 first relevant at rank 2, q2 at 1, q3 none
     assert ours["mrr"] == pytest.approx((1 / 2 + 1 + 0) / 3)
     assert ours["hit_rate@1"] == pytest.approx(1 / 3)
+
+
+# One question, labels a=2, b=1, c=1 and a judged-irrelevant z=0; the run ranks x, b, a, c.
+GRADED = qrels([("q1", "a", 2), ("q1", "b", 1), ("q1", "c", 1), ("q1", "z", 0)])
+GRADED_RUN = ranked({"q1": ["x", "b", "a", "c"]})
+LOG3 = math.log2(3)
+
+
+def test_ndcg_exponential_gain_by_hand():
+    # Exponential gains 2^rel-1: a=3, b=1, c=1; discounts log2(rank+1): 1, log2 3, 2, log2 5.
+    # DCG@3  = 0/1 + 1/log2 3 + 3/2             = 0.63093 + 1.5       = 2.13093
+    # IDCG@3 = 3/1 + 1/log2 3 + 1/2  (a, b, c)  = 3 + 0.63093 + 0.5   = 4.13093
+    # nDCG@3 = 2.13093 / 4.13093 = 0.51585
+    scores = evaluate_run(GRADED, GRADED_RUN, [ndcg(3), ndcg(3, "linear"), ndcg(10)])
+    assert scores["ndcg_burges@3"] == pytest.approx((1 / LOG3 + 3 / 2) / (3 + 1 / LOG3 + 1 / 2))
+    assert scores["ndcg_burges@3"] == pytest.approx(0.51585, abs=1e-5)
+    # Linear gains (trec_eval): DCG@3 = 1/log2 3 + 2/2 = 1.63093, IDCG@3 = 2 + 0.63093 + 0.5
+    # = 3.13093, nDCG@3 = 0.52091: the two gains differ on the same run.
+    assert scores["ndcg@3"] == pytest.approx((1 / LOG3 + 1) / (2 + 1 / LOG3 + 1 / 2))
+    assert scores["ndcg@3"] == pytest.approx(0.52091, abs=1e-5)
+    # @10 adds c at rank 4 (1/log2 5 = 0.43068): DCG 2.56161; IDCG stays 4.13093 (three
+    # labelled passages): 0.62011.
+    assert scores["ndcg_burges@10"] == pytest.approx((1 / LOG3 + 3 / 2 + 1 / math.log2(5)) / (3 + 1 / LOG3 + 1 / 2))
+    assert scores["ndcg_burges@10"] == pytest.approx(0.62011, abs=1e-5)
+
+
+def test_ideal_ranking_holds_every_labelled_passage_not_only_the_retrieved():
+    # d=2 is never retrieved; e=1 is at rank 1. DCG@10 = 1/1 = 1; the ideal puts d then e:
+    # IDCG = 3/1 + 1/log2 3 = 3.63093, so nDCG@10 = 0.27541 (linear: 1 / (2 + 0.63093) = 0.38009).
+    scores = evaluate_run(qrels([("q", "d", 2), ("q", "e", 1)]), ranked({"q": ["e", "y"]}), [ndcg(10), ndcg(10, "linear")])
+    assert scores["ndcg_burges@10"] == pytest.approx(1 / (3 + 1 / LOG3))
+    assert scores["ndcg@10"] == pytest.approx(1 / (2 + 1 / LOG3))
+
+
+def release_ndcg(labels: dict[str, int], ranking: list[str], k: int) -> float:
+    """The QUIT release's nDCG (results/retriever/retriever.py), written out again: gains
+    2^rel-1 at log2(rank+1), the ideal from every positive label, 0 without one."""
+    def dcg(gains):
+        return sum((2 ** g - 1) / math.log2(r + 1) for r, g in enumerate(gains, start=1))
+
+    ideal = dcg(sorted((g for g in labels.values() if g > 0), reverse=True)[:k])
+    return dcg([labels.get(p, 0) for p in ranking[:k]]) / ideal if ideal else 0.0
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 100])
+def test_ndcg_burges_is_the_release_formula_on_random_runs(k):
+    rng = random.Random(k)
+    rows, lists = [], {}
+    for q in range(40):
+        pool = [f"p{i}" for i in range(30)]
+        rows += [(f"q{q}", p, rng.choice([0, 1, 1, 2])) for p in rng.sample(pool, rng.randint(1, 8))]
+        lists[f"q{q}"] = rng.sample(pool, rng.randint(1, 20))
+    frame = qrels(rows)
+    labels = qrels_dict(frame)
+    expected = {q: release_ndcg(labels[q], lists[q], k) for q in labels}
+    got = per_question(frame, ranked(lists), ndcg(k))
+    assert got == pytest.approx(expected)
+    assert evaluate_run(frame, ranked(lists), [ndcg(k)])[ndcg(k)] == pytest.approx(sum(expected.values()) / len(expected))
+
+
+def test_hit_recall_and_mrr_count_labels_above_zero():
+    # z (label 0) at rank 1 is no hit; b (label 1) at rank 2 is. Relevant: {a, b}.
+    scores = evaluate_run(GRADED.filter(pl.col("passage_id") != "c"), ranked({"q1": ["z", "b"]}),
+                          ["hit_rate@1", "hit_rate@2", "recall@2", "mrr"])
+    assert scores == pytest.approx({"hit_rate@1": 0.0, "hit_rate@2": 1.0, "recall@2": 0.5, "mrr": 0.5})
+
+
+def test_quit_tables_default_to_the_exponential_gain_and_name_it():
+    from assets.eval import quit
+
+    assert {"ndcg_burges@10", "ndcg_burges@100", "ndcg@10", "ndcg@100"} <= set(RETRIEVAL_METRICS)
+    assert quit.TABLE_4[-2:] == ["ndcg_burges@10", "ndcg_burges@100"]
+    assert quit.TABLE_7 == ["ndcg_burges@5", "ndcg_burges@10", "ndcg_burges@50", "ndcg_burges@100"]
+    assert metric_label("ndcg_burges@10") == "ndcg_burges@10 (exp. gain 2^rel-1, as the QUIT release)"
+    assert metric_label("ndcg@10") == "ndcg@10 (linear gain rel, as trec_eval)"
+    assert metric_label("recall@5") == "recall@5"
+    frame = pl.DataFrame({"reranker": ["upr"], **{m: [0.5] for m in quit.TABLE_7}})
+    header = quit.definition_table(frame, "reranker", quit.TABLE_7).splitlines()[0]
+    assert header.count("(exp. gain 2^rel-1, as the QUIT release)") == 4 and "| ndcg_burges@5 (" in header
+    with pytest.raises(ValueError, match="unknown nDCG gain 'log'"):
+        ndcg(10, "log")
+
+
+def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
+    from assets.eval import quit
+
+    questions = pl.DataFrame({"question_id": ["q1"], "question": ["?"], "split": ["test"]})
+    run = GRADED_RUN.with_columns(pl.lit("bm25").alias("system"))
+    output = quit.quit_retrieval_metrics(quit_runs=run, benchmark_qrels=GRADED, benchmark_questions=questions)
+    row = output.value.filter(pl.col("split") == "all").row(0, named=True)
+    # the hand example above at @10: exponential 0.62011; linear (1/log2 3 + 1 + 1/log2 5) /
+    # (2 + 1/log2 3 + 1/2) = 2.06161 / 3.13093 = 0.65847
+    assert row["ndcg_burges@10"] == pytest.approx(0.62011, abs=1e-5)
+    assert row["ndcg@10"] == pytest.approx(0.65847, abs=1e-5)
+    table_4 = output.metadata["table_4"].value
+    assert "ndcg_burges@10 (exp. gain 2^rel-1, as the QUIT release)" in table_4 and "| 62.01% |" in table_4
+    assert "label > 0" in output.metadata["relevance"].value
+
+
+def test_checks_read_the_exponential_gain_columns_as_metrics():
+    import checks.eval as ec
+
+    assert ec.RANX_METRIC.match("ndcg_burges@10") and ec.RANX_METRIC.match("ndcg@10")
+
+
+@pytest.mark.parametrize("name", ["ndcg@ten", "hit@5", "ndcg@0", "ndcg@10-l2", "NDCG@10", ""])
+def test_a_metric_that_does_not_parse_is_named_with_the_valid_ones(name):
+    with pytest.raises(ValueError, match=rf"metric '{name}' does not parse: use one of hit_rate, .*ndcg_burges"):
+        evaluate_run(QRELS, RUN, ["mrr", name])
+    with pytest.raises(ValueError, match="does not parse"):
+        per_question(QRELS, RUN, name)
+
+
+def test_metric_names_parse_into_name_and_cutoff():
+    assert parse_metric("ndcg_burges@10") == ("ndcg_burges", 10)
+    assert parse_metric("mrr") == ("mrr", 0)
+
+
+def test_empty_qrels_or_a_run_without_their_questions_are_errors():
+    with pytest.raises(ValueError, match="the qrels are empty"):
+        evaluate_run(QRELS.clear(), RUN)
+    with pytest.raises(ValueError, match=r"no passage for any of the 3 questions .*the run is empty"):
+        evaluate_run(QRELS, RUN.clear())
+    with pytest.raises(ValueError, match=r"no passage for any of the 3 questions .*\['other'\]"):
+        per_question(QRELS, RUN.with_columns(pl.lit("other").alias("question_id")), "mrr")
+
+
+def test_a_question_the_run_missed_scores_zero_and_counts():
+    # q1 finds its passage at rank 1 (hit 1), q2 is absent from the run (0): mean 1/2.
+    labels = qrels([("q1", "a", 1), ("q2", "b", 2)])
+    run = ranked({"q1": ["a"]})
+    assert evaluate_run(labels, run, ["hit_rate@1"]) == {"hit_rate@1": 0.5}
+    assert per_question(labels, run, "hit_rate@1") == {"q1": 1.0, "q2": 0.0}
+
+
+def test_two_passages_at_one_rank_are_an_error_naming_them():
+    tied = ranked({"q1": ["a", "b", "c"]}).with_columns(pl.Series("rank", [1, 1, 2], dtype=pl.Int32))
+    with pytest.raises(ValueError, match=r"1 question/rank pairs holding several passages \(q1/1: a, b\)"):
+        evaluate_run(QRELS, tied)
+
+
+def test_a_passage_ranked_twice_for_one_question_is_an_error_naming_it():
+    twice = ranked({"q1": ["a", "b", "a"]})
+    with pytest.raises(ValueError, match=r"question/passage pairs ranked more than once \(q1/a: 1, 3\)"):
+        per_question(QRELS, twice, "mrr")
+    with pytest.raises(ValueError, match=r"rank below 1 or missing \(e.g. question q1, passage a, rank 0\)"):
+        run_dict(ranked({"q1": ["a"]}).with_columns(pl.lit(0, dtype=pl.Int32).alias("rank")))
+
+
+def test_a_passage_labelled_twice_differently_is_an_error_naming_it():
+    with pytest.raises(ValueError, match=r"conflicting labels \(q1/a: 1, 2\)"):
+        evaluate_run(qrels([("q1", "a", 2), ("q1", "a", 1)]), RUN)
+    # the same judgement twice is one judgement: q1's a (label 1) at rank 4 of RUN, MRR 1/4
+    assert evaluate_run(qrels([("q1", "a", 1), ("q1", "a", 1)]), RUN, ["mrr"]) == {"mrr": 0.25}
+
+
+def test_equal_scores_keep_the_run_order_where_trec_eval_would_sort_by_docid():
+    import pytrec_eval
+
+    # n (irrelevant) and r (relevant) share score 5.0 at ranks 1 and 2. The project scores the
+    # rank order: r at rank 2, MRR 1/2. trec_eval re-sorts the raw scores and breaks the tie by
+    # docid descending, "r" before "n": MRR 1.
+    labels = qrels([("q1", "r", 1)])
+    run = ranked({"q1": ["n", "r"]}, scores={"q1": [5.0, 5.0]})
+    assert evaluate_run(labels, run, ["mrr"]) == {"mrr": 0.5}
+    raw = {"q1": {"n": 5.0, "r": 5.0}}
+    assert pytrec_eval.RelevanceEvaluator(qrels_dict(labels), {"recip_rank"}).evaluate(raw)["q1"]["recip_rank"] == 1.0
+    # and a score order that contradicts the ranks (a reranked list keeps retrieval scores) is
+    # still read by rank
+    contradicting = ranked({"q1": ["n", "r"]}, scores={"q1": [1.0, 9.0]})
+    assert evaluate_run(labels, contradicting, ["mrr"]) == {"mrr": 0.5}
 
 
 def test_trec_run_format():

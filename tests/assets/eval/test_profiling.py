@@ -75,8 +75,10 @@ def test_from_labels_to_grades_and_profiles():
     assert grades.filter(pl.col("fact_id") == "f2")["grade"].is_nan().sum() == 8
     profiles = profiling.fact_profiles(grades)
     assert profiles.to_dicts() == [
-        {"fact_id": "f1", "encodes": True, "knows": False, "knows_thinking": True, "profile": "recall_with_thinking"},
-        {"fact_id": "f2", "encodes": None, "knows": None, "knows_thinking": None, "profile": "ungradable"}]
+        {"fact_id": "f1", "encodes": True, "knows": False, "knows_thinking": True, "profile": "recall_with_thinking",
+         "thinking_run": "present"},
+        {"fact_id": "f2", "encodes": None, "knows": None, "knows_thinking": None, "profile": "ungradable",
+         "thinking_run": "present"}]
     # S3 weights a partial answer 0.51: f2's knowledge questions become gradable, each at
     # 0.51 > tau, so f2 is known without being encoded (direct inference, excluded)
     s3_grades = profiling.question_grades(pl.DataFrame(labels), partial_weight=0.51)
@@ -85,3 +87,61 @@ def test_from_labels_to_grades_and_profiles():
     assert s3.filter(pl.col("fact_id") == "f2")["profile"][0] == "direct_inference"
     with pytest.raises(ValueError):
         profiling.fact_profiles(grades, strategy="S9")
+
+
+def test_a_model_without_a_thinking_run_is_profiled_not_dropped():
+    C, I, P, O = method.LABELS
+    labels = []
+
+    def add(fact, task, got):
+        labels.extend({"fact_id": fact, "task": task, "thinking": False, "label": g} for g in got)
+
+    for task in method.ENCODING_TASKS:
+        add("f1", task, [C, C, C, I])   # g = 3/4: encoded
+        add("f2", task, [C, C, C, C])   # encoded
+        add("f3", task, [I, I, P, O])   # g = 0/2: not encoded
+    for task in method.KNOWLEDGE_TASKS:
+        add("f1", task, [C, C, I, O])   # g = 2/3: known
+        add("f2", task, [C, I, I, P])   # g = 1/3: not known
+        add("f3", task, [C, C, C, I])   # g = 3/4: known, though not encoded
+    # no sample was asked with thinking (a registry entry with ``thinking: none``)
+    facts = profiling.fact_profiles(profiling.question_grades(pl.DataFrame(labels)))
+    assert facts["thinking_run"].to_list() == ["missing"] * 3 and facts["knows_thinking"].null_count() == 3
+    assert facts["profile"].to_list() == ["direct_recall", "encoded_not_known", "direct_inference"]
+    row = profiling.summary_table([{"model": "m", **method.profile_summary(facts.to_dicts())}]).row(0, named=True)
+    # 2 profiled (f1, f2), 1 direct inference (f3), 3 gradable: knows = (1 DR + 1 DI) / 3
+    assert (row["profiled"], row["knows"], row["direct_recall"], row["encoded_not_known"]) == (2, pytest.approx(200 / 3), 50.0, 50.0)
+    assert row["knows_thinking"] is None and row["recall_failure"] is None and row["thinking_run"] == "missing"
+    # with a thinking run, a fact whose thinking grades are missing is ungradable (a pair NaN under S2)
+    some = pl.DataFrame(labels + [{"fact_id": "f1", "task": t, "thinking": True, "label": C} for t in method.KNOWLEDGE_TASKS])
+    partial = profiling.fact_profiles(profiling.question_grades(some))
+    assert partial["profile"].to_list() == ["direct_recall", "ungradable", "ungradable"]
+    assert partial["thinking_run"].to_list() == ["present"] * 3
+
+
+def test_the_profiles_asset_names_a_missing_thinking_run_in_its_metadata():
+    import dagster as dg
+
+    from assets.eval.wikiprofile import profiles
+    from assets.partitions import subject_partitions
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    C, I = method.CORRECT, method.INCORRECT
+    # one fact, encoded (3/4) and known (4/4) without thinking; no thinking run at all
+    labels = [{"fact_id": "f1", "task": t, "thinking": False, "sample": k, "label": (C if t in method.KNOWLEDGE_TASKS or k else I),
+               "model": "plain"} for t in (*method.ENCODING_TASKS, *method.KNOWLEDGE_TASKS) for k in range(4)]
+
+    @dg.asset(key=["wikiprofile", "graded_responses"], partitions_def=subject_partitions)
+    def graded_responses() -> pl.DataFrame:
+        return pl.DataFrame(labels)
+
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(subject_partitions.name, ["plain"])
+    result = dg.materialize([graded_responses, profiles], partition_key="plain", instance=instance,
+                            resources={"wikiprofile_settings": WikiProfileSettings(), "io_manager": dg.mem_io_manager})
+    facts = result.output_for_node("wikiprofile__profiles")
+    assert facts.select("profile", "thinking_run", "knows_thinking").row(0) == ("direct_recall", "missing", None)
+    meta = result.asset_materializations_for_node("wikiprofile__profiles")[0].metadata
+    assert meta["thinking_run_missing"].value == "plain" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
+    assert meta["pct/knows"].value == 100.0 and "pct/knows_thinking" not in meta
+    assert "| plain | 1 | 1 | missing |" in meta["table_2_row"].value

@@ -95,11 +95,75 @@ def test_profile_percentages_of_a_synthetic_grade_matrix_by_hand():
     assert summary["recall_failure"] == 20.0 and summary["encoding_failure"] == 10.0
     assert summary["inference_without_encoding"] == 10.0
     assert summary["encodes"] == 80.0  # 4 + 2 + 2 of 10
-    assert summary["knows"] == 40.0 and summary["knows_thinking"] == 70.0  # 4; 4 + 2 + 1
+    # Knows and Knows(+Think) include direct inference, over the 12 gradable facts (10 profiled
+    # + 2 direct inference): (4 DR + 2 DI) / 12; (4 DR + 2 RwT + 1 IwE + 2 DI) / 12
+    assert summary["knows"] == 50.0 and summary["knows_thinking"] == 75.0
+    # Figure 4's bar leaves direct inference out: (4 + 2 + 1) / 10
+    assert summary["knows_thinking_excl_direct"] == 70.0
+    # the unions KT would split: E and not K0 = 2 RF + 2 RwT; not E and not K0 = 1 EF + 1 IwE
+    assert summary["encoded_not_known"] == 40.0 and summary["not_encoded_not_known"] == 20.0
+    assert summary["thinking_run"] == "present"
     assert summary["excluded_direct_inference"] == pytest.approx(100 * 2 / 12)
     assert summary["excluded_ungradable"] == 0.0
     # S1 drops the fact with a NaN completion; S2 profiled it
     assert method.classify(*matrix[-1], strategy="S1")["profile"] == "ungradable"
+
+
+def test_knows_counts_direct_inference_over_the_gradable_facts_with_ungradable_ones_out():
+    nan = math.nan
+    matrix = ([fact(1.0, 1.0, 0.0)] * 3      # direct recall (KT not checked)
+              + [fact(1.0, 0.0, 0.0)] * 3    # recall failure
+              + [fact(0.0, 1.0, 1.0)]        # direct inference
+              + [({"completion": nan, "contextual": nan}, {})])  # ungradable: the encoding pair is NaN
+    summary = method.profile_summary([method.classify(p, t) for p, t in matrix])
+    # 8 facts: 6 profiled, 1 direct inference, 1 ungradable -> 7 gradable
+    assert (summary["facts"], summary["profiled"]) == (8, 6)
+    assert summary["knows"] == pytest.approx(100 * 4 / 7)           # (3 DR + 1 DI) / 7 = 57.14
+    assert summary["knows_thinking"] == pytest.approx(100 * 4 / 7)  # nothing recovered by thinking
+    assert summary["knows_thinking_excl_direct"] == 50.0            # 3 / 6
+    assert summary["direct_recall"] == 50.0 and summary["recall_failure"] == 50.0
+    # the excluded kinds are shares of all 8 facts: 1/8 each
+    assert summary["excluded_direct_inference"] == 12.5 and summary["excluded_ungradable"] == 12.5
+
+
+def test_a_fact_without_a_thinking_run_is_profiled_from_its_plain_run():
+    nan = math.nan
+    known = {"completion": 1.0, "contextual": 0.0, "direct": 1.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 0.75}
+    # E, K0: direct recall whatever KT would say; not E, K0: direct inference
+    assert method.classify(known, None) == {"encodes": True, "knows": True, "knows_thinking": None,
+                                            "profile": "direct_recall", "thinking_run": "missing"}
+    assert method.classify({**known, "completion": 0.5}, None)["profile"] == "direct_inference"
+    # not K0: KT would decide between two profiles; only their union is known
+    assert method.classify({**known, "reverse": 0.25}, None)["profile"] == "encoded_not_known"
+    assert method.classify({**known, "completion": 0.0, "reverse": 0.25}, None)["profile"] == "not_encoded_not_known"
+    # the missing run does not make the fact ungradable; a NaN pair of the plain run still does
+    assert not method.ungradable(known, None, "S1") and not method.ungradable(known, None, "S2")
+    assert method.ungradable({**known, "reverse": nan, "reverse_natural": nan}, None, "S2")
+    # with a thinking run, the same fact without its thinking grades is ungradable (S2: whole pair NaN)
+    assert method.classify(known, {})["profile"] == "ungradable"
+
+
+def test_table_2_row_of_a_model_without_a_thinking_run():
+    def plain(enc, k0):
+        return {"completion": enc, "contextual": 0.0, "direct": k0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+
+    matrix = [plain(1.0, 1.0)] * 2 + [plain(1.0, 0.0)] * 3 + [plain(0.0, 0.0)] * 4 + [plain(0.0, 1.0)]
+    summary = method.profile_summary([method.classify(p, None) for p in matrix])
+    # 10 facts: 2 direct recall, 3 encoded not known, 4 neither, 1 direct inference -> 9 profiled, 10 gradable
+    assert summary["thinking_run"] == "missing" and (summary["facts"], summary["profiled"]) == (10, 9)
+    assert summary["encodes"] == pytest.approx(100 * 5 / 9)   # 2 + 3 of 9
+    assert summary["knows"] == 30.0                           # (2 DR + 1 DI) / 10
+    assert summary["direct_recall"] == pytest.approx(100 * 2 / 9)
+    assert summary["encoded_not_known"] == pytest.approx(100 * 3 / 9)
+    assert summary["not_encoded_not_known"] == pytest.approx(100 * 4 / 9)
+    assert summary["excluded_direct_inference"] == 10.0 and summary["excluded_ungradable"] == 0.0
+    # what needs KT is unknown, not zero
+    for column in ("knows_thinking", "knows_thinking_excl_direct", *method.THINKING_DEPENDENT):
+        assert summary[column] is None, column
+    # a model's facts either all have the thinking run or none do
+    mixed = [method.classify(plain(1.0, 1.0), None), {**method.classify(plain(1.0, 1.0), {}), "fact_id": "f9"}]
+    with pytest.raises(ValueError, match="without a thinking run among facts with one"):
+        method.profile_summary(mixed)
 
 
 def test_each_option_slot_holds_the_gold_twice_over_eight_samples():

@@ -1,50 +1,93 @@
 import polars as pl
+import pytest
 
 from assets.eval import readers
 from resources.llm import CallStats
 
+H = ["It is tall.", "It is in Nepal", "It was first climbed in 1953.", "It is cold.", "Its peak is on U.S. Army maps."]
 CORPUS = pl.DataFrame({
-    "passage_id": ["p1", "p2", "p3", "p4"],
-    "question_id": ["q"] * 4,
-    "num_hints": [1, 2, 3, 1],
-    "text": ["It is tall.", "It is tall. It is in Nepal.", "It is tall. It is in Nepal. It was climbed in 1953.", "It is cold."],
+    "passage_id": ["q_11100_012", "q_10000_0", "q_00010_3", "q_00011_43", "doc9"],
+    "question_id": ["q"] * 4 + ["r"],
+    "num_hints": [3, 1, 1, 2, 2],
+    "text": [f"{H[0]} {H[1]} {H[2]}", H[0], H[3], f"{H[4]} {H[3]}", "Mount K2 is tall. It is in Pakistan."],
 })
 RUNS = pl.DataFrame({
-    "question_id": ["q"] * 4, "passage_id": ["p3", "p1", "p4", "p2"], "rank": [1, 2, 3, 4],
-    "score": [4.0, 3, 2, 1], "system": ["bm25"] * 4,
+    "question_id": ["q"] * 6, "passage_id": ["q_11100_012", "q_10000_0", "q_00010_3", "missing", "q_00011_43", "doc9"],
+    "rank": [1, 2, 3, 4, 5, 6], "score": [6.0, 5, 4, 3, 2, 1], "system": ["bm25"] * 6,
 })
-QUESTIONS = pl.DataFrame({"question_id": ["q"], "question": ["Which mountain?"], "answers": [["Mount Everest", "Everest"]]})
+QUESTIONS = pl.DataFrame({"question_id": ["q"], "question": ["Which mountain?"], "answers": [["mount everest", "Everest"]],
+                          "hints": [H]})
+S1, S2 = "Mount K2 is tall.", "It is in Pakistan."
 
 
-def test_items_cover_every_k_and_strategy():
-    items = readers.reader_items(RUNS, CORPUS)
-    assert len(items) == 3 * 2
+def test_contexts_are_made_of_the_passages_hints():
+    items, split = readers.reader_items(RUNS, CORPUS, QUESTIONS)
+    assert len(items) == 3 * 2 and split == ["doc9"]
     by = {(i["k"], i["strategy"]): i["context"] for i in items}
-    assert by[(1, "union_norm")] == CORPUS["text"][2]
-    # top-3 = p3, p1, p4: the union keeps each sentence once
-    assert by[(3, "union_norm")] == "It is tall. It is in Nepal. It was climbed in 1953. It is cold."
+    assert by[(1, "union_norm")] == by[(1, "union_freq")] == CORPUS["text"][0]
+    # top-3 = H0 H1 H2 | H0 | H3: each hint once
+    assert by[(3, "union_norm")] == " ".join([H[0], H[1], H[2], H[3]])
+    # top-5 (the missing passage skipped) adds H4 H3 at rank 4 and doc9's two sentences at rank 5.
+    # score = 3/5 * sum 1/rank + 2/5 * sum 1/pos:
+    # H0 (1,1)+(2,1) = 1 + 7/10 = 17/10;  H1 (1,2) = 4/5;  H2 (1,3) = 3/5+2/15 = 11/15
+    # H3 (3,1)+(4,2) = 3/5 + (3/20+1/5) = 19/20;  H4 (4,1) = 3/20+2/5 = 11/20
+    # S1 (5,1) = 3/25+2/5 = 13/25;  S2 (5,2) = 3/25+1/5 = 8/25
+    assert by[(5, "union_freq")] == " ".join([H[0], H[3], H[1], H[2], H[4], S1, S2])
+    assert by[(5, "union_norm")] == " ".join([H[0], H[1], H[2], H[3], H[4], S1, S2])
+    capped = {(i["k"], i["strategy"]): i["context"] for i in readers.reader_items(RUNS, CORPUS, QUESTIONS, top=2)[0]}
+    assert capped[(5, "union_freq")] == f"{H[0]} {H[3]}" and capped[(5, "union_norm")] == by[(5, "union_norm")]
+
+
+def test_without_hints_every_passage_is_cut_into_sentences():
+    items, split = readers.reader_items(RUNS, CORPUS, None, cutoffs=(1,))
+    assert split == ["q_11100_012"] and items[0]["context"] == CORPUS["text"][0]
+
+
+@pytest.mark.parametrize("raw, cleaned", [
+    ("  Paris \n", "Paris"),
+    ("Let me think.\n(Paris", "Paris"),   # the last line, one leading "(" dropped
+    ("(Paris)", "Paris)"),                # the closing one stays
+    ("", "NO ANSWER"),
+    ("I have No answer for that", "NO ANSWER"),
+])
+def test_the_released_cleaning(raw, cleaned):
+    assert readers.released_answer(raw) == cleaned
+
+
+def test_raw_em_is_case_sensitive_and_literal():
+    assert readers.raw_exact_match("Paris", ["Paris"]) and not readers.raw_exact_match("paris", ["Paris"])
+    assert not readers.raw_exact_match("Paris.", ["Paris"]) and not readers.raw_exact_match(None, ["Paris"])
+    frame = readers.with_raw_em(pl.DataFrame({"question_id": ["q", "q"], "raw": ["Everest", None]}), QUESTIONS)
+    assert frame["em_raw"].to_list() == [True, False]
 
 
 def test_read_grades_against_the_pool(scripted_llm):
     stats = CallStats()
-    out = readers.read(readers.reader_items(RUNS, CORPUS), QUESTIONS, scripted_llm, "smollm2", "smollm2", stats)
+    items, _ = readers.reader_items(RUNS, CORPUS, QUESTIONS)
+    out = readers.read(items, QUESTIONS, scripted_llm, "smollm2", "smollm2", stats)
     assert out.height == 6
-    # the scripted reader answers "Mount Everest" from contexts with 3+ sentences
-    got = {(r["k"], r["strategy"]): r["em"] for r in out.iter_rows(named=True)}
-    assert got[(1, "union_norm")] and got[(3, "union_freq")]
+    # the scripted reader answers "Mount Everest" from contexts with 3+ periods: k=3 and k=5
+    # (k=1 has two: the second hint has no final period)
+    got = {(r["k"], r["strategy"]): (r["em"], r["em_raw"]) for r in out.iter_rows(named=True)}
+    # normalized EM matches the pool's "mount everest"; the raw, case-sensitive one does not
+    assert got == {(1, s): (False, False) for s in ("union_norm", "union_freq")} | {
+        (k, s): (True, False) for k in (3, 5) for s in ("union_norm", "union_freq")}
     assert out["correct"].to_list() == out["em"].to_list()
     assert stats.calls == 6 and stats.errors == 0
 
 
 def test_optimal_and_table_8_shape():
     per_passage = pl.DataFrame({"question_id": ["q", "q", "r"], "passage_id": ["p1", "p2", "p5"],
-                                "em": [False, True, False], "correct": [False, True, False]})
+                                "em": [False, True, False], "em_raw": [True, False, False], "correct": [False, True, False]})
     qrels = pl.DataFrame({"question_id": ["q", "q", "r"], "passage_id": ["p1", "p2", "p5"], "label": [1, 2, 1]})
     best = readers.optimal(per_passage, qrels, "smollm2")
     assert dict(zip(best["question_id"], best["em"])) == {"q": True, "r": False}
+    assert dict(zip(best["question_id"], best["em_raw"])) == {"q": True, "r": False}
     answers = pl.DataFrame({"question_id": ["q", "r"], "reader": ["smollm2"] * 2, "system": ["bm25"] * 2,
                             "k": pl.Series([1, 1], dtype=pl.Int32), "strategy": ["union_norm"] * 2,
-                            "em": [True, False], "correct": [True, True]})
+                            "em": [True, False], "em_raw": [False, False], "correct": [True, True]})
     table = readers.em_table(answers, best)
     assert table["system"].to_list() == ["Optimal", "bm25"]
-    assert table["em"].to_list() == [0.5, 0.5] and table["judge"].to_list() == [0.5, 1.0]
+    # Optimal: q matched (1 of 2) both ways; bm25: em 1 of 2, em_raw 0 of 2, judge 2 of 2
+    assert table["em"].to_list() == [0.5, 0.5] and table["em_raw"].to_list() == [0.5, 0.0]
+    assert table["judge"].to_list() == [0.5, 1.0]

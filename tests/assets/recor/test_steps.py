@@ -142,7 +142,7 @@ def test_release_records_follow_the_public_format(scripted_llm):
                          "subquestion_reasoning_metadata"}
     assert set(turn["subquestion_reasoning_metadata"]) == {"target_information", "relevance_signals", "irrelevance_signals"}
     qrels = release.qrels_lines(turns).splitlines()
-    assert qrels[0].startswith("biology_0_turn1 0 ") and qrels[0].endswith(" 1")
+    assert qrels[0].startswith("biology_0_turn_1 0 ") and qrels[0].endswith(" 1")
     assert json.loads(release.jsonl([record]))["id"] == "biology_0"
     assert release.release_name("medical_sciences") == "medicalsciences"
 

@@ -1,0 +1,101 @@
+"""RECOR generation's reference metrics (Table 25): tokenisation, METEOR with WordNet, BERTScore,
+and empty answers counted as 0, as the published generation script scores them."""
+
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+from nltk.translate.meteor_score import meteor_score
+
+from assets.eval import generation, recor
+from checks import eval as ec
+
+
+@pytest.mark.parametrize("text, tokens", [
+    # Punkt ends a sentence at "won." but not inside "u.s." (an English abbreviation), then
+    # the Treebank rules split the final period and the contraction.
+    ("the u.s. won. they don't know.", ["the", "u.s.", "won", ".", "they", "do", "n't", "know", "."]),
+    ("dr. smith left at 5 p.m. today. it rained", ["dr.", "smith", "left", "at", "5", "p.m.", "today", ".", "it", "rained"]),
+    ("it cost $1,000. that's a lot!", ["it", "cost", "$", "1,000", ".", "that", "'s", "a", "lot", "!"]),
+])
+def test_word_tokens_follow_nltk_word_tokenize(text, tokens):
+    assert generation.word_tokens(text) == tokens
+
+
+def test_meteor_matches_the_formula_by_hand():
+    # reference "the cat sat on a mat ." (7 tokens), candidate "a cat sat ." (4): all 4 match
+    # exactly, aligned (0,4) (1,1) (2,2) (3,6): 3 chunks.
+    # P = 1, R = 4/7; Fmean = P*R / (0.9*P + 0.1*R) = (4/7) / (6.7/7) = 4/6.7
+    # penalty = 0.5 * (3/4)^3 = 0.2109375; METEOR = 4/6.7 * (1 - 0.2109375) = 0.4710820896
+    assert generation.meteor("The cat sat on a mat.", "A cat sat.") == pytest.approx(4 / 6.7 * (1 - 0.5 * 0.75 ** 3))
+
+
+class NoSynonyms:
+    def synsets(self, *args, **kwargs):
+        return []
+
+
+def test_meteor_matches_wordnet_synonyms():
+    # "auto" and "car" share the synset car.n.01 and no stem: only WordNet matches them.
+    # With it: 4 of 4 in one chunk, Fmean 1, penalty 0.5 * (1/4)^3 -> 0.9921875.
+    assert generation.meteor("the car is fast", "the auto is fast") == pytest.approx(1 - 0.5 * 0.25 ** 3)
+    # Without it: 3 of 4 in two chunks, Fmean 0.75, penalty 0.5 * (2/3)^3 = 4/27 -> 0.6389.
+    without = meteor_score([["the", "car", "is", "fast"]], ["the", "auto", "is", "fast"], wordnet=NoSynonyms())
+    assert without == pytest.approx(0.75 * (1 - 4 / 27))
+
+
+def test_missing_wordnet_names_the_package_to_install(tmp_path):
+    with pytest.raises(RuntimeError, match="apt-get install wordnet-base"):
+        generation.wordnet(str(tmp_path))
+
+
+def test_empty_answer_scores_zero_and_a_failed_call_stays_unscored():
+    assert generation.lexical("The cat sat.", "") == {"rouge_l": 0.0, "meteor": 0.0}
+    assert generation.lexical("The cat sat.", None) == {"rouge_l": None, "meteor": None}
+    # Neither needs the encoder: an empty answer is 0 without it.
+    assert generation.bertscore_f1(["The cat sat.", "The cat sat."], ["  ", None]) == [0.0, None]
+
+
+def test_answer_keeps_an_empty_reply_apart_from_a_failed_call():
+    class Replies:
+        def run(self, alias, reqs, stats=None, log=None):
+            return [SimpleNamespace(ok=True, value="  An\nanswer. "), SimpleNamespace(ok=True, value=""),
+                    SimpleNamespace(ok=False, value=None)]
+
+    items = [{"qid": f"q{n}", "mode": "no_retrieval", "history": "", "query": "Why?", "passages": []} for n in range(3)]
+    assert generation.answer(items, Replies(), "any", stats=None) == ["An answer.", "", None]
+
+
+@pytest.mark.slow
+def test_bertscore_of_identical_text_is_one_and_unrelated_text_lower():
+    reference = "The capital of France is Paris."
+    same, paraphrase, unrelated = generation.bertscore_f1(
+        [reference] * 3, [reference, "Paris is the capital of France.", "Bananas are rich in potassium."])
+    assert same == pytest.approx(1.0, abs=1e-5)
+    assert unrelated < paraphrase < 1.0
+
+
+def rows(scores: dict[str, list]) -> pl.DataFrame:
+    n = len(next(iter(scores.values())))
+    base = {"domain": ["law"] * n, "qid": [f"c1_turn_{i}" for i in range(1, n + 1)], "generator": ["smollm2"] * n,
+            "mode": ["retrieved"] * n, **{d: [0.5] * n for d in generation.DIMENSIONS}}
+    return pl.DataFrame({**base, **scores}, schema=ec.GENERATION_SCHEMA)
+
+
+def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitions():
+    frame = rows({"answer": ["A cat sat.", ""], "rouge_l": [0.6, 0.0], "meteor": [0.8, 0.0], "bertscore_f1": [0.9, 0.0]})
+    assert ec.recor_generation_schema(frame).passed
+    out = recor.recor_generation_metrics(frame)
+    row = out.value.row(0, named=True)
+    # (0.6 + 0) / 2, (0.8 + 0) / 2, (0.9 + 0) / 2: the empty answer counts
+    assert (row["rouge_l"], row["meteor"], row["bertscore_f1"]) == pytest.approx((0.3, 0.4, 0.45))
+    header = out.metadata["lexical"].value.splitlines()[0]
+    assert "METEOR (exact+stem+WordNet)" in header and "BERTScore F1 (MiniLM-L6, not rescaled)" in header
+    assert "not rescaled" in out.metadata["definition/bertscore_f1"].value and "WordNet" in out.metadata["definition/meteor"].value
+
+
+def test_generation_check_wants_every_answer_scored():
+    unscored = rows({"answer": ["", None], "rouge_l": [None, None], "meteor": [None, None], "bertscore_f1": [None, None]})
+    result = ec.recor_generation_schema(unscored)
+    # the empty answer (row 1) is flagged; the failed call (row 2, no answer) is not
+    assert not result.passed and "1 rows answered without a reference score" in result.metadata["problems"].value
