@@ -37,8 +37,8 @@ WORKDIR /opt/benchfoundry
 # Empty package folders let `pip install -e .` resolve before the source exists, so editing
 # the source does not rebuild this layer.
 COPY pyproject.toml ./
-RUN mkdir -p pipelines assets resources checks \
-    && touch pipelines/__init__.py assets/__init__.py resources/__init__.py checks/__init__.py \
+RUN mkdir -p pipelines assets resources checks examples \
+    && touch pipelines/__init__.py assets/__init__.py resources/__init__.py checks/__init__.py examples/__init__.py \
     && pip install torch==2.13.0 ${TORCH_INDEX:+--index-url $TORCH_INDEX} \
     && if [ "$GPU" = "1" ]; then extras="cluster,gpu"; else extras="cluster"; fi \
     && pip install -e ".[$extras]"
@@ -49,6 +49,7 @@ COPY pipelines ./pipelines
 COPY assets ./assets
 COPY resources ./resources
 COPY checks ./checks
+COPY examples ./examples
 COPY data ./data
 
 EXPOSE 3000 3030

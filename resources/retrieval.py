@@ -1,4 +1,5 @@
-"""The retriever registry and the retrievers behind it (BM25 on Lucene, dense on FAISS).
+"""The retriever registry and the retrievers behind it (BM25 on Lucene, dense on FAISS),
+and the two ways to bring one's own system: a TREC run file and a Python entry point.
 
 Every retriever shares one verb: ``search(queries, qids, k) -> {qid: [Hit, ...]}``.
 """
@@ -6,14 +7,28 @@ Every retriever shares one verb: ``search(queries, qids, k) -> {qid: [Hit, ...]}
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import math
+import numbers
+import string
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import yaml
 
 from resources.encoders import encode_texts
 from resources.lucene import Hit
+from resources.storage import read_text
 
 RETRIEVERS_PATH = str(Path(__file__).with_name("retrievers.yaml"))
+
+# A system the project does not run itself: its rankings come from a TREC run file, or from
+# a function the project imports and calls.
+RUN, ENTRYPOINT = "run", "entrypoint"
+EXTERNAL_KINDS = {RUN, ENTRYPOINT}
+# What a run file template may name: the benchmark (quit, recor), the part (a QUIT split or a
+# RECOR domain), the retriever alias and, for a reranker, its own alias.
+TEMPLATE_FIELDS = {"benchmark", "part", "retriever", "reranker"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,6 +40,11 @@ class RetrieverSpec:
     encoder: str | None = None
     query_prefix: str | None = None
     passage_prefix: str | None = None
+    # kind run: a run file template; the one RECOR query strategy its rankings answer.
+    path: str | None = None
+    strategy: str = "baseline"
+    # kind entrypoint: ``package.module:function``.
+    function: str | None = None
 
 
 def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
@@ -41,11 +61,34 @@ def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
         if unknown:
             raise ValueError(f"{path}: {section[:-1]} {alias!r} has unknown keys {sorted(unknown)}")
         specs[alias] = spec_type(alias=alias, **entry)
+        _check_external(path, section[:-1], specs[alias])
     return specs
 
 
+def _check_external(path: str, what: str, spec) -> None:
+    """A run file kind needs a template naming only known fields; an entry point kind a
+    ``module:function`` target. Errors name the registry file, the alias and the key."""
+    if spec.kind == RUN:
+        if not spec.path:
+            raise ValueError(f"{path}: run {what} {spec.alias!r} needs a path (a TREC run file template)")
+        try:
+            named = {f for _, f, _, _ in string.Formatter().parse(spec.path) if f is not None}
+        except ValueError as e:
+            raise ValueError(f"{path}: run {what} {spec.alias!r}: path {spec.path!r} is not a template: {e}") from None
+        if named - TEMPLATE_FIELDS:
+            raise ValueError(f"{path}: run {what} {spec.alias!r}: path names unknown fields {sorted(named - TEMPLATE_FIELDS)} "
+                             f"(use {', '.join(sorted(TEMPLATE_FIELDS))})")
+    if spec.kind == ENTRYPOINT:
+        if not spec.function:
+            raise ValueError(f"{path}: entrypoint {what} {spec.alias!r} needs a function (package.module:function)")
+        module, _, name = spec.function.partition(":")
+        if not module or not name:
+            raise ValueError(f"{path}: entrypoint {what} {spec.alias!r}: function {spec.function!r} "
+                             f"is not package.module:function")
+
+
 def load_retrievers(path: str = RETRIEVERS_PATH) -> dict[str, RetrieverSpec]:
-    specs = _load(path, "retrievers", RetrieverSpec, {"bm25", "dense", "oracle"})
+    specs = _load(path, "retrievers", RetrieverSpec, {"bm25", "dense", "oracle", *EXTERNAL_KINDS})
     for spec in specs.values():
         if spec.kind == "dense" and not spec.encoder:
             raise ValueError(f"{path}: dense retriever {spec.alias!r} needs an encoder")
@@ -89,20 +132,193 @@ class RerankerSpec:
     false_token: str = "false"
     score: str = "softmax"
     batch_size: int = 16
+    # kind run: a run file template of reranked lists; kind entrypoint: package.module:function.
+    path: str | None = None
+    function: str | None = None
 
 
 def load_rerankers(path: str = RERANKERS_PATH, models_path: str | None = None) -> dict[str, RerankerSpec]:
     from resources.llm import REGISTRY_PATH, load_registry
 
-    specs = _load(path, "rerankers", RerankerSpec, LLM_RERANKERS | {"seq2seq"})
+    specs = _load(path, "rerankers", RerankerSpec, LLM_RERANKERS | {"seq2seq"} | EXTERNAL_KINDS)
     registry = load_registry(models_path or REGISTRY_PATH)
     for spec in specs.values():
+        if spec.top_k < 1:
+            raise ValueError(f"{path}: reranker {spec.alias!r}: top_k must be positive")
+        if spec.kind in EXTERNAL_KINDS:
+            continue
         if not spec.model:
             raise ValueError(f"{path}: reranker {spec.alias!r} needs a model")
         if spec.kind in LLM_RERANKERS and spec.model not in registry:
             raise ValueError(f"{path}: reranker {spec.alias!r} names unknown model alias {spec.model!r}")
         if spec.kind == "seq2seq" and spec.score not in {"softmax", "logit"}:
             raise ValueError(f"{path}: reranker {spec.alias!r}: score must be softmax or logit")
-        if spec.top_k < 1:
-            raise ValueError(f"{path}: reranker {spec.alias!r}: top_k must be positive")
     return specs
+
+
+# --- Run files ------------------------------------------------------------------------------
+
+
+def parse_trec_run(text: str, source: str) -> dict[str, list[Hit]]:
+    """A TREC run file (``qid Q0 docid rank score tag``, whitespace separated, one line per
+    retrieved document) as ranked hits per query. The ranking is trec_eval's: each query's
+    documents by score descending, equal scores by docid descending (trec_eval sorts on
+    score, then on the docid string reversed), ranked 1..n; the file's own rank column is
+    read as an integer but does not order anything, as in trec_eval. Blank lines are
+    skipped; any other line that is not six columns with an integer rank and a finite score,
+    or a document listed twice for one query, is an error naming the file and line."""
+    found: dict[str, dict[str, tuple[float, int]]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        columns = line.split()
+        if not columns:
+            continue
+        where = f"{source} line {number}"
+        if len(columns) != 6:
+            raise ValueError(f"{where}: expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}: {line.strip()[:120]!r}")
+        qid, _, docid, rank, score, _ = columns
+        try:
+            int(rank)
+        except ValueError:
+            raise ValueError(f"{where}: rank {rank!r} is not an integer") from None
+        try:
+            value = float(score)
+        except ValueError:
+            raise ValueError(f"{where}: score {score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: score {score!r} is not finite")
+        docs = found.setdefault(qid, {})
+        if docid in docs:
+            raise ValueError(f"{where}: document {docid!r} is listed twice for query {qid!r} (first on line {docs[docid][1]})")
+        docs[docid] = (value, number)
+    return {qid: [Hit(docid, value, rank)
+                  for rank, (docid, value) in enumerate(trec_order({d: v for d, (v, _) in docs.items()}), start=1)]
+            for qid, docs in found.items()}
+
+
+def trec_order(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """``(docid, score)`` best first as trec_eval orders them: score descending, then docid
+    descending."""
+    return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+
+
+def run_file_uri(spec, benchmark: str, part: str, retriever: str | None = None) -> str:
+    """The run file ``spec``'s template names for one benchmark part (a QUIT split or a RECOR
+    domain); a template without ``{part}`` names one file for every part."""
+    fields = {"benchmark": benchmark, "part": part, "retriever": retriever or spec.alias, "reranker": spec.alias}
+    return spec.path.format(**fields)
+
+
+@dataclasses.dataclass
+class RunFiles:
+    """Rankings read from run files for a benchmark's queries, with what did not match."""
+
+    hits: dict[str, list[Hit]]
+    files: list[str]
+    # Benchmark queries no file ranks anything for: they score 0.
+    missing: list[str]
+    # Query ids in the files that are not the benchmark's queries of that file's parts: ignored.
+    ignored: list[str]
+
+    def metadata(self) -> dict:
+        return {"run_files": ", ".join(self.files), "run_queries_missing": len(self.missing),
+                "run_queries_missing_ids": ", ".join(self.missing[:20]) or "none",
+                "run_ids_ignored": len(self.ignored), "run_ids_ignored_examples": ", ".join(self.ignored[:20]) or "none"}
+
+
+def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int | None = None,
+                   documents: set[str] | None = None, retriever: str | None = None) -> RunFiles:
+    """The top ``k`` hits of every query in ``parts`` (part -> query ids) from the run files
+    ``spec``'s template names (local path, relative to the working directory, or ``s3://``).
+    A part whose file is missing is an error; so is a document outside ``documents`` (where
+    given), which means the run was made on another corpus."""
+    owner = f"{'reranker' if isinstance(spec, RerankerSpec) else 'retriever'} {spec.alias!r}"
+    by_file: dict[str, set[str]] = {}
+    for part, qids in parts.items():
+        by_file.setdefault(run_file_uri(spec, benchmark, part, retriever), set()).update(qids)
+    hits: dict[str, list[Hit]] = {}
+    ignored: list[str] = []
+    for uri, wanted in by_file.items():
+        try:
+            text = read_text(uri)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{owner}: no run file at {uri} (template {spec.path!r})") from None
+        for qid, ranked in parse_trec_run(text, uri).items():
+            if qid not in wanted:
+                ignored.append(qid)
+                continue
+            if documents is not None:
+                unknown = [h.docid for h in ranked if h.docid not in documents]
+                if unknown:
+                    raise ValueError(f"{owner}: {uri}: query {qid!r} ranks {len(unknown)} documents that are not in the "
+                                     f"{benchmark} corpus (e.g. {', '.join(unknown[:3])})")
+            hits[qid] = ranked[:k] if k else ranked
+    missing = sorted(q for qids in parts.values() for q in qids if q not in hits)
+    return RunFiles(hits, sorted(by_file), missing, sorted(ignored))
+
+
+# --- Entry points ---------------------------------------------------------------------------
+
+
+def load_function(owner: str, target: str) -> Callable:
+    """The callable ``package.module:function`` names (the function part may be dotted, as
+    ``module:Class.method``); errors name ``owner`` and what failed to resolve."""
+    module_name, _, name = target.partition(":")
+    try:
+        value = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"{owner}: cannot import module {module_name!r} of entry point {target!r}: {e}") from e
+    for attribute in name.split("."):
+        if not hasattr(value, attribute):
+            raise ValueError(f"{owner}: entry point {target!r}: {module_name} has no attribute {name!r}")
+        value = getattr(value, attribute)
+    if not callable(value):
+        raise ValueError(f"{owner}: entry point {target!r} is not callable")
+    return value
+
+
+def checked_ranking(owner: str, qid: str, ranked, known: Mapping | set, limit: int | None = None) -> list[tuple[str, float]]:
+    """An entry point's ranking for one query, validated: a list of ``(doc_id, score)``
+    best first, each id known and listed once, scores finite and never rising down the
+    list (the order is the ranking; a TREC file of it must not reorder), at most ``limit``."""
+    where = f"{owner}: query {qid!r}"
+    if isinstance(ranked, (str, bytes, Mapping)) or not hasattr(ranked, "__iter__"):
+        raise ValueError(f"{where}: expected a list of (doc_id, score) pairs, got {type(ranked).__name__}")
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for position, pair in enumerate(ranked, start=1):
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"{where}: item {position} is {pair!r}, not a (doc_id, score) pair")
+        doc, score = pair
+        if not isinstance(doc, str):
+            raise ValueError(f"{where}: item {position}: doc id {doc!r} is not a string")
+        if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(float(score)):
+            raise ValueError(f"{where}: document {doc!r}: score {score!r} is not a finite number")
+        if doc not in known:
+            raise ValueError(f"{where}: unknown document {doc!r}")
+        if doc in seen:
+            raise ValueError(f"{where}: document {doc!r} is ranked twice")
+        if out and float(score) > out[-1][1]:
+            raise ValueError(f"{where}: document {doc!r} (rank {position}) scores {float(score)}, above the "
+                             f"{out[-1][1]} of rank {position - 1}: return the list best first")
+        seen.add(doc)
+        out.append((doc, float(score)))
+    if limit is not None and len(out) > limit:
+        raise ValueError(f"{where}: {len(out)} documents returned, more than the k={limit} asked for")
+    return out
+
+
+def entrypoint_search(spec: RetrieverSpec, queries: Mapping[str, str], corpus: Mapping[str, str], k: int) -> dict[str, list[Hit]]:
+    """Call the retriever's function ``f(queries, corpus, k)`` (``{qid: text}``,
+    ``{doc_id: text}``, the depth) and turn its ``{qid: [(doc_id, score), ...]}``, best
+    first, into hits. Every call hands over the whole corpus, so a function that indexes
+    should cache its index (e.g. keyed by the corpus ids). A query it returns nothing for
+    gets no hits (it scores 0); a query id it invents is an error."""
+    owner = f"retriever {spec.alias!r}"
+    result = load_function(owner, spec.function)(dict(queries), corpus, k)
+    if not isinstance(result, Mapping):
+        raise ValueError(f"{owner}: {spec.function} returned {type(result).__name__}, expected {{qid: [(doc_id, score), ...]}}")
+    unknown = sorted(str(q) for q in result if q not in queries)
+    if unknown:
+        raise ValueError(f"{owner}: {spec.function} returned {len(unknown)} query ids it was not given (e.g. {', '.join(unknown[:3])})")
+    return {qid: [Hit(doc, score, rank) for rank, (doc, score) in enumerate(checked_ranking(owner, qid, result[qid], corpus, k), start=1)]
+            for qid in queries if qid in result}

@@ -25,7 +25,7 @@ from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
-from resources.retrieval import load_rerankers, load_retrievers
+from resources.retrieval import RUN, load_rerankers, load_retrievers
 from resources.storage import StorageResource, write_bytes
 
 PREFIX = "eval"
@@ -61,18 +61,25 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
               benchmark_qrels: pl.DataFrame, lucene: LuceneResource, faiss_index: FaissIndexResource,
               storage: StorageResource) -> dg.Output:
     """Top-100 passages per question for one retriever, as a table and a TREC run file (the
-    Oracle retriever: every relevant passage, shuffled)."""
+    Oracle retriever: every relevant passage, shuffled; a run file retriever: its file per
+    split, ``run_queries_missing`` questions it has no list for, ``run_ids_ignored`` ids
+    that are not the split's questions)."""
     spec = load_retrievers()[context.partition_key]
     questions = benchmark_questions["question"].to_list()
     qids = benchmark_questions["question_id"].to_list()
+    found = {}
     if spec.kind == "oracle":
         run = oracle_run(benchmark_qrels.filter(pl.col("question_id").is_in(qids)), spec.alias)
+    elif spec.kind == RUN:
+        splits = {s: g["question_id"].to_list() for (s,), g in benchmark_questions.group_by("split", maintain_order=True)}
+        files = retrieve.from_run_files(spec, "quit", "quit", splits, TOP_K, storage)
+        run, found = run_frame(files.hits, spec.alias), files.metadata()
     else:
         run = run_frame(retrieve.search(spec, "quit", questions, qids, TOP_K, lucene, faiss_index, storage), spec.alias)
     trec_path = storage.path(PREFIX, "runs", "quit", f"{spec.alias}.trec")
     write_bytes(trec_path, trec_run(run).encode())
     return dg.Output(run, metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path),
-                                    "questions": len(qids)})
+                                    "questions": len(qids), **found})
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
@@ -129,7 +136,11 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
     head = {q: ids[:depth] for q, ids in ranked.items()}
     stats = CallStats()
     context.log.info(f"{spec.alias} ({spec.kind}) reranks the top {depth} of each run (the paper reranks 100)")
-    done = rerank_methods.rerank(spec, llm, queries, head, texts, stats, context.log.info)
+    if spec.kind == RUN:
+        splits = {s: g["question_id"].to_list() for (s,), g in benchmark_questions.group_by("split", maintain_order=True)}
+        done = rerank_methods.from_run_files(spec, keys["retriever"], "quit", splits, head)
+    else:
+        done = rerank_methods.rerank(spec, llm, queries, head, texts, stats, context.log.info)
     system = f"{keys['retriever']}+{spec.alias}"
     rows = [(q, pid, rank, 1.0 / rank, system)
             for q, ids in ranked.items()
@@ -139,6 +150,7 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
     write_bytes(trec_path, trec_run(frame).encode())
     return dg.Output(frame, metadata={**table_metadata(frame), "reranker_kind": spec.kind, "reranked_top_k": depth,
                                       "unscored_passages": done.unscored, "repaired_permutations": done.repaired,
+                                      **done.found,
                                       "trec_run": dg.MetadataValue.path(trec_path), **stats.as_metadata()})
 
 

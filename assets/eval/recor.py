@@ -18,7 +18,7 @@ from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
-from resources.retrieval import load_retrievers
+from resources.retrieval import RUN, load_retrievers
 from resources.storage import StorageResource, write_bytes
 
 PREFIX = "eval"
@@ -43,7 +43,8 @@ def truncated(spec, texts: list[str]) -> int:
     """How many of ``texts`` the retriever cuts at its input limit: a dense encoder with a
     bounded input (sentence-transformers' ``max_seq_length``) keeps the start, so the
     question survives and the end of the history goes. BM25 and the bundled e5-small
-    (sliding windows) read queries whole."""
+    (sliding windows) read queries whole; a run file or an entry point is a system whose
+    input limit the project cannot see, so it counts none."""
     from resources.encoders import input_limit, token_counts
 
     if spec.kind != "dense" or not texts:
@@ -92,16 +93,27 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
                lucene: LuceneResource, faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
     """One domain's corpus indexed for one retriever and searched with every turn's
     strategy queries: top-100 per turn and strategy, as a table and TREC run files. The
-    queries go in whole; ``truncated_queries`` counts those the retriever's input limit cut."""
+    queries go in whole; ``truncated_queries`` counts those the retriever's input limit cut.
+    A run file retriever answers one strategy (its ``strategy``, baseline by default): its
+    domain's file holds the turns' ids, and only that strategy's rows are produced."""
     keys = context.partition_key.keys_by_dimension
     domain, spec = keys["domain"], load_retrievers()[keys["retriever"]]
     docs = corpus.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents"))
     name = f"recor_{domain}"
     n, _ = retrieve.build(spec, name, docs, lucene, faiss_index, storage)
-    frames, cut = [], {}
+    if spec.kind == RUN and spec.strategy not in set(recor_queries["strategy"]):
+        raise ValueError(f"retriever {spec.alias!r}: strategy {spec.strategy!r} is not one of the query strategies "
+                         f"{sorted(set(recor_queries['strategy']))}")
+    frames, cut, found = [], {}, {}
     for (strategy,), group in recor_queries.group_by("strategy", maintain_order=True):
+        if spec.kind == RUN and strategy != spec.strategy:
+            continue
         cut[strategy] = truncated(spec, group["query"].to_list())
-        hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index, storage)
+        if spec.kind == RUN:
+            files = retrieve.from_run_files(spec, "recor", name, {domain: group["qid"].to_list()}, TOP_K, storage)
+            hits, found = files.hits, files.metadata()
+        else:
+            hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index, storage)
         run = run_frame(hits, spec.alias).with_columns(pl.lit(strategy).alias("strategy"))
         write_bytes(storage.path(PREFIX, "runs", "recor", domain, f"{spec.alias}.{strategy}.trec"),
                     trec_run(run.drop("strategy")).encode())
@@ -109,7 +121,7 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
     runs = pl.concat(frames) if frames else pl.DataFrame(schema={**RUN_SCHEMA, "strategy": pl.String})
     return dg.Output(runs.with_columns(pl.lit(domain).alias("domain")), metadata={
         **table_metadata(runs.filter(pl.col("rank") <= 3)), "documents": n, "queries": recor_queries.height,
-        "truncated_queries": sum(cut.values()), "truncated_by_strategy": counts_md(cut, "strategy")})
+        "truncated_queries": sum(cut.values()), "truncated_by_strategy": counts_md(cut, "strategy"), **found})
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,

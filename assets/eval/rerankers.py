@@ -1,5 +1,6 @@
-"""Rerankers over the head of a ranked list: pointwise LLM relevance, UPR, RankGPT and
-seq2seq (monoT5 / RankT5), behind one verb, :func:`rerank`.
+"""Rerankers over the head of a ranked list: pointwise LLM relevance, UPR, RankGPT,
+seq2seq (monoT5 / RankT5) and a Python entry point, behind one verb, :func:`rerank`; and
+reranked lists read from TREC run files, :func:`from_run_files`.
 
 Each takes ``{qid: [passage_id, ...]}`` (the head of a run, best first) and returns the same
 ids reordered. Scores that tie keep the retrieved order, and a passage the model could not
@@ -16,6 +17,12 @@ from assets.common.prompts import load_prompt
 from assets.common.verdicts import yes_probability
 from assets.eval import rankgpt
 from resources.llm import CallStats, LLMRequest, ScoreRequest
+from resources.retrieval import (
+    ENTRYPOINT,
+    checked_ranking,
+    load_function,
+    read_run_files,
+)
 
 
 @dataclasses.dataclass
@@ -24,6 +31,8 @@ class Reranked:
     # What the model could not score or order (RankGPT: repaired permutations).
     unscored: int = 0
     repaired: int = 0
+    # Run files: which files, and what in them did not match the heads (for the metadata).
+    found: dict = dataclasses.field(default_factory=dict)
 
 
 def order_by_scores(ids: list[str], scores: list[float | None]) -> list[str]:
@@ -77,9 +86,50 @@ def seq2seq(spec, queries, head, texts) -> Reranked:
     return Reranked(_regroup(head, scores))
 
 
+def entrypoint(spec, queries, head, texts) -> Reranked:
+    """The reranker's function, called once per question as ``f(query, candidates)`` with
+    ``candidates`` the head as ``[(passage_id, text), ...]`` in retrieved order; it returns
+    ``[(passage_id, score), ...]`` best first. A candidate it leaves out sinks below the
+    returned ones in retrieved order (counted as unscored); an id outside the candidates, one
+    listed twice or scores rising down the list are errors naming the reranker and question."""
+    owner = f"reranker {spec.alias!r}"
+    function = load_function(owner, spec.function)
+    lists, unscored = {}, 0
+    for q in sorted(head):
+        candidates = [(pid, texts[pid]) for pid in head[q]]
+        ranked = [pid for pid, _ in checked_ranking(owner, q, function(queries[q], candidates), set(head[q]))]
+        returned = set(ranked)
+        rest = [pid for pid in head[q] if pid not in returned]
+        lists[q], unscored = ranked + rest, unscored + len(rest)
+    return Reranked(lists, unscored=unscored)
+
+
+def from_run_files(spec, retriever: str, benchmark: str, parts: dict[str, list[str]], head: dict[str, list[str]]) -> Reranked:
+    """Each head reordered by the reranker's run file for this retriever and part (its
+    template may name ``{retriever}``), in the file's order as trec_eval reads it (score
+    descending, ties by docid descending). A head passage the file does not list sinks below
+    in retrieved order (unscored, as a passage a model failed on); file rows for passages
+    outside the head, or for query ids outside the benchmark, are ignored and counted."""
+    wanted = {part: [q for q in qids if q in head] for part, qids in parts.items()}
+    files = read_run_files(spec, benchmark, wanted, retriever=retriever)
+    lists, unscored, outside = {}, 0, 0
+    for q, ids in head.items():
+        listed = [h.docid for h in files.hits.get(q, [])]
+        candidates = set(ids)
+        ranked = [pid for pid in listed if pid in candidates]
+        returned = set(ranked)
+        rest = [pid for pid in ids if pid not in returned]
+        lists[q] = ranked + rest
+        unscored, outside = unscored + len(rest), outside + len(listed) - len(ranked)
+    return Reranked(lists, unscored=unscored, found={**files.metadata(), "run_rows_outside_head": outside})
+
+
 def rerank(spec, llm, queries: dict[str, str], head: dict[str, list[str]], texts: dict[str, str],
            stats: CallStats, log=None) -> Reranked:
-    """Reorder every question's head with the reranker ``spec`` describes."""
+    """Reorder every question's head with the reranker ``spec`` describes (a run file
+    reranker needs the retriever and split: :func:`from_run_files`)."""
+    if spec.kind == ENTRYPOINT:
+        return entrypoint(spec, queries, head, texts)
     if spec.kind == "pointwise":
         return pointwise(llm, spec.model, queries, head, texts, spec.top_logprobs, stats, log)
     if spec.kind == "upr":

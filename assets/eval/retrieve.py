@@ -1,19 +1,35 @@
 """Indexing and searching one corpus with one registered retriever, shared by every
 benchmark's evaluation: a Lucene index for BM25, a FAISS index of the retriever's passage
-embeddings for dense retrievers, both where the storage resource keeps indexes, by corpus name."""
+embeddings for dense retrievers, both where the storage resource keeps indexes, by corpus name.
+
+A retriever the project does not run (kind ``run`` or ``entrypoint``) is "indexed" by
+keeping the corpus it is evaluated on beside the other indexes: its ids, which a run file's
+documents must be among, and for an entry point the texts it is handed at search time."""
 
 from __future__ import annotations
 
 import polars as pl
 
 from resources.lucene import Hit
-from resources.retrieval import RetrieverSpec, dense_search, encode_corpus
+from resources.retrieval import (
+    ENTRYPOINT,
+    EXTERNAL_KINDS,
+    RUN,
+    RetrieverSpec,
+    RunFiles,
+    dense_search,
+    encode_corpus,
+    entrypoint_search,
+    read_run_files,
+)
 from resources.storage import StorageResource, read_parquet, write_parquet
 
 
 def index_uri(storage: StorageResource, corpus: str, spec: RetrieverSpec) -> str:
     if spec.kind == "bm25":
         return storage.index_path("lucene", f"{corpus}_{spec.alias}")
+    if spec.kind in EXTERNAL_KINDS:
+        return storage.index_path(spec.kind, corpus, f"{spec.alias}.parquet")
     return storage.index_path("faiss", corpus, f"{spec.alias}.faiss")
 
 
@@ -27,6 +43,9 @@ def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_in
     where = index_uri(storage, corpus, spec)
     if spec.kind == "bm25":
         return lucene.build(where, docs), where
+    if spec.kind in EXTERNAL_KINDS:
+        write_parquet(where, docs.select("id", "contents") if spec.kind == ENTRYPOINT else docs.select("id"))
+        return docs.height, where
     vectors = encode_corpus(spec, docs["contents"].to_list())
     faiss_index.save(faiss_index.build(vectors), where)
     write_parquet(ids_uri(storage, corpus, spec.alias), docs.select("id"))
@@ -35,9 +54,24 @@ def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_in
 
 def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str], k: int, lucene,
            faiss_index, storage: StorageResource) -> dict[str, list[Hit]]:
-    """Top-k hits per query id from the index ``build`` made."""
+    """Top-k hits per query id from the index ``build`` made (an entry point: its function
+    called on the queries and the kept corpus). Run files are read by :func:`from_run_files`."""
     where = index_uri(storage, corpus, spec)
     if spec.kind == "bm25":
         return lucene.searcher(where, spec.k1, spec.b).batch_search(queries, qids, k)
+    if spec.kind == ENTRYPOINT:
+        docs = read_parquet(where)
+        return entrypoint_search(spec, dict(zip(qids, queries)), dict(docs.select("id", "contents").iter_rows()), k)
+    if spec.kind == RUN:
+        raise ValueError(f"retriever {spec.alias!r} ranks from run files: read them with from_run_files")
     doc_ids = read_parquet(ids_uri(storage, corpus, spec.alias))["id"].to_list()
     return dense_search(spec, faiss_index, faiss_index.load(where), doc_ids, queries, qids, k)
+
+
+def from_run_files(spec: RetrieverSpec, benchmark: str, corpus: str, parts: dict[str, list[str]], k: int,
+                   storage: StorageResource) -> RunFiles:
+    """The top-k hits of every query in ``parts`` (a QUIT split or RECOR domain -> query
+    ids) from the retriever's run files, their documents checked against the corpus
+    ``build`` kept."""
+    documents = set(read_parquet(index_uri(storage, corpus, spec))["id"].to_list())
+    return read_run_files(spec, benchmark, parts, k, documents)

@@ -62,12 +62,18 @@ def retrieval_guidance(target: str | None, relevance: Sequence[str] = (), irrele
 
 def with_release_text(turns: pl.DataFrame) -> pl.DataFrame:
     """The turns with the release's ``history`` and ``guidance`` columns (history from the
-    conversation's earlier turns, in turn order)."""
+    conversation's earlier turns, in turn order). Turns read from a published release
+    (:mod:`assets.recor.published`) carry the release's own ``subquestion_reasoning`` and
+    ``conversation_history``: their guidance and history are those texts as published
+    (guidance empty where the release has none)."""
     rows, earlier = [], {}
+    published = "subquestion_reasoning" in turns.columns
     for t in turns.sort("conversation_id", "turn_id").iter_rows(named=True):
         before = earlier.setdefault(t["conversation_id"], [])
-        rows.append({**t, "history": history_text(before),
-                     "guidance": retrieval_guidance(t["target"], t["relevance_signals"] or [], t["irrelevance_signals"] or [])})
+        guidance = (t["subquestion_reasoning"] or "" if published
+                    else retrieval_guidance(t["target"], t["relevance_signals"] or [], t["irrelevance_signals"] or []))
+        history = t["conversation_history"] if published and t["conversation_history"] else history_text(before)
+        rows.append({**t, "history": history, "guidance": guidance})
         before.append(t)
     return pl.DataFrame(rows, schema={**turns.schema, "history": pl.String, "guidance": pl.String})
 

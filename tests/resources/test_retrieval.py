@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -16,12 +18,107 @@ DOCS = ["The Eiffel Tower stands in Paris.", "Mount Everest is the highest mount
 def test_registry_errors_name_the_retriever(tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("retrievers:\n  x: {kind: sparse}\n")
-    with pytest.raises(ValueError, match="'x' needs kind bm25 or dense"):
+    with pytest.raises(ValueError, match="'x' needs kind bm25 or dense or entrypoint or oracle or run"):
         load_retrievers(str(p))
     p.write_text("retrievers:\n  y: {kind: dense}\n")
     with pytest.raises(ValueError, match="'y' needs an encoder"):
         load_retrievers(str(p))
     assert set(load_retrievers()) == {"bm25", "minilm", "e5-small", "oracle"}
+    # the registry's commented example entry point parses as written
+    p.write_text('retrievers:\n  tfidf: {kind: entrypoint, function: "examples.retrievers:tfidf"}\n')
+    tfidf = load_retrievers(str(p))["tfidf"]
+    assert tfidf.kind == "entrypoint" and tfidf.function == "examples.retrievers:tfidf"
+
+
+@pytest.mark.parametrize("section, entry, error", [
+    ("retrievers", "r: {kind: run}", "run retriever 'r' needs a path"),
+    ("retrievers", "r: {kind: run, path: 'runs/{split}.trec'}", r"run retriever 'r': path names unknown fields \['split'\]"),
+    ("retrievers", "r: {kind: run, path: 'runs/{part.trec'}", "run retriever 'r': path 'runs/{part.trec' is not a template"),
+    ("retrievers", "e: {kind: entrypoint}", r"entrypoint retriever 'e' needs a function \(package.module:function\)"),
+    ("retrievers", "e: {kind: entrypoint, function: examples.retrievers}", "function 'examples.retrievers' is not package.module:function"),
+    ("retrievers", "e: {kind: entrypoint, function: 'm:f', encoder: x, file: y}", r"retriever 'e' has unknown keys \['file'\]"),
+    ("rerankers", "r: {kind: run, top_k: 5}", "run reranker 'r' needs a path"),
+    ("rerankers", "e: {kind: entrypoint}", "entrypoint reranker 'e' needs a function"),
+    ("rerankers", "e: {kind: entrypoint, function: 'm:f', top_k: 0}", "reranker 'e': top_k must be positive"),
+])
+def test_byo_registry_errors_name_the_alias_and_the_key(tmp_path, section, entry, error):
+    from resources.retrieval import load_rerankers
+
+    p = tmp_path / "r.yaml"
+    p.write_text(f"{section}:\n  {entry}\n")
+    with pytest.raises(ValueError, match=error):
+        (load_retrievers if section == "retrievers" else load_rerankers)(str(p))
+
+
+def test_byo_kinds_load_without_a_model(tmp_path):
+    from resources.retrieval import load_rerankers
+
+    p = tmp_path / "r.yaml"
+    p.write_text("retrievers:\n  mine: {kind: run, path: 'runs/{benchmark}/{part}.trec', strategy: history}\n"
+                 "rerankers:\n  r: {kind: run, path: 'runs/{retriever}.{part}.trec'}\n  e: {kind: entrypoint, function: 'm:f', top_k: 5}\n")
+    mine = load_retrievers(str(p))["mine"]
+    assert (mine.kind, mine.path, mine.strategy) == ("run", "runs/{benchmark}/{part}.trec", "history")
+    rerankers = load_rerankers(str(p))
+    assert rerankers["r"].model is None and rerankers["r"].top_k == 100 and rerankers["e"].top_k == 5
+
+
+def test_a_trec_run_is_ranked_as_trec_eval_ranks_it():
+    from resources.retrieval import parse_trec_run
+
+    text = ("q1 Q0 d1 1 2.0 tag\n"
+            "q1\tQ0 d10 7 2.0 tag\n"   # tied with d1: docid descending puts "d10" first
+            "\n"
+            "q1 Q0 d2 2 2.5 tag\n"     # the rank column says 2, the score says first
+            "q2 0 x 0 -1e3 other\n")
+    hits = parse_trec_run(text, "f.trec")
+    assert [(h.docid, h.rank, h.score) for h in hits["q1"]] == [("d2", 1, 2.5), ("d10", 2, 2.0), ("d1", 3, 2.0)]
+    assert [(h.docid, h.rank, h.score) for h in hits["q2"]] == [("x", 1, -1000.0)]
+
+
+@pytest.mark.parametrize("line, error", [
+    ("q1 Q0 d2 2 0.5", "f.trec line 2: expected 6 columns (qid Q0 docid rank score tag), found 5: 'q1 Q0 d2 2 0.5'"),
+    ("q1 Q0 d2 2 0.5 t extra", "f.trec line 2: expected 6 columns"),
+    ("q1 Q0 d2 two 0.5 t", "f.trec line 2: rank 'two' is not an integer"),
+    ("q1 Q0 d2 2 high t", "f.trec line 2: score 'high' is not a number"),
+    ("q1 Q0 d2 2 nan t", "f.trec line 2: score 'nan' is not finite"),
+    ("q1 Q0 d1 2 0.5 t", "f.trec line 2: document 'd1' is listed twice for query 'q1' (first on line 1)"),
+])
+def test_malformed_run_lines_are_named_by_file_and_line(line, error):
+    from resources.retrieval import parse_trec_run
+
+    with pytest.raises(ValueError, match=re.escape(error)):
+        parse_trec_run(f"q1 Q0 d1 1 0.9 t\n{line}\n", "f.trec")
+
+
+@pytest.mark.parametrize("ranked, error", [
+    ("d1", "query 'q1': expected a list of (doc_id, score) pairs, got str"),
+    ([("d1", 0.5, 1)], "query 'q1': item 1 is ('d1', 0.5, 1), not a (doc_id, score) pair"),
+    ([(1, 0.5)], "query 'q1': item 1: doc id 1 is not a string"),
+    ([("d1", "high")], "query 'q1': document 'd1': score 'high' is not a finite number"),
+    ([("d1", float("inf"))], "query 'q1': document 'd1': score inf is not a finite number"),
+    ([("nope", 1.0)], "query 'q1': unknown document 'nope'"),
+    ([("d1", 1.0), ("d1", 0.5)], "query 'q1': document 'd1' is ranked twice"),
+    ([("d1", 0.5), ("d2", 0.9)], "query 'q1': document 'd2' (rank 2) scores 0.9, above the 0.5 of rank 1: return the list best first"),
+    ([("d1", 0.9), ("d2", 0.5), ("d3", 0.1)], "query 'q1': 3 documents returned, more than the k=2 asked for"),
+])
+def test_entry_point_rankings_are_checked(ranked, error):
+    from resources.retrieval import checked_ranking
+
+    with pytest.raises(ValueError, match=re.escape(f"retriever 'x': {error}")):
+        checked_ranking("retriever 'x'", "q1", ranked, {"d1", "d2", "d3"}, limit=2)
+    assert checked_ranking("retriever 'x'", "q1", [("d2", 1), ("d1", 1.0)], {"d1", "d2"}) == [("d2", 1.0), ("d1", 1.0)]
+
+
+@pytest.mark.parametrize("target, error", [
+    ("no_such_package.mod:f", "retriever 'x': cannot import module 'no_such_package.mod' of entry point 'no_such_package.mod:f'"),
+    ("examples.retrievers:bm42", "retriever 'x': entry point 'examples.retrievers:bm42': examples.retrievers has no attribute 'bm42'"),
+    ("examples.retrievers:BATCH", "retriever 'x': entry point 'examples.retrievers:BATCH' is not callable"),
+])
+def test_entry_points_that_do_not_resolve_are_named(target, error):
+    from resources.retrieval import load_function
+
+    with pytest.raises(ValueError, match=re.escape(error)):
+        load_function("retriever 'x'", target)
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
@@ -67,7 +164,7 @@ def test_bm25_on_lucene(tmp_path):
 
 
 @pytest.mark.parametrize("entry, error", [
-    ("z: {kind: monot5}", "reranker 'z' needs kind pointwise or rankgpt or seq2seq or upr"),
+    ("z: {kind: monot5}", "reranker 'z' needs kind entrypoint or pointwise or rankgpt or run or seq2seq or upr"),
     ("p: {kind: pointwise, model: nobody}", "reranker 'p' names unknown model alias 'nobody'"),
     ("s: {kind: seq2seq, model: /m, score: max}", "reranker 's': score must be softmax or logit"),
     ("u: {kind: upr}", "reranker 'u' needs a model"),
