@@ -1,23 +1,33 @@
-"""Every partition definition, named once. Model partitions come from the registry's roles and
-retriever and reranker partitions from their registries, so adding an alias there makes its
-partitions appear on the next definitions load."""
+"""Every partition definition, named once.
+
+The systems under evaluation are dynamic partitions: QUIT's labelers and readers (the model
+registry's roles), the retrievers and rerankers (their registries) and WikiProfile's subject
+models. Their keys live in the Dagster instance, not in the code, so an alias put in a
+registry while the web UI runs becomes a partition without a reload: the registry sensor
+(``pipelines.sensors``) adds it, and whatever runs partitioned assets in process calls
+``sync_partitions`` first. RECOR's eleven domains stay static: they are the paper's, named
+in code, and a domain the code does not know could not be built.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import dagster as dg
 
-from resources.llm import role_aliases
-from resources.retrieval import load_rerankers, load_retrievers
+from resources.llm import REGISTRY_PATH, role_aliases
+from resources.retrieval import (
+    RERANKERS_PATH,
+    RETRIEVERS_PATH,
+    load_rerankers,
+    load_retrievers,
+)
 
 # QUIT: labelers label passages, readers answer from them; the parametric (closed-book)
 # answers are asked of both.
-QUIT_LABELERS = role_aliases("quit.labelers")
-QUIT_READERS = role_aliases("quit.readers")
-QUIT_MODELS = sorted(set(QUIT_LABELERS) | set(QUIT_READERS))
-
-quit_reader_partitions = dg.StaticPartitionsDefinition(QUIT_READERS)
-quit_labeler_partitions = dg.StaticPartitionsDefinition(QUIT_LABELERS)
-quit_model_partitions = dg.StaticPartitionsDefinition(QUIT_MODELS)
+quit_labeler_partitions = dg.DynamicPartitionsDefinition(name="quit_labelers")
+quit_reader_partitions = dg.DynamicPartitionsDefinition(name="quit_readers")
+quit_model_partitions = dg.DynamicPartitionsDefinition(name="quit_models")
 
 # RECOR's eleven domains: six from BRIGHT, five from StackExchange.
 BRIGHT_DOMAINS = ["biology", "earth_science", "economics", "psychology", "robotics", "sustainable_living"]
@@ -27,19 +37,15 @@ DOMAINS = BRIGHT_DOMAINS + STACKEXCHANGE_DOMAINS
 recor_domain_partitions = dg.StaticPartitionsDefinition(DOMAINS)
 
 # Retrieval evaluation: one partition per retriever (QUIT) and per retriever x reranker.
-retriever_partitions = dg.StaticPartitionsDefinition(sorted(load_retrievers()))
-rerank_partitions = dg.MultiPartitionsDefinition({
-    "retriever": retriever_partitions,
-    "reranker": dg.StaticPartitionsDefinition(sorted(load_rerankers())),
-})
+retriever_partitions = dg.DynamicPartitionsDefinition(name="retrievers")
+reranker_partitions = dg.DynamicPartitionsDefinition(name="rerankers")
+rerank_partitions = dg.MultiPartitionsDefinition({"retriever": retriever_partitions, "reranker": reranker_partitions})
 
 # RECOR's evaluation: domain x retriever; the oracle is not a retriever of conversations.
-recor_retriever_partitions = dg.StaticPartitionsDefinition(
-    sorted(a for a, s in load_retrievers().items() if s.kind != "oracle"))
+recor_retriever_partitions = dg.DynamicPartitionsDefinition(name="recor_retrievers")
 recor_eval_partitions = dg.MultiPartitionsDefinition({"domain": recor_domain_partitions, "retriever": recor_retriever_partitions})
 
-# WikiProfile's subject models: dynamic, so that the sensor adds an alias put in the
-# registry's ``wikiprofile.subjects`` without a code change.
+# WikiProfile's subject models, from the registry's ``wikiprofile.subjects``.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
 
 # Every partitions definition by a short name (job names, the UI).
@@ -48,3 +54,65 @@ NAMED = {
     "domains": recor_domain_partitions, "retrievers": retriever_partitions, "rerankers": rerank_partitions,
     "domain_retrievers": recor_eval_partitions, "subjects": subject_partitions,
 }
+DYNAMIC = [quit_labeler_partitions, quit_reader_partitions, quit_model_partitions, retriever_partitions,
+           recor_retriever_partitions, reranker_partitions, subject_partitions]
+
+
+def registered_keys(models: str = REGISTRY_PATH, retrievers: str = RETRIEVERS_PATH,
+                    rerankers: str = RERANKERS_PATH) -> dict[str, list[str]]:
+    """The keys each dynamic partitions definition (by name) should have: what the
+    registries list now. Retrievers and rerankers in alias order, models in role order."""
+    labelers, readers = role_aliases("quit.labelers", models), role_aliases("quit.readers", models)
+    specs = load_retrievers(retrievers)
+    return {
+        quit_labeler_partitions.name: labelers,
+        quit_reader_partitions.name: readers,
+        quit_model_partitions.name: sorted(set(labelers) | set(readers)),
+        retriever_partitions.name: sorted(specs),
+        recor_retriever_partitions.name: sorted(a for a, s in specs.items() if s.kind != "oracle"),
+        reranker_partitions.name: sorted(load_rerankers(rerankers, models)),
+        subject_partitions.name: role_aliases("wikiprofile.subjects", models),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionChanges:
+    """By dynamic partitions name: registry keys that are no partition yet (``new``), and
+    partitions no registry lists any more (``gone``). A gone partition is kept: its
+    materializations are a past evaluation the leaderboard and the UI still show."""
+
+    new: dict[str, list[str]]
+    gone: dict[str, list[str]]
+
+    def describe(self, which: str) -> str:
+        changes = getattr(self, which)
+        return "; ".join(f"{name}: {', '.join(keys)}" for name, keys in changes.items())
+
+
+def partition_changes(registered: dict[str, list[str]], existing: dict[str, list[str]]) -> PartitionChanges:
+    """What adding the registries' keys to the existing partitions would change, each list
+    in its own order (registry order for new keys, partition order for gone ones)."""
+    new, gone = {}, {}
+    for name, keys in registered.items():
+        known = set(existing.get(name, []))
+        if added := [k for k in dict.fromkeys(keys) if k not in known]:
+            new[name] = added
+        if dropped := [k for k in existing.get(name, []) if k not in set(keys)]:
+            gone[name] = dropped
+    return PartitionChanges(new, gone)
+
+
+def pending_changes(instance: dg.DagsterInstance, **paths: str) -> PartitionChanges:
+    """The registries (``registered_keys``'s paths) against the instance's partitions."""
+    return partition_changes(registered_keys(**paths),
+                             {pdef.name: list(instance.get_dynamic_partitions(pdef.name)) for pdef in DYNAMIC})
+
+
+def sync_partitions(instance: dg.DagsterInstance, **paths: str) -> PartitionChanges:
+    """Adds every registry key that is no partition yet to ``instance`` (never removes one),
+    as the registry sensor does on a running deployment: what runs partitioned assets in
+    process calls this first. Returns what it added and what it kept though gone."""
+    changes = pending_changes(instance, **paths)
+    for name, keys in changes.new.items():
+        instance.add_dynamic_partitions(name, keys)
+    return changes

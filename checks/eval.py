@@ -17,9 +17,11 @@ from collections.abc import Iterable, Sequence
 import dagster as dg
 import polars as pl
 
+from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
 from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
+from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
@@ -39,13 +41,20 @@ from assets.partitions import (
     retriever_partitions,
     subject_partitions,
 )
+from assets.quit import published as quit_release
+from assets.recor import published as recor_release
+from assets.wikiprofile import published as wikiprofile_release
+from assets.wikiprofile.release import BENCHMARK_SCHEMA as wikiprofile_tasks_schema
 from checks.factories import (
     WARN,
     errored,
     llm_accounting_check,
     problems_result,
+    rejects_check,
+    table_check,
     table_problems,
 )
+from checks.recor import gold_outside
 from resources.retrieval import load_rerankers, load_retrievers
 from resources.storage import exists
 
@@ -89,10 +98,11 @@ def wikiprofile_key(name: str) -> dg.AssetKey:
     return dg.AssetKey(["wikiprofile", name])
 
 
-QUIT_QUESTIONS = dg.AssetIn(key=["quit", "benchmark_questions"])
-QUIT_CORPUS = dg.AssetIn(key=["quit", "benchmark_corpus"])
-RECOR_BENCHMARK = dg.AssetIn(key=["recor", "benchmark"])
-WIKIPROFILE_BENCHMARK = dg.AssetIn(key=wikiprofile_key("benchmark").path)
+# The benchmarks as the evaluation reads them (assets.eval.benchmarks).
+QUIT_QUESTIONS = dg.AssetIn(key=eval_key("quit_questions"))
+QUIT_CORPUS = dg.AssetIn(key=eval_key("quit_corpus"))
+RECOR_BENCHMARK = dg.AssetIn(key=eval_key("recor_turns"))
+WIKIPROFILE_BENCHMARK = dg.AssetIn(key=eval_key("wikiprofile_tasks"))
 
 
 # --- rules shared by the checks -----------------------------------------------------------------
@@ -203,6 +213,115 @@ def reranked_systems() -> list[str]:
     return sorted(f"{r}+{k}" for r in load_retrievers() for k in load_rerankers())
 
 
+# --- the benchmarks the evaluation reads (built or released) -------------------------------------
+
+SOURCE_SPLITS = ("train", "dev", "test")
+QUIT_LABELS = (0, 1, 2)
+QUESTION_COLUMNS = {c: quit_release.QUESTIONS_SCHEMA[c] for c in ("question_id", "split", "question", "answer", "answers", "hints")}
+RECOR_COLUMNS = {c: recor_release.BENCHMARK_SCHEMA[c] for c in ("qid", "domain", "conversation_id", "turn_id", "query", "answer",
+                                                                 "gold_doc_ids", "conversation_history")}
+
+
+@dg.asset_check(asset=eval_key("quit_questions"), name=SCHEMA, blocking=True,
+                description="Unique question ids in train/dev/test, each with its question and a non-empty answer pool.")
+def quit_questions_schema(quit_questions: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = table_problems(quit_questions, QUESTION_COLUMNS, unique=("question_id",), not_null=("question_id", "split", "question"))
+    if typed(quit_questions, QUESTION_COLUMNS):
+        problems += not_in(quit_questions, "split", SOURCE_SPLITS, ["question_id"])
+        problems += where(quit_questions, pl.col("answers").list.len().fill_null(0) == 0, "questions without an answer pool", ["question_id"])
+    return problems_result(problems, quit_questions.height)
+
+
+@dg.asset_check(asset=eval_key("quit_corpus"), name=REFERENCES, blocking=True, additional_ins={"quit_questions": QUIT_QUESTIONS},
+                description="Unique passage ids with text, each passage of a benchmark question.")
+def quit_corpus_references(quit_corpus: pl.DataFrame, quit_questions: pl.DataFrame) -> dg.AssetCheckResult:
+    columns = {"passage_id": pl.String, "question_id": pl.String, "text": pl.String}
+    problems = table_problems(quit_corpus, columns, unique=("passage_id",), not_null=("passage_id", "text"))
+    if typed(quit_corpus, columns):
+        problems += unmatched(quit_corpus, ["question_id"], quit_questions, ["question_id"], "passages of no question in eval/quit_questions")
+    return problems_result(problems, quit_corpus.height)
+
+
+@dg.asset_check(asset=eval_key("quit_qrels"), name=REFERENCES, blocking=True,
+                additional_ins={"quit_questions": QUIT_QUESTIONS, "quit_corpus": QUIT_CORPUS},
+                description="One label 0/1/2 per question and passage; every qrel names a benchmark question and a corpus passage; "
+                            "every question has a relevant passage.")
+def quit_qrels_references(quit_qrels: pl.DataFrame, quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    """A qrel outside the corpus can never be retrieved, and a question without any relevant
+    passage scores 0 on every metric whatever the retriever does."""
+    problems = table_problems(quit_qrels, quit_release.QRELS_SCHEMA, unique=("question_id", "passage_id"), not_null=tuple(quit_release.QRELS_SCHEMA))
+    if typed(quit_qrels, quit_release.QRELS_SCHEMA):
+        ids = ["question_id", "passage_id"]
+        problems += not_in(quit_qrels, "label", QUIT_LABELS, ids)
+        problems += unmatched(quit_qrels, ["question_id"], quit_questions, ["question_id"], "qrels of no question in eval/quit_questions")
+        problems += unmatched(quit_qrels, ["passage_id"], quit_corpus, ["passage_id"], "qrels outside eval/quit_corpus")
+        relevant = quit_qrels.filter(pl.col("label") > 0)
+        problems += unmatched(quit_questions, ["question_id"], relevant, ["question_id"], "questions without a relevant passage")
+    return problems_result(problems, quit_qrels.height)
+
+
+quit_source_rejects_reasons = rejects_check(eval_key("quit_source_rejects"), quit_release.REASONS, quit_release.REJECTS.keys)
+
+
+@dg.asset_check(asset=eval_key("recor_turns"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+                additional_ins={"recor_corpus": dg.AssetIn(key=eval_key("recor_corpus"))},
+                description="Unique turn ids (<conversation>_turn_<n>) of one domain, turns numbered from 1, "
+                            "every gold document in the domain's corpus.")
+def recor_turns_schema(recor_turns: pl.DataFrame, recor_corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = table_problems(recor_turns, RECOR_COLUMNS, unique=("qid",), not_null=("qid", "conversation_id", "turn_id", "query"))
+    if typed(recor_turns, RECOR_COLUMNS):
+        if recor_turns["domain"].n_unique() > 1:
+            problems.append(f"turns of several domains in one partition: {', '.join(sorted(recor_turns['domain'].unique().drop_nulls()))}")
+        first = recor_turns.group_by("conversation_id").agg(pl.col("turn_id").min().alias("first"), pl.len().alias("turns"),
+                                                           pl.col("turn_id").max().alias("last"))
+        problems += where(first, (pl.col("first") != 1) | (pl.col("last") != pl.col("turns")),
+                          "conversations whose turns are not numbered 1..n", ["conversation_id"])
+        problems += [f"{r['turn']}: gold {r['doc_id']} not in eval/recor_corpus"
+                     for r in gold_outside(recor_turns, recor_corpus).head(EXAMPLES).iter_rows(named=True)]
+    return problems_result(problems, recor_turns.height)
+
+
+recor_corpus_schema = table_check(eval_key("recor_corpus"), {"doc_id": pl.String, "content": pl.String}, unique=("doc_id",),
+                                  not_null=("doc_id", "content"), partitions_def=recor_domain_partitions)
+recor_source_rejects_reasons = rejects_check(eval_key("recor_source_rejects"), recor_release.REASONS, recor_release.REJECTS.keys,
+                                             partitions_def=recor_domain_partitions)
+
+TASK_COLUMNS = {c: wikiprofile_tasks_schema[c] for c in ("fact_id", "page_id", "task", "question", "answer", "options")}
+
+
+@dg.asset_check(asset=eval_key("wikiprofile_tasks"), name=SCHEMA, blocking=True,
+                description="One row per fact and task, each with its question; the ten tasks of a fact all present.")
+def wikiprofile_tasks_schema_check(wikiprofile_tasks: pl.DataFrame) -> dg.AssetCheckResult:
+    problems = table_problems(wikiprofile_tasks, TASK_COLUMNS, unique=("fact_id", "task"), not_null=("fact_id", "page_id", "task", "question"))
+    if typed(wikiprofile_tasks, TASK_COLUMNS):
+        per_fact = wikiprofile_tasks.group_by("fact_id").len()
+        problems += where(per_fact, pl.col("len") != len(wikiprofile_release.TASKS), f"facts without their {len(wikiprofile_release.TASKS)} tasks",
+                          ["fact_id"])
+    return problems_result(problems, wikiprofile_tasks.height)
+
+
+@dg.asset_check(asset=eval_key("wikiprofile_pages"), name=REFERENCES, blocking=True,
+                additional_ins={"wikiprofile_tasks": WIKIPROFILE_BENCHMARK},
+                description="Unique page ids with their mean monthly views; every fact's page among them.")
+def wikiprofile_pages_references(wikiprofile_pages: pl.DataFrame, wikiprofile_tasks: pl.DataFrame) -> dg.AssetCheckResult:
+    """The popularity report puts a fact in a tier by its page's views: a fact whose page is
+    missing would fall out of both tiers."""
+    problems = table_problems(wikiprofile_pages, PAGE_COLUMNS, unique=("page_id",), not_null=("page_id",))
+    if typed(wikiprofile_pages, PAGE_COLUMNS):
+        problems += outside(wikiprofile_pages.drop_nulls("mean_monthly_views"), ["mean_monthly_views"], (0.0, math.inf), ["page_id"])
+        problems += unmatched(wikiprofile_tasks.select("page_id").unique(), ["page_id"], wikiprofile_pages, ["page_id"],
+                              "fact pages not in eval/wikiprofile_pages")
+    return problems_result(problems, wikiprofile_pages.height)
+
+
+wikiprofile_source_rejects_reasons = rejects_check(eval_key("wikiprofile_source_rejects"), wikiprofile_release.REASONS,
+                                                   wikiprofile_release.REJECTS.keys)
+
+source_checks = [quit_questions_schema, quit_corpus_references, quit_qrels_references, quit_source_rejects_reasons,
+                 recor_turns_schema, recor_corpus_schema, recor_source_rejects_reasons,
+                 wikiprofile_tasks_schema_check, wikiprofile_pages_references, wikiprofile_source_rejects_reasons]
+
+
 # --- QUIT: index, runs, reranked runs, readers --------------------------------------------------
 
 INDEX_SCHEMA = {"retriever": pl.String, "kind": pl.String, "documents": pl.Int64, "location": pl.String}
@@ -247,8 +366,8 @@ def quit_runs_ranks(quit_runs: pl.DataFrame) -> dg.AssetCheckResult:
                 description="Every question id is a benchmark question and every passage id a corpus passage.")
 def quit_runs_references(quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
                          benchmark_corpus: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = (unmatched(quit_runs, ["question_id"], benchmark_questions, ["question_id"], "question ids not in quit/benchmark_questions")
-                + unmatched(quit_runs, ["passage_id"], benchmark_corpus, ["passage_id"], "passage ids not in quit/benchmark_corpus"))
+    problems = (unmatched(quit_runs, ["question_id"], benchmark_questions, ["question_id"], "question ids not in eval/quit_questions")
+                + unmatched(quit_runs, ["passage_id"], benchmark_corpus, ["passage_id"], "passage ids not in eval/quit_corpus"))
     return problems_result(problems, quit_runs.height)
 
 
@@ -353,7 +472,7 @@ def quit_reader_answers_schema(quit_reader_answers: pl.DataFrame) -> dg.AssetChe
                 additional_ins={"benchmark_questions": QUIT_QUESTIONS},
                 description="Every answer is to a benchmark question, and every benchmark question has its Optimal bound.")
 def quit_reader_answers_references(quit_reader_answers: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = unmatched(quit_reader_answers, ["question_id"], benchmark_questions, ["question_id"], "question ids not in quit/benchmark_questions")
+    problems = unmatched(quit_reader_answers, ["question_id"], benchmark_questions, ["question_id"], "question ids not in eval/quit_questions")
     if "system" in quit_reader_answers.columns:
         optimal = quit_reader_answers.filter(pl.col("system") == OPTIMAL_SYSTEM)
         problems += unmatched(benchmark_questions, ["question_id"], optimal, ["question_id"], "benchmark questions without an Optimal row")
@@ -399,7 +518,7 @@ def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
                 additional_ins={"benchmark": RECOR_BENCHMARK},
                 description="Queries for exactly the domain's benchmark turns.")
 def recor_queries_references(recor_queries: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = (unmatched(recor_queries, ["qid"], benchmark, ["qid"], "turns not in recor/benchmark")
+    problems = (unmatched(recor_queries, ["qid"], benchmark, ["qid"], "turns not in eval/recor_turns")
                 + unmatched(benchmark, ["qid"], recor_queries, ["qid"], "benchmark turns without queries"))
     return problems_result(problems, recor_queries.height)
 
@@ -418,11 +537,11 @@ def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
 
 @dg.asset_check(asset=eval_key("recor_runs"), name=REFERENCES, blocking=True, partitions_def=recor_eval_partitions,
                 additional_ins={"recor_queries": dg.AssetIn(key=eval_key("recor_queries").path, partition_mapping=BY_DOMAIN),
-                                "corpus": dg.AssetIn(key=["recor", "corpus"], partition_mapping=BY_DOMAIN)},
+                                "corpus": dg.AssetIn(key=eval_key("recor_corpus"), partition_mapping=BY_DOMAIN)},
                 description="Every turn and strategy searched is one of the domain's queries; every document is in the domain's corpus.")
 def recor_runs_references(recor_runs: pl.DataFrame, recor_queries: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetCheckResult:
     problems = (unmatched(recor_runs, ["question_id", "strategy"], recor_queries, ["qid", "strategy"], "turn+strategy not in eval/recor_queries")
-                + unmatched(recor_runs, ["passage_id"], corpus, ["doc_id"], "document ids not in recor/corpus"))
+                + unmatched(recor_runs, ["passage_id"], corpus, ["doc_id"], "document ids not in eval/recor_corpus"))
     return problems_result(problems, recor_runs.height)
 
 
@@ -474,7 +593,7 @@ def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResu
                 additional_ins={"benchmark": RECOR_BENCHMARK},
                 description="Answers to the domain's benchmark turns, every turn in every mode by every generator.")
 def recor_generation_references(recor_generation: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = unmatched(recor_generation, ["qid"], benchmark, ["qid"], "turns not in recor/benchmark")
+    problems = unmatched(recor_generation, ["qid"], benchmark, ["qid"], "turns not in eval/recor_turns")
     if not problems and "generator" in recor_generation.columns:
         expected = (benchmark.select("qid").unique().join(recor_generation.select("generator").unique(), how="cross")
                     .join(pl.DataFrame({"mode": MODES}), how="cross"))
@@ -543,7 +662,7 @@ def responses_sampling(responses: pl.DataFrame) -> dg.AssetCheckResult:
                 additional_ins={"benchmark": WIKIPROFILE_BENCHMARK},
                 description="Every sample is of a benchmark question, every benchmark question is asked, every gold slot is one of its options.")
 def responses_references(responses: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = (unmatched(responses, ["fact_id", "task"], benchmark, ["fact_id", "task"], "fact+task not in wikiprofile/benchmark")
+    problems = (unmatched(responses, ["fact_id", "task"], benchmark, ["fact_id", "task"], "fact+task not in eval/wikiprofile_tasks")
                 + unmatched(benchmark, ["fact_id", "task"], responses, ["fact_id", "task"], "benchmark questions never asked"))
     if not problems and "gold_slot" in responses.columns and "options" in benchmark.columns:
         slots = responses.join(benchmark.select("fact_id", "task", pl.col("options").list.len().alias("options")), on=["fact_id", "task"])
@@ -624,7 +743,7 @@ def profiles_follow_the_rule(profiles: pl.DataFrame) -> dg.AssetCheckResult:
                 additional_ins={"benchmark": WIKIPROFILE_BENCHMARK},
                 description="Exactly the benchmark's facts are profiled.")
 def profiles_references(profiles: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = (unmatched(profiles, ["fact_id"], benchmark, ["fact_id"], "facts not in wikiprofile/benchmark")
+    problems = (unmatched(profiles, ["fact_id"], benchmark, ["fact_id"], "facts not in eval/wikiprofile_tasks")
                 + unmatched(benchmark, ["fact_id"], profiles, ["fact_id"], "benchmark facts without a profile"))
     return problems_result(problems, profiles.height)
 
@@ -776,7 +895,7 @@ llm_accounting = [
 
 
 eval_checks = [
-    quit_index_files, quit_runs_ranks, quit_runs_references, quit_runs_coverage, quit_retrieval_metrics_ranges,
+    *source_checks, quit_index_files, quit_runs_ranks, quit_runs_references, quit_runs_coverage, quit_retrieval_metrics_ranges,
     quit_reranked_runs_ranks, quit_reranked_same_passages, quit_rerank_metrics_ranges,
     quit_reader_answers_schema, quit_reader_answers_references, quit_reader_metrics_ranges,
     recor_queries_schema, recor_queries_references, recor_runs_ranks, recor_runs_references, recor_retrieval_metrics_ranges,
@@ -787,3 +906,53 @@ eval_checks = [
     thinking_report_shares, robustness_report_shares,
     *llm_accounting,
 ]
+
+
+# --- the leaderboard ------------------------------------------------------------------------------
+
+RUN_ON = "run_on"
+LEADERBOARD_KEY = ("system",)
+QUIT_HITS = [c for c in board.SCORES if c.startswith("quit/hit_rate@")]
+
+
+@dg.asset_check(asset=eval_key("leaderboard"), name=SCHEMA,
+                description="One row per system, of the known kinds; every score a share in [0, 1] (null: not run), "
+                            "QUIT's Hit@k rising with k.")
+def leaderboard_schema(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = leaderboard, LEADERBOARD_KEY
+    problems = table_problems(frame, board.SCHEMA, key, not_null=("system", "kind", "benchmarks"))
+    if typed(frame, board.SCHEMA):
+        known = pl.col("kind").str.split(", ").list.eval(pl.element().is_in(list(board.KINDS))).list.all()
+        problems += where(frame, ~known, f"with a kind not of {list(board.KINDS)}", key)
+        problems += outside(frame, board.SCORES, UNIT, key)
+        for a, b in zip(QUIT_HITS, QUIT_HITS[1:]):
+            problems += where(frame, pl.col(a) > pl.col(b) + TOLERANCE, f"with {a} above {b}", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("leaderboard"), name=RUN_ON,
+                description="Each row names exactly the benchmarks it has scores on, at least one; a reader has its EM "
+                            "and the setting it was reached in, a subject its WikiProfile scores.")
+def leaderboard_run_on(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
+    """The row key merges a system's results from several report tables: a row whose
+    ``benchmarks`` or ``kind`` disagree with its scores was merged wrong."""
+    frame, key = leaderboard, LEADERBOARD_KEY
+    problems = table_problems(frame, board.SCHEMA)
+    if typed(frame, board.SCHEMA):
+        scored = [pl.when(pl.any_horizontal(pl.col(c).is_not_null() for c in board.SCORES if board.benchmark_of(c) == b))
+                  .then(pl.lit(b)) for b in board.BENCHMARKS]
+        expected = pl.concat_str(scored, separator=", ", ignore_nulls=True)
+        kinds = pl.col("kind").str.split(", ")
+        problems += where(frame, expected == "", "without any score", key)
+        problems += where(frame, (expected != "") & (pl.col("benchmarks") != expected), "whose benchmarks are not those they have scores on", key)
+        problems += where(frame, kinds.list.contains(board.READER) != pl.col(board.QUIT_EM).is_not_null(),
+                          "with a QUIT EM but not a reader, or a reader without one", key)
+        problems += where(frame, pl.col(board.QUIT_EM).is_null() != pl.col(board.QUIT_EM_SETTING).is_null(),
+                          "with a QUIT EM and no setting, or a setting and no EM", key)
+        problems += where(frame, kinds.list.contains(board.SUBJECT) != pl.col("benchmarks").str.contains("wikiprofile"),
+                          "with WikiProfile scores but not a subject, or a subject without them", key)
+    return problems_result(problems, frame.height)
+
+
+leaderboard_checks = [leaderboard_schema, leaderboard_run_on]
+eval_checks.extend(leaderboard_checks)

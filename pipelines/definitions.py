@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.eval.benchmarks import benchmark_assets
+from assets.eval.leaderboard import leaderboard_assets
 from assets.eval.quit import quit_eval_assets
 from assets.eval.recor import recor_eval_assets
 from assets.eval.wikiprofile import (
@@ -30,8 +32,8 @@ def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrid
     """All definitions, with any resource replaced (tests and ``run_default`` options) and
     the jobs' executor when it is not Dagster's default (``pipelines.cluster``)."""
     return dg.Definitions(
-        assets=[*quit_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
-                *wikiprofile_profile_assets, *wikiprofile_analysis_assets],
+        assets=[*quit_assets, *benchmark_assets, *quit_eval_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
+                *wikiprofile_profile_assets, *wikiprofile_analysis_assets, *leaderboard_assets],
         asset_checks=CHECKS,
         jobs=[*jobs, *recheck_jobs(CHECKS, NAMED)],
         sensors=sensors,

@@ -37,6 +37,12 @@ def eval_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["eval", n] for n in names))
 
 
+# The benchmark each evaluation reads, built or released (assets.eval.benchmarks): its own
+# stage, so that an evaluation of a release runs these and the evaluation stages alone.
+quit_eval_source_job = dg.define_asset_job(
+    "quit_eval_source", selection=eval_assets("quit_questions", "quit_corpus", "quit_qrels", "quit_source_rejects"),
+    description="The QUIT questions, corpus and qrels the evaluation reads: the build's (default) or a published release's (config source).",
+)
 quit_retrieval_job = dg.define_asset_job(
     "quit_retrieval", selection=eval_assets("quit_index", "quit_runs"),
     description="Index the QUIT corpus and retrieve the top-100 passages per question (partition = retriever alias).",
@@ -60,17 +66,21 @@ quit_verification_job = dg.define_asset_job(
     description="Re-applies human verification decisions and rebuilds what depends on them.",
 )
 
-QUIT_STAGES = [
+QUIT_BUILD_STAGES = [
     ("quit_prepare", None),
     ("quit_parametric", "models"),
     ("quit_passages", None),
     ("quit_labeling", "labelers"),
     ("quit_finalize", None),
+]
+QUIT_EVAL_STAGES = [
+    ("quit_eval_source", None),
     ("quit_retrieval", "retrievers"),
     ("quit_rerank", "reranks"),
     ("quit_readers", "readers"),
     ("quit_eval_report", None),
 ]
+QUIT_STAGES = QUIT_BUILD_STAGES + QUIT_EVAL_STAGES
 
 def recor_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["recor", n] for n in names))
@@ -88,6 +98,10 @@ recor_build_job = dg.define_asset_job(
 )
 recor_report_job = dg.define_asset_job(
     "recor_report", selection=RECOR_REPORTS, description="RECOR statistics (Table 2) and quality report (Table 31).",
+)
+recor_eval_source_job = dg.define_asset_job(
+    "recor_eval_source", selection=eval_assets("recor_turns", "recor_corpus", "recor_source_rejects"),
+    description="One domain's turns and corpus the evaluation reads: the build's (default) or a published release's (config source).",
 )
 recor_queries_job = dg.define_asset_job(
     "recor_queries", selection=eval_assets("recor_queries"), description="The five query strategies for one domain's turns.",
@@ -127,23 +141,33 @@ wikiprofile_profile_job = dg.define_asset_job(
 wikiprofile_report_job = dg.define_asset_job(
     "wikiprofile_report", selection=WIKIPROFILE_REPORTS, description="WikiProfile Table 2 over every profiled model.",
 )
-WIKIPROFILE_STAGES = [("wikiprofile_build", None), ("wikiprofile_profile", "subjects"), ("wikiprofile_report", None)]
+wikiprofile_eval_source_job = dg.define_asset_job(
+    "wikiprofile_eval_source", selection=eval_assets("wikiprofile_tasks", "wikiprofile_pages", "wikiprofile_source_rejects"),
+    description="The WikiProfile tasks and pages the profiling reads: the build's (default) or a published release's (config source).",
+)
+WIKIPROFILE_BUILD_STAGES = [("wikiprofile_build", None)]
+WIKIPROFILE_EVAL_STAGES = [("wikiprofile_eval_source", None), ("wikiprofile_profile", "subjects"), ("wikiprofile_report", None)]
+WIKIPROFILE_STAGES = WIKIPROFILE_BUILD_STAGES + WIKIPROFILE_EVAL_STAGES
 
-RECOR_STAGES = [
+RECOR_BUILD_STAGES = [
     ("recor_observe", None),
     ("recor_build", "domains"),
     ("recor_report", None),
+]
+RECOR_EVAL_STAGES = [
+    ("recor_eval_source", "domains"),
     ("recor_queries", "domains"),
     ("recor_retrieval", "recor_runs"),
     ("recor_retrieval_report", None),
     ("recor_generation", "domains"),
     ("recor_generation_report", None),
 ]
+RECOR_STAGES = RECOR_BUILD_STAGES + RECOR_EVAL_STAGES
 
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
-        quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
-        recor_observe_job, recor_build_job, recor_report_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
-        recor_generation_job, recor_generation_report_job, wikiprofile_build_job,
+        quit_eval_source_job, quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
+        recor_observe_job, recor_build_job, recor_report_job, recor_eval_source_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
+        recor_generation_job, recor_generation_report_job, wikiprofile_build_job, wikiprofile_eval_source_job,
         wikiprofile_profile_job, wikiprofile_report_job]
 
 
@@ -167,3 +191,13 @@ def recheck_jobs(checks: list[dg.AssetChecksDefinition], partitions: dict[str, d
                                 description=f"Re-runs {sum(len(c.check_keys) for c in group)} checks on the stored tables "
                                             "(no materialization, no model asked).")
             for name, group in sorted(groups.items())]
+
+
+# The leaderboard reads whichever report tables are stored, so it runs after the report
+# stages of any benchmark (or of none: it then names every benchmark as not evaluated).
+eval_leaderboard_job = dg.define_asset_job(
+    "eval_leaderboard", selection=eval_assets("leaderboard"),
+    description="Every evaluated system on every benchmark it was run on, one row per system, as a table, CSV and plot.",
+)
+LEADERBOARD_STAGES = [("eval_leaderboard", None)]
+jobs.append(eval_leaderboard_job)

@@ -16,30 +16,34 @@ import dagster as dg
 import polars as pl
 
 from assets.common.settings import ProfiledSettings
-from assets.partitions import (
-    DOMAINS,
-    QUIT_LABELERS,
-    QUIT_MODELS,
-    QUIT_READERS,
-    recor_domain_partitions,
-    recor_eval_partitions,
-    rerank_partitions,
-    retriever_partitions,
-    subject_partitions,
-)
+from assets.partitions import DOMAINS, registered_keys, sync_partitions
 from assets.quit.settings import QuitSettings
+from assets.recor.published import release_domains
 from assets.recor.settings import RecorSettings
 from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
-from pipelines.jobs import QUIT_STAGES, RECOR_STAGES, WIKIPROFILE_STAGES
+from pipelines.jobs import (
+    LEADERBOARD_STAGES,
+    QUIT_EVAL_STAGES,
+    QUIT_STAGES,
+    RECOR_EVAL_STAGES,
+    RECOR_STAGES,
+    WIKIPROFILE_EVAL_STAGES,
+    WIKIPROFILE_STAGES,
+)
 from resources.llm import role_aliases
 from resources.storage import join, read_parquet
 
-PARTITIONS = {"models": QUIT_MODELS, "labelers": QUIT_LABELERS, "readers": QUIT_READERS,
-              "retrievers": retriever_partitions.get_partition_keys(),
-              "reranks": rerank_partitions.get_partition_keys(),
-              "domains": recor_domain_partitions.get_partition_keys(),
-              "recor_runs": recor_eval_partitions.get_partition_keys()}
+# Each partitioned stage's keys: the registries' aliases, which ``sync_partitions`` adds to
+# the instance before the stages run, and RECOR's domains.
+REGISTERED = registered_keys()
+PARTITIONS = {"models": REGISTERED["quit_models"], "labelers": REGISTERED["quit_labelers"],
+              "readers": REGISTERED["quit_readers"], "retrievers": REGISTERED["retrievers"],
+              "reranks": [dg.MultiPartitionKey({"retriever": r, "reranker": k})
+                          for r in REGISTERED["retrievers"] for k in REGISTERED["rerankers"]],
+              "domains": DOMAINS,
+              "recor_runs": [dg.MultiPartitionKey({"domain": d, "retriever": r})
+                             for d in DOMAINS for r in REGISTERED["recor_retrievers"]]}
 # ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples: the
 # settings' demo profile, and a preset on top of it. The quick preset is sized to finish in
 # under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the embedded model labels about
@@ -52,10 +56,11 @@ PRESETS = {
     # one StackExchange domain, whose hard negatives are mined from its pool, from one
     # source question, built and evaluated: every RECOR asset runs. (A BRIGHT domain differs
     # only in where its negatives come from; the test suite builds all eleven with a
-    # scripted model, --preset full with this one.) WikiProfile: 6 pages drawn at random (seeded), 4 facts, 4 samples per question
-    # and thinking setting.
+    # scripted model, --preset full with this one.) WikiProfile: 6 pages drawn at random
+    # (seeded), 2 facts (each costs about 45 s of profiling), 4 samples per question and
+    # thinking setting.
     "quick": {"max_labeled_questions": 1, "quit_distractors": 2, "recor_domains": "law", "recor_questions": 1,
-              "wikiprofile_pages": 6, "wikiprofile_facts": 4, "wikiprofile_samples": 4},
+              "wikiprofile_pages": 6, "wikiprofile_facts": 2, "wikiprofile_samples": 4},
     # The demo profile as it is, measured at 51m31s (BENCHMARKS.md): every RECOR domain, the
     # passages of 3 QUIT questions, 12 pages and 8 facts. 0 on any flag takes every record
     # of the sample instead (hours with the embedded model).
@@ -63,18 +68,43 @@ PRESETS = {
              "wikiprofile_pages": 12, "wikiprofile_facts": 8, "wikiprofile_samples": 4},
 }
 BENCHMARKS = ("quit", "recor", "wikiprofile")
+# The bundled samples of the published releases, in their published formats.
+RELEASE_SAMPLES = {"quit": "data/releases/quit", "recor": "data/releases/recor", "wikiprofile": "data/releases/wikiprofile"}
+# --from-release on the quick preset evaluates a slice of each sample, sized as the built
+# slice is: without the build, the reader's Optimal bound asks about every relevant passage
+# (about 300 a question, 80 s with the embedded model), and each RECOR turn's generations
+# are judged (about 30 s a turn). The full preset evaluates the samples whole.
+RELEASE_SLICES = {"quick": {"quit": {"max_questions": 1}, "recor": {"max_conversations": 1}, "wikiprofile": {"max_facts": 2}},
+                  "full": {}}
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
-def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print) -> bool:
-    """Execute the stage jobs in order, each partitioned stage once per partition key."""
+# The stages of the evaluation's source assets (assets.eval.benchmarks) and the step each runs.
+SOURCE_STAGES = {"quit_eval_source": "eval_quit_source", "recor_eval_source": "eval_recor_source",
+                 "wikiprofile_eval_source": "eval_wikiprofile_source"}
+
+
+def release_config(job_name: str, path: str | None = None, **slice_: int) -> dict:
+    """The run config that points a source stage at a published release (the bundled sample
+    unless ``path``), sliced by ``slice_`` (the source's ``max_*`` fields); empty for the
+    other stages."""
+    if job_name not in SOURCE_STAGES:
+        return {}
+    return {"ops": {SOURCE_STAGES[job_name]: {"config": {"source": "release", **({"release_path": path} if path else {}), **slice_}}}}
+
+
+def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
+               configs: dict[str, dict] | None = None) -> bool:
+    """Execute the stage jobs in order, each partitioned stage once per partition key, a
+    stage with its entry of ``configs`` (run config) when it has one."""
     for job_name, partitions in stages:
         job = defs.resolve_job_def(job_name)
+        run_config = {**QUIET, **(configs or {}).get(job_name, {})}
         for key in PARTITIONS[partitions] if partitions else [None]:
             label = f"{job_name}[{key}]" if key else job_name
             t = time.monotonic()
-            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=QUIET)
+            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=run_config)
             log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
             if not result.success:
                 for event in result.all_events:
@@ -137,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
                         help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--from-release", action="store_true",
+                        help="evaluate on the published releases' bundled samples (data/releases/) instead of building "
+                             "the benchmarks: the evaluation stages alone, their source assets set to source: release")
     parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
     args = parser.parse_args(argv)
     if args.profile == "paper" and args.preset:
@@ -154,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     domains = list(DOMAINS) if args.recor_domains == "all" else [d.strip() for d in args.recor_domains.split(",") if d.strip()]
     if not domains or set(domains) - set(DOMAINS):
         parser.error(f"--recor-domains: unknown domains {sorted(set(domains) - set(DOMAINS))} (known: {', '.join(DOMAINS)}, or all)")
+    if args.from_release and "recor" in wanted:
+        released = release_domains(RELEASE_SAMPLES["recor"])
+        domains = [d for d in domains if d in released] if args.recor_domains != "all" else released
+        if not domains:
+            parser.error(f"--recor-domains: the bundled RECOR release holds {', '.join(released)} only")
     if args.quit_distractors is not None and args.quit_distractors < 1:
         parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
     if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
@@ -165,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     wikiprofile = profiled(WikiProfileSettings, args.profile, max_pages=args.wikiprofile_pages,
                            downsample_to=args.wikiprofile_facts, n_samples=args.wikiprofile_samples)
     built = "; ".join(describe(settings, recor, wikiprofile, domains, wanted))
+    if args.from_release:
+        cut = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
+        sizes = {"quit": f"QUIT {cut['quit']['max_questions']} question" if "quit" in cut else "QUIT every question",
+                 "recor": (f"RECOR {cut['recor']['max_conversations']} conversation" if "recor" in cut else "RECOR every conversation")
+                          + f" of {', '.join(domains)}",
+                 "wikiprofile": f"WikiProfile {cut['wikiprofile']['max_facts']} facts" if "wikiprofile" in cut else "WikiProfile every fact"}
+        built = f"the evaluation alone, on the published releases' samples in data/releases/: {'; '.join(sizes[b] for b in wanted)}"
     if args.profile == "demo":
         print(f"make run, the demo slice (preset {args.preset}; the papers' configuration: make run ARGS=\"--profile paper\", "
               f"or materialize from the web UI with no config): {built}.")
@@ -174,11 +219,20 @@ def main(argv: list[str] | None = None) -> int:
         print('  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
               'builds and what each flag does)')
     PARTITIONS["domains"] = domains
-    PARTITIONS["recor_runs"] = [k for k in recor_eval_partitions.get_partition_keys() if k.keys_by_dimension["domain"] in domains]
+    PARTITIONS["recor_runs"] = [k for k in PARTITIONS["recor_runs"] if k.keys_by_dimension["domain"] in domains]
     if "wikiprofile" in wanted:
         PARTITIONS["subjects"] = role_aliases("wikiprofile.subjects")
-    stages = ((QUIT_STAGES if "quit" in wanted else []) + (RECOR_STAGES if "recor" in wanted else [])
-              + (WIKIPROFILE_STAGES if "wikiprofile" in wanted else []))
+    if args.from_release:
+        stages = ((QUIT_EVAL_STAGES if "quit" in wanted else []) + (RECOR_EVAL_STAGES if "recor" in wanted else [])
+                  + (WIKIPROFILE_EVAL_STAGES if "wikiprofile" in wanted else []))
+    else:
+        stages = ((QUIT_STAGES if "quit" in wanted else []) + (RECOR_STAGES if "recor" in wanted else [])
+                  + (WIKIPROFILE_STAGES if "wikiprofile" in wanted else []))
+    # the leaderboard last: every system on every benchmark this run evaluated
+    stages += LEADERBOARD_STAGES
+    slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
+    configs = ({job: release_config(job, RELEASE_SAMPLES[job.split("_")[0]], **slices.get(job.split("_")[0], {}))
+                for job in SOURCE_STAGES} if args.from_release else {})
     if args.plan:
         for job_name, partitions in stages:
             keys = PARTITIONS[partitions] if partitions else []
@@ -186,16 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     defs = build_defs(quit_settings=settings, recor_settings=recor, wikiprofile_settings=wikiprofile)
     instance = dg.DagsterInstance.get()
-    if "wikiprofile" in wanted:
-        # The subject models of the registry are the profiling partitions (the sensor adds
-        # them too when the daemon runs).
-        instance.add_dynamic_partitions(subject_partitions.name, PARTITIONS["subjects"])
+    # The registries' aliases are the partitions (the registry sensor adds them too when the
+    # daemon runs).
+    sync_partitions(instance)
     started = time.monotonic()
-    if not run_stages(defs, instance, stages):
+    if not run_stages(defs, instance, stages, configs=configs):
         return 1
     root = defs.resources["storage"].root
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
     print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
+    if args.from_release:
+        print_evaluation(root, wanted)
+        return 0
     if "quit" in wanted:
         release = settings.export_dir or join(root, "quit", "release")
         table = read_parquet(join(root, "quit", "statistics.parquet"))
@@ -225,9 +281,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"WikiProfile benchmark:    {join(root, 'wikiprofile', 'benchmark.parquet')}  (funnel: wikiprofile/benchmark in the web UI)")
         print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "
               "robustness_report (web UI)")
+    print(f"leaderboard:              {join(root, 'eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
     print("web UI:                   make ui   then open http://127.0.0.1:3000")
     print("human verification page:  make verify   then open http://127.0.0.1:8765")
     return 0
+
+
+def print_evaluation(root: str, wanted: list[str]) -> None:
+    """Where a release evaluation's reports are, with QUIT's retrieval table and WikiProfile's profiles."""
+    if "quit" in wanted:
+        table = read_parquet(join(root, "eval", "quit_retrieval_metrics.parquet")).filter(pl.col("split") == "all")
+        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
+            print("\nQUIT release sample, retrieval (all splits):")
+            print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
+        print("QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)")
+    if "recor" in wanted:
+        print("RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics (web UI)")
+    if "wikiprofile" in wanted:
+        print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "
+              "robustness_report (web UI)")
+    print("sources:                  eval/quit_questions, eval/recor_turns, eval/wikiprofile_tasks name the release they read; "
+          "their *_source_rejects hold what the loaders refused")
+    print(f"leaderboard:              {join(root, 'eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
+    print("web UI:                   make ui   then open http://127.0.0.1:3000")
 
 
 if __name__ == "__main__":

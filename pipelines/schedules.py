@@ -1,7 +1,9 @@
 """Schedules: evaluation backfills for models that joined the registry since the last run.
 
 Each model-partitioned evaluation (QUIT's readers, WikiProfile's subject profiles) gets a
-schedule that requests one run per model partition with no materialization yet. The run
+schedule that requests one run per model partition with no materialization yet. The
+partitions are the instance's, which the registry sensor keeps in step with the registry:
+the schedule requests what the UI shows, never a key the instance does not have. The run
 key names the partition, so a partition is requested once: a failed run waits for a user's
 rerun instead of being retried every night.
 """
@@ -39,11 +41,11 @@ def model_backfill_schedule(name: str, job, asset_key: dg.AssetKey,
 
 quit_readers_schedule = model_backfill_schedule(
     "quit_readers_backfill", quit_readers_job, dg.AssetKey(["eval", "quit_reader_answers"]), quit_reader_partitions,
-    "Runs the QUIT readers for every reader alias of the registry whose answers are not materialized yet.",
+    "Runs the QUIT readers for every reader partition (added by the registry sensor) whose answers are not materialized yet.",
 )
 wikiprofile_profiles_schedule = model_backfill_schedule(
     "wikiprofile_profiles_backfill", wikiprofile_profile_job, dg.AssetKey(["wikiprofile", "profiles"]), subject_partitions,
-    "Profiles every WikiProfile subject partition (added by the subject sensor) that has no profiles yet.",
+    "Profiles every WikiProfile subject partition (added by the registry sensor) that has no profiles yet.",
 )
 
 schedules = [quit_readers_schedule, wikiprofile_profiles_schedule]

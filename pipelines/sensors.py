@@ -1,9 +1,11 @@
-"""Sensors: the QUIT human verification sensor, and the one that turns the registry's
-WikiProfile subject models into partitions."""
+"""Sensors: the QUIT human verification sensor, and the one that turns the registries'
+aliases into partitions."""
+
+import json
 
 import dagster as dg
 
-from assets.partitions import subject_partitions
+from assets.partitions import pending_changes
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import decisions_path
 from pipelines.jobs import quit_verification_job
@@ -34,20 +36,24 @@ def quit_verification_sensor(context: dg.SensorEvaluationContext, quit_settings:
     return dg.RunRequest(run_key=f"decisions-{version}")
 
 
-def new_subjects(registered: list[str], known: list[str]) -> list[str]:
-    """Registry aliases that are not partitions yet, in registry order."""
-    return [alias for alias in dict.fromkeys(registered) if alias not in set(known)]
+@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Adds every alias of the registries (QUIT's labelers and readers, retrievers.yaml, rerankers.yaml, "
+                       "WikiProfile's subjects) that is no partition yet as a partition of the assets that evaluate it. "
+                       "An alias removed from a registry keeps its partition and materializations.")
+def registry_partitions_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
+    # the model registry the runs ask through, which a deployment may point elsewhere
+    changes = pending_changes(context.instance, models=llm.registry_path)
+    # a removed alias is reported once, when the set of them changes, not on every tick
+    gone = json.dumps(changes.gone, sort_keys=True)
+    if changes.gone and gone != context.cursor:
+        context.log.info(f"no longer in a registry, kept with their materializations: {changes.describe('gone')}")
+    context.update_cursor(gone)
+    if not changes.new:
+        kept = f"; kept, though no registry lists them: {changes.describe('gone')}" if changes.gone else ""
+        return dg.SkipReason(f"every registry alias is a partition{kept}")
+    context.log.info(f"new partitions: {changes.describe('new')}")
+    return dg.SensorResult(dynamic_partitions_requests=[
+        dg.AddDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys) for name, keys in changes.new.items()])
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Adds every model of the registry's wikiprofile.subjects as a partition of the WikiProfile profiling assets.")
-def wikiprofile_subjects_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
-    known = context.instance.get_dynamic_partitions(subject_partitions.name)
-    new = new_subjects(llm.role("wikiprofile.subjects"), known)
-    if not new:
-        return dg.SkipReason(f"every subject model is a partition ({len(known)})")
-    context.log.info(f"new WikiProfile subject partitions: {', '.join(new)}")
-    return dg.SensorResult(dynamic_partitions_requests=[subject_partitions.build_add_request(new)])
-
-
-sensors = [quit_verification_sensor, wikiprofile_subjects_sensor]
+sensors = [quit_verification_sensor, registry_partitions_sensor]

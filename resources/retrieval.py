@@ -2,6 +2,9 @@
 and the two ways to bring one's own system: a TREC run file and a Python entry point.
 
 Every retriever shares one verb: ``search(queries, qids, k) -> {qid: [Hit, ...]}``.
+
+``BENCHFOUNDRY_RETRIEVERS`` and ``BENCHFOUNDRY_RERANKERS`` point a deployment (or a test
+instance) at other registry files, as ``BENCHFOUNDRY_MODELS`` does for the model registry.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import dataclasses
 import importlib
 import math
 import numbers
+import os
 import string
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,7 +24,7 @@ from resources.encoders import encode_texts
 from resources.lucene import Hit
 from resources.storage import read_text
 
-RETRIEVERS_PATH = str(Path(__file__).with_name("retrievers.yaml"))
+RETRIEVERS_PATH = os.environ.get("BENCHFOUNDRY_RETRIEVERS") or str(Path(__file__).with_name("retrievers.yaml"))
 
 # A system the project does not run itself: its rankings come from a TREC run file, or from
 # a function the project imports and calls.
@@ -111,7 +115,7 @@ def encode_corpus(spec: RetrieverSpec, texts: list[str]):
     return encode_texts(spec.encoder, texts, "passage", passage_prefix=spec.passage_prefix)
 
 
-RERANKERS_PATH = str(Path(__file__).with_name("rerankers.yaml"))
+RERANKERS_PATH = os.environ.get("BENCHFOUNDRY_RERANKERS") or str(Path(__file__).with_name("rerankers.yaml"))
 
 
 LLM_RERANKERS = {"rankgpt", "pointwise", "upr"}

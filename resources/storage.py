@@ -139,6 +139,12 @@ def read_parquet(uri: str) -> pl.DataFrame:
     return pl.from_arrow(pq.read_table(path, filesystem=fs))
 
 
+def table_uri(root: str, key_path: Iterable[str], partition: str | dg.MultiPartitionKey | None = None) -> str:
+    """Where the IO manager stores an asset's table, or one partition of it."""
+    base = join(root, *key_path)
+    return base + ".parquet" if partition is None else join(base, partition_file_name(partition) + ".parquet")
+
+
 def partition_file_name(partition_key: str | dg.MultiPartitionKey) -> str:
     if isinstance(partition_key, dg.MultiPartitionKey):
         dims = partition_key.keys_by_dimension
@@ -156,17 +162,13 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
     root: str = DEFAULT_ROOT
 
-    def _uri(self, key: dg.AssetKey, partition: str | None) -> str:
-        base = join(self.root, *key.path)
-        if partition is None:
-            return base + ".parquet"
-        return join(base, partition + ".parquet")
+    def _uri(self, key: dg.AssetKey, partition: str | dg.MultiPartitionKey | None) -> str:
+        return table_uri(self.root, key.path, partition)
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | Batches | None) -> None:
         if obj is None:
             return
-        partition = partition_file_name(context.partition_key) if context.has_partition_key else None
-        uri = self._uri(context.asset_key, partition)
+        uri = self._uri(context.asset_key, context.partition_key if context.has_partition_key else None)
         if isinstance(obj, Batches):
             rows = write_parquet_batches(uri, obj.frames)
             context.add_output_metadata({"path": dg.MetadataValue.path(uri), "dagster/row_count": rows})
@@ -182,7 +184,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         key = context.asset_key
         if context.has_asset_partitions:
-            uris = {k: self._uri(key, partition_file_name(k)) for k in context.asset_partition_keys}
+            uris = {k: self._uri(key, k) for k in context.asset_partition_keys}
             if context.definition_metadata.get("partitions") == MATERIALIZED_PARTITIONS["partitions"]:
                 missing = [str(k) for k, uri in uris.items() if not exists(uri)]
                 if uris and len(missing) == len(uris):

@@ -35,9 +35,14 @@ from resources.vllm_server import stop_process_group
 # of a background build (they wait for it), then those of the vLLM server, which also run
 # the in-process model to compare: beside a busy build a model on CPU ran 4 to 7 times
 # slower (the served labeling test took 320 s instead of 47); the end-to-end run's tests last.
-LATE_FIXTURES = ("scripted_recor", "vllm_server", "default_run")
+# The tests that evaluate with ranx come first among them: ranx compiles its metrics on first
+# use (about a minute on a new venv), which the release evaluation's build does first, while
+# the other tests run.
+LATE_FIXTURES = ("compiled_metrics", "scripted_recor", "release_run", "vllm_server", "default_run")
 # Fixtures built (or served) in the background.
-BACKGROUND = ("scripted_recor", "operations_prebuild", "vllm_server")
+BACKGROUND = ("release_run", "scripted_recor", "operations_prebuild", "vllm_server")
+# Fixtures served by another's build: the release evaluation compiles ranx's metrics first.
+SERVED_BY = {"compiled_metrics": "release_run"}
 
 
 @dataclasses.dataclass
@@ -94,16 +99,18 @@ def _starter(fixture: str) -> Callable[[Path], Build]:
     with ``stop()``). Imported here, so collecting the unit tests imports none."""
     from tests.operations.prebuild import start_prebuild
     from tests.pipelines.recor_build import start_scripted_recor
+    from tests.pipelines.release_run import start_release_run
     from tests.servers import start_vllm
 
     return {"scripted_recor": start_scripted_recor, "operations_prebuild": start_prebuild,
-            "vllm_server": start_vllm}[fixture]
+            "vllm_server": start_vllm, "release_run": start_release_run}[fixture]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def background_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Starts, at the first test, every background build a selected test asks for."""
     wanted = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    wanted |= {SERVED_BY[name] for name in wanted if name in SERVED_BY}
     builds = {name: _starter(name)(tmp_path_factory.mktemp(name)) for name in BACKGROUND if name in wanted}
     yield builds
     for build in builds.values():
@@ -111,6 +118,22 @@ def background_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
 
 
 RAM = Path("/dev/shm")
+
+
+@pytest.fixture(scope="session")
+def compiled_metrics(background_builds) -> None:
+    """Waits until ranx's metrics are compiled into its cache (``compile_metrics``, the
+    release evaluation's first step), so a test that evaluates does not compile them too."""
+    build = background_builds["release_run"]
+    marker = build.log.parent / METRICS_COMPILED
+    while not marker.exists() and build.process.poll() is None:
+        time.sleep(0.5)
+    if not marker.exists():
+        build.wait()  # it failed before compiling: the waiting test fails with its log
+
+
+# Written by the release evaluation's build once ranx's metrics are compiled.
+METRICS_COMPILED = "metrics.compiled"
 
 
 def instance_home(path: Path) -> Path:

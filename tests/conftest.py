@@ -23,3 +23,16 @@ def scripted_llm(tmp_path):
     llm = LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm-cache"), backoff_seconds=0.01)
     scripted.install()
     return llm
+
+
+@pytest.fixture
+def instance():
+    """An ephemeral Dagster instance whose dynamic partitions are the registries' aliases, as
+    the registry sensor keeps a deployment's: where a test materializes a partitioned asset."""
+    import dagster as dg
+
+    from assets.partitions import sync_partitions
+
+    instance = dg.DagsterInstance.ephemeral()
+    sync_partitions(instance)
+    return instance

@@ -27,8 +27,9 @@ wiring = Wiring(PREFIX, GROUP)
 TOP_K = 100
 
 
-BENCHMARK = dg.AssetIn(key=["recor", "benchmark"])
-CORPUS = dg.AssetIn(key=["recor", "corpus"])
+# The benchmark as the evaluation reads it: built or released (assets.eval.benchmarks).
+BENCHMARK = wiring.input("recor_turns")
+CORPUS = wiring.input("recor_corpus")
 BY_DOMAIN = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="domain")
 
 
@@ -86,7 +87,7 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_eval_partitions,
-          ins={"corpus": dg.AssetIn(key=["recor", "corpus"], partition_mapping=BY_DOMAIN),
+          ins={"corpus": dg.AssetIn(key=[PREFIX, "recor_corpus"], partition_mapping=BY_DOMAIN),
                "recor_queries": dg.AssetIn(key=[PREFIX, "recor_queries"], partition_mapping=BY_DOMAIN)},
           kinds={"lucene", "faiss"}, code_version="2")
 def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_queries: pl.DataFrame,
@@ -125,7 +126,7 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("benchmark", "recor")},
+          ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns")},
           kinds={"ranx", "scipy"}, code_version="2")
 def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, over the domains whose runs

@@ -33,7 +33,7 @@ def _grader(llm: LLMResource) -> str:
     return llm.role("wikiprofile.grader")[0]
 
 
-@dg.asset(ins={"benchmark": wiring.input("benchmark")}, kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
+@dg.asset(ins={"benchmark": wiring.input("wikiprofile_tasks", "eval")}, kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
           **_prompted("2", "eval/subject_completion", "eval/subject_choice", "eval/subject_choice_cot", "eval/subject_question", "eval/subject_question_cot"))
 def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
               wikiprofile_settings: WikiProfileSettings) -> dg.Output:
@@ -63,7 +63,7 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
     })
 
 
-@dg.asset(ins={"responses": wiring.input("responses"), "benchmark": wiring.input("benchmark")},
+@dg.asset(ins={"responses": wiring.input("responses"), "benchmark": wiring.input("wikiprofile_tasks", "eval")},
           kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"), **_prompted("3", "eval/grade_answers", "eval/grade_completions"))
 def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
                      llm: LLMResource) -> dg.Output:
@@ -242,8 +242,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], groups, fontsize=8)
 
 
-@dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("benchmark"),
-               "source_pages": wiring.input("source_pages")}, **REPORT)
+@dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("wikiprofile_tasks", "eval"),
+               "source_pages": wiring.input("wikiprofile_pages", "eval")}, **REPORT)
 def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Output:
     """Encoding and recall rates of the top and bottom 20% of facts by their page's monthly
     views (Figure 5), with the gain from thinking and the gaps (Delta, Delta_T)."""

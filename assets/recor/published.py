@@ -29,6 +29,7 @@ import polars as pl
 
 from assets.common.records import project_path, read_records
 from assets.common.rejects import Rejects
+from assets.partitions import DOMAINS
 from assets.recor.release import RELEASE_NAMES, history_text, release_name, turn_qid
 from assets.recor.sources import DOCUMENT_SCHEMA
 from assets.recor.steps import TURN_SCHEMA
@@ -105,6 +106,18 @@ def release_files(root: str, domain: str) -> tuple[str, str]:
             return bench, docs
         tried.append(f"{bench} + {docs}")
     raise FileNotFoundError(f"no RECOR release of {name!r} under {root}; looked for " + "; ".join(tried))
+
+
+def release_domains(root: str, domains: Sequence[str] = DOMAINS) -> list[str]:
+    """The domains of ``domains`` whose two files are under ``root`` (a release may hold some)."""
+    held = []
+    for domain in domains:
+        try:
+            release_files(root, domain)
+        except FileNotFoundError:
+            continue
+        held.append(domain)
+    return held
 
 
 def load_release(root: str, domain: str) -> Release:

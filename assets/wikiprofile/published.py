@@ -231,16 +231,17 @@ def load_release(path: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(benchmark, rejects)`` of the published ``wikiprofile.csv`` at ``path`` (a local
     path, relative to the project root unless absolute, or an ``s3://`` URI), or of the
     folder that holds it."""
-    benchmark, _, rejects = parse_release(*_read(path))
+    benchmark, _, rejects = parse_release(*read_release(path))
     return benchmark, rejects
 
 
 def load_release_pages(path: str) -> pl.DataFrame:
     """The pages of the release's loaded facts with their popularity (``PAGES_SCHEMA``)."""
-    return parse_release(*_read(path))[1]
+    return parse_release(*read_release(path))[1]
 
 
-def _read(path: str) -> tuple[str, str]:
+def read_release(path: str) -> tuple[str, str]:
+    """The release's text and the file it came from (what :func:`parse_release` takes)."""
     uri = project_path(path)
     if not uri.endswith(".csv"):
         uri = uri.rstrip("/") + "/" + FILE_NAME

@@ -6,9 +6,11 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
 from assets.eval.analysis import TAU_GRID
+from assets.eval.benchmarks import benchmark_assets
 from assets.eval.conversational import STRATEGIES
 from assets.eval.quit import quit_eval_assets
 from assets.eval.readers import ANSWER_SCHEMA
@@ -19,6 +21,7 @@ from assets.eval.wikiprofile import (
     wikiprofile_analysis_assets,
     wikiprofile_profile_assets,
 )
+from assets.partitions import sync_partitions
 from checks import eval as ec
 from checks.factories import CheckSettings
 from resources.retrieval import load_rerankers
@@ -83,10 +86,10 @@ def test_a_run_points_at_benchmark_questions_and_corpus_passages():
     assert ec.quit_runs_references(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS).passed
     ghost = swap(GOOD_RUN, "passage_id", 0, "ghost")
     assert fails(ec.quit_runs_references(quit_runs=ghost, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
-                 "passage ids not in quit/benchmark_corpus (e.g. ghost)")
+                 "passage ids not in eval/quit_corpus (e.g. ghost)")
     stranger = swap(GOOD_RUN, "question_id", 0, "q9")
     assert fails(ec.quit_runs_references(quit_runs=stranger, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
-                 "question ids not in quit/benchmark_questions (e.g. q9)")
+                 "question ids not in eval/quit_questions (e.g. q9)")
 
 
 def test_a_question_without_passages_is_a_warning():
@@ -221,7 +224,7 @@ def test_queries_are_for_exactly_the_benchmark_turns():
     assert ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK).passed
     assert fails(ec.recor_queries_references(recor_queries=QUERIES.filter(pl.col("qid") == "c1_turn1"), benchmark=BENCHMARK),
                  "benchmark turns without queries (e.g. c1_turn2)")
-    assert fails(ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK.head(1)), "turns not in recor/benchmark")
+    assert fails(ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK.head(1)), "turns not in eval/recor_turns")
 
 
 # The same document under two strategies of one turn is sound: ranks count per turn and strategy.
@@ -241,7 +244,7 @@ def test_a_conversational_run_ranks_per_turn_and_strategy():
 def test_a_conversational_run_searches_known_queries_over_the_domain_corpus():
     assert ec.recor_runs_references(recor_runs=RECOR_RUN, recor_queries=QUERIES, corpus=RECOR_CORPUS).passed
     assert fails(ec.recor_runs_references(recor_runs=swap(RECOR_RUN, "passage_id", 0, "d9"), recor_queries=QUERIES, corpus=RECOR_CORPUS),
-                 "document ids not in recor/corpus (e.g. d9)")
+                 "document ids not in eval/recor_corpus (e.g. d9)")
     assert fails(ec.recor_runs_references(recor_runs=swap(RECOR_RUN, "question_id", 0, "c9_turn1"), recor_queries=QUERIES,
                                           corpus=RECOR_CORPUS), "turn+strategy not in eval/recor_queries")
 
@@ -288,7 +291,7 @@ def test_generation_answers_every_benchmark_turn_in_every_mode():
     assert ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK).passed
     assert fails(ec.recor_generation_references(recor_generation=GENERATION.filter(pl.col("mode") != "oracle"), benchmark=BENCHMARK),
                  "turn+generator+mode without an answer row")
-    assert fails(ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK.head(1)), "turns not in recor/benchmark")
+    assert fails(ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK.head(1)), "turns not in eval/recor_turns")
 
 
 GENERATION_METRICS = pl.DataFrame([{"generator": "smollm2", "mode": m, **{d: 0.4 for d in ec.DIMENSIONS}, "overall": 0.4,
@@ -347,7 +350,7 @@ def test_responses_are_to_benchmark_questions_and_gold_slots_among_their_options
     assert ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK).passed
     assert fails(ec.responses_references(responses=RESPONSES.filter(pl.col("task") != "direct"), benchmark=WIKI_BENCHMARK),
                  "benchmark questions never asked (e.g. f1/direct)")
-    assert fails(ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK.head(2)), "fact+task not in wikiprofile/benchmark")
+    assert fails(ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK.head(2)), "fact+task not in eval/wikiprofile_tasks")
     three = WIKI_BENCHMARK.with_columns(pl.Series("options", [None, None, ["Paris", "Lyon", "Nice"]]))
     assert fails(ec.responses_references(responses=RESPONSES, benchmark=three), "gold slot past the options")
 
@@ -396,7 +399,7 @@ def test_exactly_the_benchmark_facts_are_profiled():
     facts = pl.DataFrame({"fact_id": ["f1", "f2", "f3", "f4", "f5"]})
     assert ec.profiles_references(profiles=PROFILES, benchmark=facts).passed
     assert fails(ec.profiles_references(profiles=PROFILES.head(4), benchmark=facts), "benchmark facts without a profile (e.g. f5)")
-    assert fails(ec.profiles_references(profiles=PROFILES, benchmark=facts.head(4)), "facts not in wikiprofile/benchmark")
+    assert fails(ec.profiles_references(profiles=PROFILES, benchmark=facts.head(4)), "facts not in eval/wikiprofile_tasks")
 
 
 SUMMARY = {"model": "smollm2", **method.profile_summary(PROFILES.to_dicts())}
@@ -476,8 +479,7 @@ def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, 
     spec = next(iter(check.check_specs))
     partitions = spec.partitions_def
     instance = dg.DagsterInstance.ephemeral()
-    if isinstance(partitions, dg.DynamicPartitionsDefinition):
-        instance.add_dynamic_partitions(partitions.name, ["subject"])
+    sync_partitions(instance)
     partition = partitions.get_partition_keys(dynamic_partitions_store=instance)[0] if partitions else None
 
     @dg.asset(key=spec.asset_key, partitions_def=partitions)
@@ -508,9 +510,51 @@ def test_the_accounting_names_the_items_the_step_kept_as_failed():
 
 
 def test_every_evaluation_asset_has_checks_that_run_per_partition_with_unique_names():
-    partitions = {k: a.partitions_def for a in (*quit_eval_assets, *recor_eval_assets, *wikiprofile_profile_assets,
-                                                *wikiprofile_analysis_assets) for k in a.keys}
+    partitions = {k: a.partitions_def for a in (*benchmark_assets, *quit_eval_assets, *recor_eval_assets, *wikiprofile_profile_assets,
+                                                *wikiprofile_analysis_assets, *board.leaderboard_assets) for k in a.keys}
     specs = [spec for c in ec.eval_checks for spec in c.check_specs]
     assert set(partitions) - {spec.asset_key for spec in specs} == set()
     assert all(spec.partitions_def == partitions[spec.asset_key] for spec in specs)
     assert len({spec.key for spec in specs}) == len(specs)
+
+
+# --- the leaderboard --------------------------------------------------------------------------
+
+
+def board_row(**values) -> dict:
+    return {c: None for c in board.SCHEMA} | values
+
+
+LEADERBOARD = pl.DataFrame([
+    board_row(system="bm25", kind="retriever", benchmarks="quit, recor", **{"quit/hit_rate@1": 0.25, "quit/hit_rate@5": 0.5,
+              "quit/hit_rate@10": 0.75, "quit/ndcg_burges@10": 0.4, "recor/ndcg@10/baseline": 0.75}),
+    board_row(system="smollm2", kind="reader LLM, subject LLM", benchmarks="quit, wikiprofile",
+              **{"quit/em": 0.5, "quit/em_setting": "bm25, top-5, union_freq", "wikiprofile/encodes": 0.5}),
+], schema=board.SCHEMA)
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(LEADERBOARD, "system", 1, "bm25"), "repeated system"),
+    (swap(LEADERBOARD, "kind", 0, "judge"), "with a kind not of"),
+    (swap(LEADERBOARD, "quit/ndcg_burges@10", 0, 1.5), "quit/ndcg_burges@10 outside [0, 1]"),
+    (swap(LEADERBOARD, "wikiprofile/encodes", 1, 50.0), "wikiprofile/encodes outside [0, 1]"),
+    (swap(LEADERBOARD, "quit/hit_rate@1", 0, 0.9), "quit/hit_rate@1 above quit/hit_rate@5"),
+    (swap(LEADERBOARD, "benchmarks", 0, None), "'benchmarks' has 1 nulls"),
+    (LEADERBOARD.drop("recor/ndcg@10/history"), "'recor/ndcg@10/history' is missing"),
+])
+def test_the_leaderboard_is_one_row_per_system_with_shares(broken, words):
+    assert ec.leaderboard_schema(LEADERBOARD).passed
+    assert fails(ec.leaderboard_schema(broken), words)
+
+
+@pytest.mark.parametrize("broken, words", [
+    (swap(LEADERBOARD, "benchmarks", 0, "quit"), "whose benchmarks are not those they have scores on (e.g. bm25)"),
+    (LEADERBOARD.with_columns(pl.when(pl.col("system") == "smollm2").then(None).otherwise(pl.col(c)).alias(c)
+                              for c in [*board.SCORES, board.QUIT_EM_SETTING]), "without any score (e.g. smollm2)"),
+    (swap(LEADERBOARD, "kind", 1, "subject LLM"), "with a QUIT EM but not a reader"),
+    (swap(LEADERBOARD, "quit/em_setting", 1, None), "with a QUIT EM and no setting"),
+    (swap(LEADERBOARD, "kind", 0, "retriever, subject LLM"), "with WikiProfile scores but not a subject, or a subject without them (e.g. bm25)"),
+])
+def test_each_leaderboard_row_names_the_benchmarks_and_kinds_its_scores_say(broken, words):
+    assert ec.leaderboard_run_on(LEADERBOARD).passed
+    assert fails(ec.leaderboard_run_on(broken), words)

@@ -30,6 +30,7 @@ class RunningDagster:
     registry: Path
     env: dict
     log: Path
+    retrievers: Path
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
@@ -95,7 +96,7 @@ def running_dagster(operations_prebuild) -> RunningDagster:
     with open(log, "w") as out:
         proc = subprocess.Popen(["make", "--no-print-directory", "ui", f"UI_PORT={port}", f"WORKSPACE={WORKSPACE}"],
                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    dagster = RunningDagster(f"http://127.0.0.1:{port}", home, storage, registry, env, log)
+    dagster = RunningDagster(f"http://127.0.0.1:{port}", home, storage, registry, env, log, base / "retrievers.yaml")
     try:
         dagster.wait("the webserver with the code location loaded", lambda: proc.poll() is None and location_loaded(dagster.url)
                      or (proc.poll() is not None and _exited(log)), timeout=300)

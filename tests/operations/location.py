@@ -11,6 +11,7 @@ import sys
 
 import dagster as dg
 
+from assets.partitions import sync_partitions
 from assets.quit.settings import QuitSettings
 from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
@@ -27,15 +28,19 @@ defs = build_defs(
     wikiprofile_settings=WikiProfileSettings(downsample_to=6, n_samples=4),
 )
 
-# QUIT up to its release files and statistics; WikiProfile's facts and tasks.
+# QUIT up to its release files and statistics and the benchmark its evaluation reads (a
+# retriever's partitions are a backfill away); WikiProfile's facts and tasks.
 PREBUILD = [s for s in QUIT_STAGES if s[0] in {"quit_prepare", "quit_parametric", "quit_passages", "quit_labeling",
-                                               "quit_finalize"}] + WIKIPROFILE_STAGES[:1]
+                                               "quit_finalize", "quit_eval_source"}] + WIKIPROFILE_STAGES[:2]
 
 
 def prebuild() -> bool:
     from pipelines.run_default import run_stages
 
-    return run_stages(defs, dg.DagsterInstance.get(), PREBUILD)
+    instance = dg.DagsterInstance.get()
+    # the partitions the registry sensor would add, for the runs before the daemon starts
+    sync_partitions(instance, models=defs.resources["llm"].registry_path)
+    return run_stages(defs, instance, PREBUILD)
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["prebuild"]:

@@ -11,31 +11,41 @@ LOCATION = {"repositoryLocationName": "benchfoundry", "repositoryName": "__repos
 DONE = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 SOURCES = [{"path": ["recor", name]} for name in ("source_questions", "source_documents", "source_rejects")]
 BACKFILL_DOMAINS = ["biology", "drones", "politics"]
+# A system a user brings while the UI runs: BM25 with other parameters, under a new alias.
+NEW_RETRIEVER = "bm25-robertson"
+PARTITION_KEYS = "query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode { partitionKeys } } }"
+LAUNCH_BACKFILL = """
+    mutation($params: LaunchBackfillParams!) {
+      launchPartitionBackfill(backfillParams: $params) {
+        __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message }
+      }
+    }"""
 
 
 def finished_runs(instance: dg.DagsterInstance, tags: dict) -> list[dg.DagsterRun]:
     return instance.get_runs(dg.RunsFilter(tags=tags, statuses=DONE))
 
 
+def launch_backfill(ui, assets: list[dict], partitions: list[str]) -> str:
+    """A backfill of ``partitions`` of ``assets``, launched as the UI's backfill dialog does."""
+    launched = ui.graphql(LAUNCH_BACKFILL, {"params": {"assetSelection": assets, "partitionNames": partitions}})
+    assert launched["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["launchPartitionBackfill"]["backfillId"]
+
+
+def backfill_status(ui, backfill_id: str) -> str | None:
+    """The backfill's status once it has finished; None while it runs."""
+    answer = ui.graphql("query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }",
+                        {"id": backfill_id})
+    value = answer["partitionBackfillOrError"]["status"]
+    return value if value not in ("REQUESTED", "CANCELING") else None
+
+
 @pytest.mark.slow
 def test_backfill_of_domain_partitions_through_the_daemon(running_dagster):
     ui = running_dagster
-    launched = ui.graphql("""
-        mutation($params: LaunchBackfillParams!) {
-          launchPartitionBackfill(backfillParams: $params) {
-            __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message }
-          }
-        }""", {"params": {"assetSelection": SOURCES, "partitionNames": BACKFILL_DOMAINS}})["launchPartitionBackfill"]
-    assert launched["__typename"] == "LaunchBackfillSuccess", launched
-    backfill_id = launched["backfillId"]
-
-    def status():
-        answer = ui.graphql("query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }",
-                            {"id": backfill_id})
-        value = answer["partitionBackfillOrError"]["status"]
-        return value if value not in ("REQUESTED", "CANCELING") else None
-
-    assert ui.wait("the backfill", status, timeout=420, every=5) in ("COMPLETED", "COMPLETED_SUCCESS")
+    backfill_id = launch_backfill(ui, SOURCES, BACKFILL_DOMAINS)
+    assert ui.wait("the backfill", lambda: backfill_status(ui, backfill_id), timeout=420, every=5) in ("COMPLETED", "COMPLETED_SUCCESS")
     instance = ui.instance()
     runs = finished_runs(instance, {"dagster/backfill": backfill_id})
     assert sorted(r.tags["dagster/partition"] for r in runs) == BACKFILL_DOMAINS
@@ -49,7 +59,7 @@ def test_backfill_of_domain_partitions_through_the_daemon(running_dagster):
 def test_sensors_on_the_daemon(running_dagster):
     ui = running_dagster
     instance = ui.instance()
-    # the subject sensor runs by default: the registry's subjects become partitions
+    # the registry's subjects are partitions (the prebuild synced them as the sensor would)
     subjects = ui.wait("the subject partitions", lambda: instance.get_dynamic_partitions("wikiprofile_subjects"), timeout=240)
     assert subjects == ["smollm2", "smollm2-native"]
 
@@ -88,3 +98,36 @@ def test_schedule_backfills_new_subject_models_on_the_daemon(running_dagster):
     assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(subjects)
     assert all(r.job_name == "wikiprofile_profile" and r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     assert instance.get_materialized_partitions(dg.AssetKey(["wikiprofile", "profiles"])) == set(subjects)
+
+
+@pytest.mark.slow
+def test_a_retriever_added_to_the_registry_is_backfilled_from_the_ui(running_dagster):
+    """A user adds an alias to retrievers.yaml while the UI runs: the registry sensor makes
+    it a partition of the retrieval assets, with no reload, and a backfill evaluates it."""
+    ui = running_dagster
+    runs = {"path": ["eval", "quit_runs"]}
+
+    def keys() -> list[str]:
+        return ui.graphql(PARTITION_KEYS, {"key": runs})["assetNodeOrError"]["partitionKeys"]
+
+    assert NEW_RETRIEVER not in keys()
+    text = ui.retrievers.read_text()
+    ui.retrievers.write_text(text + ("" if text.endswith("\n") else "\n") + f"  {NEW_RETRIEVER}: {{kind: bm25, k1: 1.2, b: 0.75}}\n")
+
+    ui.wait("the new retriever's partition", lambda: NEW_RETRIEVER in keys(), timeout=120)
+    instance = ui.instance()
+    assert NEW_RETRIEVER in instance.get_dynamic_partitions("recor_retrievers")
+    backfill_id = launch_backfill(ui, [{"path": ["eval", "quit_index"]}, runs], [NEW_RETRIEVER])
+    assert ui.wait("the retriever's backfill", lambda: backfill_status(ui, backfill_id), timeout=300, every=3) \
+        in ("COMPLETED", "COMPLETED_SUCCESS")
+    runs_of_backfill = finished_runs(instance, {"dagster/backfill": backfill_id})
+    assert runs_of_backfill and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs_of_backfill)
+    for asset in ("quit_index", "quit_runs"):
+        assert NEW_RETRIEVER in instance.get_materialized_partitions(dg.AssetKey(["eval", asset]))
+    [record] = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["eval", "quit_runs"]), asset_partitions=[NEW_RETRIEVER]), limit=1).records
+    questions = record.event_log_entry.asset_materialization.metadata["questions"].value
+    run = pl.read_parquet(ui.storage / "eval" / "quit_runs" / f"{NEW_RETRIEVER}.parquet")
+    # every benchmark question retrieved for, under the new alias
+    assert questions > 0 and run["question_id"].n_unique() == questions and set(run["system"]) == {NEW_RETRIEVER}
+    assert (ui.storage / "eval" / "runs" / "quit" / f"{NEW_RETRIEVER}.trec").stat().st_size > 0

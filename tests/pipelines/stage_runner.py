@@ -14,6 +14,7 @@ import sys
 
 import dagster as dg
 
+from assets.partitions import sync_partitions
 from assets.quit.settings import QuitSettings
 from assets.recor.settings import SOURCES_PATH, RecorSettings
 from pipelines.definitions import build_defs
@@ -42,6 +43,7 @@ def main(stages: list[str]) -> int:
     home = os.environ.get("BENCHFOUNDRY_STAGE_HOME")
     instance = dg.DagsterInstance.from_config(home) if home else dg.DagsterInstance.ephemeral()
     wanted = [s for s in QUIT_STAGES + RECOR_STAGES if s[0] in stages]
+    sync_partitions(instance, models=SCRIPTED_REGISTRY)
     ok = run_stages(location(), instance, wanted)
     return 0 if ok else 1
 

@@ -69,10 +69,10 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
                             "or materialize from the web UI with no config): QUIT labels the 325 passages of 1 question "
                             "(convergence over 2 wrong candidates);")
     assert "RECOR builds and evaluates law from 1 source question each (at most 4 aspects of 2 facts)" in first
-    assert "WikiProfile reads up to 6 pages, keeps up to 4 facts" in first
+    assert f"WikiProfile reads up to 6 pages, keeps up to {QUICK['wikiprofile_facts']} facts" in first
     assert 'make run ARGS="--preset full"' in stdout
     jobs = [line.split(" x ")[0] for line in stdout.splitlines()[2:]]
-    assert jobs[0] == "quit_prepare" and "recor_generation" in jobs and jobs[-1] == "wikiprofile_report"
+    assert jobs[0] == "quit_prepare" and "recor_generation" in jobs and jobs[-2:] == ["wikiprofile_report", "eval_leaderboard"]
     assert "recor_retrieval x 3: " in stdout and "law|minilm" in stdout
 
     full = plan(tmp_path, "--preset", "full")
@@ -198,7 +198,7 @@ def test_default_run_builds_wikiprofile_facts_with_ten_tasks(default_run):
     storage = default_run.storage
     bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
     facts = bench["fact_id"].n_unique()
-    assert facts >= 3 and bench.height == 10 * facts
+    assert 1 <= facts <= QUICK["wikiprofile_facts"] and bench.height == 10 * facts
     # every fact lost on the way is kept with its step and reason
     lost = pl.concat([pl.read_parquet(storage / "wikiprofile" / f"{name}.parquet").select("item", "step", "reason")
                       for name in ("direct_question_rejects", "reverse_question_rejects", "natural_question_rejects",

@@ -5,6 +5,7 @@ import dagster as dg
 from assets.quit.settings import QuitSettings
 from pipelines.sensors import quit_verification_sensor
 from resources.storage import StorageResource
+from tests.conftest import SCRIPTED_REGISTRY
 
 
 def test_verification_sensor_fires_once_per_saved_decisions(tmp_path):
@@ -33,17 +34,62 @@ def test_verification_sensor_fires_once_per_saved_decisions(tmp_path):
     assert isinstance(fired, dg.RunRequest) and fired.run_key != first.run_key
 
 
-def test_registry_subjects_become_partitions_once(scripted_llm):
-    from pipelines.sensors import new_subjects, wikiprofile_subjects_sensor
+def test_partition_changes_add_registry_keys_and_report_removed_ones():
+    from assets.partitions import partition_changes
 
-    assert new_subjects(["a", "b", "a", "c"], ["b"]) == ["a", "c"]
+    changes = partition_changes({"retrievers": ["bm25", "tfidf", "bm25"], "rerankers": ["upr"], "quit_readers": ["a"]},
+                                {"retrievers": ["minilm", "bm25"], "rerankers": ["upr"]})
+    assert changes.new == {"retrievers": ["tfidf"], "quit_readers": ["a"]}
+    assert changes.gone == {"retrievers": ["minilm"]}
+    assert changes.describe("new") == "retrievers: tfidf; quit_readers: a"
+    assert partition_changes({"rerankers": ["upr"]}, {"rerankers": ["upr"]}) == type(changes)({}, {})
+
+
+def test_registered_keys_follow_every_registry(tmp_path):
+    from assets.partitions import registered_keys
+    from resources.retrieval import RERANKERS_PATH
+
+    retrievers = tmp_path / "retrievers.yaml"
+    retrievers.write_text("retrievers:\n  oracle: {kind: oracle}\n  tfidf: {kind: entrypoint, function: 'examples.retrievers:tfidf'}\n"
+                          "  bm25: {kind: bm25}\n")
+    keys = registered_keys(models=SCRIPTED_REGISTRY, retrievers=str(retrievers), rerankers=RERANKERS_PATH)
+    assert keys == {"quit_labelers": ["smollm2"], "quit_readers": ["smollm2"], "quit_models": ["smollm2"],
+                    "retrievers": ["bm25", "oracle", "tfidf"], "recor_retrievers": ["bm25", "tfidf"],
+                    "rerankers": ["pointwise", "rankgpt", "upr"], "wikiprofile_subjects": ["smollm2", "smollm2-native"]}
+
+
+def test_sync_partitions_adds_and_never_removes(tmp_path):
+    from assets.partitions import sync_partitions
+
     instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("retrievers", ["retired"])
+    first = sync_partitions(instance, models=SCRIPTED_REGISTRY)
+    assert first.new["retrievers"] == ["bm25", "e5-small", "minilm", "oracle"] and first.gone == {"retrievers": ["retired"]}
+    assert instance.get_dynamic_partitions("retrievers") == ["retired", "bm25", "e5-small", "minilm", "oracle"]
+    assert instance.get_dynamic_partitions("recor_retrievers") == ["bm25", "e5-small", "minilm"]
+    assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2", "smollm2-native"]
+    again = sync_partitions(instance, models=SCRIPTED_REGISTRY)
+    assert again.new == {} and again.gone == {"retrievers": ["retired"]}
+
+
+def test_registry_aliases_become_partitions_once(scripted_llm):
+    from pipelines.sensors import registry_partitions_sensor
+
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("retrievers", ["retired"])
     with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm}) as ctx:
-        result = wikiprofile_subjects_sensor(ctx)
-    [request] = result.dynamic_partitions_requests
-    assert request.partitions_def_name == "wikiprofile_subjects" and list(request.partition_keys) == ["smollm2", "smollm2-native"]
+        result = registry_partitions_sensor(ctx)
+        cursor = ctx.cursor
+    added = {r.partitions_def_name: list(r.partition_keys) for r in result.dynamic_partitions_requests}
+    assert added["wikiprofile_subjects"] == ["smollm2", "smollm2-native"] and added["quit_labelers"] == ["smollm2"]
+    assert added["retrievers"] == ["bm25", "e5-small", "minilm", "oracle"] and "oracle" not in added["recor_retrievers"]
+    assert added["rerankers"] == ["pointwise", "rankgpt", "upr"]
     assert not result.run_requests
-    # once the daemon has applied the request, the sensor has nothing to add
-    instance.add_dynamic_partitions("wikiprofile_subjects", list(request.partition_keys))
-    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm}) as ctx:
-        assert isinstance(wikiprofile_subjects_sensor(ctx), dg.SkipReason)
+    # once the daemon has applied the requests, the sensor has nothing to add, and says which
+    # partition no registry lists any more (kept, with its materializations)
+    for name, keys in added.items():
+        instance.add_dynamic_partitions(name, keys)
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"llm": scripted_llm}) as ctx:
+        skipped = registry_partitions_sensor(ctx)
+    assert isinstance(skipped, dg.SkipReason) and "retrievers: retired" in skipped.skip_message
+    assert instance.get_dynamic_partitions("retrievers")[0] == "retired"

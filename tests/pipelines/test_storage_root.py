@@ -22,16 +22,15 @@ def files_under(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
-def test_the_launchpad_root_moves_tables_exports_runs_and_indexes(tmp_path):
+def test_the_launchpad_root_moves_tables_exports_runs_and_indexes(tmp_path, instance):
     default, chosen = tmp_path / "default", tmp_path / "chosen"
     scripted.install()
     defs = build_defs(storage=StorageResource(root=str(default), local_index_root=str(tmp_path / "local-indexes")),
                       llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm"), backoff_seconds=0.01),
                       recor_settings=RecorSettings(profile="demo"))
     config = {"resources": {"storage": {"config": {"root": str(chosen)}}}}
-    instance = dg.DagsterInstance.ephemeral()
     # law: a StackExchange domain, so hard-negative mining builds a search index too
-    for job, key in [("recor_observe", None), ("recor_build", "law"), ("recor_queries", "law"),
+    for job, key in [("recor_observe", None), ("recor_build", "law"), ("recor_eval_source", "law"), ("recor_queries", "law"),
                      ("recor_retrieval", dg.MultiPartitionKey({"domain": "law", "retriever": "bm25"})),
                      ("recor_retrieval", dg.MultiPartitionKey({"domain": "law", "retriever": "minilm"}))]:
         result = defs.resolve_job_def(job).execute_in_process(run_config=config, instance=instance, partition_key=key)

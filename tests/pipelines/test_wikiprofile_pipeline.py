@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from assets.eval import profiling_rules as method
+from assets.eval.benchmarks import wikiprofile_source
 from assets.eval.wikiprofile import (
     wikiprofile_analysis_assets,
     wikiprofile_profile_assets,
@@ -99,7 +100,9 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     resources = {"storage": StorageResource(root=str(storage)), "io_manager": parquet_io_manager, "llm": scripted_llm,
                  "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
                  "search": DocumentSearchResource(), "check_settings": CheckSettings()}
-    everything = [*wikiprofile_assets, *wikiprofile_checks, *wikiprofile_profile_assets, *wikiprofile_analysis_assets]
+    # the build, then the profiling of what it built (the evaluation's source asset reads it)
+    everything = [*wikiprofile_assets, *wikiprofile_checks, wikiprofile_source, *wikiprofile_profile_assets,
+                  *wikiprofile_analysis_assets]
     profiling = [dg.AssetKey(["wikiprofile", n]) for n in ("responses", "graded_responses", "profiles")]
     reports = [dg.AssetKey(["wikiprofile", n]) for n in
                ("profile_report", "popularity_report", "direction_report", "thinking_report", "robustness_report")]

@@ -20,6 +20,9 @@ from resources.lucene import LuceneResource
 from resources.retrieval import RetrieverSpec, load_rerankers, load_retrievers
 from resources.storage import StorageResource
 
+# ranx compiles its metrics once a session, in the background (tests.background)
+pytestmark = pytest.mark.usefixtures("compiled_metrics")
+
 ROOT = Path(__file__).resolve().parents[3]
 
 # Two QUIT splits. q1 and q2 are test questions, q3 a dev question that no file ranks.

@@ -6,6 +6,9 @@ import pytest
 from assets.eval import conversational, generation
 from assets.eval.runs import RUN_SCHEMA
 
+# ranx compiles its metrics once a session, in the background (tests.background)
+pytestmark = pytest.mark.usefixtures("compiled_metrics")
+
 
 def turns():
     return pl.DataFrame({

@@ -17,6 +17,9 @@ from assets.eval.metrics import (
 )
 from assets.eval.runs import RUN_SCHEMA, qrels_dict, run_dict, trec_run
 
+# ranx compiles its metrics once a session, in the background (tests.background)
+pytestmark = pytest.mark.usefixtures("compiled_metrics")
+
 QRELS = pl.DataFrame({
     "question_id": ["q1", "q1", "q1", "q2", "q2", "q3"],
     "passage_id": ["a", "b", "c", "d", "e", "f"],

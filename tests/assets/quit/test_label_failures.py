@@ -58,7 +58,7 @@ def stub(name: str, frame: pl.DataFrame) -> dg.AssetsDefinition:
 
 
 @pytest.fixture
-def labeling(tmp_path):
+def labeling(tmp_path, instance):
     """Materializes one labeler partition, then the labels with their check; returns the
     labels, the check's evaluation and how many calls reached the model."""
     register_provider("flaky", Flaky())
@@ -67,7 +67,6 @@ def labeling(tmp_path):
                           | {"question": "Which peak is this?"}])
     stubs = [stub("passages", passages_frame(qs.select("question_id", "hints"))), stub("selected_questions", qs),
              stub("splits", pl.DataFrame({"question_id": ["q1", "q2"], "labeled": [True, True]}))]
-    instance = dg.DagsterInstance.ephemeral()
 
     def run(verdicts: str = "binding"):
         registry = tmp_path / f"{verdicts}.yaml"

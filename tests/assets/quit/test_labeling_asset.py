@@ -30,11 +30,10 @@ def stub(name: str, frame: pl.DataFrame) -> dg.AssetsDefinition:
     return _stub
 
 
-def test_labeling_logs_progress_and_labels_the_capped_slice(scripted_llm, tmp_path):
+def test_labeling_logs_progress_and_labels_the_capped_slice(scripted_llm, tmp_path, instance):
     qs = questions_frame([question("q1", hints=HINTS[:5]), question("q2", hints=HINTS[1:6])])
     splits = pl.DataFrame({"question_id": ["q1", "q2"], "labeled": [True, True]})
     llm = LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm-cache"), progress_every_seconds=0.0)
-    instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
         [passage_answers, stub("passages", passages_frame(qs.select("question_id", "hints"))),
          stub("selected_questions", qs), stub("splits", splits)],

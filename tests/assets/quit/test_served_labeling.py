@@ -15,6 +15,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from assets.partitions import sync_partitions
 from assets.quit.settings import QuitSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES
@@ -46,6 +47,7 @@ def label(root, registry, cache, server=None) -> tuple[pl.DataFrame, dict]:
     llm = LLMResource(registry_path=str(registry), cache_dir=str(cache), server=server)
     defs = build_defs(storage=StorageResource(root=str(root)), llm=llm, quit_settings=SETTINGS)
     instance = dg.DagsterInstance.ephemeral()
+    sync_partitions(instance)
     assert run_stages(defs, instance, [s for s in QUIT_STAGES if s[0] == "quit_labeling"])
     event = instance.get_latest_materialization_event(dg.AssetKey(["quit", "passage_answers"]))
     frame = pl.read_parquet(root / "quit" / "passage_answers" / "smollm2.parquet")
@@ -60,7 +62,9 @@ def test_served_labeler_labels_like_the_in_process_one(tmp_path, vllm_server, mo
     defs = build_defs(storage=StorageResource(root=str(upstream)), quit_settings=SETTINGS,
                       llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "scripted-cache")),
                       lucene=LuceneResource())
-    assert run_stages(defs, dg.DagsterInstance.ephemeral(), [s for s in QUIT_STAGES if s[0] in UPSTREAM])
+    instance = dg.DagsterInstance.ephemeral()
+    sync_partitions(instance)
+    assert run_stages(defs, instance, [s for s in QUIT_STAGES if s[0] in UPSTREAM])
     for name in ("served", "embedded"):
         shutil.copytree(upstream, tmp_path / name)
     judge = Server(free_port(), name="judge", reply="No", log=tmp_path / "judge.log")

@@ -1,0 +1,232 @@
+"""The leaderboard (issue 17): every evaluated system on every benchmark it was run on, with
+the papers' headline metrics, read from the stored report tables.
+
+One row per ``system``: a retriever alias, ``<retriever>+<reranker>``, or a model alias.
+``kind`` says in which parts it was evaluated (:data:`KINDS`, comma-joined: a model that
+reads QUIT and is profiled on WikiProfile is one row, ``reader LLM, subject LLM``), and
+``benchmarks`` the benchmarks it has scores on. The score columns are named
+``<benchmark>/<metric>`` (:data:`SCORES`), are null where the system was not run, and are all
+shares in [0, 1]: WikiProfile's percentages are divided by 100, so one scale and one plot
+serve the three papers. :func:`definitions` says what each column computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import dagster as dg
+import polars as pl
+
+from assets.common.metadata import md_table, png_markdown
+from assets.eval import conversational
+from assets.eval import metrics as eval_metrics
+from assets.eval import profiling_rules as method
+from assets.eval.quit import oracle_aliases
+from assets.eval.reports import _plt
+from resources.storage import StorageResource, exists, read_parquet, write_bytes
+
+PREFIX = GROUP = "eval"
+
+RETRIEVER, RERANKED, READER, SUBJECT = "retriever", "retriever+reranker", "reader LLM", "subject LLM"
+KINDS = (RETRIEVER, RERANKED, READER, SUBJECT)
+BENCHMARKS = ("quit", "recor", "wikiprofile")
+
+# QUIT's Tables 2 and 4 over all questions; nDCG with the QUIT release's exponential gain.
+QUIT_SPLIT = "all"
+QUIT_METRICS = ("hit_rate@1", "hit_rate@5", "hit_rate@10", eval_metrics.ndcg(10))
+QUIT_EM, QUIT_EM_SETTING = "quit/em", "quit/em_setting"
+# RECOR's Table 3: nDCG@10 per query strategy, averaged as the paper's text does.
+RECOR_METRIC = "ndcg@10"
+RECOR_AVERAGING = conversational.TURN_FIRST
+# WikiProfile's Table 2, both Knows including direct inference as the table does.
+WIKIPROFILE_SHARES = ("encodes", "knows", "knows_thinking")
+# Readers: the Optimal bound and the Oracle retriever's passages are upper bounds, not settings.
+OPTIMAL = "Optimal"
+
+QUIT_SCORES = [*(f"quit/{m}" for m in QUIT_METRICS), QUIT_EM]
+RECOR_SCORES = [f"recor/{RECOR_METRIC}/{s}" for s in conversational.STRATEGIES]
+WIKIPROFILE_SCORES = [f"wikiprofile/{m}" for m in WIKIPROFILE_SHARES]
+SCORES = [*QUIT_SCORES, *RECOR_SCORES, *WIKIPROFILE_SCORES]
+SCHEMA = {"system": pl.String, "kind": pl.String, "benchmarks": pl.String, **{c: pl.Float64 for c in QUIT_SCORES},
+          QUIT_EM_SETTING: pl.String, **{c: pl.Float64 for c in [*RECOR_SCORES, *WIKIPROFILE_SCORES]}}
+
+# The report tables read, by asset key, with the benchmark each scores.
+QUIT_RETRIEVAL = dg.AssetKey([PREFIX, "quit_retrieval_metrics"])
+QUIT_RERANK = dg.AssetKey([PREFIX, "quit_rerank_metrics"])
+QUIT_READER = dg.AssetKey([PREFIX, "quit_reader_metrics"])
+RECOR_RETRIEVAL = dg.AssetKey([PREFIX, "recor_retrieval_metrics"])
+WIKIPROFILE_REPORT = dg.AssetKey(["wikiprofile", "profile_report"])
+REPORTS = {QUIT_RETRIEVAL: "quit", QUIT_RERANK: "quit", QUIT_READER: "quit", RECOR_RETRIEVAL: "recor",
+           WIKIPROFILE_REPORT: "wikiprofile"}
+
+
+def benchmark_of(column: str) -> str:
+    return column.split("/", 1)[0]
+
+
+def quit_retrievers(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Retrievers from ``eval/quit_retrieval_metrics`` (over all questions; no Oracle there)."""
+    return metrics.filter(pl.col("split") == QUIT_SPLIT).select(
+        pl.col("retriever").alias("system"), pl.lit(RETRIEVER).alias("kind"), *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS])
+
+
+def quit_reranked(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Retriever+reranker runs from ``eval/quit_rerank_metrics``; a reranker over the Oracle
+    retriever's passages (Table 7) orders the qrels, so it is no system to rank."""
+    return metrics.filter(~pl.col("oracle")).select(
+        "system", pl.lit(RERANKED).alias("kind"), *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS])
+
+
+def quit_readers(metrics: pl.DataFrame, oracles: Collection[str] = ()) -> pl.DataFrame:
+    """Each reader's best setting in ``eval/quit_reader_metrics``: the run it read, k and
+    context strategy with the highest EM (normalized), ties to the first setting in name
+    order. The Optimal bound and runs over the Oracle retriever's passages are left out:
+    both read the relevant passages the qrels name."""
+    retriever = pl.col("system").str.split("+").list.first()
+    settings = metrics.filter((pl.col("system") != OPTIMAL) & ~retriever.is_in(list(oracles)) & pl.col("em").is_not_null())
+    best = (settings.sort(["reader", "em", "system", "k", "strategy"], descending=[False, True, False, False, False])
+            .group_by("reader", maintain_order=True).first())
+    setting = pl.format("{}, top-{}, {}", "system", "k", "strategy")
+    return best.select(pl.col("reader").alias("system"), pl.lit(READER).alias("kind"), pl.col("em").alias(QUIT_EM),
+                       setting.alias(QUIT_EM_SETTING))
+
+
+def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> pl.DataFrame:
+    """Retrievers from ``eval/recor_retrieval_metrics`` (per-turn scores): nDCG@10 per query
+    strategy, macro-averaged over the domains with ``averaging``."""
+    table = conversational.macro(scores, ["retriever", "strategy"], RECOR_METRIC, averaging)
+    wide = table.pivot(on="strategy", index="retriever", values=RECOR_METRIC)
+    return wide.select(pl.col("retriever").alias("system"), pl.lit(RETRIEVER).alias("kind"),
+                       *[pl.col(s).alias(f"recor/{RECOR_METRIC}/{s}") for s in conversational.STRATEGIES if s in wide.columns])
+
+
+def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
+    """Subject models from ``wikiprofile/profile_report`` (Table 2, percent), as shares. A
+    share over no facts (NaN) or without a thinking run (null) is left empty."""
+    return report.select(pl.col("model").alias("system"), pl.lit(SUBJECT).alias("kind"),
+                         *[(pl.col(m).fill_nan(None) / 100).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])
+
+
+def leaderboard_table(reports: Mapping[dg.AssetKey, pl.DataFrame], oracles: Collection[str] = (),
+                      averaging: str = RECOR_AVERAGING) -> pl.DataFrame:
+    """One row per system over the report tables at hand (keyed as :data:`REPORTS`; an
+    absent or empty one adds nothing), in the shape of :data:`SCHEMA`, sorted by kind, then
+    system. ``oracles``: the Oracle retriever aliases; ``averaging``: RECOR's."""
+    rows = {QUIT_RETRIEVAL: quit_retrievers, QUIT_RERANK: quit_reranked,
+            QUIT_READER: lambda f: quit_readers(f, oracles), RECOR_RETRIEVAL: lambda f: recor_retrievers(f, averaging),
+            WIKIPROFILE_REPORT: wikiprofile_subjects}
+    parts = [rows[key](frame).with_columns(pl.lit(REPORTS[key]).alias("benchmark"))
+             for key, frame in reports.items() if frame.height]
+    if not parts:
+        return pl.DataFrame(schema=SCHEMA)
+    long = pl.concat(parts, how="diagonal_relaxed").with_columns(
+        pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int32).alias("kind_rank"),
+        pl.col("benchmark").replace_strict({b: i for i, b in enumerate(BENCHMARKS)}, return_dtype=pl.Int32).alias("benchmark_rank"))
+    present = [c for c in SCHEMA if c in long.columns and c not in ("system", "kind", "benchmarks")]
+    merged = long.group_by("system").agg(
+        pl.col("kind").sort_by("kind_rank").unique(maintain_order=True).str.join(", "),
+        pl.col("benchmark").sort_by("benchmark_rank").unique(maintain_order=True).str.join(", ").alias("benchmarks"),
+        pl.col("kind_rank").min(),
+        # Each score comes from one report table: the system's one non-null value.
+        *[pl.col(c).drop_nulls().first() for c in present])
+    return (merged.sort("kind_rank", "system")
+            .select(*[pl.col(c) if c in merged.columns else pl.lit(None, t).alias(c) for c, t in SCHEMA.items()])
+            .cast(SCHEMA))
+
+
+def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
+    """What each column of the leaderboard computes."""
+    quit_metric = {m: f"{eval_metrics.metric_label(m)} over all QUIT questions; {eval_metrics.RELEVANCE}" for m in QUIT_METRICS}
+    return {
+        "system": "a retriever alias (resources/retrievers.yaml), <retriever>+<reranker>, or a model alias (resources/models.yaml)",
+        "kind": f"the parts it was evaluated in, of {', '.join(KINDS)}",
+        "benchmarks": "the benchmarks it has scores on",
+        **{f"quit/{m}": text for m, text in quit_metric.items()},
+        QUIT_EM: "EM (normalized: lower case; accents, punctuation, possessive 's and articles removed) of the reader's "
+                 "best setting: the run read, top-k passages and context strategy with the highest EM; the Optimal bound "
+                 "and the Oracle retriever's runs left out",
+        QUIT_EM_SETTING: "that setting: run, top-k, context strategy",
+        **{f"recor/{RECOR_METRIC}/{s}": f"nDCG@10 ({eval_metrics.GAIN_LABELS['ndcg']}), query: {text}; "
+                                        f"averaging: {conversational.AVERAGING[averaging]}"
+           for s, text in conversational.STRATEGY_TEXT.items()},
+        **{f"wikiprofile/{m}": f"{method.DEFINITIONS[m]}, divided by 100" for m in WIKIPROFILE_SHARES},
+    }
+
+
+def leaderboard_markdown(table: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> str:
+    """The rows with every score in percent, leaving out the columns no system has; QUIT's
+    nDCG header names its gain, the line above the RECOR averaging."""
+    shown = [c for c in table.columns if table[c].null_count() < table.height]
+    scores = [c for c in shown if c in SCORES]
+    percent = table.select(shown).with_columns(
+        pl.when(pl.col(c).is_null()).then(pl.lit("")).otherwise(pl.format("{}%", (100 * pl.col(c)).round(2))).alias(c)
+        for c in scores)
+    labels = {f"quit/{m}": f"quit/{eval_metrics.metric_label(m)}" for m in QUIT_METRICS if f"quit/{m}" in shown}
+    return (f"Scores in percent, blank where not run. RECOR averaging: {conversational.AVERAGING[averaging]}.\n\n"
+            + md_table(percent.rename(labels), max(percent.height, 1)))
+
+
+def leaderboard_plot(table: pl.DataFrame):
+    """Systems against the scores they have, each cell its share in percent."""
+    import numpy as np
+
+    plt = _plt()
+    columns = [c for c in SCORES if table[c].null_count() < table.height]
+    values = np.ma.masked_invalid(table.select(columns).to_numpy().astype(float))
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * max(1, len(columns)), 1.2 + 0.4 * max(1, table.height)))
+    ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+    for (i, j), v in np.ndenumerate(values.filled(np.nan)):
+        if v == v:
+            ax.text(j, i, f"{100 * v:.1f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
+    ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(table.height), table["system"].to_list(), fontsize=8)
+    ax.set_title("Leaderboard (% ; blank: not run)", fontsize=9)
+    return fig
+
+
+def table_uri(storage: StorageResource, key: dg.AssetKey) -> str:
+    """Where the IO manager stores an unpartitioned asset's table (the storage contract)."""
+    return storage.path(*key.path[:-1], f"{key.path[-1]}.parquet")
+
+
+def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | None:
+    """An unpartitioned asset's stored table, None before it is materialized."""
+    uri = table_uri(storage, key)
+    return read_parquet(uri) if exists(uri) else None
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="1")
+def leaderboard(storage: StorageResource) -> dg.Output:
+    """Every evaluated system on every benchmark it was run on, one row per system (a
+    retriever alias evaluated on QUIT and RECOR is one row): QUIT's Hit@1/5/10 and nDCG@10
+    (exponential gain, ``ndcg_burges@10``) and the EM of each reader's best setting, RECOR's
+    nDCG@10 per query strategy (turn -> domain -> macro over domains, the paper's averaging),
+    WikiProfile's Encodes, Knows and Knows(+Think). ``kind`` names the parts a system was
+    evaluated in (retriever, retriever+reranker, reader LLM, subject LLM); every score is a
+    share in [0, 1], null where the system was not run; ``definitions`` says what each column
+    computes. Reads the report tables that are materialized and names the others
+    (``not_evaluated``); writes the table as CSV beside its Parquet file."""
+    stored = {key: stored_table(storage, key) for key in REPORTS}
+    reports = {key: frame for key, frame in stored.items() if frame is not None and frame.height}
+    table = leaderboard_table(reports, oracle_aliases())
+    missing = [key.to_user_string() for key in REPORTS if key not in reports]
+    evaluated = [b for b in BENCHMARKS if b in {REPORTS[key] for key in reports}]
+    csv = storage.path(PREFIX, "leaderboard.csv")
+    write_bytes(csv, table.write_csv().encode())
+    columns = definitions()
+    return dg.Output(table, metadata={
+        "dagster/row_count": table.height,
+        "leaderboard": dg.MetadataValue.md(leaderboard_markdown(table)),
+        "benchmarks_evaluated": ", ".join(evaluated) or "none",
+        "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
+        "not_evaluated": ", ".join(missing) or "none",
+        "recor_averaging": conversational.AVERAGING[RECOR_AVERAGING],
+        "definitions": dg.MetadataValue.md(md_table(pl.DataFrame({"column": list(columns), "definition": list(columns.values())}),
+                                                    len(columns))),
+        "csv": dg.MetadataValue.path(csv),
+        "parquet": dg.MetadataValue.path(table_uri(storage, dg.AssetKey([PREFIX, "leaderboard"]))),
+        **({"leaderboard_plot": png_markdown(leaderboard_plot(table))} if table.height else {}),
+    })
+
+
+leaderboard_assets = [leaderboard]

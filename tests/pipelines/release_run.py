@@ -1,0 +1,103 @@
+"""``make run ARGS=--from-release``'s stages and config (``pipelines.run_default``) over the
+bundled release samples of all three benchmarks, with the scripted LLM, real Lucene and the
+TF-IDF entry point as a retriever beside BM25 and the Oracle, once a session in the
+background (``tests.background``); ``test_release_evaluation`` reads what it made.
+Usage: python -m tests.pipelines.release_run
+
+Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache),
+BENCHFOUNDRY_STAGE_HOME (the instance) and BENCHFOUNDRY_RETRIEVERS (the retriever registry,
+read when ``resources.retrieval`` is imported: hence a process of its own)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+from tests.background import METRICS_COMPILED, Build, environment, instance_home
+
+# The release evaluation's retrievers: BM25, a Python entry point and the Oracle bound. The
+# bundled dense encoders are left out (their encoding is most of a retrieval stage's time
+# and the default run covers them).
+RETRIEVERS = """retrievers:
+  bm25: {kind: bm25, k1: 0.9, b: 0.4}
+  tfidf: {kind: entrypoint, function: "examples.retrievers:tfidf"}
+  oracle: {kind: oracle}
+"""
+DOMAIN = "law"
+SUBJECT = "smollm2"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseRun:
+    base: Path
+
+    home = property(lambda self: self.base / "dagster_home")
+    storage = property(lambda self: self.base / "storage")
+    retrievers = property(lambda self: self.base / "retrievers.yaml")
+
+    def instance(self):
+        import dagster as dg
+
+        return dg.DagsterInstance.from_config(str(self.home))
+
+
+def start_release_run(base: Path) -> Build:
+    run = ReleaseRun(base)
+    run.retrievers.write_text(RETRIEVERS)
+    instance_home(run.home)
+    (run.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {"BENCHFOUNDRY_STORAGE": str(run.storage), "BENCHFOUNDRY_CACHE": str(base / "cache"),
+           "BENCHFOUNDRY_STAGE_HOME": str(run.home), "BENCHFOUNDRY_RETRIEVERS": str(run.retrievers),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return Build("release_run", [sys.executable, "-m", "tests.pipelines.release_run"], environment(**env),
+                 Path(__file__).resolve().parents[2], base / "build.log", timeout=1200).start()
+
+
+def main() -> int:
+    from assets.eval.metrics import compile_metrics
+
+    # first: the tests that evaluate wait for ranx's compiled metrics (tests.background)
+    compile_metrics()
+    (Path(os.environ["BENCHFOUNDRY_STAGE_HOME"]).parent / METRICS_COMPILED).touch()
+
+    import dagster as dg
+
+    from assets.partitions import sync_partitions
+    from assets.quit.settings import QuitSettings
+    from assets.recor.settings import RecorSettings
+    from assets.wikiprofile.settings import WikiProfileSettings
+    from pipelines import run_default
+    from pipelines.definitions import build_defs
+    from pipelines.jobs import (
+        LEADERBOARD_STAGES,
+        QUIT_EVAL_STAGES,
+        RECOR_EVAL_STAGES,
+        WIKIPROFILE_EVAL_STAGES,
+    )
+    from resources.llm import LLMResource
+    from resources.storage import StorageResource
+    from tests import scripted
+    from tests.conftest import SCRIPTED_REGISTRY
+
+    scripted.install()
+    defs = build_defs(storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
+                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm")),
+                      quit_settings=QuitSettings(profile="demo"), recor_settings=RecorSettings(profile="demo"),
+                      wikiprofile_settings=WikiProfileSettings(profile="demo"))
+    instance = dg.DagsterInstance.from_config(os.environ["BENCHFOUNDRY_STAGE_HOME"])
+    sync_partitions(instance, models=SCRIPTED_REGISTRY)
+    partitions = run_default.PARTITIONS
+    partitions["domains"] = [DOMAIN]
+    partitions["recor_runs"] = [k for k in partitions["recor_runs"] if k.keys_by_dimension["domain"] == DOMAIN]
+    partitions["subjects"] = [SUBJECT]
+    slices = run_default.RELEASE_SLICES["quick"]
+    configs = {job: run_default.release_config(job, run_default.RELEASE_SAMPLES[job.split("_")[0]], **slices[job.split("_")[0]])
+               for job in run_default.SOURCE_STAGES}
+    stages = QUIT_EVAL_STAGES + RECOR_EVAL_STAGES + WIKIPROFILE_EVAL_STAGES + LEADERBOARD_STAGES
+    return 0 if run_default.run_stages(defs, instance, stages, configs=configs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

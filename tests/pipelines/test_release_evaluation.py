@@ -1,0 +1,58 @@
+"""``make run ARGS=--from-release``'s path: the evaluation stages of all three benchmarks on
+the bundled release-format samples, nothing built, with the scripted LLM, real Lucene and
+the TF-IDF entry point (``tests.pipelines.release_run``, made in the background; the real
+model's run is measured in BENCHMARKS.md)."""
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from pipelines import run_default
+from tests.pipelines.release_run import DOMAIN, SUBJECT, ReleaseRun
+
+SLICES = run_default.RELEASE_SLICES["quick"]
+
+
+@pytest.fixture(scope="module")
+def release_run(background_builds) -> ReleaseRun:
+    build = background_builds["release_run"]
+    build.wait()
+    return ReleaseRun(build.log.parent)
+
+
+def test_the_releases_are_evaluated_with_nothing_built(release_run):
+    instance = release_run.instance()
+    built = [k.to_user_string() for k in instance.get_asset_keys()
+             if k.path[0] in ("quit", "recor") or k.path[:2] in (["wikiprofile", "benchmark"], ["wikiprofile", "source_pages"])]
+    assert built == []
+    for key in ("quit_questions", "recor_turns", "wikiprofile_tasks"):
+        metadata = instance.get_latest_materialization_event(dg.AssetKey(["eval", key])).asset_materialization.metadata
+        assert metadata["source"].value.startswith("release ") and metadata["rejects"].value == 0, key
+        assert metadata["sliced"].value.startswith("1 of" if key != "wikiprofile_tasks" else "2 of"), key
+
+
+def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
+    storage = release_run.storage
+    questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
+    assert questions.height == SLICES["quit"]["max_questions"]
+    metrics = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "all")
+    assert sorted(metrics["retriever"]) == ["bm25", "tfidf"] and (metrics["questions"] == questions.height).all()
+    assert pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").height > 0
+
+    turns = pl.read_parquet(storage / "eval" / "recor_turns" / f"{DOMAIN}.parquet")
+    assert turns["conversation_id"].n_unique() == SLICES["recor"]["max_conversations"]
+    assert turns["subquestion_reasoning"].null_count() == 0  # the published guidance
+    assert set(pl.read_parquet(storage / "eval" / "recor_retrieval_metrics.parquet")["domain"]) == {DOMAIN}
+
+    tasks = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")
+    assert tasks["fact_id"].n_unique() == SLICES["wikiprofile"]["max_facts"]
+    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / f"{SUBJECT}.parquet")
+    assert sorted(profiles["fact_id"]) == sorted(tasks["fact_id"].unique())
+
+
+def test_the_entry_point_retriever_is_one_leaderboard_row_over_quit_and_recor(release_run):
+    board = pl.read_csv(release_run.storage / "eval" / "leaderboard.csv")
+    tfidf = board.filter(pl.col("system") == "tfidf")
+    assert tfidf.height == 1 and tfidf["benchmarks"][0] == "quit, recor"
+    assert tfidf["quit/hit_rate@10"][0] is not None and tfidf["recor/ndcg@10/baseline"][0] is not None
+    assert board.filter(pl.col("system") == SUBJECT)["benchmarks"][0].endswith("wikiprofile")
