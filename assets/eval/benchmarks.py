@@ -47,7 +47,7 @@ class QuitSource(BenchmarkSource):
     release_path: str = Field(default="data/releases/quit", description="a folder or s3:// prefix holding corpus/corpus.jsonl "
                                                                         "and train.json, dev.json, test.json")
     max_questions: int | None = Field(default=None, description="the first n questions (train, dev, test in file order) with "
-                                                                "their passages and qrels (a demo slice); none: all")
+                                                                "their qrels, over the whole corpus (a demo slice); none: all")
 
 
 class RecorSource(BenchmarkSource):
@@ -97,7 +97,7 @@ def _with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     "quit_corpus": wiring.out("The QUIT passages the retrievers index.", {"polars"}),
     "quit_qrels": wiring.out("Graded labels (2/1) of each question's passages.", {"polars"}),
     "quit_source_rejects": wiring.out("Release records the loader could not use, with the reason (none from a build).", {"polars"}),
-}, deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]], code_version="1")
+}, deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]], code_version="2")
 def quit_source(config: QuitSource, storage: StorageResource):
     """QUIT's questions, corpus and qrels for the evaluation: the build's final tables, or
     the published release (:func:`assets.quit.published.load_release`: labels from the
@@ -108,8 +108,9 @@ def quit_source(config: QuitSource, storage: StorageResource):
         questions, corpus, qrels = (_built(storage, "quit", f"benchmark_{t}") for t in ("questions", "corpus", "qrels"))
         rejects = quit_release.REJECTS.empty()
     total = questions.height
+    # A slice keeps the whole corpus: every other question's passages stay as distractors,
+    # as the published corpus holds every split's passages for each split's evaluation.
     questions = first(questions, "question_id", config.max_questions)
-    corpus = corpus.join(questions.select("question_id"), on="question_id", how="semi")
     qrels = qrels.join(questions.select("question_id"), on="question_id", how="semi")
     origin = {**_source_metadata(config, "quit/benchmark_*", rejects), **_sliced(total, questions.height, "questions")}
     splits = counts_md(dict(questions.group_by("split").len().sort("split").iter_rows()), "split")

@@ -23,7 +23,13 @@ from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
 from assets.eval.quit import oracle_aliases
 from assets.eval.reports import _plt
-from resources.storage import StorageResource, exists, read_parquet, write_bytes
+from resources.storage import (
+    StorageResource,
+    exists,
+    read_parquet,
+    table_uri,
+    write_bytes,
+)
 
 PREFIX = GROUP = "eval"
 
@@ -184,14 +190,9 @@ def leaderboard_plot(table: pl.DataFrame):
     return fig
 
 
-def table_uri(storage: StorageResource, key: dg.AssetKey) -> str:
-    """Where the IO manager stores an unpartitioned asset's table (the storage contract)."""
-    return storage.path(*key.path[:-1], f"{key.path[-1]}.parquet")
-
-
 def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | None:
     """An unpartitioned asset's stored table, None before it is materialized."""
-    uri = table_uri(storage, key)
+    uri = table_uri(storage.root, key.path)
     return read_parquet(uri) if exists(uri) else None
 
 
@@ -224,7 +225,7 @@ def leaderboard(storage: StorageResource) -> dg.Output:
         "definitions": dg.MetadataValue.md(md_table(pl.DataFrame({"column": list(columns), "definition": list(columns.values())}),
                                                     len(columns))),
         "csv": dg.MetadataValue.path(csv),
-        "parquet": dg.MetadataValue.path(table_uri(storage, dg.AssetKey([PREFIX, "leaderboard"]))),
+        "parquet": dg.MetadataValue.path(table_uri(storage.root, [PREFIX, "leaderboard"])),
         **({"leaderboard_plot": png_markdown(leaderboard_plot(table))} if table.height else {}),
     })
 

@@ -56,9 +56,20 @@ def test_the_quit_release_sample_is_read_whole_and_named(storage):
     assert tables["quit_corpus"].height == expected.corpus.height > 0
     assert source_of(result, "quit_questions") == f"release {ROOT / 'data/releases/quit'}"
     for check in (ec.quit_questions_schema(tables["quit_questions"]),
-                  ec.quit_corpus_references(tables["quit_corpus"], tables["quit_questions"]),
+                  ec.quit_corpus_schema(tables["quit_corpus"]),
                   ec.quit_qrels_references(tables["quit_qrels"], tables["quit_questions"], tables["quit_corpus"])):
         assert check.passed, check.metadata["problems"].value
+
+
+def test_a_slice_keeps_the_whole_corpus_as_distractors(storage):
+    result = materialize(benchmarks.quit_source, storage, {**RELEASE, "max_questions": 2})
+    tables = outputs(result, benchmarks.quit_source)
+    whole = quit_release.load_release(str(ROOT / "data/releases/quit"))
+    assert tables["quit_questions"]["question_id"].to_list() == whole.questions["question_id"].head(2).to_list()
+    assert tables["quit_corpus"].height == whole.corpus.height
+    assert set(tables["quit_qrels"]["question_id"]) == set(tables["quit_questions"]["question_id"])
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(["eval", "quit_questions"])]
+    assert event.materialization.metadata["sliced"].value == f"2 of {whole.questions.height} questions"
 
 
 def test_a_built_quit_benchmark_is_read_from_storage_as_stored(storage):
@@ -124,7 +135,7 @@ def fails(result: dg.AssetCheckResult, words: str) -> bool:
 
 def test_sound_quit_tables_pass():
     assert ec.quit_questions_schema(QUESTIONS).passed
-    assert ec.quit_corpus_references(CORPUS, QUESTIONS).passed
+    assert ec.quit_corpus_schema(CORPUS).passed
     assert ec.quit_qrels_references(QRELS, QUESTIONS, CORPUS).passed
 
 
@@ -136,8 +147,8 @@ def test_broken_quit_questions_fail():
 
 
 def test_broken_quit_corpus_and_qrels_fail():
-    assert fails(ec.quit_corpus_references(CORPUS.with_columns(pl.lit("q9").alias("question_id")), QUESTIONS),
-                 "passages of no question")
+    assert fails(ec.quit_corpus_schema(pl.concat([CORPUS, CORPUS.head(1)])), "repeated passage_id")
+    assert fails(ec.quit_corpus_schema(CORPUS.with_columns(pl.lit(None, pl.String).alias("text"))), "column 'text' has 3 nulls")
     outside = QRELS.with_columns(pl.when(pl.col("passage_id") == "q2_1").then(pl.lit("q2_9")).otherwise("passage_id").alias("passage_id"))
     assert fails(ec.quit_qrels_references(outside, QUESTIONS, CORPUS), "qrels outside eval/quit_corpus")
     assert fails(ec.quit_qrels_references(QRELS.with_columns(pl.lit(3, pl.Int8).alias("label")), QUESTIONS, CORPUS), "label not in")

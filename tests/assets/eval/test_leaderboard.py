@@ -9,7 +9,7 @@ import pytest
 
 from assets.eval import conversational
 from assets.eval import leaderboard as lb
-from resources.storage import write_parquet
+from resources.storage import table_uri, write_parquet
 from tests.assets.eval.test_byo_systems import (  # noqa: F401 (storage and with_tfidf are fixtures)
     QUIT_CORPUS,
     QUIT_QRELS,
@@ -106,7 +106,7 @@ def test_reports_not_evaluated_add_nothing():
 def store(at, reports: dict) -> None:
     """The report tables where the IO manager would have written them."""
     for key, frame in reports.items():
-        write_parquet(lb.table_uri(at, key), frame)
+        write_parquet(table_uri(at.root, key.path), frame)
 
 
 def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # noqa: F811
