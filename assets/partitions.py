@@ -1,8 +1,9 @@
 """Every partition definition, named once.
 
 The systems under evaluation are dynamic partitions: QUIT's labelers and readers (the model
-registry's roles), the retrievers and rerankers (their registries) and WikiProfile's subject
-models. Their keys live in the Dagster instance, not in the code, so an alias put in a
+registry's roles), the retrievers and rerankers (their registries, trained models' aliases
+included), WikiProfile's subject models and the base models QUIT's fine-tuning starts from.
+Their keys live in the Dagster instance, not in the code, so an alias put in a
 registry while the web UI runs becomes a partition without a reload: the registry sensor
 (``pipelines.sensors``) adds it, and whatever runs partitioned assets in process calls
 ``sync_partitions`` first. RECOR's eleven domains stay static: they are the paper's, named
@@ -15,6 +16,7 @@ import dataclasses
 
 import dagster as dg
 
+from resources.finetuning import BASES_PATH, load_bases
 from resources.llm import REGISTRY_PATH, role_aliases
 from resources.retrieval import (
     RERANKERS_PATH,
@@ -41,27 +43,33 @@ retriever_partitions = dg.DynamicPartitionsDefinition(name="retrievers")
 reranker_partitions = dg.DynamicPartitionsDefinition(name="rerankers")
 rerank_partitions = dg.MultiPartitionsDefinition({"retriever": retriever_partitions, "reranker": reranker_partitions})
 
-# RECOR's evaluation: domain x retriever; the oracle is not a retriever of conversations.
+# RECOR's evaluation: domain x retriever; the oracle is not a retriever of conversations, and
+# a retriever trained on QUIT's train split is QUIT's experiment, not RECOR's.
 recor_retriever_partitions = dg.DynamicPartitionsDefinition(name="recor_retrievers")
 recor_eval_partitions = dg.MultiPartitionsDefinition({"domain": recor_domain_partitions, "retriever": recor_retriever_partitions})
 
 # WikiProfile's subject models, from the registry's ``wikiprofile.subjects``.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
 
+# QUIT's fine-tuned models, one per base model of ``resources/finetuning.yaml``.
+finetune_base_partitions = dg.DynamicPartitionsDefinition(name="finetune_bases")
+
 # Every partitions definition by a short name (job names, the UI).
 NAMED = {
     "quit_readers": quit_reader_partitions, "quit_labelers": quit_labeler_partitions, "quit_models": quit_model_partitions,
     "domains": recor_domain_partitions, "retrievers": retriever_partitions, "rerankers": rerank_partitions,
     "domain_retrievers": recor_eval_partitions, "subjects": subject_partitions,
+    "finetune_bases": finetune_base_partitions,
 }
 DYNAMIC = [quit_labeler_partitions, quit_reader_partitions, quit_model_partitions, retriever_partitions,
-           recor_retriever_partitions, reranker_partitions, subject_partitions]
+           recor_retriever_partitions, reranker_partitions, subject_partitions, finetune_base_partitions]
 
 
 def registered_keys(models: str = REGISTRY_PATH, retrievers: str = RETRIEVERS_PATH,
-                    rerankers: str = RERANKERS_PATH) -> dict[str, list[str]]:
+                    rerankers: str = RERANKERS_PATH, bases: str = BASES_PATH) -> dict[str, list[str]]:
     """The keys each dynamic partitions definition (by name) should have: what the
-    registries list now. Retrievers and rerankers in alias order, models in role order."""
+    registries list now. Retrievers and rerankers in alias order, models in role order, base
+    models in alias order."""
     labelers, readers = role_aliases("quit.labelers", models), role_aliases("quit.readers", models)
     specs = load_retrievers(retrievers)
     return {
@@ -69,9 +77,11 @@ def registered_keys(models: str = REGISTRY_PATH, retrievers: str = RETRIEVERS_PA
         quit_reader_partitions.name: readers,
         quit_model_partitions.name: sorted(set(labelers) | set(readers)),
         retriever_partitions.name: sorted(specs),
-        recor_retriever_partitions.name: sorted(a for a, s in specs.items() if s.kind != "oracle"),
+        recor_retriever_partitions.name: sorted(a for a, s in specs.items()
+                                                if s.kind != "oracle" and s.trained_on in (None, "recor")),
         reranker_partitions.name: sorted(load_rerankers(rerankers, models)),
         subject_partitions.name: role_aliases("wikiprofile.subjects", models),
+        finetune_base_partitions.name: sorted(load_bases(bases)),
     }
 
 

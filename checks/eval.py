@@ -11,12 +11,15 @@ loading that partition alone.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 
 import dagster as dg
 import polars as pl
 
+from assets.common.text import normalize
+from assets.eval import finetune_rules
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
@@ -25,15 +28,18 @@ from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
+from assets.eval.finetune import TRAINED_ON
 from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.eval.quit import wiring
 from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
 from assets.eval.recor import BY_DOMAIN
 from assets.eval.runs import RUN_SCHEMA
+from assets.eval.training import LOG_FILE, log_problems, read_log
 from assets.eval.wikiprofile import SAMPLE_SCHEMA
 from assets.partitions import (
     DOMAINS,
+    finetune_base_partitions,
     quit_reader_partitions,
     recor_domain_partitions,
     recor_eval_partitions,
@@ -42,6 +48,7 @@ from assets.partitions import (
     subject_partitions,
 )
 from assets.quit import published as quit_release
+from assets.quit.settings import FinetuneSettings
 from assets.recor import published as recor_release
 from assets.wikiprofile import published as wikiprofile_release
 from assets.wikiprofile.release import BENCHMARK_SCHEMA as wikiprofile_tasks_schema
@@ -955,3 +962,209 @@ def leaderboard_run_on(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
 
 leaderboard_checks = [leaderboard_schema, leaderboard_run_on]
 eval_checks.extend(leaderboard_checks)
+
+
+# --- QUIT's fine-tuning data ----------------------------------------------------------------------
+
+POSITIVES = "positives"
+NEGATIVES = "negatives"
+PAIRS_PER_QUESTION = "pairs_per_question"
+TRAIN_ONLY = "train_only"
+RANDOM_FALLBACK = "random_fallback"
+PAIR_KEY = ("question_id", "pair")
+QUIT_QRELS = dg.AssetIn(key=eval_key("quit_qrels"))
+FINETUNE_SOURCE = {"quit_questions": QUIT_QUESTIONS, "quit_corpus": QUIT_CORPUS, "quit_qrels": QUIT_QRELS}
+
+
+def _owners(corpus: pl.DataFrame, questions: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Each passage, named ``column``, with the question it was written for and that question's split."""
+    return (corpus.select(pl.col("passage_id").alias(column), pl.col("question_id").alias(f"{column}_of"))
+            .join(questions.select(pl.col("question_id").alias(f"{column}_of"), pl.col("split").alias(f"{column}_split")),
+                  on=f"{column}_of", how="left"))
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_data"), name=SCHEMA, blocking=True,
+                description="One row per question and pair, pairs numbered 0..n-1; every value there but a random "
+                            "negative's rank; each negative from BM25 (with its rank) or random.")
+def quit_finetune_data_schema(quit_finetune_data: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key, columns = quit_finetune_data, PAIR_KEY, finetune_rules.PAIRS_SCHEMA
+    problems = table_problems(frame, columns, key, not_null=tuple(c for c in columns if c != "negative_rank"))
+    if typed(frame, columns):
+        bm25 = pl.col("negative_source") == finetune_rules.BM25
+        problems += not_in(frame, "negative_source", finetune_rules.NEGATIVE_SOURCES, key)
+        problems += where(frame, bm25 & ~(pl.col("negative_rank") >= 1).fill_null(False), "BM25 negatives without a rank of 1 or more", key)
+        problems += where(frame, ~bm25 & pl.col("negative_rank").is_not_null(), "random negatives with a BM25 rank", key)
+        numbered = frame.group_by("question_id").agg(pl.len().alias("pairs"), pl.col("pair").min().alias("first"),
+                                                     pl.col("pair").max().alias("last"))
+        problems += where(numbered, (pl.col("first") != 0) | (pl.col("last") != pl.col("pairs") - 1),
+                          "(questions) whose pairs are not numbered 0..n-1", ["question_id"])
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_data"), name=POSITIVES, blocking=True, additional_ins={"quit_qrels": QUIT_QRELS},
+                description="Every positive is relevant to its question (label 1 or 2 in the qrels, the label it carries); "
+                            "a question's label-2 pairs come before its label-1 pairs.")
+def quit_finetune_data_positives(quit_finetune_data: pl.DataFrame, quit_qrels: pl.DataFrame) -> dg.AssetCheckResult:
+    """Label 1 is a weaker positive: a question is trained on one only once its label-2
+    passages run out, so a trainer that reads a prefix of its pairs gets the best first."""
+    frame, key = quit_finetune_data, PAIR_KEY
+    problems = table_problems(frame, finetune_rules.PAIRS_SCHEMA)
+    if typed(frame, finetune_rules.PAIRS_SCHEMA):
+        labels = quit_qrels.select("question_id", pl.col("passage_id").alias("positive_id"), pl.col("label").alias("qrel"))
+        labeled = frame.join(labels, on=["question_id", "positive_id"], how="left")
+        problems += where(labeled, ~(pl.col("qrel") >= 1).fill_null(False), "with a positive its question's qrels do not label 1 or 2", key)
+        problems += where(labeled, pl.col("qrel") != pl.col("positive_label"), "whose positive_label is not the qrels' label", key)
+        ordered = frame.sort(*key).with_columns(pl.col("positive_label").cast(pl.Int32).diff().over("question_id").alias("rise"))
+        problems += where(ordered, pl.col("rise") > 0, "with a label-2 positive after a label-1 one", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_data"), name=NEGATIVES, blocking=True, additional_ins=FINETUNE_SOURCE,
+                description="Every negative is a passage of another train question (the one it names), of a different "
+                            "answer, and not in its question's qrels.")
+def quit_finetune_data_negatives(quit_finetune_data: pl.DataFrame, quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame,
+                                 quit_qrels: pl.DataFrame) -> dg.AssetCheckResult:
+    """A negative that answers its question, being its own, in its qrels, or written for the
+    same answer, would teach the model to push away a relevant passage."""
+    frame, key = quit_finetune_data, PAIR_KEY
+    problems = table_problems(frame, finetune_rules.PAIRS_SCHEMA)
+    if typed(frame, finetune_rules.PAIRS_SCHEMA):
+        answers = quit_questions.select("question_id", pl.col("answer").map_elements(normalize, return_dtype=pl.String))
+        judged = (frame.join(_owners(quit_corpus, quit_questions, "negative_id"), on="negative_id", how="left")
+                  .join(quit_qrels.select("question_id", pl.col("passage_id").alias("negative_id"), pl.lit(True).alias("in_qrels")),
+                        on=["question_id", "negative_id"], how="left")
+                  .join(answers, on="question_id", how="left")
+                  .join(answers.rename({"question_id": "negative_id_of", "answer": "negative_answer"}), on="negative_id_of", how="left"))
+        problems += where(judged, pl.col("negative_id_of").is_null(), "with a negative not in eval/quit_corpus", key)
+        problems += where(judged, pl.col("negative_id_of") != pl.col("negative_question_id"),
+                          "whose negative_question_id is not the negative's question in eval/quit_corpus", key)
+        problems += where(judged, pl.col("negative_id_of") == pl.col("question_id"), "with a negative of the question itself", key)
+        problems += where(judged, pl.col("negative_id_split") != finetune_rules.TRAIN,
+                          "with a negative of a question outside the train split", key)
+        problems += where(judged, pl.col("in_qrels"), "with a negative in its question's qrels", key)
+        problems += where(judged, (pl.col("answer") != "") & (pl.col("answer") == pl.col("negative_answer")),
+                          "with a negative of a question with the same answer", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_data"), name=PAIRS_PER_QUESTION, blocking=True,
+                additional_ins={**FINETUNE_SOURCE, "quit_finetune_rejects": dg.AssetIn(key=eval_key("quit_finetune_rejects"))},
+                description="Every train question has min(positives, its relevant train passages) pairs, or none and a reject.")
+def quit_finetune_data_pairs(quit_finetune_data: pl.DataFrame, quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame,
+                             quit_qrels: pl.DataFrame, quit_finetune_rejects: pl.DataFrame,
+                             finetune_settings: FinetuneSettings) -> dg.AssetCheckResult:
+    """A question with fewer pairs lost positives it had; one with none and no reject was
+    dropped silently."""
+    frame, n = quit_finetune_data, finetune_settings.positives
+    problems = table_problems(frame, {"question_id": pl.String}) + table_problems(quit_finetune_rejects, {"question_id": pl.String})
+    if not problems:
+        pool = finetune_rules.train_passages(quit_questions, quit_corpus).select("passage_id")
+        relevant = quit_qrels.filter(pl.col("label") >= 1).join(pool, on="passage_id", how="semi").group_by("question_id").len("relevant")
+        rejected = quit_finetune_rejects.select("question_id").unique().with_columns(pl.lit(True).alias("rejected"))
+        counted = (quit_questions.filter(pl.col("split") == finetune_rules.TRAIN).select("question_id")
+                   .join(relevant, on="question_id", how="left")
+                   .join(frame.group_by("question_id").len("pairs"), on="question_id", how="left")
+                   .join(rejected, on="question_id", how="left").with_columns(pl.col("relevant", "pairs").fill_null(0)))
+        expected = pl.when(pl.col("rejected")).then(0).otherwise(pl.min_horizontal(pl.col("relevant"), pl.lit(n)))
+        problems += where(counted, pl.col("pairs") != expected,
+                          f"train questions whose pairs are not min({n}, their relevant train passages), none when rejected",
+                          ["question_id"])
+    return problems_result(problems, frame.height, positives=n)
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_data"), name=TRAIN_ONLY, blocking=True,
+                additional_ins={"quit_questions": QUIT_QUESTIONS, "quit_corpus": QUIT_CORPUS},
+                description="No dev or test id: every question is a train question, every positive and negative a passage "
+                            "of one.")
+def quit_finetune_data_train_only(quit_finetune_data: pl.DataFrame, quit_questions: pl.DataFrame,
+                                  quit_corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    """A dev or test passage trained on would inflate the fine-tuned models' scores on the
+    splits they are evaluated on."""
+    frame, key = quit_finetune_data, PAIR_KEY
+    problems = table_problems(frame, finetune_rules.PAIRS_SCHEMA)
+    if typed(frame, finetune_rules.PAIRS_SCHEMA):
+        splits = quit_questions.select("question_id", "split")
+        judged = (frame.join(splits, on="question_id", how="left")
+                  .join(_owners(quit_corpus, quit_questions, "positive_id"), on="positive_id", how="left")
+                  .join(_owners(quit_corpus, quit_questions, "negative_id"), on="negative_id", how="left"))
+        for column, what in (("split", "questions"), ("positive_id_split", "positives"), ("negative_id_split", "negatives")):
+            problems += where(judged, pl.col(column).fill_null("none") != finetune_rules.TRAIN, f"with {what} not of a train question", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_data"), name=RANDOM_FALLBACK,
+                description="Under negatives: bm25, every negative is BM25's (warns): a random one stands in where BM25 "
+                            "found no passage of another train question.")
+def quit_finetune_data_random_fallback(quit_finetune_data: pl.DataFrame, finetune_settings: FinetuneSettings) -> dg.AssetCheckResult:
+    frame = quit_finetune_data
+    problems = table_problems(frame, {"question_id": pl.String, "pair": pl.Int32, "negative_source": pl.String})
+    if not problems and finetune_settings.negatives == finetune_rules.BM25:
+        problems += where(frame, pl.col("negative_source") == finetune_rules.RANDOM,
+                          "with a random negative under negatives: bm25", PAIR_KEY)
+    return problems_result(problems, frame.height, WARN, negatives=finetune_settings.negatives)
+
+
+quit_finetune_rejects_reasons = rejects_check(eval_key("quit_finetune_rejects"), finetune_rules.REASONS, finetune_rules.REJECTS.keys)
+
+finetune_data_checks = [quit_finetune_data_schema, quit_finetune_data_positives, quit_finetune_data_negatives,
+                        quit_finetune_data_pairs, quit_finetune_data_train_only, quit_finetune_data_random_fallback,
+                        quit_finetune_rejects_reasons]
+eval_checks.extend(finetune_data_checks)
+
+
+# --- QUIT's fine-tuned models ---------------------------------------------------------------------
+
+REGISTERED = "registered"
+LOSS_LOG = "loss_log"
+
+
+def materialization_metadata(context: dg.AssetCheckExecutionContext, key: dg.AssetKey) -> dict:
+    """The metadata of the checked partition's latest materialization (a model asset writes
+    its own folder and stores no table to load)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[context.partition_key]), limit=1).records
+    event = records[0].asset_materialization if records else None
+    return {k: v.value for k, v in event.metadata.items()} if event is not None else {}
+
+
+def trained_model_problems(meta: dict, specs: dict, kind: str) -> list[str]:
+    """A trained model's folder is where its materialization says, with its weights and loss
+    log, and its alias is registered as a ``kind`` retriever reading that folder, trained on
+    QUIT (so RECOR leaves it out)."""
+    folder, alias = meta.get("model_path"), meta.get("alias")
+    if not folder or not alias:
+        return ["the materialization names no model_path or no alias"]
+    problems = []
+    if not os.path.isfile(os.path.join(folder, "modules.json")) or not os.path.isfile(os.path.join(folder, LOG_FILE)):
+        problems.append(f"no saved model with its loss log at {folder}")
+    spec = specs.get(alias)
+    if spec is None:
+        problems.append(f"{alias!r} is not registered")
+    elif (spec.kind, spec.encoder, spec.trained_on) != (kind, folder, TRAINED_ON):
+        problems.append(f"{alias!r} is registered as kind {spec.kind!r}, encoder {spec.encoder!r}, trained on "
+                        f"{spec.trained_on!r}; expected {kind!r}, {folder!r}, {TRAINED_ON!r}")
+    return problems
+
+
+@dg.asset_check(asset=eval_key("quit_dense_model"), name=REGISTERED, partitions_def=finetune_base_partitions,
+                description="The model folder is saved where the materialization says, and its retriever alias is "
+                            "registered as a dense retriever reading that folder, trained on QUIT.")
+def quit_dense_model_registered(context) -> dg.AssetCheckResult:
+    """An alias registered at another folder would evaluate another training under this
+    model's name; one not registered is never evaluated."""
+    meta = materialization_metadata(context, eval_key("quit_dense_model"))
+    return problems_result(trained_model_problems(meta, load_retrievers(), "dense"), 1, model_path=str(meta.get("model_path")))
+
+
+@dg.asset_check(asset=eval_key("quit_dense_model"), name=LOSS_LOG, partitions_def=finetune_base_partitions,
+                description="The saved loss log has a step, and every step's loss is a finite number.")
+def quit_dense_model_loss_log(context) -> dg.AssetCheckResult:
+    folder = materialization_metadata(context, eval_key("quit_dense_model")).get("model_path")
+    if not folder or not os.path.isfile(os.path.join(folder, LOG_FILE)):
+        return problems_result([f"no loss log at {folder}"], 0)
+    log = read_log(folder)
+    return problems_result(log_problems(log), len(log))
+
+
+finetune_model_checks = [quit_dense_model_registered, quit_dense_model_loss_log]
+eval_checks.extend(finetune_model_checks)

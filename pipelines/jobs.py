@@ -82,6 +82,19 @@ QUIT_EVAL_STAGES = [
 ]
 QUIT_STAGES = QUIT_BUILD_STAGES + QUIT_EVAL_STAGES
 
+# QUIT's fine-tuning (section 5): the training pairs of the train split, then one model per
+# base (partition = base model alias). Not yet a stage of make run: its quick slices hold no
+# train question beside the evaluated ones.
+quit_finetune_data_job = dg.define_asset_job(
+    "quit_finetune_data", selection=eval_assets("quit_finetune_data", "quit_finetune_rejects"),
+    description="QUIT's fine-tuning data: (question, positive, negative) pairs of the train split, hard negatives from BM25.",
+)
+quit_finetune_job = dg.define_asset_job(
+    "quit_finetune", selection=eval_assets("quit_dense_model"),
+    description="A bi-encoder fine-tuned on QUIT's train pairs from one base model (partition = base), registered as a retriever.",
+)
+QUIT_FINETUNE_STAGES = [("quit_finetune_data", None), ("quit_finetune", "finetune_bases")]
+
 def recor_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["recor", n] for n in names))
 
@@ -165,7 +178,8 @@ RECOR_EVAL_STAGES = [
 RECOR_STAGES = RECOR_BUILD_STAGES + RECOR_EVAL_STAGES
 
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
-        quit_eval_source_job, quit_retrieval_job, quit_rerank_job, quit_readers_job, quit_eval_report_job, quit_verification_job,
+        quit_eval_source_job, quit_finetune_data_job, quit_finetune_job, quit_retrieval_job, quit_rerank_job, quit_readers_job,
+        quit_eval_report_job, quit_verification_job,
         recor_observe_job, recor_build_job, recor_report_job, recor_eval_source_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
         recor_generation_job, recor_generation_report_job, wikiprofile_build_job, wikiprofile_eval_source_job,
         wikiprofile_profile_job, wikiprofile_report_job]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from assets.quit.settings import QuitSettings
+from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.settings import RecorSettings
 from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import CheckSettings
@@ -29,6 +29,7 @@ def default_resources() -> dict:
         "encoder": EncoderResource(),
         "faiss_index": FaissIndexResource(),
         "quit_settings": QuitSettings(),
+        "finetune_settings": FinetuneSettings(),
         "recor_settings": RecorSettings(),
         "wikiprofile_settings": WikiProfileSettings(),
         "search": DocumentSearchResource(),

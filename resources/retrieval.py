@@ -5,6 +5,10 @@ Every retriever shares one verb: ``search(queries, qids, k) -> {qid: [Hit, ...]}
 
 ``BENCHFOUNDRY_RETRIEVERS`` and ``BENCHFOUNDRY_RERANKERS`` point a deployment (or a test
 instance) at other registry files, as ``BENCHFOUNDRY_MODELS`` does for the model registry.
+
+Models the project trains itself register their aliases in a second, written registry: one
+YAML file per alias in ``<storage root>/models/registry`` (``BENCHFOUNDRY_TRAINED`` names
+another folder), each in the registry file's own format, merged into the loaded registry.
 """
 
 from __future__ import annotations
@@ -18,13 +22,18 @@ import string
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import pyarrow.fs as pafs
 import yaml
 
 from resources.encoders import encode_texts
 from resources.lucene import Hit
-from resources.storage import read_text
+from resources.storage import filesystem, join, read_text, storage_root, write_bytes
 
 RETRIEVERS_PATH = os.environ.get("BENCHFOUNDRY_RETRIEVERS") or str(Path(__file__).with_name("retrievers.yaml"))
+# The trained models' registry. It is read where the static files are read, at wiring time and
+# by the registry sensor, which see no resource config: so its folder follows the deployment's
+# storage root, not a root set in the launchpad.
+TRAINED_DIR = os.environ.get("BENCHFOUNDRY_TRAINED") or join(storage_root(), "models", "registry")
 
 # A system the project does not run itself: its rankings come from a TREC run file, or from
 # a function the project imports and calls.
@@ -49,6 +58,8 @@ class RetrieverSpec:
     strategy: str = "baseline"
     # kind entrypoint: ``package.module:function``.
     function: str | None = None
+    # The benchmark a trained model learned from (``quit``): it is evaluated there only.
+    trained_on: str | None = None
 
 
 def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
@@ -57,6 +68,10 @@ def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
         raw = (yaml.safe_load(f) or {}).get(section)
     if not isinstance(raw, dict) or not raw:
         raise ValueError(f"{path}: expected a non-empty {section!r} mapping")
+    return _parse(raw, path, section, spec_type, kinds)
+
+
+def _parse(raw: dict, path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
     specs = {}
     for alias, entry in raw.items():
         if not isinstance(entry, dict) or entry.get("kind") not in kinds:
@@ -91,8 +106,52 @@ def _check_external(path: str, what: str, spec) -> None:
                              f"is not package.module:function")
 
 
-def load_retrievers(path: str = RETRIEVERS_PATH) -> dict[str, RetrieverSpec]:
-    specs = _load(path, "retrievers", RetrieverSpec, {"bm25", "dense", "oracle", *EXTERNAL_KINDS})
+def trained_path(section: str, alias: str, directory: str = TRAINED_DIR) -> str:
+    """The one file of a trained alias: a file per alias, so training runs of different
+    partitions never write the same file."""
+    return join(directory, f"{section}.{alias}.yaml")
+
+
+def register_trained(section: str, alias: str, entry: dict, directory: str = TRAINED_DIR) -> str:
+    """Write (or replace) a trained model's registry entry; returns the file written."""
+    uri = trained_path(section, alias, directory)
+    write_bytes(uri, yaml.safe_dump({section: {alias: entry}}, sort_keys=False).encode())
+    return uri
+
+
+def trained_specs(section: str, spec_type: type, kinds: set[str], directory: str = TRAINED_DIR) -> dict:
+    """Every trained alias of ``section`` in ``directory`` (none while nothing is trained). A
+    file must hold exactly the alias its name says."""
+    fs, root = filesystem(directory)
+    names = sorted(info.base_name for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+                   if info.base_name.startswith(f"{section}.") and info.base_name.endswith(".yaml"))
+    specs = {}
+    for name in names:
+        uri, alias = join(directory, name), name[len(section) + 1:-len(".yaml")]
+        raw = (yaml.safe_load(read_text(uri)) or {}).get(section)
+        if not isinstance(raw, dict) or list(raw) != [alias]:
+            raise ValueError(f"{uri}: expected one {section!r} entry, {alias!r} as the file is named")
+        specs |= _parse(raw, uri, section, spec_type, kinds)
+    return specs
+
+
+def _merged(specs: dict, path: str, section: str, trained: dict, directory: str) -> dict:
+    for alias, spec in trained.items():
+        if alias in specs:
+            raise ValueError(f"{trained_path(section, alias, directory)}: trained alias {alias!r} is already in {path}: "
+                             "rename one of them")
+        specs[alias] = spec
+    return specs
+
+
+RETRIEVER_KINDS = {"bm25", "dense", "oracle", *EXTERNAL_KINDS}
+
+
+def load_retrievers(path: str = RETRIEVERS_PATH, trained: str | None = TRAINED_DIR) -> dict[str, RetrieverSpec]:
+    """The registry file's retrievers and the trained ones in ``trained`` (None: the file only)."""
+    specs = _load(path, "retrievers", RetrieverSpec, RETRIEVER_KINDS)
+    if trained is not None:
+        specs = _merged(specs, path, "retrievers", trained_specs("retrievers", RetrieverSpec, RETRIEVER_KINDS, trained), trained)
     for spec in specs.values():
         if spec.kind == "dense" and not spec.encoder:
             raise ValueError(f"{path}: dense retriever {spec.alias!r} needs an encoder")

@@ -3,7 +3,8 @@
 Every table asset is written by the IO manager at ``<root>/<asset key path>.parquet`` or
 ``<root>/<asset key path>/<partition key>.parquet`` (the storage contract of DESIGN.md). The
 same root receives everything else an asset writes: release files and exports, TREC run
-files, the human verification decisions, and the indexes (``<root>/indexes/<kind>/...``).
+files, the human verification decisions, the indexes (``<root>/indexes/<kind>/...``) and
+the trained models (``<root>/models/...``).
 The IO manager reads its root from the ``storage`` resource, so setting
 ``resources.storage.config.root`` in the launchpad moves all of it together.
 """
@@ -36,7 +37,8 @@ class StorageResource(dg.ConfigurableResource):
     """The one storage root, and the paths under it."""
 
     root: str = DEFAULT_ROOT
-    # Lucene writes its indexes to a local disk; under an s3:// root they are kept here.
+    # Lucene writes its indexes, and trained models are saved, to a local disk; under an
+    # s3:// root they are kept here.
     local_index_root: str = ".cache/indexes"
 
     def path(self, *parts: str) -> str:
@@ -48,6 +50,14 @@ class StorageResource(dg.ConfigurableResource):
         if "://" in self.root and kind != "faiss":
             return os.path.join(self.local_index_root, kind, *parts)
         return self.path("indexes", kind, *parts)
+
+    def model_path(self, *parts: str) -> str:
+        """Where a trained model's folder lives: ``<root>/models/...``, or under
+        ``local_index_root`` when the root is remote, as for the local-disk indexes: a model
+        loads from a folder on local disk."""
+        if "://" in self.root:
+            return os.path.join(self.local_index_root, "models", *parts)
+        return self.path("models", *parts)
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:

@@ -1,9 +1,16 @@
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The trained models' registry (resources.retrieval.TRAINED_DIR), empty and this process's
+# own: a developer's ./storage/models/registry never leaks into the registry tests.
+os.environ["BENCHFOUNDRY_TRAINED"] = tempfile.mkdtemp(prefix="benchfoundry-trained-")
+atexit.register(shutil.rmtree, os.environ["BENCHFOUNDRY_TRAINED"], True)
 
 import pytest  # noqa: E402
 

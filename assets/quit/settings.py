@@ -56,3 +56,35 @@ class QuitSettings(ProfiledSettings):
     export_dir: str = ""
     # Human verification decisions (written by the verification page).
     decisions_path: str = ""
+
+
+class FinetuneSettings(ProfiledSettings):
+    """QUIT's fine-tuning experiments (section 5, Tables 10-12): the training data drawn from
+    the train split and how each model is trained.
+
+    The defaults are the paper's best settings and the published training scripts: 10
+    positives per question with as many negatives (DPR and MonoT5; ColBERT's best was 50),
+    batch 64, learning rate 1e-5, queries of 64 and passages of 256 tokens, one epoch.
+    Negatives are BM25's top passages of other train questions (``bm25``); ``random`` takes
+    a random passage of a random other train question, as the published scripts do.
+
+    ``profile: demo`` trains for a fixed small number of steps on a small batch, so a model
+    trains in about a minute on 2 CPU cores.
+    """
+
+    DEMO_SLICE: ClassVar[dict[str, Any]] = {"max_steps": 20, "batch_size": 8}
+
+    positives: int = 10
+    negatives: str = "bm25"
+    # BM25 hits searched per question for its hard negatives.
+    bm25_depth: int = 100
+    epochs: int = 1
+    # Training steps; None: the epochs over the whole training data.
+    max_steps: int | None = None
+    batch_size: int = 64
+    learning_rate: float = 1e-5
+    query_max_length: int = 64
+    passage_max_length: int = 256
+    seed: int = 42
+    # auto: the GPU when there is one, else the CPU; cpu: always the CPU.
+    device: str = "auto"

@@ -328,6 +328,7 @@ def test_llm_pool_limit_is_set_and_the_pools_are_the_backends(values, defs):
     assert concurrency["enabled"] is True
     assert concurrency["pools"]["defaultLimit"] >= 1
     pools = {a.node_def.pool for a in defs.assets if getattr(a, "node_def", None) is not None} - {None}
-    # the default limit stands for each backend's pool; the default registry is all embedded
-    assert pools == {"llm_embedded"}
+    # the default limit stands for each backend's pool (the default registry is all embedded)
+    # and for the one training at a time
+    assert pools == {"llm_embedded", "training"}
     assert values["dagsterDaemon"]["enabled"] is True

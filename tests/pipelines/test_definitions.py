@@ -78,13 +78,14 @@ def test_jobs_cover_the_graph_in_stages():
     from pipelines.definitions import defs
     from pipelines.jobs import (
         LEADERBOARD_STAGES,
+        QUIT_FINETUNE_STAGES,
         QUIT_STAGES,
         RECOR_STAGES,
         WIKIPROFILE_STAGES,
     )
 
     covered = set()
-    for name, _ in QUIT_STAGES + RECOR_STAGES + WIKIPROFILE_STAGES + LEADERBOARD_STAGES:
+    for name, _ in QUIT_STAGES + QUIT_FINETUNE_STAGES + RECOR_STAGES + WIKIPROFILE_STAGES + LEADERBOARD_STAGES:
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     # every asset, RECOR's observed source files included (recor_observe)

@@ -55,7 +55,8 @@ def test_registered_keys_follow_every_registry(tmp_path):
     keys = registered_keys(models=SCRIPTED_REGISTRY, retrievers=str(retrievers), rerankers=RERANKERS_PATH)
     assert keys == {"quit_labelers": ["smollm2"], "quit_readers": ["smollm2"], "quit_models": ["smollm2"],
                     "retrievers": ["bm25", "oracle", "tfidf"], "recor_retrievers": ["bm25", "tfidf"],
-                    "rerankers": ["pointwise", "rankgpt", "upr"], "wikiprofile_subjects": ["smollm2", "smollm2-native"]}
+                    "rerankers": ["pointwise", "rankgpt", "upr"], "wikiprofile_subjects": ["smollm2", "smollm2-native"],
+                    "finetune_bases": ["minilm"]}
 
 
 def test_sync_partitions_adds_and_never_removes(tmp_path):

@@ -1,0 +1,165 @@
+"""Training QUIT's fine-tuned retrievers (paper section 5, Tables 10-11), free of Dagster.
+
+The bi-encoder is DPR-style training as the published ``finetune.sh`` runs it with Tevatron:
+one encoder shared by questions and passages, a contrastive loss over each question's
+positive, its hard negative and every other passage of the batch (sentence-transformers'
+MultipleNegativesRankingLoss). It starts from a local folder, so the hub is never asked.
+
+Two runs with the same data, settings and seed give identical weights on the same machine:
+the seed is set before the model is built and handed to the trainer (which seeds the
+shuffle and dropout), data loads in process, and training stays in fp32. On a GPU the same
+code trains unchanged, though GPU kernels do not promise bit-identical reruns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+
+import polars as pl
+
+# The triples the trainer reads, in the loss's order: anchor, positive, hard negative.
+TRIPLES = ("question", "positive", "negative")
+# The rows of eval/quit_finetune_data in a fixed order, whatever order the table was read in.
+ORDER = ("question_id", "pair")
+# The settings that change the trained weights (the data's own knobs are in its digest).
+TRAINING_KNOBS = ("epochs", "max_steps", "batch_size", "learning_rate", "passage_max_length", "seed")
+# Written beside the weights: the loss per step, read back by the checks and by a rerun.
+LOG_FILE = "training_log.json"
+LOG_KEYS = ("loss", "learning_rate", "grad_norm", "epoch")
+DEVICES = ("auto", "cpu")
+
+
+def resolve_device(device: str) -> str:
+    """``cpu``, or for ``auto`` the GPU when torch sees one."""
+    if device not in DEVICES:
+        raise ValueError(f"device {device!r}: expected {' or '.join(DEVICES)}")
+    import torch
+
+    return "cuda" if device == "auto" and torch.cuda.is_available() else "cpu"
+
+
+def ordered(triples: pl.DataFrame) -> pl.DataFrame:
+    missing = [c for c in (*ORDER, *TRIPLES) if c not in triples.columns]
+    if missing:
+        raise ValueError(f"training pairs lack columns {missing}: expected eval/quit_finetune_data's")
+    if triples.is_empty():
+        raise ValueError("no training pairs: eval/quit_finetune_data has no train question with a positive and a negative")
+    return triples.sort(*ORDER)
+
+
+def fingerprint(triples: pl.DataFrame, settings, base_dir: str, code_version: str) -> str:
+    """The name of one training's model folder: the data, the knobs, the base and the code.
+    A new training gets a new folder, never an old one rewritten, because encoders are
+    cached by path within a process and a rewritten folder would serve the old weights."""
+    data = hashlib.sha256(json.dumps(ordered(triples).select(*ORDER, *TRIPLES).rows()).encode()).hexdigest()
+    payload = {"data": data, "settings": {k: getattr(settings, k) for k in TRAINING_KNOBS},
+               "base": base_dir, "code_version": code_version}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def train_bi_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:
+    """Fine-tune the sentence-transformers model in ``base_dir`` on ``(question, positive,
+    negative)`` triples and save it to ``out_dir`` (which must not exist yet), its loss log
+    beside it; returns the log, one ``{step, loss, learning_rate, grad_norm, epoch}`` per step.
+
+    A batch holds each question once (``NO_DUPLICATES`` refuses a row sharing any text with
+    the batch): two rows of one question would make its own other positive a negative. So a
+    batch has at most as many rows as there are train questions. One leak remains, as in
+    Tevatron and ColBERT training: a row whose hard negative is a passage of another question
+    in the same batch shows that question one of its own passages as a negative.
+
+    Queries and passages share one length limit, ``passage_max_length``: a sentence-transformers
+    model has one, and QUIT's questions are far shorter than the paper's 64 query tokens."""
+    if os.path.exists(out_dir):
+        raise FileExistsError(f"{out_dir} exists: a trained model is never overwritten")
+    if not os.path.isdir(base_dir) or not ({"config.json", "modules.json"} & set(os.listdir(base_dir))):
+        raise FileNotFoundError(f"base model {base_dir}: not a local Hugging Face or sentence-transformers folder")
+    triples = ordered(triples)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import datasets
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import (
+        MultipleNegativesRankingLoss,
+    )
+    from transformers import PrinterCallback, set_seed
+    from transformers.utils import logging as transformers_logging
+
+    class _Trainer(SentenceTransformerTrainer):
+        def add_model_card_callback(self, default_args_dict: dict) -> None:
+            """Gather no model card, as none is saved: gathering one samples widget examples
+            from the training data behind a progress bar. The library names this override."""
+
+    device = resolve_device(settings.device)
+    # Loading, saving and data bars would fill the run's log; they stay off for the process.
+    datasets.disable_progress_bars()
+    transformers_logging.disable_progress_bar()
+    # The trainer seeds again, but only once the model exists: whatever the model draws while
+    # it is built must come from the seed too.
+    set_seed(settings.seed)
+    model = SentenceTransformer(base_dir, device=device, local_files_only=True)
+    model.max_seq_length = settings.passage_max_length
+    # Text columns only, in the loss's order: the collator would tokenize an id column as text.
+    train = datasets.Dataset.from_dict({c: triples[c].to_list() for c in TRIPLES})
+    with tempfile.TemporaryDirectory(prefix="benchfoundry-train-") as scratch:
+        args = SentenceTransformerTrainingArguments(
+            output_dir=scratch, num_train_epochs=settings.epochs, max_steps=settings.max_steps or -1,
+            per_device_train_batch_size=settings.batch_size, learning_rate=settings.learning_rate,
+            warmup_steps=0.1, lr_scheduler_type="linear", optim="adamw_torch",
+            seed=settings.seed, data_seed=settings.seed, use_cpu=device == "cpu",
+            batch_sampler=BatchSamplers.NO_DUPLICATES, dataloader_num_workers=0, dataloader_pin_memory=False,
+            logging_strategy="steps", logging_steps=1, save_strategy="no", eval_strategy="no",
+            report_to="none", disable_tqdm=True)
+        trainer = _Trainer(model=model, args=args, train_dataset=train, loss=MultipleNegativesRankingLoss(model))
+        # Without progress bars the trainer prints every step's log; it goes to the metadata.
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
+    log = [{"step": int(r["step"]), **{k: float(r[k]) for k in LOG_KEYS if k in r}}
+           for r in trainer.state.log_history if "loss" in r]
+    # Saved beside its destination and moved into place, so a killed run leaves no folder
+    # that looks like a finished model.
+    staging = f"{out_dir}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save(staging, create_model_card=False)
+    with open(os.path.join(staging, LOG_FILE), "w", encoding="utf-8") as f:
+        json.dump(log, f)
+    os.rename(staging, out_dir)
+    return log
+
+
+def read_log(model_dir: str) -> list[dict]:
+    """The loss log a finished training saved beside its weights."""
+    with open(os.path.join(model_dir, LOG_FILE), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def log_problems(log: list[dict]) -> list[str]:
+    """What makes a loss log unusable: no step at all, or a loss that is not a finite number."""
+    if not log:
+        return ["the loss log has no step"]
+    bad = [r.get("step") for r in log if not isinstance(r.get("loss"), (int, float)) or not math.isfinite(r["loss"])]
+    return [f"{len(bad)} steps with a loss that is not finite (steps {', '.join(map(str, bad[:10]))})"] if bad else []
+
+
+def loss_curve(log: list[dict], title: str):
+    """Training loss by step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot([r["step"] for r in log], [r["loss"] for r in log], marker="o", markersize=3)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    return fig
