@@ -94,6 +94,13 @@ def release_config(job_name: str, path: str | None = None, **slice_: int) -> dic
     return {"ops": {SOURCE_STAGES[job_name]: {"config": {"source": "release", **({"release_path": path} if path else {}), **slice_}}}}
 
 
+def release_configs(slices: dict[str, dict]) -> dict[str, dict]:
+    """The run config of every source stage, pointed at its benchmark's bundled release sample
+    and sliced by ``slices`` (by benchmark, as :data:`RELEASE_SLICES` has them)."""
+    return {job: release_config(job, RELEASE_SAMPLES[job.split("_")[0]], **slices.get(job.split("_")[0], {}))
+            for job in SOURCE_STAGES}
+
+
 def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
                configs: dict[str, dict] | None = None) -> bool:
     """Execute the stage jobs in order, each partitioned stage once per partition key, a
@@ -231,8 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     # the leaderboard last: every system on every benchmark this run evaluated
     stages += LEADERBOARD_STAGES
     slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
-    configs = ({job: release_config(job, RELEASE_SAMPLES[job.split("_")[0]], **slices.get(job.split("_")[0], {}))
-                for job in SOURCE_STAGES} if args.from_release else {})
+    configs = release_configs(slices) if args.from_release else {}
     if args.plan:
         for job_name, partitions in stages:
             keys = PARTITIONS[partitions] if partitions else []

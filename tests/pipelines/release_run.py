@@ -93,8 +93,7 @@ def main() -> int:
     partitions["recor_runs"] = [k for k in partitions["recor_runs"] if k.keys_by_dimension["domain"] == DOMAIN]
     partitions["subjects"] = [SUBJECT]
     slices = run_default.RELEASE_SLICES["quick"]
-    configs = {job: run_default.release_config(job, run_default.RELEASE_SAMPLES[job.split("_")[0]], **slices[job.split("_")[0]])
-               for job in run_default.SOURCE_STAGES}
+    configs = run_default.release_configs(slices)
     stages = QUIT_EVAL_STAGES + RECOR_EVAL_STAGES + WIKIPROFILE_EVAL_STAGES + LEADERBOARD_STAGES
     return 0 if run_default.run_stages(defs, instance, stages, configs=configs) else 1
 
