@@ -19,7 +19,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.text import normalize
-from assets.eval import finetune_rules
+from assets.eval import finetune_report, finetune_rules
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
@@ -28,7 +28,7 @@ from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
-from assets.eval.finetune import TRAINED_ON
+from assets.eval.finetune import CROSS_ENCODER, DENSE, TRAINED_ON, TrainedModel
 from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.eval.quit import wiring
@@ -1127,44 +1127,103 @@ def materialization_metadata(context: dg.AssetCheckExecutionContext, key: dg.Ass
     return {k: v.value for k, v in event.metadata.items()} if event is not None else {}
 
 
-def trained_model_problems(meta: dict, specs: dict, kind: str) -> list[str]:
+def trained_model_problems(meta: dict, specs: dict, model: TrainedModel) -> list[str]:
     """A trained model's folder is where its materialization says, with its weights and loss
-    log, and its alias is registered as a ``kind`` retriever reading that folder, trained on
-    QUIT (so RECOR leaves it out)."""
+    log, and its alias is registered as a ``model.kind`` system reading that folder, trained
+    on QUIT (so RECOR leaves it out)."""
     folder, alias = meta.get("model_path"), meta.get("alias")
     if not folder or not alias:
         return ["the materialization names no model_path or no alias"]
     problems = []
     if not os.path.isfile(os.path.join(folder, "modules.json")) or not os.path.isfile(os.path.join(folder, LOG_FILE)):
         problems.append(f"no saved model with its loss log at {folder}")
-    spec = specs.get(alias)
+    spec, key = specs.get(alias), model.path_key
     if spec is None:
         problems.append(f"{alias!r} is not registered")
-    elif (spec.kind, spec.encoder, spec.trained_on) != (kind, folder, TRAINED_ON):
-        problems.append(f"{alias!r} is registered as kind {spec.kind!r}, encoder {spec.encoder!r}, trained on "
-                        f"{spec.trained_on!r}; expected {kind!r}, {folder!r}, {TRAINED_ON!r}")
+    elif (spec.kind, getattr(spec, key), spec.trained_on) != (model.kind, folder, TRAINED_ON):
+        problems.append(f"{alias!r} is registered as kind {spec.kind!r}, {key} {getattr(spec, key)!r}, trained on "
+                        f"{spec.trained_on!r}; expected {model.kind!r}, {folder!r}, {TRAINED_ON!r}")
     return problems
 
 
-@dg.asset_check(asset=eval_key("quit_dense_model"), name=REGISTERED, partitions_def=finetune_base_partitions,
-                description="The model folder is saved where the materialization says, and its retriever alias is "
-                            "registered as a dense retriever reading that folder, trained on QUIT.")
-def quit_dense_model_registered(context) -> dg.AssetCheckResult:
-    """An alias registered at another folder would evaluate another training under this
-    model's name; one not registered is never evaluated."""
-    meta = materialization_metadata(context, eval_key("quit_dense_model"))
-    return problems_result(trained_model_problems(meta, load_retrievers(), "dense"), 1, model_path=str(meta.get("model_path")))
+def trained_model_checks(asset: str, model: TrainedModel) -> list[dg.AssetChecksDefinition]:
+    """The checks of one fine-tuned model asset, per base model partition: its alias is
+    registered at its folder (``registered``), and its loss log is usable (``loss_log``)."""
+    key, what = eval_key(asset), model.section[:-1]
+
+    @dg.asset_check(asset=key, name=REGISTERED, partitions_def=finetune_base_partitions,
+                    description=f"The model folder is saved where the materialization says, and its {what} alias is "
+                                f"registered as a {model.kind} {what} reading that folder, trained on QUIT.")
+    def registered(context) -> dg.AssetCheckResult:
+        """An alias registered at another folder would evaluate another training under this
+        model's name; one not registered is never evaluated."""
+        meta = materialization_metadata(context, key)
+        return problems_result(trained_model_problems(meta, model.load(), model), 1, model_path=str(meta.get("model_path")))
+
+    @dg.asset_check(asset=key, name=LOSS_LOG, partitions_def=finetune_base_partitions,
+                    description="The saved loss log has a step, and every step's loss is a finite number.")
+    def loss_log(context) -> dg.AssetCheckResult:
+        folder = materialization_metadata(context, key).get("model_path")
+        if not folder or not os.path.isfile(os.path.join(folder, LOG_FILE)):
+            return problems_result([f"no loss log at {folder}"], 0)
+        log = read_log(folder)
+        return problems_result(log_problems(log), len(log))
+
+    return [registered, loss_log]
 
 
-@dg.asset_check(asset=eval_key("quit_dense_model"), name=LOSS_LOG, partitions_def=finetune_base_partitions,
-                description="The saved loss log has a step, and every step's loss is a finite number.")
-def quit_dense_model_loss_log(context) -> dg.AssetCheckResult:
-    folder = materialization_metadata(context, eval_key("quit_dense_model")).get("model_path")
-    if not folder or not os.path.isfile(os.path.join(folder, LOG_FILE)):
-        return problems_result([f"no loss log at {folder}"], 0)
-    log = read_log(folder)
-    return problems_result(log_problems(log), len(log))
-
-
-finetune_model_checks = [quit_dense_model_registered, quit_dense_model_loss_log]
+dense_model_checks = trained_model_checks("quit_dense_model", DENSE)
+rerank_model_checks = trained_model_checks("quit_rerank_model", CROSS_ENCODER)
+finetune_model_checks = [*dense_model_checks, *rerank_model_checks]
 eval_checks.extend(finetune_model_checks)
+
+
+# --- QUIT's fine-tuning report ----------------------------------------------------------------
+
+FINETUNE_REPORT_KEY = ("table", "system", "reader", "split", "metric")
+HELD_OUT, FINE_TUNED = "held_out", "fine_tuned"
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_report"), name=HELD_OUT, additional_ins={"quit_questions": QUIT_QUESTIONS},
+                description="One row per table, system, reader, split and metric; each table's own metrics, in [0, 1]; "
+                            "only held-out splits (never train), each row counting all of its split's questions.")
+def quit_finetune_report_held_out(quit_finetune_report: pl.DataFrame, quit_questions: pl.DataFrame) -> dg.AssetCheckResult:
+    """A train question in these tables would score a fine-tuned model on what it learned from."""
+    frame, key = quit_finetune_report, FINETUNE_REPORT_KEY
+    problems = table_problems(frame, finetune_report.SCHEMA, key,
+                              not_null=("table", "system", "retriever", "fine_tuned", "split", "questions", "metric", "value"))
+    if typed(frame, finetune_report.SCHEMA):
+        problems += not_in(frame, "table", finetune_report.TABLES, key)
+        for table, metrics in ((finetune_report.RETRIEVAL, finetune_report.RETRIEVAL_METRICS),
+                               (finetune_report.RERANKING, finetune_report.RERANKING_METRICS),
+                               (finetune_report.READER, finetune_report.READER_METRICS)):
+            problems += not_in(frame.filter(pl.col("table") == table), "metric", metrics, key)
+        problems += outside(frame, ["value"], UNIT, key, missing_ok=False)
+        held_out = {s: len(ids) for s, ids in finetune_report.held_out(quit_questions).items()}
+        problems += not_in(frame, "split", held_out, key)
+        counts = pl.DataFrame({"split": list(held_out), "expected": list(held_out.values())},
+                              schema={"split": pl.String, "expected": pl.Int64})
+        joined = frame.join(counts, on="split", how="inner")
+        problems += where(joined, pl.col("questions") != pl.col("expected"), "counting other than their split's questions", key)
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("quit_finetune_report"), name=FINE_TUNED,
+                additional_ins={"quit_runs": dg.AssetIn(key=eval_key("quit_runs"))},
+                description="Every registered fine-tuned retriever with a run is in the retrieval table, marked fine-tuned; "
+                            "a vanilla system is never marked so (warns: a model not yet evaluated is no broken table).")
+def quit_finetune_report_fine_tuned(quit_finetune_report: pl.DataFrame, quit_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, trained = quit_finetune_report, finetune_report.trained_aliases()
+    problems = table_problems(frame, {"table": pl.String, "system": pl.String, "fine_tuned": pl.Boolean})
+    if not problems:
+        retrieval = frame.filter(pl.col("table") == finetune_report.RETRIEVAL)
+        run = set(quit_runs["system"].unique().to_list()) & trained
+        absent = sorted(run - set(retrieval.filter(pl.col("fine_tuned"))["system"].to_list()))
+        if absent and not frame.is_empty():
+            problems.append(f"fine-tuned retrievers with a run but no fine-tuned row: {', '.join(absent)}")
+        problems += where(retrieval, pl.col("fine_tuned") != pl.col("system").is_in(sorted(trained)),
+                          "marked fine-tuned or not against the registries", ("system",))
+    return problems_result(problems, frame.height, WARN, fine_tuned=", ".join(sorted(trained)) or "none")
+
+
+eval_checks.extend([quit_finetune_report_held_out, quit_finetune_report_fine_tuned])

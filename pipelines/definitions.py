@@ -7,6 +7,7 @@ import dagster as dg
 from assets.eval.benchmarks import benchmark_assets
 from assets.eval.finetune import finetune_model_assets
 from assets.eval.finetune_data import finetune_data_assets
+from assets.eval.finetune_report import finetune_report_assets
 from assets.eval.leaderboard import leaderboard_assets
 from assets.eval.quit import quit_eval_assets
 from assets.eval.recor import recor_eval_assets
@@ -34,7 +35,8 @@ def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrid
     """All definitions, with any resource replaced (tests and ``run_default`` options) and
     the jobs' executor when it is not Dagster's default (``pipelines.cluster``)."""
     return dg.Definitions(
-        assets=[*quit_assets, *benchmark_assets, *quit_eval_assets, *finetune_data_assets, *finetune_model_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
+        assets=[*quit_assets, *benchmark_assets, *quit_eval_assets, *finetune_data_assets, *finetune_model_assets,
+                *finetune_report_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
                 *wikiprofile_profile_assets, *wikiprofile_analysis_assets, *leaderboard_assets],
         asset_checks=CHECKS,
         jobs=[*jobs, *recheck_jobs(CHECKS, NAMED)],

@@ -81,19 +81,38 @@ QUIT_EVAL_STAGES = [
     ("quit_eval_report", None),
 ]
 QUIT_STAGES = QUIT_BUILD_STAGES + QUIT_EVAL_STAGES
+# What the fine-tuning stage trains, one model of each per base.
+FINETUNED_MODELS = ("quit_dense_model", "quit_rerank_model")
 
-# QUIT's fine-tuning (section 5): the training pairs of the train split, then one model per
-# base (partition = base model alias). Not yet a stage of make run: its quick slices hold no
-# train question beside the evaluated ones.
+# QUIT's fine-tuning (section 5): the training pairs of the train split, then the models of one
+# base (partition = base model alias), which register as a retriever and a reranker; the
+# evaluation stages after them evaluate those like any other, and the report compares them.
 quit_finetune_data_job = dg.define_asset_job(
     "quit_finetune_data", selection=eval_assets("quit_finetune_data", "quit_finetune_rejects"),
     description="QUIT's fine-tuning data: (question, positive, negative) pairs of the train split, hard negatives from BM25.",
 )
 quit_finetune_job = dg.define_asset_job(
-    "quit_finetune", selection=eval_assets("quit_dense_model"),
-    description="A bi-encoder fine-tuned on QUIT's train pairs from one base model (partition = base), registered as a retriever.",
+    "quit_finetune", selection=eval_assets(*FINETUNED_MODELS),
+    description="A bi-encoder retriever and a cross-encoder reranker fine-tuned on QUIT's train pairs from one base model "
+                "(partition = base), registered as a retriever and a reranker.",
+)
+quit_finetune_report_job = dg.define_asset_job(
+    "quit_finetune_report", selection=eval_assets("quit_finetune_report"),
+    description="Vanilla against fine-tuned retrievers, rerankers and reader contexts on the held-out questions (Tables 10-12).",
 )
 QUIT_FINETUNE_STAGES = [("quit_finetune_data", None), ("quit_finetune", "finetune_bases")]
+# The stages after which the registries name new aliases (trained models): a run reads the
+# partitions of the later stages again.
+REGISTERING_STAGES = {"quit_finetune"}
+
+
+def quit_eval_stages(finetune: bool) -> list[tuple[str, str | None]]:
+    """QUIT's evaluation stages; with ``finetune``, the models trained on the train split
+    first (the later stages evaluate them) and the fine-tuning report last."""
+    if not finetune:
+        return QUIT_EVAL_STAGES
+    return [*QUIT_EVAL_STAGES[:1], *QUIT_FINETUNE_STAGES, *QUIT_EVAL_STAGES[1:], ("quit_finetune_report", None)]
+
 
 def recor_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["recor", n] for n in names))
@@ -178,7 +197,7 @@ RECOR_EVAL_STAGES = [
 RECOR_STAGES = RECOR_BUILD_STAGES + RECOR_EVAL_STAGES
 
 jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_job, quit_finalize_job,
-        quit_eval_source_job, quit_finetune_data_job, quit_finetune_job, quit_retrieval_job, quit_rerank_job, quit_readers_job,
+        quit_eval_source_job, quit_finetune_data_job, quit_finetune_job, quit_finetune_report_job, quit_retrieval_job, quit_rerank_job, quit_readers_job,
         quit_eval_report_job, quit_verification_job,
         recor_observe_job, recor_build_job, recor_report_job, recor_eval_source_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
         recor_generation_job, recor_generation_report_job, wikiprofile_build_job, wikiprofile_eval_source_job,

@@ -17,33 +17,46 @@ import polars as pl
 
 from assets.common.settings import ProfiledSettings
 from assets.partitions import DOMAINS, registered_keys, sync_partitions
-from assets.quit.settings import QuitSettings
+from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.published import release_domains
 from assets.recor.settings import RecorSettings
 from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import (
     LEADERBOARD_STAGES,
-    QUIT_EVAL_STAGES,
+    QUIT_BUILD_STAGES,
     QUIT_STAGES,
     RECOR_EVAL_STAGES,
+    REGISTERING_STAGES,
     RECOR_STAGES,
     WIKIPROFILE_EVAL_STAGES,
     WIKIPROFILE_STAGES,
+    quit_eval_stages,
 )
 from resources.llm import role_aliases
 from resources.storage import join, read_parquet
 
-# Each partitioned stage's keys: the registries' aliases, which ``sync_partitions`` adds to
-# the instance before the stages run, and RECOR's domains.
-REGISTERED = registered_keys()
-PARTITIONS = {"models": REGISTERED["quit_models"], "labelers": REGISTERED["quit_labelers"],
-              "readers": REGISTERED["quit_readers"], "retrievers": REGISTERED["retrievers"],
-              "reranks": [dg.MultiPartitionKey({"retriever": r, "reranker": k})
-                          for r in REGISTERED["retrievers"] for k in REGISTERED["rerankers"]],
-              "domains": DOMAINS,
-              "recor_runs": [dg.MultiPartitionKey({"domain": d, "retriever": r})
-                             for d in DOMAINS for r in REGISTERED["recor_retrievers"]]}
+
+
+def stage_partitions(**registries: str) -> dict[str, list]:
+    """Each partitioned stage's keys: the registries' aliases (``registries`` names other
+    registry files, as :func:`assets.partitions.registered_keys` takes them), which
+    ``sync_partitions`` adds to the instance before the stages run, and RECOR's domains."""
+    registered = registered_keys(**registries)
+    return {"models": registered["quit_models"], "labelers": registered["quit_labelers"],
+            "readers": registered["quit_readers"], "retrievers": registered["retrievers"],
+            "reranks": [dg.MultiPartitionKey({"retriever": r, "reranker": k})
+                        for r in registered["retrievers"] for k in registered["rerankers"]],
+            "finetune_bases": registered["finetune_bases"],
+            "domains": DOMAINS,
+            "recor_runs": [dg.MultiPartitionKey({"domain": d, "retriever": r})
+                           for d in DOMAINS for r in registered["recor_retrievers"]]}
+
+
+PARTITIONS = stage_partitions()
+# What a stage that registers trained models changes: QUIT's retrievers and rerankers (a
+# model trained on QUIT is left out of RECOR's retrievers).
+REGISTERED_BY_TRAINING = ("retrievers", "reranks")
 # ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples: the
 # settings' demo profile, and a preset on top of it. The quick preset is sized to finish in
 # under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the embedded model labels about
@@ -73,8 +86,10 @@ RELEASE_SAMPLES = {"quit": "data/releases/quit", "recor": "data/releases/recor",
 # --from-release on the quick preset evaluates a slice of each sample, sized as the built
 # slice is: without the build, the reader's Optimal bound asks about every relevant passage
 # (about 300 a question, 80 s with the embedded model), and each RECOR turn's generations
-# are judged (about 30 s a turn). The full preset evaluates the samples whole.
-RELEASE_SLICES = {"quick": {"quit": {"max_questions": 1}, "recor": {"max_conversations": 1}, "wikiprofile": {"max_facts": 2}},
+# are judged (about 30 s a turn). QUIT keeps its first 3 questions, the sample's 2 train
+# questions (the fine-tuned models learn from them: a train split of one has no negative to
+# draw) and 1 dev question they are evaluated on. The full preset evaluates the samples whole.
+RELEASE_SLICES = {"quick": {"quit": {"max_questions": 3}, "recor": {"max_conversations": 1}, "wikiprofile": {"max_facts": 2}},
                   "full": {}}
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
@@ -102,9 +117,11 @@ def release_configs(slices: dict[str, dict]) -> dict[str, dict]:
 
 
 def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
-               configs: dict[str, dict] | None = None) -> bool:
+               configs: dict[str, dict] | None = None, registries: dict[str, str] | None = None) -> bool:
     """Execute the stage jobs in order, each partitioned stage once per partition key, a
-    stage with its entry of ``configs`` (run config) when it has one."""
+    stage with its entry of ``configs`` (run config) when it has one. After a stage that
+    registers trained models, the instance's partitions and QUIT's retriever and reranker
+    keys are read again from the registries (``registries``: other registry files)."""
     for job_name, partitions in stages:
         job = defs.resolve_job_def(job_name)
         run_config = {**QUIET, **(configs or {}).get(job_name, {})}
@@ -118,15 +135,31 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
                     if event.is_failure:
                         print(event.message, file=sys.stderr)
                 return False
+        if job_name in REGISTERING_STAGES:
+            sync_partitions(instance, **(registries or {}))
+            PARTITIONS.update({k: v for k, v in stage_partitions(**(registries or {})).items() if k in REGISTERED_BY_TRAINING})
     return True
+
+
+def run_plan(wanted=BENCHMARKS, from_release: bool = False, finetune: bool = False) -> list[tuple[str, str | None]]:
+    """The stages of a run of the ``wanted`` benchmarks: each one's build and evaluation, or
+    with ``from_release`` its evaluation alone; QUIT's fine-tuning with ``finetune``; the
+    leaderboard last, over every system on every benchmark the run evaluated. ``run_plan()``
+    is the default ``make run``."""
+    quit = quit_eval_stages(finetune) if from_release else QUIT_BUILD_STAGES + quit_eval_stages(finetune)
+    per_benchmark = {"quit": quit, "recor": RECOR_EVAL_STAGES if from_release else RECOR_STAGES,
+                     "wikiprofile": WIKIPROFILE_EVAL_STAGES if from_release else WIKIPROFILE_STAGES}
+    return [stage for b in BENCHMARKS if b in wanted for stage in per_benchmark[b]] + LEADERBOARD_STAGES
+
+
+def every(n: int | None, what: str, cap: str = "") -> str:
+    """``n`` of ``what`` (a plural) in words: all of them for None, the singular for one."""
+    return f"all {what}" if n is None else f"{cap}{n} {what}" if n != 1 else f"1 {what.removesuffix('s')}"
 
 
 def describe(quit: QuitSettings, recor: RecorSettings, wikiprofile: WikiProfileSettings, domains: list[str],
              wanted: list[str]) -> list[str]:
     """What the run builds, one phrase per benchmark, for the line it prints first."""
-    def every(n: int | None, what: str, cap: str = "") -> str:
-        return f"all {what}" if n is None else f"{cap}{n} {what}" if n != 1 else f"1 {what.removesuffix('s')}"
-
     parts = []
     if "quit" in wanted:
         parts.append(f"QUIT labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
@@ -177,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-release", action="store_true",
                         help="evaluate on the published releases' bundled samples (data/releases/) instead of building "
                              "the benchmarks: the evaluation stages alone, their source assets set to source: release")
+    parser.add_argument("--finetune", action=argparse.BooleanOptionalAction,
+                        help="train QUIT's fine-tuned retriever and reranker on the train split before the evaluation, "
+                             "evaluate them and report them against the vanilla systems (Tables 10-12). Default: on with "
+                             "--from-release and --profile paper; off for a built demo slice, which labels no two train "
+                             "questions to train on")
     parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
     args = parser.parse_args(argv)
     if args.profile == "paper" and args.preset:
@@ -212,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     built = "; ".join(describe(settings, recor, wikiprofile, domains, wanted))
     if args.from_release:
         cut = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
-        sizes = {"quit": f"QUIT {cut['quit']['max_questions']} question" if "quit" in cut else "QUIT every question",
+        sizes = {"quit": f"QUIT {every(cut['quit']['max_questions'], 'questions')}" if "quit" in cut else "QUIT every question",
                  "recor": (f"RECOR {cut['recor']['max_conversations']} conversation" if "recor" in cut else "RECOR every conversation")
                           + f" of {', '.join(domains)}",
                  "wikiprofile": f"WikiProfile {cut['wikiprofile']['max_facts']} facts" if "wikiprofile" in cut else "WikiProfile every fact"}
@@ -229,22 +267,23 @@ def main(argv: list[str] | None = None) -> int:
     PARTITIONS["recor_runs"] = [k for k in PARTITIONS["recor_runs"] if k.keys_by_dimension["domain"] in domains]
     if "wikiprofile" in wanted:
         PARTITIONS["subjects"] = role_aliases("wikiprofile.subjects")
-    if args.from_release:
-        stages = ((QUIT_EVAL_STAGES if "quit" in wanted else []) + (RECOR_EVAL_STAGES if "recor" in wanted else [])
-                  + (WIKIPROFILE_EVAL_STAGES if "wikiprofile" in wanted else []))
-    else:
-        stages = ((QUIT_STAGES if "quit" in wanted else []) + (RECOR_STAGES if "recor" in wanted else [])
-                  + (WIKIPROFILE_STAGES if "wikiprofile" in wanted else []))
-    # the leaderboard last: every system on every benchmark this run evaluated
-    stages += LEADERBOARD_STAGES
+    if args.finetune is None:
+        args.finetune = args.from_release or args.profile == "paper"
+    if args.finetune and "quit" in wanted:
+        print("  QUIT fine-tuning: a retriever and a reranker trained on the train split, evaluated beside the vanilla ones "
+              "(eval/quit_finetune_report)")
+    stages = run_plan(wanted, args.from_release, args.finetune)
     slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
     configs = release_configs(slices) if args.from_release else {}
     if args.plan:
         for job_name, partitions in stages:
             keys = PARTITIONS[partitions] if partitions else []
             print(f"{job_name}" + (f" x {len(keys)}: {', '.join(map(str, keys))}" if partitions else ""))
+        if args.finetune and "quit" in wanted:
+            print("(quit_retrieval and quit_rerank also run the retriever and reranker that quit_finetune registers)")
         return 0
-    defs = build_defs(quit_settings=settings, recor_settings=recor, wikiprofile_settings=wikiprofile)
+    defs = build_defs(quit_settings=settings, recor_settings=recor, wikiprofile_settings=wikiprofile,
+                      finetune_settings=FinetuneSettings(profile=args.profile))
     instance = dg.DagsterInstance.get()
     # The registries' aliases are the partitions (the registry sensor adds them too when the
     # daemon runs).

@@ -185,7 +185,7 @@ class RerankerSpec:
     alias: str
     kind: str
     # An alias of the model registry for LLM rerankers; a local path (or a cached model
-    # name) for seq2seq ones.
+    # name) for seq2seq ones; a local folder for cross-encoders.
     model: str | None = None
     top_k: int = 100
     window: int = 20
@@ -198,12 +198,21 @@ class RerankerSpec:
     # kind run: a run file template of reranked lists; kind entrypoint: package.module:function.
     path: str | None = None
     function: str | None = None
+    # The benchmark a trained model learned from (``quit``), as for retrievers.
+    trained_on: str | None = None
 
 
-def load_rerankers(path: str = RERANKERS_PATH, models_path: str | None = None) -> dict[str, RerankerSpec]:
+RERANKER_KINDS = LLM_RERANKERS | {"seq2seq", "cross_encoder"} | EXTERNAL_KINDS
+
+
+def load_rerankers(path: str = RERANKERS_PATH, models_path: str | None = None,
+                   trained: str | None = TRAINED_DIR) -> dict[str, RerankerSpec]:
+    """The registry file's rerankers and the trained ones in ``trained`` (None: the file only)."""
     from resources.llm import REGISTRY_PATH, load_registry
 
-    specs = _load(path, "rerankers", RerankerSpec, LLM_RERANKERS | {"seq2seq"} | EXTERNAL_KINDS)
+    specs = _load(path, "rerankers", RerankerSpec, RERANKER_KINDS)
+    if trained is not None:
+        specs = _merged(specs, path, "rerankers", trained_specs("rerankers", RerankerSpec, RERANKER_KINDS, trained), trained)
     registry = load_registry(models_path or REGISTRY_PATH)
     for spec in specs.values():
         if spec.top_k < 1:

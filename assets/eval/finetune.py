@@ -1,11 +1,15 @@
-"""QUIT's fine-tuned retrievers (paper section 5, Tables 10-11): models trained on the train
-split, saved under the storage root and registered as retriever aliases, so the QUIT
-evaluation (``eval/quit_index``, ``eval/quit_runs`` and what follows) runs them on dev and
-test like any other retriever. Partitioned by base model (``resources/finetuning.yaml``).
+"""QUIT's fine-tuned retrievers and rerankers (paper section 5, Tables 10-12): models trained
+on the train split, saved under the storage root and registered as retriever or reranker
+aliases, so the QUIT evaluation (``eval/quit_index``, ``eval/quit_runs``,
+``eval/quit_reranked_runs`` and what follows) runs them on dev and test like any other.
+Partitioned by base model (``resources/finetuning.yaml``).
 """
 
+import dataclasses
+import math
 import os
 import time
+from collections.abc import Callable
 
 import dagster as dg
 import numpy as np
@@ -16,11 +20,14 @@ from assets.common.wiring import Wiring
 from assets.eval import training
 from assets.partitions import finetune_base_partitions
 from assets.quit.settings import FinetuneSettings
+from resources.cross_encoder import score as score_pairs
 from resources.encoders import encode_texts
 from resources.finetuning import BASES_PATH, load_bases
 from resources.retrieval import (
+    RERANKERS_PATH,
     RETRIEVERS_PATH,
     TRAINED_DIR,
+    load_rerankers,
     load_retrievers,
     register_trained,
 )
@@ -28,15 +35,20 @@ from resources.storage import StorageResource
 
 PREFIX = GROUP = "eval"
 wiring = Wiring(PREFIX, GROUP)
-# Part of every trained folder's name: bump it when the training code changes, so a changed
-# training never reuses a folder an older one saved.
+# Part of every trained folder's name: bump it when a model's training code changes, so a
+# changed training never reuses a folder an older one saved.
 DENSE_CODE_VERSION = "1"
+CROSS_ENCODER_CODE_VERSION = "1"
 # What the registry entry says a model learned from: RECOR's evaluation leaves such aliases out.
 TRAINED_ON = "quit"
 
 
 def dense_alias(base: str) -> str:
     return f"ft-dpr-{base}"
+
+
+def rerank_alias(base: str) -> str:
+    return f"ft-ce-{base}"
 
 
 def base_model(base: str) -> str:
@@ -46,12 +58,82 @@ def base_model(base: str) -> str:
     return bases[base]
 
 
-def smoke_encode(folder: str, text: str) -> None:
-    """Encode one text with the saved model, as the evaluation will load it: a model that
-    does not load or encodes to nothing usable is never registered."""
-    vecs = encode_texts(folder, [text], "query")
+def smoke_encode(folder: str, question: str, passage: str) -> None:
+    """Encode one question with the saved model, as the evaluation will load it: a model that
+    does not load or encodes to nothing usable is never registered (a bi-encoder reads the
+    question alone: the passage is not used)."""
+    vecs = encode_texts(folder, [question], "query")
     if vecs.shape[0] != 1 or not np.isfinite(vecs).all() or not np.abs(vecs).sum():
-        raise RuntimeError(f"{folder}: the trained model encodes {text!r} to {vecs.shape} non-finite or zero values")
+        raise RuntimeError(f"{folder}: the trained model encodes {question!r} to {vecs.shape} non-finite or zero values")
+
+
+def smoke_score(folder: str, question: str, passage: str) -> None:
+    """Score one (question, passage) with the saved model, as the reranker will load it: a
+    model that does not load or scores no finite number is never registered."""
+    values = score_pairs(folder, [(question, passage)])
+    if len(values) != 1 or not math.isfinite(values[0]):
+        raise RuntimeError(f"{folder}: the trained model scores ({question!r}, {passage[:60]!r}) as {values}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedModel:
+    """What differs between the fine-tuned model assets: the model's ``kind`` (its registry
+    kind and the folder it is saved under, ``models/quit/<kind>/<base>/<fingerprint>``), the
+    code version in that name, the trainer, the smoke test a saved model passes before it is
+    registered, the alias per base, and the registry: its ``section``, the entry's key naming
+    the model's folder, its loader (``load(trained=None)`` reads the registry file alone) and
+    that file, which may not hold the alias already."""
+
+    kind: str
+    code_version: str
+    train: Callable[..., list[dict]]
+    smoke: Callable[[str, str, str], None]
+    alias: Callable[[str], str]
+    section: str
+    path_key: str
+    load: Callable[..., dict]
+    static_path: str
+
+
+DENSE = TrainedModel("dense", DENSE_CODE_VERSION, training.train_bi_encoder, smoke_encode, dense_alias,
+                     "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH)
+CROSS_ENCODER = TrainedModel("cross_encoder", CROSS_ENCODER_CODE_VERSION, training.train_cross_encoder, smoke_score,
+                             rerank_alias, "rerankers", "model", load_rerankers, RERANKERS_PATH)
+
+
+def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
+                  settings: FinetuneSettings, model: TrainedModel) -> dg.MaterializeResult:
+    """Train the partition's model on ``pairs`` (or reuse the folder of the same training),
+    try it, register its alias; the materialization's metadata describes the training."""
+    base = context.partition_key
+    base_dir, alias, what = base_model(base), model.alias(base), model.section[:-1]
+    if alias in model.load(trained=None):
+        raise ValueError(f"{model.static_path} already names {alias!r}: the trained model of base {base!r} would "
+                         f"register under that alias in {TRAINED_DIR}; rename the static one")
+    folder = os.path.abspath(storage.model_path(
+        "quit", model.kind, base, training.fingerprint(pairs, settings, base_dir, model.code_version)))
+    start = time.monotonic()
+    reused = os.path.isdir(folder)
+    if reused:
+        context.log.info(f"{folder} holds this training already (same data, settings, seed and code): reused")
+        log = training.read_log(folder)
+    else:
+        log = model.train(base_dir, pairs, settings, folder)
+    seconds = time.monotonic() - start
+    model.smoke(folder, pairs["question"][0], pairs["positive"][0])
+    registry_file = register_trained(model.section, alias, {"kind": model.kind, model.path_key: folder, "trained_on": TRAINED_ON})
+    context.log.info(f"registered {what} {alias!r} -> {folder}")
+    return dg.MaterializeResult(metadata={
+        "base": base, "base_path": dg.MetadataValue.path(base_dir),
+        "model_path": dg.MetadataValue.path(folder), "alias": alias,
+        "registry_file": dg.MetadataValue.path(registry_file), "reused": reused,
+        "questions": pairs["question_id"].n_unique(), "pairs": pairs.height,
+        "steps": log[-1]["step"] if log else 0, "epochs": round(log[-1].get("epoch", 0.0), 3) if log else 0.0,
+        "batch": settings.batch_size, "lr": settings.learning_rate, "seed": settings.seed,
+        "device": training.resolve_device(settings.device),
+        "seconds": round(seconds, 1), "final_loss": log[-1]["loss"] if log else float("nan"),
+        "loss_curve": png_markdown(training.loss_curve(log, f"{alias}: training loss")),
+    })
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
@@ -69,34 +151,28 @@ def quit_dense_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.D
     question, so materializing ``eval/quit_index`` and ``eval/quit_runs`` for that partition
     evaluates it. The paper fine-tunes ``bert-base-uncased``; the demo starts from the
     bundled MiniLM (e5-small cannot be a base: it is no Hugging Face model)."""
-    base, s = context.partition_key, finetune_settings
-    base_dir, alias = base_model(base), dense_alias(base)
-    if alias in load_retrievers(trained=None):
-        raise ValueError(f"{RETRIEVERS_PATH} already names {alias!r}: the trained model of base {base!r} would "
-                         f"register under that alias in {TRAINED_DIR}; rename the static one")
-    folder = os.path.abspath(storage.model_path(
-        "quit", "dense", base, training.fingerprint(quit_finetune_data, s, base_dir, DENSE_CODE_VERSION)))
-    start = time.monotonic()
-    reused = os.path.isdir(folder)
-    if reused:
-        context.log.info(f"{folder} holds this training already (same data, settings, seed and code): reused")
-        log = training.read_log(folder)
-    else:
-        log = training.train_bi_encoder(base_dir, quit_finetune_data, s, folder)
-    seconds = time.monotonic() - start
-    smoke_encode(folder, quit_finetune_data["question"][0])
-    registry_file = register_trained("retrievers", alias, {"kind": "dense", "encoder": folder, "trained_on": TRAINED_ON})
-    context.log.info(f"registered retriever {alias!r} -> {folder}")
-    return dg.MaterializeResult(metadata={
-        "base": base, "base_path": dg.MetadataValue.path(base_dir),
-        "model_path": dg.MetadataValue.path(folder), "alias": alias,
-        "registry_file": dg.MetadataValue.path(registry_file), "reused": reused,
-        "questions": quit_finetune_data["question_id"].n_unique(), "pairs": quit_finetune_data.height,
-        "steps": log[-1]["step"] if log else 0, "epochs": round(log[-1].get("epoch", 0.0), 3) if log else 0.0,
-        "batch": s.batch_size, "lr": s.learning_rate, "seed": s.seed, "device": training.resolve_device(s.device),
-        "seconds": round(seconds, 1), "final_loss": log[-1]["loss"] if log else float("nan"),
-        "loss_curve": png_markdown(training.loss_curve(log, f"{alias}: training loss")),
-    })
+    return trained_model(context, quit_finetune_data, storage, finetune_settings, DENSE)
 
 
-finetune_model_assets = [quit_dense_model]
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
+          ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
+          code_version=CROSS_ENCODER_CODE_VERSION)
+def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
+                      finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+    """A cross-encoder reranker fine-tuned from the partition's base model on QUIT's train
+    pairs (Table 12): each pair gives the question with its positive (label 1) and with its
+    hard negative (label 0), and a binary cross-entropy loss on one relevance score per
+    (question, passage), as monoT5 is trained, seeded so a rerun gives the same weights.
+    Saved under ``<storage root>/models/quit/cross_encoder/<base>/<fingerprint>``, never over
+    an earlier model; a rerun with nothing changed reuses that folder. Registered as reranker
+    ``ft-ce-<base>`` (kind ``cross_encoder``) once the saved model scores a pair, so its
+    ``eval/quit_reranked_runs`` partitions rerank with it. The paper fine-tunes MonoT5
+    (``castorini/monot5-base-msmarco``, a T5 that answers true or false) with PyGaggle; its
+    weights cannot be fetched here, so the demo starts from the bundled MiniLM encoder with a
+    fresh, seeded classification head: a different model, trained the same way. A user with
+    the monoT5 checkpoint in a local folder can register it as a ``seq2seq`` reranker in
+    ``resources/rerankers.yaml``."""
+    return trained_model(context, quit_finetune_data, storage, finetune_settings, CROSS_ENCODER)
+
+
+finetune_model_assets = [quit_dense_model, quit_rerank_model]

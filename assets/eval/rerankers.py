@@ -1,6 +1,6 @@
 """Rerankers over the head of a ranked list: pointwise LLM relevance, UPR, RankGPT,
-seq2seq (monoT5 / RankT5) and a Python entry point, behind one verb, :func:`rerank`; and
-reranked lists read from TREC run files, :func:`from_run_files`.
+seq2seq (monoT5 / RankT5), a cross-encoder and a Python entry point, behind one verb,
+:func:`rerank`; and reranked lists read from TREC run files, :func:`from_run_files`.
 
 Each takes ``{qid: [passage_id, ...]}`` (the head of a run, best first) and returns the same
 ids reordered. Scores that tie keep the retrieved order, and a passage the model could not
@@ -86,6 +86,16 @@ def seq2seq(spec, queries, head, texts) -> Reranked:
     return Reranked(_regroup(head, scores))
 
 
+def cross_encoder(spec, queries, head, texts) -> Reranked:
+    """Each (question, passage) of the head scored by the cross-encoder in ``spec.model`` (a
+    local folder), highest first."""
+    from resources import cross_encoder as ce
+
+    pairs = _pairs(queries, head, texts)
+    values = ce.score(spec.model, [(query, text) for _, _, query, text in pairs], spec.batch_size)
+    return Reranked(_regroup(head, {(q, pid): v for (q, pid, *_), v in zip(pairs, values)}))
+
+
 def entrypoint(spec, queries, head, texts) -> Reranked:
     """The reranker's function, called once per question as ``f(query, candidates)`` with
     ``candidates`` the head as ``[(passage_id, text), ...]`` in retrieved order; it returns
@@ -139,4 +149,6 @@ def rerank(spec, llm, queries: dict[str, str], head: dict[str, list[str]], texts
         return Reranked(lists, repaired=repaired)
     if spec.kind == "seq2seq":
         return seq2seq(spec, queries, head, texts)
+    if spec.kind == "cross_encoder":
+        return cross_encoder(spec, queries, head, texts)
     raise ValueError(f"reranker {spec.alias!r} has unknown kind {spec.kind!r}")

@@ -1,9 +1,13 @@
-"""Training QUIT's fine-tuned retrievers (paper section 5, Tables 10-11), free of Dagster.
+"""Training QUIT's fine-tuned retrievers and rerankers (paper section 5, Tables 10-12), free
+of Dagster.
 
 The bi-encoder is DPR-style training as the published ``finetune.sh`` runs it with Tevatron:
 one encoder shared by questions and passages, a contrastive loss over each question's
 positive, its hard negative and every other passage of the batch (sentence-transformers'
-MultipleNegativesRankingLoss). It starts from a local folder, so the hub is never asked.
+MultipleNegativesRankingLoss). The cross-encoder reranker is pointwise, as monoT5 is trained:
+a relevance logit per (question, passage), binary cross-entropy against positive 1 and
+negative 0. Both start from a local folder, so the hub is never asked, and share one training
+loop, log and save.
 
 Two runs with the same data, settings and seed give identical weights on the same machine:
 the seed is set before the model is built and handed to the trainer (which seeds the
@@ -19,6 +23,8 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from typing import NamedTuple
 
 import polars as pl
 
@@ -62,6 +68,92 @@ def fingerprint(triples: pl.DataFrame, settings, base_dir: str, code_version: st
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
+class _Recipe(NamedTuple):
+    """What one kind of model brings to the shared training loop: the model (built after the
+    seed is set), its training rows, its loss, and the library's trainer, arguments and batch
+    sampler for it."""
+
+    model: object
+    rows: dict[str, list]
+    loss: object
+    trainer: type
+    arguments: type
+    sampler: object
+
+
+def _train(base_dir: str, triples: pl.DataFrame, settings, out_dir: str, recipe: Callable) -> list[dict]:
+    """Train the model ``recipe(base_dir, triples, settings, device)`` builds and save it to
+    ``out_dir`` (which must not exist yet), its loss log beside it; returns the log, one
+    ``{step, loss, learning_rate, grad_norm, epoch}`` per step."""
+    if os.path.exists(out_dir):
+        raise FileExistsError(f"{out_dir} exists: a trained model is never overwritten")
+    if not os.path.isdir(base_dir) or not ({"config.json", "modules.json"} & set(os.listdir(base_dir))):
+        raise FileNotFoundError(f"base model {base_dir}: not a local Hugging Face or sentence-transformers folder")
+    triples = ordered(triples)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import datasets
+    from transformers import PrinterCallback, set_seed
+    from transformers.utils import logging as transformers_logging
+
+    device = resolve_device(settings.device)
+    # Loading, saving and data bars would fill the run's log; they stay off for the process.
+    datasets.disable_progress_bars()
+    transformers_logging.disable_progress_bar()
+    # The trainer seeds again, but only once the model exists: whatever the model draws while
+    # it is built must come from the seed too.
+    set_seed(settings.seed)
+    built = recipe(base_dir, triples, settings, device)
+
+    class _Trainer(built.trainer):
+        def add_model_card_callback(self, default_args_dict: dict) -> None:
+            """Gather no model card, as none is saved: gathering one samples widget examples
+            from the training data behind a progress bar. The library names this override."""
+
+    with tempfile.TemporaryDirectory(prefix="benchfoundry-train-") as scratch:
+        args = built.arguments(
+            output_dir=scratch, num_train_epochs=settings.epochs, max_steps=settings.max_steps or -1,
+            per_device_train_batch_size=settings.batch_size, learning_rate=settings.learning_rate,
+            warmup_steps=0.1, lr_scheduler_type="linear", optim="adamw_torch",
+            seed=settings.seed, data_seed=settings.seed, use_cpu=device == "cpu",
+            batch_sampler=built.sampler, dataloader_num_workers=0, dataloader_pin_memory=False,
+            logging_strategy="steps", logging_steps=1, save_strategy="no", eval_strategy="no",
+            report_to="none", disable_tqdm=True)
+        trainer = _Trainer(model=built.model, args=args, train_dataset=datasets.Dataset.from_dict(built.rows),
+                           loss=built.loss)
+        # Without progress bars the trainer prints every step's log; it goes to the metadata.
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
+    log = [{"step": int(r["step"]), **{k: float(r[k]) for k in LOG_KEYS if k in r}}
+           for r in trainer.state.log_history if "loss" in r]
+    # Saved beside its destination and moved into place, so a killed run leaves no folder
+    # that looks like a finished model.
+    staging = f"{out_dir}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    built.model.save(staging, create_model_card=False)
+    with open(os.path.join(staging, LOG_FILE), "w", encoding="utf-8") as f:
+        json.dump(log, f)
+    os.rename(staging, out_dir)
+    return log
+
+
+def _bi_encoder(base_dir: str, triples: pl.DataFrame, settings, device: str) -> _Recipe:
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import (
+        MultipleNegativesRankingLoss,
+    )
+
+    model = SentenceTransformer(base_dir, device=device, local_files_only=True)
+    model.max_seq_length = settings.passage_max_length
+    # Text columns only, in the loss's order: the collator would tokenize an id column as text.
+    return _Recipe(model, {c: triples[c].to_list() for c in TRIPLES}, MultipleNegativesRankingLoss(model),
+                   SentenceTransformerTrainer, SentenceTransformerTrainingArguments, BatchSamplers.NO_DUPLICATES)
+
+
 def train_bi_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:
     """Fine-tune the sentence-transformers model in ``base_dir`` on ``(question, positive,
     negative)`` triples and save it to ``out_dir`` (which must not exist yet), its loss log
@@ -75,65 +167,47 @@ def train_bi_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: st
 
     Queries and passages share one length limit, ``passage_max_length``: a sentence-transformers
     model has one, and QUIT's questions are far shorter than the paper's 64 query tokens."""
-    if os.path.exists(out_dir):
-        raise FileExistsError(f"{out_dir} exists: a trained model is never overwritten")
-    if not os.path.isdir(base_dir) or not ({"config.json", "modules.json"} & set(os.listdir(base_dir))):
-        raise FileNotFoundError(f"base model {base_dir}: not a local Hugging Face or sentence-transformers folder")
-    triples = ordered(triples)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import datasets
+    return _train(base_dir, triples, settings, out_dir, _bi_encoder)
+
+
+def labeled_pairs(triples: pl.DataFrame) -> dict[str, list]:
+    """Each ``(question, positive, negative)`` triple as two labeled rows, the positive's
+    (label 1) then the negative's (label 0), in the triples' order."""
+    return {"question": [q for q in triples["question"].to_list() for _ in range(2)],
+            "passage": [p for pair in zip(triples["positive"].to_list(), triples["negative"].to_list()) for p in pair],
+            "label": [1.0, 0.0] * triples.height}
+
+
+def _cross_encoder(base_dir: str, triples: pl.DataFrame, settings, device: str) -> _Recipe:
     from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
+        CrossEncoder,
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
     )
     from sentence_transformers.base.sampler import BatchSamplers
-    from sentence_transformers.sentence_transformer.losses import (
-        MultipleNegativesRankingLoss,
-    )
-    from transformers import PrinterCallback, set_seed
-    from transformers.utils import logging as transformers_logging
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    class _Trainer(SentenceTransformerTrainer):
-        def add_model_card_callback(self, default_args_dict: dict) -> None:
-            """Gather no model card, as none is saved: gathering one samples widget examples
-            from the training data behind a progress bar. The library names this override."""
+    model = CrossEncoder(base_dir, num_labels=1, max_length=settings.passage_max_length, device=device,
+                         local_files_only=True)
+    return _Recipe(model, labeled_pairs(triples), BinaryCrossEntropyLoss(model),
+                   CrossEncoderTrainer, CrossEncoderTrainingArguments, BatchSamplers.BATCH_SAMPLER)
 
-    device = resolve_device(settings.device)
-    # Loading, saving and data bars would fill the run's log; they stay off for the process.
-    datasets.disable_progress_bars()
-    transformers_logging.disable_progress_bar()
-    # The trainer seeds again, but only once the model exists: whatever the model draws while
-    # it is built must come from the seed too.
-    set_seed(settings.seed)
-    model = SentenceTransformer(base_dir, device=device, local_files_only=True)
-    model.max_seq_length = settings.passage_max_length
-    # Text columns only, in the loss's order: the collator would tokenize an id column as text.
-    train = datasets.Dataset.from_dict({c: triples[c].to_list() for c in TRIPLES})
-    with tempfile.TemporaryDirectory(prefix="benchfoundry-train-") as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch, num_train_epochs=settings.epochs, max_steps=settings.max_steps or -1,
-            per_device_train_batch_size=settings.batch_size, learning_rate=settings.learning_rate,
-            warmup_steps=0.1, lr_scheduler_type="linear", optim="adamw_torch",
-            seed=settings.seed, data_seed=settings.seed, use_cpu=device == "cpu",
-            batch_sampler=BatchSamplers.NO_DUPLICATES, dataloader_num_workers=0, dataloader_pin_memory=False,
-            logging_strategy="steps", logging_steps=1, save_strategy="no", eval_strategy="no",
-            report_to="none", disable_tqdm=True)
-        trainer = _Trainer(model=model, args=args, train_dataset=train, loss=MultipleNegativesRankingLoss(model))
-        # Without progress bars the trainer prints every step's log; it goes to the metadata.
-        trainer.remove_callback(PrinterCallback)
-        trainer.train()
-    log = [{"step": int(r["step"]), **{k: float(r[k]) for k in LOG_KEYS if k in r}}
-           for r in trainer.state.log_history if "loss" in r]
-    # Saved beside its destination and moved into place, so a killed run leaves no folder
-    # that looks like a finished model.
-    staging = f"{out_dir}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    model.save(staging, create_model_card=False)
-    with open(os.path.join(staging, LOG_FILE), "w", encoding="utf-8") as f:
-        json.dump(log, f)
-    os.rename(staging, out_dir)
-    return log
+
+def train_cross_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:
+    """Fine-tune a cross-encoder reranker from the encoder in ``base_dir`` on ``(question,
+    positive, negative)`` triples, as monoT5 is trained (PyGaggle): each triple gives two
+    labeled rows, ``(question, positive)`` with label 1 and ``(question, negative)`` with
+    label 0, and a binary cross-entropy loss on one relevance logit per row. Saved to
+    ``out_dir`` (which must not exist yet), the loss log beside it, as ``train_bi_encoder``
+    saves; returns the log. Seeded as the bi-encoder is: two runs on the same machine give
+    identical weights.
+
+    A BERT-style encoder such as the bundled MiniLM has no relevance head: a one-logit
+    classification head is added on top of its pooled output, initialised at random (from
+    the seed) and trained with the encoder. A batch holds ``batch_size`` rows, so half as
+    many triples; question and passage are read together within ``passage_max_length``
+    tokens (the longer text is cut first), a limit the saved model keeps when it reranks."""
+    return _train(base_dir, triples, settings, out_dir, _cross_encoder)
 
 
 def read_log(model_dir: str) -> list[dict]:

@@ -27,6 +27,9 @@ RETRIEVERS = """retrievers:
 """
 DOMAIN = "law"
 SUBJECT = "smollm2"
+# make run --from-release's stages (run_default.run_plan): QUIT's models fine-tuned on the
+# slice's train questions first
+PLAN = {"from_release": True, "finetune": True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,17 +68,11 @@ def main() -> int:
     import dagster as dg
 
     from assets.partitions import sync_partitions
-    from assets.quit.settings import QuitSettings
+    from assets.quit.settings import FinetuneSettings, QuitSettings
     from assets.recor.settings import RecorSettings
     from assets.wikiprofile.settings import WikiProfileSettings
     from pipelines import run_default
     from pipelines.definitions import build_defs
-    from pipelines.jobs import (
-        LEADERBOARD_STAGES,
-        QUIT_EVAL_STAGES,
-        RECOR_EVAL_STAGES,
-        WIKIPROFILE_EVAL_STAGES,
-    )
     from resources.llm import LLMResource
     from resources.storage import StorageResource
     from tests import scripted
@@ -84,7 +81,7 @@ def main() -> int:
     scripted.install()
     defs = build_defs(storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
                       llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm")),
-                      quit_settings=QuitSettings(profile="demo"), recor_settings=RecorSettings(profile="demo"),
+                      quit_settings=QuitSettings(profile="demo"), finetune_settings=FinetuneSettings(profile="demo"), recor_settings=RecorSettings(profile="demo"),
                       wikiprofile_settings=WikiProfileSettings(profile="demo"))
     instance = dg.DagsterInstance.from_config(os.environ["BENCHFOUNDRY_STAGE_HOME"])
     sync_partitions(instance, models=SCRIPTED_REGISTRY)
@@ -94,8 +91,9 @@ def main() -> int:
     partitions["subjects"] = [SUBJECT]
     slices = run_default.RELEASE_SLICES["quick"]
     configs = run_default.release_configs(slices)
-    stages = QUIT_EVAL_STAGES + RECOR_EVAL_STAGES + WIKIPROFILE_EVAL_STAGES + LEADERBOARD_STAGES
-    return 0 if run_default.run_stages(defs, instance, stages, configs=configs) else 1
+    stages = run_default.run_plan(**PLAN)
+    return 0 if run_default.run_stages(defs, instance, stages, configs=configs,
+                                       registries={"models": SCRIPTED_REGISTRY}) else 1
 
 
 if __name__ == "__main__":

@@ -76,20 +76,27 @@ def test_every_asset_has_a_description_and_a_check():
 
 def test_jobs_cover_the_graph_in_stages():
     from pipelines.definitions import defs
-    from pipelines.jobs import (
-        LEADERBOARD_STAGES,
-        QUIT_FINETUNE_STAGES,
-        QUIT_STAGES,
-        RECOR_STAGES,
-        WIKIPROFILE_STAGES,
-    )
+    from pipelines.run_default import run_plan
 
     covered = set()
-    for name, _ in QUIT_STAGES + QUIT_FINETUNE_STAGES + RECOR_STAGES + WIKIPROFILE_STAGES + LEADERBOARD_STAGES:
+    for name, _ in run_plan(finetune=True):
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     # every asset, RECOR's observed source files included (recor_observe)
     assert covered == {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+
+
+def test_the_default_run_and_the_release_run_hold_every_check_between_them():
+    """The end-to-end test sees every check of the default run's stages run, and the release
+    run's test every check of its own (QUIT's fine-tuning among them): together, all."""
+    from pipelines.definitions import defs
+    from pipelines.run_default import run_plan
+    from tests.pipelines.checks_ran import checks_of_stages
+    from tests.pipelines.release_run import PLAN
+
+    default, release = checks_of_stages(defs, run_plan()), checks_of_stages(defs, run_plan(**PLAN))
+    assert default | release == set(defs.resolve_asset_graph().asset_check_keys)
+    assert any(k.asset_key.path[-1] == "quit_dense_model" for k in release - default)
 
 
 def test_dagster_definitions_validate():

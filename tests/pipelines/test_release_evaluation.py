@@ -8,9 +8,10 @@ import polars as pl
 import pytest
 
 from pipelines import run_default
-from tests.pipelines.release_run import DOMAIN, SUBJECT, ReleaseRun
+from tests.pipelines.release_run import DOMAIN, PLAN, SUBJECT, ReleaseRun
 
 SLICES = run_default.RELEASE_SLICES["quick"]
+FINE_TUNED, FINE_TUNED_RERANKER = "ft-dpr-minilm", "ft-ce-minilm"
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,9 @@ def test_the_releases_are_evaluated_with_nothing_built(release_run):
     for key in ("quit_questions", "recor_turns", "wikiprofile_tasks"):
         metadata = instance.get_latest_materialization_event(dg.AssetKey(["eval", key])).asset_materialization.metadata
         assert metadata["source"].value.startswith("release ") and metadata["rejects"].value == 0, key
-        assert metadata["sliced"].value.startswith("1 of" if key != "wikiprofile_tasks" else "2 of"), key
+        kept = {"quit_questions": SLICES["quit"]["max_questions"], "recor_turns": SLICES["recor"]["max_conversations"],
+                "wikiprofile_tasks": SLICES["wikiprofile"]["max_facts"]}[key]
+        assert metadata["sliced"].value.startswith(f"{kept} of"), key
 
 
 def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
@@ -36,7 +39,7 @@ def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
     assert questions.height == SLICES["quit"]["max_questions"]
     metrics = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "all")
-    assert sorted(metrics["retriever"]) == ["bm25", "tfidf"] and (metrics["questions"] == questions.height).all()
+    assert sorted(metrics["retriever"]) == ["bm25", FINE_TUNED, "tfidf"] and (metrics["questions"] == questions.height).all()
     assert pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").height > 0
 
     turns = pl.read_parquet(storage / "eval" / "recor_turns" / f"{DOMAIN}.parquet")
@@ -56,3 +59,33 @@ def test_the_entry_point_retriever_is_one_leaderboard_row_over_quit_and_recor(re
     assert tfidf.height == 1 and tfidf["benchmarks"][0] == "quit, recor"
     assert tfidf["quit/hit_rate@10"][0] is not None and tfidf["recor/ndcg@10/baseline"][0] is not None
     assert board.filter(pl.col("system") == SUBJECT)["benchmarks"][0].endswith("wikiprofile")
+
+
+def test_every_check_of_the_release_run_ran_and_passed_or_only_warned(release_run):
+    from pipelines.definitions import defs
+    from tests.pipelines.checks_ran import checks_of_stages, failed_and_missing_checks
+
+    failed, missing = failed_and_missing_checks(release_run.instance(), checks_of_stages(defs, run_default.run_plan(**PLAN)))
+    assert not failed, failed
+    assert not missing, missing
+
+
+def test_the_models_fine_tuned_on_the_train_questions_are_compared_on_the_held_out_ones(release_run):
+    """make run --from-release trains a retriever and a reranker on the slice's two train
+    questions; the report scores every system on the one dev question alone."""
+    storage = release_run.storage
+    questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
+    assert sorted(questions["split"]) == ["dev", "train", "train"]
+    data = pl.read_parquet(storage / "eval" / "quit_finetune_data.parquet")
+    assert set(data["question_id"]) == set(questions.filter(pl.col("split") == "train")["question_id"])
+    report = pl.read_parquet(storage / "eval" / "quit_finetune_report.parquet")
+    assert set(report["split"]) == {"dev"} and (report["questions"] == 1).all()
+    tuned = report.filter(pl.col("fine_tuned"))
+    assert FINE_TUNED in tuned.filter(pl.col("table") == "retrieval")["system"].to_list()
+    assert f"oracle+{FINE_TUNED_RERANKER}" in tuned.filter(pl.col("table") == "reranking")["system"].to_list()
+    assert tuned.filter(pl.col("table") == "reader").height > 0
+    vanilla = report.filter(~pl.col("fine_tuned") & (pl.col("table") == "retrieval"))
+    assert sorted(vanilla["system"].unique()) == ["bm25", "tfidf"]
+    metadata = release_run.instance().get_latest_materialization_event(
+        dg.AssetKey(["eval", "quit_finetune_report"])).asset_materialization.metadata
+    assert f"fine-tuned: {FINE_TUNED}" in metadata["table_11_retrievers"].value

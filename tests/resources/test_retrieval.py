@@ -164,7 +164,7 @@ def test_bm25_on_lucene(tmp_path):
 
 
 @pytest.mark.parametrize("entry, error", [
-    ("z: {kind: monot5}", "reranker 'z' needs kind entrypoint or pointwise or rankgpt or run or seq2seq or upr"),
+    ("z: {kind: monot5}", "reranker 'z' needs kind cross_encoder or entrypoint or pointwise or rankgpt or run or seq2seq or upr"),
     ("p: {kind: pointwise, model: nobody}", "reranker 'p' names unknown model alias 'nobody'"),
     ("s: {kind: seq2seq, model: /m, score: max}", "reranker 's': score must be softmax or logit"),
     ("u: {kind: upr}", "reranker 'u' needs a model"),

@@ -1,6 +1,6 @@
-"""QUIT's fine-tuned bi-encoder: training moves a toy answer up the ranking, the same seed
-trains the same weights, and the asset saves, registers and checks the model so the
-evaluation's partitions pick it up (and RECOR's do not)."""
+"""QUIT's fine-tuned bi-encoder and cross-encoder reranker: training moves a toy answer up
+the ranking, the same seed trains the same weights, and the assets save, register and check
+the models so the evaluation's partitions pick them up (and RECOR's do not)."""
 
 import json
 import os
@@ -11,14 +11,22 @@ import polars as pl
 import pytest
 
 from assets.eval import training
-from assets.eval.finetune import dense_alias, quit_dense_model
+from assets.eval.finetune import (
+    dense_alias,
+    quit_dense_model,
+    quit_rerank_model,
+    rerank_alias,
+)
 from assets.eval.runs import RUN_SCHEMA
 from assets.quit.settings import FinetuneSettings
-from checks.eval import finetune_model_checks
+from checks.eval import dense_model_checks, rerank_model_checks
+from resources.cross_encoder import score as score_pairs
 from resources.encoders import encode_texts
 from resources.finetuning import load_bases
 from resources.retrieval import (
+    RerankerSpec,
     RetrieverSpec,
+    load_rerankers,
     load_retrievers,
     register_trained,
     trained_specs,
@@ -185,29 +193,45 @@ def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
     return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
+class ModelAsset:
+    """A fine-tuned model asset over ``qa_pairs()`` in a fresh storage root and instance,
+    partition ``minilm``: ``run`` materializes it with its checks; ``recheck`` runs the checks
+    alone, as the checks-only jobs rejudge a stored model without training it."""
+
+    def __init__(self, tmp_path, asset, checks):
+        from assets.partitions import sync_partitions
+
+        storage = StorageResource(root=str(tmp_path / "storage"))
+        write_parquet(table_uri(storage.root, ["eval", "quit_finetune_data"]), qa_pairs())
+        self.instance = dg.DagsterInstance.ephemeral()
+        sync_partitions(self.instance)
+        assert self.instance.get_dynamic_partitions("finetune_bases") == ["minilm"]
+        self.resources = {"storage": storage, "io_manager": parquet_io_manager,
+                          "finetune_settings": settings(max_steps=3, batch_size=2)}
+        self.assets = [dg.AssetSpec(["eval", "quit_finetune_data"]), asset]
+        self.checks, self.node = checks, f"eval__{asset.key.path[-1]}"
+
+    def run(self) -> tuple[dg.ExecuteInProcessResult, dict]:
+        result = dg.materialize([*self.assets, *self.checks], partition_key="minilm", instance=self.instance,
+                                resources=self.resources)
+        return result, result.asset_materializations_for_node(self.node)[0].metadata
+
+    def recheck(self) -> dg.ExecuteInProcessResult:
+        job = dg.define_asset_job("recheck", selection=dg.AssetSelection.checks(*self.checks))
+        defs = dg.Definitions(assets=self.assets, asset_checks=self.checks, jobs=[job], resources=self.resources)
+        return defs.resolve_job_def("recheck").execute_in_process(instance=self.instance, tags={"dagster/partition": "minilm"})
+
+
+def break_log(folder: str) -> None:
+    with open(os.path.join(folder, training.LOG_FILE), "w") as f:
+        json.dump([{"step": 1, "loss": float("nan")}], f)
+
+
 def test_the_model_asset_registers_a_retriever_the_evaluation_partitions_pick_up(tmp_path, trained_registry):
     from assets.partitions import sync_partitions
 
-    storage = StorageResource(root=str(tmp_path / "storage"))
-    write_parquet(table_uri(storage.root, ["eval", "quit_finetune_data"]), qa_pairs())
-    instance = dg.DagsterInstance.ephemeral()
-    sync_partitions(instance)
-    assert instance.get_dynamic_partitions("finetune_bases") == ["minilm"]
-    resources = {"storage": storage, "io_manager": parquet_io_manager,
-                 "finetune_settings": settings(max_steps=3, batch_size=2)}
-
-    upstream = dg.AssetSpec(["eval", "quit_finetune_data"])
-    # the checks alone, as the checks-only jobs rejudge a stored model without training it
-    recheck = dg.define_asset_job("recheck", selection=dg.AssetSelection.checks(*finetune_model_checks))
-    defs = dg.Definitions(assets=[upstream, quit_dense_model], asset_checks=finetune_model_checks, jobs=[recheck],
-                          resources=resources)
-
-    def run() -> dg.ExecuteInProcessResult:
-        return dg.materialize([upstream, quit_dense_model, *finetune_model_checks], partition_key="minilm",
-                              instance=instance, resources=resources)
-
-    result = run()
-    meta = result.asset_materializations_for_node("eval__quit_dense_model")[0].metadata
+    model = ModelAsset(tmp_path, quit_dense_model, dense_model_checks)
+    result, meta = model.run()
     folder, alias = meta["model_path"].value, dense_alias("minilm")
     assert meta["alias"].value == alias and meta["reused"].value is False and meta["steps"].value == 3
     assert (meta["questions"].value, meta["pairs"].value, meta["seed"].value) == (3, 6, 7)
@@ -218,20 +242,128 @@ def test_the_model_asset_registers_a_retriever_the_evaluation_partitions_pick_up
     assert (spec.kind, spec.encoder, spec.trained_on) == ("dense", folder, "quit")
 
     # the evaluation's retriever partitions take the alias; RECOR's leave a QUIT-trained one out
-    changes = sync_partitions(instance)
+    changes = sync_partitions(model.instance)
     assert changes.new == {"retrievers": [alias]}
-    assert alias in instance.get_dynamic_partitions("retrievers")
-    assert alias not in instance.get_dynamic_partitions("recor_retrievers")
+    assert alias in model.instance.get_dynamic_partitions("retrievers")
+    assert alias not in model.instance.get_dynamic_partitions("recor_retrievers")
 
     # nothing changed: the saved training is reused, not trained again or written over
-    again = run().asset_materializations_for_node("eval__quit_dense_model")[0].metadata
+    _, again = model.run()
     assert again["reused"].value is True and again["model_path"].value == folder
 
     # a registration pointing elsewhere, or a loss that is not finite, fails its check
     register_trained("retrievers", alias, {"kind": "dense", "encoder": str(tmp_path), "trained_on": "quit"}, trained_registry)
-    log_file = os.path.join(folder, training.LOG_FILE)
-    with open(log_file, "w") as f:
-        json.dump([{"step": 1, "loss": float("nan")}], f)
-    result = defs.resolve_job_def("recheck").execute_in_process(instance=instance, tags={"dagster/partition": "minilm"})
+    break_log(folder)
+    result = model.recheck()
+    assert check_results(result) == {"registered": False, "loss_log": False}
+    assert result.get_asset_materialization_events() == []
+
+
+# --- The fine-tuned cross-encoder reranker ------------------------------------------------------
+
+
+def cross_scores(folder: str, pairs: list[tuple[str, str]]) -> np.ndarray:
+    """The cross-encoder in ``folder`` scoring each pair; MiniLM's folder gets the one-logit
+    head the training adds, drawn from the seed the training draws it from."""
+    from sentence_transformers import CrossEncoder
+    from transformers import set_seed
+
+    if folder == MINILM:
+        set_seed(settings().seed)
+        return CrossEncoder(folder, num_labels=1, local_files_only=True, device="cpu").predict(pairs)
+    return np.asarray(score_pairs(folder, pairs))
+
+
+@pytest.fixture(scope="module")
+def toy_reranker(tmp_path_factory) -> tuple[str, list[dict]]:
+    """A cross-encoder trained on the toy set, and its log (trained once for the tests that read it)."""
+    frame = pairs([(f"q{i}", q, 0, "answer", ANSWER, f"n{i}", neg, f"o{i}") for i, (q, neg) in enumerate(TOY)])
+    folder = str(tmp_path_factory.mktemp("reranker") / "model")
+    return folder, training.train_cross_encoder(MINILM, frame, settings(max_steps=6, learning_rate=2e-4), folder)
+
+
+def test_a_trained_cross_encoder_scores_the_passage_that_always_answers_above_the_negatives(toy_reranker):
+    folder, log = toy_reranker
+    toy = [(q, passage) for q, negative in TOY for passage in (ANSWER, negative)]
+    before, after = (cross_scores(f, toy).reshape(-1, 2) for f in (MINILM, folder))
+    margin_before, margin_after = before[:, 0] - before[:, 1], after[:, 0] - after[:, 1]
+    assert (margin_after > margin_before).all() and (margin_after > 0.05).all()
+    assert [r["step"] for r in log] == list(range(1, 7)) and not training.log_problems(log)
+    assert log[-1]["loss"] < log[0]["loss"]
+    assert training.read_log(folder) == log
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        training.train_cross_encoder(MINILM, qa_pairs(), settings(max_steps=1), folder)
+
+
+def test_the_same_seed_trains_a_cross_encoder_that_scores_the_same(tmp_path):
+    pairs_ = [(QUESTIONS[q], PASSAGES[p]) for q in QUESTIONS for p in PASSAGES]
+    runs = {name: training.train_cross_encoder(MINILM, qa_pairs(), settings(max_steps=2, learning_rate=1e-4, seed=seed),
+                                               str(tmp_path / name))
+            for name, seed in (("first", 7), ("second", 7), ("other", 8))}
+    first, second, other = (cross_scores(str(tmp_path / name), pairs_) for name in runs)
+    assert runs["first"] == runs["second"] and np.array_equal(first, second)
+    assert not np.array_equal(first, other)
+
+
+def test_the_cross_encoder_kind_reorders_a_head_by_the_model_scores(toy_reranker, tmp_path):
+    from assets.eval.rerankers import rerank
+
+    folder, _ = toy_reranker
+    static = tmp_path / "rerankers.yaml"
+    static.write_text(f"rerankers:\n  ce: {{kind: cross_encoder, model: {folder}, batch_size: 3, top_k: 5}}\n")
+    spec = load_rerankers(str(static), trained=None)["ce"]
+    queries = {f"q{i}": q for i, (q, _) in enumerate(TOY[:3])}
+    texts = {"answer": ANSWER, **{f"n{i}": negative for i, (_, negative) in enumerate(TOY)}}
+    # retrieved order: the answer last, below every negative
+    head = {q: [*(f"n{i}" for i in range(6)), "answer"] for q in queries}
+    done = rerank(spec, None, queries, head, texts, stats=None)
+    for q, ids in head.items():
+        scores = cross_scores(folder, [(queries[q], texts[pid]) for pid in ids])
+        assert done.lists[q] == [ids[j] for j in np.argsort(-scores, kind="stable")]
+        assert done.lists[q][0] == "answer"
+    assert done.unscored == 0
+    static.write_text("rerankers:\n  ce: {kind: cross_encoder}\n")
+    with pytest.raises(ValueError, match="reranker 'ce' needs a model"):
+        load_rerankers(str(static), trained=None)
+
+
+def test_trained_rerankers_merge_into_the_registry_and_may_not_shadow_it(tmp_path):
+    static = tmp_path / "rerankers.yaml"
+    static.write_text("rerankers:\n  mine: {kind: entrypoint, function: 'examples.rerankers:overlap'}\n")
+    trained = str(tmp_path / "trained")
+    register_trained("rerankers", "ft-x", {"kind": "cross_encoder", "model": "/m/x", "trained_on": "quit"}, trained)
+    assert load_rerankers(str(static), trained=trained)["ft-x"] == RerankerSpec("ft-x", "cross_encoder", model="/m/x",
+                                                                                 trained_on="quit")
+    assert set(load_rerankers(str(static), trained=None)) == {"mine"}
+    register_trained("rerankers", "mine", {"kind": "cross_encoder", "model": "/m/y"}, trained)
+    with pytest.raises(ValueError, match=r"rerankers\.mine\.yaml: trained alias 'mine' is already in .*rerankers\.yaml"):
+        load_rerankers(str(static), trained=trained)
+
+
+def test_the_rerank_model_asset_registers_a_reranker_the_evaluation_partitions_pick_up(tmp_path, trained_registry):
+    from assets.partitions import sync_partitions
+
+    model = ModelAsset(tmp_path, quit_rerank_model, rerank_model_checks)
+    result, meta = model.run()
+    folder, alias = meta["model_path"].value, rerank_alias("minilm")
+    assert (alias, meta["alias"].value, meta["reused"].value, meta["steps"].value) == ("ft-ce-minilm", alias, False, 3)
+    assert folder.startswith(str(tmp_path / "storage" / "models" / "quit" / "cross_encoder" / "minilm"))
+    assert meta["loss_curve"].value.startswith("![plot](data:image/png;base64,")
+    assert check_results(result) == {"registered": True, "loss_log": True}
+    assert load_rerankers()[alias] == RerankerSpec(alias, "cross_encoder", model=folder, trained_on="quit")
+    assert alias not in load_retrievers()
+
+    # the reranked runs' partitions take the alias
+    assert sync_partitions(model.instance).new == {"rerankers": [alias]}
+
+    # nothing changed: the saved training is reused
+    _, again = model.run()
+    assert again["reused"].value is True and again["model_path"].value == folder
+
+    # a registration pointing elsewhere, or a loss that is not finite, fails its check
+    register_trained("rerankers", alias, {"kind": "cross_encoder", "model": str(tmp_path), "trained_on": "quit"},
+                     trained_registry)
+    break_log(folder)
+    result = model.recheck()
     assert check_results(result) == {"registered": False, "loss_log": False}
     assert result.get_asset_materialization_events() == []

@@ -1,0 +1,191 @@
+"""QUIT's fine-tuning report (paper section 5 and appendix A.2-A.3, Tables 10-12): each
+fine-tuned model beside the vanilla systems, retrieval, reranking and the reader on their
+contexts, scored over the questions no model trained on.
+
+The evaluation assets score every question of the benchmark they read, train questions
+included; a fine-tuned model has seen those, so these tables keep the held-out splits (dev
+and test) alone, each split on its own rows.
+"""
+
+
+import dagster as dg
+import polars as pl
+
+from assets.common.metadata import table_metadata
+from assets.common.wiring import Wiring
+from assets.eval import metrics as eval_metrics
+from assets.eval import readers, reports
+from assets.eval.finetune_rules import TRAIN
+from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, definition_table
+from resources.retrieval import load_rerankers, load_retrievers
+
+PREFIX = GROUP = "eval"
+wiring = Wiring(PREFIX, GROUP)
+
+RETRIEVAL, RERANKING, READER = "retrieval", "reranking", "reader"
+TABLES = (RETRIEVAL, RERANKING, READER)
+# Tables 10-11 (retrievers) share Table 4's columns; Table 12 is the rerankers' nDCG at six
+# depths, with QUIT's exponential gain.
+RETRIEVAL_METRICS = TABLE_4
+RERANKING_METRICS = [eval_metrics.ndcg(k) for k in (1, 5, 10, 20, 50, 100)]
+# The reader's EM (normalized) at its best top-k and context strategy per system, as Table 8
+# reads a reader's row; the setting is named beside it.
+READER_METRICS = ["em", "em_raw"]
+
+# One row per (table, system, split, metric): the three tables have different metrics.
+SCHEMA = {
+    "table": pl.String, "system": pl.String, "retriever": pl.String, "reranker": pl.String, "reader": pl.String,
+    "fine_tuned": pl.Boolean, "split": pl.String, "questions": pl.Int64, "setting": pl.String,
+    "metric": pl.String, "value": pl.Float64,
+}
+
+
+def held_out(questions: pl.DataFrame) -> dict[str, list[str]]:
+    """Each split no model trains on, with its question ids."""
+    kept = questions.filter(pl.col("split") != TRAIN)
+    return {split: sorted(kept.filter(pl.col("split") == split)["question_id"].to_list())
+            for split in sorted(kept["split"].unique().to_list())}
+
+
+def _rows(table: str, system: str, split: str, questions: int, scores: dict[str, float], fine_tuned: bool,
+          retriever: str, reranker: str | None = None, reader: str | None = None, setting: str | None = None) -> list[dict]:
+    return [{"table": table, "system": system, "retriever": retriever, "reranker": reranker, "reader": reader,
+             "fine_tuned": fine_tuned, "split": split, "questions": questions, "setting": setting,
+             "metric": metric, "value": float(value)} for metric, value in scores.items()]
+
+
+def _scored(qrels: pl.DataFrame, run: pl.DataFrame, ids: list[str], metrics: list[str]) -> dict[str, float] | None:
+    """The run's metrics over ``ids``; None when the run ranks none of them."""
+    run = run.filter(pl.col("question_id").is_in(ids))
+    if run.is_empty():
+        return None
+    return eval_metrics.evaluate_run(qrels.filter(pl.col("question_id").is_in(ids)), run, metrics)
+
+
+def retrieval_rows(runs: pl.DataFrame, qrels: pl.DataFrame, splits: dict[str, list[str]], trained: set[str],
+                   oracles: set[str]) -> list[dict]:
+    """Tables 10-11: every retriever but the Oracle (an upper bound), per held-out split."""
+    rows = []
+    for system in sorted(set(runs["system"].unique().to_list()) - oracles):
+        run = runs.filter(pl.col("system") == system)
+        for split, ids in splits.items():
+            scores = _scored(qrels, run, ids, RETRIEVAL_METRICS)
+            if scores is not None:
+                rows += _rows(RETRIEVAL, system, split, len(ids), scores, system in trained, system)
+    return rows
+
+
+def reranking_rows(reranked: pl.DataFrame, qrels: pl.DataFrame, splits: dict[str, list[str]], trained: set[str]) -> list[dict]:
+    """Table 12: every retriever + reranker run, per held-out split; fine-tuned when either
+    part is (the paper's rows rerank one fixed retriever's passages; the Oracle retriever's
+    row is that comparison here)."""
+    rows = []
+    for system in sorted(reranked["system"].unique().to_list()):
+        retriever, reranker = system.split("+", 1)
+        run = reranked.filter(pl.col("system") == system)
+        for split, ids in splits.items():
+            scores = _scored(qrels, run, ids, RERANKING_METRICS)
+            if scores is not None:
+                rows += _rows(RERANKING, system, split, len(ids), scores, bool({retriever, reranker} & trained),
+                              retriever, reranker)
+    return rows
+
+
+def reader_rows(answers: pl.DataFrame, splits: dict[str, list[str]], trained: set[str]) -> list[dict]:
+    """The reader on each system's contexts: per system, reader and held-out split, the EM of
+    the best (k, strategy) by normalized EM (ties: the smaller k, then the strategy's name),
+    with the raw EM of that same setting; the Optimal bound (every relevant passage) as its
+    own system."""
+    rows = []
+    for split, ids in splits.items():
+        kept = answers.filter(pl.col("question_id").is_in(ids))
+        if kept.is_empty():
+            continue
+        optimal = kept.filter(pl.col("system") == "optimal")
+        table = readers.em_table(kept.filter(pl.col("system") != "optimal"), optimal)
+        best = (table.sort(["em", "k", "strategy"], descending=[True, False, False], nulls_last=True)
+                .group_by("system", "reader", maintain_order=True).first())
+        for r in best.sort("system", "reader").iter_rows(named=True):
+            parts = r["system"].split("+", 1)
+            setting = "every relevant passage" if r["k"] is None else f"top-{r['k']} {r['strategy']}"
+            rows += _rows(READER, r["system"], split, len(ids), {m: r[m] for m in READER_METRICS},
+                          bool(set(parts) & trained), parts[0], parts[1] if len(parts) > 1 else None, r["reader"], setting)
+    return rows
+
+
+def report(runs: pl.DataFrame, reranked: pl.DataFrame, answers: pl.DataFrame, qrels: pl.DataFrame,
+           questions: pl.DataFrame, trained: set[str], oracles: set[str]) -> pl.DataFrame:
+    """The three tables in one long frame (:data:`SCHEMA`), over the held-out splits only."""
+    splits = held_out(questions)
+    rows = (retrieval_rows(runs, qrels, splits, trained, oracles) + reranking_rows(reranked, qrels, splits, trained)
+            + reader_rows(answers, splits, trained))
+    return pl.DataFrame(rows, schema=SCHEMA)
+
+
+def wide(frame: pl.DataFrame, table: str, key: str) -> pl.DataFrame:
+    """One table's rows, one column per metric, fine-tuned systems after the vanilla ones."""
+    part = frame.filter(pl.col("table") == table)
+    if part.is_empty():
+        return part
+    index = [key, "split", "fine_tuned"] + (["reader", "setting"] if table == READER else [])
+    return (part.pivot(on="metric", index=index, values="value", maintain_order=True)
+            .sort("split", "fine_tuned", key))
+
+
+def markdown(frame: pl.DataFrame, table: str, metrics: list[str], key: str) -> str:
+    """A table's markdown per split, each row marked vanilla or fine-tuned."""
+    part = wide(frame, table, key)
+    if part.is_empty():
+        return "no held-out question was evaluated (the benchmark read has no dev or test question)"
+    blocks = []
+    for split in part["split"].unique(maintain_order=True).to_list():
+        rows = part.filter(pl.col("split") == split).with_columns(
+            (pl.when(pl.col("fine_tuned")).then(pl.lit("fine-tuned: ")).otherwise(pl.lit("vanilla: "))
+             + pl.col(key) + (pl.lit(" (") + pl.col("reader") + pl.lit(", ") + pl.col("setting") + pl.lit(")")
+                              if table == READER else pl.lit(""))).alias("row"))
+        # EM is no ranx metric: its header needs no definition
+        render = reports.percent_table if table == READER else definition_table
+        blocks.append(f"**{split}**\n\n{render(rows, 'row', metrics)}")
+    return "\n\n".join(blocks)
+
+
+def trained_aliases() -> set[str]:
+    """Every retriever and reranker alias a fine-tuning asset registered."""
+    return ({a for a, s in load_retrievers().items() if s.trained_on}
+            | {a for a, s in load_rerankers().items() if s.trained_on})
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"quit_runs": wiring.input("quit_runs"), "quit_reranked_runs": wiring.input("quit_reranked_runs"),
+               "quit_reader_answers": wiring.input("quit_reader_answers"),
+               "benchmark_questions": QUIT_QUESTIONS, "benchmark_qrels": QUIT_QRELS},
+          kinds={"ranx"}, code_version="1")
+def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
+                         quit_reader_answers: pl.DataFrame, benchmark_questions: pl.DataFrame,
+                         benchmark_qrels: pl.DataFrame) -> dg.Output:
+    """Vanilla against fine-tuned systems on QUIT's held-out questions (dev and test; train
+    questions are left out, as the fine-tuned models learned from them): Table 11's shape
+    for retrievers (Hit@1/5, Recall@5/10/50, MRR, nDCG@10/100), Table 12's for rerankers
+    (nDCG@1/5/10/20/50/100, every retriever's run, the Oracle's included) and the reader's
+    EM at its best setting on each system's contexts. A fine-tuned system is an alias the
+    fine-tuning assets registered (``ft-dpr-<base>``, ``ft-ce-<base>``), or a run that uses
+    one. The paper's Table 10 is ColBERT, which is not trained here."""
+    trained = trained_aliases()
+    oracles = {a for a, s in load_retrievers().items() if s.kind == "oracle"}
+    frame = report(quit_runs, quit_reranked_runs, quit_reader_answers, benchmark_qrels, benchmark_questions, trained, oracles)
+    evaluated = sorted(set(frame.filter(pl.col("fine_tuned"))["system"].to_list()))
+    if not evaluated:
+        context.log.warning("no fine-tuned system was evaluated on a held-out question: materialize eval/quit_dense_model "
+                            "(or eval/quit_rerank_model), then the QUIT evaluation for its partitions")
+    splits = held_out(benchmark_questions)
+    return dg.Output(frame, metadata={
+        **table_metadata(frame),
+        "held_out_questions": dg.MetadataValue.text(", ".join(f"{s}: {len(ids)}" for s, ids in splits.items()) or "none"),
+        "fine_tuned_systems": dg.MetadataValue.text(", ".join(evaluated) or "none"),
+        "table_11_retrievers": dg.MetadataValue.md(markdown(frame, RETRIEVAL, RETRIEVAL_METRICS, "system")),
+        "table_12_rerankers": dg.MetadataValue.md(markdown(frame, RERANKING, RERANKING_METRICS, "system")),
+        "reader_em": dg.MetadataValue.md(markdown(frame, READER, READER_METRICS, "system")),
+    })
+
+
+finetune_report_assets = [quit_finetune_report]
