@@ -62,6 +62,10 @@ class WikiProfileSource(BenchmarkSource):
     max_facts: int | None = Field(default=None, description="the first n facts with their ten tasks (a demo slice); none: all")
 
 
+# QUIT's splits in the order the release names them (train.json, dev.json, test.json).
+SPLIT_ORDER = {split: i for i, split in enumerate(quit_release.SPLITS)}
+
+
 def first(frame: pl.DataFrame, key: str, n: int | None) -> pl.DataFrame:
     """The rows of the first ``n`` distinct ``key`` values in table order; the whole table
     when ``n`` is None."""
@@ -97,7 +101,7 @@ def _with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     "quit_corpus": wiring.out("The QUIT passages the retrievers index.", {"polars"}),
     "quit_qrels": wiring.out("Graded labels (2/1) of each question's passages.", {"polars"}),
     "quit_source_rejects": wiring.out("Release records the loader could not use, with the reason (none from a build).", {"polars"}),
-}, deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]], code_version="2")
+}, deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]], code_version="3")
 def quit_source(config: QuitSource, storage: StorageResource):
     """QUIT's questions, corpus and qrels for the evaluation: the build's final tables, or
     the published release (:func:`assets.quit.published.load_release`: labels from the
@@ -110,7 +114,10 @@ def quit_source(config: QuitSource, storage: StorageResource):
     total = questions.height
     # A slice keeps the whole corpus: every other question's passages stay as distractors,
     # as the published corpus holds every split's passages for each split's evaluation.
-    questions = first(questions, "question_id", config.max_questions)
+    # The slice reads the splits in the release's order, train first: a slice of train
+    # questions and the next split's has both a model to fine-tune and questions to score it on.
+    in_order = questions.sort(pl.col("split").replace_strict(SPLIT_ORDER, default=len(SPLIT_ORDER)), "question_id")
+    questions = first(in_order, "question_id", config.max_questions)
     qrels = qrels.join(questions.select("question_id"), on="question_id", how="semi")
     origin = {**_source_metadata(config, "quit/benchmark_*", rejects), **_sliced(total, questions.height, "questions")}
     splits = counts_md(dict(questions.group_by("split").len().sort("split").iter_rows()), "split")

@@ -62,14 +62,16 @@ def test_the_quit_release_sample_is_read_whole_and_named(storage):
 
 
 def test_a_slice_keeps_the_whole_corpus_as_distractors(storage):
-    result = materialize(benchmarks.quit_source, storage, {**RELEASE, "max_questions": 2})
+    result = materialize(benchmarks.quit_source, storage, {**RELEASE, "max_questions": 3})
     tables = outputs(result, benchmarks.quit_source)
     whole = quit_release.load_release(str(ROOT / "data/releases/quit"))
-    assert tables["quit_questions"]["question_id"].to_list() == whole.questions["question_id"].head(2).to_list()
+    # the splits in the release's order, train first: the two train questions, then dev's first
+    train, dev = (whole.questions.filter(pl.col("split") == s)["question_id"].sort().to_list() for s in ("train", "dev"))
+    assert tables["quit_questions"]["question_id"].to_list() == [*train, dev[0]]
     assert tables["quit_corpus"].height == whole.corpus.height
     assert set(tables["quit_qrels"]["question_id"]) == set(tables["quit_questions"]["question_id"])
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(["eval", "quit_questions"])]
-    assert event.materialization.metadata["sliced"].value == f"2 of {whole.questions.height} questions"
+    assert event.materialization.metadata["sliced"].value == f"3 of {whole.questions.height} questions"
 
 
 def test_a_built_quit_benchmark_is_read_from_storage_as_stored(storage):

@@ -9,6 +9,9 @@ from assets.eval.readers import ANSWER_SCHEMA
 from assets.eval.runs import RUN_SCHEMA
 from checks.eval import quit_finetune_report_held_out
 
+# ranx's metrics are compiled once, in the background (tests.background)
+pytestmark = pytest.mark.usefixtures("compiled_metrics")
+
 QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2", "q3"], "split": ["train", "dev", "test"]})
 QRELS = pl.DataFrame({"question_id": ["q1", "q2", "q2", "q3"], "passage_id": ["p1", "p2a", "p2b", "p3a"],
                       "label": [2, 2, 1, 2]}, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64})
