@@ -28,7 +28,7 @@ from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
-from assets.eval.finetune import CROSS_ENCODER, DENSE, TRAINED_ON, TrainedModel
+from assets.eval.finetune import CROSS_ENCODER, DENSE, MULTI_VECTOR, TRAINED_ON, TrainedModel
 from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.eval.quit import wiring
@@ -1174,7 +1174,8 @@ def trained_model_checks(asset: str, model: TrainedModel) -> list[dg.AssetChecks
 
 dense_model_checks = trained_model_checks("quit_dense_model", DENSE)
 rerank_model_checks = trained_model_checks("quit_rerank_model", CROSS_ENCODER)
-finetune_model_checks = [*dense_model_checks, *rerank_model_checks]
+colbert_model_checks = trained_model_checks("quit_colbert_model", MULTI_VECTOR)
+finetune_model_checks = [*dense_model_checks, *rerank_model_checks, *colbert_model_checks]
 eval_checks.extend(finetune_model_checks)
 
 

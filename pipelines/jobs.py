@@ -82,7 +82,7 @@ QUIT_EVAL_STAGES = [
 ]
 QUIT_STAGES = QUIT_BUILD_STAGES + QUIT_EVAL_STAGES
 # What the fine-tuning stage trains, one model of each per base.
-FINETUNED_MODELS = ("quit_dense_model", "quit_rerank_model")
+FINETUNED_MODELS = ("quit_dense_model", "quit_colbert_model", "quit_rerank_model")
 
 # QUIT's fine-tuning (section 5): the training pairs of the train split, then the models of one
 # base (partition = base model alias), which register as a retriever and a reranker; the
@@ -93,8 +93,8 @@ quit_finetune_data_job = dg.define_asset_job(
 )
 quit_finetune_job = dg.define_asset_job(
     "quit_finetune", selection=eval_assets(*FINETUNED_MODELS),
-    description="A bi-encoder retriever and a cross-encoder reranker fine-tuned on QUIT's train pairs from one base model "
-                "(partition = base), registered as a retriever and a reranker.",
+    description="A bi-encoder and a late-interaction (ColBERT-style) retriever and a cross-encoder reranker fine-tuned on "
+                "QUIT's train pairs from one base model (partition = base), registered as retrievers and a reranker.",
 )
 quit_finetune_report_job = dg.define_asset_job(
     "quit_finetune_report", selection=eval_assets("quit_finetune_report"),

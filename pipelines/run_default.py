@@ -16,6 +16,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.settings import ProfiledSettings
+from assets.eval.finetune_report import RETRIEVAL, wide
 from assets.partitions import DOMAINS, registered_keys, sync_partitions
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.published import release_domains
@@ -34,7 +35,7 @@ from pipelines.jobs import (
     quit_eval_stages,
 )
 from resources.llm import role_aliases
-from resources.storage import join, read_parquet
+from resources.storage import exists, join, read_parquet
 
 
 
@@ -270,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.finetune is None:
         args.finetune = args.from_release or args.profile == "paper"
     if args.finetune and "quit" in wanted:
-        print("  QUIT fine-tuning: a retriever and a reranker trained on the train split, evaluated beside the vanilla ones "
-              "(eval/quit_finetune_report)")
+        print("  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split, "
+              "evaluated beside the vanilla ones (eval/quit_finetune_report)")
     stages = run_plan(wanted, args.from_release, args.finetune)
     slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
     configs = release_configs(slices) if args.from_release else {}
@@ -332,6 +333,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def print_finetuning(report: pl.DataFrame) -> None:
+    """The fine-tuning report's retrievers, vanilla and fine-tuned, on the held-out questions."""
+    retrieval = wide(report, RETRIEVAL, "system")
+    if retrieval.is_empty():
+        return
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
+        print("\nQUIT fine-tuning (Tables 10-11), held-out questions only:")
+        print(retrieval.select("split", "system", "fine_tuned", "hit_rate@1", "hit_rate@5", "mrr", "ndcg_burges@10"))
+    print("QUIT fine-tuning report:  eval/quit_finetune_report (rerankers, Table 12, and the reader's EM: web UI)")
+
+
 def print_evaluation(root: str, wanted: list[str]) -> None:
     """Where a release evaluation's reports are, with QUIT's retrieval table and WikiProfile's profiles."""
     if "quit" in wanted:
@@ -340,6 +352,8 @@ def print_evaluation(root: str, wanted: list[str]) -> None:
             print("\nQUIT release sample, retrieval (all splits):")
             print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
         print("QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)")
+        if exists(join(root, "eval", "quit_finetune_report.parquet")):
+            print_finetuning(read_parquet(join(root, "eval", "quit_finetune_report.parquet")))
     if "recor" in wanted:
         print("RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics (web UI)")
     if "wikiprofile" in wanted:

@@ -6,27 +6,7 @@ A cross-encoder reads a question and a passage together and gives one relevance 
 
 from __future__ import annotations
 
-import functools
-import os
-import threading
-
-_LOCK = threading.Lock()
-
-
-# By folder: a trained model's folder is never rewritten (a new training gets a new one), so a
-# cached model is never stale.
-@functools.cache
-def _model(path: str):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import CrossEncoder
-
-    return CrossEncoder(path, device="cpu", local_files_only=True)
-
-
-def _load(path: str):
-    # Threads asking for one folder at once load it once.
-    with _LOCK:
-        return _model(path)
+from resources.encoders import folder_model
 
 
 def score(path: str, pairs: list[tuple[str, str]], batch_size: int = 16) -> list[float]:
@@ -34,5 +14,5 @@ def score(path: str, pairs: list[tuple[str, str]], batch_size: int = 16) -> list
     for a one-label model)."""
     if not pairs:
         return []
-    values = _load(path).predict(pairs, batch_size=batch_size, show_progress_bar=False)
+    values = folder_model("CrossEncoder", path).predict(pairs, batch_size=batch_size, show_progress_bar=False)
     return [float(v) for v in values]

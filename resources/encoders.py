@@ -6,6 +6,7 @@ vectors, so inner product is cosine similarity.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import os
 import threading
@@ -43,6 +44,24 @@ def _load(name: str, device: str | None):
             model = SentenceTransformer(path, device=device or "cpu")
         _CACHE[name] = model
         return model
+
+
+@functools.cache
+def _folder_model(model_class: str, path: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import sentence_transformers
+
+    # device None: the GPU where torch sees one (a trained model scores the published corpus there)
+    return getattr(sentence_transformers, model_class)(path, device=None, local_files_only=True)
+
+
+def folder_model(model_class: str, path: str):
+    """A sentence-transformers model of ``model_class`` (``CrossEncoder``,
+    ``MultiVectorEncoder``) from a local folder, loaded once per process: threads asking for
+    one folder at once load it once. Cached by folder, as a trained model's folder is never
+    rewritten (a new training gets a new one), so a cached model is never stale."""
+    with _LOCK:
+        return _folder_model(model_class, path)
 
 
 def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size: int = 64,

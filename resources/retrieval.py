@@ -1,5 +1,6 @@
-"""The retriever registry and the retrievers behind it (BM25 on Lucene, dense on FAISS),
-and the two ways to bring one's own system: a TREC run file and a Python entry point.
+"""The retriever registry and the retrievers behind it (BM25 on Lucene, dense on FAISS,
+late interaction in ``resources.multi_vector``), and the two ways to bring one's own system: a
+TREC run file and a Python entry point.
 
 Every retriever shares one verb: ``search(queries, qids, k) -> {qid: [Hit, ...]}``.
 
@@ -144,7 +145,10 @@ def _merged(specs: dict, path: str, section: str, trained: dict, directory: str)
     return specs
 
 
-RETRIEVER_KINDS = {"bm25", "dense", "oracle", *EXTERNAL_KINDS}
+# multi_vector: a ColBERT-style model scoring each passage by MaxSim over token vectors.
+MULTI_VECTOR = "multi_vector"
+ENCODER_KINDS = {"dense", MULTI_VECTOR}
+RETRIEVER_KINDS = {"bm25", "oracle", *ENCODER_KINDS, *EXTERNAL_KINDS}
 
 
 def load_retrievers(path: str = RETRIEVERS_PATH, trained: str | None = TRAINED_DIR) -> dict[str, RetrieverSpec]:
@@ -153,8 +157,11 @@ def load_retrievers(path: str = RETRIEVERS_PATH, trained: str | None = TRAINED_D
     if trained is not None:
         specs = _merged(specs, path, "retrievers", trained_specs("retrievers", RetrieverSpec, RETRIEVER_KINDS, trained), trained)
     for spec in specs.values():
-        if spec.kind == "dense" and not spec.encoder:
-            raise ValueError(f"{path}: dense retriever {spec.alias!r} needs an encoder")
+        if spec.kind in ENCODER_KINDS and not spec.encoder:
+            raise ValueError(f"{path}: {spec.kind} retriever {spec.alias!r} needs an encoder")
+        if spec.kind == MULTI_VECTOR and (spec.query_prefix is not None or spec.passage_prefix is not None):
+            raise ValueError(f"{path}: multi_vector retriever {spec.alias!r}: the model's own query and document "
+                             "markers apply; query_prefix and passage_prefix are for dense retrievers")
     return specs
 
 

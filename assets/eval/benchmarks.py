@@ -117,7 +117,8 @@ def quit_source(config: QuitSource, storage: StorageResource):
     # The slice reads the splits in the release's order, train first: a slice of train
     # questions and the next split's has both a model to fine-tune and questions to score it on.
     in_order = questions.sort(pl.col("split").replace_strict(SPLIT_ORDER, default=len(SPLIT_ORDER)), "question_id")
-    questions = first(in_order, "question_id", config.max_questions)
+    questions = questions.join(first(in_order, "question_id", config.max_questions).select("question_id"),
+                               on="question_id", how="semi")
     qrels = qrels.join(questions.select("question_id"), on="question_id", how="semi")
     origin = {**_source_metadata(config, "quit/benchmark_*", rejects), **_sliced(total, questions.height, "questions")}
     splits = counts_md(dict(questions.group_by("split").len().sort("split").iter_rows()), "split")

@@ -23,6 +23,7 @@ from assets.quit.settings import FinetuneSettings
 from resources.cross_encoder import score as score_pairs
 from resources.encoders import encode_texts
 from resources.finetuning import BASES_PATH, load_bases
+from resources.multi_vector import score as maxsim_scores
 from resources.retrieval import (
     RERANKERS_PATH,
     RETRIEVERS_PATH,
@@ -39,6 +40,7 @@ wiring = Wiring(PREFIX, GROUP)
 # changed training never reuses a folder an older one saved.
 DENSE_CODE_VERSION = "1"
 CROSS_ENCODER_CODE_VERSION = "1"
+MULTI_VECTOR_CODE_VERSION = "1"
 # What the registry entry says a model learned from: RECOR's evaluation leaves such aliases out.
 TRAINED_ON = "quit"
 
@@ -49,6 +51,10 @@ def dense_alias(base: str) -> str:
 
 def rerank_alias(base: str) -> str:
     return f"ft-ce-{base}"
+
+
+def colbert_alias(base: str) -> str:
+    return f"ft-colbert-{base}"
 
 
 def base_model(base: str) -> str:
@@ -75,6 +81,14 @@ def smoke_score(folder: str, question: str, passage: str) -> None:
         raise RuntimeError(f"{folder}: the trained model scores ({question!r}, {passage[:60]!r}) as {values}")
 
 
+def smoke_maxsim(folder: str, question: str, passage: str) -> None:
+    """Score one (question, passage) by MaxSim with the saved model, as the retriever will load
+    it: a model that does not load or scores no finite number is never registered."""
+    values = maxsim_scores(folder, [question], [passage])
+    if values.shape != (1, 1) or not np.isfinite(values).all():
+        raise RuntimeError(f"{folder}: the trained model scores ({question!r}, {passage[:60]!r}) by MaxSim as {values}")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainedModel:
     """What differs between the fine-tuned model assets: the model's ``kind`` (its registry
@@ -99,6 +113,8 @@ DENSE = TrainedModel("dense", DENSE_CODE_VERSION, training.train_bi_encoder, smo
                      "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH)
 CROSS_ENCODER = TrainedModel("cross_encoder", CROSS_ENCODER_CODE_VERSION, training.train_cross_encoder, smoke_score,
                              rerank_alias, "rerankers", "model", load_rerankers, RERANKERS_PATH)
+MULTI_VECTOR = TrainedModel("multi_vector", MULTI_VECTOR_CODE_VERSION, training.train_multi_vector, smoke_maxsim,
+                            colbert_alias, "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH)
 
 
 def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
@@ -175,4 +191,28 @@ def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.
     return trained_model(context, quit_finetune_data, storage, finetune_settings, CROSS_ENCODER)
 
 
-finetune_model_assets = [quit_dense_model, quit_rerank_model]
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
+          ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
+          code_version=MULTI_VECTOR_CODE_VERSION)
+def quit_colbert_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
+                       finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+    """A ColBERT-style late-interaction retriever fine-tuned from the partition's base model on
+    QUIT's train pairs (appendix A.2, Table 10): every token of a question and a passage gets
+    its own 128-dimensional vector, a question scores a passage by MaxSim (each question
+    token's best match among the passage's tokens, summed), and a contrastive loss over each
+    question's positive, its hard negative and the other passages of the batch trains it,
+    seeded so a rerun gives the same weights. Saved under
+    ``<storage root>/models/quit/multi_vector/<base>/<fingerprint>``, never over an earlier
+    model; a rerun with nothing changed reuses that folder. Registered as retriever
+    ``ft-colbert-<base>`` (kind ``multi_vector``) once the saved model scores a pair, so
+    ``eval/quit_index`` and ``eval/quit_runs`` for that partition index every passage's token
+    vectors and search them exhaustively. The paper fine-tunes ColBERT
+    (``colbert-ir/colbertv2.0``; best with 50 positives per question); those weights cannot be
+    fetched here, so the demo starts from the bundled MiniLM encoder with a fresh, seeded
+    projection and question/passage markers: a different model, trained the same way. A user
+    with a ColBERT checkpoint saved in a folder (any PyLate or Stanford ColBERT checkpoint
+    loads) can register it as a ``multi_vector`` retriever in ``resources/retrievers.yaml``."""
+    return trained_model(context, quit_finetune_data, storage, finetune_settings, MULTI_VECTOR)
+
+
+finetune_model_assets = [quit_dense_model, quit_rerank_model, quit_colbert_model]

@@ -1,6 +1,7 @@
 """Indexing and searching one corpus with one registered retriever, shared by every
 benchmark's evaluation: a Lucene index for BM25, a FAISS index of the retriever's passage
-embeddings for dense retrievers, both where the storage resource keeps indexes, by corpus name.
+embeddings for dense retrievers, every passage's token vectors for a multi-vector (ColBERT-style)
+retriever, all where the storage resource keeps indexes, by corpus name.
 
 A retriever the project does not run (kind ``run`` or ``entrypoint``) is "indexed" by
 keeping the corpus it is evaluated on beside the other indexes: its ids, which a run file's
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from resources import multi_vector
 from resources.lucene import Hit
 from resources.retrieval import (
     ENTRYPOINT,
     EXTERNAL_KINDS,
+    MULTI_VECTOR,
     RUN,
     RetrieverSpec,
     RunFiles,
@@ -30,6 +33,8 @@ def index_uri(storage: StorageResource, corpus: str, spec: RetrieverSpec) -> str
         return storage.index_path("lucene", f"{corpus}_{spec.alias}")
     if spec.kind in EXTERNAL_KINDS:
         return storage.index_path(spec.kind, corpus, f"{spec.alias}.parquet")
+    if spec.kind == MULTI_VECTOR:
+        return storage.index_path(MULTI_VECTOR, corpus, f"{spec.alias}.npz")
     return storage.index_path("faiss", corpus, f"{spec.alias}.faiss")
 
 
@@ -46,6 +51,9 @@ def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_in
     if spec.kind in EXTERNAL_KINDS:
         write_parquet(where, docs.select("id", "contents") if spec.kind == ENTRYPOINT else docs.select("id"))
         return docs.height, where
+    if spec.kind == MULTI_VECTOR:
+        multi_vector.TokenIndex.build(spec.encoder, docs["id"].to_list(), docs["contents"].to_list()).save(where)
+        return docs.height, where
     vectors = encode_corpus(spec, docs["contents"].to_list())
     faiss_index.save(faiss_index.build(vectors), where)
     write_parquet(ids_uri(storage, corpus, spec.alias), docs.select("id"))
@@ -55,7 +63,8 @@ def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_in
 def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str], k: int, lucene,
            faiss_index, storage: StorageResource) -> dict[str, list[Hit]]:
     """Top-k hits per query id from the index ``build`` made (an entry point: its function
-    called on the queries and the kept corpus). Run files are read by :func:`from_run_files`."""
+    called on the queries and the kept corpus; a multi-vector retriever: exhaustive MaxSim over
+    the saved token vectors). Run files are read by :func:`from_run_files`."""
     where = index_uri(storage, corpus, spec)
     if spec.kind == "bm25":
         return lucene.searcher(where, spec.k1, spec.b).batch_search(queries, qids, k)
@@ -64,6 +73,8 @@ def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str]
         return entrypoint_search(spec, dict(zip(qids, queries)), dict(docs.select("id", "contents").iter_rows()), k)
     if spec.kind == RUN:
         raise ValueError(f"retriever {spec.alias!r} ranks from run files: read them with from_run_files")
+    if spec.kind == MULTI_VECTOR:
+        return multi_vector.search(spec.encoder, multi_vector.TokenIndex.load(where), queries, qids, k)
     doc_ids = read_parquet(ids_uri(storage, corpus, spec.alias))["id"].to_list()
     return dense_search(spec, faiss_index, faiss_index.load(where), doc_ids, queries, qids, k)
 

@@ -4,10 +4,11 @@ of Dagster.
 The bi-encoder is DPR-style training as the published ``finetune.sh`` runs it with Tevatron:
 one encoder shared by questions and passages, a contrastive loss over each question's
 positive, its hard negative and every other passage of the batch (sentence-transformers'
-MultipleNegativesRankingLoss). The cross-encoder reranker is pointwise, as monoT5 is trained:
-a relevance logit per (question, passage), binary cross-entropy against positive 1 and
-negative 0. Both start from a local folder, so the hub is never asked, and share one training
-loop, log and save.
+MultipleNegativesRankingLoss). The multi-vector retriever is ColBERT's: the same contrastive
+loss over late-interaction (MaxSim) scores of per-token vectors. The cross-encoder reranker is
+pointwise, as monoT5 is trained: a relevance logit per (question, passage), binary
+cross-entropy against positive 1 and negative 0. All start from a local folder, so the hub is
+never asked, and share one training loop, log and save.
 
 Two runs with the same data, settings and seed give identical weights on the same machine:
 the seed is set before the model is built and handed to the trainer (which seeds the
@@ -17,11 +18,13 @@ code trains unchanged, though GPU kernels do not promise bit-identical reruns.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
 import shutil
+import string
 import tempfile
 from collections.abc import Callable
 from typing import NamedTuple
@@ -38,6 +41,10 @@ TRAINING_KNOBS = ("epochs", "max_steps", "batch_size", "learning_rate", "passage
 LOG_FILE = "training_log.json"
 LOG_KEYS = ("loss", "learning_rate", "grad_norm", "epoch")
 DEVICES = ("auto", "cpu")
+# ColBERT's question and passage markers (PyLate's spelling), added to the tokenizer as tokens
+# and put before every text, so one encoder tells the two apart; and its vector size.
+MARKERS = {"query": "[Q] ", "document": "[D] "}
+COLBERT_DIM = 128
 
 
 def resolve_device(device: str) -> str:
@@ -149,9 +156,14 @@ def _bi_encoder(base_dir: str, triples: pl.DataFrame, settings, device: str) -> 
 
     model = SentenceTransformer(base_dir, device=device, local_files_only=True)
     model.max_seq_length = settings.passage_max_length
-    # Text columns only, in the loss's order: the collator would tokenize an id column as text.
-    return _Recipe(model, {c: triples[c].to_list() for c in TRIPLES}, MultipleNegativesRankingLoss(model),
+    return _Recipe(model, text_columns(triples), MultipleNegativesRankingLoss(model),
                    SentenceTransformerTrainer, SentenceTransformerTrainingArguments, BatchSamplers.NO_DUPLICATES)
+
+
+def text_columns(triples: pl.DataFrame) -> dict[str, list]:
+    """The triples' text columns only, in the loss's order: the collator would tokenize an id
+    column as text."""
+    return {c: triples[c].to_list() for c in TRIPLES}
 
 
 def train_bi_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:
@@ -168,6 +180,65 @@ def train_bi_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: st
     Queries and passages share one length limit, ``passage_max_length``: a sentence-transformers
     model has one, and QUIT's questions are far shorter than the paper's 64 query tokens."""
     return _train(base_dir, triples, settings, out_dir, _bi_encoder)
+
+
+def multi_vector_encoder(base_dir: str, max_length: int, device: str):
+    """A ColBERT-style model on the encoder in ``base_dir`` (a Hugging Face or
+    sentence-transformers folder), built as ColBERT is: the encoder's token states, each
+    projected to ``COLBERT_DIM`` by a linear layer without bias and L2-normalised, ``MARKERS``
+    put before questions and passages, and punctuation left out of a passage's vectors. The
+    markers' token embeddings and the projection are new, drawn at random from torch's
+    generator: seed it first for the same model. Texts are cut at ``max_length`` tokens."""
+    from sentence_transformers import MultiVectorEncoder
+    from sentence_transformers.base.modules import Dense, Normalize, Transformer
+    from sentence_transformers.multi_vector_encoder.modules import MultiVectorMask
+    from torch import nn
+
+    local = {"local_files_only": True}
+    encoder = Transformer(base_dir, max_seq_length=max_length, model_kwargs=local, processor_kwargs=local,
+                          config_kwargs=local)
+    encoder.tokenizer.add_tokens(list(MARKERS.values()))
+    encoder.auto_model.resize_token_embeddings(len(encoder.tokenizer))
+    projection = Dense(encoder.get_embedding_dimension(), COLBERT_DIM, bias=False, activation_function=nn.Identity(),
+                       module_input_name="token_embeddings")
+    return MultiVectorEncoder(modules=[encoder, projection, MultiVectorMask(skiplist_words=list(string.punctuation)),
+                                       Normalize(module_input_name="token_embeddings")], device=device, prompts=MARKERS)
+
+
+def _multi_vector(base_dir: str, triples: pl.DataFrame, settings, device: str) -> _Recipe:
+    from sentence_transformers import (
+        MultiVectorEncoderTrainer,
+        MultiVectorEncoderTrainingArguments,
+    )
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.multi_vector_encoder.losses import (
+        MultiVectorMultipleNegativesRankingLoss,
+    )
+
+    model = multi_vector_encoder(base_dir, settings.passage_max_length, device)
+    # The trainer puts its own prompts, by column, before the texts: the model's markers.
+    markers = {c: MARKERS["query" if c == TRIPLES[0] else "document"] for c in TRIPLES}
+    return _Recipe(model, text_columns(triples), MultiVectorMultipleNegativesRankingLoss(model),
+                   MultiVectorEncoderTrainer, functools.partial(MultiVectorEncoderTrainingArguments, prompts=markers),
+                   BatchSamplers.NO_DUPLICATES)
+
+
+def train_multi_vector(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:
+    """Fine-tune a ColBERT-style late-interaction retriever (``multi_vector_encoder``) from the
+    encoder in ``base_dir`` on ``(question, positive, negative)`` triples, as ColBERT is
+    trained: MaxSim scores of each question against its positive, its hard negative and every
+    other passage of the batch, and a cross-entropy loss over them (sentence-transformers'
+    MultiVectorMultipleNegativesRankingLoss, temperature 1 as PyLate's). Batches, seeding,
+    saving and the log are ``train_bi_encoder``'s: a batch holds each question once, two runs
+    on the same machine give identical weights, the model and its loss log are saved to
+    ``out_dir`` (which must not exist yet); returns the log.
+
+    A BERT-style encoder such as the bundled MiniLM has no projection or markers: they start
+    at random (from the seed) and are trained with the encoder. Questions and passages share
+    one length limit, ``passage_max_length``, as for the bi-encoder. ColBERT's query
+    augmentation (every question padded with [MASK] tokens to 32, which take part in MaxSim
+    too) is left out: a question's vectors are its own tokens'."""
+    return _train(base_dir, triples, settings, out_dir, _multi_vector)
 
 
 def labeled_pairs(triples: pl.DataFrame) -> dict[str, list]:

@@ -14,6 +14,7 @@ from assets.eval.benchmarks import benchmark_assets
 from assets.eval.conversational import STRATEGIES
 from assets.eval.finetune import finetune_model_assets
 from assets.eval.finetune_data import finetune_data_assets
+from assets.eval.finetune_report import finetune_report_assets
 from assets.eval.quit import quit_eval_assets
 from assets.eval.readers import ANSWER_SCHEMA
 from assets.eval.recor import recor_eval_assets
@@ -514,7 +515,7 @@ def test_the_accounting_names_the_items_the_step_kept_as_failed():
 def test_every_evaluation_asset_has_checks_that_run_per_partition_with_unique_names():
     partitions = {k: a.partitions_def for a in (*benchmark_assets, *quit_eval_assets, *recor_eval_assets, *wikiprofile_profile_assets,
                                                 *wikiprofile_analysis_assets, *board.leaderboard_assets, *finetune_data_assets,
-                                                *finetune_model_assets) for k in a.keys}
+                                                *finetune_model_assets, *finetune_report_assets) for k in a.keys}
     specs = [spec for c in ec.eval_checks for spec in c.check_specs]
     assert set(partitions) - {spec.asset_key for spec in specs} == set()
     assert all(spec.partitions_def == partitions[spec.asset_key] for spec in specs)

@@ -5,8 +5,9 @@ background (``tests.background``); ``test_release_evaluation`` reads what it mad
 Usage: python -m tests.pipelines.release_run
 
 Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache),
-BENCHFOUNDRY_STAGE_HOME (the instance) and BENCHFOUNDRY_RETRIEVERS (the retriever registry,
-read when ``resources.retrieval`` is imported: hence a process of its own)."""
+BENCHFOUNDRY_STAGE_HOME (the instance), BENCHFOUNDRY_RETRIEVERS (the retriever registry) and
+BENCHFOUNDRY_TRAINED (the trained models' registry), read when ``resources.retrieval`` is
+imported: hence a process of its own."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class ReleaseRun:
     home = property(lambda self: self.base / "dagster_home")
     storage = property(lambda self: self.base / "storage")
     retrievers = property(lambda self: self.base / "retrievers.yaml")
+    trained = property(lambda self: self.base / "trained")
 
     def instance(self):
         import dagster as dg
@@ -53,6 +55,9 @@ def start_release_run(base: Path) -> Build:
     (run.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {"BENCHFOUNDRY_STORAGE": str(run.storage), "BENCHFOUNDRY_CACHE": str(base / "cache"),
            "BENCHFOUNDRY_STAGE_HOME": str(run.home), "BENCHFOUNDRY_RETRIEVERS": str(run.retrievers),
+           # its own registry of trained models: the test process's (tests/conftest.py) would
+           # show the tests the aliases this run's fine-tuning registers
+           "BENCHFOUNDRY_TRAINED": str(run.trained),
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return Build("release_run", [sys.executable, "-m", "tests.pipelines.release_run"], environment(**env),
                  Path(__file__).resolve().parents[2], base / "build.log", timeout=1200).start()

@@ -37,8 +37,11 @@ class Run:
 
 def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int) -> subprocess.CompletedProcess:
     """``python -m pipelines.run_default ARGS`` with its own instance, storage and LLM cache."""
-    env = {**os.environ, "DAGSTER_HOME": str(home), "BENCHFOUNDRY_STORAGE": str(storage),
-           "BENCHFOUNDRY_CACHE": str(cache), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    # The trained models' registry is the run's own, under its storage root, as for make run
+    # (not the test process's, tests/conftest.py).
+    env = {**{k: v for k, v in os.environ.items() if k != "BENCHFOUNDRY_TRAINED"}, "DAGSTER_HOME": str(home),
+           "BENCHFOUNDRY_STORAGE": str(storage), "BENCHFOUNDRY_CACHE": str(cache), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "-m", "pipelines.run_default", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -11,7 +11,7 @@ from pipelines import run_default
 from tests.pipelines.release_run import DOMAIN, PLAN, SUBJECT, ReleaseRun
 
 SLICES = run_default.RELEASE_SLICES["quick"]
-FINE_TUNED, FINE_TUNED_RERANKER = "ft-dpr-minilm", "ft-ce-minilm"
+FINE_TUNED, FINE_TUNED_COLBERT, FINE_TUNED_RERANKER = "ft-dpr-minilm", "ft-colbert-minilm", "ft-ce-minilm"
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
     assert questions.height == SLICES["quit"]["max_questions"]
     metrics = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "all")
-    assert sorted(metrics["retriever"]) == ["bm25", FINE_TUNED, "tfidf"] and (metrics["questions"] == questions.height).all()
+    assert sorted(metrics["retriever"]) == ["bm25", FINE_TUNED_COLBERT, FINE_TUNED, "tfidf"] and (metrics["questions"] == questions.height).all()
     assert pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").height > 0
 
     turns = pl.read_parquet(storage / "eval" / "recor_turns" / f"{DOMAIN}.parquet")
@@ -71,7 +71,7 @@ def test_every_check_of_the_release_run_ran_and_passed_or_only_warned(release_ru
 
 
 def test_the_models_fine_tuned_on_the_train_questions_are_compared_on_the_held_out_ones(release_run):
-    """make run --from-release trains a retriever and a reranker on the slice's two train
+    """make run --from-release trains two retrievers and a reranker on the slice's two train
     questions; the report scores every system on the one dev question alone."""
     storage = release_run.storage
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
@@ -81,11 +81,11 @@ def test_the_models_fine_tuned_on_the_train_questions_are_compared_on_the_held_o
     report = pl.read_parquet(storage / "eval" / "quit_finetune_report.parquet")
     assert set(report["split"]) == {"dev"} and (report["questions"] == 1).all()
     tuned = report.filter(pl.col("fine_tuned"))
-    assert FINE_TUNED in tuned.filter(pl.col("table") == "retrieval")["system"].to_list()
+    assert set(tuned.filter(pl.col("table") == "retrieval")["system"]) == {FINE_TUNED, FINE_TUNED_COLBERT}
     assert f"oracle+{FINE_TUNED_RERANKER}" in tuned.filter(pl.col("table") == "reranking")["system"].to_list()
     assert tuned.filter(pl.col("table") == "reader").height > 0
     vanilla = report.filter(~pl.col("fine_tuned") & (pl.col("table") == "retrieval"))
     assert sorted(vanilla["system"].unique()) == ["bm25", "tfidf"]
     metadata = release_run.instance().get_latest_materialization_event(
         dg.AssetKey(["eval", "quit_finetune_report"])).asset_materialization.metadata
-    assert f"fine-tuned: {FINE_TUNED}" in metadata["table_11_retrievers"].value
+    assert f"fine-tuned: {FINE_TUNED_COLBERT}" in metadata["table_10_11_retrievers"].value

@@ -18,7 +18,7 @@ DOCS = ["The Eiffel Tower stands in Paris.", "Mount Everest is the highest mount
 def test_registry_errors_name_the_retriever(tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("retrievers:\n  x: {kind: sparse}\n")
-    with pytest.raises(ValueError, match="'x' needs kind bm25 or dense or entrypoint or oracle or run"):
+    with pytest.raises(ValueError, match="'x' needs kind bm25 or dense or entrypoint or multi_vector or oracle or run"):
         load_retrievers(str(p))
     p.write_text("retrievers:\n  y: {kind: dense}\n")
     with pytest.raises(ValueError, match="'y' needs an encoder"):
@@ -37,6 +37,9 @@ def test_registry_errors_name_the_retriever(tmp_path):
     ("retrievers", "e: {kind: entrypoint}", r"entrypoint retriever 'e' needs a function \(package.module:function\)"),
     ("retrievers", "e: {kind: entrypoint, function: examples.retrievers}", "function 'examples.retrievers' is not package.module:function"),
     ("retrievers", "e: {kind: entrypoint, function: 'm:f', encoder: x, file: y}", r"retriever 'e' has unknown keys \['file'\]"),
+    ("retrievers", "c: {kind: multi_vector}", "multi_vector retriever 'c' needs an encoder"),
+    ("retrievers", "c: {kind: multi_vector, encoder: /m/colbert, query_prefix: 'q: '}",
+     "multi_vector retriever 'c': the model's own query and document markers apply"),
     ("rerankers", "r: {kind: run, top_k: 5}", "run reranker 'r' needs a path"),
     ("rerankers", "e: {kind: entrypoint}", "entrypoint reranker 'e' needs a function"),
     ("rerankers", "e: {kind: entrypoint, function: 'm:f', top_k: 0}", "reranker 'e': top_k must be positive"),

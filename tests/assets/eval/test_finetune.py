@@ -1,6 +1,7 @@
-"""QUIT's fine-tuned bi-encoder and cross-encoder reranker: training moves a toy answer up
-the ranking, the same seed trains the same weights, and the assets save, register and check
-the models so the evaluation's partitions pick them up (and RECOR's do not)."""
+"""QUIT's fine-tuned bi-encoder, cross-encoder reranker and multi-vector (ColBERT-style)
+retriever: training moves a toy answer up the ranking, the same seed trains the same weights,
+and the assets save, register and check the models so the evaluation's partitions pick them up
+(and RECOR's do not)."""
 
 import json
 import os
@@ -12,14 +13,17 @@ import pytest
 
 from assets.eval import training
 from assets.eval.finetune import (
+    colbert_alias,
     dense_alias,
+    quit_colbert_model,
     quit_dense_model,
     quit_rerank_model,
     rerank_alias,
 )
 from assets.eval.runs import RUN_SCHEMA
 from assets.quit.settings import FinetuneSettings
-from checks.eval import dense_model_checks, rerank_model_checks
+from checks.eval import colbert_model_checks, dense_model_checks, rerank_model_checks
+from resources import multi_vector
 from resources.cross_encoder import score as score_pairs
 from resources.encoders import encode_texts
 from resources.finetuning import load_bases
@@ -82,8 +86,13 @@ TOY = [
 ]
 
 
+def toy_frame() -> pl.DataFrame:
+    """The toy set: each question answered by ``ANSWER``, the passage it resembles its negative."""
+    return pairs([(f"q{i}", q, 0, "answer", ANSWER, f"n{i}", neg, f"o{i}") for i, (q, neg) in enumerate(TOY)])
+
+
 def test_training_ranks_the_passage_that_always_answers_higher(tmp_path):
-    frame = pairs([(f"q{i}", q, 0, "answer", ANSWER, f"n{i}", neg, f"o{i}") for i, (q, neg) in enumerate(TOY)])
+    frame = toy_frame()
     queries = {f"q{i}": q for i, (q, _) in enumerate(TOY)}
     passages = {"answer": ANSWER, **{f"n{i}": neg for i, (_, neg) in enumerate(TOY)}}
     before = ranking(MINILM, queries, passages).filter(pl.col("passage_id") == "answer").sort("question_id")
@@ -115,6 +124,8 @@ def qa_pairs() -> pl.DataFrame:
     return pairs([(q, QUESTIONS[q], pair, pos, PASSAGES[pos], neg, PASSAGES[neg], f"q{neg[1]}") for q, pair, pos, neg in PLAN])
 
 
+# it evaluates with ranx: its metrics are compiled once, in the background (tests.background)
+@pytest.mark.usefixtures("compiled_metrics")
 def test_the_same_seed_trains_the_same_weights_and_metrics(tmp_path):
     import torch
     from safetensors.torch import load_file
@@ -201,7 +212,8 @@ class ModelAsset:
     def __init__(self, tmp_path, asset, checks):
         from assets.partitions import sync_partitions
 
-        storage = StorageResource(root=str(tmp_path / "storage"))
+        self.root = tmp_path / "storage"
+        storage = StorageResource(root=str(self.root))
         write_parquet(table_uri(storage.root, ["eval", "quit_finetune_data"]), qa_pairs())
         self.instance = dg.DagsterInstance.ephemeral()
         sync_partitions(self.instance)
@@ -216,6 +228,18 @@ class ModelAsset:
                                 resources=self.resources)
         return result, result.asset_materializations_for_node(self.node)[0].metadata
 
+    def first_run(self, kind: str, alias: str) -> tuple[str, dict]:
+        """Materialize the asset the first time: a new 3-step training saved under
+        ``models/quit/<kind>/minilm``, registered as ``alias``, passing both checks; returns
+        its folder and the metadata."""
+        result, meta = self.run()
+        folder = meta["model_path"].value
+        assert (meta["alias"].value, meta["reused"].value, meta["steps"].value) == (alias, False, 3)
+        assert folder.startswith(str(self.root / "models" / "quit" / kind / "minilm"))
+        assert meta["loss_curve"].value.startswith("![plot](data:image/png;base64,")
+        assert check_results(result) == {"registered": True, "loss_log": True}
+        return folder, meta
+
     def recheck(self) -> dg.ExecuteInProcessResult:
         job = dg.define_asset_job("recheck", selection=dg.AssetSelection.checks(*self.checks))
         defs = dg.Definitions(assets=self.assets, asset_checks=self.checks, jobs=[job], resources=self.resources)
@@ -227,17 +251,23 @@ def break_log(folder: str) -> None:
         json.dump([{"step": 1, "loss": float("nan")}], f)
 
 
+def assert_broken_model_fails_its_checks(model: ModelAsset, folder: str, section: str, alias: str, entry: dict,
+                                         registry: str) -> None:
+    """Registered as ``entry`` (pointing elsewhere) with a loss that is not finite, the stored
+    model fails both checks when they run alone, and nothing is materialized."""
+    register_trained(section, alias, entry, registry)
+    break_log(folder)
+    result = model.recheck()
+    assert check_results(result) == {"registered": False, "loss_log": False}
+    assert result.get_asset_materialization_events() == []
+
+
 def test_the_model_asset_registers_a_retriever_the_evaluation_partitions_pick_up(tmp_path, trained_registry):
     from assets.partitions import sync_partitions
 
-    model = ModelAsset(tmp_path, quit_dense_model, dense_model_checks)
-    result, meta = model.run()
-    folder, alias = meta["model_path"].value, dense_alias("minilm")
-    assert meta["alias"].value == alias and meta["reused"].value is False and meta["steps"].value == 3
+    model, alias = ModelAsset(tmp_path, quit_dense_model, dense_model_checks), dense_alias("minilm")
+    folder, meta = model.first_run("dense", alias)
     assert (meta["questions"].value, meta["pairs"].value, meta["seed"].value) == (3, 6, 7)
-    assert folder.startswith(str(tmp_path / "storage" / "models" / "quit" / "dense" / "minilm"))
-    assert meta["loss_curve"].value.startswith("![plot](data:image/png;base64,")
-    assert check_results(result) == {"registered": True, "loss_log": True}
     spec = load_retrievers()[alias]
     assert (spec.kind, spec.encoder, spec.trained_on) == ("dense", folder, "quit")
 
@@ -252,11 +282,8 @@ def test_the_model_asset_registers_a_retriever_the_evaluation_partitions_pick_up
     assert again["reused"].value is True and again["model_path"].value == folder
 
     # a registration pointing elsewhere, or a loss that is not finite, fails its check
-    register_trained("retrievers", alias, {"kind": "dense", "encoder": str(tmp_path), "trained_on": "quit"}, trained_registry)
-    break_log(folder)
-    result = model.recheck()
-    assert check_results(result) == {"registered": False, "loss_log": False}
-    assert result.get_asset_materialization_events() == []
+    assert_broken_model_fails_its_checks(model, folder, "retrievers", alias,
+                                         {"kind": "dense", "encoder": str(tmp_path), "trained_on": "quit"}, trained_registry)
 
 
 # --- The fine-tuned cross-encoder reranker ------------------------------------------------------
@@ -274,12 +301,25 @@ def cross_scores(folder: str, pairs: list[tuple[str, str]]) -> np.ndarray:
     return np.asarray(score_pairs(folder, pairs))
 
 
+def train_on_toy(tmp_path_factory, train) -> tuple[str, list[dict]]:
+    """The model ``train`` fine-tunes from MiniLM on the toy set for 6 steps, and its log."""
+    folder = str(tmp_path_factory.mktemp(train.__name__) / "model")
+    return folder, train(MINILM, toy_frame(), settings(max_steps=6, learning_rate=2e-4), folder)
+
+
+def assert_toy_training_logged(folder: str, log: list[dict], train) -> None:
+    """Six finite, falling losses, read back as saved; the folder is never trained over."""
+    assert [r["step"] for r in log] == list(range(1, 7)) and not training.log_problems(log)
+    assert log[-1]["loss"] < log[0]["loss"]
+    assert training.read_log(folder) == log
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        train(MINILM, qa_pairs(), settings(max_steps=1), folder)
+
+
 @pytest.fixture(scope="module")
 def toy_reranker(tmp_path_factory) -> tuple[str, list[dict]]:
     """A cross-encoder trained on the toy set, and its log (trained once for the tests that read it)."""
-    frame = pairs([(f"q{i}", q, 0, "answer", ANSWER, f"n{i}", neg, f"o{i}") for i, (q, neg) in enumerate(TOY)])
-    folder = str(tmp_path_factory.mktemp("reranker") / "model")
-    return folder, training.train_cross_encoder(MINILM, frame, settings(max_steps=6, learning_rate=2e-4), folder)
+    return train_on_toy(tmp_path_factory, training.train_cross_encoder)
 
 
 def test_a_trained_cross_encoder_scores_the_passage_that_always_answers_above_the_negatives(toy_reranker):
@@ -288,21 +328,7 @@ def test_a_trained_cross_encoder_scores_the_passage_that_always_answers_above_th
     before, after = (cross_scores(f, toy).reshape(-1, 2) for f in (MINILM, folder))
     margin_before, margin_after = before[:, 0] - before[:, 1], after[:, 0] - after[:, 1]
     assert (margin_after > margin_before).all() and (margin_after > 0.05).all()
-    assert [r["step"] for r in log] == list(range(1, 7)) and not training.log_problems(log)
-    assert log[-1]["loss"] < log[0]["loss"]
-    assert training.read_log(folder) == log
-    with pytest.raises(FileExistsError, match="never overwritten"):
-        training.train_cross_encoder(MINILM, qa_pairs(), settings(max_steps=1), folder)
-
-
-def test_the_same_seed_trains_a_cross_encoder_that_scores_the_same(tmp_path):
-    pairs_ = [(QUESTIONS[q], PASSAGES[p]) for q in QUESTIONS for p in PASSAGES]
-    runs = {name: training.train_cross_encoder(MINILM, qa_pairs(), settings(max_steps=2, learning_rate=1e-4, seed=seed),
-                                               str(tmp_path / name))
-            for name, seed in (("first", 7), ("second", 7), ("other", 8))}
-    first, second, other = (cross_scores(str(tmp_path / name), pairs_) for name in runs)
-    assert runs["first"] == runs["second"] and np.array_equal(first, second)
-    assert not np.array_equal(first, other)
+    assert_toy_training_logged(folder, log, training.train_cross_encoder)
 
 
 def test_the_cross_encoder_kind_reorders_a_head_by_the_model_scores(toy_reranker, tmp_path):
@@ -343,13 +369,9 @@ def test_trained_rerankers_merge_into_the_registry_and_may_not_shadow_it(tmp_pat
 def test_the_rerank_model_asset_registers_a_reranker_the_evaluation_partitions_pick_up(tmp_path, trained_registry):
     from assets.partitions import sync_partitions
 
-    model = ModelAsset(tmp_path, quit_rerank_model, rerank_model_checks)
-    result, meta = model.run()
-    folder, alias = meta["model_path"].value, rerank_alias("minilm")
-    assert (alias, meta["alias"].value, meta["reused"].value, meta["steps"].value) == ("ft-ce-minilm", alias, False, 3)
-    assert folder.startswith(str(tmp_path / "storage" / "models" / "quit" / "cross_encoder" / "minilm"))
-    assert meta["loss_curve"].value.startswith("![plot](data:image/png;base64,")
-    assert check_results(result) == {"registered": True, "loss_log": True}
+    model, alias = ModelAsset(tmp_path, quit_rerank_model, rerank_model_checks), rerank_alias("minilm")
+    assert alias == "ft-ce-minilm"
+    folder, _ = model.first_run("cross_encoder", alias)
     assert load_rerankers()[alias] == RerankerSpec(alias, "cross_encoder", model=folder, trained_on="quit")
     assert alias not in load_retrievers()
 
@@ -361,9 +383,105 @@ def test_the_rerank_model_asset_registers_a_reranker_the_evaluation_partitions_p
     assert again["reused"].value is True and again["model_path"].value == folder
 
     # a registration pointing elsewhere, or a loss that is not finite, fails its check
-    register_trained("rerankers", alias, {"kind": "cross_encoder", "model": str(tmp_path), "trained_on": "quit"},
-                     trained_registry)
-    break_log(folder)
-    result = model.recheck()
-    assert check_results(result) == {"registered": False, "loss_log": False}
-    assert result.get_asset_materialization_events() == []
+    assert_broken_model_fails_its_checks(model, folder, "rerankers", alias,
+                                         {"kind": "cross_encoder", "model": str(tmp_path), "trained_on": "quit"},
+                                         trained_registry)
+
+
+# --- The fine-tuned multi-vector (ColBERT-style) retriever ----------------------------------------
+
+
+def maxsim_scores(folder: str, questions: list[str], passages: list[str]) -> np.ndarray:
+    """MaxSim of every question against every passage under the multi-vector model in
+    ``folder``; MiniLM's folder gets the projection and markers the training adds, drawn from
+    the seed the training draws them from."""
+    from transformers import set_seed
+
+    if folder == MINILM:
+        set_seed(settings().seed)
+        model = training.multi_vector_encoder(MINILM, settings().passage_max_length, "cpu")
+        return multi_vector.maxsim(model.encode_query(questions, convert_to_numpy=True),
+                                   model.encode_document(passages, convert_to_numpy=True))
+    return multi_vector.score(folder, questions, passages)
+
+
+@pytest.fixture(scope="module")
+def toy_colbert(tmp_path_factory) -> tuple[str, list[dict]]:
+    """A multi-vector model trained on the toy set, and its log (trained once for the tests that read it)."""
+    return train_on_toy(tmp_path_factory, training.train_multi_vector)
+
+
+def test_a_trained_multi_vector_model_scores_the_passage_that_always_answers_above_the_negatives(toy_colbert):
+    folder, log = toy_colbert
+    questions, passages = [q for q, _ in TOY], [ANSWER, *(negative for _, negative in TOY)]
+    before, after = (maxsim_scores(f, questions, passages) for f in (MINILM, folder))
+    # each question's answer (column 0) against its own hard negative (column i + 1)
+    own = np.arange(len(TOY))
+    margin_before, margin_after = before[:, 0] - before[own, own + 1], after[:, 0] - after[own, own + 1]
+    assert (margin_before < 0).all() and (margin_after > margin_before).all() and margin_after.mean() > 0
+    # the answer's rank among all seven passages rises
+    rank_before, rank_after = ((s > s[:, :1]).sum(axis=1) + 1 for s in (before, after))
+    assert rank_after.mean() < rank_before.mean()
+    assert_toy_training_logged(folder, log, training.train_multi_vector)
+
+
+# The scored models' weights are compared through their scores: every question against every passage.
+@pytest.mark.parametrize("train, scores", [
+    (training.train_cross_encoder, lambda f: cross_scores(f, [(q, p) for q in QUESTIONS.values() for p in PASSAGES.values()])),
+    (training.train_multi_vector, lambda f: maxsim_scores(f, list(QUESTIONS.values()), list(PASSAGES.values()))),
+], ids=["cross_encoder", "multi_vector"])
+def test_the_same_seed_trains_a_model_that_scores_the_same(tmp_path, train, scores):
+    runs = {name: train(MINILM, qa_pairs(), settings(max_steps=2, learning_rate=1e-4, seed=seed), str(tmp_path / name))
+            for name, seed in (("first", 7), ("second", 7), ("other", 8))}
+    first, second, other = (scores(str(tmp_path / name)) for name in runs)
+    assert runs["first"] == runs["second"] and np.array_equal(first, second)
+    assert not np.array_equal(first, other)
+
+
+def test_the_multi_vector_kind_searches_the_saved_token_vectors_by_maxsim(toy_colbert, tmp_path, monkeypatch):
+    from assets.eval import retrieve
+
+    folder, _ = toy_colbert
+    static = tmp_path / "retrievers.yaml"
+    static.write_text(f"retrievers:\n  colbert: {{kind: multi_vector, encoder: {folder}}}\n")
+    spec = load_retrievers(str(static), trained=None)["colbert"]
+    # two passages of one text score the same: the later id ranks first, as trec_eval orders ties
+    texts = {"answer": ANSWER, "twin-a": TOY[0][1], "twin-b": TOY[0][1], **{f"n{i}": neg for i, (_, neg) in enumerate(TOY[1:])}}
+    docs = pl.DataFrame({"id": list(texts), "contents": list(texts.values())})
+    storage = StorageResource(root=str(tmp_path / "storage"))
+    n, where = retrieve.build(spec, "toy", docs, None, None, storage)
+    assert n == len(texts) and where.endswith("multi_vector/toy/colbert.npz") and os.path.isfile(where)
+    questions = {f"q{i}": q for i, (q, _) in enumerate(TOY)}
+    expected = maxsim_scores(folder, list(questions.values()), list(texts.values()))
+
+    # the passages are not encoded again: the search reads their vectors from the saved file
+    encode = multi_vector.encode
+    monkeypatch.setattr(multi_vector, "encode", lambda path, items, kind: encode(path, items, kind) if kind == "query"
+                        else pytest.fail("the search encoded the passages again"))
+    hits = retrieve.search(spec, "toy", list(questions.values()), list(questions), 4, None, None, storage)
+    for qid, row in zip(questions, expected):
+        best = sorted(zip(texts, row.tolist()), key=lambda item: (item[1], item[0]), reverse=True)[:4]
+        assert [(h.docid, h.rank) for h in hits[qid]] == [(doc, rank) for rank, (doc, _) in enumerate(best, start=1)]
+        assert np.allclose([h.score for h in hits[qid]], [value for _, value in best], atol=1e-5)
+    twins = [h.docid for h in hits["q0"] if h.docid.startswith("twin")]
+    assert twins == ["twin-b", "twin-a"]
+    os.remove(where)
+    with pytest.raises(FileNotFoundError, match="no multi-vector index at"):
+        retrieve.search(spec, "toy", ["Which ocean is the largest?"], ["q0"], 4, None, None, storage)
+
+
+def test_the_colbert_model_asset_registers_a_multi_vector_retriever(tmp_path, trained_registry):
+    from assets.partitions import sync_partitions
+
+    model, alias = ModelAsset(tmp_path, quit_colbert_model, colbert_model_checks), colbert_alias("minilm")
+    assert alias == "ft-colbert-minilm"
+    folder, _ = model.first_run("multi_vector", alias)
+    assert load_retrievers()[alias] == RetrieverSpec(alias, "multi_vector", encoder=folder, trained_on="quit")
+
+    # the evaluation's retriever partitions take the alias; RECOR's leave a QUIT-trained one out
+    assert sync_partitions(model.instance).new == {"retrievers": [alias]}
+    assert alias not in model.instance.get_dynamic_partitions("recor_retrievers")
+
+    assert_broken_model_fails_its_checks(model, folder, "retrievers", alias,
+                                         {"kind": "multi_vector", "encoder": str(tmp_path), "trained_on": "quit"},
+                                         trained_registry)
