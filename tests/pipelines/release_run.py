@@ -31,6 +31,10 @@ SUBJECT = "smollm2"
 # make run --from-release's stages (run_default.run_plan): QUIT's models fine-tuned on the
 # slice's train questions first
 PLAN = {"from_release": True, "finetune": True}
+# Training steps of each fine-tuned model: the demo profile's 20 teach the scripted run
+# nothing more than 4 do (what it checks is that each model trains, registers and is evaluated).
+TRAINING_STEPS = 4
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +62,10 @@ def start_release_run(base: Path) -> Build:
            # its own registry of trained models: the test process's (tests/conftest.py) would
            # show the tests the aliases this run's fine-tuning registers
            "BENCHFOUNDRY_TRAINED": str(run.trained),
+           # One thread each for torch (training, encoding) and numba (ranx): two processes
+           # with two OpenMP threads each on two cores spin against each other, and the tests
+           # in the foreground, the suite's serial path, slowed most.
+           **{name: "1" for name in THREADS},
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return Build("release_run", [sys.executable, "-m", "tests.pipelines.release_run"], environment(**env),
                  Path(__file__).resolve().parents[2], base / "build.log", timeout=1200).start()
@@ -86,7 +94,7 @@ def main() -> int:
     scripted.install()
     defs = build_defs(storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
                       llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm")),
-                      quit_settings=QuitSettings(profile="demo"), finetune_settings=FinetuneSettings(profile="demo"), recor_settings=RecorSettings(profile="demo"),
+                      quit_settings=QuitSettings(profile="demo"), finetune_settings=FinetuneSettings(profile="demo", max_steps=TRAINING_STEPS), recor_settings=RecorSettings(profile="demo"),
                       wikiprofile_settings=WikiProfileSettings(profile="demo"))
     instance = dg.DagsterInstance.from_config(os.environ["BENCHFOUNDRY_STAGE_HOME"])
     sync_partitions(instance, models=SCRIPTED_REGISTRY)
