@@ -16,7 +16,7 @@ from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
 from assets.eval import readers, reports
 from assets.eval.finetune_rules import TRAIN
-from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, definition_table
+from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, definition_table, oracle_aliases
 from resources.retrieval import load_rerankers, load_retrievers
 
 PREFIX = GROUP = "eval"
@@ -62,32 +62,28 @@ def _scored(qrels: pl.DataFrame, run: pl.DataFrame, ids: list[str], metrics: lis
     return eval_metrics.evaluate_run(qrels.filter(pl.col("question_id").is_in(ids)), run, metrics)
 
 
-def retrieval_rows(runs: pl.DataFrame, qrels: pl.DataFrame, splits: dict[str, list[str]], trained: set[str],
-                   oracles: set[str]) -> list[dict]:
-    """Tables 10-11 (ColBERT, DPR): every retriever but the Oracle (an upper bound), per held-out split."""
+def _parts(system: str, trained: set[str]) -> tuple[str, str | None, bool]:
+    """A run's retriever, its reranker (``<retriever>+<reranker>``, or none) and whether
+    either part is fine-tuned."""
+    retriever, _, reranker = system.partition("+")
+    return retriever, reranker or None, bool({retriever, reranker} & trained)
+
+
+def run_rows(table: str, runs: pl.DataFrame, qrels: pl.DataFrame, splits: dict[str, list[str]], trained: set[str],
+             metrics: list[str], left_out: set[str] = frozenset()) -> list[dict]:
+    """One table's rows: every run's ``metrics`` per held-out split, but the systems
+    ``left_out``. Tables 10-11 (ColBERT, DPR) are the retrievers but the Oracle (an upper
+    bound); Table 12 every retriever + reranker run, fine-tuned when either part is (the
+    paper's rows rerank one fixed retriever's passages; the Oracle retriever's row is that
+    comparison here)."""
     rows = []
-    for system in sorted(set(runs["system"].unique().to_list()) - oracles):
+    for system in sorted(set(runs["system"].unique().to_list()) - left_out):
         run = runs.filter(pl.col("system") == system)
+        retriever, reranker, fine_tuned = _parts(system, trained)
         for split, ids in splits.items():
-            scores = _scored(qrels, run, ids, RETRIEVAL_METRICS)
+            scores = _scored(qrels, run, ids, metrics)
             if scores is not None:
-                rows += _rows(RETRIEVAL, system, split, len(ids), scores, system in trained, system)
-    return rows
-
-
-def reranking_rows(reranked: pl.DataFrame, qrels: pl.DataFrame, splits: dict[str, list[str]], trained: set[str]) -> list[dict]:
-    """Table 12: every retriever + reranker run, per held-out split; fine-tuned when either
-    part is (the paper's rows rerank one fixed retriever's passages; the Oracle retriever's
-    row is that comparison here)."""
-    rows = []
-    for system in sorted(reranked["system"].unique().to_list()):
-        retriever, reranker = system.split("+", 1)
-        run = reranked.filter(pl.col("system") == system)
-        for split, ids in splits.items():
-            scores = _scored(qrels, run, ids, RERANKING_METRICS)
-            if scores is not None:
-                rows += _rows(RERANKING, system, split, len(ids), scores, bool({retriever, reranker} & trained),
-                              retriever, reranker)
+                rows += _rows(table, system, split, len(ids), scores, fine_tuned, retriever, reranker)
     return rows
 
 
@@ -106,10 +102,10 @@ def reader_rows(answers: pl.DataFrame, splits: dict[str, list[str]], trained: se
         best = (table.sort(["em", "k", "strategy"], descending=[True, False, False], nulls_last=True)
                 .group_by("system", "reader", maintain_order=True).first())
         for r in best.sort("system", "reader").iter_rows(named=True):
-            parts = r["system"].split("+", 1)
+            retriever, reranker, fine_tuned = _parts(r["system"], trained)
             setting = "every relevant passage" if r["k"] is None else f"top-{r['k']} {r['strategy']}"
             rows += _rows(READER, r["system"], split, len(ids), {m: r[m] for m in READER_METRICS},
-                          bool(set(parts) & trained), parts[0], parts[1] if len(parts) > 1 else None, r["reader"], setting)
+                          fine_tuned, retriever, reranker, r["reader"], setting)
     return rows
 
 
@@ -117,8 +113,8 @@ def report(runs: pl.DataFrame, reranked: pl.DataFrame, answers: pl.DataFrame, qr
            questions: pl.DataFrame, trained: set[str], oracles: set[str]) -> pl.DataFrame:
     """The three tables in one long frame (:data:`SCHEMA`), over the held-out splits only."""
     splits = held_out(questions)
-    rows = (retrieval_rows(runs, qrels, splits, trained, oracles) + reranking_rows(reranked, qrels, splits, trained)
-            + reader_rows(answers, splits, trained))
+    rows = (run_rows(RETRIEVAL, runs, qrels, splits, trained, RETRIEVAL_METRICS, oracles)
+            + run_rows(RERANKING, reranked, qrels, splits, trained, RERANKING_METRICS) + reader_rows(answers, splits, trained))
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
@@ -171,8 +167,8 @@ def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFr
     fine-tuning assets registered (``ft-dpr-<base>`` and ``ft-colbert-<base>``, Tables 11
     and 10; ``ft-ce-<base>``, Table 12's reranker), or a run that uses one."""
     trained = trained_aliases()
-    oracles = {a for a, s in load_retrievers().items() if s.kind == "oracle"}
-    frame = report(quit_runs, quit_reranked_runs, quit_reader_answers, benchmark_qrels, benchmark_questions, trained, oracles)
+    frame = report(quit_runs, quit_reranked_runs, quit_reader_answers, benchmark_qrels, benchmark_questions, trained,
+                   set(oracle_aliases()))
     evaluated = sorted(set(frame.filter(pl.col("fine_tuned"))["system"].to_list()))
     if not evaluated:
         context.log.warning("no fine-tuned system was evaluated on a held-out question: materialize eval/quit_dense_model, "
