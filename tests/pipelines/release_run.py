@@ -34,7 +34,6 @@ PLAN = {"from_release": True, "finetune": True}
 # Training steps of each fine-tuned model: the demo profile's 20 teach the scripted run
 # nothing more than 4 do (what it checks is that each model trains, registers and is evaluated).
 TRAINING_STEPS = 4
-THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,10 +61,6 @@ def start_release_run(base: Path) -> Build:
            # its own registry of trained models: the test process's (tests/conftest.py) would
            # show the tests the aliases this run's fine-tuning registers
            "BENCHFOUNDRY_TRAINED": str(run.trained),
-           # One thread each for torch (training, encoding) and numba (ranx): two processes
-           # with two OpenMP threads each on two cores spin against each other, and the tests
-           # in the foreground, the suite's serial path, slowed most.
-           **{name: "1" for name in THREADS},
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return Build("release_run", [sys.executable, "-m", "tests.pipelines.release_run"], environment(**env),
                  Path(__file__).resolve().parents[2], base / "build.log", timeout=1200).start()

@@ -16,6 +16,7 @@ import pytest
 from assets.recor.release import release_name
 from pipelines.run_default import PRESETS
 from tests.background import instance_home
+from tests.conftest import SINGLE_THREADED
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = PRESETS["quick"]
@@ -39,7 +40,8 @@ def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int
     """``python -m pipelines.run_default ARGS`` with its own instance, storage and LLM cache."""
     # The trained models' registry is the run's own, under its storage root, as for make run
     # (not the test process's, tests/conftest.py).
-    env = {**{k: v for k, v in os.environ.items() if k != "BENCHFOUNDRY_TRAINED"}, "DAGSTER_HOME": str(home),
+    # It runs alone, last: both cores, not the one thread the other tests keep to (tests/conftest.py).
+    env = {**{k: v for k, v in os.environ.items() if k not in ("BENCHFOUNDRY_TRAINED", *SINGLE_THREADED)}, "DAGSTER_HOME": str(home),
            "BENCHFOUNDRY_STORAGE": str(storage), "BENCHFOUNDRY_CACHE": str(cache), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "-m", "pipelines.run_default", *args],
