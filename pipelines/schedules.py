@@ -3,9 +3,12 @@
 Each model-partitioned evaluation (QUIT's readers, WikiProfile's subject profiles) gets a
 schedule that requests one run per model partition with no materialization yet. The
 partitions are the instance's, which the registry sensor keeps in step with the registry:
-the schedule requests what the UI shows, never a key the instance does not have. The run
-key names the partition, so a partition is requested once: a failed run waits for a user's
-rerun instead of being retried every night.
+the schedule requests what the UI shows, never a key the instance does not have. A
+partition is requested once: the schedule leaves out a partition it launched a run for at
+any earlier tick, whatever became of the run, so a run that outlasts the interval is not
+launched twice and a failed run waits for a user's rerun instead of being retried every
+night. (The run key alone does not do it: Dagster dedupes a schedule's run keys within one
+tick only.)
 """
 
 import os
@@ -19,9 +22,15 @@ from pipelines.jobs import quit_readers_job, wikiprofile_profile_job
 EVAL_CRON = os.environ.get("BENCHFOUNDRY_EVAL_CRON", "0 3 * * *")
 
 
-def unevaluated(partitions: list[str], materialized: set[str]) -> list[str]:
-    """Partition keys without a materialization, in partition order."""
-    return [key for key in partitions if key not in materialized]
+def unevaluated(partitions: list[str], materialized: set[str], requested: set[str] = frozenset()) -> list[str]:
+    """Partition keys without a materialization or an earlier request, in partition order."""
+    return [key for key in partitions if key not in materialized and key not in requested]
+
+
+def requested_before(instance: dg.DagsterInstance, schedule_name: str) -> set[str]:
+    """The partitions the schedule launched runs for, at any tick and in any state."""
+    runs = instance.get_runs(dg.RunsFilter(tags={"dagster/schedule_name": schedule_name}))
+    return {run.tags["dagster/partition"] for run in runs if "dagster/partition" in run.tags}
 
 
 def model_backfill_schedule(name: str, job, asset_key: dg.AssetKey,
@@ -30,9 +39,15 @@ def model_backfill_schedule(name: str, job, asset_key: dg.AssetKey,
                  default_status=dg.DefaultScheduleStatus.STOPPED)
     def _schedule(context: dg.ScheduleEvaluationContext):
         keys = partitions_def.get_partition_keys(dynamic_partitions_store=context.instance)
-        missing = unevaluated(keys, context.instance.get_materialized_partitions(asset_key))
+        materialized, requested = context.instance.get_materialized_partitions(asset_key), requested_before(context.instance, name)
+        missing = unevaluated(keys, materialized, requested)
         if not missing:
-            return dg.SkipReason(f"every model partition of {asset_key.to_user_string()} is materialized ({len(keys)})")
+            waiting = unevaluated(keys, materialized)
+            return dg.SkipReason(f"every model partition of {asset_key.to_user_string()} is materialized ({len(keys)})"
+                                 if not waiting else
+                                 f"{len(waiting)} model partitions of {asset_key.to_user_string()} were requested at an "
+                                 f"earlier tick and have no materialization yet (a run still going, or one that failed "
+                                 f"and waits for a rerun): {', '.join(waiting)}")
         context.log.info(f"{asset_key.to_user_string()}: new model partitions {', '.join(missing)}")
         return [dg.RunRequest(run_key=f"{name}:{key}", partition_key=key) for key in missing]
 

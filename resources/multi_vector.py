@@ -37,6 +37,15 @@ def encode(path: str, texts: list[str], kind: str, batch_size: int = 32) -> list
     return fn(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False) if texts else []
 
 
+def truncated(path: str, questions: list[str]) -> int:
+    """How many of ``questions`` the model in ``path`` cuts at its length limit: counted in the
+    tokens it reads, its query marker and special tokens included (it keeps a question's start)."""
+    model = folder_model("MultiVectorEncoder", path)
+    marker = (model.prompts or {}).get("query", "")
+    counts = model.tokenizer([marker + q for q in questions])["input_ids"] if questions else []
+    return sum(len(ids) > model.max_seq_length for ids in counts)
+
+
 def maxsim(queries: list[np.ndarray], documents: list[np.ndarray]) -> np.ndarray:
     """MaxSim of every query against every document, ``(queries, documents)``."""
     from sentence_transformers.multi_vector_encoder import maxsim as late_interaction

@@ -41,13 +41,16 @@ def qrels_frame(benchmark: pl.DataFrame) -> pl.DataFrame:
 
 
 def truncated(spec, texts: list[str]) -> int:
-    """How many of ``texts`` the retriever cuts at its input limit: a dense encoder with a
-    bounded input (sentence-transformers' ``max_seq_length``) keeps the start, so the
-    question survives and the end of the history goes. BM25 and the bundled e5-small
+    """How many of ``texts`` the retriever cuts at its input limit: a dense or multi-vector
+    encoder with a bounded input (sentence-transformers' ``max_seq_length``) keeps the start,
+    so the question survives and the end of the history goes. BM25 and the bundled e5-small
     (sliding windows) read queries whole; a run file or an entry point is a system whose
     input limit the project cannot see, so it counts none."""
+    from resources import multi_vector
     from resources.encoders import input_limit, token_counts
 
+    if spec.kind == "multi_vector" and texts:
+        return multi_vector.truncated(spec.encoder, texts)
     if spec.kind != "dense" or not texts:
         return 0
     limit = input_limit(spec.encoder)

@@ -64,7 +64,9 @@ class FinetuneSettings(ProfiledSettings):
 
     The defaults are the paper's best settings and the published training scripts: 10
     positives per question with as many negatives (DPR and MonoT5; ColBERT's best was 50),
-    batch 64, learning rate 1e-5, queries of 64 and passages of 256 tokens, one epoch.
+    batch 64, learning rate 1e-5, passages of 256 tokens, one epoch. The scripts cut queries
+    at 64 tokens; here a model has one limit for both (a sentence-transformers model has one),
+    and QUIT's one-sentence questions stay far below 64 tokens.
     Negatives are BM25's top passages of other train questions (``bm25``); ``random`` takes
     a random passage of a random other train question, as the published scripts do.
 
@@ -83,7 +85,6 @@ class FinetuneSettings(ProfiledSettings):
     max_steps: int | None = None
     batch_size: int = 64
     learning_rate: float = 1e-5
-    query_max_length: int = 64
     passage_max_length: int = 256
     seed: int = 42
     # auto: the GPU when there is one, else the CPU; cpu: always the CPU.

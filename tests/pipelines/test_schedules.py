@@ -1,5 +1,7 @@
 """The evaluation backfill schedules, evaluated through Dagster's schedule context."""
 
+import uuid
+
 import dagster as dg
 
 from pipelines.definitions import defs
@@ -20,6 +22,13 @@ def materialize(instance: dg.DagsterInstance, key: list[str], partition: str) ->
 def test_unevaluated_keeps_partition_order():
     assert unevaluated(["c", "a", "b"], {"a"}) == ["c", "b"]
     assert unevaluated(["a"], {"a", "gone"}) == []
+    assert unevaluated(["c", "a", "b"], {"a"}, {"c"}) == ["b"]
+
+
+def launched(instance: dg.DagsterInstance, schedule: str, partition: str, status: dg.DagsterRunStatus) -> None:
+    """A run the daemon launched for ``schedule`` at an earlier tick, now in ``status``."""
+    instance.add_run(dg.DagsterRun(job_name="wikiprofile_profile", run_id=str(uuid.uuid4()), status=status,
+                                   tags={"dagster/schedule_name": schedule, "dagster/partition": partition}))
 
 
 def test_profiles_schedule_requests_only_subjects_without_profiles():
@@ -36,15 +45,29 @@ def check_profiles_schedule(instance: dg.DagsterInstance) -> None:
     with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
         requests = wikiprofile_profiles_schedule.evaluate_tick(ctx).run_requests
     assert [r.partition_key for r in requests] == ["qwen3-8b", "gemma3-4b"]
-    # one run key per partition: the daemon never requests the same model twice
+    # one run key per partition
     assert [r.run_key for r in requests] == ["wikiprofile_profiles_backfill:qwen3-8b", "wikiprofile_profiles_backfill:gemma3-4b"]
     assert wikiprofile_profiles_schedule.job_name == "wikiprofile_profile"
 
-    for key in ("qwen3-8b", "gemma3-4b"):
+    # the next tick, the first run still going and the second failed: neither is requested
+    # again (Dagster's run-key dedupe holds within one tick only)
+    launched(instance, "wikiprofile_profiles_backfill", "qwen3-8b", dg.DagsterRunStatus.STARTED)
+    launched(instance, "wikiprofile_profiles_backfill", "gemma3-4b", dg.DagsterRunStatus.FAILURE)
+    # a new subject is requested; another schedule's run of the same key does not count
+    instance.add_dynamic_partitions("wikiprofile_subjects", ["llama3-8b"])
+    launched(instance, "quit_readers_backfill", "llama3-8b", dg.DagsterRunStatus.STARTED)
+    with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
+        assert [r.partition_key for r in wikiprofile_profiles_schedule.evaluate_tick(ctx).run_requests] == ["llama3-8b"]
+    launched(instance, "wikiprofile_profiles_backfill", "llama3-8b", dg.DagsterRunStatus.STARTED)
+    with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
+        waiting = wikiprofile_profiles_schedule.evaluate_tick(ctx)
+    assert not waiting.run_requests and waiting.skip_message.endswith("waits for a rerun): qwen3-8b, gemma3-4b, llama3-8b")
+
+    for key in ("qwen3-8b", "gemma3-4b", "llama3-8b"):
         materialize(instance, ["wikiprofile", "profiles"], key)
     with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
         result = wikiprofile_profiles_schedule.evaluate_tick(ctx)
-    assert not result.run_requests and "(3)" in result.skip_message
+    assert not result.run_requests and "(4)" in result.skip_message
 
 
 def test_readers_schedule_follows_the_registry_readers():

@@ -470,6 +470,16 @@ def test_the_multi_vector_kind_searches_the_saved_token_vectors_by_maxsim(toy_co
         retrieve.search(spec, "toy", ["Which ocean is the largest?"], ["q0"], 4, None, None, storage)
 
 
+def test_a_multi_vector_retriever_counts_the_conversations_it_cuts(toy_colbert):
+    from assets.eval.recor import truncated
+
+    folder, _ = toy_colbert
+    # the toy model reads 64 tokens (settings()); a history of 80 words runs past them
+    short, long = TOY[0][0], " ".join([TOY[0][0]] + ["and before that the keeper rang the bell"] * 10)
+    spec = RetrieverSpec("colbert", "multi_vector", encoder=folder)
+    assert truncated(spec, [short, long, long]) == 2 and truncated(spec, [short]) == 0 and truncated(spec, []) == 0
+
+
 def test_the_colbert_model_asset_registers_a_multi_vector_retriever(tmp_path, trained_registry):
     from assets.partitions import sync_partitions
 
