@@ -39,8 +39,8 @@ def model_backfill_schedule(name: str, job, asset_key: dg.AssetKey,
                  default_status=dg.DefaultScheduleStatus.STOPPED)
     def _schedule(context: dg.ScheduleEvaluationContext):
         keys = partitions_def.get_partition_keys(dynamic_partitions_store=context.instance)
-        materialized, requested = context.instance.get_materialized_partitions(asset_key), requested_before(context.instance, name)
-        missing = unevaluated(keys, materialized, requested)
+        materialized = context.instance.get_materialized_partitions(asset_key)
+        missing = unevaluated(keys, materialized, requested_before(context.instance, name))
         if not missing:
             waiting = unevaluated(keys, materialized)
             return dg.SkipReason(f"every model partition of {asset_key.to_user_string()} is materialized ({len(keys)})"

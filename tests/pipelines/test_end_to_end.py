@@ -41,7 +41,8 @@ def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int
     # The trained models' registry is the run's own, under its storage root, as for make run
     # (not the test process's, tests/conftest.py).
     # It runs alone, last: both cores, not the one thread the other tests keep to (tests/conftest.py).
-    env = {**{k: v for k, v in os.environ.items() if k not in ("BENCHFOUNDRY_TRAINED", *SINGLE_THREADED)}, "DAGSTER_HOME": str(home),
+    inherited = {k: v for k, v in os.environ.items() if k not in ("BENCHFOUNDRY_TRAINED", *SINGLE_THREADED)}
+    env = {**inherited, "DAGSTER_HOME": str(home),
            "BENCHFOUNDRY_STORAGE": str(storage), "BENCHFOUNDRY_CACHE": str(cache), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "-m", "pipelines.run_default", *args],
