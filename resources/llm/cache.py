@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,24 +44,42 @@ def cache_key(kind: str, *parts: Any) -> str:
     return kind + ":" + hashlib.sha256(blob.encode()).hexdigest()
 
 
-class ResponseCache:
-    """Answers by key on disk; ``directory=None`` keeps nothing (every call is asked)."""
+class CacheFullError(RuntimeError):
+    """The disk under the cache is nearly full: answers are never evicted to make room."""
 
-    def __init__(self, directory: str | None):
+
+# Below this much free space a write stops with CacheFullError rather than filling the disk
+# (SQLite then fails mid-transaction, and every later step on that disk with it).
+MIN_FREE_BYTES = 512 * 2**20
+
+
+class ResponseCache:
+    """Answers by key on disk; ``directory=None`` keeps nothing (every call is asked).
+
+    Nothing is ever evicted: diskcache's default (a 1 GiB limit, least recently stored out
+    first) dropped answers silently after about 3M of QUIT's 8M, and a resumed build asked
+    them again. A disk that is nearly full is an error naming the cache instead."""
+
+    def __init__(self, directory: str | None, min_free_bytes: int = MIN_FREE_BYTES):
         self._store = None
+        self.directory = directory
+        self.min_free_bytes = min_free_bytes
         if directory:
             import diskcache
 
-            self._store = diskcache.Cache(directory)
+            # Settings given here are written into the cache's own table, so a cache made with
+            # the old default limit stops evicting when it is opened again.
+            self._store = diskcache.Cache(directory, size_limit=2**62, eviction_policy="none")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """The cached answers among ``keys``, read in one transaction."""
         if self._store is None:
             return {}
         found = {}
+        get = self._store.get
         with self._store.transact():
             for k in keys:
-                v = self._store.get(k)
+                v = get(k)
                 if v is not None:
                     found[k] = v
         return found
@@ -68,8 +88,77 @@ class ResponseCache:
         return None if self._store is None else self._store.get(key)
 
     def put(self, key: str, value: Any) -> None:
-        if self._store is not None:
-            self._store.set(key, value)
+        self.put_many([(key, value)])
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        """Write answers in one transaction (one commit, where one per answer cost 0.3 ms)."""
+        if self._store is None or not items:
+            return
+        self._room()
+        import sqlite3
+
+        try:
+            with self._store.transact():
+                for k, v in items:
+                    self._store.set(k, v)
+        except sqlite3.OperationalError as e:
+            if "full" in str(e):
+                raise CacheFullError(f"the answer cache at {self.directory} could not write: {e}") from e
+            raise
+
+    def _room(self) -> None:
+        free = shutil.disk_usage(self.directory).free
+        if free < self.min_free_bytes:
+            s = self.stats()
+            raise CacheFullError(
+                f"the disk under the answer cache at {self.directory} has {free / 2**20:.0f} MiB free "
+                f"(below {self.min_free_bytes / 2**20:.0f} MiB); the cache holds {s['entries']:,} answers in "
+                f"{s['bytes'] / 2**20:.0f} MiB and evicts none: free space, or point the LLM resource's "
+                f"cache_dir at a larger disk (copying the folder keeps every answer)")
+
+    def stats(self) -> dict[str, int]:
+        """Entries and bytes on disk (0 and 0 for no cache): read from diskcache's counters."""
+        if self._store is None:
+            return {"entries": 0, "bytes": 0}
+        return {"entries": len(self._store), "bytes": int(self._store.volume())}
+
+
+class AnswerWriter:
+    """Answers as they arrive, committed in groups. An answer is committed at once when the
+    last commit is at least ``delay`` seconds old; otherwise it waits for the next commit,
+    which comes when ``size`` answers wait, ``delay`` after the last commit (the caller's
+    timer calls :meth:`flush_if_due`), or at the end of a chunk. A slow model so gets a
+    commit per answer, and a fast server one commit per group instead of one per answer
+    (0.3 ms each), while a killed run loses only the calls in flight and at most ``delay``
+    seconds' answers."""
+
+    def __init__(self, cache: ResponseCache, size: int = 512, delay: float = 0.005):
+        self.cache, self.size, self.delay = cache, size, delay
+        self._pending: list[tuple[str, Any]] = []
+        self._last = 0.0
+
+    def add(self, key: str, value: Any) -> bool:
+        """Keep an answer; True when it waits for a later commit (the caller sets a timer)."""
+        self._pending.append((key, value))
+        if len(self._pending) >= self.size or time.monotonic() - self._last >= self.delay:
+            self.flush()
+            return False
+        return True
+
+    def flush_if_due(self) -> None:
+        if self._pending and time.monotonic() - self._last >= self.delay:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        self._last = time.monotonic()
+        try:
+            self.cache.put_many(pending)
+        except BaseException:
+            # Kept for the end-of-chunk flush, which raises again where the caller sees it
+            # (a timer's exception would only be logged by the event loop).
+            self._pending = pending + self._pending
+            raise
 
 
 _CACHES: dict[str, ResponseCache] = {}

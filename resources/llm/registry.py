@@ -42,6 +42,14 @@ class ModelSpec:
     budgets: dict = dataclasses.field(default_factory=dict)
     # Requests in flight at once; None: the backend's default (DEFAULT_CONCURRENCY).
     max_concurrency: int | None = None
+    # How a ``vllm`` entry's calls reach the model: "http", its OpenAI server; "batch", the
+    # calls the cache misses written as an OpenAI batch file and run by ``batch_command``
+    # (vLLM's own batch runner: no HTTP round trip per call, the client's cost a line of
+    # JSON each way), ``batch_size`` calls a file, each run given ``batch_timeout`` seconds.
+    mode: str = "http"
+    batch_command: tuple[str, ...] = ()
+    batch_size: int = 65536
+    batch_timeout: float = 6 * 3600.0
 
     @property
     def concurrency(self) -> int:
@@ -75,8 +83,29 @@ def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
             raise ValueError(f"{path}: model alias {alias!r}: the embedded model answers one call at a time")
         if entry.get("verdicts", "binding") not in {"binding", "advisory"}:
             raise ValueError(f"{path}: model alias {alias!r}: verdicts must be binding or advisory")
+        _check_mode(path, alias, entry)
+        if "batch_command" in entry:
+            entry = {**entry, "batch_command": tuple(entry["batch_command"])}
         specs[alias] = ModelSpec(alias=alias, **entry)
     return specs
+
+
+def _check_mode(path: str, alias: str, entry: dict) -> None:
+    mode = entry.get("mode", "http")
+    if mode not in {"http", "batch"}:
+        raise ValueError(f"{path}: model alias {alias!r}: mode must be http or batch")
+    if mode != "batch":
+        return
+    if entry.get("backend") != "vllm":
+        raise ValueError(f"{path}: model alias {alias!r}: batch mode is for vllm entries (vLLM's batch runner)")
+    command = entry.get("batch_command")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ValueError(f"{path}: model alias {alias!r}: batch mode needs a batch_command list of strings")
+    if not any("{input}" in c for c in command) or not any("{output}" in c for c in command):
+        raise ValueError(f"{path}: model alias {alias!r}: batch_command must name {{input}} and {{output}}")
+    size = entry.get("batch_size", 1)
+    if not isinstance(size, int) or size < 1:
+        raise ValueError(f"{path}: model alias {alias!r}: batch_size must be a positive integer")
 
 
 def load_roles(path: str = REGISTRY_PATH) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import dataclasses
 import itertools
 import random
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +38,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from resources.llm.cache import (
+    AnswerWriter,
     ResponseCache,
     cache_key,
     install_embedded_provider,
@@ -109,6 +111,8 @@ class CallStats:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     empty_answers: int = 0
+    # The answer cache after the last chunk (entries, bytes): a size, not a sum.
+    cache: dict = dataclasses.field(default_factory=dict)
 
     def add(self, r: LLMResult) -> None:
         self.calls += 1
@@ -122,7 +126,10 @@ class CallStats:
             self.errors += 1
 
     def merge(self, other: CallStats) -> CallStats:
-        return CallStats(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other))))
+        counts = [f.name for f in dataclasses.fields(self) if f.name != "cache"]
+        merged = CallStats(**{n: getattr(self, n) + getattr(other, n) for n in counts})
+        merged.cache = max(self.cache, other.cache, key=lambda c: c.get("entries", -1))
+        return merged
 
     def as_metadata(self, prefix: str = "llm") -> dict[str, int | float]:
         return {
@@ -136,6 +143,8 @@ class CallStats:
             f"{prefix}/cost_usd": round(self.cost_usd, 6),
             f"{prefix}/unpriced_calls": self.unpriced_calls,
             f"{prefix}/empty_answers": self.empty_answers,
+            **({"llm_cache/entries": self.cache["entries"], "llm_cache/bytes": self.cache["bytes"]}
+               if self.cache else {}),
         }
 
 
@@ -175,6 +184,7 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
     import openai
 
     return (
+        TimeoutError,  # asyncio's too, since 3.11
         litellm.RateLimitError,
         litellm.APIConnectionError,
         litellm.Timeout,
@@ -333,8 +343,12 @@ class LLMResource(dg.ConfigurableResource):
             total = len(requests)  # type: ignore[arg-type]
         progress = _Progress(total, self.progress_every_seconds, log, alias)
         cache = self.cache
+        writer = AnswerWriter(cache)
         it = iter(requests)
-        while chunk := list(itertools.islice(it, max(1, self.chunk_size))):
+        # A batch file is a run of the model's batch runner, whose start-up (loading the
+        # model) is paid per file: its chunks are the entry's batch_size, not the resource's.
+        size = spec.batch_size if spec.mode == "batch" else self.chunk_size
+        while chunk := list(itertools.islice(it, max(1, size))):
             sent = [(req, self.params(spec, req, thinking, kind)) for req in chunk]
             keys = [cache_key("chat", spec.model, req.messages, params) for req, params in sent]
             hits = cache.get_many(keys)
@@ -348,16 +362,20 @@ class LLMResource(dg.ConfigurableResource):
                     todo.append((i, req, params, key))
 
             def done(i: int, key: str, result: LLMResult, payload: dict | None) -> None:
-                if payload is not None:  # written at once: a killed run keeps it
-                    cache.put(key, payload)
+                if payload is not None and writer.add(key, payload):  # a killed run keeps it
+                    _later(writer.delay, writer.flush_if_due)
                 results[i] = _finish(result, parse)
                 progress.tick()
 
             if spec.backend == "embedded":
                 for i, req, params, key in todo:
                     done(i, key, *self._call_embedded(spec, req, params))
+            elif spec.mode == "batch":
+                self._call_batch(spec, todo, done, log)
             else:
                 _run_async(self._call_all(spec, todo, done))
+            writer.flush()
+            stats.cache = cache.stats()
             finished = [r for r in results if r is not None]
             for r in finished:
                 stats.add(r)
@@ -386,7 +404,7 @@ class LLMResource(dg.ConfigurableResource):
         """``one(client, endpoint, *item)`` for every item, up to the model's concurrency in
         flight; a ``vllm`` entry's OpenAI client (None for ``api`` entries) lives for the batch."""
         endpoint = self.endpoint(spec.alias)
-        client = _openai_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
+        client = _vllm_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
         try:
             await _bounded(self.concurrency(spec), (one(client, endpoint, *t) for t in todo))
         finally:
@@ -398,11 +416,9 @@ class LLMResource(dg.ConfigurableResource):
 
         async def ask(client, endpoint, req: LLMRequest, params: dict):
             if client is not None:
-                body = {k: v for k, v in params.items() if k in _OPENAI_CHAT}
-                extra = {**params.get("extra_body", {}),
-                         **{k: v for k, v in params.items() if k not in _OPENAI_CHAT and k != "extra_body"}}
-                return await client.chat.completions.create(model=_served_name(spec.model), messages=req.messages,
-                                                            extra_body=extra or None, **body)
+                body, extra = _vllm_body(params)
+                return await client.post("/chat/completions", {"model": _served_name(spec.model),
+                                                               "messages": req.messages, **body, **extra})
             import litellm
 
             extra = {"api_base": endpoint} if endpoint else {}
@@ -422,6 +438,46 @@ class LLMResource(dg.ConfigurableResource):
             done(i, key, result, payload)
 
         await self._ask_all(spec, todo, one)
+
+    def _call_batch(self, spec: ModelSpec, todo: list, done: Callable, log: Callable[[str], None] | None) -> None:
+        """Chat calls through the entry's batch runner: the chunk's misses in one OpenAI batch
+        file, each answer handed to ``done`` as the HTTP path hands it, so the cache, the
+        accounting and the checks cannot tell the two apart. A call the runner answered with
+        an error, or not at all, fails as a call that gave up (not cached: a rerun asks it);
+        a runner that fails or times out fails every call of its file."""
+        from resources.llm import batch
+
+        if not todo:
+            return
+        served = _served_name(spec.model)
+
+        def lines():
+            for n, (_, req, params, _) in enumerate(todo):
+                body, extra = _vllm_body(params)
+                yield str(n), {"model": served, "messages": req.messages, **body, **extra}
+
+        os.makedirs(self.cache_dir, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="batch-", dir=self.cache_dir) as folder:
+            source, target = os.path.join(folder, "input.jsonl"), os.path.join(folder, "output.jsonl")
+            batch.write_batch(source, lines())
+            answered: set[int] = set()
+            try:
+                batch.run_batch(list(spec.batch_command), source, target, spec.batch_timeout, log)
+                for custom_id, response, error in batch.read_batch_output(target):
+                    n = int(custom_id) if custom_id and custom_id.isdigit() else -1
+                    if not 0 <= n < len(todo) or n in answered:
+                        if log:
+                            log(f"{spec.alias}: batch answer with unknown or repeated id {custom_id!r} ignored")
+                        continue
+                    answered.add(n)
+                    i, req, _, key = todo[n]
+                    done(i, key, *_batch_result(req.key, response, error))
+                missing = "the batch runner returned no answer for this call"
+            except batch.BatchRunError as e:
+                missing = f"the batch runner failed: {e}"
+            for n, (i, req, _, key) in enumerate(todo):
+                if n not in answered:
+                    done(i, key, LLMResult(req.key, None, error=missing), None)
 
     async def _with_retries(self, attempt_fn: Callable):
         delay = self.backoff_seconds
@@ -468,9 +524,11 @@ class LLMResource(dg.ConfigurableResource):
             else:
                 todo.append((i, req, key))
 
+        writer = AnswerWriter(cache)
+
         def done(i: int, key: str, req: ScoreRequest, values: list[float] | None, tokens: int, error: str | None):
-            if error is None:
-                cache.put(key, {"logprobs": values, "tokens": tokens})
+            if error is None and writer.add(key, {"logprobs": values, "tokens": tokens}):
+                _later(writer.delay, writer.flush_if_due)
             results[i] = LLMResult(req.key, None, value=values, prompt_tokens=tokens, error=error)
             progress.tick()
 
@@ -484,17 +542,20 @@ class LLMResource(dg.ConfigurableResource):
                     done(i, key, req, None, 0, f"{type(e).__name__}: {e}")
         else:
             _run_async(self._score_all(spec, todo, done))
+        writer.flush()
         for r in results:
             stats.add(r)
         price(spec.model, results, stats)
+        stats.cache = cache.stats()
         return results  # type: ignore[return-value]
 
     async def _score_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
         async def ask(client, endpoint, req: ScoreRequest):
             prompt = req.prefix + req.continuation
             if client is not None:
-                return await client.completions.create(model=_served_name(spec.model), prompt=prompt, echo=True,
-                                                       logprobs=1, max_tokens=1, temperature=0.0)
+                return await client.post("/completions", {"model": _served_name(spec.model), "prompt": prompt,
+                                                          "echo": True, "logprobs": 1, "max_tokens": 1,
+                                                          "temperature": 0.0})
             import litellm
 
             extra = {"api_base": endpoint} if endpoint else {}
@@ -504,7 +565,8 @@ class LLMResource(dg.ConfigurableResource):
         async def one(client, endpoint, i: int, req: ScoreRequest, key: str) -> None:
             try:
                 response = await self._with_retries(lambda: ask(client, endpoint, req))
-                values, tokens = continuation_from_echo(response.choices[0].logprobs, len(req.prefix))
+                values, tokens = continuation_from_echo(_field(_field(response, "choices")[0], "logprobs"),
+                                                        len(req.prefix))
                 done(i, key, req, values, tokens, None)
             except Exception as e:  # a bad item stays with its key, the run goes on
                 done(i, key, req, None, 0, _failure(e))
@@ -523,7 +585,7 @@ def _failure(e: Exception) -> str:
 
 def _check_reply(response: Any) -> None:
     """A reply with no choices is a server fault worth another try, not an answer."""
-    if not getattr(response, "choices", None):
+    if not _field(response, "choices"):
         raise TransientError("the reply has no choices")
 
 
@@ -536,6 +598,15 @@ async def _bounded(limit: int, coros: Iterator) -> None:
             await coro
 
     await asyncio.gather(*(worker() for _ in range(max(1, limit))))
+
+
+def _later(delay: float, fn: Callable[[], None]) -> None:
+    """``fn`` after ``delay`` on the running event loop; nothing outside one (a synchronous
+    caller flushes at its next answer or at the end of its chunk)."""
+    try:
+        asyncio.get_running_loop().call_later(delay, fn)
+    except RuntimeError:
+        pass
 
 
 def _run_async(coro) -> None:
@@ -561,29 +632,116 @@ def _capture(coro, error: list) -> None:
         error.append(e)
 
 
-def _openai_client(base_url: str | None, timeout: float, concurrency: int):
-    import httpx2
-    import openai
+class ServerFault(TransientError):
+    """A server's answer worth another try: 429 (slow down) or a 5xx."""
 
+
+class ConnectionFailed(TransientError):
+    """The server could not be reached, or dropped the connection before it answered."""
+
+
+class RequestRejected(RuntimeError):
+    """A server's 4xx other than 429: the request itself is at fault, asking again is useless."""
+
+
+class _VLLMClient:
+    """vLLM's OpenAI endpoints over one aiohttp session: the body is JSON the resource builds
+    and the reply is read as plain JSON. The OpenAI SDK cost about 5 ms of client CPU a call
+    (it walks every message through its type transforms and scans its connection pool per
+    request), which one core cannot afford at QUIT's millions of labeling calls."""
+
+    def __init__(self, base_url: str, timeout: float, concurrency: int):
+        import aiohttp
+
+        self._base = base_url.rstrip("/")
+        # Retries are the resource's own (counted, jittered); a connection per request in flight.
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency),
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            headers={"Authorization": f"Bearer {os.environ.get('VLLM_API_KEY', 'EMPTY')}",
+                     "Content-Type": "application/json"})
+
+    async def post(self, path: str, body: dict) -> dict:
+        import orjson
+
+        import aiohttp
+
+        try:
+            async with self._session.post(self._base + path, data=orjson.dumps(body)) as response:
+                raw = await response.read()
+                status = response.status
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
+            raise ConnectionFailed(f"{self._base}: {type(e).__name__}: {e}") from e
+        if status == 429 or status >= 500:
+            raise ServerFault(f"HTTP {status}: {_message(raw)}")
+        if status >= 400:
+            raise RequestRejected(f"HTTP {status}: {_message(raw)}")
+        reply = orjson.loads(raw)
+        if not isinstance(reply, dict):
+            raise TransientError(f"the reply is a JSON {type(reply).__name__}, not an object")
+        return reply
+
+    async def close(self) -> None:
+        await self._session.close()
+
+
+def _message(raw: bytes) -> str:
+    """A server's error message, from its JSON error body or its first 300 characters."""
+    import orjson
+
+    try:
+        error = orjson.loads(raw).get("error")
+        return str(error.get("message") if isinstance(error, dict) else error)[:300]
+    except Exception:  # not JSON: the text itself says what went wrong
+        return raw[:300].decode("utf-8", "replace")
+
+
+def _vllm_client(base_url: str | None, timeout: float, concurrency: int) -> _VLLMClient:
     if not base_url:
         raise ValueError("a vllm model needs an api_base in the registry, a server, or the resource's api_base")
-    # Retries are the resource's own (counted, jittered). The pool keeps a connection for
-    # every request in flight; it is the SDK's own client (httpx2), whose pool stays cheap
-    # at hundreds of connections where plain httpx's scans every connection per request.
-    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return openai.AsyncOpenAI(base_url=base_url, api_key=os.environ.get("VLLM_API_KEY", "EMPTY"), max_retries=0,
-                              timeout=timeout, http_client=openai.DefaultAsyncHttpxClient(limits=limits))
+    return _VLLMClient(base_url, timeout, concurrency)
+
+
+def _vllm_body(params: dict) -> tuple[dict, dict]:
+    """OpenAI's chat parameters, and the rest as vLLM reads them from the request body."""
+    body = {k: v for k, v in params.items() if k in _OPENAI_CHAT}
+    extra = {**params.get("extra_body", {}),
+             **{k: v for k, v in params.items() if k not in _OPENAI_CHAT and k != "extra_body"}}
+    return body, extra
+
+
+def _batch_result(key: str, response: dict | None, error: str | None) -> tuple[LLMResult, dict | None]:
+    """A batch runner's answer as the HTTP path would have made it (an empty answer kept
+    but not cached, as there)."""
+    if error is not None or response is None:
+        return LLMResult(key, None, error=f"the batch runner answered with an error: {error or 'no body'}"), None
+    try:
+        _check_reply(response)
+        result, payload = _from_response(key, response)
+    except Exception as e:  # an answer of the wrong shape stays with its item
+        return LLMResult(key, None, error=f"unreadable batch answer: {type(e).__name__}: {e}"), None
+    if not result.text.strip() and not result.token_logprobs:
+        payload = None
+    return result, payload
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A reply's field, from the SDK's objects or from plain JSON (a batch runner's answers)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def _from_response(key: str, response: Any) -> tuple[LLMResult, dict]:
     """A result and what the cache keeps of it (plain JSON-able values)."""
-    choice = response.choices[0]
-    usage = getattr(response, "usage", None)
+    choice = _field(response, "choices")[0]
+    usage = _field(response, "usage")
     tokens, alternatives = _token_logprobs(choice)
+    content = _field(_field(choice, "message"), "content")
+    if content is not None and not isinstance(content, str):
+        raise ValueError(f"the reply's content is a {type(content).__name__}, not text")
     payload = {
-        "text": choice.message.content or "",
-        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        "text": content or "",
+        "prompt_tokens": int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
+        "completion_tokens": int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
         "tokens": tokens,
         "token_logprobs": alternatives,
     }
@@ -613,7 +771,7 @@ def _finish(result: LLMResult, parse: Callable[[str], Any] | None) -> LLMResult:
 
 def _token_logprobs(choice: Any) -> tuple[list[str] | None, list[dict[str, float]] | None]:
     """Each generated token and its alternatives (the chosen token among them)."""
-    logprobs = getattr(choice, "logprobs", None)
+    logprobs = _field(choice, "logprobs")
     content = (logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)) \
         if logprobs is not None else None
     if not content:
