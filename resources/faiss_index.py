@@ -7,6 +7,9 @@ local path or an s3:// root both work.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
+
 import dagster as dg
 import numpy as np
 
@@ -30,24 +33,38 @@ class FaissIndexResource(dg.ConfigurableResource):
     use_gpu: bool = True  # used only when faiss sees a GPU
 
     def build(self, vectors: np.ndarray):
+        return self.build_blocks([vectors])
+
+    def build_blocks(self, blocks: Iterable[np.ndarray]):
+        """An index of the vectors ``blocks`` yields (at least one block, all of one width),
+        added as they come: a corpus streams from its encoder into a flat or HNSW index with
+        one block held beside the index, never a second copy of every vector. IVF trains its
+        lists on every vector, so its blocks are gathered first (the index holds them all
+        anyway). A flat index is the same whatever the blocks; an HNSW graph depends on the
+        order its points are linked in, as it already does on the thread count."""
         import faiss
 
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        dim = vectors.shape[1]
-        if self.kind == "flat":
-            index = faiss.IndexFlatIP(dim)
-        elif self.kind == "ivf":
+        stream = iter(blocks)
+        first = np.ascontiguousarray(next(stream), dtype=np.float32)
+        dim = first.shape[1]
+        if self.kind == "ivf":
+            vectors = np.concatenate([first, *(np.asarray(b, dtype=np.float32) for b in stream)])
             # IVF needs enough points per list to train; small corpora get fewer lists.
             nlist = max(1, min(self.nlist, len(vectors) // 39))
             index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
             index.train(vectors)
             index.nprobe = min(self.nprobe, nlist)
+            index.add(vectors)
+            return index
+        if self.kind == "flat":
+            index = faiss.IndexFlatIP(dim)
         elif self.kind == "hnsw":
             index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efSearch = self.ef_search
         else:
             raise ValueError(f"unknown FAISS index kind {self.kind!r} (flat, ivf or hnsw)")
-        index.add(vectors)
+        for block in itertools.chain([first], stream):
+            index.add(np.ascontiguousarray(block, dtype=np.float32))
         return index
 
     def to_device(self, index):

@@ -20,13 +20,14 @@ import math
 import numbers
 import os
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+import numpy as np
 import pyarrow.fs as pafs
 import yaml
 
-from resources.encoders import encode_texts
+from resources.encoders import encode_blocks, encode_texts
 from resources.lucene import Hit
 from resources.storage import filesystem, join, read_text, storage_root, write_bytes
 
@@ -54,6 +55,8 @@ class RetrieverSpec:
     encoder: str | None = None
     query_prefix: str | None = None
     passage_prefix: str | None = None
+    # dense: texts per forward pass of the encoder (a GPU takes far more than the CPU default).
+    batch_size: int = 64
     # kind run: a run file template; the one RECOR query strategy its rankings answer.
     path: str | None = None
     strategy: str = "baseline"
@@ -168,7 +171,7 @@ def load_retrievers(path: str = RETRIEVERS_PATH, trained: str | None = TRAINED_D
 def dense_search(spec: RetrieverSpec, faiss_resource, index, doc_ids: list[str], queries: list[str],
                  qids: list[str], k: int) -> dict[str, list[Hit]]:
     """Encode the queries with the retriever's encoder and search its FAISS index."""
-    vecs = encode_texts(spec.encoder, queries, "query", query_prefix=spec.query_prefix)
+    vecs = encode_texts(spec.encoder, queries, "query", spec.batch_size, query_prefix=spec.query_prefix)
     scores, ids = faiss_resource.search(index, vecs, k)
     out = {}
     for qid, row_scores, row_ids in zip(qids, scores, ids):
@@ -177,8 +180,10 @@ def dense_search(spec: RetrieverSpec, faiss_resource, index, doc_ids: list[str],
     return out
 
 
-def encode_corpus(spec: RetrieverSpec, texts: list[str]):
-    return encode_texts(spec.encoder, texts, "passage", passage_prefix=spec.passage_prefix)
+def encode_corpus(spec: RetrieverSpec, texts: Iterable[str], log=None) -> Iterator[np.ndarray]:
+    """The retriever's passage vectors of ``texts``, block by block, for an index to take in
+    as they come (``log`` hears the progress)."""
+    return encode_blocks(spec.encoder, texts, "passage", spec.batch_size, passage_prefix=spec.passage_prefix, log=log)
 
 
 RERANKERS_PATH = os.environ.get("BENCHFOUNDRY_RERANKERS") or str(Path(__file__).with_name("rerankers.yaml"))

@@ -49,7 +49,8 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
     root). The Oracle retriever reads the qrels and needs no index."""
     spec = load_retrievers()[context.partition_key]
     docs = benchmark_corpus.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents"))
-    n, location = (0, "") if spec.kind == "oracle" else retrieve.build(spec, "quit", docs, lucene, faiss_index, storage)
+    n, location = (0, "") if spec.kind == "oracle" else retrieve.build(spec, "quit", docs, lucene, faiss_index, storage,
+                                                                        context.log.info)
     frame = pl.DataFrame({"retriever": [spec.alias], "kind": [spec.kind], "documents": [n], "location": [location]})
     return dg.Output(frame, metadata={**table_metadata(frame), "documents": n})
 

@@ -104,7 +104,7 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
     domain, spec = keys["domain"], load_retrievers()[keys["retriever"]]
     docs = corpus.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents"))
     name = f"recor_{domain}"
-    n, _ = retrieve.build(spec, name, docs, lucene, faiss_index, storage)
+    n, _ = retrieve.build(spec, name, docs, lucene, faiss_index, storage, context.log.info)
     if spec.kind == RUN and spec.strategy not in set(recor_queries["strategy"]):
         raise ValueError(f"retriever {spec.alias!r}: strategy {spec.strategy!r} is not one of the query strategies "
                          f"{sorted(set(recor_queries['strategy']))}")

@@ -42,9 +42,11 @@ def ids_uri(storage: StorageResource, corpus: str, alias: str) -> str:
     return storage.index_path("faiss", corpus, f"{alias}.ids.parquet")
 
 
-def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_index, storage: StorageResource) -> tuple[int, str]:
+def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_index, storage: StorageResource,
+          log=None) -> tuple[int, str]:
     """Index ``docs`` (``id``, ``contents``) as ``corpus`` for one retriever; returns the
-    document count and where the index is."""
+    document count and where the index is. A dense retriever's vectors stream from the
+    encoder into the index block by block, ``log`` hearing the progress."""
     where = index_uri(storage, corpus, spec)
     if spec.kind == "bm25":
         return lucene.build(where, docs), where
@@ -54,10 +56,10 @@ def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_in
     if spec.kind == MULTI_VECTOR:
         multi_vector.TokenIndex.build(spec.encoder, docs["id"].to_list(), docs["contents"].to_list()).save(where)
         return docs.height, where
-    vectors = encode_corpus(spec, docs["contents"].to_list())
-    faiss_index.save(faiss_index.build(vectors), where)
+    index = faiss_index.build_blocks(encode_corpus(spec, docs["contents"], log))
+    faiss_index.save(index, where)
     write_parquet(ids_uri(storage, corpus, spec.alias), docs.select("id"))
-    return len(vectors), where
+    return index.ntotal, where
 
 
 def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str], k: int, lucene,

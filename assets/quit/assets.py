@@ -47,6 +47,12 @@ def _log(context):
     return context.log.info
 
 
+def _columns(name: str, *columns: str) -> dg.AssetIn:
+    """``quit/<name>`` loaded with only ``columns`` (the IO manager reads no other): at 2.4M
+    passages a step that needs the ids of passages or answers must not hold their texts."""
+    return dg.AssetIn(key=[PREFIX, name], metadata={"columns": list(columns)})
+
+
 @dg.multi_asset(
     outs={
         "source_questions": wiring.out(kinds={"polars", "parquet"}, description="TriviaHG and WikiHint unified: one row per usable question, hints deduplicated."),
@@ -151,7 +157,7 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
     need = selected_questions.filter(pl.col("difficulty").is_null())
     hits = searcher.batch_search(need["question"].to_list(), need["question_id"].to_list(), quit_settings.reference_top_k)
     texts = {q: [by_id[h.docid] for h in hs] for q, hs in hits.items()}
-    diff = steps.difficulties(selected_questions, texts, lambda t: encoder.encode(t, kind="passage"))
+    diff = steps.difficulties(selected_questions, texts, lambda t: encoder.encode(t, kind="passage", log=_log(context)))
     frame = types.join(diff, on="question_id")
     return dg.Output(frame, metadata={
         **table_metadata(frame),
@@ -289,7 +295,9 @@ def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, s
         "passage_labels": wiring.out(kinds={"polars"}, description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage; none, with the error, where a call failed."),
         "answer_pools": wiring.out(kinds={"polars"}, description="Valid answers per question: gold, aliases and generated answers judged correct."),
     },
-    ins={"passage_answers": wiring.input("passage_answers"), "passages": wiring.input("passages"),
+    ins={"passage_answers": _columns("passage_answers", "passage_id", "question_id", "model", "answer", "error", "judge_error",
+                                     "correct"),
+         "passages": _columns("passages", "passage_id", "question_id", "num_hints"),
          "selected_questions": wiring.input("selected_questions")},
     code_version="2",
 )
@@ -298,7 +306,8 @@ def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, select
     with an answer a failed call left undecided gets no label (null) and an ``error`` naming
     the calls; the ``label_errors`` check fails above ``max_label_error_rate``, and a rerun of
     the labeler partitions asks only the failed calls again."""
-    labeled = passages.filter(pl.col("passage_id").is_in(passage_answers["passage_id"].unique()))
+    labeled = passages.select("passage_id", "question_id", "num_hints").filter(
+        pl.col("passage_id").is_in(passage_answers["passage_id"].unique()))
     labels, pool = steps.labels_and_pool(passage_answers, labeled, selected_questions)
     pool = pool.filter(pl.col("question_id").is_in(labeled["question_id"].unique()))
     dist = dict(labels.group_by("label").len().sort("label").iter_rows())
@@ -311,8 +320,8 @@ def passage_labels(passage_answers: pl.DataFrame, passages: pl.DataFrame, select
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"passage_answers": wiring.input("passage_answers"), "selected_questions": wiring.input("selected_questions"),
-               "passage_labels": wiring.input("passage_labels")},
+          ins={"passage_answers": _columns("passage_answers", "question_id", "answer", "correct"),
+               "selected_questions": wiring.input("selected_questions"), "passage_labels": _columns("passage_labels", "question_id")},
           kinds={"polars"}, code_version="1")
 def verification_candidates(passage_answers: pl.DataFrame, selected_questions: pl.DataFrame, passage_labels: pl.DataFrame) -> dg.Output:
     """What the human verification page shows (A.1): per question, the gold answer and every
@@ -330,9 +339,11 @@ def verification_candidates(passage_answers: pl.DataFrame, selected_questions: p
         "verified_pools": wiring.out(kinds={"polars", "litellm"}, description="Answer pools after human verification."),
         "verification_rejects": wiring.out(kinds={"polars", "litellm"}, description="Questions removed because a newly accepted answer leaks through a hint."),
     },
-    ins={"passage_answers": wiring.input("passage_answers"), "passage_labels": wiring.input("passage_labels"),
-         "answer_pools": wiring.input("answer_pools"), "selected_questions": wiring.input("selected_questions"),
-         "verification_candidates": wiring.input("verification_candidates")},
+    ins={"passage_answers": _columns("passage_answers", "passage_id", "question_id", "answer", "correct"),
+         "passage_labels": wiring.input("passage_labels"), "answer_pools": wiring.input("answer_pools"),
+         "selected_questions": wiring.input("selected_questions"),
+         # read for its place in the graph (the page's decisions follow it), not its rows
+         "verification_candidates": _columns("verification_candidates", "question_id")},
     pool=llm_pool("quit"),
     code_version=code_version("2", "quit/leakage_span"),
 )
@@ -359,28 +370,33 @@ def verified_labels(context: dg.AssetExecutionContext, passage_answers, passage_
         "benchmark_corpus": wiring.out(kinds={"polars"}, description="Final QUIT corpus: the passages of the benchmark's questions."),
         "benchmark_qrels": wiring.out(kinds={"polars"}, description="Graded qrels: 2 and 1 for a question's own passages (0 for all others is implicit)."),
     },
-    ins={name: dg.AssetIn(key=[PREFIX, name]) for name in
-         ("selected_questions", "splits", "question_metadata", "passages", "verified_labels", "verified_pools", "verification_rejects")},
+    ins={**{name: dg.AssetIn(key=[PREFIX, name]) for name in
+            ("selected_questions", "splits", "question_metadata", "passages", "verified_pools", "verification_rejects")},
+         "verified_labels": _columns("verified_labels", "passage_id", "question_id", "label")},
     code_version="2",
 )
 def benchmark(context: dg.AssetExecutionContext, selected_questions, splits, question_metadata, passages, verified_labels,
               verified_pools, verification_rejects):
     """The QUIT benchmark: corpus, questions per split and qrels (3.2.4). A passage left
     without a label by a failed call is in neither the corpus nor the qrels (a corpus passage
-    without a qrel would read as irrelevant); ``unlabeled_passages_left_out`` counts them."""
+    without a qrel would read as irrelevant); ``unlabeled_passages_left_out`` counts them. The
+    corpus is written a batch of passages at a time: the passages' texts are held once."""
     unlabeled = verified_labels.filter(pl.col("label").is_null())
     if unlabeled.height:
         context.log.warning(f"{unlabeled.height} passages without a label (failed calls) are left out of the corpus and "
                             f"the qrels: {', '.join(unlabeled['passage_id'].head(10))}")
-    questions, corpus, qrels = release.assemble(selected_questions, splits, question_metadata, passages,
-                                                verified_labels.filter(pl.col("label").is_not_null()), verified_pools,
-                                                verification_rejects)
+    labels = verified_labels.filter(pl.col("label").is_not_null())
+    questions = release.benchmark_questions(selected_questions, splits, question_metadata, verified_pools, verification_rejects)
+    keep = release.in_corpus(passages, questions, labels)
+    qrels = release.benchmark_qrels(questions, labels)
     yield dg.Output(questions, output_name="benchmark_questions", metadata={
         **table_metadata(questions.select("question_id", "split", "question", "answers", "question_type", "difficulty")),
         "splits": counts_md(dict(questions.group_by("split").len().sort("split").iter_rows())),
     })
-    yield dg.Output(corpus, output_name="benchmark_corpus", metadata={**table_metadata(corpus),
-                                                                      "unlabeled_passages_left_out": unlabeled.height})
+    # The IO manager counts the rows as it writes them (dagster/row_count).
+    preview = next(release.corpus_batches(passages, keep))
+    yield dg.Output(Batches(release.corpus_batches(passages, keep)), output_name="benchmark_corpus", metadata={
+        "preview": dg.MetadataValue.md(md_table(preview, 10)), "unlabeled_passages_left_out": unlabeled.height})
     yield dg.Output(qrels, output_name="benchmark_qrels", metadata={
         **table_metadata(qrels), "labels": counts_md({str(k): v for k, v in qrels.group_by("label").len().sort("label").iter_rows()}, "label"),
     })
@@ -403,7 +419,8 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
           ins={"benchmark_questions": wiring.input("benchmark_questions"), "benchmark_corpus": wiring.input("benchmark_corpus"),
                "benchmark_qrels": wiring.input("benchmark_qrels")},
           kinds={"polars"}, code_version="2")
-def statistics(benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: EncoderResource) -> dg.Output:
+def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark_corpus, benchmark_qrels,
+               encoder: EncoderResource) -> dg.Output:
     """Table 1 of the paper with the release's definitions (results/statistics/
     dataset_statistics.py): over every corpus passage paired with its question, the distinct
     question texts and the passages, average lengths in words split on single spaces (answer
@@ -412,7 +429,8 @@ def statistics(benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: 
     answer as a lower-cased substring, and the mean question-passage cosine (bundled MiniLM
     encoder; the release's all-MiniLM-L6-v2). The project adds answer containment on whole
     words (0 by construction) and the label counts. The ``definition`` column names each rule."""
-    table = rules.table1(benchmark_questions, benchmark_corpus, benchmark_qrels, lambda t: encoder.encode(t, kind="passage"))
+    table = rules.table1(benchmark_questions, benchmark_corpus, benchmark_qrels, lambda t: encoder.encode(t, kind="passage"),
+                         encoder.block_size, _log(context))
     meta = {row["metric"]: float(row["value"]) for row in table.iter_rows(named=True)}
     return dg.Output(table, metadata={
         "table_1": dg.MetadataValue.md(md_table(table, 20)),

@@ -351,7 +351,33 @@ def contains_answer(passage: str, answers: list[str]) -> bool:
     return any(a.strip() and a.lower() in text for a in answers)
 
 
-def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, encode) -> pl.DataFrame:
+def semantic_overlap(question_texts: dict[str, str], corpus: pl.DataFrame, encode, block_size: int = 8192,
+                     log=None) -> float:
+    """Mean cosine of every corpus passage (``question_id``, ``text``) with its question's
+    text, ``encode`` returning unit vectors. Each distinct question text is encoded once and
+    the passages stream through in blocks of ``block_size``, each block's cosines summed as it
+    comes, so memory holds one block's vectors, not 2.4M of them. Blocks span many questions,
+    so the encoder's length-sorted batches pad less than a call per question did; the model's
+    arithmetic, not the calls, is most of the cost (bench/encoding_bench.py). ``log`` (a
+    callable taking a line) hears the progress."""
+    asked = list(dict.fromkeys(question_texts[qid] for qid in corpus["question_id"].unique(maintain_order=True)))
+    if not asked:
+        return 0.0
+    row = {text: i for i, text in enumerate(asked)}
+    question_vecs = np.asarray(encode(asked), dtype=np.float32)
+    total, done = 0.0, 0
+    for block in corpus.select("question_id", "text").iter_slices(block_size):
+        passage_vecs = np.asarray(encode(block["text"].to_list()), dtype=np.float32)
+        paired = question_vecs[[row[question_texts[qid]] for qid in block["question_id"]]]
+        total += float(np.einsum("ij,ij->i", passage_vecs, paired).astype(np.float64).sum())
+        done += block.height
+        if log:
+            log(f"semantic overlap: {done:,} of {corpus.height:,} passages encoded")
+    return total / done
+
+
+def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, encode, block_size: int = 8192,
+           log=None) -> pl.DataFrame:
     """Table 1 over the (question, passage) pairs: every corpus passage with its question's
     text and answer pool (``answers``), as the release's statistics script reads them.
 
@@ -366,7 +392,8 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
     - Answer Containment: share of the pairs whose passage contains an answer
       (:func:`contains_answer`, the release's lower-cased substring rule).
     - Query-Passage Semantic Overlap: mean over the pairs of the cosine similarity of
-      question and passage embeddings (``encode`` returns unit vectors).
+      question and passage embeddings (``encode`` returns unit vectors), streamed in blocks of
+      ``block_size`` passages (:func:`semantic_overlap`; ``log`` hears the progress).
 
     Two rows are the project's: Answer Containment (whole words), the share with an answer
     on word boundaries after ``normalize`` (the rule hints are screened with, so 0 by
@@ -379,10 +406,7 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
     pairs = [(q[qid]["question"], text, q[qid]["answers"] or []) for qid, text in corpus.select("question_id", "text").iter_rows()]
     texts = list(dict.fromkeys(question for question, _, _ in pairs))
     answers = [a for _, _, pool in pairs for a in pool]
-    semantic = []
-    for (qid,), group in corpus.select("question_id", "text").group_by("question_id", maintain_order=True):
-        vecs = encode([q[qid]["question"]] + group["text"].to_list())
-        semantic.extend((vecs[1:] @ vecs[0]).tolist())
+    semantic = semantic_overlap({qid: r["question"] for qid, r in q.items()}, corpus, encode, block_size, log)
 
     def avg(values) -> float:
         return float(np.mean(values)) if len(values) else 0.0
@@ -401,7 +425,7 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
          "share of pairs with a pool answer as a lower-cased substring of the passage"),
         ("Answer Containment (whole words)", avg([any(contains_phrase(t, a) for a in pool) for _, t, pool in pairs]),
          "share of pairs with a pool answer on word boundaries after normalize (project's rule)"),
-        ("Query-Passage Semantic Overlap", avg(semantic), "mean cosine of question and passage embeddings"),
+        ("Query-Passage Semantic Overlap", semantic, "mean cosine of question and passage embeddings"),
         ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0, "qrels with label 2 (project's row)"),
         ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0, "qrels with label 1 (project's row)"),
     ]
@@ -438,22 +462,41 @@ CANDIDATE_SCHEMA = {
 
 
 def candidates(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
-    """Distinct generated answers per question with how often they occur and the verdicts."""
-    q = {r["question_id"]: r for r in questions.select("question_id", "question", "answer", "aliases").iter_rows(named=True)}
-    groups: dict[tuple[str, str], dict] = {}
-    for r in answers.filter(pl.col("answer").is_not_null()).iter_rows(named=True):
-        if r["question_id"] not in q:
-            continue
-        key = (r["question_id"], normalize(r["answer"]))
-        g = groups.setdefault(key, {"candidate": r["answer"], "occurrences": 0, "judged_correct": False})
-        g["occurrences"] += 1
-        g["judged_correct"] |= bool(r["correct"])
-    rows = []
-    for (qid, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[1]["occurrences"])):
-        question = q[qid]
-        rows.append({"question_id": qid, "question": question["question"], "gold": question["answer"],
-                     "candidate": g["candidate"], "occurrences": g["occurrences"],
-                     "judged_correct": g["judged_correct"], "exact_match": exact_match(g["candidate"], question["aliases"])})
-    return pl.DataFrame(rows, schema=CANDIDATE_SCHEMA)
+    """Distinct generated answers per question with how often they occur and the verdicts:
+    answers are the same when they normalize alike, shown as first given; most frequent first,
+    ties in the order they first occur. Computed on columns (7.2M answers at the papers' size)."""
+    asked = questions.select("question_id", "question", pl.col("answer").alias("gold"))
+    given = answers.filter(pl.col("answer").is_not_null() & pl.col("question_id").is_in(asked["question_id"])).select(
+        "question_id", "answer", "correct")
+    groups = (
+        given.with_columns(normalized(given["answer"]).alias("key")).with_row_index("row")
+        .group_by("question_id", "key").agg(
+            pl.col("answer").first().alias("candidate"),
+            pl.len().alias("occurrences"),
+            pl.col("correct").fill_null(False).any().alias("judged_correct"),
+            pl.col("row").first().alias("first"),
+        )
+    )
+    return (
+        groups.join(asked, on="question_id")
+        .join(gold_keys(questions).with_columns(pl.lit(True).alias("exact_match")), on=["question_id", "key"], how="left")
+        .with_columns(pl.col("exact_match").fill_null(False))
+        .sort(["question_id", "occurrences", "first"], descending=[False, True, False])
+        .select(list(CANDIDATE_SCHEMA)).cast(CANDIDATE_SCHEMA)
+    )
 
 
+def normalized(values: pl.Series) -> pl.Series:
+    """:func:`normalize` of each value (null stays null), computed once per distinct value:
+    the same answers recur across a question's passages and the labelers."""
+    distinct = values.drop_nulls().unique()
+    return values.replace_strict(distinct, [normalize(v) for v in distinct], default=None, return_dtype=pl.String)
+
+
+def gold_keys(questions: pl.DataFrame) -> pl.DataFrame:
+    """``question_id`` and ``key``: each question's answers (``aliases``) normalized, blank ones
+    left out. An answer whose normalized ``key`` is among its question's is an
+    :func:`exact_match`."""
+    golds = questions.select("question_id", "aliases").explode("aliases").drop_nulls("aliases")
+    return (golds.select("question_id", normalized(golds["aliases"]).alias("key"))
+            .filter(pl.col("key") != "").unique())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import polars as pl
 
 from assets.common.parsing import parse_list, parse_yes_no
@@ -261,15 +262,20 @@ def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats, l
 
 def difficulties(questions: pl.DataFrame, hits: dict[str, list[str]], encode) -> pl.DataFrame:
     """Difficulty per question: the source's value when given, otherwise reference-based
-    complexity over the passages BM25 retrieved for the question (``hits``: id -> texts)."""
+    complexity over the passages BM25 retrieved for the question (``hits``: id -> texts).
+
+    The questions with hits and their passages go to ``encode`` in one call, each distinct
+    text once (questions often retrieve the same references): a call per question padded its
+    short question to its longest passage and paid the call's own cost for ten-odd texts, three
+    times slower than one length-sorted call (bench/encoding_bench.py)."""
+    rows = list(questions.select("question_id", "question", "aliases", "difficulty").iter_rows(named=True))
+    texts = list(dict.fromkeys(t for r in rows if hits.get(r["question_id"]) for t in [r["question"], *hits[r["question_id"]]]))
+    at = {t: i for i, t in enumerate(texts)}
+    vecs = np.asarray(encode(texts), dtype=np.float32) if texts else None
     out = []
-    for r in questions.select("question_id", "question", "aliases", "difficulty").iter_rows(named=True):
+    for r in rows:
         docs = hits.get(r["question_id"], [])
-        if docs:
-            vecs = encode([r["question"]] + docs)
-            sims = (vecs[1:] @ vecs[0]).tolist()
-        else:
-            sims = []
+        sims = (vecs[[at[d] for d in docs]] @ vecs[at[r["question"]]]).tolist() if docs else []
         contains = [any(contains_phrase(d, a) for a in r["aliases"]) for d in docs]
         source = r["difficulty"]
         complexity = None if source else rules.reference_complexity(contains, sims)
@@ -380,13 +386,15 @@ def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl
     it is decided. A passage with an undecided answer (a failed call, :func:`_graded`) gets
     no label (null) and an ``error`` naming each failed call. A rerun asks only those calls.
     """
-    failure = (pl.when(pl.col("correct").is_null())
-               .then(pl.format("{}: {}", "model", pl.coalesce("error", pl.format("judge: {}", "judge_error")))))
-    decided = answers.with_columns(failure.alias("failure")).group_by("passage_id").agg(
+    # The failures are joined on the few undecided answers alone: a string aggregation over
+    # all 7.2M answers of the papers' size cost more memory than the rest of the step.
+    failure = pl.format("{}: {}", "model", pl.coalesce("error", pl.format("judge: {}", "judge_error")))
+    errors = answers.filter(pl.col("correct").is_null()).group_by("passage_id").agg(
+        failure.drop_nulls().str.join("; ").alias("error"))
+    decided = answers.group_by("passage_id").agg(
         pl.col("correct").any().alias("any_correct"),
-        pl.col("failure").drop_nulls().str.join("; ").alias("error"),
         pl.col("model").n_unique().alias("labelers"),
-    ).with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
+    ).join(errors, on="passage_id", how="left").with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
     labels = (
         passages.select("passage_id", "question_id", "num_hints")
         .join(decided, on="passage_id", how="left")
@@ -440,23 +448,27 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
     golds = {r["question_id"]: r["aliases"] for r in questions.select("question_id", "aliases").iter_rows(named=True)}
     accepted = {q: {normalize(a) for a in d.get("accepted", [])} for q, d in decisions.items()}
     rejected = {q: {normalize(a) for a in d.get("rejected", [])} for q, d in decisions.items()}
-
-    def still_correct(qid: str, answer: str | None, correct: bool | None) -> bool:
-        if answer is None:
-            return False
-        if exact_match(answer, golds.get(qid, [])):
-            return True
-        if qid not in decisions:
-            return bool(correct)
-        key = normalize(answer)
-        return key in accepted[qid] or (bool(correct) and key not in rejected[qid])
-
-    updated = answers.with_columns(
-        pl.struct("question_id", "answer", "correct")
-        .map_elements(lambda s: still_correct(s["question_id"], s["answer"], s["correct"]), return_dtype=pl.Boolean)
-        .alias("correct")
+    # An answer stays correct when it matches a gold answer; otherwise, for a question with
+    # decisions, when it was accepted, or judged correct and not rejected; for one without,
+    # when it was judged correct. On columns: 7.2M answers at the papers' size.
+    verdicts = pl.DataFrame(
+        [(q, key, True, False) for q, keys in accepted.items() for key in keys]
+        + [(q, key, False, True) for q, keys in rejected.items() for key in keys],
+        schema={"question_id": pl.String, "key": pl.String, "accepted": pl.Boolean, "rejected": pl.Boolean}, orient="row",
+    ).group_by("question_id", "key").agg(pl.col("accepted").any(), pl.col("rejected").any())
+    given = answers.select("passage_id", "question_id", "answer", "correct")
+    judged_correct = pl.col("correct").fill_null(False)
+    any_correct = (
+        given.with_columns(rules.normalized(given["answer"]).alias("key"))
+        .join(rules.gold_keys(questions).with_columns(pl.lit(True).alias("exact")), on=["question_id", "key"], how="left")
+        .join(verdicts, on=["question_id", "key"], how="left")
+        .select("passage_id", pl.when(pl.col("answer").is_null()).then(False)
+                .when(pl.col("exact").fill_null(False)).then(True)
+                .when(~pl.col("question_id").is_in(list(decisions))).then(judged_correct)
+                .otherwise(pl.col("accepted").fill_null(False) | (judged_correct & ~pl.col("rejected").fill_null(False)))
+                .alias("correct"))
+        .group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
     )
-    any_correct = updated.group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
     # A passage left without a label by a failed call stays without one: no decision fills it.
     new_labels = (
         labels.join(any_correct, on="passage_id", how="left")
@@ -478,7 +490,8 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
                                                              return_dtype=pl.List(pl.String)).alias("answer_pool")
     )
     # Newly accepted answers may leak through a hint: screen those questions again.
-    newly = [q for q in decisions if q in golds and accepted[q] - {normalize(a) for a in pools.filter(pl.col("question_id") == q)["answer_pool"].explode().drop_nulls()}]
+    pooled = {q: {normalize(a) for a in pool or [] if a is not None} for q, pool in pools.select("question_id", "answer_pool").iter_rows()}
+    newly = [q for q in decisions if q in golds and accepted[q] - pooled.get(q, set())]
     rejects = empty_rejects
     if newly:
         recheck = questions.filter(pl.col("question_id").is_in(newly)).drop("aliases").join(

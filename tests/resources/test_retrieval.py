@@ -142,7 +142,7 @@ def test_faiss_kinds_find_the_nearest_vector(tmp_path, kind):
 def test_dense_retrieval_with_bundled_encoders(encoder):
     spec = RetrieverSpec(alias=encoder, kind="dense", encoder=encoder)
     res = FaissIndexResource()
-    index = res.build(encode_corpus(spec, DOCS))
+    index = res.build_blocks(encode_corpus(spec, DOCS))
     hits = dense_search(spec, res, index, ["d0", "d1", "d2", "d3"], ["Which is the biggest planet?", "Where is the Eiffel Tower?"], ["q1", "q2"], k=2)
     assert hits["q1"][0].docid == "d3" and hits["q2"][0].docid == "d0"
     assert [h.rank for h in hits["q1"]] == [1, 2]

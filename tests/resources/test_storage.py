@@ -74,3 +74,28 @@ def test_a_report_over_materialized_partitions_reads_those_and_names_the_rest(tm
     # without the metadata a missing partition is an error, as for any other input
     with pytest.raises(FileNotFoundError, match="drones.parquet"):
         dg.materialize([per_domain, report({})], selection=["recor/report"], resources={"io_manager": io})
+
+
+def test_an_input_with_columns_metadata_loads_only_those(tmp_path):
+    parts = dg.StaticPartitionsDefinition(["m1", "m2"])
+
+    @dg.asset(key_prefix="quit")
+    def wide() -> pl.DataFrame:
+        return pl.DataFrame({"id": ["a", "b"], "text": ["a long text", "another"], "n": [1, 2]})
+
+    @dg.asset(key_prefix="quit", partitions_def=parts)
+    def per_model(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        return pl.DataFrame({"model": [context.partition_key], "text": ["an answer"]})
+
+    @dg.asset(key_prefix="quit", ins={"wide": dg.AssetIn(key=["quit", "wide"], metadata={"columns": ["n", "id"]}),
+                                      "per_model": dg.AssetIn(key=["quit", "per_model"], metadata={"columns": ["model"]})})
+    def narrow(wide: pl.DataFrame, per_model: pl.DataFrame) -> pl.DataFrame:
+        return pl.DataFrame({"loaded": [",".join(wide.columns), ",".join(per_model.columns)], "rows": [wide.height, per_model.height]})
+
+    io = ParquetIOManager(root=str(tmp_path))
+    dg.materialize([wide], resources={"io_manager": io})
+    for key in ("m1", "m2"):
+        dg.materialize([per_model], partition_key=key, resources={"io_manager": io})
+    dg.materialize([wide, per_model, narrow], selection=[narrow], resources={"io_manager": io})
+    assert read_parquet(str(tmp_path / "quit" / "narrow.parquet")).rows() == [("n,id", 2), ("model", 2)]
+    assert read_parquet(str(tmp_path / "quit" / "wide.parquet"), ["text"]).columns == ["text"]

@@ -44,6 +44,19 @@ def test_candidates_list_distinct_answers_with_flags():
     assert c["exact_match"].to_list() == [True, False, False]
 
 
+def test_candidates_group_normalized_answers_most_frequent_first():
+    given = pl.DataFrame({
+        "question_id": ["q"] * 7 + ["not_asked"],
+        "answer": ["Chomolungma", "k2", "K2.", "Mount Everest", "the Mount Everest", "Lhotse", None, "K2"],
+        "correct": [True, False, None, True, True, False, False, True],
+    })
+    c = rules.candidates(given, questions())
+    # ties (2 and 1 occurrences) in the order the answers first came; each shown as first given
+    assert c.select("candidate", "occurrences", "judged_correct", "exact_match").rows() == [
+        ("k2", 2, False, False), ("Mount Everest", 2, True, True), ("Chomolungma", 1, True, False), ("Lhotse", 1, False, False)]
+    assert c["gold"].unique().to_list() == ["Mount Everest"]
+
+
 def test_without_decisions_labels_pass_through_unverified(scripted_llm):
     out = steps.apply({}, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
     assert not out.verified and out.labels.equals(labels())

@@ -1,0 +1,176 @@
+"""The QUIT benchmark's assembly and release export on the bundled sample: the export
+streams its files (bounded memory at 2.4M passages) and writes the bytes the one-string
+export wrote, kept here as the reference."""
+
+import json
+import random
+from pathlib import Path
+
+import boto3
+import dagster as dg
+import polars as pl
+import pytest
+
+from assets.quit import release, rules, sources
+from assets.quit.assets import benchmark, release_files
+from assets.quit.settings import QuitSettings
+from resources.storage import ParquetIOManager, StorageResource, read_bytes, read_parquet, write_parquet, write_parquet_batches
+
+# Texts JSON escapes (quotes, backslash, control characters), non-ASCII kept as is
+# (ensure_ascii=False) and the line separators Python does not escape.
+AWKWARD_HINTS = ['It said "stop" at C:\\path.', "Line one\nline two\ttab\x01.", "Café, naïve, 東京, 😀.",
+                 "Odd separators \u2028 and \u2029 here.", "Plain last hint."]
+
+
+def reference_export(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, target: Path) -> list[tuple[str, int]]:
+    """The export as it was first written, each file built as one string: the bytes the
+    streaming export must reproduce."""
+    files = []
+    lines = (json.dumps({"id": r["passage_id"], "contents": r["text"], "title": r["question_id"]}, ensure_ascii=False)
+             for r in corpus.iter_rows(named=True))
+    (target / "corpus.jsonl").write_bytes(("\n".join(lines) + "\n").encode())
+    files.append(("corpus.jsonl", corpus.height))
+    split_of = dict(questions.select("question_id", "split").iter_rows())
+    for split in release.SPLITS:
+        part = questions.filter(pl.col("split") == split)
+        records = [release.question_record(r) for r in part.iter_rows(named=True)]
+        (target / f"{split}.json").write_bytes(json.dumps(records, ensure_ascii=False, indent=1).encode())
+        files.append((f"{split}.json", len(records)))
+        rows = [f"{r['question_id']} 0 {r['passage_id']} {r['label']}" for r in qrels.iter_rows(named=True)
+                if split_of.get(r["question_id"]) == split]
+        (target / f"qrels.{split}.txt").write_bytes(("\n".join(rows) + ("\n" if rows else "")).encode())
+        files.append((f"qrels.{split}.txt", len(rows)))
+    return files
+
+
+def sample_build(splits_used=release.SPLITS) -> dict[str, pl.DataFrame]:
+    """The bundled sample sources as the finalize steps receive them: every usable question
+    with its 5 first hints, one with awkward hint texts, 325 passages each, seeded labels
+    (some passages left unlabeled), a verification reject and splits round robin."""
+    settings = QuitSettings()
+    loaded = [(name, json.loads(Path(path).read_text())) for name, path in
+              (("triviahg", settings.triviahg_path), ("wikihint", settings.wikihint_path))]
+    qs = sources.questions_frame(sources.ingest(loaded).rows)
+    qs = qs.with_columns(pl.col("hints").list.head(5), pl.lit([0.9, 0.7, 0.5, 0.3, 0.1]).alias("hint_convergence"))
+    qs = qs.with_columns(pl.when(pl.col("question_id") == qs["question_id"][0]).then(pl.lit(AWKWARD_HINTS))
+                         .otherwise(pl.col("hints")).alias("hints"))
+    ids = qs["question_id"].to_list()
+    splits = pl.DataFrame({"question_id": ids, "parametric_answerable": [i % 3 == 0 for i in range(len(ids))],
+                           "split": [splits_used[i % len(splits_used)] for i in range(len(ids))], "labeled": [True] * len(ids)})
+    metadata = pl.DataFrame({"question_id": ids, "question_type": ["ENTY:other"] * len(ids),
+                             "difficulty": ["easy", "medium", "hard"] * (len(ids) // 3) + ["easy"] * (len(ids) % 3),
+                             "reference_complexity": [None] * len(ids)}, schema_overrides={"reference_complexity": pl.Float64})
+    passages = rules.passages_frame(qs.select("question_id", "hints"))
+    rng = random.Random(3)
+    labels = passages.select("passage_id", "question_id", "num_hints").with_columns(
+        pl.lit(3, pl.UInt32).alias("labelers"),
+        pl.Series("label", [rng.choice([1, 2, 2, None]) for _ in range(passages.height)], dtype=pl.Int8),
+        pl.lit(None, pl.String).alias("error"))
+    pools = qs.select("question_id", pl.col("aliases").alias("answer_pool"))
+    rejects = sources.REJECTS.frame([sources.REJECTS.row(ids[1], "triviahg", "human_verification", "answer_leakage", "leaks", {})])
+    return {"selected": qs, "splits": splits, "metadata": metadata, "passages": passages, "all_labels": labels,
+            "labels": labels.filter(pl.col("label").is_not_null()), "pools": pools, "rejects": rejects}
+
+
+def built(splits_used=release.SPLITS):
+    b = sample_build(splits_used)
+    return release.assemble(b["selected"], b["splits"], b["metadata"], b["passages"], b["labels"], b["pools"], b["rejects"])
+
+
+@pytest.mark.parametrize("splits_used", [release.SPLITS, ("test", "dev")], ids=["every split", "no train questions"])
+def test_export_writes_the_reference_bytes(tmp_path, splits_used):
+    questions, corpus, qrels = built(splits_used)
+    assert corpus.height > 5000 and questions.height > 30
+    (tmp_path / "reference").mkdir()
+    expected = reference_export(questions, corpus, qrels, tmp_path / "reference")
+    # small batches, so the files are written in many pieces
+    manifest = release.export(questions, corpus, qrels, str(tmp_path / "streamed"), batch_rows=1000)
+    assert list(manifest.select("file", "records").iter_rows()) == expected
+    for name, _ in expected:
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "reference" / name).read_bytes(), name
+    assert manifest["path"].to_list() == [str(tmp_path / "streamed" / name) for name, _ in expected]
+    assert "東京" in (tmp_path / "streamed" / "corpus.jsonl").read_text()
+
+
+def test_an_empty_benchmark_writes_empty_files(tmp_path):
+    questions, corpus, qrels = (frame.clear() for frame in built())
+    manifest = release.export(questions, corpus, qrels, str(tmp_path))
+    assert manifest["records"].to_list() == [0] * 7
+    # the one-string export wrote a lone newline for an empty corpus: not a JSON line
+    assert (tmp_path / "corpus.jsonl").read_bytes() == b""
+    assert all((tmp_path / f"qrels.{split}.txt").read_bytes() == b"" for split in release.SPLITS)
+    assert all((tmp_path / f"{split}.json").read_bytes() == b"[]" for split in release.SPLITS)
+
+
+def test_corpus_batches_are_the_assembled_corpus():
+    b = sample_build()
+    questions, corpus, qrels = release.assemble(b["selected"], b["splits"], b["metadata"], b["passages"], b["labels"],
+                                                b["pools"], b["rejects"])
+    batches = list(release.corpus_batches(b["passages"], release.in_corpus(b["passages"], questions, b["labels"]), batch_rows=777))
+    assert len(batches) > 1 and all(f.height <= 777 for f in batches)
+    assert pl.concat(batches).equals(corpus)
+    # labeled passages of kept questions only: the removed question and unlabeled passages are out
+    assert b["rejects"]["question_id"][0] not in set(corpus["question_id"])
+    assert set(corpus["passage_id"]) == set(qrels["passage_id"]) < set(b["passages"]["passage_id"])
+
+
+def test_corpus_through_the_batch_writer(tmp_path):
+    b = sample_build()
+    questions, corpus, _ = built()
+    out = tmp_path / "corpus.parquet"
+    rows = write_parquet_batches(str(out), release.corpus_batches(b["passages"], release.in_corpus(b["passages"], questions, b["labels"])))
+    assert rows == corpus.height and read_parquet(str(out)).equals(corpus)
+    nothing = pl.Series([False] * b["passages"].height)
+    rows = write_parquet_batches(str(out), release.corpus_batches(b["passages"], nothing))
+    assert rows == 0 and read_parquet(str(out)).schema == corpus.schema
+
+
+def stub(name: str, frame: pl.DataFrame) -> dg.AssetsDefinition:
+    @dg.asset(key=["quit", name])
+    def _stub() -> pl.DataFrame:
+        return frame
+
+    return _stub
+
+
+def test_benchmark_and_release_files_through_the_io_manager(tmp_path):
+    """The assets as a run executes them: inputs read by the Parquet IO manager (the labels'
+    ``columns`` only), the corpus written batch by batch, the release streamed."""
+    b = sample_build()
+    stubs = {"selected_questions": b["selected"], "splits": b["splits"], "question_metadata": b["metadata"],
+             "passages": b["passages"], "verified_labels": b["all_labels"], "verified_pools": b["pools"],
+             "verification_rejects": b["rejects"]}
+    storage = StorageResource(root=str(tmp_path / "storage"))
+    result = dg.materialize([benchmark, release_files, *(stub(name, frame) for name, frame in stubs.items())], resources={
+        "io_manager": ParquetIOManager(root=storage.root), "storage": storage,
+        "quit_settings": QuitSettings(export_dir=str(tmp_path / "release"))})
+    assert result.success
+    questions, corpus, qrels = built()
+    for name, frame in (("benchmark_questions", questions), ("benchmark_corpus", corpus), ("benchmark_qrels", qrels)):
+        assert read_parquet(str(tmp_path / "storage" / "quit" / f"{name}.parquet")).equals(frame), name
+    by_key = {m.asset_key.path[-1]: m.metadata for m in result.asset_materializations_for_node("benchmark")}
+    assert by_key["benchmark_corpus"]["dagster/row_count"].value == corpus.height
+    assert by_key["benchmark_corpus"]["unlabeled_passages_left_out"].value == b["all_labels"]["label"].null_count()
+    assert corpus["passage_id"][0] in by_key["benchmark_corpus"]["preview"].value
+    (tmp_path / "reference").mkdir()
+    for name, _ in reference_export(questions, corpus, qrels, tmp_path / "reference"):
+        assert (tmp_path / "release" / name).read_bytes() == (tmp_path / "reference" / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_export_streams_to_s3(s3_server, monkeypatch, tmp_path):
+    """On S3 the corpus goes up as a multipart upload (more than one 5 MB part) with the
+    bytes a local export writes; tables are read back from S3 by column."""
+    for name, value in (("AWS_ENDPOINT_URL", s3_server.endpoint_url), ("AWS_ACCESS_KEY_ID", "testing"),
+                        ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", s3_server.region)):
+        monkeypatch.setenv(name, value)
+    boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name=s3_server.region).create_bucket(Bucket="quit-release")
+    questions, corpus, qrels = built()
+    corpus = pl.concat([corpus.with_columns(pl.col("passage_id") + f"_{i}") for i in range(4)])
+    release.export(questions, corpus, qrels, str(tmp_path), batch_rows=5000)
+    assert (tmp_path / "corpus.jsonl").stat().st_size > 2 * 5 * 2**20
+    manifest = release.export(questions, corpus, qrels, "s3://quit-release/quit", batch_rows=5000)
+    for name, path in manifest.select("file", "path").iter_rows():
+        assert read_bytes(path) == (tmp_path / name).read_bytes(), name
+    write_parquet("s3://quit-release/quit/benchmark_corpus.parquet", corpus)
+    assert read_parquet("s3://quit-release/quit/benchmark_corpus.parquet", ["passage_id"]).equals(corpus.select("passage_id"))

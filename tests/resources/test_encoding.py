@@ -1,0 +1,77 @@
+"""Encoders and FAISS indexes fed block by block: the same vectors and the same index as
+encoding each text on its own and indexing every vector at once."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from resources.faiss_index import FaissIndexResource
+
+ROOT = Path(__file__).parents[2]
+
+
+def recor_documents(n: int) -> list[str]:
+    # BRIGHT-shaped sample documents: RECOR's lengths (about 200 MiniLM tokens, some cut at 256)
+    files = sorted((ROOT / "data" / "recor" / "bright").glob("*/documents.jsonl"))
+    return [json.loads(line)["content"] for f in files for line in f.open(encoding="utf-8")][:n]
+
+
+def unit_vectors(n: int, dim: int = 16) -> np.ndarray:
+    vecs = np.random.default_rng(0).normal(size=(n, dim)).astype(np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf"])
+def test_an_index_built_from_blocks_is_the_index_built_at_once(kind):
+    vecs = unit_vectors(400)
+    res = FaissIndexResource(kind=kind, nlist=4, nprobe=4)
+    whole, streamed = res.build(vecs), res.build_blocks(iter([vecs[:150], vecs[150:300], vecs[300:]]))
+    assert whole.ntotal == streamed.ntotal == 400
+    (want_scores, want_ids), (scores, ids) = res.search(whole, vecs[:20], 10), res.search(streamed, vecs[:20], 10)
+    np.testing.assert_array_equal(ids, want_ids)
+    np.testing.assert_allclose(scores, want_scores, atol=1e-6)
+
+
+def test_an_hnsw_index_from_blocks_finds_every_vector_it_holds():
+    vecs = unit_vectors(400)
+    res = FaissIndexResource(kind="hnsw")
+    index = res.build_blocks(np.array_split(vecs, 3))
+    assert index.ntotal == 400
+    assert res.search(index, vecs[[3, 150, 399]], 1)[1][:, 0].tolist() == [3, 150, 399]
+
+
+@pytest.mark.slow
+def test_streamed_encoding_gives_each_text_its_own_vector():
+    from resources.encoders import encode_blocks, encode_texts
+
+    docs = recor_documents(20)
+    alone = np.stack([encode_texts("minilm", [d])[0] for d in docs])
+    lines = []
+    blocks = list(encode_blocks("minilm", docs, batch_size=4, block_size=7, log=lines.append))
+    assert [len(b) for b in blocks] == [7, 7, 6]
+    np.testing.assert_allclose(np.concatenate(blocks), alone, atol=1e-5)
+    assert len(lines) == 3 and lines[-1].startswith("minilm: 20 of 20 texts encoded")
+    # a generator is read as it goes, in order
+    np.testing.assert_allclose(np.concatenate(list(encode_blocks("minilm", iter(docs), block_size=8))), alone, atol=1e-5)
+    assert encode_texts("minilm", []).shape == (0, 384)
+
+
+@pytest.mark.slow
+def test_a_dense_index_holds_the_per_document_vectors(tmp_path):
+    from assets.eval import retrieve
+    from resources.encoders import encode_texts
+    from resources.retrieval import RetrieverSpec
+    from resources.storage import StorageResource
+
+    docs = recor_documents(12)
+    spec = RetrieverSpec(alias="minilm", kind="dense", encoder="minilm", batch_size=5)
+    storage, res, lines = StorageResource(root=str(tmp_path)), FaissIndexResource(), []
+    corpus = pl.DataFrame({"id": [f"d{i}" for i in range(len(docs))], "contents": docs})
+    n, where = retrieve.build(spec, "recor_test", corpus, None, res, storage, lines.append)
+    assert n == 12 and len(lines) == 1 and lines[0].startswith("minilm: 12 of 12 texts encoded")
+    alone = np.stack([encode_texts("minilm", [d])[0] for d in docs])
+    np.testing.assert_allclose(res.load(where).reconstruct_n(0, n), alone, atol=1e-5)
+    assert retrieve.search(spec, "recor_test", [docs[4]], ["q"], 3, None, res, storage)["q"][0].docid == "d4"
