@@ -3,7 +3,7 @@ run by vLLM's own batch runner, answers read back.
 
 A chunk's cache misses go out as one JSONL file (:func:`write_batch`), one request a line::
 
-    {"custom_id": "<cache key>", "method": "POST", "url": "/v1/chat/completions", "body": {...}}
+    {"custom_id": "<the call's place in the chunk>", "method": "POST", "url": "/v1/chat/completions", "body": {...}}
 
 where ``body`` is the chat-completions request the HTTP path would have sent (model,
 messages, temperature, max_tokens, seed, logprobs, top_logprobs, and vLLM's own fields such

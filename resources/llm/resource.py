@@ -416,9 +416,7 @@ class LLMResource(dg.ConfigurableResource):
 
         async def ask(client, endpoint, req: LLMRequest, params: dict):
             if client is not None:
-                body, extra = _vllm_body(params)
-                return await client.post("/chat/completions", {"model": _served_name(spec.model),
-                                                               "messages": req.messages, **body, **extra})
+                return await client.post("/chat/completions", _vllm_request(spec.model, req.messages, params))
             import litellm
 
             extra = {"api_base": endpoint} if endpoint else {}
@@ -449,12 +447,9 @@ class LLMResource(dg.ConfigurableResource):
 
         if not todo:
             return
-        served = _served_name(spec.model)
-
         def lines():
             for n, (_, req, params, _) in enumerate(todo):
-                body, extra = _vllm_body(params)
-                yield str(n), {"model": served, "messages": req.messages, **body, **extra}
+                yield str(n), _vllm_request(spec.model, req.messages, params)
 
         os.makedirs(self.cache_dir, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="batch-", dir=self.cache_dir) as folder:
@@ -652,8 +647,11 @@ class _VLLMClient:
 
     def __init__(self, base_url: str, timeout: float, concurrency: int):
         import aiohttp
+        import orjson
 
         self._base = base_url.rstrip("/")
+        self._dumps, self._loads = orjson.dumps, orjson.loads
+        self._dropped = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
         # Retries are the resource's own (counted, jittered); a connection per request in flight.
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency),
@@ -662,21 +660,17 @@ class _VLLMClient:
                      "Content-Type": "application/json"})
 
     async def post(self, path: str, body: dict) -> dict:
-        import orjson
-
-        import aiohttp
-
         try:
-            async with self._session.post(self._base + path, data=orjson.dumps(body)) as response:
+            async with self._session.post(self._base + path, data=self._dumps(body)) as response:
                 raw = await response.read()
                 status = response.status
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
+        except self._dropped as e:
             raise ConnectionFailed(f"{self._base}: {type(e).__name__}: {e}") from e
         if status == 429 or status >= 500:
             raise ServerFault(f"HTTP {status}: {_message(raw)}")
         if status >= 400:
             raise RequestRejected(f"HTTP {status}: {_message(raw)}")
-        reply = orjson.loads(raw)
+        reply = self._loads(raw)
         if not isinstance(reply, dict):
             raise TransientError(f"the reply is a JSON {type(reply).__name__}, not an object")
         return reply
@@ -702,12 +696,13 @@ def _vllm_client(base_url: str | None, timeout: float, concurrency: int) -> _VLL
     return _VLLMClient(base_url, timeout, concurrency)
 
 
-def _vllm_body(params: dict) -> tuple[dict, dict]:
-    """OpenAI's chat parameters, and the rest as vLLM reads them from the request body."""
+def _vllm_request(model: str, messages: list[dict], params: dict) -> dict:
+    """A chat request's body as vLLM reads it, over HTTP or in a batch file: OpenAI's chat
+    parameters, and every other parameter (``extra_body``'s included) at the top level."""
     body = {k: v for k, v in params.items() if k in _OPENAI_CHAT}
     extra = {**params.get("extra_body", {}),
              **{k: v for k, v in params.items() if k not in _OPENAI_CHAT and k != "extra_body"}}
-    return body, extra
+    return {"model": _served_name(model), "messages": messages, **body, **extra}
 
 
 def _batch_result(key: str, response: dict | None, error: str | None) -> tuple[LLMResult, dict | None]:
