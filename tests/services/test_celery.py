@@ -96,6 +96,9 @@ def test_recor_domain_on_two_celery_workers(deployment, redis_server, monkeypatc
     # the worker reads the executor's config block of a run config; one step at a time per worker
     config.write_text(yaml.safe_dump({"execution": {"config": {
         "broker": broker, "backend": broker, "config_source": {"worker_concurrency": 1}}}}))
+    # as a deployment does before its workers start: two workers opening an empty database
+    # at once both create the instance's tables, and one fails on the other's
+    subprocess.run([str(BIN / "dagster"), "instance", "migrate"], cwd=ROOT, check=True, capture_output=True)
     logs = [tmp_path / f"{name}.log" for name in WORKERS]
     workers = [start_worker(name, config, log) for name, log in zip(WORKERS, logs)]
     try:
