@@ -18,6 +18,7 @@ import dagster as dg
 
 from resources.finetuning import BASES_PATH, load_bases
 from resources.llm import REGISTRY_PATH, role_aliases
+from resources.names import check_name
 from resources.retrieval import (
     RERANKERS_PATH,
     RETRIEVERS_PATH,
@@ -101,11 +102,13 @@ class PartitionChanges:
 
 def partition_changes(registered: dict[str, list[str]], existing: dict[str, list[str]]) -> PartitionChanges:
     """What adding the registries' keys to the existing partitions would change, each list
-    in its own order (registry order for new keys, partition order for gone ones)."""
+    in its own order (registry order for new keys, partition order for gone ones). A new key
+    outside the names' allowed set (``resources.names``) is an error naming it: a partition
+    key becomes a file name under the storage root."""
     new, gone = {}, {}
     for name, keys in registered.items():
         known = set(existing.get(name, []))
-        if added := [k for k in dict.fromkeys(keys) if k not in known]:
+        if added := [check_name(k, f"new partition of {name}") for k in dict.fromkeys(keys) if k not in known]:
             new[name] = added
         if dropped := [k for k in existing.get(name, []) if k not in set(keys)]:
             gone[name] = dropped

@@ -188,12 +188,13 @@ LLM_COUNTS = ("llm/calls", "llm/errors", "llm/parse_failures")
 def llm_failure_rate(metadata: Mapping[str, Any]) -> tuple[int, int, float]:
     """``(calls, failed, rate)`` from a materialization's LLM accounting (``CallStats``):
     errors and unparsable replies over calls."""
-    def value(k: str) -> int:
-        v = metadata.get(k)
-        return int(getattr(v, "value", v) or 0)
-
-    calls, failed = value("llm/calls"), value("llm/errors") + value("llm/parse_failures")
+    calls, failed = _count(metadata, "llm/calls"), _count(metadata, "llm/errors") + _count(metadata, "llm/parse_failures")
     return calls, failed, failed / calls if calls else 0.0
+
+
+def _count(metadata: Mapping[str, Any], key: str) -> int:
+    v = metadata.get(key)
+    return int(getattr(v, "value", v) or 0)
 
 
 def errored(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
@@ -206,21 +207,32 @@ class CheckSettings(dg.ConfigurableResource):
     """Thresholds of the checks that are rates rather than rules. Changing one and running the
     checks-only job re-judges the stored tables without asking any model again."""
 
-    # Errors plus unparsable replies over calls above which an LLM step's check fails. The
+    # Errors plus unparsable replies over calls above which an LLM step's check warns. The
     # embedded 135M model fails to follow some formats often; a served model rarely does.
     max_llm_failure_rate: float = 0.5
+    # Calls that got no answer at all (a server fault, a refused request) over calls above
+    # which an LLM step's check fails and blocks what is built from the step.
+    max_llm_error_rate: float = 0.1
 
 
 def llm_accounting_check(asset, *, partitions_def: dg.PartitionsDefinition | None = None,
                          failed_items: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
                          item_column: str | None = None) -> dg.AssetChecksDefinition:
-    """The step's LLM errors and parse failures (from its materialization's accounting) stay
-    under ``CheckSettings.max_llm_failure_rate``; ``failed_items`` names the items from the
-    table where it keeps them. A warning: the step kept what failed, with its reason."""
+    """The step's LLM accounting (from its materialization's metadata), two rates:
+
+    - calls that got no answer (``llm/errors``) over calls above
+      ``CheckSettings.max_llm_error_rate``: an ERROR, and the check blocks, so nothing is
+      built on a step whose server failed (the step itself materialized what it had);
+    - errors plus unparsable replies above ``max_llm_failure_rate``: a warning, since the
+      step kept what failed with its reason.
+
+    ``failed_items`` names the items from the table where it keeps them; otherwise the
+    step's own list of failed calls (``llm/failed_items``) names them."""
     key = _key(asset)
 
-    @dg.asset_check(asset=key, name="llm_accounting", partitions_def=partitions_def,
-                    description="LLM errors and unparsable replies under the configured rate, naming the items.")
+    @dg.asset_check(asset=key, name="llm_accounting", partitions_def=partitions_def, blocking=True,
+                    description="Calls without an answer under the error rate (blocking); errors and unparsable "
+                                "replies under the failure rate (a warning); naming the failed items.")
     def _check(context, frame: pl.DataFrame, check_settings: CheckSettings) -> dg.AssetCheckResult:
         partition = context.partition_key if context.has_partition_key else None
         event = context.instance.get_latest_materialization_event(key) if partition is None else next(iter(
@@ -228,10 +240,17 @@ def llm_accounting_check(asset, *, partitions_def: dg.PartitionsDefinition | Non
                                                     limit=1).records), None)
         meta = event.asset_materialization.metadata if event is not None and event.asset_materialization else {}
         calls, failed, rate = llm_failure_rate(meta)
+        errors = _count(meta, "llm/errors")
+        error_rate = errors / calls if calls else 0.0
         items = failed_items(frame) if failed_items is not None else pl.DataFrame()
         names = ", ".join(map(str, items[item_column].head(20).to_list())) if item_column and items.height else ""
-        return dg.AssetCheckResult(passed=rate <= check_settings.max_llm_failure_rate, severity=WARN, metadata={
-            "calls": calls, "failed": failed, "failure_rate": round(rate, 4),
-            "max_failure_rate": check_settings.max_llm_failure_rate, "failed_items": dg.MetadataValue.text(names)})
+        names = names or str(getattr(meta.get("llm/failed_items"), "value", meta.get("llm/failed_items")) or "")
+        broken = error_rate > check_settings.max_llm_error_rate
+        return dg.AssetCheckResult(
+            passed=not broken and rate <= check_settings.max_llm_failure_rate,
+            severity=dg.AssetCheckSeverity.ERROR if broken else WARN, metadata={
+                "calls": calls, "errors": errors, "error_rate": round(error_rate, 4),
+                "max_error_rate": check_settings.max_llm_error_rate, "failed": failed, "failure_rate": round(rate, 4),
+                "max_failure_rate": check_settings.max_llm_failure_rate, "failed_items": dg.MetadataValue.text(names)})
 
     return _check

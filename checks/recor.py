@@ -488,10 +488,13 @@ def quality_score_range(quality_scores: pl.DataFrame, benchmark: pl.DataFrame) -
     return rows_check(bad, f"scores in {SCORE_RANGE}; every benchmark conversation scored with its turn count", "conversation_id")
 
 
-# The scores and the labels are asked in one step whose accounting is on the scores' output.
+# The scores and the labels are asked in one step; each output carries its own calls' accounting.
 quality_scores_llm = llm_accounting_check(key("quality_scores"), item_column="conversation_id",
                                           failed_items=lambda f: f.filter(pl.any_horizontal(pl.col(d).is_null() for d in steps.DIMENSIONS)),
                                           **PARTS)
+turn_labels_llm = llm_accounting_check(key("turn_labels"), item_column="turn",
+                                       failed_items=lambda f: f.filter(pl.col("dependency").is_null() | pl.col("pattern").is_null())
+                                       .select(pl.format("{} turn {}", "conversation_id", "turn_id").alias("turn")), **PARTS)
 
 turn_labels_schema = table_check(key("turn_labels"), LABEL_SCHEMA, unique=["conversation_id", "turn_id"],
                                  not_null=["domain", "conversation_id", "turn_id"], blocking=False, **PARTS)
@@ -568,7 +571,7 @@ recor_checks = [
     conversations_schema, conversation_validation, conversations_llm, conversation_rejects_reasons, conversation_reject_problems,
     benchmark_schema, benchmark_conversations, benchmark_gold_in_corpus,
     quality_scores_schema, quality_score_range, quality_scores_llm,
-    turn_labels_schema, turn_label_classes,
+    turn_labels_schema, turn_label_classes, turn_labels_llm,
     quality_report_schema, quality_report_ranges,
     statistics_schema, statistics_rules,
 ]

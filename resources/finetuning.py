@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import importlib.resources
-import re
 from pathlib import Path
 
 import yaml
 
 from resources.encoders import BUNDLED
+from resources.names import check_name
 
 BASES_PATH = str(Path(__file__).with_name("finetuning.yaml"))
-# A base alias names a partition, a folder under the models root and a retriever alias.
-ALIAS = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 def load_bases(path: str = BASES_PATH) -> dict[str, str]:
@@ -25,8 +23,8 @@ def load_bases(path: str = BASES_PATH) -> dict[str, str]:
         raise ValueError(f"{path}: expected a non-empty 'bases' mapping")
     bases = {}
     for alias, entry in raw.items():
-        if not ALIAS.match(str(alias)):
-            raise ValueError(f"{path}: base {alias!r}: an alias is lower-case letters, digits, '.', '_' and '-'")
+        # a base alias names a partition, a folder under the models root and a retriever alias
+        check_name(alias, f"{path}: base")
         if not isinstance(entry, dict) or set(entry) != {"model"} or not entry["model"]:
             raise ValueError(f"{path}: base {alias!r} needs exactly one key, model (a bundled alias or a local folder)")
         bases[alias] = base_folder(entry["model"], f"{path}: base {alias!r}")

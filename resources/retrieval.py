@@ -10,12 +10,14 @@ instance) at other registry files, as ``BENCHFOUNDRY_MODELS`` does for the model
 Models the project trains itself register their aliases in a second, written registry: one
 YAML file per alias in ``<storage root>/models/registry`` (``BENCHFOUNDRY_TRAINED`` names
 another folder), each in the registry file's own format, merged into the loaded registry.
+Only the files the project wrote there are read (see :func:`read_trained`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import math
 import numbers
 import os
@@ -29,7 +31,10 @@ import yaml
 
 from resources.encoders import encode_blocks, encode_texts
 from resources.lucene import Hit
-from resources.storage import filesystem, join, read_text, storage_root, write_bytes
+from resources.names import check_name
+from resources.storage import filesystem, join, read_text, read_yaml, storage_root, write_bytes
+
+log = logging.getLogger(__name__)
 
 RETRIEVERS_PATH = os.environ.get("BENCHFOUNDRY_RETRIEVERS") or str(Path(__file__).with_name("retrievers.yaml"))
 # The trained models' registry. It is read where the static files are read, at wiring time and
@@ -68,8 +73,8 @@ class RetrieverSpec:
 
 def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
     """Parse one registry section into specs; errors name the file and the alias."""
-    with open(path, encoding="utf-8") as f:
-        raw = (yaml.safe_load(f) or {}).get(section)
+    raw = read_yaml(path) or {}
+    raw = raw.get(section) if isinstance(raw, dict) else None
     if not isinstance(raw, dict) or not raw:
         raise ValueError(f"{path}: expected a non-empty {section!r} mapping")
     return _parse(raw, path, section, spec_type, kinds)
@@ -78,6 +83,7 @@ def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
 def _parse(raw: dict, path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
     specs = {}
     for alias, entry in raw.items():
+        check_name(alias, f"{path}: {section[:-1]} alias")
         if not isinstance(entry, dict) or entry.get("kind") not in kinds:
             raise ValueError(f"{path}: {section[:-1]} {alias!r} needs kind {' or '.join(sorted(kinds))}")
         unknown = set(entry) - {f.name for f in dataclasses.fields(spec_type)}
@@ -110,33 +116,85 @@ def _check_external(path: str, what: str, spec) -> None:
                              f"is not package.module:function")
 
 
+# The mark ``register_trained`` puts in every file it writes: the trained registry's folder
+# is a folder of the storage root anyone may write to, and a file dropped there by hand (or
+# left by another tool) must not become a retriever, least of all an entry point the project
+# would import and call.
+WRITTEN_BY = "benchfoundry"
+# What the project trains: the only kinds a trained registry file may name (never a run file
+# or an entry point, whatever its mark says).
+TRAINED_KINDS = {"retrievers": {"dense", "multi_vector"}, "rerankers": {"cross_encoder"}}
+
+
 def trained_path(section: str, alias: str, directory: str = TRAINED_DIR) -> str:
     """The one file of a trained alias: a file per alias, so training runs of different
     partitions never write the same file."""
-    return join(directory, f"{section}.{alias}.yaml")
+    return join(directory, f"{section}.{check_name(alias, 'trained alias')}.yaml")
 
 
 def register_trained(section: str, alias: str, entry: dict, directory: str = TRAINED_DIR) -> str:
-    """Write (or replace) a trained model's registry entry; returns the file written."""
+    """Write (or replace) a trained model's registry entry, marked as the project's; returns
+    the file written."""
     uri = trained_path(section, alias, directory)
-    write_bytes(uri, yaml.safe_dump({section: {alias: entry}}, sort_keys=False).encode())
+    write_bytes(uri, yaml.safe_dump({"written_by": WRITTEN_BY, section: {alias: entry}}, sort_keys=False).encode())
     return uri
 
 
-def trained_specs(section: str, spec_type: type, kinds: set[str], directory: str = TRAINED_DIR) -> dict:
-    """Every trained alias of ``section`` in ``directory`` (none while nothing is trained). A
-    file must hold exactly the alias its name says."""
+@dataclasses.dataclass
+class TrainedRegistry:
+    """A section's trained aliases, and the files of the folder that were not read, each
+    with its reason."""
+
+    specs: dict
+    ignored: dict[str, str]
+
+
+def read_trained(section: str, spec_type: type, directory: str = TRAINED_DIR) -> TrainedRegistry:
+    """The trained aliases of ``section`` in ``directory`` (none while nothing is trained).
+    A file is read when it is what ``register_trained`` writes: named
+    ``<section>.<alias>.yaml``, marked ``written_by: benchfoundry``, holding that one alias of
+    a kind the project trains. Any other file is ignored with its reason; another section's
+    files are that section's."""
     fs, root = filesystem(directory)
     names = sorted(info.base_name for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
-                   if info.base_name.startswith(f"{section}.") and info.base_name.endswith(".yaml"))
-    specs = {}
+                   if info.type == pafs.FileType.File)
+    found = TrainedRegistry({}, {})
     for name in names:
-        uri, alias = join(directory, name), name[len(section) + 1:-len(".yaml")]
-        raw = (yaml.safe_load(read_text(uri)) or {}).get(section)
-        if not isinstance(raw, dict) or list(raw) != [alias]:
-            raise ValueError(f"{uri}: expected one {section!r} entry, {alias!r} as the file is named")
-        specs |= _parse(raw, uri, section, spec_type, kinds)
-    return specs
+        stem, _, alias = name.removesuffix(".yaml").partition(".")
+        if name.endswith(".yaml") and stem in TRAINED_KINDS and stem != section:
+            continue
+        uri = join(directory, name)
+        try:
+            found.specs |= _trained_file(uri, name, section, alias, spec_type)
+        except ValueError as e:
+            found.ignored[uri] = str(e).removeprefix(f"{uri}: ")
+    return found
+
+
+def _trained_file(uri: str, name: str, section: str, alias: str, spec_type: type) -> dict:
+    if not name.startswith(f"{section}.") or not name.endswith(".yaml"):
+        raise ValueError("not a trained registry file (<section>.<alias>.yaml)")
+    check_name(alias, "the alias its name gives")
+    raw = read_yaml(uri)
+    if not isinstance(raw, dict) or raw.get("written_by") != WRITTEN_BY:
+        raise ValueError(f"not written by {WRITTEN_BY} (register_trained marks its files written_by: {WRITTEN_BY})")
+    entries = raw.get(section)
+    if set(raw) != {"written_by", section} or not isinstance(entries, dict) or list(entries) != [alias]:
+        raise ValueError(f"expected one {section!r} entry, {alias!r} as the file is named")
+    kinds = TRAINED_KINDS[section]
+    if not isinstance(entries[alias], dict) or entries[alias].get("kind") not in kinds:
+        kind = entries[alias].get("kind") if isinstance(entries[alias], dict) else None
+        raise ValueError(f"kind {kind!r} is not one the project trains ({', '.join(sorted(kinds))})")
+    return _parse(entries, uri, section, spec_type, kinds)
+
+
+def trained_specs(section: str, spec_type: type, directory: str = TRAINED_DIR) -> dict:
+    """The trained aliases of ``section`` (:func:`read_trained`), each ignored file logged
+    as a warning with its reason."""
+    found = read_trained(section, spec_type, directory)
+    for uri, reason in found.ignored.items():
+        log.warning(f"{uri}: ignored: {reason}")
+    return found.specs
 
 
 def _merged(specs: dict, path: str, section: str, trained: dict, directory: str) -> dict:
@@ -158,7 +216,7 @@ def load_retrievers(path: str = RETRIEVERS_PATH, trained: str | None = TRAINED_D
     """The registry file's retrievers and the trained ones in ``trained`` (None: the file only)."""
     specs = _load(path, "retrievers", RetrieverSpec, RETRIEVER_KINDS)
     if trained is not None:
-        specs = _merged(specs, path, "retrievers", trained_specs("retrievers", RetrieverSpec, RETRIEVER_KINDS, trained), trained)
+        specs = _merged(specs, path, "retrievers", trained_specs("retrievers", RetrieverSpec, trained), trained)
     for spec in specs.values():
         if spec.kind in ENCODER_KINDS and not spec.encoder:
             raise ValueError(f"{path}: {spec.kind} retriever {spec.alias!r} needs an encoder")
@@ -224,7 +282,7 @@ def load_rerankers(path: str = RERANKERS_PATH, models_path: str | None = None,
 
     specs = _load(path, "rerankers", RerankerSpec, RERANKER_KINDS)
     if trained is not None:
-        specs = _merged(specs, path, "rerankers", trained_specs("rerankers", RerankerSpec, RERANKER_KINDS, trained), trained)
+        specs = _merged(specs, path, "rerankers", trained_specs("rerankers", RerankerSpec, trained), trained)
     registry = load_registry(models_path or REGISTRY_PATH)
     for spec in specs.values():
         if spec.top_k < 1:
@@ -250,7 +308,8 @@ def parse_trec_run(text: str, source: str) -> dict[str, list[Hit]]:
     score, then on the docid string reversed), ranked 1..n; the file's own rank column is
     read as an integer but does not order anything, as in trec_eval. Blank lines are
     skipped; any other line that is not six columns with an integer rank and a finite score,
-    or a document listed twice for one query, is an error naming the file and line."""
+    or a document listed twice for one query, is an error naming the file, line and column,
+    never quoting them: a template may point at any file (an ``.env`` among them)."""
     found: dict[str, dict[str, tuple[float, int]]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         columns = line.split()
@@ -258,21 +317,21 @@ def parse_trec_run(text: str, source: str) -> dict[str, list[Hit]]:
             continue
         where = f"{source} line {number}"
         if len(columns) != 6:
-            raise ValueError(f"{where}: expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}: {line.strip()[:120]!r}")
+            raise ValueError(f"{where}: expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}")
         qid, _, docid, rank, score, _ = columns
         try:
             int(rank)
         except ValueError:
-            raise ValueError(f"{where}: rank {rank!r} is not an integer") from None
+            raise ValueError(f"{where}: column 4 (rank) is not an integer") from None
         try:
             value = float(score)
         except ValueError:
-            raise ValueError(f"{where}: score {score!r} is not a number") from None
+            raise ValueError(f"{where}: column 5 (score) is not a number") from None
         if not math.isfinite(value):
-            raise ValueError(f"{where}: score {score!r} is not finite")
+            raise ValueError(f"{where}: column 5 (score) is not finite")
         docs = found.setdefault(qid, {})
         if docid in docs:
-            raise ValueError(f"{where}: document {docid!r} is listed twice for query {qid!r} (first on line {docs[docid][1]})")
+            raise ValueError(f"{where}: the document (column 3) is listed twice for its query (first on line {docs[docid][1]})")
         docs[docid] = (value, number)
     return {qid: [Hit(docid, value, rank)
                   for rank, (docid, value) in enumerate(trec_order({d: v for d, (v, _) in docs.items()}), start=1)]
@@ -287,9 +346,11 @@ def trec_order(scores: Mapping[str, float]) -> list[tuple[str, float]]:
 
 def run_file_uri(spec, benchmark: str, part: str, retriever: str | None = None) -> str:
     """The run file ``spec``'s template names for one benchmark part (a QUIT split or a RECOR
-    domain); a template without ``{part}`` names one file for every part."""
+    domain); a template without ``{part}`` names one file for every part. Each field must be
+    a name of the allowed set: the retriever comes from a partition key, which may have been
+    added by hand."""
     fields = {"benchmark": benchmark, "part": part, "retriever": retriever or spec.alias, "reranker": spec.alias}
-    return spec.path.format(**fields)
+    return spec.path.format(**{f: check_name(v, f"run file of {spec.alias!r}: {f}") for f, v in fields.items()})
 
 
 @dataclasses.dataclass
@@ -343,9 +404,16 @@ def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int 
 # --- Entry points ---------------------------------------------------------------------------
 
 
+class EntryPointError(RuntimeError):
+    """An entry point raised: the message names the system and its function, the cause is
+    the function's own error."""
+
+
 def load_function(owner: str, target: str) -> Callable:
     """The callable ``package.module:function`` names (the function part may be dotted, as
-    ``module:Class.method``); errors name ``owner`` and what failed to resolve."""
+    ``module:Class.method``); errors name ``owner`` and what failed to resolve. Called, it
+    raises :class:`EntryPointError` for whatever the function raises, so a bare ``KeyError``
+    from a team's code still says which system and function it came from."""
     module_name, _, name = target.partition(":")
     try:
         value = importlib.import_module(module_name)
@@ -357,7 +425,14 @@ def load_function(owner: str, target: str) -> Callable:
         value = getattr(value, attribute)
     if not callable(value):
         raise ValueError(f"{owner}: entry point {target!r} is not callable")
-    return value
+
+    def call(*args, **kwargs):
+        try:
+            return value(*args, **kwargs)
+        except Exception as e:
+            raise EntryPointError(f"{owner}: entry point {target!r} raised {type(e).__name__}: {e}") from e
+
+    return call
 
 
 def checked_ranking(owner: str, qid: str, ranked, known: Mapping | set, limit: int | None = None) -> list[tuple[str, float]]:

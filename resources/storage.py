@@ -20,6 +20,9 @@ import dagster as dg
 import polars as pl
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+import yaml
+
+from resources.names import check_name
 
 DEFAULT_ROOT = "./storage"
 # Input metadata of a report that reads every partition of its upstream: read the partitions
@@ -42,13 +45,14 @@ class StorageResource(dg.ConfigurableResource):
     local_index_root: str = ".cache/indexes"
 
     def path(self, *parts: str) -> str:
-        return join(self.root, *parts)
+        """``parts`` joined under the root; an error if they lead out of it."""
+        return inside_root(self.root, join(self.root, *parts))
 
     def index_path(self, kind: str, *parts: str) -> str:
         """Where an index of ``kind`` (faiss, lucene, search) lives: under the root, or for the
         local-disk kinds under ``local_index_root`` when the root is remote."""
         if "://" in self.root and kind != "faiss":
-            return os.path.join(self.local_index_root, kind, *parts)
+            return inside_root(self.local_index_root, os.path.join(self.local_index_root, kind, *parts))
         return self.path("indexes", kind, *parts)
 
     def model_path(self, *parts: str) -> str:
@@ -56,8 +60,25 @@ class StorageResource(dg.ConfigurableResource):
         ``local_index_root`` when the root is remote, as for the local-disk indexes: a model
         loads from a folder on local disk."""
         if "://" in self.root:
-            return os.path.join(self.local_index_root, "models", *parts)
+            return inside_root(self.local_index_root, os.path.join(self.local_index_root, "models", *parts))
         return self.path("models", *parts)
+
+
+def inside_root(root: str, uri: str) -> str:
+    """``uri`` when it lies under ``root``; else an error naming both. Locally the real path
+    counts, links resolved, so a link inside the root cannot lead a write out of it; under a
+    URI root the key must extend the root's and have no ``..`` segment (S3 keys are not
+    resolved, but tools that copy them to disk do resolve them)."""
+    if "://" in root:
+        prefix = root.rstrip("/") + "/"
+        if not uri.startswith(prefix) or ".." in uri[len(prefix):].split("/"):
+            raise ValueError(f"{uri} is outside the storage root {root}: a key under it extends the root's and has "
+                             "no '..' segment")
+        return uri
+    real_root, real = os.path.realpath(root), os.path.realpath(uri)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise ValueError(f"{uri} resolves outside the storage root {root} (to {real}): nothing is read or written there")
+    return uri
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -162,16 +183,23 @@ def read_parquet(uri: str, columns: list[str] | None = None) -> pl.DataFrame:
 
 
 def table_uri(root: str, key_path: Iterable[str], partition: str | dg.MultiPartitionKey | None = None) -> str:
-    """Where the IO manager stores an asset's table, or one partition of it."""
+    """Where the IO manager stores an asset's table, or one partition of it. A partition key
+    outside the names' allowed set (``resources.names``) is an error naming it: a key is a
+    file name here, and one added to the instance by hand has passed no registry."""
+    key_path = list(key_path)
     base = join(root, *key_path)
-    return base + ".parquet" if partition is None else join(base, partition_file_name(partition) + ".parquet")
+    if partition is None:
+        return base + ".parquet"
+    return join(base, partition_file_name(partition, f"{'/'.join(key_path)}: partition key") + ".parquet")
 
 
-def partition_file_name(partition_key: str | dg.MultiPartitionKey) -> str:
+def partition_file_name(partition_key: str | dg.MultiPartitionKey, what: str = "partition key") -> str:
+    """A partition's file name under its asset's folder; a multi-dimensional key is a folder
+    per dimension, in dimension name order."""
     if isinstance(partition_key, dg.MultiPartitionKey):
         dims = partition_key.keys_by_dimension
-        return "/".join(f"{dims[d]}" for d in sorted(dims))
-    return str(partition_key)
+        return "/".join(check_name(dims[d], what) for d in sorted(dims))
+    return check_name(str(partition_key), what)
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -185,7 +213,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     root: str = DEFAULT_ROOT
 
     def _uri(self, key: dg.AssetKey, partition: str | dg.MultiPartitionKey | None) -> str:
-        return table_uri(self.root, key.path, partition)
+        return inside_root(self.root, table_uri(self.root, key.path, partition))
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | Batches | None) -> None:
         if obj is None:
@@ -236,3 +264,16 @@ def concat(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
 
 def read_text(uri: str) -> str:
     return read_bytes(uri).decode("utf-8")
+
+
+def read_yaml(uri: str):
+    """A YAML file's value. A file that is not YAML is an error naming the file, line and
+    column but not its text: the file may be any file a setting points at (an ``.env`` among
+    them), and PyYAML's own message quotes the line it stopped on."""
+    text = read_text(uri)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ValueError(f"{uri}: not valid YAML{where}") from None

@@ -224,11 +224,10 @@ def vllm_missing() -> str | None:
 def start_vllm(folder: Path) -> VLLMServerResource:
     """The session's vLLM server, launched without waiting (``tests.background`` starts it
     when the session begins; the ``vllm_server`` fixture waits for it)."""
-    server = VLLMServerResource(model=str(VLLM_MODEL), command=VLLM_CPU_COMMAND, port=free_port(),
-                                aliases=["smollm2"], startup_timeout=VLLM_STARTUP_SECONDS,
-                                log_path=str(folder / "server.log"))
+    server = VLLMServerResource(model=str(VLLM_MODEL), port=free_port(), aliases=["smollm2"],
+                                startup_timeout=VLLM_STARTUP_SECONDS, log_path=str(folder / "server.log"))
     if vllm_missing() is None:
-        server.start()
+        server.start(command=VLLM_CPU_COMMAND)
     return server
 
 

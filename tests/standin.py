@@ -11,6 +11,8 @@ log-probability -0.1 with one alternative. A message ``RATE n`` is answered with
 ``n``; ``--reply TEXT`` answers everything with TEXT (a judge that always says No). Faults, for the share ``--faults`` of requests chosen by a hash of the request and how
 often it was asked (so a retry may succeed): 429, 500, a reply slower than any client waits
 (``--stall`` seconds), a body that is not JSON, and an answer with empty content, in turn.
+``--always KIND`` fails every request one way (``ALWAYS``: hang, 500, 429, 400, garbage,
+close, empty), as a server that broke (or a request every call shares) does. The ``Authorization`` headers it was sent are recorded.
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ import time
 from pathlib import Path
 
 FAULTS = ("429", "500", "stall", "malformed", "empty")
+ALWAYS = ("hang", "500", "429", "400", "garbage", "close", "empty")
 
 
 class StandIn:
-    def __init__(self, name: str, latency: float, faults: float, stall: float, reply: str | None = None):
+    def __init__(self, name: str, latency: float, faults: float, stall: float, reply: str | None = None,
+                 always: str | None = None):
         self.name, self.latency, self.faults, self.stall, self.fixed = name, latency, faults, stall, reply
+        self.always = always
+        self.auth = collections.Counter()  # Authorization header -> times sent
         self.asked = collections.Counter()  # request digest -> times asked
         self.answered = collections.Counter()  # request digest -> good answers given
         self.faulted = collections.Counter()  # fault kind -> times
@@ -53,6 +59,9 @@ class StandIn:
         body = await request.json()
         digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
         self.asked[digest] += 1
+        self.auth[request.headers.get("Authorization", "")] += 1
+        if self.always:
+            return await self.broken(request, body)
         self.models[body.get("model")] += 1
         if len(self.bodies) < 2000:
             self.bodies.append(body)
@@ -77,6 +86,22 @@ class StandIn:
             return web.json_response(self.completion(body, text))
         finally:
             self.in_flight -= 1
+
+    async def broken(self, request, body: dict):
+        """Every request failed the one way ``--always`` names."""
+        from aiohttp import web
+
+        self.faulted[self.always] += 1
+        if self.always == "hang":
+            await asyncio.sleep(3600)
+        if self.always in ("500", "429", "400"):
+            return web.json_response({"error": {"message": f"always {self.always}"}}, status=int(self.always))
+        if self.always == "garbage":
+            return web.Response(text="<html>bad gateway</html>", content_type="application/json")
+        if self.always == "close":
+            request.transport.close()
+            raise ConnectionResetError("closed by the stand-in")
+        return web.json_response(self.completion(body, ""))
 
     def reply(self, body: dict) -> str:
         if self.fixed is not None:
@@ -106,7 +131,7 @@ class StandIn:
     async def seen(self, request):
         from aiohttp import web
 
-        return web.json_response({"asked": dict(self.asked), "answered": dict(self.answered),
+        return web.json_response({"asked": dict(self.asked), "answered": dict(self.answered), "auth": dict(self.auth),
                                   "faulted": dict(self.faulted), "models": dict(self.models), "peak": self.peak,
                                   "bodies": self.bodies[-50:]})
 
@@ -121,27 +146,30 @@ def main() -> None:
     ap.add_argument("--faults", type=float, default=0.0)
     ap.add_argument("--stall", type=float, default=30.0)
     ap.add_argument("--reply", default=None, help="answer every request with this text")
+    ap.add_argument("--always", choices=ALWAYS, default=None, help="fail every request this way")
     args = ap.parse_args()
-    s = StandIn(args.name, args.latency, args.faults, args.stall, args.reply)
+    s = StandIn(args.name, args.latency, args.faults, args.stall, args.reply, args.always)
     app = web.Application()
     app.router.add_post("/v1/chat/completions", s.chat)
     app.router.add_get("/v1/models", s.models_list)
     app.router.add_get("/_seen", s.seen)
-    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None, backlog=4096)
+    # shutdown_timeout: a stopped stand-in drops what it holds (a hung request) at once
+    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None, backlog=4096, shutdown_timeout=0.5)
 
 
 class Server:
     """A stand-in started as a process; ``seen()`` is what it recorded."""
 
     def __init__(self, port: int, name: str = "standin", latency: float = 0.0, faults: float = 0.0,
-                 stall: float = 30.0, log: Path | None = None, reply: str | None = None):
+                 stall: float = 30.0, log: Path | None = None, reply: str | None = None, always: str | None = None):
         self.port, self.name = port, name
         self.url = f"http://127.0.0.1:{port}/v1"
         root = Path(__file__).resolve().parents[1]
         out = open(log, "wb") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.standin", "--port", str(port), "--name", name, "--latency", str(latency),
-             "--faults", str(faults), "--stall", str(stall), *(["--reply", reply] if reply is not None else [])],
+             "--faults", str(faults), "--stall", str(stall), *(["--reply", reply] if reply is not None else []),
+             *(["--always", always] if always else [])],
             cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)
         from resources.vllm_server import wait_healthy

@@ -233,12 +233,13 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
     """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
     registry's ``recor.judge`` model."""
     judge = llm.role("recor.judge")[0]
-    stats = CallStats()
-    scores = steps.conversation_scores(benchmark, corpus, llm, judge, stats, context.log.info)
-    labels = steps.turn_labels(benchmark, llm, judge, stats, context.log.info)
-    yield dg.Output(scores, output_name="quality_scores", metadata={**table_metadata(scores), **stats.as_metadata()})
+    # each output carries the accounting of its own calls, so its check names its own failures
+    scored, labeled = CallStats(), CallStats()
+    scores = steps.conversation_scores(benchmark, corpus, llm, judge, scored, context.log.info)
+    labels = steps.turn_labels(benchmark, llm, judge, labeled, context.log.info)
+    yield dg.Output(scores, output_name="quality_scores", metadata={**table_metadata(scores), **scored.as_metadata()})
     yield dg.Output(labels, output_name="turn_labels", metadata={
-        **table_metadata(labels),
+        **table_metadata(labels), **labeled.as_metadata(),
         "dependency": counts_md(dict(labels.group_by("dependency").len().sort("dependency").iter_rows())),
         "pattern": counts_md(dict(labels.group_by("pattern").len().sort("pattern").iter_rows())),
     })

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+from resources.names import check_name
+from resources.storage import read_yaml
 
 REGISTRY_PATH = os.environ.get("BENCHFOUNDRY_MODELS") or str(Path(__file__).parents[1] / "models.yaml")
 
@@ -47,6 +49,10 @@ class ModelSpec:
     # (vLLM's own batch runner: no HTTP round trip per call, the client's cost a line of
     # JSON each way), ``batch_size`` calls a file, each run given ``batch_timeout`` seconds.
     mode: str = "http"
+    # The environment variable holding the key sent to this entry's api_base. An api entry
+    # with its own api_base is sent this key or none, never the provider's key from the
+    # environment (litellm would send OPENAI_API_KEY to whatever host api_base names).
+    api_key_env: str | None = None
     batch_command: tuple[str, ...] = ()
     batch_size: int = 65536
     batch_timeout: float = 6 * 3600.0
@@ -62,14 +68,15 @@ DEFAULT_CONCURRENCY = {"vllm": 256, "api": 16, "embedded": 1}
 
 
 def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
-    """Parse the model registry file; errors name the entry at fault."""
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
-    models = raw.get("models")
+    """Parse the model registry file; errors name the entry at fault. An alias names
+    partitions and files (``resources.names``); the ``model`` it stands for may be any id."""
+    raw = read_yaml(path) or {}
+    models = raw.get("models") if isinstance(raw, dict) else None
     if not isinstance(models, dict) or not models:
         raise ValueError(f"{path}: expected a non-empty 'models' mapping")
     specs = {}
     for alias, entry in models.items():
+        check_name(alias, f"{path}: model alias")
         if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
             raise ValueError(f"{path}: model alias {alias!r} needs a 'model' string")
         unknown = set(entry) - {f.name for f in dataclasses.fields(ModelSpec)}
@@ -84,6 +91,9 @@ def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
         if entry.get("verdicts", "binding") not in {"binding", "advisory"}:
             raise ValueError(f"{path}: model alias {alias!r}: verdicts must be binding or advisory")
         _check_mode(path, alias, entry)
+        key_env = entry.get("api_key_env")
+        if key_env is not None and not (isinstance(key_env, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env)):
+            raise ValueError(f"{path}: model alias {alias!r}: api_key_env must name an environment variable")
         if "batch_command" in entry:
             entry = {**entry, "batch_command": tuple(entry["batch_command"])}
         specs[alias] = ModelSpec(alias=alias, **entry)
@@ -110,9 +120,8 @@ def _check_mode(path: str, alias: str, entry: dict) -> None:
 
 def load_roles(path: str = REGISTRY_PATH) -> dict[str, Any]:
     """The ``roles`` section: which aliases act as labelers, readers, judges, subjects."""
-    with open(path, encoding="utf-8") as f:
-        raw = yaml.safe_load(f) or {}
-    roles = raw.get("roles", {})
+    raw = read_yaml(path) or {}
+    roles = raw.get("roles", {}) if isinstance(raw, dict) else {}
     registry = load_registry(path)
     for name, value in _flatten(roles):
         for alias in value if isinstance(value, list) else [value]:

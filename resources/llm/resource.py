@@ -24,7 +24,9 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import asyncio
+import collections
 import dataclasses
+import functools
 import itertools
 import random
 import re
@@ -46,6 +48,7 @@ from resources.llm.cache import (
 )
 from resources.llm.embedded import _EMBEDDED
 from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry, role_aliases
+from resources.redact import redact
 from resources.vllm_server import VLLMServerResource
 
 
@@ -98,6 +101,9 @@ class LLMResult:
         return self.error is None
 
 
+FAILED_KEYS_KEPT = 20
+
+
 @dataclasses.dataclass
 class CallStats:
     calls: int = 0
@@ -113,6 +119,8 @@ class CallStats:
     empty_answers: int = 0
     # The answer cache after the last chunk (entries, bytes): a size, not a sum.
     cache: dict = dataclasses.field(default_factory=dict)
+    # The keys of the first calls that failed (errors and unparsable replies), to name them.
+    failed_keys: list = dataclasses.field(default_factory=list)
 
     def add(self, r: LLMResult) -> None:
         self.calls += 1
@@ -124,11 +132,14 @@ class CallStats:
             self.parse_failures += 1
         elif r.error:
             self.errors += 1
+        if r.error and len(self.failed_keys) < FAILED_KEYS_KEPT:
+            self.failed_keys.append(r.key)
 
     def merge(self, other: CallStats) -> CallStats:
-        counts = [f.name for f in dataclasses.fields(self) if f.name != "cache"]
+        counts = [f.name for f in dataclasses.fields(self) if f.name not in ("cache", "failed_keys")]
         merged = CallStats(**{n: getattr(self, n) + getattr(other, n) for n in counts})
         merged.cache = max(self.cache, other.cache, key=lambda c: c.get("entries", -1))
+        merged.failed_keys = (self.failed_keys + other.failed_keys)[:FAILED_KEYS_KEPT]
         return merged
 
     def as_metadata(self, prefix: str = "llm") -> dict[str, int | float]:
@@ -145,6 +156,9 @@ class CallStats:
             f"{prefix}/empty_answers": self.empty_answers,
             **({"llm_cache/entries": self.cache["entries"], "llm_cache/bytes": self.cache["bytes"]}
                if self.cache else {}),
+            **({f"{prefix}/failed_items": dg.MetadataValue.text(", ".join(self.failed_keys) + (
+                f" (and {self.errors + self.parse_failures - len(self.failed_keys):,} more)"
+                if self.errors + self.parse_failures > len(self.failed_keys) else ""))} if self.failed_keys else {}),
         }
 
 
@@ -218,6 +232,11 @@ class LLMResource(dg.ConfigurableResource):
     ``aliases``; a server naming none serves the registry's ``vllm`` entries, and never an
     ``api`` one. ``api_base`` here is the URL of ``vllm`` entries that name no URL.
     ``max_concurrency`` caps every model's own limit (a test, a shared server).
+
+    Faults: the resource is the only retry layer (litellm's and the SDK's own are off), a
+    call's timeout follows its token budget (:meth:`timeout`), and a circuit breaker stops
+    the step with :class:`ModelServerDown` once the endpoint looks dead (:class:`Breaker`)
+    instead of letting every item wait out its retries.
     """
 
     registry_path: str = REGISTRY_PATH
@@ -226,7 +245,18 @@ class LLMResource(dg.ConfigurableResource):
     max_concurrency: Optional[int] = None
     max_retries: int = 4
     backoff_seconds: float = 1.0
+    # A call with a token budget may take timeout_floor plus its budget at
+    # min_tokens_per_second (a labeling call's 64 tokens: 66 s; 8,192 thinking tokens: 600 s
+    # at most); request_timeout is the ceiling, and the timeout of a call with no budget.
     request_timeout: float = 600.0
+    timeout_floor: float = 60.0
+    min_tokens_per_second: float = 10.0
+    # The circuit breaker: breaker_failures failed tries in a row with no answer for
+    # breaker_seconds, or more than breaker_rate of the last breaker_window items failed.
+    breaker_failures: int = 16
+    breaker_seconds: float = 30.0
+    breaker_window: int = 100
+    breaker_rate: float = 0.5
     api_base: Optional[str] = None
     server: Optional[VLLMServerResource] = None
     servers: list[VLLMServerResource] = []
@@ -300,6 +330,27 @@ class LLMResource(dg.ConfigurableResource):
         """Thinking on a model without a native switch is a chain-of-thought prompt variant."""
         return thinking and self.spec(alias).thinking == "cot"
 
+    def timeout(self, params: dict) -> float:
+        """Seconds one try of a call may take: a hung server is given up on after the time a
+        slow but live one needs for the call's token budget, not after a fixed ten minutes."""
+        budget = params.get("max_tokens") or params.get("max_completion_tokens")
+        if not isinstance(budget, (int, float)) or budget <= 0:
+            return self.request_timeout
+        return min(self.request_timeout, self.timeout_floor + budget / max(self.min_tokens_per_second, 1e-9))
+
+    def breaker(self, alias: str) -> Breaker:
+        spec = self.spec(alias)
+        where = {"embedded": f"{alias} (embedded model)"}.get(spec.backend) or (
+            f"{alias} (batch runner {spec.batch_command[0] if spec.batch_command else '?'})" if spec.mode == "batch"
+            else f"{alias} at {self.endpoint(alias) or spec.model}")
+        return Breaker(where, self.breaker_failures, self.breaker_seconds, self.breaker_window, self.breaker_rate,
+                       on_open=self._servers_said)
+
+    def _servers_said(self) -> str:
+        """What a managed server that has exited says (its code and the end of its log)."""
+        started = ([self.server] if self.server else []) + list(self.servers)
+        return "".join(s.exit_report() for s in started)
+
     def concurrency(self, spec: ModelSpec) -> int:
         limit = spec.concurrency
         return min(limit, self.max_concurrency) if self.max_concurrency else limit
@@ -344,6 +395,7 @@ class LLMResource(dg.ConfigurableResource):
         progress = _Progress(total, self.progress_every_seconds, log, alias)
         cache = self.cache
         writer = AnswerWriter(cache)
+        breaker = self.breaker(alias)
         it = iter(requests)
         # A batch file is a run of the model's batch runner, whose start-up (loading the
         # model) is paid per file: its chunks are the entry's batch_size, not the resource's.
@@ -364,17 +416,22 @@ class LLMResource(dg.ConfigurableResource):
             def done(i: int, key: str, result: LLMResult, payload: dict | None) -> None:
                 if payload is not None and writer.add(key, payload):  # a killed run keeps it
                     _later(writer.delay, writer.flush_if_due)
+                breaker.finished(result.error)
                 results[i] = _finish(result, parse)
                 progress.tick()
 
-            if spec.backend == "embedded":
-                for i, req, params, key in todo:
-                    done(i, key, *self._call_embedded(spec, req, params))
-            elif spec.mode == "batch":
-                self._call_batch(spec, todo, done, log)
-            else:
-                _run_async(self._call_all(spec, todo, done))
-            writer.flush()
+            try:
+                if spec.backend == "embedded":
+                    for i, req, params, key in todo:
+                        done(i, key, *self._call_embedded(spec, req, params, breaker))
+                        breaker.check()
+                elif spec.mode == "batch":
+                    self._call_batch(spec, todo, done, log)
+                else:
+                    _run_async(self._call_all(spec, todo, done, breaker))
+                breaker.check()
+            finally:  # what was answered before a fault stays answered
+                writer.flush()
             stats.cache = cache.stats()
             finished = [r for r in results if r is not None]
             for r in finished:
@@ -382,22 +439,26 @@ class LLMResource(dg.ConfigurableResource):
             price(spec.model, finished, stats)
             yield finished
 
-    def _call_embedded(self, spec: ModelSpec, req: LLMRequest, params: dict) -> tuple[LLMResult, dict | None]:
+    def _call_embedded(self, spec: ModelSpec, req: LLMRequest, params: dict,
+                       breaker: Breaker) -> tuple[LLMResult, dict | None]:
         import litellm
 
         delay = self.backoff_seconds
         for attempt in range(self.max_retries + 1):
             try:
                 response = litellm.completion(model=spec.model, messages=req.messages, caching=False,
-                                              timeout=self.request_timeout, **params)
+                                              timeout=self.timeout(params), num_retries=0, **params)
+                breaker.answered()
                 return _from_response(req.key, response)
             except _transient_errors() as e:
+                breaker.attempt_failed(f"{type(e).__name__}: {e}")
                 if attempt == self.max_retries:
-                    return LLMResult(req.key, None, error=f"gave up after {attempt + 1} tries: {e}"), None
+                    return LLMResult(req.key, None, error=redact(f"gave up after {attempt + 1} tries: {e}")), None
+                breaker.check()
                 time.sleep(delay)
                 delay *= 2
             except Exception as e:  # a bad request stays with its item, the run goes on
-                return LLMResult(req.key, None, error=f"{type(e).__name__}: {e}"), None
+                return LLMResult(req.key, None, error=redact(f"{type(e).__name__}: {e}")), None
         raise AssertionError("unreachable")
 
     async def _ask_all(self, spec: ModelSpec, todo: list, one: Callable) -> None:
@@ -411,29 +472,44 @@ class LLMResource(dg.ConfigurableResource):
             if client is not None:
                 await client.close()
 
-    async def _call_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
+    def _litellm_auth(self, spec: ModelSpec, endpoint: str | None) -> dict:
+        """The URL and key an ``api`` entry's calls carry. litellm sends the provider's key
+        from the environment (``OPENAI_API_KEY``) to whatever ``api_base`` it is given, so an
+        entry with its own ``api_base`` gets the key its ``api_key_env`` names, or none."""
+        if not endpoint:
+            return {}
+        key = os.environ.get(spec.api_key_env, "") if spec.api_key_env else ""
+        return {"api_base": endpoint, "api_key": key or "EMPTY"}
+
+    async def _call_all(self, spec: ModelSpec, todo: list, done: Callable, breaker: Breaker) -> None:
         """Chat calls; each result is handed to ``done`` as it arrives."""
 
         async def ask(client, endpoint, req: LLMRequest, params: dict):
             if client is not None:
-                return await client.post("/chat/completions", _vllm_request(spec.model, req.messages, params))
+                return await client.post("/chat/completions", _vllm_request(spec.model, req.messages, params),
+                                         self.timeout(params))
             import litellm
 
-            extra = {"api_base": endpoint} if endpoint else {}
+            # litellm's own retries (and the OpenAI SDK's under it) off: this resource's are
+            # the only ones, so max_retries means what it says
             return await litellm.acompletion(model=spec.model, messages=req.messages, caching=False,
-                                             timeout=self.request_timeout, **extra, **params)
+                                             timeout=self.timeout(params), num_retries=0, max_retries=0,
+                                             **self._litellm_auth(spec, endpoint), **params)
 
         async def one(client, endpoint, i: int, req: LLMRequest, params: dict, key: str) -> None:
             try:
-                response = await self._with_retries(lambda: ask(client, endpoint, req, params))
+                response = await self._with_retries(lambda: ask(client, endpoint, req, params), breaker)
                 result, payload = _from_response(req.key, response)
                 if not result.text.strip() and not result.token_logprobs:
                     # Kept as the model's answer (a parser may reject it) and counted, but not
                     # cached: a server under strain answers empty, and a rerun asks again.
                     payload = None
+            except ModelServerDown:
+                raise
             except Exception as e:  # a bad request stays with its item, the run goes on
                 result, payload = LLMResult(req.key, None, error=_failure(e)), None
             done(i, key, result, payload)
+            breaker.check()
 
         await self._ask_all(spec, todo, one)
 
@@ -474,16 +550,20 @@ class LLMResource(dg.ConfigurableResource):
                 if n not in answered:
                     done(i, key, LLMResult(req.key, None, error=missing), None)
 
-    async def _with_retries(self, attempt_fn: Callable):
+    async def _with_retries(self, attempt_fn: Callable, breaker: Breaker):
         delay = self.backoff_seconds
         for attempt in range(self.max_retries + 1):
+            breaker.check()
             try:
                 response = await attempt_fn()
                 _check_reply(response)
+                breaker.answered()
                 return response
             except _transient_errors() as e:
+                breaker.attempt_failed(f"{type(e).__name__}: {e}")
                 if attempt == self.max_retries:
                     raise _GaveUp(f"gave up after {attempt + 1} tries: {type(e).__name__}: {e}") from e
+                breaker.check()
                 # jittered, so hundreds of requests told to slow down do not return together
                 await asyncio.sleep(delay * (0.5 + random.random()))
                 delay *= 2
@@ -520,51 +600,63 @@ class LLMResource(dg.ConfigurableResource):
                 todo.append((i, req, key))
 
         writer = AnswerWriter(cache)
+        breaker = self.breaker(alias)
 
         def done(i: int, key: str, req: ScoreRequest, values: list[float] | None, tokens: int, error: str | None):
             if error is None and writer.add(key, {"logprobs": values, "tokens": tokens}):
                 _later(writer.delay, writer.flush_if_due)
+            breaker.finished(error)
             results[i] = LLMResult(req.key, None, value=values, prompt_tokens=tokens, error=error)
             progress.tick()
 
-        if spec.backend == "embedded":
-            for i, req, key in todo:
-                try:
-                    values, tokens = _EMBEDDED.continuation_logprobs(spec.model.split("/", 1)[-1], req.prefix,
-                                                                     req.continuation)
-                    done(i, key, req, values, tokens, None)
-                except Exception as e:  # a bad item stays with its key, the run goes on
-                    done(i, key, req, None, 0, f"{type(e).__name__}: {e}")
-        else:
-            _run_async(self._score_all(spec, todo, done))
-        writer.flush()
+        try:
+            if spec.backend == "embedded":
+                for i, req, key in todo:
+                    try:
+                        values, tokens = _EMBEDDED.continuation_logprobs(spec.model.split("/", 1)[-1], req.prefix,
+                                                                         req.continuation)
+                        done(i, key, req, values, tokens, None)
+                    except Exception as e:  # a bad item stays with its key, the run goes on
+                        done(i, key, req, None, 0, f"{type(e).__name__}: {e}")
+                    breaker.check()
+            else:
+                _run_async(self._score_all(spec, todo, done, breaker))
+            breaker.check()
+        finally:
+            writer.flush()
         for r in results:
             stats.add(r)
         price(spec.model, results, stats)
         stats.cache = cache.stats()
         return results  # type: ignore[return-value]
 
-    async def _score_all(self, spec: ModelSpec, todo: list, done: Callable) -> None:
+    async def _score_all(self, spec: ModelSpec, todo: list, done: Callable, breaker: Breaker) -> None:
+        # one generated token: the prompt's length, not a budget, is what the server spends
+        timeout = self.timeout({"max_tokens": 1})
+
         async def ask(client, endpoint, req: ScoreRequest):
             prompt = req.prefix + req.continuation
             if client is not None:
                 return await client.post("/completions", {"model": _served_name(spec.model), "prompt": prompt,
                                                           "echo": True, "logprobs": 1, "max_tokens": 1,
-                                                          "temperature": 0.0})
+                                                          "temperature": 0.0}, timeout)
             import litellm
 
-            extra = {"api_base": endpoint} if endpoint else {}
             return await litellm.atext_completion(model=spec.model, prompt=prompt, echo=True, logprobs=1, max_tokens=1,
-                                                  temperature=0.0, timeout=self.request_timeout, **extra)
+                                                  temperature=0.0, timeout=timeout, num_retries=0, max_retries=0,
+                                                  **self._litellm_auth(spec, endpoint))
 
         async def one(client, endpoint, i: int, req: ScoreRequest, key: str) -> None:
             try:
-                response = await self._with_retries(lambda: ask(client, endpoint, req))
+                response = await self._with_retries(lambda: ask(client, endpoint, req), breaker)
                 values, tokens = continuation_from_echo(_field(_field(response, "choices")[0], "logprobs"),
                                                         len(req.prefix))
                 done(i, key, req, values, tokens, None)
+            except ModelServerDown:
+                raise
             except Exception as e:  # a bad item stays with its key, the run goes on
                 done(i, key, req, None, 0, _failure(e))
+            breaker.check()
 
         await self._ask_all(spec, todo, one)
 
@@ -573,9 +665,69 @@ class _GaveUp(RuntimeError):
     pass
 
 
+class ModelServerDown(RuntimeError):
+    """A model endpoint failed so often that the step stops: it names the endpoint and its
+    last errors. Answers received before are in the cache; a rerun asks only the rest."""
+
+
+class Breaker:
+    """The circuit breaker of one step's calls to one model. It opens on either rule:
+
+    - ``failures`` failed tries in a row and no answer for ``seconds`` (a dead server fails
+      every try at once; a hung one fails them at their timeout): waiting out every item's
+      retries would take hours at a step's size;
+    - more than ``rate`` of the last ``window`` items failed (a server that answers some
+      calls but fails most).
+
+    A failed try is one worth another (a timeout, a refused or dropped connection, 429,
+    5xx, a reply that is not JSON); an item fails when it ends with no answer. ``on_open``
+    adds what is known about the server (a managed process that exited). Not thread-safe:
+    the async path runs on one event loop, the embedded path in one thread."""
+
+    def __init__(self, where: str, failures: int, seconds: float, window: int, rate: float,
+                 on_open: Callable[[], str] | None = None, clock: Callable[[], float] = time.monotonic):
+        self.where, self.failures, self.seconds, self.rate = where, failures, seconds, rate
+        self.on_open, self.clock = on_open, clock
+        self.streak = 0
+        self.last_answer = clock()
+        self.recent: collections.deque[bool] = collections.deque(maxlen=max(1, window))
+        self.errors: collections.deque[str] = collections.deque(maxlen=3)
+        self.reason: str | None = None
+
+    def answered(self) -> None:
+        self.streak = 0
+        self.last_answer = self.clock()
+
+    def attempt_failed(self, error: str) -> None:
+        self.streak += 1
+        self._remember(error)
+        quiet = self.clock() - self.last_answer
+        if self.reason is None and self.streak >= self.failures and quiet >= self.seconds:
+            self.reason = f"{self.streak} failed tries in a row and no answer for {quiet:.0f}s"
+
+    def finished(self, error: str | None) -> None:
+        self.recent.append(error is None)
+        if error is not None:
+            self._remember(error)
+        failed = self.recent.count(False)
+        if self.reason is None and len(self.recent) == self.recent.maxlen and failed > self.rate * len(self.recent):
+            self.reason = f"{failed} of the last {len(self.recent)} items failed"
+
+    def check(self) -> None:
+        if self.reason is None:
+            return
+        last = "; ".join(dict.fromkeys(self.errors))
+        said = self.on_open() if self.on_open else ""
+        raise ModelServerDown(redact(f"{self.where}: circuit breaker open, {self.reason}. "
+                                     f"Last errors: {last}{said}"))
+
+    def _remember(self, error: str) -> None:
+        self.errors.append(error[:300])
+
+
 def _failure(e: Exception) -> str:
     """The error an item keeps: the retries' own account, or the exception's type and text."""
-    return str(e) if isinstance(e, _GaveUp) else f"{type(e).__name__}: {e}"
+    return redact(str(e) if isinstance(e, _GaveUp) else f"{type(e).__name__}: {e}")
 
 
 def _check_reply(response: Any) -> None:
@@ -652,6 +804,8 @@ class _VLLMClient:
         self._base = base_url.rstrip("/")
         self._dumps, self._loads = orjson.dumps, orjson.loads
         self._dropped = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
+        # a step's calls share a few budgets, so a few timeout objects
+        self._timeouts = functools.lru_cache(maxsize=64)(lambda total: aiohttp.ClientTimeout(total=total))
         # Retries are the resource's own (counted, jittered); a connection per request in flight.
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency),
@@ -659,9 +813,11 @@ class _VLLMClient:
             headers={"Authorization": f"Bearer {os.environ.get('VLLM_API_KEY', 'EMPTY')}",
                      "Content-Type": "application/json"})
 
-    async def post(self, path: str, body: dict) -> dict:
+    async def post(self, path: str, body: dict, timeout: float | None = None) -> dict:
+        """The reply to one request; ``timeout``: this try's seconds (the session's otherwise)."""
+        limit = {"timeout": self._timeouts(timeout)} if timeout else {}
         try:
-            async with self._session.post(self._base + path, data=self._dumps(body)) as response:
+            async with self._session.post(self._base + path, data=self._dumps(body), **limit) as response:
                 raw = await response.read()
                 status = response.status
         except self._dropped as e:

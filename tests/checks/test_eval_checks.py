@@ -476,9 +476,10 @@ def test_the_threshold_sweep_covers_the_grid_with_sound_shares():
 # --- LLM accounting ----------------------------------------------------------------------------
 
 
-def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, errors: int, calls: int = 10) -> dg.AssetCheckEvaluation:
+def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, errors: int = 0, calls: int = 10,
+                          parse_failures: int = 0) -> dg.AssetCheckEvaluation:
     """The accounting check after a stand-in for its asset, in one of its partitions, reported
-    ``errors`` failed calls of ``calls``."""
+    ``errors`` calls without an answer and ``parse_failures`` unparsable replies of ``calls``."""
     spec = next(iter(check.check_specs))
     partitions = spec.partitions_def
     instance = dg.DagsterInstance.ephemeral()
@@ -487,9 +488,9 @@ def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, 
 
     @dg.asset(key=spec.asset_key, partitions_def=partitions)
     def stand_in() -> dg.Output:
-        return dg.Output(frame, metadata={"llm/calls": calls, "llm/errors": errors, "llm/parse_failures": 0})
+        return dg.Output(frame, metadata={"llm/calls": calls, "llm/errors": errors, "llm/parse_failures": parse_failures})
 
-    result = dg.materialize([stand_in, check], partition_key=partition, instance=instance,
+    result = dg.materialize([stand_in, check], partition_key=partition, instance=instance, raise_on_error=False,
                             resources={"check_settings": CheckSettings(max_llm_failure_rate=0.5), "io_manager": dg.mem_io_manager})
     return result.get_asset_check_evaluations()[0]
 
@@ -499,16 +500,18 @@ ACCOUNTED = {"eval/quit_reranked_runs": GOOD_RUN, "eval/quit_reader_answers": RE
 
 
 @pytest.mark.parametrize("check", ec.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
-def test_every_llm_step_warns_above_the_failure_rate(check):
+def test_every_llm_step_warns_above_the_failure_rate_and_blocks_above_the_error_rate(check):
     frame = ACCOUNTED[next(iter(check.check_specs)).asset_key.to_user_string()]
-    assert accounting_evaluation(check, frame, errors=1).passed
-    failing = accounting_evaluation(check, frame, errors=6)
-    assert not failing.passed and failing.severity == dg.AssetCheckSeverity.WARN
+    assert accounting_evaluation(check, frame, errors=1, parse_failures=2).passed
+    unparsable = accounting_evaluation(check, frame, parse_failures=6)
+    assert not unparsable.passed and unparsable.severity == dg.AssetCheckSeverity.WARN
+    unanswered = accounting_evaluation(check, frame, errors=2)
+    assert not unanswered.passed and unanswered.severity == dg.AssetCheckSeverity.ERROR
 
 
 def test_the_accounting_names_the_items_the_step_kept_as_failed():
     check = next(c for c in ec.llm_accounting if next(iter(c.check_specs)).asset_key == ec.eval_key("recor_queries"))
-    failing = accounting_evaluation(check, swap(QUERIES, "fallback", len(STRATEGIES), True), errors=6)
+    failing = accounting_evaluation(check, swap(QUERIES, "fallback", len(STRATEGIES), True), parse_failures=6)
     assert failing.metadata["failed_items"].value == "c1_turn2"
 
 

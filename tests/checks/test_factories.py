@@ -38,8 +38,8 @@ def _accounted(errors: int, parse_failures: int, calls: int = 10):
 
 def _run(asset, rate: float) -> dg.AssetCheckEvaluation:
     check = f.llm_accounting_check("demo/answers", failed_items=lambda t: t.filter(pl.col("error").is_not_null()), item_column="item")
-    result = dg.materialize([asset, check], resources={"check_settings": f.CheckSettings(max_llm_failure_rate=rate),
-                                                       "io_manager": dg.mem_io_manager})
+    result = dg.materialize([asset, check], raise_on_error=False, resources={
+        "check_settings": f.CheckSettings(max_llm_failure_rate=rate), "io_manager": dg.mem_io_manager})
     return result.get_asset_check_evaluations()[0]
 
 
@@ -69,6 +69,51 @@ def test_llm_accounting_reads_the_checked_partition():
     resources = {"check_settings": f.CheckSettings(), "io_manager": dg.mem_io_manager}
     outcomes = {}
     for key in ("bad", "good"):
-        result = dg.materialize([answers, check], partition_key=key, instance=instance, resources=resources)
+        result = dg.materialize([answers, check], partition_key=key, instance=instance, resources=resources,
+                                raise_on_error=False)
         outcomes[key] = result.get_asset_check_evaluations()[0].passed
     assert outcomes == {"bad": False, "good": True}
+
+
+def test_a_step_whose_calls_failed_blocks_what_is_built_on_it():
+    """A step whose server failed materializes what it has (its items keep their errors), but
+    its check is an error that stops the assets downstream; unparsable replies only warn."""
+
+    def build(errors: int, parse_failures: int):
+        @dg.asset(key=["demo", "answers"])
+        def answers() -> dg.Output:
+            return dg.Output(pl.DataFrame({"item": ["a"]}), metadata={
+                "llm/calls": 10, "llm/errors": errors, "llm/parse_failures": parse_failures,
+                "llm/failed_items": dg.MetadataValue.text("q1 passage 3, q2 passage 9")})
+
+        @dg.asset(key=["demo", "report"], deps=[answers])
+        def report() -> None:
+            return None
+
+        check = f.llm_accounting_check("demo/answers")
+        return dg.materialize([answers, report, check], raise_on_error=False, resources={
+            "check_settings": f.CheckSettings(), "io_manager": dg.mem_io_manager})
+
+    dead = build(errors=10, parse_failures=0)
+    [evaluation] = dead.get_asset_check_evaluations()
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert evaluation.metadata["error_rate"].value == 1.0
+    assert evaluation.metadata["failed_items"].value == "q1 passage 3, q2 passage 9"
+    assert [m.asset_key for m in dead.get_asset_materialization_events()] == [dg.AssetKey(["demo", "answers"])]
+
+    unparsable = build(errors=0, parse_failures=8)
+    [evaluation] = unparsable.get_asset_check_evaluations()
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert len(unparsable.get_asset_materialization_events()) == 2
+
+
+def test_the_steps_accounting_names_its_failed_calls():
+    from resources.llm import CallStats, LLMResult
+
+    stats = CallStats()
+    for i in range(25):
+        stats.add(LLMResult(f"item {i}", None, error="gave up after 5 tries: ServerFault: HTTP 500"))
+    stats.add(LLMResult("fine", "yes"))
+    named = stats.as_metadata()["llm/failed_items"].value
+    assert named.startswith("item 0, item 1") and named.endswith("item 19 (and 5 more)")
+    assert "llm/failed_items" not in CallStats().as_metadata()

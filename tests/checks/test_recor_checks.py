@@ -309,10 +309,12 @@ def test_llm_accounting_reads_the_output_that_called_the_model(check):
     outcomes = []
     for errors in (0, 6):
         result = dg.materialize([accounted(errors), check], partition_key=DOMAIN, instance=dg.DagsterInstance.ephemeral(),
-                                resources={"check_settings": CheckSettings(), "io_manager": dg.mem_io_manager})
+                                resources={"check_settings": CheckSettings(), "io_manager": dg.mem_io_manager},
+                                raise_on_error=False)
         (evaluation,) = result.get_asset_check_evaluations()
         outcomes.append((evaluation.passed, evaluation.severity))
-    assert outcomes == [(True, dg.AssetCheckSeverity.WARN), (False, dg.AssetCheckSeverity.WARN)]
+    # calls that got no answer are an error that blocks what is built on the step
+    assert outcomes == [(True, dg.AssetCheckSeverity.WARN), (False, dg.AssetCheckSeverity.ERROR)]
 
 
 def test_the_source_files_check_warns_until_a_domain_is_observed_as_it_is(tmp_path):
@@ -358,3 +360,19 @@ def test_a_partitioned_check_reads_the_other_table_of_its_own_domain(tmp_path):
         result = dg.materialize([corpus, turns, check], partition_key=domain, instance=instance, resources=io, raise_on_error=False)
         outcomes[domain] = result.get_asset_check_evaluations()[0].passed
     assert outcomes == {DOMAIN: True, "biology": False}
+
+
+def test_the_quality_steps_label_failures_are_named_on_the_labels():
+    """The scores and the labels come from one step: the labels' own accounting, and the turns
+    whose label the judge did not give, are on the labels (the scores' check named none)."""
+    table = sound()["turn_labels"]
+
+    @dg.asset(key=c.key("turn_labels"), partitions_def=recor_domain_partitions)
+    def stand_in() -> dg.Output:
+        return dg.Output(table, metadata={"llm/calls": 6, "llm/errors": 0, "llm/parse_failures": 4})
+
+    result = dg.materialize([stand_in, c.turn_labels_llm], partition_key=DOMAIN, instance=dg.DagsterInstance.ephemeral(),
+                            resources={"check_settings": CheckSettings(), "io_manager": dg.mem_io_manager})
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.metadata["failed_items"].value == f"{QID} turn 3"

@@ -393,12 +393,13 @@ FAILED = {
 }
 
 
-def accounted(tables: dict[str, pl.DataFrame], errors: int) -> dict[str, dg.AssetCheckEvaluation]:
-    """Each LLM step's check over a stand-in asset whose accounting has ``errors`` of 4 calls."""
+def accounted(tables: dict[str, pl.DataFrame], parse_failures: int) -> dict[str, dg.AssetCheckEvaluation]:
+    """Each LLM step's check over a stand-in asset whose accounting has ``parse_failures``
+    unparsable replies of 4 calls."""
     def stand_in(name: str):
         @dg.asset(key=w.key(name))
         def _asset() -> dg.Output:
-            return dg.Output(tables[name], metadata={"llm/calls": 4, "llm/errors": errors, "llm/parse_failures": 0})
+            return dg.Output(tables[name], metadata={"llm/calls": 4, "llm/errors": 0, "llm/parse_failures": parse_failures})
         return _asset
 
     result = dg.materialize([*(stand_in(n) for n in FAILED), *(CHECKS[(n, "llm_accounting")] for n in FAILED)],
@@ -408,10 +409,10 @@ def accounted(tables: dict[str, pl.DataFrame], errors: int) -> dict[str, dg.Asse
 
 def test_llm_accounting_warns_above_the_rate_and_names_the_failed_items(built):
     assert {asset for asset, name in CHECKS if name == "llm_accounting"} == set(FAILED)
-    failing = accounted({n: make(built) for n, (make, _) in FAILED.items()}, errors=3)
+    failing = accounted({n: make(built) for n, (make, _) in FAILED.items()}, parse_failures=3)
     for name, (_, item) in FAILED.items():
         e = failing[name]
         assert not e.passed and e.severity == dg.AssetCheckSeverity.WARN and e.metadata["failed_items"].value == item, name
-    passing = accounted({n: built[n] for n in FAILED}, errors=0)
+    passing = accounted({n: built[n] for n in FAILED}, parse_failures=0)
     # the sound build's contextual question is built by rule, and is not a failure of the model
     assert all(e.passed and e.metadata["failed_items"].value == "" for e in passing.values())

@@ -332,3 +332,13 @@ def test_llm_pool_limit_is_set_and_the_pools_are_the_backends(values, defs):
     # and for the one training at a time
     assert pools == {"llm_embedded", "training"}
     assert values["dagsterDaemon"]["enabled"] is True
+
+
+def test_a_team_sees_a_read_only_ui_and_the_read_write_one_stays_inside(values):
+    """Whoever reaches a read-write webserver can launch any run: the chart's values keep it a
+    cluster-internal service (an authenticating proxy goes in front) and add the read-only one."""
+    webserver = values["dagsterWebserver"]
+    assert webserver["enableReadOnly"] is True
+    assert webserver["service"]["type"] == "ClusterIP"
+    readme = (ROOT / "README.md").read_text()
+    assert "docker run -p 127.0.0.1:3000:3000" in readme and "--read-only" in readme

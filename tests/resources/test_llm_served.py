@@ -7,8 +7,7 @@ import pytest
 
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.vllm_server import VLLMServerResource
-from tests.servers import free_port
-from tests.standin import FAULTS, Server
+from tests.standin import FAULTS
 
 
 def user(text):
@@ -19,20 +18,6 @@ def resource(tmp_path, registry: str, **kw) -> LLMResource:
     path = tmp_path / "models.yaml"
     path.write_text(registry)
     return LLMResource(registry_path=str(path), cache_dir=str(tmp_path / "cache"), backoff_seconds=0.01, **kw)
-
-
-@pytest.fixture
-def standins(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")  # the OpenAI SDK refuses to start without one
-    started = []
-
-    def start(name, **kw):
-        started.append(Server(free_port(), name=name, log=tmp_path / f"{name}.log", **kw))
-        return started[-1]
-
-    yield start
-    for s in started:
-        s.stop()
 
 
 def test_each_alias_reaches_its_own_server(tmp_path, standins):

@@ -18,7 +18,7 @@ from assets.common.prompts import load_prompt
 from assets.common.verdicts import VERDICT, verdict, yes_probability
 from assets.eval.rerankers import upr
 from resources.llm import CallStats, LLMRequest, LLMResource, ScoreRequest
-from resources.vllm_server import VLLMServerResource, wait_healthy
+from resources.vllm_server import COMMAND_ENV, DEFAULT_COMMAND, VLLMServerResource, server_argv, wait_healthy
 from tests import servers
 from tests.servers import free_port
 
@@ -125,13 +125,13 @@ def test_first_token_verdicts_read_vllms_top_logprobs_like_the_in_process_models
         assert verdict(s) == verdict(l), req.key
 
 
-def test_the_resource_starts_its_server_command_and_stops_it_after_the_run(tmp_path):
+def test_the_resource_starts_the_deployments_server_command_and_stops_it_after_the_run(tmp_path, monkeypatch):
     # A stand-in server: a static file answers /v1/models as an OpenAI-compatible server does.
     (tmp_path / "site" / "v1").mkdir(parents=True)
     (tmp_path / "site" / "v1" / "models").write_text(json.dumps({"object": "list", "data": [{"id": "stand-in"}]}))
     port = free_port()
-    server = VLLMServerResource(model="stand-in", port=port, startup_timeout=60, log_path=str(tmp_path / "server.log"),
-                                command=f"{sys.executable} -m http.server {{port}} --bind {{host}} --directory {tmp_path / 'site'}")
+    monkeypatch.setenv(COMMAND_ENV, f"{sys.executable} -m http.server {{port}} --bind {{host}} --directory {tmp_path / 'site'}")
+    server = VLLMServerResource(model="stand-in", port=port, startup_timeout=60, log_path=str(tmp_path / "server.log"))
 
     @dg.asset
     def seen(llm: LLMResource) -> list:
@@ -146,11 +146,53 @@ def test_the_resource_starts_its_server_command_and_stops_it_after_the_run(tmp_p
 
 
 def test_a_server_that_exits_while_awaited_fails_with_its_log(tmp_path):
-    server = VLLMServerResource(model="m", port=free_port(), startup_timeout=60, log_path=str(tmp_path / "server.log"),
-                                command=f"{sys.executable} -c \"print('no weights for {{model}}'); raise SystemExit(3)\"")
-    server.start()
+    server = VLLMServerResource(model="m", port=free_port(), startup_timeout=60, log_path=str(tmp_path / "server.log"))
+    server.start(command=f"{sys.executable} -c \"print('no weights for {{model}}'); raise SystemExit(3)\"")
     with pytest.raises(RuntimeError, match=r"(?s)exited with code 3.*no weights for m"):
         server.wait()
+
+
+def test_run_config_cannot_choose_the_program_or_add_arguments(tmp_path):
+    """Anyone who reaches the web UI can launch a run with any run config: a server command
+    there would run any program. Only vetted values reach the server, one argument each."""
+    marker = tmp_path / "ran"
+
+    @dg.asset
+    def x(llm: LLMResource) -> int:
+        return 1
+
+    with pytest.raises(dg.DagsterInvalidConfigError, match="command"):
+        dg.materialize([x], resources={"llm": LLMResource(cache_dir=str(tmp_path / "cache")),
+                                       "io_manager": dg.mem_io_manager},
+                       run_config={"resources": {"llm": {"config": {"servers": [{
+                           "model": "m", "command": f"touch {marker}"}]}}}})
+    assert not marker.exists()
+    for bad in ("--trust-remote-code", "m --trust-remote-code", "m;touch x", ""):
+        if bad:
+            with pytest.raises(ValueError, match="model"):
+                VLLMServerResource(model=bad)
+    with pytest.raises(ValueError, match="dtype"):
+        VLLMServerResource(model="m", dtype="float32 --trust-remote-code")
+    server = VLLMServerResource(model="Qwen/Qwen3-8B", port=8001, dtype="bfloat16", max_model_len=4096,
+                                served_model_name="Qwen/Qwen3-8B")
+    assert server_argv(DEFAULT_COMMAND, server.model, server.host, server.port, server.options()) == [
+        "vllm", "serve", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", "8001", "--dtype", "bfloat16",
+        "--max-model-len", "4096", "--served-model-name", "Qwen/Qwen3-8B"]
+    # a placeholder fills its own argument, whatever the template around it
+    assert server_argv("serve --model={model} {host}", "a b", "h", 1, []) == ["serve", "--model=a b", "h"]
+
+
+def test_a_failing_servers_log_reaches_the_error_with_credentials_masked(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
+    server = VLLMServerResource(model="m", port=free_port(), startup_timeout=60, log_path=str(tmp_path / "server.log"))
+    # the server prints a secret it holds in this environment, and one only it knows
+    server.start(command=f"{sys.executable} -c \"import os; print('token', os.environ['HF_TOKEN']); "
+                         "print('AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG'); raise SystemExit(1)\"")
+    with pytest.raises(RuntimeError) as err:
+        server.wait()
+    message = str(err.value)
+    assert "exited with code 1" in message and "[redacted HF_TOKEN]" in message
+    assert "hf_abcdefghijklmnop" not in message and "wJalrXUtnFEMIK7MDENG" not in message
 
 
 def test_attach_to_nothing_is_a_clear_error():

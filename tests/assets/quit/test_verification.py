@@ -1,4 +1,5 @@
 import json
+import re
 import threading
 import urllib.parse
 import urllib.request
@@ -90,9 +91,11 @@ def test_page_round_trip(tmp_path):
     try:
         page = urllib.request.urlopen(base).read().decode()
         assert 'class="exact"' in page and "Chomolungma" in page and "checked" in page
-        form = urllib.parse.urlencode([("shown", "q\tMount Everest"), ("shown", "q\tChomolungma"), ("shown", "q\tK2"),
-                                       ("accept", "q\tMount Everest"), ("accept", "q\tK2")]).encode()
-        urllib.request.urlopen(base + "/save", data=form).read()
+        token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+        form = urllib.parse.urlencode([("token", token), ("shown", "q\tMount Everest"), ("shown", "q\tChomolungma"),
+                                       ("shown", "q\tK2"), ("accept", "q\tMount Everest"), ("accept", "q\tK2")]).encode()
+        # a browser names the page a form comes from; the page takes saves from itself only
+        urllib.request.urlopen(urllib.request.Request(base + "/save", data=form, headers={"Origin": base})).read()
     finally:
         server.shutdown()
     saved = json.loads(decisions.read_text())
