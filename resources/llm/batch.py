@@ -49,6 +49,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from resources.redact import redact
+
 try:  # about 5x faster than json at dumping request bodies; json where it is not installed
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
@@ -233,7 +235,7 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
             break
         tail.append(_trim(line))
         if log is not None:
-            log(line)
+            log(redact(line))  # the runner's output reaches the event log
     if timed_out:
         _kill_group(proc, grace)
     code = proc.wait()
@@ -243,9 +245,9 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
         if line is not None:
             tail.append(_trim(line))
             if log is not None:
-                log(line)
+                log(redact(line))
     seconds = time.monotonic() - started
-    shown = "\n".join(tail)
+    shown = redact("\n".join(tail))
     if timed_out:
         raise BatchRunError(f"batch runner ran past its {timeout:g}s timeout and was killed; "
                             f"the last lines of its log:\n{shown}")

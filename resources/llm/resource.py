@@ -761,7 +761,10 @@ def _run_async(coro) -> None:
     notebook): then in a thread of its own."""
     try:
         asyncio.get_running_loop()
+        inside_loop = True
     except RuntimeError:
+        inside_loop = False
+    if not inside_loop:  # run outside the except block, so its errors carry no "no running loop"
         asyncio.run(coro)
         return
     error: list[BaseException] = []

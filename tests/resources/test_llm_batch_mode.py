@@ -9,7 +9,6 @@ import yaml
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.batch import vllm_batch_command
 from tests import servers
-from tests.resources.test_llm_served import standins  # noqa: F401  (the stand-in servers fixture)
 
 RUNNER = [sys.executable, "-m", "tests.standin_batch", "-i", "{input}", "-o", "{output}", "--name", "vllm-a"]
 
@@ -39,7 +38,7 @@ def requests(n: int, offset: int = 0) -> list[LLMRequest]:
             for i in range(offset, offset + n)]
 
 
-def test_batch_answers_equal_the_http_paths_and_share_its_cache_keys(tmp_path, standins):  # noqa: F811
+def test_batch_answers_equal_the_http_paths_and_share_its_cache_keys(tmp_path, standins):
     server = standins("vllm-a")
     reg = registry(tmp_path, server.url, RUNNER, batch_size=4)
     batched = LLMResource(registry_path=reg, cache_dir=str(tmp_path / "batch-cache"))
