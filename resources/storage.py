@@ -263,7 +263,13 @@ def concat(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
 
 
 def read_text(uri: str) -> str:
-    return read_bytes(uri).decode("utf-8")
+    """A UTF-8 file's text; a byte that is not UTF-8 is an error naming the file and line."""
+    data = read_bytes(uri)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{uri} line {line} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
 
 
 def read_yaml(uri: str):

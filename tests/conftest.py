@@ -21,6 +21,12 @@ os.environ["BENCHFOUNDRY_TRAINED"] = tempfile.mkdtemp(prefix="benchfoundry-train
 atexit.register(shutil.rmtree, os.environ["BENCHFOUNDRY_TRAINED"], True)
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# The property tests (issue 28) draw the same inputs on every run, so that a failure in CI
+# is the one a developer reproduces, and write no example database into the checkout.
+settings.register_profile("benchfoundry", derandomize=True, database=None)
+settings.load_profile("benchfoundry")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTED_REGISTRY = str(FIXTURES / "models_scripted.yaml")

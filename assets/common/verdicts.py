@@ -90,13 +90,14 @@ def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[st
     position's number tokens are read each as itself, G-Eval's first-token score."""
     text = "".join(tokens)
     written = _WRITTEN.search(text)
-    anchor = int(written.group()) if written else None
+    anchor = _whole(written.group()) if written else None
     start, offset = _token_at(tokens, written.start()) if written else (0, 0)
     mass: dict[int, float] = {}
 
     def add(digits: str | None, p: float) -> None:
-        if digits is not None and p > 0 and low <= int(digits) <= high:
-            mass[int(digits)] = mass.get(int(digits), 0.0) + p
+        value = _whole(digits)
+        if value is not None and p > 0 and low <= value <= high:
+            mass[value] = mass.get(value, 0.0) + p
 
     def listed_at(i: int) -> dict[str, float]:
         listed = dict(alternatives[i]) if i < len(alternatives) and alternatives[i] else {tokens[i]: 0.0}
@@ -107,9 +108,11 @@ def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[st
     merged = any(len(m.group(1)) > 1 for m in map(_STARTS.match, listed_at(start) if tokens else ()) if m)
 
     def grown(digits: str) -> str | None:
-        target = int(digits) if merged or anchor is None else anchor
         completions = [v for v in range(low, high + 1) if str(v).startswith(digits)]
-        return str(min(completions, key=lambda v: (abs(v - target), v))) if completions else None
+        if not completions:
+            return None
+        target = int(digits) if merged or anchor is None else anchor
+        return str(min(completions, key=lambda v: (abs(v - target), v)))
 
     prefix, p_path = "", 1.0
     for i in range(start, len(tokens)):
@@ -118,7 +121,7 @@ def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[st
         for token, lp in listed_at(i).items():
             if m := pattern.match(token):
                 key = (m.group(1), bool(m.group(2)))  # the digits, and whether the token ends the number
-                steps[key] = steps.get(key, 0.0) + math.exp(lp)
+                steps[key] = steps.get(key, 0.0) + probability(lp)
         if i > start:
             add(prefix, p_path * max(0.0, 1.0 - sum(steps.values())))
         m = pattern.match(tokens[i][offset:] if i == start else tokens[i])
@@ -134,6 +137,21 @@ def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[st
             break
     add(prefix or None, p_path)
     return mass
+
+
+# A rating has a few digits; a longer run is no rating (and int() refuses past 4300 digits).
+_MAX_DIGITS = 18
+
+
+def _whole(digits: str | None) -> int | None:
+    return int(digits) if digits and len(digits) <= _MAX_DIGITS else None
+
+
+def probability(logprob: float) -> float:
+    """A log-probability as reported, as a probability: a value above 0 (a server's rounding,
+    or a broken cache entry) counts as certain, and one that is not a number as impossible,
+    so that no reply overflows or poisons a verdict or a rating."""
+    return 0.0 if math.isnan(logprob) else math.exp(min(logprob, 0.0))
 
 
 def _token_at(tokens: Sequence[str], char: int) -> tuple[int, int]:
@@ -170,14 +188,14 @@ def yes_probability(top: dict[str, float] | None) -> float | None:
     """P(yes) / (P(yes) + P(no)) over the first answer token's alternatives, grouping case
     and spacing variants (``Yes``, `` yes``, ``TRUE``). A side absent from the list is given
     the smallest listed probability, an upper bound on its true value. ``None`` when neither
-    side is listed."""
+    side is listed, or neither has any probability."""
     if not top:
         return None
     yes = [lp for t, lp in top.items() if t.strip().lower() in YES]
     no = [lp for t, lp in top.items() if t.strip().lower() in NO]
     if not yes and not no:
         return None
-    floor = min(top.values())
-    p_yes = sum(math.exp(lp) for lp in yes) if yes else math.exp(floor)
-    p_no = sum(math.exp(lp) for lp in no) if no else math.exp(floor)
-    return p_yes / (p_yes + p_no)
+    floor = min(probability(lp) for lp in top.values())
+    p_yes = sum(probability(lp) for lp in yes) if yes else floor
+    p_no = sum(probability(lp) for lp in no) if no else floor
+    return p_yes / (p_yes + p_no) if p_yes + p_no > 0 else None

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from assets.common.text import words
+from resources.llm import ParseError
 
 CORRECT, INCORRECT, PARTIALLY, OTHER = "CORRECT", "INCORRECT", "PARTIALLY", "OTHER"
 LABELS = (CORRECT, INCORRECT, PARTIALLY, OTHER)
@@ -205,7 +206,9 @@ def mc_letter(response: str, n_options: int = 4) -> str | None:
     """The letter a multiple-choice response chose: the one after a final ``Answer:``, or a
     lone letter (``B``, ``(B)``, ``B.``, ``B) Paris``) at the start; None when there is none."""
     allowed = LETTERS[:n_options]
-    tail = re.findall(rf"answer\s*(?:is)?\s*[:\-]?\s*\(?([{allowed}])\b", response, flags=re.I)
+    # Possessive spaces: none of what follows them is a space, and three backtracking runs
+    # took cubic time on a long one.
+    tail = re.findall(rf"answer\s*+(?:is)?\s*+[:\-]?\s*+\(?([{allowed}])\b", response, flags=re.I)
     if tail:
         return tail[-1].upper()
     head = re.match(rf"\s*\(?([{allowed}])(?:[).:\s]|$)", response)
@@ -230,17 +233,24 @@ def final_answer(response: str) -> str:
     return (parts[-1] if len(parts) > 1 else response).strip()
 
 
+# ``3: CORRECT``, ``Answer 3: **OTHER**``. A number starts after a non-digit, and the spaces
+# and stars are taken whole: tried from inside a run of digits, or trading spaces between
+# two quantifiers, a long reply took quadratic time.
+_GRADE = re.compile(r"(?<!\d)(\d++)\s*+[:.)\-]\s*+\**+\s*+(CORRECT|INCORRECT|PARTIALLY|OTHER)\b", flags=re.I)
+
+
 def parse_grades(text: str, n: int) -> list[str]:
     """The autorater's labels for responses 1..n, from lines such as ``3: CORRECT`` or
-    ``Answer 3: INCORRECT``. Every response needs exactly one label."""
+    ``Answer 3: INCORRECT``. Every response needs exactly one label; a reply without one
+    for each is rejected (``ParseError``)."""
     found: dict[int, str] = {}
-    for number, label in re.findall(r"(\d+)\s*[:.)\-]\s*\**\s*(CORRECT|INCORRECT|PARTIALLY|OTHER)\b", text, flags=re.I):
-        k = int(number)
+    for number, label in _GRADE.findall(text):
+        k = int(number) if len(number) <= 9 else 0  # a longer number is no response's
         if 1 <= k <= n and k not in found:
             found[k] = label.upper()
     missing = [k for k in range(1, n + 1) if k not in found]
     if missing:
-        raise ValueError(f"no grade for responses {missing} in {text[:120]!r}")
+        raise ParseError(f"no grade for responses {missing} in {text[:120]!r}")
     return [found[k] for k in range(1, n + 1)]
 
 
@@ -252,7 +262,9 @@ HEDGES = ("around", "about", "approximately", "roughly", "nearly", "almost", "mo
 REFUSALS = ("i don't know", "i do not know", "not sure", "cannot answer", "can't answer", "no answer", "unknown",
             "i cannot", "i can't", "(no answer)")
 SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9, "bn": 1e9}
-NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(k|m|bn|thousand|million|billion)?\b", flags=re.I)
+# A number starts after a non-digit: tried from inside a long run of digits it took
+# quadratic time, and a match from there is one the run's first digit makes too.
+NUMBER = re.compile(r"(?<!\d)(\d[\d,]*(?:\.\d+)?)\s*(k|m|bn|thousand|million|billion)?\b", flags=re.I)
 MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
           "december"}
 
@@ -267,13 +279,17 @@ def _numbers(text: str) -> list[tuple[float, str, int]]:
             for m in NUMBER.finditer(text)]
 
 
+# Past a float's range a gold's precision is infinite (or nothing) anyway.
+MAX_EXPONENT = 300
+
+
 def _precision(value: float, digits: str, scale: float) -> float:
     """The gold's last significant figure: 120k -> 10,000; 6,400 -> 100; 1.5 million -> 100,000."""
     digits = digits.replace(",", "")
     if "." in digits:
-        return 10 ** -len(digits.split(".")[1]) * scale
+        return 10.0 ** -min(len(digits.split(".")[1]), MAX_EXPONENT) * scale
     trailing = len(digits) - len(digits.rstrip("0")) if value else 0
-    return 10 ** trailing * scale
+    return 10.0 ** min(trailing, MAX_EXPONENT) * scale
 
 
 def rule_grade(answer: str | None, gold: str) -> str:

@@ -7,7 +7,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.common.prompts import code_version
-from assets.common.records import parse_json_list
+from assets.common.records import read_json_list
 from assets.common.wiring import Wiring
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
 from assets.quit import release, rules, sources, steps
@@ -22,7 +22,7 @@ from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
-from resources.storage import Batches, StorageResource, read_text
+from resources.storage import Batches, StorageResource
 
 PREFIX = "quit"
 GROUP = "quit"
@@ -64,7 +64,7 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
     """Reads both sources (local paths or s3:// URIs), checks each record and unifies them."""
     loaded = []
     for name, path in (("triviahg", quit_settings.triviahg_path), ("wikihint", quit_settings.wikihint_path)):
-        loaded.append((name, parse_json_list(read_text(path), path)))
+        loaded.append((name, read_json_list(path)))
     result = sources.ingest(loaded)
     questions = sources.questions_frame(result.rows)
     yield dg.Output(questions, output_name="source_questions", metadata={

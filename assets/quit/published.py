@@ -12,13 +12,12 @@ record that cannot go on is kept in a rejects table with its reason; the rest lo
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, NamedTuple
 
 import polars as pl
 
-from assets.common.records import read_records
+from assets.common.records import json_lines, read_records
 from assets.common.rejects import Rejects
 from resources.storage import exists, join, read_bytes
 
@@ -151,22 +150,23 @@ class _Loader:
                     self.reject(qid, pid, file, MALFORMED, f"subsets entry {mask}/{order} must map models to answers", entry)
                 elif missing := [m for m in LABELERS if m not in given]:
                     self.reject(qid, pid, file, MISSING_FIELD, f"subsets entry {mask}/{order}: no answer of {', '.join(missing)}", entry)
+                elif wrong := [m for m in LABELERS if not isinstance(given[m], str)]:
+                    # The rule reads null or a number as a wrong answer: the label would be 1
+                    # where the file may have meant 2. Rejected, not guessed.
+                    self.reject(qid, pid, file, MALFORMED, f"subsets entry {mask}/{order}: the answer of "
+                                f"{', '.join(f'{m} ({type(given[m]).__name__})' for m in wrong)} is not a string", entry)
                 else:
                     self.labels[pid] = (qid, release_label([given[m] for m in LABELERS], rec["answers"]))
 
     # --- corpus ---------------------------------------------------------------------------
 
-    def corpus(self, text: str) -> list[dict]:
+    def corpus(self, data: bytes) -> list[dict]:
         rows: list[dict] = []
         seen: dict[str, int] = {}
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        for n, rec, problem in json_lines(data):
             where = f"{CORPUS_FILE} line {n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                self.reject(None, None, CORPUS_FILE, MALFORMED, f"{where}: not JSON ({e.msg})", line[:200])
+            if problem is not None:
+                self.reject(None, None, CORPUS_FILE, MALFORMED, f"{where}: {problem}", rec)
                 continue
             row = self.passage(rec, where, seen, n)
             if row is not None:
@@ -247,7 +247,7 @@ def load_release(root: str) -> Release:
     for split, name in QUESTION_FILES.items():
         for where, rec in read_records(paths[name]):
             loader.question(split, where.replace(paths[name], name), rec)
-    passages = loader.corpus(read_bytes(paths[CORPUS_FILE]).decode("utf-8"))
+    passages = loader.corpus(read_bytes(paths[CORPUS_FILE]))
     in_corpus = {p["passage_id"] for p in passages}
     qrels = []
     for pid, (qid, label) in loader.labels.items():

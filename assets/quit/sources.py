@@ -8,16 +8,17 @@ is rejected with a reason naming the record, never dropped.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-from assets.common.records import SourceFormatError, read_records
+from assets.common.records import SourceFormatError, decode, read_records
 from assets.common.rejects import Rejects
 from assets.common.text import normalize
-from resources.storage import exists, read_text
+from resources.storage import exists, read_bytes
 
 MIN_HINTS = 5
 
@@ -88,6 +89,31 @@ def _string_list(value: Any, key: str) -> list[str]:
     raise RecordError(f"field {key!r} must be a string or a list of strings")
 
 
+def _optional(rec: dict, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+    """An optional field: ``default`` when absent or null, else it must be of ``kind``."""
+    value = rec.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise RecordError(f"field {key!r} is {type(value).__name__}, expected {_kind_name(kind)}")
+    return value
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a JSON number, else None (an integer too large for a float too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _names(values: list) -> list[str]:
+    return [str(c) for c in values if isinstance(c, (str, int, float)) and not isinstance(c, bool)]
+
+
 def triviahg_row(rec: Any) -> dict:
     """One TriviaHG record as a unified row (raises RecordError when malformed)."""
     if not isinstance(rec, dict):
@@ -96,14 +122,14 @@ def triviahg_row(rec: Any) -> dict:
     answers = [a.strip() for a in _string_list(_require(rec, "ExactAnswer", (str, list)), "ExactAnswer") if a.strip()]
     if not answers:
         raise RecordError("ExactAnswer is empty")
-    snippet = rec.get("Snippet")
+    snippet = _optional(rec, "Snippet", (str, list))
     if isinstance(snippet, list):
         snippet = " ".join(str(s) for s in snippet)
     # TriviaHG stores answer popularity as {"Normalized": float, "Category": ...}.
-    popularity = rec.get("Exact_Answer_Popularity")
+    popularity = _optional(rec, "Exact_Answer_Popularity", (dict, int, float))
     if isinstance(popularity, dict):
         popularity = popularity.get("Normalized")
-    candidates = rec.get("Candidates_Answers") or []
+    candidates = _optional(rec, "Candidates_Answers", list, [])
     return {
         "question_id": f"triviahg:{qid}",
         "source": "triviahg",
@@ -113,12 +139,12 @@ def triviahg_row(rec: Any) -> dict:
         "aliases": answers,
         "hints": _hint_texts(_require(rec, "Hints", list)),
         "hint_convergence": None,
-        "candidate_answers": [str(c) for c in candidates if isinstance(c, (str, int, float))],
-        "major_type": rec.get("MajorType") or None,
-        "minor_type": rec.get("MinorType") or None,
+        "candidate_answers": _names(candidates),
+        "major_type": _optional(rec, "MajorType", str) or None,
+        "minor_type": _optional(rec, "MinorType", str) or None,
         "difficulty": None,
-        "popularity": float(popularity) if isinstance(popularity, (int, float)) else None,
-        "snippet": snippet if isinstance(snippet, str) else None,
+        "popularity": _number(popularity),
+        "snippet": snippet,
     }
 
 
@@ -140,16 +166,15 @@ def wikihint_row(rec: Any) -> dict:
         if not isinstance(text, str):
             raise RecordError(f"hint {i + 1} has no string 'hint' field")
         texts.append(text.strip())
-        conv = (h.get("metrics") or {}).get("convergence")
-        convergence.append(float(conv) if isinstance(conv, (int, float)) else None)
+        convergence.append(_number(_optional(h, "metrics", dict, {}).get("convergence")))
     answer = _require(a, "answer", (str, int, float))
     answer = str(answer).strip()
     if not answer:
         raise RecordError("answer is empty")
     aliases = [answer] + [x for x in _string_list(a.get("aliases", []), "aliases") if x.strip()]
-    qtype = q.get("question_type") or {}
-    difficulty = q.get("difficulty")
-    candidates = q.get("candidate_answers") or []
+    qtype = _optional(q, "question_type", dict, {})
+    difficulty = _optional(q, "difficulty", (str, int, float))
+    candidates = _optional(q, "candidate_answers", list, [])
     return {
         "question_id": f"wikihint:{qid}",
         "source": "wikihint",
@@ -159,9 +184,9 @@ def wikihint_row(rec: Any) -> dict:
         "aliases": aliases,
         "hints": texts,
         "hint_convergence": convergence,
-        "candidate_answers": [str(c) for c in candidates if isinstance(c, (str, int, float))],
-        "major_type": qtype.get("major") or None,
-        "minor_type": qtype.get("minor") or None,
+        "candidate_answers": _names(candidates),
+        "major_type": _optional(qtype, "major", str) or None,
+        "minor_type": _optional(qtype, "minor", str) or None,
         "difficulty": str(difficulty) if difficulty not in (None, "") else None,
         "popularity": None,
         "snippet": None,
@@ -243,9 +268,13 @@ def load_decisions(path: str) -> dict[str, dict]:
     if not exists(path):
         return {}
     try:
-        raw = json.loads(read_text(path))
-    except json.JSONDecodeError as e:
+        raw = json.loads(decode(read_bytes(path), path))
+    except SourceFormatError:
+        raise
+    except (ValueError, RecursionError) as e:  # not JSON, nested too deeply, an integer too long to read
         raise ValueError(f"{path}: decisions file is not valid JSON ({e})") from e
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: decisions file must map question ids to decisions, not {type(raw).__name__}")
     for qid, d in raw.items():
         if not isinstance(d, dict) or not all(isinstance(d.get(k, []), list) for k in ("accepted", "rejected")):
             raise ValueError(f"{path}: decision for {qid!r} needs 'accepted' and 'rejected' lists")

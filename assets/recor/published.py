@@ -51,7 +51,7 @@ LAYOUTS = (("data/benchmark", "data/corpus"), ("benchmark", "corpus"), ("", ""))
 REJECTS = Rejects(("domain", "conversation_id", "item"))
 STEP = "release"
 REASONS = frozenset({"malformed_record", "missing_field", "duplicate_id", "duplicate_document", "turn_numbering",
-                     "gold_not_in_corpus"})
+                     "gold_not_in_corpus", "no_gold"})
 
 # The published field names this loader reads, and the column each one fills.
 CONVERSATION_FIELDS = ("id", "turns")
@@ -131,7 +131,8 @@ def parse_release(domain: str, conversations: Sequence[tuple[str, Any]], documen
     rejected alone; a bad conversation (a malformed line, a missing field, a repeated id,
     turns not numbered 1..n) is rejected whole, since its turns' history and numbering go
     together; a gold id that is not a document is rejected as a reference, and the turn
-    keeps its other gold documents."""
+    keeps its other gold documents. A turn left with no gold document stays in its
+    conversation and is named by a ``no_gold`` reject: no metric can score it."""
     rejects: list[dict] = []
     texts: dict[str, str] = {}
     for where, rec in documents:
@@ -169,8 +170,15 @@ def parse_release(domain: str, conversations: Sequence[tuple[str, Any]], documen
             for d in outside:
                 rejects.append(REJECTS.row(domain, cid, qid, STEP, "gold_not_in_corpus",
                                            f"{where}: gold document {d!r} of turn {t['turn_id']} is not in the documents file"))
-            rows.append({**t, "domain": domain, "conversation_id": cid, "qid": qid,
-                         "gold_doc_ids": [d for d in t["gold_doc_ids"] if d not in outside]})
+            gold = [d for d in t["gold_doc_ids"] if d not in outside]
+            if not gold:
+                # Kept, since the later turns' history reads it, but no metric can score it:
+                # named here rather than left to drop out of the means unseen.
+                why = "its gold documents are all outside the documents file" if outside else \
+                    f"its 'gold_doc_ids' and {GOLD_FALLBACK!r} are empty or absent"
+                rejects.append(REJECTS.row(domain, cid, qid, STEP, "no_gold",
+                                           f"{where}: turn {t['turn_id']} has no gold document ({why}); no metric scores it"))
+            rows.append({**t, "domain": domain, "conversation_id": cid, "qid": qid, "gold_doc_ids": gold})
     benchmark = pl.DataFrame(rows, schema=RELEASE_SCHEMA).sort("conversation_id", "turn_id")
     return Release(benchmark, corpus_frame(domain, texts, benchmark), REJECTS.frame(rejects), fallbacks, derived)
 

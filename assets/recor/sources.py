@@ -14,6 +14,7 @@ Paths may be local or ``s3://`` URIs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,13 +64,17 @@ class Loaded:
                 REJECTS.frame(self.rejects))
 
 
+# Characters XML does not allow, which lxml refuses to parse; HTML gives them no meaning.
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
 def html_text(body: str) -> str:
     """Plain text of a StackExchange HTML body: one line per block element."""
     import lxml.html
 
     if not body or not body.strip():
         return ""
-    root = lxml.html.fromstring(f"<div>{body}</div>")
+    root = lxml.html.fromstring(f"<div>{_NOT_XML.sub(' ', body)}</div>")
     for el in root.iter("p", "li", "br", "pre", "blockquote", "h1", "h2", "h3", "h4", "tr"):
         el.tail = "\n" + (el.tail or "")
     lines = (" ".join(line.split()) for line in root.text_content().splitlines())
@@ -80,10 +85,28 @@ def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+def _id(value: Any) -> str | None:
+    """An id as the files write it, a string or a whole number; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value) or None
+
+
 def _ids(value: Any) -> list[str] | None:
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int)) for v in value):
-        return [str(v) for v in value]
+    if isinstance(value, (list, tuple)) and all(_id(v) is not None for v in value):
+        return [_id(v) for v in value]
     return None
+
+
+def _html(value: Any) -> str:
+    """The text of an HTML field; empty when it is absent or not a string."""
+    return html_text(value) if isinstance(value, str) else ""
+
+
+def _objects(rec: dict, key: str) -> list[dict]:
+    """The objects of a list field; none when it is absent or not a list."""
+    value = rec.get(key)
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
@@ -92,7 +115,7 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
     out = Loaded(domain)
     seen_docs: set[str] = set()
     for where, rec in read_records(documents_uri):
-        doc_id = str(rec.get("id", "")) if isinstance(rec, dict) else ""
+        doc_id = _id(rec.get("id")) if isinstance(rec, dict) else None
         content = _text(rec.get("content")) if isinstance(rec, dict) else None
         if not doc_id or content is None:
             out.reject(doc_id or where, "bright", "malformed_document", f"{where}: needs id and non-empty content", rec)
@@ -107,11 +130,11 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
         if not isinstance(rec, dict):
             out.reject(where, "bright", "malformed_record", f"{where}: {rec}", rec)
             continue
-        raw_id = str(rec.get("id"))
-        qid = raw_id if raw_id.startswith(f"{domain}_") else f"{domain}_{raw_id}"
+        raw_id = _id(rec.get("id"))
+        qid = where if raw_id is None else raw_id if raw_id.startswith(f"{domain}_") else f"{domain}_{raw_id}"
         query, answer, gold = _text(rec.get("query")), _text(rec.get("gold_answer")), _ids(rec.get("gold_ids"))
-        if query is None or answer is None or not gold:
-            missing = [k for k, v in (("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v]
+        if raw_id is None or query is None or answer is None or not gold:
+            missing = [k for k, v in (("id", raw_id), ("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v]
             out.reject(qid, "bright", "malformed_record", f"{where}: missing or empty {', '.join(missing)}", rec)
         elif qid in seen_questions:
             out.reject(qid, "bright", "duplicate_id", f"{where}: id seen before", rec)
@@ -137,14 +160,14 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
     out = Loaded(domain)
     seen: set[str] = set()
     for where, rec in read_records(questions_uri):
-        if not isinstance(rec, dict) or "question_id" not in rec:
+        if not isinstance(rec, dict) or _id(rec.get("question_id")) is None:
             out.reject(where, "stackexchange", "malformed_record", f"{where}: needs a question_id", rec)
             continue
-        qid = f"{domain}_{rec['question_id']}"
-        title, body = _text(rec.get("title")), html_text(rec.get("body") or "")
-        accepted = [a for a in rec.get("answers") or [] if isinstance(a, dict) and a.get("is_accepted")]
-        answer = html_text(accepted[0].get("body") or "") if accepted else ""
-        passages = [p for p in rec.get("positive_passages") or [] if isinstance(p, dict) and _text(p.get("passage"))]
+        qid = f"{domain}_{_id(rec['question_id'])}"
+        title, body = _text(rec.get("title")), _html(rec.get("body"))
+        accepted = [a for a in _objects(rec, "answers") if a.get("is_accepted")]
+        answer = _html(accepted[0].get("body")) if accepted else ""
+        passages = [p for p in _objects(rec, "positive_passages") if _text(p.get("passage"))]
         if qid in seen:
             out.reject(qid, "stackexchange", "duplicate_id", f"{where}: question_id seen before", rec)
         elif title is None or not body:
@@ -157,7 +180,8 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
             seen.add(qid)
             gold = []
             for p in passages:
-                doc_id = f"{qid}_p{p.get('passage_index', len(gold))}"
+                index = _id(p.get("passage_index"))
+                doc_id = f"{qid}_p{len(gold) if index is None else index}"
                 gold.append(doc_id)
                 out.documents.append({"domain": domain, "doc_id": doc_id, "content": p["passage"].strip(),
                                       "role": "positive", "question_id": qid})
@@ -166,7 +190,7 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
                                   "gold_ids": gold, "excluded_ids": []})
     if pool_uri:
         for where, rec in read_records(pool_uri):
-            doc_id = str(rec.get("id", "")) if isinstance(rec, dict) else ""
+            doc_id = _id(rec.get("id")) if isinstance(rec, dict) else None
             content = _text(rec.get("content")) if isinstance(rec, dict) else None
             if not doc_id or content is None:
                 out.reject(doc_id or where, "stackexchange", "malformed_document", f"{where}: needs id and non-empty content", rec)

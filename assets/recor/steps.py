@@ -133,12 +133,22 @@ def parse_reasoning(text: str) -> dict:
             "irrelevance_signals": fields.get("irrelevance_signals", [])}
 
 
+_QUESTION_STOPS = re.compile(r"([\"“”:?])")
+_CAPITAL = re.compile(r"[A-Z]")
+
+
 def parse_question(text: str) -> str:
     """The first question in the reply: a capitalised run of at least four words ending in a
     question mark, so that labels (``Question:``), lead-ins (``The person's next question
     is: "...?"``) and quotes fall away. A reply with no question mark has no question."""
     for line in text.splitlines():
-        for found in re.findall(r"[A-Z][^\"“”:?]*\?", line):
+        # The pieces between quotes, colons and question marks, each with the mark after it:
+        # a question is the piece before a "?" from its first capital on. (A search for
+        # ``[A-Z][^"“”:?]*\?`` rescanned a piece from each of its capitals: quadratic time.)
+        pieces = _QUESTION_STOPS.split(line)
+        for piece, stop in zip(pieces[::2], pieces[1::2]):
+            capital = _CAPITAL.search(piece) if stop == "?" else None
+            found = piece[capital.start():] + "?" if capital else ""
             if len(found.split()) >= 4:
                 return found.strip()
     raise ParseError(f"no question in {text[:80]!r}")

@@ -45,17 +45,17 @@ project's rule, ``steps.answer_leaks``, the one its benchmark check blocks on).
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 
 import polars as pl
 
-from assets.common.records import project_path
+from assets.common.parsing import python_literal
+from assets.common.records import decode, project_path
 from assets.common.rejects import Rejects
 from assets.common.text import normalize
 from assets.wikiprofile import release, rules, sources, steps
-from resources.storage import read_text
+from resources.storage import read_bytes
 
 FILE_NAME = "wikiprofile.csv"
 # The columns the third-party reader requires (see the module docstring), and the two option
@@ -100,10 +100,9 @@ def _options(raw: str, gold: str) -> tuple[list[str] | None, str | None, str | N
     options are None and the reason given when the literal does not parse, or is not four
     distinct options of which one is the gold (the same string, or the same after
     ``normalize``)."""
-    try:
-        value = ast.literal_eval(raw.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
-        return None, "malformed_record", f"options are not a Python literal ({type(e).__name__}): {raw[:120]!r}"
+    value, problem = python_literal(raw.strip())
+    if problem is not None:
+        return None, "malformed_record", f"options are {problem}: {raw[:120]!r}"
     if not isinstance(value, (list, tuple)) or not all(isinstance(o, str) for o in value):
         return None, "malformed_record", f"options are not a list of strings: {raw[:120]!r}"
     options = [" ".join(o.split()) for o in value]
@@ -245,4 +244,4 @@ def read_release(path: str) -> tuple[str, str]:
     uri = project_path(path)
     if not uri.endswith(".csv"):
         uri = uri.rstrip("/") + "/" + FILE_NAME
-    return read_text(uri), uri
+    return decode(read_bytes(uri), uri), uri

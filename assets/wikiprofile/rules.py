@@ -26,7 +26,10 @@ TYPE_GROUPS = {
     "CLASSIFICATION": "DESCRIPTOR", "GROUP": "DESCRIPTOR", "IDENTIFIER": "DESCRIPTOR", "TITLE": "DESCRIPTOR",
     "NUMERIC_VALUE": "NUMBER",
 }
-MARKUP = re.compile(r"\{\{\s*([^{};]+?)\s*;\s*([A-Za-z_ ]+?)\s*\}\}")
+# ``{{name; TYPE}}``: the name and the type each end on a character that is not a space, so
+# that the spaces around them belong to one quantifier only (with two, a long run of spaces
+# took quadratic time).
+MARKUP = re.compile(r"\{\{\s*+([^{};]*?[^{};\s])\s*+;\s*+([A-Za-z_ ]*?[A-Za-z_])\s*+\}\}")
 CLAUSE_END = re.compile(r"[,;:(]| [–—-] ")
 
 

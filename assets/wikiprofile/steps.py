@@ -5,14 +5,13 @@ the reason; the assets only wire them."""
 
 from __future__ import annotations
 
-import ast
 import random
 import re
 from collections.abc import Mapping
 
 import polars as pl
 
-from assets.common.parsing import is_question
+from assets.common.parsing import is_question, python_literal
 from assets.common.prompts import load_prompt
 from assets.common.rejects import Rejects
 from assets.common.text import words
@@ -103,16 +102,27 @@ def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=Non
 
 
 def parse_names(text: str) -> list[str]:
-    """A Python list of names from the reply (the first bracketed list), else one per line."""
-    m = re.search(r"\[.*?\]", text, flags=re.S)
-    if m:
-        try:
-            value = ast.literal_eval(m.group(0))
-            if isinstance(value, list):
-                return [str(v).strip() for v in value if str(v).strip()]
-        except (ValueError, SyntaxError):
-            pass
+    """A Python list of names from the reply (the first bracketed list), else one per line.
+    Only strings and numbers are names: a list of anything else is read line by line."""
+    # The first "[" and the first "]" after it, found without a backtracking search.
+    start = text.find("[")
+    end = text.find("]", start) if start >= 0 else -1
+    if end >= 0:
+        value, _ = python_literal(text[start:end + 1])
+        names = [_name(v) for v in value] if isinstance(value, list) else [None]
+        if None not in names:
+            return [n for n in names if n]
     return [line.strip(" -*\"'") for line in text.splitlines() if line.strip(" -*\"'")]
+
+
+def _name(value) -> str | None:
+    """A listed name: a string, or a number as written (a year); None for anything else,
+    and for an integer too long to write (a hex literal can be)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64):
+        return str(value)
+    return None
 
 
 def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: str, n: int, stats: CallStats,
@@ -221,10 +231,15 @@ Pages = Mapping[str, tuple[str, str]]
 MAX_GRAMMAR_WORDS = 2
 
 
+# A label such as "Question 2:". Possessive: the spaces on either side of the number cannot
+# be traded back and forth, which took quadratic time on a long run of spaces.
+_QUESTION_LABEL = re.compile(r"^\s*+(?:question|q)\s*+\d*+\s*+[:.]\s*+", flags=re.I)
+
+
 def parse_question(text: str) -> str:
     """The first line ending in a question mark, without a ``Question:`` label or quotes."""
     for line in text.splitlines():
-        line = re.sub(r"^\s*(question|q)\s*\d*\s*[:.]\s*", "", line, flags=re.I).strip().strip('"“”')
+        line = _QUESTION_LABEL.sub("", line).strip().strip('"“”')
         if line.endswith("?") and len(line.split()) >= 3:
             return line
     raise ParseError(f"no question in {text[:80]!r}")
@@ -356,15 +371,31 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
 REVERSE_SCHEMA = {**QUESTION_SCHEMA, "subject": pl.String, "subject_type": pl.String, "pair_ok": pl.Boolean}
 
 
+_SUBJECT = re.compile(r"subject\s*+:\s*+(.+)", flags=re.I)
+_QUESTION = re.compile(r"question\s*+:\s*+", flags=re.I)
+
+
 def parse_reverse(text: str) -> tuple[str, str] | None:
-    """(subject, reverse question) from ``Subject: ...`` / ``Question: ...``; None for REJECT."""
+    """(subject, reverse question) from ``Subject: ...`` / ``Question: ...``; None for REJECT.
+    The question runs from its label to the last question mark of that line."""
     if re.search(r"\bREJECT\b", text):
         return None
-    subject = re.search(r"subject\s*:\s*(.+)", text, flags=re.I)
-    question = re.search(r"question\s*:\s*(.+\?)", text, flags=re.I)
-    if not subject or not question:
+    subject = _SUBJECT.search(text)
+    question, searched = None, 0
+    # Each line is searched for its last "?" once: a label after one that found none on its
+    # line finds none either (a pattern ``(.+\?)`` rescanned the line from every label).
+    for label in _QUESTION.finditer(text):
+        if label.start() < searched:
+            continue
+        end = text.find("\n", label.end())
+        searched = len(text) if end < 0 else end
+        mark = text.rfind("?", label.end() + 1, searched)
+        if mark >= 0:
+            question = text[label.end():mark + 1]
+            break
+    if not subject or question is None:
         raise ParseError(f"no Subject and Question lines in {text[:80]!r}")
-    return subject.group(1).strip().strip('".'), question.group(1).strip().strip('"')
+    return subject.group(1).strip().strip('".'), question.strip().strip('"')
 
 
 def parse_entity_type(text: str) -> str | None:
