@@ -5,8 +5,8 @@ background (``tests.background``); ``test_release_evaluation`` reads what it mad
 Usage: python -m tests.pipelines.release_run
 
 Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache),
-BENCHFOUNDRY_STAGE_HOME (the instance), BENCHFOUNDRY_RETRIEVERS (the retriever registry) and
-BENCHFOUNDRY_TRAINED (the trained models' registry), read when ``resources.retrieval`` is
+BENCHFOUNDRY_STAGE_HOME (the instance), BENCHFOUNDRY_RETRIEVERS and BENCHFOUNDRY_RERANKERS (the
+retriever and reranker registries) and BENCHFOUNDRY_TRAINED (the trained models' registry), read when ``resources.retrieval`` is
 imported: hence a process of its own."""
 
 from __future__ import annotations
@@ -26,6 +26,14 @@ RETRIEVERS = """retrievers:
   tfidf: {kind: entrypoint, function: "examples.retrievers:tfidf"}
   oracle: {kind: oracle}
 """
+# Its LLM rerankers: UPR is left out. It scores a question by its prompt log-probabilities
+# (``echo``), which litellm drops from a custom provider's text completion, so every UPR call
+# of the scripted model fails, and the blocking accounting check stops the run, as it should
+# for a model that cannot score. The default run scores UPR with the real embedded model.
+RERANKERS = """rerankers:
+  rankgpt: {kind: rankgpt, model: smollm2, window: 10, step: 5, top_k: 10}
+  pointwise: {kind: pointwise, model: smollm2, top_k: 20}
+"""
 DOMAIN = "law"
 SUBJECT = "smollm2"
 # make run --from-release's stages (run_default.run_plan): QUIT's models fine-tuned on the
@@ -43,6 +51,7 @@ class ReleaseRun:
     home = property(lambda self: self.base / "dagster_home")
     storage = property(lambda self: self.base / "storage")
     retrievers = property(lambda self: self.base / "retrievers.yaml")
+    rerankers = property(lambda self: self.base / "rerankers.yaml")
     trained = property(lambda self: self.base / "trained")
 
     def instance(self):
@@ -54,10 +63,12 @@ class ReleaseRun:
 def start_release_run(base: Path) -> Build:
     run = ReleaseRun(base)
     run.retrievers.write_text(RETRIEVERS)
+    run.rerankers.write_text(RERANKERS)
     instance_home(run.home)
     (run.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {"BENCHFOUNDRY_STORAGE": str(run.storage), "BENCHFOUNDRY_CACHE": str(base / "cache"),
            "BENCHFOUNDRY_STAGE_HOME": str(run.home), "BENCHFOUNDRY_RETRIEVERS": str(run.retrievers),
+           "BENCHFOUNDRY_RERANKERS": str(run.rerankers),
            # its own registry of trained models: the test process's (tests/conftest.py) would
            # show the tests the aliases this run's fine-tuning registers
            "BENCHFOUNDRY_TRAINED": str(run.trained),
