@@ -242,23 +242,6 @@ def ruled_logprobs(text: str, model: str) -> list[dict]:
     return [{"token": first, "logprob": math.log(0.8), "bytes": None, "top_logprobs": top}, *rest]
 
 
-def echoed_logprobs(prompt: str, generated: str) -> dict:
-    """A completions endpoint's echoed prompt log-probabilities (``echo`` with ``logprobs``),
-    as vLLM returns them for UPR: a token per word and per run of spaces, each word likelier
-    when it already occurred earlier in the prompt (so a passage sharing the question's words
-    ranks higher), the first token without one, then the generated token."""
-    tokens = re.findall(r"\s+|\S+", prompt) + [generated.split(" ")[0] or "."]
-    offsets, values, seen, at = [], [], set(), 0
-    for i, token in enumerate(tokens):
-        offsets.append(at)
-        at += len(token)
-        word = token.strip().lower()
-        values.append(None if i == 0 else -0.1 if not word else -0.5 if word in seen else -3.0)
-        seen.add(word)
-    return {"tokens": tokens, "text_offset": offsets, "token_logprobs": values,
-            "top_logprobs": [None if v is None else {t: v} for t, v in zip(tokens, values)]}
-
-
 class Scripted(litellm.CustomLLM):
     delay = float(os.environ.get("SCRIPTED_LLM_DELAY", "0"))
 
@@ -281,7 +264,7 @@ class Scripted(litellm.CustomLLM):
                 f.write(json.dumps({"prompt": prompt, "seed": params.get("seed")}) + "\n")
         choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop", "index": 0}
         if params.get("logprobs"):
-            choice["logprobs"] = echoed_logprobs(prompt, text) if params.get("echo") else {"content": content}
+            choice["logprobs"] = {"content": content}
         return litellm.ModelResponse(
             choices=[choice],
             usage={"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()), "total_tokens": 0},
