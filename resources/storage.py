@@ -264,12 +264,17 @@ def concat(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
 
 def read_text(uri: str) -> str:
     """A UTF-8 file's text; a byte that is not UTF-8 is an error naming the file and line."""
-    data = read_bytes(uri)
+    return utf8_text(read_bytes(uri), uri)
+
+
+def utf8_text(data: bytes, name: str) -> str:
+    """The UTF-8 text of a whole file's bytes, or a ValueError naming the file (``name``) and
+    the line of the first byte that is not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"{uri} line {line} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        raise ValueError(f"{name} line {line}: not UTF-8 (byte {data[e.start]:#04x}); save the file as UTF-8") from None
 
 
 def read_yaml(uri: str):

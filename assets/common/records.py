@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from resources.storage import read_bytes
+from resources.storage import read_bytes, utf8_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,14 +72,11 @@ class SourceFormatError(ValueError):
 
 
 def decode(data: bytes, name: str) -> str:
-    """The UTF-8 text of a whole file, or an error naming the file and the line of the
-    first byte that is not UTF-8."""
+    """:func:`resources.storage.utf8_text`, its error a :class:`SourceFormatError`."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise SourceFormatError(f"{name} line {line}: not UTF-8 (byte {data[e.start]:#04x}); "
-                                f"save the file as UTF-8") from None
+        return utf8_text(data, name)
+    except ValueError as e:
+        raise SourceFormatError(str(e)) from None
 
 
 def read_json_list(uri: str) -> list:

@@ -691,6 +691,7 @@ class Breaker:
         self.streak = 0
         self.last_answer = clock()
         self.recent: collections.deque[bool] = collections.deque(maxlen=max(1, window))
+        self.failed_recently = 0  # the False in ``recent``, kept as items come and go
         self.errors: collections.deque[str] = collections.deque(maxlen=3)
         self.reason: str | None = None
 
@@ -706,10 +707,13 @@ class Breaker:
             self.reason = f"{self.streak} failed tries in a row and no answer for {quiet:.0f}s"
 
     def finished(self, error: str | None) -> None:
+        if len(self.recent) == self.recent.maxlen and not self.recent[0]:
+            self.failed_recently -= 1  # the oldest, about to drop out of the window, had failed
         self.recent.append(error is None)
         if error is not None:
+            self.failed_recently += 1
             self._remember(error)
-        failed = self.recent.count(False)
+        failed = self.failed_recently
         if self.reason is None and len(self.recent) == self.recent.maxlen and failed > self.rate * len(self.recent):
             self.reason = f"{failed} of the last {len(self.recent)} items failed"
 
