@@ -22,7 +22,7 @@ from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
-from resources.storage import Batches, StorageResource
+from resources.storage import STREAMED, Batches, FrameTable, StorageResource, StoredTable, as_table
 
 PREFIX = "quit"
 GROUP = "quit"
@@ -51,6 +51,22 @@ def _columns(name: str, *columns: str) -> dg.AssetIn:
     """``quit/<name>`` loaded with only ``columns`` (the IO manager reads no other): at 2.4M
     passages a step that needs the ids of passages or answers must not hold their texts."""
     return dg.AssetIn(key=[PREFIX, name], metadata={"columns": list(columns)})
+
+
+def _streamed(name: str) -> dg.AssetIn:
+    """``quit/<name>`` as a :class:`StoredTable`: read a few columns or a batch at a time."""
+    return dg.AssetIn(key=[PREFIX, name], metadata=STREAMED)
+
+
+def _kept(table: StoredTable | FrameTable, keep: pl.Series, *columns: str):
+    """The rows of ``table`` where ``keep`` (a mask in the table's row order) is true, a batch
+    at a time."""
+    start = 0
+    for batch in table.batches(*columns):
+        mask = keep.slice(start, batch.height)
+        start += batch.height
+        if mask.any():
+            yield batch.filter(mask)
 
 
 @dg.multi_asset(
@@ -254,28 +270,35 @@ def passages(selected_questions: pl.DataFrame, splits: pl.DataFrame) -> dg.Outpu
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_labeler_partitions,
-          ins={"passages": wiring.input("passages"), "selected_questions": wiring.input("selected_questions"),
+          ins={"passages": _streamed("passages"), "selected_questions": wiring.input("selected_questions"),
                "splits": wiring.input("splits")},
           kinds={"polars", "litellm"}, pool=llm_pool("quit"), code_version=code_version("2", "quit/reader", "quit/judge"),
           backfill_policy=dg.BackfillPolicy.multi_run(1))
-def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, selected_questions: pl.DataFrame, splits: pl.DataFrame,
+def passage_answers(context: dg.AssetExecutionContext, passages, selected_questions: pl.DataFrame, splits: pl.DataFrame,
                     llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
     """One labeler's answer from each passage of the labeled questions (few-shot prompt of
     A.4: a short answer or NO ANSWER), judged against the gold answers (3.2.2). A normalized
     exact match counts as correct without asking the judge; other answers count when a
     binding judge says Yes, and with an advisory judge (registry) the exact match alone
     decides while the verdict is kept in ``judge``. A labeler or binding-judge call that
-    failed after its retries leaves ``correct`` null (``undecided``)."""
+    failed after its retries leaves ``correct`` null (``undecided``). The passages' texts are
+    read a batch at a time (a stored table; a frame where another IO manager gives one)."""
     alias = context.partition_key
+    passages = as_table(passages)
     labeled = splits.filter(pl.col("labeled"))["question_id"]
-    ps = passages.filter(pl.col("question_id").is_in(labeled))
+    ids = passages.read("question_id", "hint_order")
+    chosen = pl.col("question_id").is_in(labeled)
     orders = sampled_orders(quit_settings.labeled_passages_per_question, quit_settings.seed)
     if orders is not None:
-        ps = ps.filter(pl.col("hint_order").is_in(orders))
-    context.log.info(f"labeling {ps.height} passages of {labeled.len()} questions with {alias}")
+        chosen = chosen & pl.col("hint_order").is_in(orders)
+    keep = ids.select(chosen).to_series()
+    count = int(keep.sum())
+    del ids
+    context.log.info(f"labeling {count} passages of {labeled.len()} questions with {alias}")
     stats, judge_stats = CallStats(), CallStats()
-    frame = steps.passage_answers(ps, selected_questions, llm, alias, _judge(llm), stats, _log(context), binding=_binding(llm),
-                                  judge_stats=judge_stats)
+    frame = steps.passage_answers(_kept(passages, keep, "passage_id", "question_id", "text"), selected_questions, llm, alias,
+                                  _judge(llm), stats, _log(context), binding=_binding(llm), judge_stats=judge_stats,
+                                  total=count)
     total = stats.merge(judge_stats)
     return dg.Output(frame, metadata={
         **table_metadata(frame.select("passage_id", "answer", "correct", "error")),
@@ -284,7 +307,7 @@ def passage_answers(context: dg.AssetExecutionContext, passages: pl.DataFrame, s
         "labeled_questions": labeled.len(),
         "labeled_passages_per_question": quit_settings.labeled_passages_per_question or PASSAGES_PER_QUESTION,
         "correct_rate": float(frame["correct"].mean() or 0.0),
-        "llm/calls_per_passage": round(total.calls / max(ps.height, 1), 3),
+        "llm/calls_per_passage": round(total.calls / max(count, 1), 3),
         # the labeler's and the judge's calls and tokens apart, and together
         **total.as_metadata(), **stats.as_metadata("llm/labeler"), **judge_stats.as_metadata("llm/judge"),
     })
@@ -416,7 +439,7 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"benchmark_questions": wiring.input("benchmark_questions"), "benchmark_corpus": wiring.input("benchmark_corpus"),
+          ins={"benchmark_questions": wiring.input("benchmark_questions"), "benchmark_corpus": _streamed("benchmark_corpus"),
                "benchmark_qrels": wiring.input("benchmark_qrels")},
           kinds={"polars"}, code_version="2")
 def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark_corpus, benchmark_qrels,

@@ -21,6 +21,7 @@ from assets.common.text import (
     tokens,
 )
 from resources.llm import ParseError
+from resources.storage import FrameTable, StoredTable, as_table
 
 NO_ANSWER = "NO ANSWER"
 TOP_HINTS = 5
@@ -351,35 +352,57 @@ def contains_answer(passage: str, answers: list[str]) -> bool:
     return any(a.strip() and a.lower() in text for a in answers)
 
 
-def semantic_overlap(question_texts: dict[str, str], corpus: pl.DataFrame, encode, block_size: int = 8192,
-                     log=None) -> float:
-    """Mean cosine of every corpus passage (``question_id``, ``text``) with its question's
-    text, ``encode`` returning unit vectors. Each distinct question text is encoded once and
-    the passages stream through in blocks of ``block_size``, each block's cosines summed as it
-    comes, so memory holds one block's vectors, not 2.4M of them. Blocks span many questions,
-    so the encoder's length-sorted batches pad less than a call per question did; the model's
-    arithmetic, not the calls, is most of the cost (bench/encoding_bench.py). ``log`` (a
-    callable taking a line) hears the progress."""
-    asked = list(dict.fromkeys(question_texts[qid] for qid in corpus["question_id"].unique(maintain_order=True)))
-    if not asked:
-        return 0.0
-    row = {text: i for i, text in enumerate(asked)}
-    question_vecs = np.asarray(encode(asked), dtype=np.float32)
-    total, done = 0.0, 0
-    for block in corpus.select("question_id", "text").iter_slices(block_size):
-        passage_vecs = np.asarray(encode(block["text"].to_list()), dtype=np.float32)
-        paired = question_vecs[[row[question_texts[qid]] for qid in block["question_id"]]]
-        total += float(np.einsum("ij,ij->i", passage_vecs, paired).astype(np.float64).sum())
-        done += block.height
+class _SemanticOverlap:
+    """The running sum of question-passage cosines, a block of passages at a time: each
+    distinct question text is encoded once, and memory holds one block's vectors, not 2.4M
+    of them. Blocks span many questions, so the encoder's length-sorted batches pad less than
+    a call per question did; the model's arithmetic, not the calls, is most of the cost
+    (bench/encoding_bench.py)."""
+
+    def __init__(self, question_texts: dict[str, str], asked: list[str], encode):
+        texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
+        self.row = {text: i for i, text in enumerate(texts)}
+        self.question_texts = question_texts
+        self.encode = encode
+        self.question_vecs = np.asarray(encode(texts), dtype=np.float32) if texts else None
+        self.total, self.done = 0.0, 0
+
+    def add(self, question_ids: list[str], texts: list[str]) -> None:
+        if not texts:
+            return
+        passage_vecs = np.asarray(self.encode(texts), dtype=np.float32)
+        paired = self.question_vecs[[self.row[self.question_texts[qid]] for qid in question_ids]]
+        self.total += float(np.einsum("ij,ij->i", passage_vecs, paired).astype(np.float64).sum())
+        self.done += len(texts)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.done if self.done else 0.0
+
+
+def semantic_overlap(question_texts: dict[str, str], corpus: pl.DataFrame | StoredTable | FrameTable, encode,
+                     block_size: int = 8192, log=None) -> float:
+    """Mean cosine of every corpus passage (``question_id``, ``text``: a frame, or a stored
+    table read a block at a time) with its question's text, ``encode`` returning unit vectors
+    (:class:`_SemanticOverlap`, blocks of ``block_size`` passages). ``log`` (a callable taking
+    a line) hears the progress."""
+    corpus = as_table(corpus)
+    height = corpus.height
+    overlap = _SemanticOverlap(question_texts, corpus.read("question_id")["question_id"].unique(maintain_order=True).to_list(),
+                               encode)
+    for block in corpus.batches("question_id", "text", rows=block_size):
+        overlap.add(block["question_id"].to_list(), block["text"].to_list())
         if log:
-            log(f"semantic overlap: {done:,} of {corpus.height:,} passages encoded")
-    return total / done
+            log(f"semantic overlap: {overlap.done:,} of {height:,} passages encoded")
+    return overlap.mean
 
 
-def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, encode, block_size: int = 8192,
-           log=None) -> pl.DataFrame:
+def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTable, qrels: pl.DataFrame, encode,
+           block_size: int = 8192, log=None) -> pl.DataFrame:
     """Table 1 over the (question, passage) pairs: every corpus passage with its question's
-    text and answer pool (``answers``), as the release's statistics script reads them.
+    text and answer pool (``answers``), as the release's statistics script reads them. The
+    corpus is a frame or a stored table, read in one pass a block of ``block_size`` passages
+    at a time (its texts are never held whole).
 
     - Total Questions: distinct question texts among the pairs (a question without passages
       is not counted; two ids with the same wording count once).
@@ -392,15 +415,17 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
     - Answer Containment: share of the pairs whose passage contains an answer
       (:func:`contains_answer`, the release's lower-cased substring rule).
     - Query-Passage Semantic Overlap: mean over the pairs of the cosine similarity of
-      question and passage embeddings (``encode`` returns unit vectors), streamed in blocks of
-      ``block_size`` passages (:func:`semantic_overlap`; ``log`` hears the progress).
+      question and passage embeddings (``encode`` returns unit vectors; :class:`_SemanticOverlap`;
+      ``log`` hears the progress).
 
     Two rows are the project's: Answer Containment (whole words), the share with an answer
     on word boundaries after ``normalize`` (the rule hints are screened with, so 0 by
     construction), and the Label-2 / Label-1 passage counts of the qrels. Each row's
     ``definition`` says what it counts."""
+    corpus = as_table(corpus)
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
-    missing = sorted(set(corpus["question_id"]) - set(q))
+    asked = corpus.read("question_id")["question_id"].unique(maintain_order=True)
+    missing = sorted(set(asked) - set(q))
     if missing:
         raise ValueError(f"corpus passages of questions not in the benchmark questions: {missing[:5]}")
     # Sums over the pairs, a block of passages at a time, not a list of every pair and of
@@ -409,8 +434,12 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
             "whole_words": 0}
     pool_words = {qid: (len(r["answers"] or []), sum(len(space_words(a)) for a in r["answers"] or []))
                   for qid, r in q.items()}
-    for block in corpus.select("question_id", "text").iter_slices(block_size):
-        for qid, text in block.iter_rows():
+    question_texts = {qid: r["question"] for qid, r in q.items()}
+    semantic = _SemanticOverlap(question_texts, asked.to_list(), encode)
+    height = corpus.height
+    for block in corpus.batches("question_id", "text", rows=block_size):
+        question_ids, texts = block["question_id"].to_list(), block["text"].to_list()
+        for qid, text in zip(question_ids, texts):
             question, pool = q[qid]["question"], q[qid]["answers"] or []
             sums["pairs"] += 1
             sums["passage_words"] += len(space_words(text))
@@ -419,9 +448,10 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
             sums["lexical"] += lexical_overlap(question, text)
             sums["contained"] += contains_answer(text, pool)
             sums["whole_words"] += any(contains_phrase(text, a) for a in pool)
-    asked = corpus["question_id"].unique(maintain_order=True)
-    texts = list(dict.fromkeys(q[qid]["question"] for qid in asked))
-    semantic = semantic_overlap({qid: r["question"] for qid, r in q.items()}, corpus, encode, block_size, log)
+        semantic.add(question_ids, texts)
+        if log:
+            log(f"table 1: {semantic.done:,} of {height:,} passages read and encoded")
+    texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
 
     def avg(total: float, count: int) -> float:
         return float(total / count) if count else 0.0
@@ -442,21 +472,21 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, e
          "share of pairs with a pool answer as a lower-cased substring of the passage"),
         ("Answer Containment (whole words)", avg(sums["whole_words"], n),
          "share of pairs with a pool answer on word boundaries after normalize (project's rule)"),
-        ("Query-Passage Semantic Overlap", semantic, "mean cosine of question and passage embeddings"),
+        ("Query-Passage Semantic Overlap", semantic.mean, "mean cosine of question and passage embeddings"),
         ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0, "qrels with label 2 (project's row)"),
         ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0, "qrels with label 1 (project's row)"),
     ]
     return pl.DataFrame([(m, float(v), d) for m, v, d in rows], schema=TABLE_1_SCHEMA, orient="row")
 
 
-def hint_count_plot(corpus: pl.DataFrame, qrels: pl.DataFrame):
+def hint_count_plot(corpus: pl.DataFrame | StoredTable | FrameTable, qrels: pl.DataFrame):
     """Share of label-2 passages by number of hints (the shape behind Figure 6)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    joined = corpus.select("passage_id", "num_hints").join(qrels.select("passage_id", "label"), on="passage_id")
+    joined = as_table(corpus).read("passage_id", "num_hints").join(qrels.select("passage_id", "label"), on="passage_id")
     by = joined.group_by("num_hints").agg(pl.len().alias("n"), (pl.col("label") == 2).mean().alias("share")).sort("num_hints")
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.bar(by["num_hints"].to_list(), by["share"].to_list(), color="#4c72b0")

@@ -16,7 +16,9 @@ after normalization, and a span of a hint leaks only when it names the answer ou
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+from collections.abc import Iterable
 
 import numpy as np
 import polars as pl
@@ -347,29 +349,36 @@ def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl
 # --- 3.2.2 passage labeling ----------------------------------------------------------------------
 
 
-def passage_answers(passages: pl.DataFrame, questions: pl.DataFrame, llm, alias: str, judge_alias: str, stats: CallStats, log=None,
-                    binding: bool = True, judge_stats: CallStats | None = None) -> pl.DataFrame:
-    """One labeler's answer for every passage, judged against the gold answers.
+def passage_answers(passages: pl.DataFrame | Iterable[pl.DataFrame], questions: pl.DataFrame, llm, alias: str,
+                    judge_alias: str, stats: CallStats, log=None, binding: bool = True, judge_stats: CallStats | None = None,
+                    total: int | None = None) -> pl.DataFrame:
+    """One labeler's answer for every passage (``passage_id``, ``question_id``, ``text``: a
+    frame, or frames read a batch at a time, ``total`` rows in all), judged against the gold
+    answers.
 
     Calls go question by question, in passage order, so consecutive prompts share the
     few-shot prefix and the question. Requests are made as the LLM resource takes them, a
     chunk at a time, and each chunk is judged before the next is asked: at 2.4M passages no
-    partition holds every prompt in memory. The judge's calls are counted in ``judge_stats``
-    when given (its tokens apart from the labeler's)."""
+    partition holds every prompt, nor every passage's text, in memory. The judge's calls are
+    counted in ``judge_stats`` when given (its tokens apart from the labeler's)."""
     prompt = _prompt("reader")
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "aliases").iter_rows(named=True)}
-    rows = passages.select("passage_id", "question_id", "text")
+    if isinstance(passages, pl.DataFrame):
+        total, passages = passages.height, [passages]
+    # The owners of the requests made and not yet answered: the resource reads ahead of the
+    # answers it yields, in order, so each answered chunk is the front of this queue.
+    pending: collections.deque[tuple[str, str]] = collections.deque()
 
     def requests():
-        for p in rows.iter_rows(named=True):
-            yield LLMRequest(p["passage_id"], prompt.messages(question=q[p["question_id"]]["question"], context=p["text"]))
+        for batch in passages:
+            for pid, qid, text in batch.select("passage_id", "question_id", "text").iter_rows():
+                pending.append((qid, pid))
+                yield LLMRequest(pid, prompt.messages(question=q[qid]["question"], context=text))
 
-    frames, start = [], 0
-    for results in llm.stream(alias, requests(), parse=rules.parse_short_answer, stats=stats, log=log, total=rows.height):
-        chunk = rows.slice(start, len(results))
-        owners = [(q[qid], pid) for pid, qid in zip(chunk["passage_id"], chunk["question_id"])]
+    frames = []
+    for results in llm.stream(alias, requests(), parse=rules.parse_short_answer, stats=stats, log=log, total=total):
+        owners = [(q[qid], pid) for qid, pid in (pending.popleft() for _ in results)]
         frames.append(_graded(owners, results, alias, llm, judge_alias, binding, judge_stats or stats, log))
-        start += len(results)
     frame = pl.concat(frames) if frames else pl.DataFrame(schema=ANSWER_SCHEMA)
     return frame.rename({"item": "passage_id"})
 

@@ -4,7 +4,16 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from resources.storage import MATERIALIZED_PARTITIONS, ParquetIOManager, read_parquet
+from resources.storage import (
+    MATERIALIZED_PARTITIONS,
+    STREAMED,
+    FrameTable,
+    ParquetIOManager,
+    StoredTable,
+    read_parquet,
+    write_parquet,
+    write_parquet_batches,
+)
 
 
 def test_paths_follow_the_storage_contract(tmp_path):
@@ -99,3 +108,55 @@ def test_an_input_with_columns_metadata_loads_only_those(tmp_path):
     dg.materialize([wide, per_model, narrow], selection=[narrow], resources={"io_manager": io})
     assert read_parquet(str(tmp_path / "quit" / "narrow.parquet")).rows() == [("n,id", 2), ("model", 2)]
     assert read_parquet(str(tmp_path / "quit" / "wide.parquet"), ["text"]).columns == ["text"]
+
+
+def test_a_streamed_input_is_a_stored_table_read_in_batches_in_file_order(tmp_path):
+    parts = dg.StaticPartitionsDefinition(["m1", "m2"])
+
+    @dg.asset(key_prefix="quit", partitions_def=parts)
+    def texts(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        k = context.partition_key
+        return pl.DataFrame({"id": [f"{k}-{i}" for i in range(5)], "text": [f"text {i}" for i in range(5)]})
+
+    @dg.asset(key_prefix="quit", ins={"texts": dg.AssetIn(key=["quit", "texts"], metadata=STREAMED)})
+    def lengths(texts) -> pl.DataFrame:
+        assert isinstance(texts, StoredTable) and texts.height == 10
+        ids = texts.read("id")["id"].to_list()
+        batches = list(texts.batches("id", "text", rows=2))
+        # each partition's file in its own batches (2 + 2 + 1), in the order read() gives
+        assert [b.height for b in batches] == [2, 2, 1, 2, 2, 1]
+        assert [i for b in batches for i in b["id"]] == ids and batches[0].columns == ["id", "text"]
+        return pl.DataFrame({"id": ids})
+
+    io = ParquetIOManager(root=str(tmp_path))
+    for key in ("m1", "m2"):
+        dg.materialize([texts], partition_key=key, resources={"io_manager": io})
+    assert dg.materialize([texts, lengths], selection=[lengths], resources={"io_manager": io}).success
+    assert read_parquet(str(tmp_path / "quit" / "lengths.parquet"))["id"].to_list() == [f"m{m}-{i}" for m in (1, 2) for i in range(5)]
+
+
+def test_a_stored_table_reads_row_groups_a_batch_at_a_time_and_matches_a_frame(tmp_path):
+    frame = pl.DataFrame({"id": [str(i) for i in range(250)], "text": ["x" * i for i in range(250)]})
+    uri = str(tmp_path / "t.parquet")
+    write_parquet_batches(uri, frame.iter_slices(100))  # three row groups
+    stored, in_memory = StoredTable((uri,)), FrameTable(frame)
+    for table in (stored, in_memory):
+        assert table.height == 250 and table.read("id").equals(frame.select("id"))
+        got = list(table.batches("text", "id", rows=60))
+        assert max(b.height for b in got) <= 60 and pl.concat(got).equals(frame.select("text", "id"))
+    empty = str(tmp_path / "empty.parquet")
+    write_parquet(empty, frame.clear())
+    assert StoredTable((empty,)).height == 0 and list(StoredTable((empty,)).batches("id")) == []
+
+
+def test_a_streamed_input_of_a_missing_table_names_it(tmp_path):
+    @dg.asset(key_prefix="quit", ins={"absent": dg.AssetIn(key=["quit", "absent"], metadata=STREAMED)})
+    def reader(absent) -> pl.DataFrame:
+        return pl.DataFrame()
+
+    @dg.asset(key_prefix="quit")
+    def absent() -> pl.DataFrame:
+        return pl.DataFrame()
+
+    with pytest.raises(FileNotFoundError, match="absent.parquet: materialize its asset first"):
+        dg.materialize([absent, reader], selection=[reader], resources={"io_manager": ParquetIOManager(root=str(tmp_path))})

@@ -18,6 +18,7 @@ from assets.quit.rules import (
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import questions_frame
 from resources.llm import LLMResource
+from resources.storage import ParquetIOManager
 from tests.assets.quit.test_steps import HINTS, question
 from tests.conftest import SCRIPTED_REGISTRY
 
@@ -30,16 +31,21 @@ def stub(name: str, frame: pl.DataFrame) -> dg.AssetsDefinition:
     return _stub
 
 
-def test_labeling_logs_progress_and_labels_the_capped_slice(scripted_llm, tmp_path, instance):
+@pytest.mark.parametrize("stored", [False, True], ids=["frames", "parquet"])
+def test_labeling_logs_progress_and_labels_the_capped_slice(scripted_llm, tmp_path, instance, stored):
+    # with the Parquet IO manager the passages come as a stored table read a batch at a time
     qs = questions_frame([question("q1", hints=HINTS[:5]), question("q2", hints=HINTS[1:6])])
     splits = pl.DataFrame({"question_id": ["q1", "q2"], "labeled": [True, True]})
     llm = LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm-cache"), progress_every_seconds=0.0)
+    stubs = [stub("passages", passages_frame(qs.select("question_id", "hints"))), stub("selected_questions", qs),
+             stub("splits", splits)]
+    io = ParquetIOManager(root=str(tmp_path / "tables")) if stored else dg.mem_io_manager
+    if stored:  # the upstream tables stored unpartitioned, as the build stores them
+        dg.materialize(stubs, resources={"io_manager": io})
     result = dg.materialize(
-        [passage_answers, stub("passages", passages_frame(qs.select("question_id", "hints"))),
-         stub("selected_questions", qs), stub("splits", splits)],
-        partition_key="smollm2", instance=instance,
-        resources={"llm": llm, "quit_settings": QuitSettings(labeled_passages_per_question=7, seed=5),
-                   "io_manager": dg.mem_io_manager},
+        [passage_answers, *stubs], selection=[passage_answers] if stored else None, partition_key="smollm2",
+        instance=instance,
+        resources={"llm": llm, "quit_settings": QuitSettings(labeled_passages_per_question=7, seed=5), "io_manager": io},
     )
     assert result.success
     frame = result.output_for_node("quit__passage_answers")

@@ -7,6 +7,7 @@ import pytest
 from assets.common import parsing
 from assets.quit import rules
 from resources.llm import ParseError
+from resources.storage import StoredTable, write_parquet_batches
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -151,6 +152,21 @@ def test_table_1_follows_the_released_definitions():
     assert got["Query-Passage Semantic Overlap"] == pytest.approx(0.6)
     assert got["Label-2 Passages"] == 1 and got["Label-1 Passages"] == 3
     assert table["definition"].null_count() == 0
+
+
+def test_table_1_from_a_stored_table_read_in_small_batches_is_the_same(tmp_path):
+    uri = str(tmp_path / "corpus.parquet")
+    write_parquet_batches(uri, T1_CORPUS.iter_slices(3))
+    calls = []
+
+    def encode(texts):
+        calls.append(len(texts))
+        return cosine_six_tenths(texts)
+
+    stored = rules.table1(T1_QUESTIONS, StoredTable((uri,)), T1_QRELS, encode, block_size=1)
+    assert stored.equals(rules.table1(T1_QUESTIONS, T1_CORPUS, T1_QRELS, cosine_six_tenths))
+    # the questions once, then the four passages a block of one at a time
+    assert calls == [2, 1, 1, 1, 1]
 
 
 def test_table_1_rules_on_their_own():

@@ -94,6 +94,10 @@ def test_passages_are_asked_and_judged_chunk_by_chunk_with_the_same_answers(scri
     chunked = steps.passage_answers(ps, qs, small, "smollm2", "smollm2", labeler, judge_stats=judge)
     assert chunked.equals(whole)
     assert labeler.calls == 325 and labeler.cached == 0 and judge.calls == 0  # exact matches need no judge
+    # passages read in batches of 33 (a stored table's) that the 40-call chunks cut across
+    fresh = small.model_copy(update={"cache_dir": str(tmp_path / "fresh2")})
+    batched = steps.passage_answers(ps.iter_slices(33), qs, fresh, "smollm2", "smollm2", CallStats(), total=ps.height)
+    assert batched.equals(whole)
 
 
 class Replies:
