@@ -371,11 +371,14 @@ class RunFiles:
 
 
 def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int | None = None,
-                   documents: set[str] | None = None, retriever: str | None = None) -> RunFiles:
+                   documents: set[str] | None = None, retriever: str | None = None,
+                   query_id: Callable[[str], str] | None = None) -> RunFiles:
     """The top ``k`` hits of every query in ``parts`` (part -> query ids) from the run files
     ``spec``'s template names (local path, relative to the working directory, or ``s3://``).
-    A part whose file is missing is an error; so is a document outside ``documents`` (where
-    given), which means the run was made on another corpus."""
+    ``query_id`` maps a file's query ids to the benchmark's (RECOR reads the task's
+    ``<conversation>#turn<n>`` beside its own ``<conversation>_turn_<n>``). A part whose file
+    is missing is an error; so is a document outside ``documents`` (where given), which
+    means the run was made on another corpus."""
     owner = f"{'reranker' if isinstance(spec, RerankerSpec) else 'retriever'} {spec.alias!r}"
     by_file: dict[str, set[str]] = {}
     for part, qids in parts.items():
@@ -387,7 +390,16 @@ def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int 
             text = read_text(uri)
         except FileNotFoundError:
             raise FileNotFoundError(f"{owner}: no run file at {uri} (template {spec.path!r})") from None
-        for qid, ranked in parse_trec_run(text, uri).items():
+        parsed = parse_trec_run(text, uri)
+        if query_id is not None:
+            renamed, written = {}, {}
+            for qid, ranked in parsed.items():
+                own = query_id(qid)
+                if own in renamed:
+                    raise ValueError(f"{owner}: {uri}: queries {written[own]!r} and {qid!r} are one query written two ways")
+                renamed[own], written[own] = ranked, qid
+            parsed = renamed
+        for qid, ranked in parsed.items():
             if qid not in wanted:
                 ignored.append(qid)
                 continue

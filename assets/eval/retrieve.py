@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from assets.eval import reteco
 from resources import multi_vector
 from resources.lucene import Hit
 from resources.retrieval import (
@@ -87,4 +88,4 @@ def from_run_files(spec: RetrieverSpec, benchmark: str, corpus: str, parts: dict
     ids) from the retriever's run files, their documents checked against the corpus
     ``build`` kept."""
     documents = set(read_parquet(index_uri(storage, corpus, spec))["id"].to_list())
-    return read_run_files(spec, benchmark, parts, k, documents)
+    return read_run_files(spec, benchmark, parts, k, documents, query_id=reteco.project_qid if benchmark == "recor" else None)

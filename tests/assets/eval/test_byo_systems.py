@@ -187,7 +187,8 @@ def test_the_entry_point_retriever_runs_through_the_recor_assets(storage, with_t
 def test_a_run_file_retriever_answers_one_recor_strategy(tmp_path, storage, monkeypatch):
     from assets.eval import recor
 
-    (tmp_path / "law.trec").write_text("c1_turn_1 Q0 law3 1 0.2 me\nc1_turn_1 Q0 law1 2 0.9 me\nc9_turn_1 Q0 law1 1 1 me\n")
+    # the task's query ids (RETECO) beside the project's: both name the same turns
+    (tmp_path / "law.trec").write_text("c1#turn1 Q0 law3 1 0.2 me\nc1#turn1 Q0 law1 2 0.9 me\nc9_turn_1 Q0 law1 1 1 me\n")
     specs = load_retrievers(registry(tmp_path, f"retrievers:\n  tfidf: {{kind: run, path: '{tmp_path}/{{part}}.trec', strategy: history}}\n"))
     monkeypatch.setattr(recor, "load_retrievers", lambda: specs)
     with recor_context("tfidf") as context:
@@ -198,6 +199,10 @@ def test_a_run_file_retriever_answers_one_recor_strategy(tmp_path, storage, monk
     meta = out.metadata
     assert meta["run_queries_missing"].value == 1 and meta["run_queries_missing_ids"].value == "c1_turn_2"
     assert meta["run_ids_ignored"].value == 1 and meta["run_ids_ignored_examples"].value == "c9_turn_1"
+    (tmp_path / "law.trec").write_text("c1#turn1 Q0 law3 1 0.2 me\nc1_turn_1 Q0 law1 2 0.9 me\n")
+    with recor_context("tfidf") as context, pytest.raises(ValueError, match="'c1#turn1' and 'c1_turn_1' are one query written two ways"):
+        recor.recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), lucene=LuceneResource(),
+                         faiss_index=FaissIndexResource(), storage=storage)
     hyde = load_retrievers(registry(tmp_path, f"retrievers:\n  tfidf: {{kind: run, path: '{tmp_path}/{{part}}.trec', strategy: hyde}}\n"))
     monkeypatch.setattr(recor, "load_retrievers", lambda: hyde)
     with recor_context("tfidf") as context, pytest.raises(ValueError, match="retriever 'tfidf': strategy 'hyde' is not one of"):
