@@ -203,6 +203,16 @@ class _Problems(list):
     def add(self, line: int | None, kind: str, message: str, fatal: bool = False) -> None:
         self.append(Problem(line, kind, fatal, message))
 
+    def missing(self, targets: Targets, found: Mapping[str, object], counts: dict, lacking: str, outcome: str) -> list[str]:
+        """The target turns not in ``found``, counted and named in one problem."""
+        missing = [q for q in targets.turns["qid"] if q not in found]
+        counts["turns_scored"], counts["missing_turns"] = len(found), len(missing)
+        if missing:
+            shown = ", ".join(to_task_qid(q) for q in missing[:10])
+            self.add(None, "missing_turn", f"{len(missing)} target turns have {lacking} ({shown}"
+                                           f"{', ...' if len(missing) > 10 else ''}); {outcome}")
+        return missing
+
 
 def _decode(data: bytes, problems: _Problems) -> str | None:
     """The file's text; a byte that is not UTF-8 is an error naming its line. A leading byte
@@ -302,13 +312,7 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
             problems.add(line, "order", f"{to_task_qid(turn)}: the rank column and the scores give different "
                                         "orders; the scorer orders by score (ties by document id, descending)")
         rankings[turn] = ordered
-    missing = [q for q in targets.turns["qid"] if q not in rankings]
-    counts["turns_scored"] = len(rankings)
-    counts["missing_turns"] = len(missing)
-    if missing:
-        shown = ", ".join(to_task_qid(q) for q in missing[:10])
-        problems.add(None, "missing_turn", f"{len(missing)} target turns have no line ({shown}"
-                                           f"{', ...' if len(missing) > 10 else ''}); each scores 0")
+    missing = problems.missing(targets, rankings, counts, "no line", "each scores 0")
     return Checked(source, "run", list(problems), counts, next(iter(run_ids), None), rankings=rankings, missing=missing)
 
 
@@ -356,13 +360,7 @@ def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
             counts["empty_answers"] = counts.get("empty_answers", 0) + 1
             problems.add(number, "empty_answer", f"{_shown(turn_id)}: the answer is empty; it is judged as it is")
         answers[turn] = answer
-    missing = [q for q in targets.turns["qid"] if q not in answers]
-    counts["turns_scored"] = len(answers)
-    counts["missing_turns"] = len(missing)
-    if missing:
-        shown = ", ".join(to_task_qid(q) for q in missing[:10])
-        problems.add(None, "missing_turn", f"{len(missing)} target turns have no answer ({shown}"
-                                           f"{', ...' if len(missing) > 10 else ''}); each scores 0 on every dimension")
+    missing = problems.missing(targets, answers, counts, "no answer", "each scores 0 on every dimension")
     return Checked(source, "generation", list(problems), counts, answers=answers, missing=missing)
 
 
