@@ -41,7 +41,7 @@ gains, with the other clock's figure: on a shared machine the wall stretches wit
 
     .venv/bin/python bench/scale.py [--only quit|recor|wikiprofile] [--sizes 10,100,500]
         [--recor-docs 10000,50000,121249] [--recor-turns 450] [--wikiprofile-pages 100,1000]
-        [--labelers 3] [--llm-mode http|batch] [--quick] [--keep] [--out bench/scale_results.json]
+        [--labelers 3] [--llm-mode http|batch] [--skip STAGE,...] [--quick] [--keep] [--out bench/scale_results.json]
 
 ``--quick`` runs tiny sizes (QUIT 2,5; RECOR 2000,5000 documents and 26 turns; WikiProfile
 10,20 pages) as a smoke check of the whole probe.
@@ -516,7 +516,8 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used")}
     out = {"size": size, "stages": []}
-    for stage in stages_of(bench, labelers, opts.recor_retrievers):
+    skipped = set(filter(None, opts.skip.split(",")))
+    for stage in (s for s in stages_of(bench, labelers, opts.recor_retrievers) if s not in skipped):
         label = f"{bench}:{stage}"
         result_path, log_path = work / f"{stage.replace(':', '_')}.json", work / f"{stage.replace(':', '_')}.log"
         before, load = server.count(), os.getloadavg()[0]
@@ -895,6 +896,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke check: " +
                         ", ".join(f"{k.replace('_', '-')} {v}" for k, v in QUICK.items()))
     parser.add_argument("--scratch", default="/tmp/benchfoundry_scale", help="where the inputs, storage and caches go")
+    parser.add_argument("--skip", default="", help="stages to leave out, comma separated (e.g. statistics): only the last "
+                                                       "stages, since each reads what the earlier ones stored")
     parser.add_argument("--keep", action="store_true", help="keep each size's scratch folder (logs, storage)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "scale_results.json"), help="raw measurements and fits (JSON)")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -68,8 +68,11 @@ class ResponseCache:
             import diskcache
 
             # Settings given here are written into the cache's own table, so a cache made with
-            # the old default limit stops evicting when it is opened again.
-            self._store = diskcache.Cache(directory, size_limit=2**62, eviction_policy="none")
+            # the old default limit stops evicting when it is opened again. No memory map:
+            # diskcache maps 64 MB of the file by default, and the mapped pages count in a
+            # step's resident memory, growing with the cache up to that size (bench/scale.py
+            # read it as 0.8 MB a labeled question); SQLite's page cache alone is as fast here.
+            self._store = diskcache.Cache(directory, size_limit=2**62, eviction_policy="none", sqlite_mmap_size=0)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """The cached answers among ``keys``, read in one transaction."""
