@@ -23,6 +23,7 @@ from assets.eval import finetune_report, finetune_rules
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
+from assets.eval import reteco
 from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
 from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
@@ -566,6 +567,25 @@ def recor_retrieval_metrics_ranges(recor_retrieval_metrics: pl.DataFrame) -> dg.
     return problems_result(problems, frame.height)
 
 
+@dg.asset_check(asset=eval_key("reteco_retrieval"), name=METRICS,
+                description="One row per target turn and run; every run scores every target turn; the depth group is the turn's; "
+                            "nDCG@10, MAP@10, Recall@10 and MRR in [0, 1].")
+def reteco_retrieval_ranges(reteco_retrieval: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = reteco_retrieval, ("qid", "run")
+    columns = {**reteco.TURN_SCHEMA, "run": pl.String, "retriever": pl.String, "strategy": pl.String}
+    problems = metric_problems(frame, columns, key, reteco.METRICS)
+    if typed(frame, columns):
+        expected = pl.col("turn_id").map_elements(reteco.depth, return_dtype=pl.String)
+        problems += where(frame, pl.col("depth") != expected, "whose depth group is not their turn's", key)
+        problems += where(frame, pl.col("task_qid") != pl.format("{}#turn{}", "conversation_id", "turn_id"),
+                          "whose task id is not <conversation>#turn<n>", key)
+        turns = frame.group_by("domain").agg(pl.col("qid").n_unique().alias("turns"))
+        per_run = frame.group_by("domain", "run").len().join(turns, on="domain").filter(pl.col("len") != pl.col("turns"))
+        problems += where(per_run, pl.lit(True), "(domain, run) scoring fewer or more turns than the domain's targets",
+                          ("domain", "run"))
+    return problems_result(problems, frame.height)
+
+
 # Reference-answer scores: ROUGE-L and METEOR in [0, 1]; unrescaled BERTScore F1 is a mean of
 # cosines, so [-1, 1].
 REFERENCE_SCORES = tuple(REFERENCE_METRICS)
@@ -905,6 +925,7 @@ eval_checks = [
     quit_reranked_runs_ranks, quit_reranked_same_passages, quit_rerank_metrics_ranges,
     quit_reader_answers_schema, quit_reader_answers_references, quit_reader_metrics_ranges,
     recor_queries_schema, recor_queries_references, recor_runs_ranks, recor_runs_references, recor_retrieval_metrics_ranges,
+    reteco_retrieval_ranges,
     recor_generation_schema, recor_generation_references, recor_generation_metrics_ranges,
     responses_schema, responses_sampling, responses_references, graded_responses_schema, graded_responses_references,
     profiles_schema, profiles_follow_the_rule, profiles_references,

@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\nRECOR statistics (Table 2 of the paper):")
             print(table)
         print(f"RECOR benchmark files:    {join(root, 'recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
-        print("RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics, recor/quality_report (web UI)")
+        print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)")
     if "wikiprofile" in wanted:
         table = read_parquet(join(root, "wikiprofile", "profile_report.parquet"))
         facts = read_parquet(join(root, "wikiprofile", "benchmark.parquet"))["fact_id"].n_unique()
@@ -355,7 +355,7 @@ def print_evaluation(root: str, wanted: list[str]) -> None:
         if exists(join(root, "eval", "quit_finetune_report.parquet")):
             print_finetuning(read_parquet(join(root, "eval", "quit_finetune_report.parquet")))
     if "recor" in wanted:
-        print("RECOR reports:            eval/recor_retrieval_metrics, eval/recor_generation_metrics (web UI)")
+        print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics (web UI)")
     if "wikiprofile" in wanted:
         print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "
               "robustness_report (web UI)")

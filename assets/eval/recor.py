@@ -11,7 +11,7 @@ import polars as pl
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
-from assets.eval import conversational, generation, retrieve
+from assets.eval import conversational, generation, reteco, retrieve
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
 from resources.faiss_index import FaissIndexResource
@@ -19,7 +19,7 @@ from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.registry import llm_pool
 from resources.lucene import LuceneResource
 from resources.retrieval import RUN, load_retrievers
-from resources.storage import StorageResource, write_bytes
+from resources.storage import MATERIALIZED_PARTITIONS, StorageResource, write_bytes
 
 PREFIX = "eval"
 GROUP = "eval"
@@ -245,4 +245,48 @@ def reference_metric_definitions() -> dict:
             "definition/bertscore_f1": generation.BERTSCORE_DEFINITION}
 
 
-recor_eval_assets = [recor_queries, recor_runs, recor_retrieval_metrics, recor_generation, recor_generation_metrics]
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns"),
+               "corpus": dg.AssetIn(key=[PREFIX, "recor_corpus"], partition_mapping=dg.AllPartitionMapping(),
+                                    metadata={**MATERIALIZED_PARTITIONS, "columns": ["domain", "doc_id"]})},
+          kinds={"ranx"}, code_version="1")
+def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+    """RECOR's runs scored as SemEval-2027 RETECO Track 2 (sub-tracks 2a and 2c) scores a
+    submission (``assets/eval/reteco.py``): each retriever x strategy of ``recor_runs`` is one
+    run, written as a TREC file and read by the task's rules against its domain's turns and
+    documents (a domain at a time). Per target turn: binary nDCG@10 (official), MAP@10, Recall@10 and MRR;
+    the official table (macro over the turns), per domain and by depth T1..T4, T5+. The same
+    rules as ``python -m pipelines.reteco score``."""
+    # One domain at a time: BRIGHT numbers its questions per domain, so two domains may hold one
+    # conversation id, which a task query id cannot tell apart (the command refuses them together).
+    frames, notes, turns, documents = [], {}, 0, 0
+    for domain in sorted(set(benchmark["domain"])):
+        targets = reteco.Targets.from_tables(benchmark.filter(pl.col("domain") == domain),
+                                             corpus.filter(pl.col("domain") == domain)["doc_id"])
+        turns, documents = turns + targets.turns.height, documents + len(targets.documents)
+        runs = recor_runs.filter(pl.col("domain") == domain)
+        for (system, strategy), run in runs.group_by(["system", "strategy"], maintain_order=True):
+            name = f"{system}/{strategy}"
+            checked = reteco.check_run(trec_run(run.drop("strategy", "domain")).encode(), f"{domain}: {name}", targets)
+            frames.append(reteco.run_scores(checked, targets, name).with_columns(pl.lit(system).alias("retriever"),
+                                                                                  pl.lit(strategy).alias("strategy")))
+            notes[f"{domain}: {name}"] = checked.summary()
+    scores = pl.concat(frames) if frames else pl.DataFrame(schema={**reteco.TURN_SCHEMA, "run": pl.String,
+                                                                    **{m: pl.Float64 for m in reteco.METRICS},
+                                                                    "retriever": pl.String, "strategy": pl.String})
+    domains = sorted(set(benchmark["domain"]))
+    slice_ = f"{turns} target turns of {len(domains)} domains ({', '.join(domains)}), {documents:,} documents"
+    return dg.Output(scores, metadata={
+        **table_metadata(scores, 5),
+        "covers": slice_,
+        "official": dg.MetadataValue.md("Binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn "
+                                        f"scores 0); {slice_}\n\n{md_table(reteco.official_table(scores), 50)}"),
+        "by_domain": dg.MetadataValue.md(f"nDCG@10, mean over each domain's target turns (diagnostic)\n\n"
+                                         f"{md_table(reteco.domain_table(scores), 20)}"),
+        "by_depth": dg.MetadataValue.md(f"nDCG@10 by conversation depth (diagnostic)\n\n{md_table(reteco.depth_table(scores), 10)}"),
+        "runs_read": dg.MetadataValue.md("\n\n".join(f"```\n{note}\n```" for note in notes.values()) or "none"),
+    })
+
+
+recor_eval_assets = [recor_queries, recor_runs, recor_retrieval_metrics, recor_generation, recor_generation_metrics,
+                     reteco_retrieval]

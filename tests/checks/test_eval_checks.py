@@ -266,6 +266,23 @@ def test_turn_scores_are_ranx_means_in_unit_range():
         assert fails(ec.recor_retrieval_metrics_ranges(broken), words)
 
 
+def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
+    from assets.eval.recor import reteco_retrieval
+
+    turns = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
+                          "turn_id": [1, 2], "gold_doc_ids": [["d1"], ["d2"]]})
+    runs = run("bm25", {"c1_turn_1": ["d1"], "c1_turn_2": ["d3", "d2"]}, strategy="baseline", domain="law")
+    corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"]})
+    scores = reteco_retrieval(recor_runs=runs, benchmark=turns, corpus=corpus).value
+    assert scores["ndcg@10"].to_list() == pytest.approx([1.0, 1 / math.log2(3)])
+    assert ec.reteco_retrieval_ranges(scores).passed
+    for broken, words in [(swap(scores, "ndcg@10", 0, 1.5), "ndcg@10 outside [0, 1]"),
+                          (swap(scores, "depth", 1, "T5+"), "whose depth group is not their turn's"),
+                          (swap(scores, "task_qid", 0, "c1_turn_1"), "whose task id is not"),
+                          (scores.head(1).vstack(swap(scores, "run", 1, "other").tail(1)), "scoring fewer or more turns")]:
+        assert fails(ec.reteco_retrieval_ranges(broken), words)
+
+
 def generation(rows: list[tuple]) -> pl.DataFrame:
     """Generation rows from (turn, mode, answer, score); faithfulness only with passages."""
     return pl.DataFrame([{"domain": "law", "qid": q, "generator": "smollm2", "mode": m, "answer": a,
