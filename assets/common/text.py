@@ -35,6 +35,13 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+def normalize_once(text: str) -> str:
+    """:func:`normalize` without remembering the text: for texts read once, such as the 2.4M
+    passages of QUIT's Table 1, which would fill the cache with one-off entries (about 100 MB)
+    and push out the answers it is for."""
+    return normalize.__wrapped__(text)
+
+
 def exact_match(candidate: str | None, golds: list[str]) -> bool:
     """Whether the candidate equals any gold answer or alias after :func:`normalize` (the
     project's EM; the QUIT release's raw, case-sensitive match is ``readers.raw_exact_match``).

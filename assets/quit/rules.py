@@ -18,6 +18,7 @@ from assets.common.text import (
     english_stopwords,
     exact_match,
     normalize,
+    normalize_once,
     tokens,
 )
 from resources.llm import ParseError
@@ -434,6 +435,9 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTa
             "whole_words": 0}
     pool_words = {qid: (len(r["answers"] or []), sum(len(space_words(a)) for a in r["answers"] or []))
                   for qid, r in q.items()}
+    # Whole-word containment (contains_phrase) with each answer normalized once per question
+    # and each passage once, uncached: a passage is read once.
+    pool_phrases = {qid: [f" {p} " for p in (normalize(a) for a in r["answers"] or []) if p] for qid, r in q.items()}
     question_texts = {qid: r["question"] for qid, r in q.items()}
     semantic = _SemanticOverlap(question_texts, asked.to_list(), encode)
     height = corpus.height
@@ -447,7 +451,8 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTa
             sums["answer_words"] += pool_words[qid][1]
             sums["lexical"] += lexical_overlap(question, text)
             sums["contained"] += contains_answer(text, pool)
-            sums["whole_words"] += any(contains_phrase(text, a) for a in pool)
+            padded = f" {normalize_once(text)} " if pool_phrases[qid] else ""
+            sums["whole_words"] += any(p in padded for p in pool_phrases[qid])
         semantic.add(question_ids, texts)
         if log:
             log(f"table 1: {semantic.done:,} of {height:,} passages read and encoded")

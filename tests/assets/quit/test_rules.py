@@ -169,6 +169,17 @@ def test_table_1_from_a_stored_table_read_in_small_batches_is_the_same(tmp_path)
     assert calls == [2, 1, 1, 1, 1]
 
 
+def test_table_1_counts_an_answer_on_word_boundaries_after_normalize():
+    questions = pl.DataFrame({"question_id": ["q1"], "question": ["Which tower?"], "answers": [["Eiffel Tower", " "]]})
+    corpus = pl.DataFrame({"passage_id": ["a", "b", "c"], "question_id": ["q1"] * 3,
+                           "text": ["The eiffel-tower stands.", "Eiffel Towers stand.", "Gustave Eiffel's tower."]})
+    table = rules.table1(questions, corpus, pl.DataFrame({"label": [1]}), lambda texts: np.ones((len(texts), 2)) / np.sqrt(2))
+    got = dict(table.select("metric", "value").iter_rows())
+    # "eiffel tower stands" holds it; "eiffel towers", "gustave eiffel tower" (possessive dropped) do not / do
+    assert got["Answer Containment (whole words)"] == pytest.approx(2 / 3)
+    assert got["Answer Containment"] == pytest.approx(1 / 3)  # lower-cased substring: only "Eiffel Towers"
+
+
 def test_table_1_rules_on_their_own():
     assert rules.lexical_overlap("the of", "is a") == 0.0  # only stop words: nothing to compare
     assert rules.lexical_overlap("Paris France", "paris France") == pytest.approx(1 / 3)  # case kept
