@@ -102,12 +102,18 @@ def evaluate_run(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str] = RE
 
 def per_question(qrels: pl.DataFrame, run: pl.DataFrame, metric: str) -> dict[str, float]:
     """``metric`` of every question that has qrels (0 where the run has no passage for it)."""
+    return per_question_metrics(qrels, run, [metric])[metric]
+
+
+def per_question_metrics(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str]) -> dict[str, dict[str, float]]:
+    """Each of ``metrics`` for every question that has qrels, from one ranx run: a run of
+    300k lines costs a second and most of a gigabyte to convert, once instead of per metric."""
     from ranx import Qrels, Run, evaluate
 
-    q, r = _comparable(qrels, run, [metric])
+    q, r = _comparable(qrels, run, metrics)
     run_obj = Run(r)
-    evaluate(Qrels(q), run_obj, metric, make_comparable=True)
-    return {qid: float(v) for qid, v in run_obj.scores[metric].items()}
+    evaluate(Qrels(q), run_obj, metrics, make_comparable=True)
+    return {m: {qid: float(v) for qid, v in run_obj.scores[m].items()} for m in metrics}
 
 
 def compile_metrics(metrics: list[str] | None = None) -> list[str]:

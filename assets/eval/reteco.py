@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 
 import polars as pl
 
-from assets.eval.metrics import per_question
+from assets.eval.metrics import per_question_metrics
 from resources.retrieval import trec_order
 
 TASK_QID = re.compile(r"^(?P<conversation>\S+)#turn(?P<turn>[1-9][0-9]*)$")
@@ -376,7 +376,7 @@ def run_scores(checked: Checked, targets: Targets, run: str | None = None) -> pl
     rows = [(q, d, rank) for q, docs in checked.rankings.items() for rank, d in enumerate(docs, start=1)]
     frame = pl.DataFrame(rows, schema={"question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32}, orient="row")
     qrels = targets.qrels()
-    values = {m: per_question(qrels, frame, m) if frame.height else {} for m in METRICS}
+    values = per_question_metrics(qrels, frame, METRICS) if frame.height else {m: {} for m in METRICS}
     scores = targets.turns.with_columns(pl.lit(run or checked.run_id or checked.source).alias("run"))
     return scores.with_columns(
         pl.col("qid").replace_strict(values[m], default=0.0, return_dtype=pl.Float64).alias(m) for m in METRICS)
