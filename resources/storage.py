@@ -204,7 +204,8 @@ class StoredTable:
 
     def batches(self, *columns: str, rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
         for uri in self.uris:
-            # A generator cannot hand back a file it holds open, so the batches are read here.
+            # The file stays open while the caller takes its batches; pyarrow reads one row
+            # group at a time, so memory holds a batch and the group it is cut from.
             fs, path = filesystem(uri)
             with fs.open_input_file(path) as f:
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=rows, columns=list(columns)):
