@@ -575,10 +575,8 @@ def reteco_retrieval_ranges(reteco_retrieval: pl.DataFrame) -> dg.AssetCheckResu
     columns = {**reteco.TURN_SCHEMA, "run": pl.String, "retriever": pl.String, "strategy": pl.String}
     problems = metric_problems(frame, columns, key, reteco.METRICS)
     if typed(frame, columns):
-        expected = pl.col("turn_id").map_elements(reteco.depth, return_dtype=pl.String)
-        problems += where(frame, pl.col("depth") != expected, "whose depth group is not their turn's", key)
-        problems += where(frame, pl.col("task_qid") != pl.format("{}#turn{}", "conversation_id", "turn_id"),
-                          "whose task id is not <conversation>#turn<n>", key)
+        problems += where(frame, pl.col("depth") != reteco.depth_expr(), "whose depth group is not their turn's", key)
+        problems += where(frame, pl.col("task_qid") != reteco.task_qid_expr(), "whose task id is not <conversation>#turn<n>", key)
         turns = frame.group_by("domain").agg(pl.col("qid").n_unique().alias("turns"))
         per_run = frame.group_by("domain", "run").len().join(turns, on="domain").filter(pl.col("len") != pl.col("turns"))
         problems += where(per_run, pl.lit(True), "(domain, run) scoring fewer or more turns than the domain's targets",

@@ -335,14 +335,23 @@ def read_text(uri: str) -> str:
     return utf8_text(read_bytes(uri), uri)
 
 
+class NotUtf8(ValueError):
+    """A file's bytes that are not UTF-8: the message names the file and line; ``line`` and
+    ``detail`` are there for a checker that reports problems rather than raising."""
+
+    def __init__(self, name: str, line: int, detail: str):
+        super().__init__(f"{name} line {line}: {detail}")
+        self.line, self.detail = line, detail
+
+
 def utf8_text(data: bytes, name: str) -> str:
-    """The UTF-8 text of a whole file's bytes, or a ValueError naming the file (``name``) and
-    the line of the first byte that is not UTF-8."""
+    """The UTF-8 text of a whole file's bytes, or a :class:`NotUtf8` naming the file
+    (``name``) and the line of the first byte that is not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"{name} line {line}: not UTF-8 (byte {data[e.start]:#04x}); save the file as UTF-8") from None
+        raise NotUtf8(name, line, f"not UTF-8 (byte {data[e.start]:#04x}); save the file as UTF-8") from None
 
 
 def read_yaml(uri: str):

@@ -260,7 +260,8 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
     # One domain at a time: BRIGHT numbers its questions per domain, so two domains may hold one
     # conversation id, which a task query id cannot tell apart (the command refuses them together).
     frames, notes, turns, documents = [], {}, 0, 0
-    for domain in sorted(set(benchmark["domain"])):
+    domains = sorted(set(benchmark["domain"]))
+    for domain in domains:
         targets = reteco.Targets.from_tables(benchmark.filter(pl.col("domain") == domain),
                                              corpus.filter(pl.col("domain") == domain)["doc_id"])
         turns, documents = turns + targets.turns.height, documents + len(targets.documents)
@@ -274,7 +275,6 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
     scores = pl.concat(frames) if frames else pl.DataFrame(schema={**reteco.TURN_SCHEMA, "run": pl.String,
                                                                     **{m: pl.Float64 for m in reteco.METRICS},
                                                                     "retriever": pl.String, "strategy": pl.String})
-    domains = sorted(set(benchmark["domain"]))
     slice_ = f"{turns} target turns of {len(domains)} domains ({', '.join(domains)}), {documents:,} documents"
     return dg.Output(scores, metadata={
         **table_metadata(scores, 5),

@@ -23,6 +23,7 @@ either style, and a target turn without an answer scores 0 on every dimension.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -33,6 +34,7 @@ import polars as pl
 
 from assets.eval.metrics import per_question_metrics
 from resources.retrieval import trec_order
+from resources.storage import NotUtf8, utf8_text
 
 TASK_QID = re.compile(r"^(?P<conversation>\S+)#turn(?P<turn>[1-9][0-9]*)$")
 PROJECT_QID = re.compile(r"^(?P<conversation>\S+)_turn_(?P<turn>[1-9][0-9]*)$")
@@ -78,6 +80,16 @@ def depth(turn_id: int) -> str:
     return f"T{turn_id}" if turn_id < 5 else "T5+"
 
 
+def task_qid_expr() -> pl.Expr:
+    """:func:`task_qid` of a table's ``conversation_id`` and ``turn_id``."""
+    return pl.format("{}#turn{}", "conversation_id", "turn_id")
+
+
+def depth_expr() -> pl.Expr:
+    """:func:`depth` of a table's ``turn_id``."""
+    return pl.when(pl.col("turn_id") < 5).then(pl.format("T{}", "turn_id")).otherwise(pl.lit("T5+"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Targets:
     """What a submission is checked and scored against: the target turns (``TURN_SCHEMA``,
@@ -91,23 +103,19 @@ class Targets:
     def from_tables(cls, benchmark: pl.DataFrame, documents: Iterable[str]) -> Targets:
         """From release turns (``qid``, ``domain``, ``conversation_id``, ``turn_id``,
         ``gold_doc_ids``); a turn without gold documents is no target: no metric scores it."""
-        scored = benchmark.filter(pl.col("gold_doc_ids").list.len() > 0).sort("domain", "conversation_id", "turn_id")
+        scored = (benchmark.filter(pl.col("gold_doc_ids").list.len() > 0)
+                  .with_columns(pl.col("qid").map_elements(project_qid, return_dtype=pl.String))
+                  .sort("domain", "conversation_id", "turn_id"))
         # A task id names a conversation and a turn, not a domain: two domains holding one
         # conversation id (BRIGHT numbers its questions per domain) cannot share a run file.
-        shared = scored.group_by(pl.col("qid").map_elements(project_qid, return_dtype=pl.String)).agg(
-            pl.col("domain").unique().sort()).filter(pl.col("domain").list.len() > 1)
+        shared = scored.group_by("qid").agg(pl.col("domain").unique().sort()).filter(pl.col("domain").list.len() > 1)
         if shared.height:
             row = shared.row(0)
             raise ValueError(f"{shared.height} query ids are turns of several domains (e.g. {to_task_qid(row[0])} in "
                              f"{', '.join(row[1])}): check and score those domains one at a time")
-        turns = scored.select(
-            pl.col("qid").map_elements(project_qid, return_dtype=pl.String),
-            pl.struct("conversation_id", "turn_id").map_elements(lambda r: task_qid(r["conversation_id"], r["turn_id"]),
-                                                                 return_dtype=pl.String).alias("task_qid"),
-            "domain", "conversation_id", pl.col("turn_id").cast(pl.Int32),
-            pl.col("turn_id").map_elements(depth, return_dtype=pl.String).alias("depth"),
-        )
-        gold = {project_qid(q): frozenset(g) for q, g in scored.select("qid", "gold_doc_ids").iter_rows()}
+        turns = scored.select("qid", task_qid_expr().alias("task_qid"), "domain", "conversation_id",
+                              pl.col("turn_id").cast(pl.Int32), depth_expr().alias("depth"))
+        gold = {q: frozenset(g) for q, g in scored.select("qid", "gold_doc_ids").iter_rows()}
         return cls(turns, gold, frozenset(documents))
 
     def qrels(self) -> pl.DataFrame:
@@ -199,14 +207,23 @@ class Checked:
         return "\n".join(lines)
 
 
+# What a warning of each kind counts in :attr:`Checked.counts`.
+COUNTED = {"duplicate": "duplicates_removed", "unknown_document": "unknown_documents", "unknown_turn": "unknown_turns",
+           "order": "order_disagreements", "q0": "not_q0", "empty_answer": "empty_answers"}
+
+
 class _Problems(list):
     def add(self, line: int | None, kind: str, message: str, fatal: bool = False) -> None:
         self.append(Problem(line, kind, fatal, message))
 
-    def missing(self, targets: Targets, found: Mapping[str, object], counts: dict, lacking: str, outcome: str) -> list[str]:
-        """The target turns not in ``found``, counted and named in one problem."""
+    def counts(self, found: Mapping[str, object], missing: list[str]) -> dict[str, int]:
+        """What the rules did: the warnings of each counted kind, the turns found and missing."""
+        counts = collections.Counter(COUNTED[p.kind] for p in self if p.kind in COUNTED)
+        return {**counts, "turns_scored": len(found), "missing_turns": len(missing)}
+
+    def missing(self, targets: Targets, found: Mapping[str, object], lacking: str, outcome: str) -> list[str]:
+        """The target turns not in ``found``, named in one problem."""
         missing = [q for q in targets.turns["qid"] if q not in found]
-        counts["turns_scored"], counts["missing_turns"] = len(found), len(missing)
         if missing:
             shown = ", ".join(to_task_qid(q) for q in missing[:10])
             self.add(None, "missing_turn", f"{len(missing)} target turns have {lacking} ({shown}"
@@ -214,17 +231,16 @@ class _Problems(list):
         return missing
 
 
-def _decode(data: bytes, problems: _Problems) -> str | None:
+def _decode(data: bytes, source: str, problems: _Problems) -> str | None:
     """The file's text; a byte that is not UTF-8 is an error naming its line. A leading byte
     order mark is dropped with a warning."""
     if data.startswith(b"\xef\xbb\xbf"):
         problems.add(1, "encoding", "starts with a UTF-8 byte order mark; it is ignored")
         data = data[3:]
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        problems.add(line, "encoding", f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8", fatal=True)
+        return utf8_text(data, source)
+    except NotUtf8 as e:
+        problems.add(e.line, "encoding", e.detail, fatal=True)
         return None
 
 
@@ -232,8 +248,7 @@ def _shown(value: str, limit: int = 60) -> str:
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
-def _unknown_turn(problems: _Problems, number: int, qid: str, counts: dict, what: str) -> None:
-    counts["unknown_turns"] = counts.get("unknown_turns", 0) + 1
+def _unknown_turn(problems: _Problems, number: int, qid: str, what: str) -> None:
     if split_qid(qid) is None:
         problems.add(number, "unknown_turn", f"{what} {_shown(qid)} is not a RECOR query id "
                                              "(<conversation>#turn<n>); the line is ignored")
@@ -250,10 +265,10 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
     (removed after its first occurrence), a document outside the official corpus
     (discarded), a rank column that disagrees with the scores (ordered by score), a target
     turn with no line (scored 0)."""
-    problems, counts = _Problems(), {}
-    text = _decode(data, problems)
+    problems = _Problems()
+    text = _decode(data, source, problems)
     if text is None:
-        return Checked(source, "run", list(problems), counts)
+        return Checked(source, "run", list(problems), {})
     kept: dict[str, dict[str, tuple[float, int, int]]] = {}
     first_line: dict[tuple[str, str], int] = {}
     run_ids: dict[str, int] = {}
@@ -282,20 +297,17 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
             continue
         run_ids.setdefault(run_id, number)
         if q0 != "Q0":
-            counts["not_q0"] = counts.get("not_q0", 0) + 1
             problems.add(number, "q0", f"second column is {_shown(q0)}, not Q0; read anyway")
         turn = project_qid(qid)
         if turn not in targets.gold:
-            _unknown_turn(problems, number, qid, counts, "query id")
+            _unknown_turn(problems, number, qid, "query id")
             continue
         if (turn, doc) in first_line:
-            counts["duplicates_removed"] = counts.get("duplicates_removed", 0) + 1
             problems.add(number, "duplicate", f"document {_shown(doc)} again for {qid} (first on line "
                                               f"{first_line[turn, doc]}); removed")
             continue
         first_line[turn, doc] = number
         if doc not in targets.documents:
-            counts["unknown_documents"] = counts.get("unknown_documents", 0) + 1
             problems.add(number, "unknown_document", f"document {_shown(doc)} is not in the official corpus; discarded")
             continue
         kept.setdefault(turn, {})[doc] = (score, rank, number)
@@ -307,13 +319,13 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
         ordered = [d for d, _ in trec_order({d: s for d, (s, _, _) in docs.items()})]
         by_rank = sorted(docs, key=lambda d: (docs[d][1], docs[d][2]))
         if by_rank != ordered:
-            counts["order_disagreements"] = counts.get("order_disagreements", 0) + 1
             line = next(docs[a][2] for a, b in zip(by_rank, ordered) if a != b)
             problems.add(line, "order", f"{to_task_qid(turn)}: the rank column and the scores give different "
                                         "orders; the scorer orders by score (ties by document id, descending)")
         rankings[turn] = ordered
-    missing = problems.missing(targets, rankings, counts, "no line", "each scores 0")
-    return Checked(source, "run", list(problems), counts, next(iter(run_ids), None), rankings=rankings, missing=missing)
+    missing = problems.missing(targets, rankings, "no line", "each scores 0")
+    return Checked(source, "run", list(problems), problems.counts(rankings, missing), next(iter(run_ids), None),
+                   rankings=rankings, missing=missing)
 
 
 def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
@@ -322,10 +334,10 @@ def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
     line that is not a JSON object, a missing or non-string ``turn_id`` or ``answer``, a
     turn answered twice. Warnings: a turn that is no target (ignored), an empty answer
     (judged as it is), a target turn with no answer (0 on every dimension)."""
-    problems, counts = _Problems(), {}
-    text = _decode(data, problems)
+    problems = _Problems()
+    text = _decode(data, source, problems)
     if text is None:
-        return Checked(source, "generation", list(problems), counts)
+        return Checked(source, "generation", list(problems), {})
     answers: dict[str, str] = {}
     first: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
@@ -350,18 +362,17 @@ def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
             continue
         turn = project_qid(turn_id)
         if turn not in targets.gold:
-            _unknown_turn(problems, number, turn_id, counts, "turn_id")
+            _unknown_turn(problems, number, turn_id, "turn_id")
             continue
         if turn in first:
             problems.add(number, "duplicate", f"{_shown(turn_id)} answered again (first on line {first[turn]})", fatal=True)
             continue
         first[turn] = number
         if not answer.strip():
-            counts["empty_answers"] = counts.get("empty_answers", 0) + 1
             problems.add(number, "empty_answer", f"{_shown(turn_id)}: the answer is empty; it is judged as it is")
         answers[turn] = answer
-    missing = problems.missing(targets, answers, counts, "no answer", "each scores 0 on every dimension")
-    return Checked(source, "generation", list(problems), counts, answers=answers, missing=missing)
+    missing = problems.missing(targets, answers, "no answer", "each scores 0 on every dimension")
+    return Checked(source, "generation", list(problems), problems.counts(answers, missing), answers=answers, missing=missing)
 
 
 # --- Scores -------------------------------------------------------------------------------

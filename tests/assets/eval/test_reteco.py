@@ -42,6 +42,9 @@ def test_query_ids_in_both_styles():
     assert reteco.to_task_qid("ex_1_turn_2") == "ex_1#turn2"
     assert reteco.split_qid("c1#turn0") is None and reteco.project_qid("nonsense") == "nonsense"
     assert [reteco.depth(t) for t in (1, 4, 5, 9)] == ["T1", "T4", "T5+", "T5+"]
+    turns = pl.DataFrame({"conversation_id": ["c"] * 9, "turn_id": list(range(1, 10))})
+    assert turns.select(reteco.depth_expr())["turn_id"].to_list() == [reteco.depth(t) for t in range(1, 10)]
+    assert turns.select(reteco.task_qid_expr())["conversation_id"].to_list() == [reteco.task_qid("c", t) for t in range(1, 10)]
     # the targets: turns with gold only, the task's qrels file beside them
     assert TARGETS.turns["qid"].to_list() == ["c2_turn_1", "c2_turn_5", "c1_turn_1", "c1_turn_2"]
     assert reteco.qrels_text(TARGETS).splitlines()[:2] == ["c2#turn1 0 d4 1", "c2#turn5 0 d5 1"]
