@@ -174,13 +174,19 @@ def write_parquet_batches(uri: str, frames: Iterable[pl.DataFrame]) -> int:
     return rows
 
 
+def stored_table(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path of a stored table, or an error saying to materialize it."""
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"no table at {uri}: materialize its asset first")
+    return fs, path
+
+
 def read_parquet(uri: str, columns: list[str] | None = None) -> pl.DataFrame:
     """A stored table, or only its ``columns``. polars decodes the file into its own buffers:
     read through a pyarrow table, every string was held twice while it was converted (the
     texts of 2.4M QUIT passages among them)."""
-    fs, path = filesystem(uri)
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
-        raise FileNotFoundError(f"no table at {uri}: materialize its asset first")
+    fs, path = stored_table(uri)
     if isinstance(fs, pafs.LocalFileSystem):
         return pl.read_parquet(path, columns=columns)
     with fs.open_input_file(path) as f:
@@ -206,7 +212,7 @@ class StoredTable:
         for uri in self.uris:
             # The file stays open while the caller takes its batches; pyarrow reads one row
             # group at a time, so memory holds a batch and the group it is cut from.
-            fs, path = filesystem(uri)
+            fs, path = stored_table(uri)
             with fs.open_input_file(path) as f:
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=rows, columns=list(columns)):
                     yield pl.from_arrow(batch)
@@ -235,9 +241,7 @@ def as_table(table: pl.DataFrame | StoredTable | FrameTable) -> StoredTable | Fr
 
 
 def _parquet_file(uri: str, read):
-    fs, path = filesystem(uri)
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
-        raise FileNotFoundError(f"no table at {uri}: materialize its asset first")
+    fs, path = stored_table(uri)
     with fs.open_input_file(path) as f:
         return read(pq.ParquetFile(f))
 
@@ -312,8 +316,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return concat(read_parquet(uri, columns) for uri in uris.values())
         if stream:
             uri = self._uri(key, None)
-            if not exists(uri):
-                raise FileNotFoundError(f"no table at {uri}: materialize its asset first")
+            stored_table(uri)  # a missing table fails here, named, not at the step's first read
             return StoredTable((uri,))
         return read_parquet(self._uri(key, None), columns)
 
