@@ -361,7 +361,8 @@ class _SemanticOverlap:
     (bench/encoding_bench.py)."""
 
     def __init__(self, question_texts: dict[str, str], asked: list[str], encode):
-        texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
+        # The distinct question texts, in the order asked (Table 1 counts and measures them).
+        self.texts = texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
         self.row = {text: i for i, text in enumerate(texts)}
         self.question_texts = question_texts
         self.encode = encode
@@ -456,7 +457,7 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTa
         semantic.add(question_ids, texts)
         if log:
             log(f"table 1: {semantic.done:,} of {height:,} passages read and encoded")
-    texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
+    texts = semantic.texts
 
     def avg(total: float, count: int) -> float:
         return float(total / count) if count else 0.0
