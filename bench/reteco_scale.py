@@ -11,7 +11,7 @@ peak RSS:
     python -m pipelines.reteco check --release R run.trec
     python -m pipelines.reteco score --release R run.trec
 
-    .venv/bin/python bench/reteco_scale.py [--scale 1.0] [--scratch /tmp/reteco_scale] [--keep]
+    .venv/bin/python bench/reteco_scale.py [--scale 1.0] [--scratch /tmp/reteco_scale] [--keep] [--write-only]
 
 ``--scale`` shrinks every domain's counts (0.1: a tenth) for a quick look.
 """
@@ -124,6 +124,8 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--scratch", default="/tmp/reteco_scale")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--write-only", action="store_true",
+                        help="write the release and the run file under --scratch and stop (for bench/scale.py --recor-release)")
     args = parser.parse_args()
     scratch = Path(args.scratch)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -134,6 +136,9 @@ def main() -> None:
     documents = sum(len(ids) for _, ids in turns_of.values())
     print(f"release: {len(turns_of)} domains, {run['turns']:,} turns, {documents:,} documents, {size / 2**20:,.0f} MiB "
           f"({time.perf_counter() - t:.0f}s to write); run: {run['lines']:,} lines, {run['left_out']} turns left out")
+    if args.write_only:
+        print(f"release at {scratch / 'release'}, run file {scratch / 'bench.trec'}")
+        return
     for command in ("check", "score"):
         result = timed([sys.executable, "-m", "pipelines.reteco", command, "--release", str(scratch / "release"),
                         str(scratch / "bench.trec")])

@@ -18,7 +18,9 @@ that answers at once with the scripted LLM's rules: every second measured is the
   source (``{domain}_benchmark.jsonl`` + ``_documents.jsonl``) at 10k, 50k and 121,249
   documents with a fixed number of turns: source, query strategies, one retrieval run per
   retriever (BM25, MiniLM), the retrieval report. Generation depends on the turns alone and is
-  not probed.
+  not probed. With ``--recor-release DIR`` it evaluates that release instead, every domain it
+  holds (``bench/reteco_scale.py --write-only`` writes one at the full release's counts), and
+  adds the RETECO report (``reteco_report``).
 - WikiProfile: the construction (``wikiprofile_build``) at 100 and 1,000 pages.
 
 Each stage runs in its own process (``--child``), which reports per step (an asset, or the
@@ -41,6 +43,7 @@ gains, with the other clock's figure: on a shared machine the wall stretches wit
 
     .venv/bin/python bench/scale.py [--only quit|recor|wikiprofile] [--sizes 10,100,500]
         [--recor-docs 10000,50000,121249] [--recor-turns 450] [--wikiprofile-pages 100,1000]
+        [--recor-release DIR] [--recor-retrievers bm25,minilm]
         [--labelers 3] [--llm-mode http|batch] [--skip STAGE,...] [--quick] [--keep] [--out bench/scale_results.json]
 
 ``--quick`` runs tiny sizes (QUIT 2,5; RECOR 2000,5000 documents and 26 turns; WikiProfile
@@ -240,7 +243,7 @@ def rerankers_yaml() -> str:
 
 def retrievers_yaml(names: list[str]) -> str:
     specs = {"bm25": "{kind: bm25, k1: 0.9, b: 0.4}", "minilm": "{kind: dense, encoder: minilm}",
-             "e5-small": "{kind: dense, encoder: e5-small}"}
+             "e5-small": "{kind: dense, encoder: e5-small}", "minilm-static": "{kind: dense, encoder: minilm-static}"}
     return "retrievers:\n" + "".join(f"  {n}: {specs[n]}\n" for n in names)
 
 
@@ -328,13 +331,16 @@ def stage_plan(bench: str, stage: str, args: dict):
                  "finalize": (jobs.QUIT_FINALIZE - statistics, [None]), "statistics": (statistics, [None])}
         return (*plans[name], {})
     if bench == "recor":
+        domains = args.get("domains", [RECOR_DOMAIN])
         if name == "source":
-            return (jobs.recor_eval_source_job.selection, [RECOR_DOMAIN],
-                    release_config("recor_eval_source", args["release"]))
+            return jobs.recor_eval_source_job.selection, domains, release_config("recor_eval_source", args["release"])
         if name == "queries":
-            return jobs.recor_queries_job.selection, [RECOR_DOMAIN], {}
+            return jobs.recor_queries_job.selection, domains, {}
         if name == "retrieval":
-            return jobs.recor_retrieval_job.selection, [dg.MultiPartitionKey({"domain": RECOR_DOMAIN, "retriever": part})], {}
+            return (jobs.recor_retrieval_job.selection,
+                    [dg.MultiPartitionKey({"domain": d, "retriever": part}) for d in domains], {})
+        if name == "reteco":
+            return jobs.reteco_report_job.selection, [None], {}
         return jobs.recor_retrieval_report_job.selection, [None], {}
     return jobs.wikiprofile_build_job.selection, [None], {}
 
@@ -481,11 +487,11 @@ class StandInServer:
             self.proc.wait(timeout=30)
 
 
-def stages_of(bench: str, labelers: list[str], retrievers: list[str]) -> list[str]:
+def stages_of(bench: str, labelers: list[str], retrievers: list[str], release: str | None = None) -> list[str]:
     if bench == "quit":
         return ["prepare", "parametric", "passages", *(f"labeling:{a}" for a in labelers), "finalize", "statistics"]
     if bench == "recor":
-        return ["source", "queries", *(f"retrieval:{r}" for r in retrievers), "report"]
+        return ["source", "queries", *(f"retrieval:{r}" for r in retrievers), "report", *(["reteco"] if release else [])]
     return ["build"]
 
 
@@ -504,6 +510,11 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
     inputs: dict = {}
     if bench == "quit":
         inputs["triviahg"], inputs["wikihint"] = quit_sources(size, work / "inputs")
+    elif bench == "recor" and opts.recor_release:
+        from assets.recor.published import release_domains
+
+        inputs["release"] = opts.recor_release
+        inputs["domains"] = release_domains(opts.recor_release)
     elif bench == "recor":
         inputs["release"] = recor_release(size, opts.recor_turns, work / "inputs" / "recor")
     else:
@@ -517,7 +528,7 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used")}
     out = {"size": size, "stages": []}
     skipped = set(filter(None, opts.skip.split(",")))
-    for stage in (s for s in stages_of(bench, labelers, opts.recor_retrievers) if s not in skipped):
+    for stage in (s for s in stages_of(bench, labelers, opts.recor_retrievers, opts.recor_release) if s not in skipped):
         label = f"{bench}:{stage}"
         result_path, log_path = work / f"{stage.replace(':', '_')}.json", work / f"{stage.replace(':', '_')}.log"
         before, load = server.count(), os.getloadavg()[0]
@@ -563,6 +574,10 @@ def size_measured(bench: str, run: dict) -> float | None:
     WikiProfile's pages."""
     asset, field = {"quit": ("quit/splits", "labeled_questions"), "recor": ("eval/recor_corpus", "dagster/row_count"),
                     "wikiprofile": ("wikiprofile/source_pages", "dagster/row_count")}[bench]
+    if bench == "recor":  # one partition per domain: the corpus is their sum
+        counts = [step["metadata"][asset][field] for stage in run["stages"] for step in stage["steps"]
+                  if field in step["metadata"].get(asset, {})]
+        return sum(counts) or None
     return _asset_meta(run, asset, field)
 
 
@@ -662,7 +677,8 @@ def _scale(bench: str, step: str, x: float, facts: float | None) -> tuple[str, f
     if bench == "quit":
         return "question", QUIT_QUESTIONS, x
     if bench == "recor":
-        return "document", RECOR_LARGEST_DOMAIN, x
+        # a corpus larger than the largest domain is a whole release: its size is the paper's
+        return "document", RECOR_DOCUMENTS if x > RECOR_LARGEST_DOMAIN else RECOR_LARGEST_DOMAIN, x
     if facts and any(s in step for s in WIKIPROFILE_PER_FACT):
         return "fact", WIKIPROFILE_FACTS, facts
     return "page", WIKIPROFILE_PAGES, x
@@ -887,7 +903,10 @@ def main() -> int:
     parser.add_argument("--sizes", default="10,100,500", help="QUIT: labeled questions")
     parser.add_argument("--recor-docs", default=f"10000,50000,{RECOR_LARGEST_DOMAIN}", help="RECOR: documents in the domain")
     parser.add_argument("--recor-turns", type=int, default=450, help="RECOR: turns in the domain (issue 27's probe: 450)")
-    parser.add_argument("--recor-retrievers", default="bm25,minilm", help="RECOR: retrievers to run (bm25, minilm, e5-small)")
+    parser.add_argument("--recor-retrievers", default="bm25,minilm",
+                        help="RECOR: retrievers to run (bm25, minilm, e5-small, minilm-static)")
+    parser.add_argument("--recor-release", help="RECOR: evaluate this release (every domain) instead of a synthetic "
+                                                "domain; --recor-docs is then the label of the one size")
     parser.add_argument("--wikiprofile-pages", default="100,1000", help="WikiProfile: page summaries")
     parser.add_argument("--labelers", type=int, default=3, choices=(1, 2, 3), help="QUIT labelers (the paper: 3)")
     parser.add_argument("--only", choices=("quit", "recor", "wikiprofile"), help="one benchmark")

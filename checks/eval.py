@@ -23,7 +23,7 @@ from assets.eval import finetune_report, finetune_rules
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
-from assets.eval import reteco
+from assets.eval import reteco, reteco_judge
 from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
 from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
@@ -34,7 +34,7 @@ from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.eval.quit import wiring
 from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
-from assets.eval.recor import BY_DOMAIN
+from assets.eval.recor import BY_DOMAIN, RETECO_GENERATION_SCHEMA
 from assets.eval.runs import RUN_SCHEMA
 from assets.eval.training import LOG_FILE, log_problems, read_log
 from assets.eval.wikiprofile import SAMPLE_SCHEMA
@@ -63,8 +63,8 @@ from checks.factories import (
     table_problems,
 )
 from checks.recor import gold_outside
-from resources.retrieval import load_rerankers, load_retrievers
-from resources.storage import exists
+from resources.retrieval import RETRIEVERS_PATH, RUN, RetrieverSpec, load_rerankers, load_retrievers, run_file_uri
+from resources.storage import MATERIALIZED_PARTITIONS, exists, read_bytes
 
 # Check names, unique per asset.
 INDEX = "index"
@@ -78,6 +78,7 @@ SAMPLING = "sampling"
 PROFILE_RULE = "profile_rule"
 SHARES = "shares"
 TIERS_FILLED = "tiers_filled"
+RUN_FILES = "run_files"
 
 EXAMPLES = 5
 # Float slack for sums and differences recomputed from a table's own columns.
@@ -584,6 +585,139 @@ def reteco_retrieval_ranges(reteco_retrieval: pl.DataFrame) -> dg.AssetCheckResu
     return problems_result(problems, frame.height)
 
 
+# Problems of the registry's run files the check's metadata names; the rest are counted.
+PROBLEMS_SHOWN = 20
+
+
+def recor_run_retrievers() -> list[RetrieverSpec]:
+    """The registry's run file retrievers that RECOR's evaluation runs (not one trained on
+    another benchmark, as ``assets.partitions`` leaves it out of RECOR's partitions)."""
+    return [s for _, s in sorted(load_retrievers().items()) if s.kind == RUN and s.trained_on in (None, "recor")]
+
+
+def registry_runs(specs: Iterable[RetrieverSpec], benchmark: pl.DataFrame, corpus: pl.DataFrame) -> list[reteco.Checked]:
+    """Each run file ``specs`` name for the domains of ``benchmark``, read raw by RETECO's
+    rules (``reteco.check_run``) against the target turns and documents of the domains it
+    serves: its own domain, or every domain for a template without ``{part}``. A missing file,
+    or a file whose domains share a task query id, is a file the scorer cannot read."""
+    domains = sorted(set(benchmark["domain"]))
+    targets: dict[tuple[str, ...], reteco.Targets] = {}
+    checked = []
+    for spec in specs:
+        served: dict[str, list[str]] = {}
+        for domain in domains:
+            served.setdefault(run_file_uri(spec, "recor", domain), []).append(domain)
+        for uri, parts in served.items():
+            source, key = f"{spec.alias}: {uri}", tuple(parts)
+            try:
+                if key not in targets:
+                    targets[key] = reteco.Targets.from_tables(benchmark.filter(pl.col("domain").is_in(parts)),
+                                                              corpus.filter(pl.col("domain").is_in(parts))["doc_id"])
+            except ValueError as e:
+                checked.append(unreadable(source, f"{e}; give each domain its own file ({{part}} in the template)"))
+                continue
+            try:
+                data = read_bytes(uri)
+            except FileNotFoundError:
+                checked.append(unreadable(source, f"no run file (template {spec.path!r}) for {', '.join(parts)}"))
+                continue
+            checked.append(reteco.check_run(data, source, targets[key]))
+    return checked
+
+
+def unreadable(source: str, why: str) -> reteco.Checked:
+    return reteco.Checked(source, "run", [reteco.Problem(None, "file", True, why)], {})
+
+
+def run_files_result(checked: list[reteco.Checked]) -> dg.AssetCheckResult:
+    """Passed when no file has a problem; otherwise ERROR when one cannot be scored and WARN
+    when the scorer only changes something. Errors are listed first, each problem with its
+    file and line, at most :data:`PROBLEMS_SHOWN` of them."""
+    problems = sorted(((c.source, p) for c in checked for p in c.problems), key=lambda found: not found[1].fatal)
+    errors = sum(p.fatal for _, p in problems)
+    shown = [f"{source}: {p}" for source, p in problems[:PROBLEMS_SHOWN]]
+    if len(problems) > PROBLEMS_SHOWN:
+        shown.append(f"... and {len(problems) - PROBLEMS_SHOWN} more")
+    return dg.AssetCheckResult(passed=not problems, severity=dg.AssetCheckSeverity.ERROR if errors else WARN, metadata={
+        "run_files": len(checked), "errors": errors, "warnings": len(problems) - errors,
+        "problems": dg.MetadataValue.md("\n".join(f"- {line}" for line in shown) or "none"),
+        "summaries": dg.MetadataValue.md("\n\n".join(f"```\n{c.summary()}\n```" for c in checked))})
+
+
+@dg.asset_check(asset=eval_key("reteco_retrieval"), name=RUN_FILES,
+                additional_ins={"benchmark": wiring.materialized("recor_turns"),
+                                "corpus": dg.AssetIn(key=eval_key("recor_corpus"), partition_mapping=dg.AllPartitionMapping(),
+                                                     metadata={**MATERIALIZED_PARTITIONS, "columns": ["domain", "doc_id"]})},
+                description="Every run file of a kind: run retriever in the registry, for each evaluated domain, read raw by "
+                            "RETECO Track 2's rules against the domain's target turns and documents: ERROR when a file cannot "
+                            "be scored, WARN when the scorer changes something (a repeated document removed, an unknown one "
+                            "discarded, a missing turn scored 0, a line ignored); each problem named by file and line.")
+def reteco_run_files(benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetCheckResult:
+    """The files as a participant would submit them, before ``eval/recor_runs`` keeps the top
+    100 of each turn: what the task's scorer would say of them, not what the project made of them."""
+    specs = recor_run_retrievers()
+    if not specs:
+        return dg.AssetCheckResult(passed=True, metadata={
+            "run_files": 0, "problems": dg.MetadataValue.md(f"none: no kind: run retriever in {RETRIEVERS_PATH}")})
+    return run_files_result(registry_runs(specs, benchmark, corpus))
+
+RETECO_GENERATION_KEY = ("qid", "system", "subtrack")
+
+
+@dg.asset_check(asset=eval_key("reteco_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+                description="One row per target turn, system and sub-track (2b, 2c); every system scores every target turn "
+                            "of the domain; each dimension a normalized 1-5 integer, (s - 1) / 4 in {0, 0.25, ..., 1}; a turn "
+                            "without an answer 0 on every dimension; 2c rows name their run and carry its nDCG@10, MAP@10, "
+                            "Recall@10, MRR in [0, 1], 2b rows neither.")
+def reteco_generation_schema(reteco_generation: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = reteco_generation, RETECO_GENERATION_KEY
+    problems = table_problems(frame, RETECO_GENERATION_SCHEMA, key,
+                              not_null=(*reteco.TURN_SCHEMA, "system", "subtrack", *reteco.DIMENSIONS, "answered"))
+    if typed(frame, RETECO_GENERATION_SCHEMA):
+        problems += not_in(frame, "subtrack", reteco_judge.SUBTRACKS, key)
+        problems += outside(frame, reteco.DIMENSIONS, UNIT, key)
+        problems += where(frame, pl.any_horizontal(((pl.col(d) * 4) - (pl.col(d) * 4).round()).abs() > TOLERANCE
+                                                   for d in reteco.DIMENSIONS),
+                          "with a dimension that is no normalized 1-5 integer", key)
+        problems += where(frame, ~pl.col("answered") & pl.any_horizontal(pl.col(d) != 0 for d in reteco.DIMENSIONS),
+                          "scored above 0 without an answer", key)
+        is_2c = pl.col("subtrack") == "2c"
+        problems += where(frame, is_2c & (pl.col("run").is_null() | pl.any_horizontal(pl.col(m).is_null() for m in reteco.METRICS)),
+                          "in 2c without their run's retrieval scores", key)
+        problems += where(frame, ~is_2c & (pl.col("run").is_not_null() | pl.any_horizontal(pl.col(m).is_not_null()
+                                                                                           for m in reteco.METRICS)),
+                          "in 2b with a run", key)
+        problems += outside(frame, reteco.METRICS, UNIT, key)
+        turns = frame.select("qid").n_unique()
+        short = frame.group_by("system", "subtrack").len().filter(pl.col("len") != turns)
+        problems += where(short, pl.lit(True), f"(system, sub-track) not scoring each of the {turns} target turns once",
+                          ("system", "subtrack"))
+    return problems_result(problems, frame.height)
+
+
+@dg.asset_check(asset=eval_key("reteco_leaderboard"), name=METRICS,
+                description="One row per sub-track and run; 2a rows hold nDCG@10, MAP@10, Recall@10, MRR and no judge "
+                            "dimension, 2b rows the five dimensions and no retrieval figure, 2c rows both; every figure in "
+                            "[0, 1]; the macro the mean of the five dimensions.")
+def reteco_leaderboard_ranges(reteco_leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
+    frame, key = reteco_leaderboard, ("subtrack", "run")
+    retrieval = [reteco.METRIC_NAMES[m] for m in reteco.METRICS]
+    judged = [*reteco.DIMENSIONS, "macro"]
+    columns = {"subtrack": pl.String, "run": pl.String, "turns": pl.Int64, **{c: pl.Float64 for c in (*retrieval, *judged)}}
+    problems = table_problems(frame, columns, key, not_null=("subtrack", "run", "turns"))
+    if typed(frame, columns):
+        problems += not_in(frame, "subtrack", ["2a", *reteco_judge.SUBTRACKS], key)
+        problems += outside(frame, [*retrieval, *judged], UNIT, key)
+        for subtrack, present, absent in (("2a", retrieval, judged), ("2b", judged, retrieval), ("2c", [*retrieval, *judged], [])):
+            rows = frame.filter(pl.col("subtrack") == subtrack)
+            problems += where(rows, pl.any_horizontal(pl.col(c).is_null() for c in present), "missing a figure of their sub-track", key)
+            if absent:
+                problems += where(rows, pl.any_horizontal(pl.col(c).is_not_null() for c in absent),
+                                  "holding another sub-track's figure", key)
+        problems += differs(frame, "macro", pl.mean_horizontal(*reteco.DIMENSIONS), "whose macro is not the dimensions' mean", key)
+    return problems_result(problems, frame.height)
+
+
 # Reference-answer scores: ROUGE-L and METEOR in [0, 1]; unrescaled BERTScore F1 is a mean of
 # cosines, so [-1, 1].
 REFERENCE_SCORES = tuple(REFERENCE_METRICS)
@@ -912,6 +1046,8 @@ llm_accounting = [
     llm_accounting_check(eval_key("recor_generation"), partitions_def=recor_domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("answer").is_null() | pl.col("correctness").is_null()),
                          item_column="qid"),
+    llm_accounting_check(eval_key("reteco_generation"), partitions_def=recor_domain_partitions,
+                         failed_items=lambda frame: frame.filter(pl.col("judge_failures") > 0), item_column="qid"),
     llm_accounting_check(wikiprofile_key("responses"), partitions_def=subject_partitions,
                          failed_items=errored, item_column="fact_id"),
     llm_accounting_check(wikiprofile_key("graded_responses"), partitions_def=subject_partitions),
@@ -923,7 +1059,7 @@ eval_checks = [
     quit_reranked_runs_ranks, quit_reranked_same_passages, quit_rerank_metrics_ranges,
     quit_reader_answers_schema, quit_reader_answers_references, quit_reader_metrics_ranges,
     recor_queries_schema, recor_queries_references, recor_runs_ranks, recor_runs_references, recor_retrieval_metrics_ranges,
-    reteco_retrieval_ranges,
+    reteco_retrieval_ranges, reteco_run_files, reteco_generation_schema, reteco_leaderboard_ranges,
     recor_generation_schema, recor_generation_references, recor_generation_metrics_ranges,
     responses_schema, responses_sampling, responses_references, graded_responses_schema, graded_responses_references,
     profiles_schema, profiles_follow_the_rule, profiles_references,

@@ -146,11 +146,18 @@ recor_retrieval_report_job = dg.define_asset_job(
     "recor_retrieval_report", selection=eval_assets("recor_retrieval_metrics"),
     description="RECOR retrieval metrics: Tables 3, 4, 17-20 and Figure 2.",
 )
+reteco_generation_job = dg.define_asset_job(
+    "reteco_generation", selection=eval_assets("reteco_generation"),
+    description="One domain's answers judged as SemEval-2027 RETECO Track 2 judges them: the generators' Oracle answers "
+                "as 2b, their Retrieved answers as 2c, and any generation files in the run config (submissions); five "
+                "focused prompts, integer 1-5 scores normalized (s - 1) / 4 (partition = domain).",
+)
 reteco_report_job = dg.define_asset_job(
-    "reteco_report", selection=eval_assets("reteco_retrieval"),
+    "reteco_report", selection=eval_assets("reteco_retrieval", "reteco_leaderboard"),
     description="RECOR's runs scored as SemEval-2027 RETECO Track 2 scores a submission: binary nDCG@10 macro-averaged "
-                "over the target turns (official), MAP@10, Recall@10, MRR, per domain and by depth T1-T4, T5+. "
-                "Participants' files: python -m pipelines.reteco check/score (README).",
+                "over the target turns (official), MAP@10, Recall@10, MRR, per domain and by depth T1-T4, T5+; and the "
+                "leaderboard, one row per sub-track (2a, 2b, 2c) and run. "
+                "Participants' files: python -m pipelines.reteco check/score/judge (README).",
 )
 recor_generation_job = dg.define_asset_job(
     "recor_generation", selection=eval_assets("recor_generation"),
@@ -197,9 +204,10 @@ RECOR_EVAL_STAGES = [
     ("recor_queries", "domains"),
     ("recor_retrieval", "recor_runs"),
     ("recor_retrieval_report", None),
-    ("reteco_report", None),
     ("recor_generation", "domains"),
     ("recor_generation_report", None),
+    ("reteco_generation", "domains"),
+    ("reteco_report", None),
 ]
 RECOR_STAGES = RECOR_BUILD_STAGES + RECOR_EVAL_STAGES
 
@@ -207,8 +215,7 @@ jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_
         quit_eval_source_job, quit_finetune_data_job, quit_finetune_job, quit_finetune_report_job, quit_retrieval_job, quit_rerank_job, quit_readers_job,
         quit_eval_report_job, quit_verification_job,
         recor_observe_job, recor_build_job, recor_report_job, recor_eval_source_job, recor_queries_job, recor_retrieval_job, recor_retrieval_report_job,
-        reteco_report_job,
-        recor_generation_job, recor_generation_report_job, wikiprofile_build_job, wikiprofile_eval_source_job,
+        recor_generation_job, reteco_generation_job, reteco_report_job, recor_generation_report_job, wikiprofile_build_job, wikiprofile_eval_source_job,
         wikiprofile_profile_job, wikiprofile_report_job]
 
 

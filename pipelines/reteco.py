@@ -3,6 +3,7 @@
     python -m pipelines.reteco check --release DIR [--domain D ...] [--generation] FILE ...
     python -m pipelines.reteco score --release DIR [--domain D ...] [--out DIR] RUN ...
     python -m pipelines.reteco export --release DIR --out DIR [RUN ...]
+    python -m pipelines.reteco judge --release DIR --subtrack 2b|2c [--run RUN] [--judge ALIAS] [--out DIR] GEN ...
 
 ``check`` validates run files (or, with ``--generation``, generation files) against a
 release in the published layout (a folder or ``s3://`` prefix holding
@@ -10,20 +11,28 @@ release in the published layout (a folder or ``s3://`` prefix holding
 every problem with its line, then what the scorer will do. ``score`` prints the official
 table (binary nDCG@10 macro-averaged over the target turns, with MAP@10, Recall@10 and MRR),
 the per-domain and per-depth tables, and writes them as CSV under ``--out``. ``export`` writes
-the release's qrels and the given runs with the task's query ids. Exit status 1 when a file
-is not scorable. The rules are ``assets/eval/reteco.py``'s.
+the release's qrels and the given runs with the task's query ids. ``judge`` rates generation
+files on the task's five dimensions with an LLM judge (``assets/eval/reteco_judge.py``): the
+faithfulness prompt shows the turn's gold passages (2b) or the top five of ``--run`` (2c); it
+prints the generation table (the five normalized dimensions, their macro average, ROUGE-L,
+METEOR and BERTScore F1, turns judged, judge failures) and writes it, the per-turn scores and
+every judgment as CSV under ``--out``. The judge is the registry's ``recor.judge`` (the
+embedded model by default) or ``--judge``. Exit status 1 when a file is not scorable. The
+rules are ``assets/eval/reteco.py``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 from pathlib import Path
 
 import polars as pl
 
-from assets.eval import reteco
+from assets.eval import reteco, reteco_judge
+from resources.llm import CallStats, LLMResource
 from resources.storage import read_bytes
 
 SHOWN_PER_KIND = 10
@@ -58,31 +67,110 @@ def _table(frame: pl.DataFrame) -> str:
         return str(frame)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _system_names(checked: list[reteco.Checked]) -> list[str]:
+    """Each generation file's name in the tables: its file name without the extension, or
+    the whole path where two files share one."""
+    stems = [Path(c.source).stem for c in checked]
+    return stems if len(set(stems)) == len(stems) else [c.source for c in checked]
+
+
+def _judge(args: argparse.Namespace, targets: reteco.Targets, checked: list[reteco.Checked],
+           run: reteco.Checked | None, llm: LLMResource) -> int:
+    """Judge each checked generation file, print the table and write the CSVs."""
+    err = sys.stderr
+    alias = args.judge or llm.role("recor.judge")[0]
+    turns = reteco_judge.release_turns(args.release, targets)
+    passages = reteco_judge.passage_ids(turns, args.subtrack, run.rankings if run else None)
+    texts = reteco_judge.passage_texts(args.release, turns["domain"].unique(maintain_order=True),
+                                       {d for ids in passages.values() for d in ids})
+    stats = CallStats()
+    scores, judgments = [], []
+    for c, system in zip(checked, _system_names(checked)):
+        print(c.summary(), file=err)
+        items = reteco_judge.judge_items(turns, c.answers, passages, texts)
+        print(f"{system}: judging {len(items):,} answers on {len(reteco.DIMENSIONS)} dimensions with {alias}", file=err)
+        judged = reteco_judge.judge(items, llm, alias, stats, log=lambda line: print(line, file=err))
+        diagnostic = None if args.no_diagnostics else reteco_judge.diagnostics(items)
+        scores.append(reteco_judge.turn_scores(reteco_judge.judged_turns(judged), targets, system, args.subtrack, diagnostic))
+        judgments.append(judged.with_columns(pl.lit(system).alias("system")))
+    scores, judgments = pl.concat(scores), pl.concat(judgments)
+    table = reteco_judge.judge_table(scores)
+    failed = judgments.filter(pl.col("score").is_null())
+    for row in failed.head(SHOWN_PER_KIND).iter_rows(named=True):
+        print(f"{row['system']}: {reteco.to_task_qid(row['qid'])} {row['dimension']}: no score ({row['reason']}); "
+              "scored 0", file=err)
+    if failed.height > SHOWN_PER_KIND:
+        print(f"... {failed.height - SHOWN_PER_KIND:,} more dimensions without a score", file=err)
+    read = {where: judgments.filter(pl.col("read_from") == where).height for where in reteco_judge.READ_FROM}
+    print(f"judge calls: {stats.calls:,} ({stats.cached:,} from the cache), {stats.parse_failures:,} unparsable "
+          f"replies ({read['log-probs']:,} of them read from the log-probabilities), {stats.errors:,} failed calls",
+          file=err)
+    evidence = "the turn's gold passages" if args.subtrack == "2b" else f"the top {reteco_judge.TOP_K} passages of {run.source}"
+    _print(f"Sub-track {args.subtrack}: five judged dimensions, each 1-5 normalized as (s - 1) / 4 and averaged over "
+           "the target turns (a turn without an answer, or a dimension without a score, is 0); macro: their mean. "
+           f"Faithfulness to {evidence}.",
+           "ROUGE-L, METEOR, BERTScore F1 against the reference answer: diagnostics" +
+           (" (not computed: --no-diagnostics)" if args.no_diagnostics else " (a turn without an answer is 0)"),
+           "", _table(table))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        table.write_csv(out / f"generation_{args.subtrack}.csv")
+        scores.write_csv(out / f"generation_{args.subtrack}_turns.csv")
+        judgments.write_csv(out / f"judgments_{args.subtrack}.csv")
+    return 0
+
+
+def default_llm() -> LLMResource:
+    """The LLM resource the jobs get (``pipelines/resources.py``): the registry file named by
+    ``BENCHFOUNDRY_MODELS`` (the project's by default) and the answer cache under
+    ``BENCHFOUNDRY_CACHE``, so a judgment made in a job is not asked again here."""
+    return LLMResource(cache_dir=os.path.join(os.environ.get("BENCHFOUNDRY_CACHE", ".cache"), "llm"))
+
+
+def main(argv: list[str] | None = None, llm: LLMResource | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (("check", "validate run or generation files"), ("score", "score run files"),
-                       ("export", "write the qrels and runs with the task's query ids")):
+                       ("export", "write the qrels and runs with the task's query ids"),
+                       ("judge", "judge generation files (sub-tracks 2b, 2c)")):
         command = commands.add_parser(name, help=text)
         command.add_argument("--release", required=True, help="the release: a folder or s3:// prefix in the published layout")
         command.add_argument("--domain", action="append", help="a domain to check against (repeatable; default: every "
                                                                 "domain the release holds)")
         if name == "check":
             command.add_argument("--generation", action="store_true", help="the files are generation files (JSONL)")
-        if name in ("score", "export"):
-            command.add_argument("--out", help="folder for the tables (score) or the files (export)")
+        if name in ("score", "export", "judge"):
+            command.add_argument("--out", help="folder for the tables (score, judge) or the files (export)")
+        if name == "judge":
+            command.add_argument("--subtrack", required=True, choices=reteco_judge.SUBTRACKS,
+                                 help="2b: faithfulness to the gold passages; 2c: to the top five of --run")
+            command.add_argument("--run", help="2c: the system's run file (TREC), whose top five passages per turn "
+                                               "the answers were generated from")
+            command.add_argument("--judge", help="model alias of the judge (default: the registry's recor.judge)")
+            command.add_argument("--no-diagnostics", action="store_true",
+                                 help="skip ROUGE-L, METEOR and BERTScore (they load WordNet and an encoder)")
         command.add_argument("files", nargs="*" if name == "export" else "+")
     args = parser.parse_args(argv)
     if args.command == "export" and not args.out:
         parser.error("export needs --out")
+    if args.command == "judge" and (args.subtrack == "2c") != bool(args.run):
+        parser.error("sub-track 2c needs --run (the answers' top five passages); 2b takes none (gold passages)")
 
     targets = reteco.release_targets(args.release, args.domain, log=lambda line: print(line, file=sys.stderr))
     print(f"{targets.turns.height:,} target turns, {len(targets.documents):,} documents", file=sys.stderr)
-    checked = [_check(path, targets, getattr(args, "generation", False)) for path in args.files]
-    if args.command == "check" or any(not c.ok for c in checked):
-        for c in checked:
+    judging = args.command == "judge"
+    checked = [_check(path, targets, judging or getattr(args, "generation", False)) for path in args.files]
+    run = _check(args.run, targets, False) if judging and args.run else None
+    files = [*checked, *([run] if run else [])]
+    if args.command == "check" or not all(c.ok for c in files):
+        for c in files:
             _print(report(c))
-        return 0 if all(c.ok for c in checked) else 1
+        return 0 if all(c.ok for c in files) else 1
+    if judging:
+        if run:
+            print(run.summary(), file=sys.stderr)
+        return _judge(args, targets, checked, run, llm or default_llm())
 
     out = Path(args.out) if args.out else None
     if out:
@@ -98,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for c in checked:
         print(c.summary(), file=sys.stderr)
-    scores = pl.concat([reteco.run_scores(c, targets) for c in checked])
+    scores = reteco.score_runs((c.run_id or c.source, c, targets) for c in checked)
     tables = {"official": reteco.official_table(scores), "by_domain": reteco.domain_table(scores),
               "by_depth": reteco.depth_table(scores)}
     _print("Official: binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn scores 0)", "",

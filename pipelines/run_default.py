@@ -3,7 +3,9 @@ the bundled samples, stage by stage, into the project's Dagster instance (so the
 every materialization), then print where everything is.
 
 It runs the settings' demo profile, sliced further by a preset, unless ``--profile paper``
-asks for the papers' configuration (what the web UI runs with no config)."""
+asks for the papers' configuration (what the web UI runs with no config). ``--reteco RELEASE``
+is SemEval-2027 RETECO Track 2's profile: RECOR's retrieval evaluation alone, from a RECOR
+release, up to the task's official table."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.settings import ProfiledSettings
+from assets.eval import reteco, reteco_judge
 from assets.eval.finetune_report import RETRIEVAL, wide
 from assets.partitions import DOMAINS, registered_keys, sync_partitions
 from assets.quit.settings import FinetuneSettings, QuitSettings
@@ -35,7 +38,7 @@ from pipelines.jobs import (
     quit_eval_stages,
 )
 from resources.llm import role_aliases
-from resources.storage import exists, join, read_parquet
+from resources.storage import exists, join, read_parquet, table_uri
 
 
 
@@ -92,6 +95,10 @@ RELEASE_SAMPLES = {"quit": "data/releases/quit", "recor": "data/releases/recor",
 # draw) and 1 dev question they are evaluated on. The full preset evaluates the samples whole.
 RELEASE_SLICES = {"quick": {"quit": {"max_questions": 3}, "recor": {"max_conversations": 1}, "wikiprofile": {"max_facts": 2}},
                   "full": {}}
+# make run --reteco: RECOR's evaluation from a release up to the task's tables: retrieval (2a),
+# the generators' answers judged as 2b and 2c, and the task's leaderboard. The leaderboard of
+# every benchmark is left out.
+RETECO_STAGES = list(RECOR_EVAL_STAGES)
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
@@ -108,6 +115,11 @@ def release_config(job_name: str, path: str | None = None, **slice_: int) -> dic
     if job_name not in SOURCE_STAGES:
         return {}
     return {"ops": {SOURCE_STAGES[job_name]: {"config": {"source": "release", **({"release_path": path} if path else {}), **slice_}}}}
+
+
+def reteco_configs(release: str) -> dict[str, dict]:
+    """The run config of ``--reteco``: RECOR's source stage pointed at the whole release."""
+    return {"recor_eval_source": release_config("recor_eval_source", release)}
 
 
 def release_configs(slices: dict[str, dict]) -> dict[str, dict]:
@@ -206,11 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wikiprofile-facts", type=int, help="WikiProfile facts kept by the balanced downsampling (0 = all)")
     parser.add_argument("--wikiprofile-samples", type=int,
                         help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)")
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
-                        help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--benchmarks", help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)} "
+                                             "(the default: all three)")
     parser.add_argument("--from-release", action="store_true",
                         help="evaluate on the published releases' bundled samples (data/releases/) instead of building "
                              "the benchmarks: the evaluation stages alone, their source assets set to source: release")
+    parser.add_argument("--reteco", metavar="RELEASE",
+                        help="SemEval-2027 RETECO Track 2: evaluate RECOR alone from the release at RELEASE (a folder or "
+                             "s3:// prefix holding data/benchmark/<domain>_benchmark.jsonl and data/corpus/<domain>_documents.jsonl; "
+                             "every conversation of every domain it holds, or of --recor-domains) with the registry's retrievers, "
+                             "score the runs by the task's rules and print the official table")
     parser.add_argument("--finetune", action=argparse.BooleanOptionalAction,
                         help="train QUIT's fine-tuned retriever and reranker on the train split before the evaluation, "
                              "evaluate them and report them against the vanilla systems (Tables 10-12). Default: on with "
@@ -218,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
                              "questions to train on")
     parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
     args = parser.parse_args(argv)
+    # --reteco evaluates every domain of its release unless the domains are named: not the preset's
+    named_domains = args.recor_domains
+    if args.reteco and args.from_release:
+        parser.error("--reteco evaluates its own release; --from-release the bundled samples: give one")
+    if args.reteco and args.benchmarks not in (None, "recor"):
+        parser.error("--reteco evaluates RECOR alone: leave out --benchmarks")
     if args.profile == "paper" and args.preset:
         parser.error("--preset slices the demo profile; --profile paper runs the papers' configuration")
     if args.profile == "demo":
@@ -226,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, name) is None:
                 setattr(args, name, value)
     args.recor_domains = args.recor_domains or "all"
-    wanted = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    wanted = [b.strip() for b in (args.benchmarks or ",".join(BENCHMARKS)).split(",") if b.strip()]
     unknown = set(wanted) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmarks {sorted(unknown)} ({', '.join(BENCHMARKS)})")
@@ -238,6 +261,16 @@ def main(argv: list[str] | None = None) -> int:
         domains = [d for d in domains if d in released] if args.recor_domains != "all" else released
         if not domains:
             parser.error(f"--recor-domains: the bundled RECOR release holds {', '.join(released)} only")
+    if args.reteco:
+        wanted = ["recor"]
+        args.reteco = args.reteco if "://" in args.reteco else os.path.abspath(os.path.expanduser(args.reteco))
+        released = release_domains(args.reteco)
+        if not released:
+            parser.error(f"--reteco: no RECOR domain under {args.reteco} (expected data/benchmark/<domain>_benchmark.jsonl "
+                         "and data/corpus/<domain>_documents.jsonl)")
+        domains = [d for d in domains if d in released] if named_domains else released
+        if not domains:
+            parser.error(f"--recor-domains: the release at {args.reteco} holds {', '.join(released)} only")
     if args.quit_distractors is not None and args.quit_distractors < 1:
         parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
     if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
@@ -256,12 +289,18 @@ def main(argv: list[str] | None = None) -> int:
                           + f" of {', '.join(domains)}",
                  "wikiprofile": f"WikiProfile {cut['wikiprofile']['max_facts']} facts" if "wikiprofile" in cut else "WikiProfile every fact"}
         built = f"the evaluation alone, on the published releases' samples in data/releases/: {'; '.join(sizes[b] for b in wanted)}"
-    if args.profile == "demo":
+    if args.reteco:
+        print(f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {args.reteco} "
+              f"(every conversation of {', '.join(domains)}): every retriever of the registry under each query strategy, "
+              "then the official table (binary nDCG@10 macro-averaged over the target turns).")
+        print("  the full published release takes hours on CPU: each turn's queries are rewritten by the LLM, and the dense "
+              "retrievers encode every document")
+    elif args.profile == "demo":
         print(f"make run, the demo slice (preset {args.preset}; the papers' configuration: make run ARGS=\"--profile paper\", "
               f"or materialize from the web UI with no config): {built}.")
     else:
         print(f"make run, the papers' configuration (hours with the embedded model): {built}.")
-    if args.preset == "quick":
+    if args.preset == "quick" and not args.reteco:
         print('  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
               'builds and what each flag does)')
     PARTITIONS["domains"] = domains
@@ -273,9 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.finetune and "quit" in wanted:
         print("  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split, "
               "evaluated beside the vanilla ones (eval/quit_finetune_report)")
-    stages = run_plan(wanted, args.from_release, args.finetune)
+    stages = RETECO_STAGES if args.reteco else run_plan(wanted, args.from_release, args.finetune)
     slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
-    configs = release_configs(slices) if args.from_release else {}
+    configs = reteco_configs(args.reteco) if args.reteco else release_configs(slices) if args.from_release else {}
     if args.plan:
         for job_name, partitions in stages:
             keys = PARTITIONS[partitions] if partitions else []
@@ -295,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     root = defs.resources["storage"].root
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
     print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
+    if args.reteco:
+        print_reteco(root, args.reteco, domains)
+        return 0
     if args.from_release:
         print_evaluation(root, wanted)
         return 0
@@ -342,6 +384,27 @@ def print_finetuning(report: pl.DataFrame) -> None:
         print("\nQUIT fine-tuning (Tables 10-11), held-out questions only:")
         print(retrieval.select("split", "system", "fine_tuned", "hit_rate@1", "hit_rate@5", "mrr", "ndcg_burges@10"))
     print("QUIT fine-tuning report:  eval/quit_finetune_report (rerankers, Table 12, and the reader's EM: web UI)")
+
+
+def print_reteco(root: str, release: str, domains: list[str]) -> None:
+    """Where the task's tables are, then the official table of the release's domains (the
+    materialized table may hold domains an earlier run evaluated: they are left out here)."""
+    scores = read_parquet(join(root, "eval", "reteco_retrieval.parquet")).filter(pl.col("domain").is_in(domains))
+    print("RETECO tables:            eval/reteco_retrieval in the web UI (official, by_domain, by_depth, runs_read); "
+          f"per-turn scores {join(root, 'eval', 'reteco_retrieval.parquet')}")
+    print(f"run files:                {join(root, 'eval', 'runs', 'recor')}/<domain>/<retriever>.<strategy>.trec  "
+          f"(python -m pipelines.reteco score --release {release} FILE ...)")
+    print("web UI:                   make ui   then open http://127.0.0.1:3000")
+    with pl.Config(tbl_rows=50, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=4,
+                   tbl_formatting="MARKDOWN"):
+        print(f"\nRETECO Track 2 official table, {scores.select('domain', 'qid').n_unique()} target turns of {', '.join(domains)} "
+              "(nDCG@10 official; MAP@10, Recall@10, MRR diagnostic):")
+        print(reteco.official_table(scores))
+        judged = pl.concat([read_parquet(table_uri(root, ["eval", "reteco_generation"], d)) for d in domains])
+        board = reteco_judge.leaderboard(scores, judged)
+        print(f"\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
+              "five judge dimensions; eval/reteco_leaderboard in the web UI):")
+        print(board.filter(pl.col("subtrack") != "2a").drop("turns", "MAP@10", "Recall@10", "MRR"))
 
 
 def print_evaluation(root: str, wanted: list[str]) -> None:

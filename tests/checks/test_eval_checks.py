@@ -283,6 +283,43 @@ def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
         assert fails(ec.reteco_retrieval_ranges(broken), words)
 
 
+def test_the_registry_run_files_are_read_by_the_task_rules(tmp_path, monkeypatch):
+    from resources.retrieval import RetrieverSpec
+
+    turns = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
+                          "turn_id": [1, 2], "gold_doc_ids": [["d1"], ["d2"]]})
+    corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"]})
+    specs = {"bm25": RetrieverSpec(alias="bm25", kind="bm25"),
+             "mine": RetrieverSpec(alias="mine", kind="run", path=f"{tmp_path}/{{part}}.trec")}
+    monkeypatch.setattr(ec, "load_retrievers", lambda: specs)
+    run = tmp_path / "law.trec"
+
+    def check(text: str | None) -> dg.AssetCheckResult:
+        if text is None:
+            run.unlink()
+        else:
+            run.write_text(text)
+        return ec.reteco_run_files(benchmark=turns, corpus=corpus)
+
+    clean = check("c1#turn1 Q0 d1 1 0.9 me\nc1_turn_2 Q0 d3 1 0.8 me\nc1#turn2 Q0 d2 2 0.7 me\n")
+    assert clean.passed and clean.metadata["run_files"].value == 1 and clean.metadata["problems"].value == "none"
+    repeated = check("c1#turn1 Q0 d1 1 0.9 me\nc1#turn1 Q0 d9 2 0.5 me\nc1#turn1 Q0 d1 3 0.4 me\n")
+    assert not repeated.passed and repeated.severity == dg.AssetCheckSeverity.WARN
+    listed = repeated.metadata["problems"].value
+    for words in (f"mine: {run}: warning line 2 [unknown_document]", f"mine: {run}: warning line 3 [duplicate]",
+                  "warning file [missing_turn]: 1 target turns have no line (c1#turn2)"):
+        assert words in listed, listed
+    broken = check("c1#turn1 Q0 d1 1 0.9 me\nc1#turn2 Q0 d2 1 me\n")
+    assert not broken.passed and broken.severity == dg.AssetCheckSeverity.ERROR
+    assert broken.metadata["problems"].value.startswith(f"- mine: {run}: ERROR line 2 [columns]: 5 columns")
+    assert fails(check(None), f"mine: {run}: ERROR file [file]: no run file")
+    many = check("".join(f"c1#turn1 Q0 d1 {n} 0.5 me\n" for n in range(1, 30)))
+    assert many.metadata["warnings"].value == 29 and many.metadata["problems"].value.endswith(f"- ... and {29 - ec.PROBLEMS_SHOWN} more")
+
+    monkeypatch.setattr(ec, "load_retrievers", lambda: {"bm25": specs["bm25"]})
+    none = ec.reteco_run_files(benchmark=turns, corpus=corpus)
+    assert none.passed and none.metadata["problems"].value.startswith("none: no kind: run retriever in")
+
 def generation(rows: list[tuple]) -> pl.DataFrame:
     """Generation rows from (turn, mode, answer, score); faithfulness only with passages."""
     return pl.DataFrame([{"domain": "law", "qid": q, "generator": "smollm2", "mode": m, "answer": a,
@@ -512,8 +549,9 @@ def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, 
     return result.get_asset_check_evaluations()[0]
 
 
+RETECO_JUDGED = pl.DataFrame({"qid": ["c1_turn1", "c1_turn2"], "judge_failures": [0, 0]})
 ACCOUNTED = {"eval/quit_reranked_runs": GOOD_RUN, "eval/quit_reader_answers": READER_ANSWERS, "eval/recor_queries": QUERIES,
-             "eval/recor_generation": GENERATION, "wikiprofile/responses": RESPONSES, "wikiprofile/graded_responses": GRADED}
+             "eval/recor_generation": GENERATION, "eval/reteco_generation": RETECO_JUDGED, "wikiprofile/responses": RESPONSES, "wikiprofile/graded_responses": GRADED}
 
 
 @pytest.mark.parametrize("check", ec.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
@@ -582,3 +620,59 @@ def test_the_leaderboard_is_one_row_per_system_with_shares(broken, words):
 def test_each_leaderboard_row_names_the_benchmarks_and_kinds_its_scores_say(broken, words):
     assert ec.leaderboard_run_on(LEADERBOARD).passed
     assert fails(ec.leaderboard_run_on(broken), words)
+
+
+def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard_ranks_them(tmp_path, scripted_llm):
+    """Two law turns. The generator answered turn 1 in both modes (the scripted judge gives 5
+    on every dimension) and turn 2 only as Oracle (4); a submitted 2c file answered turn 2
+    (3) from its own run. Every missing answer is 0 on every dimension."""
+    from assets.eval.recor import ReTeCoGeneration, ReTeCoSubmission, reteco_generation, reteco_leaderboard, reteco_retrieval
+
+    turns = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
+                          "turn_id": [1, 2], "gold_doc_ids": [["d1"], ["d2"]], "query": ["Is it binding?", "And land?"],
+                          "answer": ["Yes.", "Only in writing."], "conversation_history": ["", "Q: Is it binding?\nA: Yes."]})
+    corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"], "content": ["Offer.", "Writing.", "Other."]})
+    runs = pl.concat([run("bm25", {"c1_turn_1": ["d1"], "c1_turn_2": ["d3", "d2"]}, strategy=s, domain="law")
+                      for s in ("baseline", "rewrite")])
+    generated = pl.DataFrame({
+        "domain": ["law"] * 4, "qid": ["c1_turn_1", "c1_turn_2", "c1_turn_1", "c1_turn_2"], "generator": ["g"] * 4,
+        "mode": ["oracle", "oracle", "retrieved", "retrieved"],
+        "answer": ["Yes. Scripted distribution: 5=1", "Writing. Scripted distribution: 4=1", "Yes. Scripted distribution: 5=1", None],
+        "rouge_l": [0.5, 0.25, 0.5, None], "meteor": [0.5, 0.25, 0.5, None], "bertscore_f1": [0.5, 0.25, 0.5, None]})
+    metrics = pl.DataFrame({"retriever": ["bm25", "bm25"], "strategy": ["baseline", "rewrite"], "ndcg@10": [0.5, 0.9],
+                            "qid": ["c1_turn_1", "c1_turn_1"], "domain": ["law", "law"]})
+    (tmp_path / "mine.jsonl").write_text('{"turn_id": "c1#turn2", "answer": "In writing. Scripted distribution: 3=1"}\n')
+    (tmp_path / "mine.trec").write_text("c1#turn2 Q0 d2 1 2.0 mine\nc1#turn1 Q0 d3 1 1.0 mine\n")
+    config = ReTeCoGeneration(submissions=[ReTeCoSubmission(path=str(tmp_path / "mine.jsonl"), subtrack="2c",
+                                                            run=str(tmp_path / "mine.trec"), name="mine")])
+    scores = reteco_generation(dg.build_asset_context(partition_key="law"), config, benchmark=turns, corpus=corpus,
+                               recor_generation=generated, recor_runs=runs, recor_retrieval_metrics=metrics,
+                               llm=scripted_llm).value
+    assert ec.reteco_generation_schema(scores).passed
+    by = {(r["system"], r["subtrack"], r["qid"]): r for r in scores.iter_rows(named=True)}
+    assert by["g", "2b", "c1_turn_1"]["correctness"] == 1.0 and by["g", "2b", "c1_turn_2"]["faithfulness"] == 0.75
+    assert by["g", "2c", "c1_turn_2"]["coherence"] == 0.0 and not by["g", "2c", "c1_turn_2"]["answered"]
+    assert by["g", "2c", "c1_turn_1"]["run"] == "bm25/rewrite"  # the best configuration by nDCG@10
+    assert by["g", "2c", "c1_turn_2"]["ndcg@10"] == pytest.approx(1 / math.log2(3))  # d2 at rank 2 of bm25's run
+    assert by["mine", "2c", "c1_turn_2"]["relevance"] == 0.5 and by["mine", "2c", "c1_turn_1"]["relevance"] == 0.0
+    assert by["mine", "2c", "c1_turn_1"]["ndcg@10"] == 0.0 and by["mine", "2c", "c1_turn_2"]["ndcg@10"] == 1.0
+
+    retrieval = reteco_retrieval(recor_runs=runs, benchmark=turns, corpus=corpus).value
+    board = reteco_leaderboard(reteco_retrieval=retrieval, reteco_generation=scores).value
+    assert ec.reteco_leaderboard_ranges(board).passed
+    rows = {(r["subtrack"], r["run"]): r for r in board.iter_rows(named=True)}
+    assert set(rows) == {("2a", "bm25/baseline"), ("2a", "bm25/rewrite"), ("2b", "g"), ("2c", "g"), ("2c", "mine")}
+    assert rows["2b", "g"]["macro"] == pytest.approx((1.0 + 0.75) / 2) and rows["2b", "g"]["nDCG@10"] is None
+    assert rows["2c", "g"]["macro"] == 0.5 and rows["2c", "g"]["nDCG@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert rows["2c", "mine"]["macro"] == 0.25 and rows["2c", "mine"]["retrieval_run"] == str(tmp_path / "mine.trec")
+    assert board.filter(pl.col("subtrack") == "2c")["run"].to_list() == ["g", "mine"]  # ranked by the macro
+
+    for broken, words in [(swap(scores, "correctness", 0, 0.3), "no normalized 1-5 integer"),
+                          (swap(scores, "answered", 0, False), "scored above 0 without an answer"),
+                          (swap(scores, "run", 0, "bm25/baseline"), "in 2b with a run"),
+                          (scores.head(scores.height - 1), "not scoring each of the 2 target turns once")]:
+        assert fails(ec.reteco_generation_schema(broken), words)
+    for broken, words in [(swap(board, "macro", 0, 0.1), "macro is not the dimensions' mean"),
+                          (swap(board, "nDCG@10", 0, None), "missing a figure of their sub-track"),
+                          (swap(board, "MRR", 2, 1.5), "MRR outside [0, 1]")]:
+        assert fails(ec.reteco_leaderboard_ranges(broken), words)

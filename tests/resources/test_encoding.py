@@ -75,3 +75,30 @@ def test_a_dense_index_holds_the_per_document_vectors(tmp_path):
     alone = np.stack([encode_texts("minilm", [d])[0] for d in docs])
     np.testing.assert_allclose(res.load(where).reconstruct_n(0, n), alone, atol=1e-5)
     assert retrieve.search(spec, "recor_test", [docs[4]], ["q"], 3, None, res, storage)["q"][0].docid == "d4"
+
+
+@pytest.mark.slow
+def test_the_static_encoder_is_distilled_once_and_ranks_by_meaning(tmp_path, monkeypatch):
+    import resources.encoders as encoders
+
+    monkeypatch.setenv("BENCHFOUNDRY_ENCODER_DIR", str(tmp_path))
+    monkeypatch.setattr(encoders, "_CACHE", {})
+    docs = ["Mitochondria produce most of the cell's ATP through oxidative phosphorylation.",
+            "A contract needs an offer, an acceptance and consideration to be binding.",
+            "Quadcopters stay level by changing the speed of each of their four rotors."]
+    vecs = encoders.encode_texts("minilm-static", docs)
+    assert vecs.shape == (3, 256) and encoders.dimensions("minilm-static") == 256
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    (folder,) = tmp_path.iterdir()
+    assert folder.name.startswith("minilm-static-model2vec-") and (folder / "config.json").exists()
+    # a second process (an empty model cache) reads the saved folder and gets the same vectors
+    monkeypatch.setattr(encoders, "_CACHE", {})
+    np.testing.assert_array_equal(encoders.encode_texts("minilm-static", docs), vecs)
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+    queries = encoders.encode_texts("minilm-static", ["how do drones keep balance", "what makes an agreement legally binding",
+                                                      "where does the cell get its energy"], kind="query")
+    assert (queries @ vecs.T).argmax(axis=1).tolist() == [2, 1, 0]
+    # blocks and the whole list give the same vectors; the mean runs over the text's own tokens
+    np.testing.assert_array_equal(np.concatenate(list(encoders.encode_blocks("minilm-static", iter(docs), block_size=2))), vecs)
+    assert encoders.encode_texts("minilm-static", []).shape == (0, 256)
+    assert encoders.token_counts("minilm-static", ["hello world"]) == [2] and encoders.input_limit("minilm-static") == 512

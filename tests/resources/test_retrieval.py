@@ -95,6 +95,23 @@ def test_malformed_run_lines_are_named_by_file_and_line(line, error):
     assert "'" not in str(raised.value)
 
 
+def test_a_lenient_read_drops_repeats_and_unknown_documents_before_taking_the_top_k(tmp_path):
+    from resources.retrieval import read_run_files
+
+    # a byte order mark, a repeat whose later score is higher, an unknown document ranked
+    # first, and a query id of no part (its own repeat is not counted)
+    (tmp_path / "dev.trec").write_text("\ufeffq1 Q0 d1 1 0.5 t\nq1 Q0 x 2 0.9 t\nq1 Q0 d2 3 0.4 t\nq1 Q0 d3 4 0.3 t\n"
+                                       "q1 Q0 d3 5 0.95 t\nzz Q0 d1 1 1 t\nzz Q0 d1 2 1 t\n", encoding="utf-8")
+    spec = RetrieverSpec(alias="mine", kind="run", path=str(tmp_path / "{part}.trec"))
+    files = read_run_files(spec, "recor", {"dev": ["q1"]}, k=2, documents={"d1", "d2", "d3"}, lenient=True)
+    assert [(h.docid, h.rank, h.score) for h in files.hits["q1"]] == [("d1", 1, 0.5), ("d2", 2, 0.4)]
+    assert [(d.line.number, d.reason) for d in files.dropped] == [(2, "unknown_document"), (5, "duplicate")]
+    assert files.ignored == ["zz"] and files.metadata()["run_duplicates_removed"] == 1
+    # read strictly (QUIT), the same file is an error at its first repeat
+    with pytest.raises(ValueError, match=re.escape("dev.trec line 5: the document (column 3) is listed twice for its query "
+                                                   "(first on line 4)")):
+        read_run_files(spec, "quit", {"dev": ["q1"]}, k=2, documents={"d1", "d2", "d3"})
+
 @pytest.mark.parametrize("ranked, error", [
     ("d1", "query 'q1': expected a list of (doc_id, score) pairs, got str"),
     ([("d1", 0.5, 1)], "query 'q1': item 1 is ('d1', 0.5, 1), not a (doc_id, score) pair"),

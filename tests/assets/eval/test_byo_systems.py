@@ -199,16 +199,58 @@ def test_a_run_file_retriever_answers_one_recor_strategy(tmp_path, storage, monk
     meta = out.metadata
     assert meta["run_queries_missing"].value == 1 and meta["run_queries_missing_ids"].value == "c1_turn_2"
     assert meta["run_ids_ignored"].value == 1 and meta["run_ids_ignored_examples"].value == "c9_turn_1"
-    (tmp_path / "law.trec").write_text("c1#turn1 Q0 law3 1 0.2 me\nc1_turn_1 Q0 law1 2 0.9 me\n")
-    with recor_context("tfidf") as context, pytest.raises(ValueError, match="'c1#turn1' and 'c1_turn_1' are one query written two ways"):
-        recor.recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), lucene=LuceneResource(),
-                         faiss_index=FaissIndexResource(), storage=storage)
+    # One turn written both ways is one query, as RETECO's checker reads it (it was an error
+    # before RECOR's run files followed the task's rules): law3 again on line 3 is a repeat.
+    (tmp_path / "law.trec").write_text("c1#turn1 Q0 law3 1 0.2 me\nc1_turn_1 Q0 law1 2 0.9 me\nc1_turn_1 Q0 law3 3 1.5 me\n")
+    with recor_context("tfidf") as context:
+        out = recor.recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), lucene=LuceneResource(),
+                               faiss_index=FaissIndexResource(), storage=storage)
+    assert out.value.select("question_id", "passage_id").rows() == [("c1_turn_1", "law1"), ("c1_turn_1", "law3")]
+    assert out.metadata["run_duplicates_removed"].value == 1
     hyde = load_retrievers(registry(tmp_path, f"retrievers:\n  tfidf: {{kind: run, path: '{tmp_path}/{{part}}.trec', strategy: hyde}}\n"))
     monkeypatch.setattr(recor, "load_retrievers", lambda: hyde)
     with recor_context("tfidf") as context, pytest.raises(ValueError, match="retriever 'tfidf': strategy 'hyde' is not one of"):
         recor.recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), lucene=LuceneResource(),
                          faiss_index=FaissIndexResource(), storage=storage)
 
+
+def test_a_recor_run_file_is_read_as_the_reteco_scorer_reads_it(tmp_path, storage, monkeypatch):
+    """A repeated document keeps its first line, a document outside the corpus is discarded,
+    both counted and named by file and line in the run's metadata; a turn left with nothing is
+    missing. The rankings and counts are the ones ``reteco.check_run`` gives the same file."""
+    from assets.eval import recor, reteco
+
+    run = (tmp_path / "law.trec")
+    run.write_bytes(b"c1#turn1 Q0 law2 1 0.9 me\n"
+                    b"c1#turn1 Q0 law9 2 0.8 me\n"    # not in the corpus
+                    b"c1#turn1 Q0 law1 3 0.5 me\n"
+                    b"c1#turn1 Q0 law2 4 0.99 me\n"   # again, scored higher: the first line's 0.9 stands
+                    b"c1#turn2 Q0 law9 1 1.0 me\n"    # the turn's only document is unknown
+                    b"c1#turn2 Q0 law9 2 0.5 me\n")
+    specs = load_retrievers(registry(tmp_path, f"retrievers:\n  mine: {{kind: run, path: '{tmp_path}/{{part}}.trec'}}\n"))
+    monkeypatch.setattr(recor, "load_retrievers", lambda: specs)
+    with recor_context("mine") as context:
+        out = recor.recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), lucene=LuceneResource(),
+                               faiss_index=FaissIndexResource(), storage=storage)
+    assert out.value.select("question_id", "passage_id", "rank").rows() == [("c1_turn_1", "law2", 1), ("c1_turn_1", "law1", 2)]
+    meta = {k: v.value for k, v in out.metadata.items()}
+    assert meta["run_duplicates_removed"] == 2 and meta["run_unknown_documents"] == 2
+    assert meta["run_lines_dropped"] == (f"{run} line 2: c1#turn1 law9: not in the recor corpus: discarded; "
+                                         f"{run} line 4: c1#turn1 law2: listed again after line 1: removed; "
+                                         f"{run} line 5: c1#turn2 law9: not in the recor corpus: discarded; "
+                                         f"{run} line 6: c1#turn2 law9: listed again after line 5: removed")
+    assert meta["run_queries_missing_ids"] == "c1_turn_2"
+
+    turns = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
+                          "turn_id": [1, 2], "gold_doc_ids": [["law1"], ["law2"]]})
+    checked = reteco.check_run(run.read_bytes(), str(run), reteco.Targets.from_tables(turns, RECOR_CORPUS["doc_id"]))
+    assert checked.rankings == {"c1_turn_1": ["law2", "law1"]} and checked.missing == ["c1_turn_2"]
+    assert (checked.counts["duplicates_removed"], checked.counts["unknown_documents"]) == (2, 2)
+
+    run.write_text("c1#turn1 Q0 law2 1 0.9 me\nc1#turn1 Q0 law1 2 me\n")
+    with recor_context("mine") as context, pytest.raises(ValueError, match=re.escape(f"{run} line 2: expected 6 columns")):
+        recor.recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), lucene=LuceneResource(),
+                         faiss_index=FaissIndexResource(), storage=storage)
 
 def answers(queries, corpus, k):
     return {"q1": [("d2", 0.9), ("d1", 0.4)]}

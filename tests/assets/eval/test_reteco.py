@@ -78,6 +78,18 @@ def test_a_run_is_read_and_scored_by_the_task_rules():
     assert depth["runA"].to_list() == pytest.approx([(c1t1 + A) / 2, A, 0.0])
 
 
+def test_many_runs_scored_in_one_evaluation_score_as_each_alone():
+    first = reteco.check_run(b"c1#turn1 Q0 d1 1 2.0 A\nc1#turn1 Q0 d9 2 1.0 A\nc2#turn1 Q0 d4 1 1.0 A\n", "a", TARGETS)
+    # the same query ids in the second run rank other documents: each run keeps its own
+    second = reteco.check_run(b"c1#turn1 Q0 d9 1 2.0 B\nc1#turn1 Q0 d1 2 1.0 B\nc2#turn5 Q0 d5 1 1.0 B\n", "b", TARGETS)
+    together = reteco.score_runs([("first", first, TARGETS), ("second", second, TARGETS)])
+    alone = pl.concat([reteco.run_scores(first, TARGETS, "first"), reteco.run_scores(second, TARGETS, "second")])
+    assert together.equals(alone) and together.height == 2 * TARGETS.turns.height
+    c1t1 = together.filter(pl.col("qid") == "c1_turn_1").sort("run")
+    assert c1t1["ndcg@10"].to_list() == pytest.approx([1 / (1 + A), A / (1 + A)])  # d1 at rank 1, then at rank 2
+    assert reteco.score_runs([]).columns == [*reteco.TURN_SCHEMA, "run", *reteco.METRICS]
+
+
 @pytest.mark.parametrize("line, kind", [
     ("c1#turn1 Q0 d1 1 9.0", "columns"),
     ("c1#turn1 Q0 d1 1 9.0 runA extra", "columns"),
