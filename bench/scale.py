@@ -339,8 +339,8 @@ def stage_plan(bench: str, stage: str, args: dict):
         if name == "retrieval":
             return (jobs.recor_retrieval_job.selection,
                     [dg.MultiPartitionKey({"domain": d, "retriever": part}) for d in domains], {})
-        if name == "reteco":
-            return jobs.reteco_report_job.selection, [None], {}
+        if name == "reteco":  # the retrieval side: the leaderboard waits for the judged generation, not probed
+            return jobs.eval_assets("reteco_retrieval"), [None], {}
         return jobs.recor_retrieval_report_job.selection, [None], {}
     return jobs.wikiprofile_build_job.selection, [None], {}
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from assets.eval.metrics import per_question
+from assets.eval.metrics import grouped_per_question_metrics
 from assets.recor.release import NO_HISTORY, with_release_text
 
 STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"]
@@ -95,19 +95,16 @@ def turn_scores(runs: pl.DataFrame, qrels: pl.DataFrame, turns: pl.DataFrame) ->
     """Per turn, retriever and strategy: nDCG@10, MAP@10, Recall@10 and MRR (ranx). Every
     turn with a gold document gets a row (a turn a run missed scores 0); a turn without
     one gets none (see ``without_gold``)."""
-    rows = []
-    skipped = set(without_gold(turns, qrels))
-    meta = {t["qid"]: t for t in turns.select("qid", "domain", "conversation_id", "turn_id").iter_rows(named=True)
-            if t["qid"] not in skipped}
-    for (retriever, strategy), run in runs.group_by(["system", "strategy"], maintain_order=True):
-        values = {m: per_question(qrels, run, m) for m in TURN_METRICS}
-        for qid in sorted(meta):
-            rows.append({"domain": meta[qid]["domain"], "conversation_id": meta[qid]["conversation_id"], "qid": qid,
-                         "turn_id": meta[qid]["turn_id"], "retriever": retriever, "strategy": strategy,
-                         **{m: values[m].get(qid, 0.0) for m in TURN_METRICS}})
     schema = {"domain": pl.String, "conversation_id": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String,
               "strategy": pl.String, **{m: pl.Float64 for m in TURN_METRICS}}
-    return pl.DataFrame(rows, schema=schema)
+    skipped = without_gold(turns, qrels)
+    meta = turns.select("qid", "domain", "conversation_id", pl.col("turn_id").cast(pl.Int32)).filter(~pl.col("qid").is_in(skipped))
+    if not runs.height:
+        return pl.DataFrame(schema=schema)
+    # every (retriever, strategy) in one ranx evaluation: one per configuration cost seconds each
+    values = grouped_per_question_metrics(qrels, runs, ["system", "strategy"], TURN_METRICS)
+    return (values.rename({"question_id": "qid", "system": "retriever"}).join(meta, on="qid", how="inner", maintain_order="left")
+            .select(list(schema)))
 
 
 def macro(scores: pl.DataFrame, by: list[str], metric: str = "ndcg@10", averaging: str = TURN_FIRST) -> pl.DataFrame:

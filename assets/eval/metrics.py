@@ -20,6 +20,7 @@ scores 0 on every metric (trec_eval's ``-c``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -98,6 +99,43 @@ def evaluate_run(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str] = RE
     q, r = _comparable(qrels, run, metrics)
     scores = evaluate(Qrels(q), Run(r), metrics, make_comparable=True)
     return {m: float(scores[m]) for m in metrics} if len(metrics) > 1 else {metrics[0]: float(scores)}
+
+
+# Joins a group's number to a question id in one ranx evaluation of many runs: a character no
+# question id of a TREC-style table holds.
+GROUP_SEPARATOR = "\x1f"
+# Run lines per ranx evaluation. ranx holds a run as Python dicts: 4.2M lines (RECOR's 14
+# configurations at the release's size) peaked at 8.3 GB in one evaluation.
+LINES_PER_EVALUATION = 1_000_000
+
+
+def grouped_per_question_metrics(qrels: pl.DataFrame, run: pl.DataFrame, by: Sequence[str], metrics: list[str],
+                                 lines_per_evaluation: int = LINES_PER_EVALUATION) -> pl.DataFrame:
+    """Each of ``metrics`` for every question of ``qrels`` and every group of ``run`` (its
+    ``by`` columns, such as a system and a query strategy): one row per group and question,
+    0 where the group's run has no passage for it. ``qrels`` holds either one set for every
+    group or, with the ``by`` columns, each group's own. The groups share ranx evaluations,
+    their question ids kept apart, up to ``lines_per_evaluation`` run lines each: ranx costs
+    seconds a call before its first line, and its memory grows with the lines."""
+    by = list(by)
+    groups = run.group_by(by, maintain_order=True).len().with_row_index("_group")
+    groups = groups.with_columns((pl.col("len").cum_sum() - pl.col("len")).floordiv(max(lines_per_evaluation, 1))
+                                 .alias("_batch")).drop("len")
+    own = all(c in qrels.columns for c in by)
+    keyed_qrels = (groups.join(qrels, on=by, how="inner") if own else groups.join(qrels, how="cross"))
+    key = (pl.col("_group").cast(pl.String) + GROUP_SEPARATOR + pl.col("question_id")).alias("_key")
+    keyed_qrels = keyed_qrels.with_columns(key)
+    keyed_run = run.join(groups, on=by, how="inner").with_columns(key)
+    values: dict[str, dict[str, float]] = {m: {} for m in metrics}
+    for batch in range(groups["_batch"].max() + 1 if groups.height else 0):
+        q = keyed_qrels.filter(pl.col("_batch") == batch).drop("question_id").rename({"_key": "question_id"})
+        r = keyed_run.filter(pl.col("_batch") == batch).drop("question_id").rename({"_key": "question_id"})
+        for m, scores in per_question_metrics(q, r, metrics).items():
+            values[m].update(scores)
+    # the groups in the run's order, each one's questions sorted
+    rows = keyed_qrels.select("_group", *by, "question_id", "_key").unique().sort("_group", "question_id")
+    return rows.select(*by, "question_id", *(pl.col("_key").replace_strict(values[m], default=0.0, return_dtype=pl.Float64)
+                                             .alias(m) for m in metrics))
 
 
 def per_question(qrels: pl.DataFrame, run: pl.DataFrame, metric: str) -> dict[str, float]:

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 
 import polars as pl
 
-from assets.eval.metrics import per_question_metrics
+from assets.eval.metrics import grouped_per_question_metrics
 from resources.retrieval import trec_order
 from resources.storage import NotUtf8, utf8_text
 
@@ -385,31 +385,27 @@ def run_scores(checked: Checked, targets: Targets, run: str | None = None) -> pl
     return score_runs([(run or checked.run_id or checked.source, checked, targets)])
 
 
-# Joins a run's number to a query id in the one ranx evaluation of many runs: a character no
-# whitespace-split TREC column holds.
-_RUN_SEPARATOR = "\x1f"
-
-
 def score_runs(runs: Iterable[tuple[str, Checked, Targets]]) -> pl.DataFrame:
-    """:func:`run_scores` of several (name, checked run, targets), in one ranx evaluation:
-    ranx costs about two seconds a call before the first line, and a report scores a
-    hundred runs (retrievers x strategies x domains). Each run's query ids are its own."""
+    """:func:`run_scores` of several (name, checked run, targets), sharing ranx evaluations
+    (:func:`grouped_per_question_metrics`): ranx costs about two seconds a call before the
+    first line, and a report scores a hundred runs (retrievers x strategies x domains). Each
+    run's query ids and targets are its own."""
     rankings, qrels, turns = [], [], []
     for n, (name, checked, targets) in enumerate(runs):
         if not checked.ok:
             raise ValueError(checked.summary())
-        prefix = f"{n}{_RUN_SEPARATOR}"
-        rankings += [(prefix + q, d, rank) for q, docs in checked.rankings.items() for rank, d in enumerate(docs, start=1)]
-        qrels.append(targets.qrels().with_columns((pl.lit(prefix) + pl.col("question_id")).alias("question_id")))
-        turns.append(targets.turns.with_columns(pl.lit(name).alias("run"), (pl.lit(prefix) + pl.col("qid")).alias("_key")))
+        rankings += [(n, q, d, rank) for q, docs in checked.rankings.items() for rank, d in enumerate(docs, start=1)]
+        qrels.append(targets.qrels().with_columns(pl.lit(n, dtype=pl.UInt32).alias("_run")))
+        turns.append(targets.turns.with_columns(pl.lit(name).alias("run"), pl.lit(n, dtype=pl.UInt32).alias("_run")))
     if not turns:
         return pl.DataFrame(schema={**TURN_SCHEMA, "run": pl.String, **{m: pl.Float64 for m in METRICS}})
-    frame = pl.DataFrame(rankings, schema={"question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32}, orient="row")
+    frame = pl.DataFrame(rankings, orient="row",
+                         schema={"_run": pl.UInt32, "question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32})
     del rankings
-    values = per_question_metrics(pl.concat(qrels), frame, METRICS) if frame.height else {m: {} for m in METRICS}
-    scores = pl.concat(turns)
-    return scores.with_columns(
-        pl.col("_key").replace_strict(values[m], default=0.0, return_dtype=pl.Float64).alias(m) for m in METRICS).drop("_key")
+    values = grouped_per_question_metrics(pl.concat(qrels), frame, ["_run"], METRICS).rename({"question_id": "qid"})
+    # a run with no line for any target turn has no group: its turns score 0
+    return (pl.concat(turns).join(values, on=["_run", "qid"], how="left", maintain_order="left")
+            .with_columns(pl.col(m).fill_null(0.0) for m in METRICS).drop("_run"))
 
 
 def official_table(scores: pl.DataFrame) -> pl.DataFrame:

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from assets.eval.metrics import (
+    grouped_per_question_metrics,
     RETRIEVAL_METRICS,
     evaluate_run,
     metric_label,
@@ -235,3 +236,27 @@ def test_equal_scores_keep_the_run_order_where_trec_eval_would_sort_by_docid():
 def test_trec_run_format():
     text = trec_run(RUN.head(2))
     assert text.splitlines() == ["q1 Q0 x 1 9.000000 bm25", "q1 Q0 b 2 8.000000 bm25"]
+
+
+def test_many_runs_in_one_evaluation_score_as_each_run_alone():
+    qrels = pl.DataFrame({"question_id": ["q1", "q1", "q2", "q3"], "passage_id": ["a", "b", "c", "d"], "label": [1, 1, 1, 1]})
+    rows = [("bm25", "s1", "q1", "a", 1), ("bm25", "s1", "q1", "x", 2), ("bm25", "s1", "q2", "c", 1),
+            ("bm25", "s2", "q1", "x", 1), ("bm25", "s2", "q1", "b", 2),  # the same question ids, other rankings
+            ("dense", "s1", "q3", "d", 3), ("dense", "s1", "q3", "y", 1), ("dense", "s1", "q3", "z", 2)]
+    run = pl.DataFrame(rows, schema=["system", "strategy", "question_id", "passage_id", "rank"], orient="row")
+    metrics = ["ndcg@10", "mrr"]
+    together = grouped_per_question_metrics(qrels, run, ["system", "strategy"], metrics)
+    assert together.columns == ["system", "strategy", "question_id", *metrics] and together.height == 3 * 3
+    for (system, strategy), alone in run.group_by(["system", "strategy"]):
+        mine = together.filter((pl.col("system") == system) & (pl.col("strategy") == strategy))
+        for m in metrics:
+            expected = per_question(qrels, alone.drop("system", "strategy"), m)
+            assert dict(mine.select("question_id", m).iter_rows()) == pytest.approx({q: expected.get(q, 0.0) for q in ("q1", "q2", "q3")})
+    row = together.filter((pl.col("strategy") == "s2") & (pl.col("question_id") == "q1")).row(0, named=True)
+    assert row["mrr"] == 0.5 and row["ndcg@10"] == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    # evaluations of at most 2 lines (a group a time here) give the same table
+    assert grouped_per_question_metrics(qrels, run, ["system", "strategy"], metrics, lines_per_evaluation=2).equals(together)
+    # each group's own qrels: dense's q3 has no relevant passage of its own, so dense scores no question
+    own = qrels.with_columns(pl.lit("bm25").alias("system")).join(run.select("system", "strategy").unique(), on="system")
+    mine = grouped_per_question_metrics(own, run, ["system", "strategy"], metrics)
+    assert mine.height == 6 and set(mine["system"]) == {"bm25"} and mine.equals(together.filter(pl.col("system") == "bm25"))
