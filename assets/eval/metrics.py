@@ -105,8 +105,9 @@ def evaluate_run(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str] = RE
 # question id of a TREC-style table holds.
 GROUP_SEPARATOR = "\x1f"
 # Run lines per ranx evaluation. ranx holds a run as Python dicts: 4.2M lines (RECOR's 14
-# configurations at the release's size) peaked at 8.3 GB in one evaluation.
-LINES_PER_EVALUATION = 1_000_000
+# configurations at the release's size) peaked at 8.3 GB in one evaluation, 4.4 GB in
+# evaluations of 1M lines.
+LINES_PER_EVALUATION = 500_000
 
 
 def grouped_per_question_metrics(qrels: pl.DataFrame, run: pl.DataFrame, by: Sequence[str], metrics: list[str],

@@ -259,24 +259,24 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
     rules as ``python -m pipelines.reteco score``."""
     # One domain at a time: BRIGHT numbers its questions per domain, so two domains may hold one
     # conversation id, which a task query id cannot tell apart (the command refuses them together).
-    checked, notes, turns, documents = [], {}, 0, 0
+    frames, notes, turns, documents = [], {}, 0, 0
     domains = sorted(set(benchmark["domain"]))
     for domain in domains:
         targets = reteco.Targets.from_tables(benchmark.filter(pl.col("domain") == domain),
                                              corpus.filter(pl.col("domain") == domain)["doc_id"])
         turns, documents = turns + targets.turns.height, documents + len(targets.documents)
-        runs = recor_runs.filter(pl.col("domain") == domain)
-        for (system, strategy), run in runs.group_by(["system", "strategy"], maintain_order=True):
+        checked = []
+        for (system, strategy), run in recor_runs.filter(pl.col("domain") == domain).group_by(["system", "strategy"],
+                                                                                             maintain_order=True):
             name = f"{system}/{strategy}"
             checked.append((name, reteco.check_run(trec_run(run.drop("strategy", "domain")).encode(), f"{domain}: {name}",
                                                    targets), targets))
             notes[f"{domain}: {name}"] = checked[-1][1].summary()
-    # every run of every domain in one ranx evaluation (a call costs seconds before its first line)
-    configurations = pl.DataFrame([name.rsplit("/", 1) for name, _, _ in checked], orient="row",
-                                  schema={"retriever": pl.String, "strategy": pl.String})
-    scores = reteco.score_runs(checked).join(
-        configurations.with_columns(pl.concat_str("retriever", "strategy", separator="/").alias("run")).unique(),
-        on="run", how="left")
+        # a domain's runs scored together (a ranx call costs seconds before its first line), and
+        # their rankings let go before the next domain's
+        frames.append(reteco.score_runs(checked))
+    scores = (pl.concat(frames) if frames else reteco.score_runs([])).with_columns(
+        pl.col("run").str.extract(r"^(.*)/[^/]*$").alias("retriever"), pl.col("run").str.extract(r"/([^/]*)$").alias("strategy"))
     slice_ = f"{turns} target turns of {len(domains)} domains ({', '.join(domains)}), {documents:,} documents"
     return dg.Output(scores, metadata={
         **table_metadata(scores, 5),
