@@ -126,11 +126,12 @@ def grouped_per_question_metrics(qrels: pl.DataFrame, run: pl.DataFrame, by: Seq
     keyed_qrels = (groups.join(qrels, on=by, how="inner") if own else groups.join(qrels, how="cross"))
     key = (pl.col("_group").cast(pl.String) + GROUP_SEPARATOR + pl.col("question_id")).alias("_key")
     keyed_qrels = keyed_qrels.with_columns(key)
-    keyed_run = run.join(groups, on=by, how="inner").with_columns(key)
     values: dict[str, dict[str, float]] = {m: {} for m in metrics}
     for batch in range(groups["_batch"].max() + 1 if groups.height else 0):
         q = keyed_qrels.filter(pl.col("_batch") == batch).drop("question_id").rename({"_key": "question_id"})
-        r = keyed_run.filter(pl.col("_batch") == batch).drop("question_id").rename({"_key": "question_id"})
+        # keyed a batch at a time: a keyed copy of the whole run would double the step's peak
+        r = (run.join(groups.filter(pl.col("_batch") == batch), on=by, how="inner").with_columns(key)
+             .drop("question_id").rename({"_key": "question_id"}))
         for m, scores in per_question_metrics(q, r, metrics).items():
             values[m].update(scores)
     # the groups in the run's order, each one's questions sorted
