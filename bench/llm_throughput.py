@@ -8,8 +8,12 @@
 3. With ``--vllm``: the real vLLM CPU server (``make vllm``) serving the embedded SmolLM2,
    at concurrency 1 and 16 (QUIT-labeling-sized prompts, 8 new tokens), calls/s each.
 4. On paper: QUIT's 7.2M labeler calls at the measured client CPU per call.
+5. With ``--replay``: ``--replay-requests`` answers put in the disk cache and in the Postgres
+   cache (a throwaway server, as the tests start one), then ``LLMResource.run`` served
+   wholly from each, twice, interleaved: calls/s from Postgres against calls/s from disk.
 
     .venv/bin/python bench/llm_throughput.py [--requests 20000] [--concurrency 256] [--vllm]
+    .venv/bin/python bench/llm_throughput.py --replay --skip-standin [--replay-requests 50000]
 """
 
 from __future__ import annotations
@@ -134,6 +138,48 @@ def vllm_figures(args, out: dict) -> None:
             server.stop()
 
 
+def replay_figures(args, out: dict) -> None:
+    from resources.llm import CallStats, LLMRequest, LLMResource
+    from resources.llm.cache import cache_key
+    from tests.servers import start_postgres
+
+    n = args.replay_requests
+    with tempfile.TemporaryDirectory() as tmp, start_postgres() as postgres:
+        registry = Path(tmp) / "models.yaml"
+        # Nothing listens at the entry's URL: every answer has to come from the cache.
+        registry.write_text("models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: 'http://127.0.0.1:9/v1', "
+                            "sampling: {max_tokens: 8, temperature: 0.0}}\n")
+        caches = {"disk": LLMResource(registry_path=str(registry), cache_dir=str(Path(tmp) / "llm")),
+                  "postgres": LLMResource(registry_path=str(registry), cache_dir=str(Path(tmp) / "llm-pg"),
+                                          cache_type="postgres", cache_url=postgres.url)}
+        spec = caches["disk"].spec("m")
+        reqs = [LLMRequest(str(i), messages(i)) for i in range(n)]
+        # The keys the resource computes; answers as a labeling call's, without log-probabilities.
+        answers = [(cache_key("chat", spec.model, r.messages, caches["disk"].params(spec, r)),
+                    {"text": f"Mount Everest {i}", "prompt_tokens": 180, "completion_tokens": 4, "tokens": None,
+                     "token_logprobs": None}) for i, r in enumerate(reqs)]
+        fill = {}
+        for name, llm in caches.items():
+            t = time.perf_counter()
+            for start in range(0, n, 512):  # the AnswerWriter's groups
+                llm.cache.put_many(answers[start:start + 512])
+            fill[name] = round(n / (time.perf_counter() - t), 1)
+        rates: dict[str, list[float]] = {name: [] for name in caches}
+        cpu: dict[str, list[float]] = {name: [] for name in caches}
+        for _ in range(2):
+            for name, llm in caches.items():
+                stats = CallStats()
+                t, c = time.perf_counter(), time.process_time()
+                served = llm.run("m", reqs, stats=stats)
+                wall, c = time.perf_counter() - t, time.process_time() - c
+                assert stats.cached == n and all(r.ok for r in served), f"{name}: {n - stats.cached} calls missed"
+                rates[name].append(round(n / wall, 1))
+                cpu[name].append(round(1000 * c / n, 4))
+        out["replay"] = {"requests": n, "put_answers_per_s": fill, "calls_per_s": rates,
+                         "client_cpu_ms_per_call": cpu, "cache": {k: v.cache.stats() for k, v in caches.items()},
+                         "postgres_over_disk_best": round(max(rates["postgres"]) / max(rates["disk"]), 3)}
+
+
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     parser = argparse.ArgumentParser()
@@ -143,12 +189,16 @@ def main() -> None:
     parser.add_argument("--vllm", action="store_true", help="also measure the real vLLM CPU server")
     parser.add_argument("--vllm-requests", type=int, default=64)
     parser.add_argument("--skip-standin", action="store_true")
+    parser.add_argument("--replay", action="store_true", help="also replay from the Postgres and the disk cache")
+    parser.add_argument("--replay-requests", type=int, default=50_000)
     args = parser.parse_args()
     out: dict = {"cpus": len(os.sched_getaffinity(0))}
     if not args.skip_standin:
         standin_figures(args, out)
     if args.vllm:
         vllm_figures(args, out)
+    if args.replay:
+        replay_figures(args, out)
     print(json.dumps(out, indent=2))
     (ROOT / "bench" / "out").mkdir(exist_ok=True)
     (ROOT / "bench" / "out" / "llm_throughput.json").write_text(json.dumps(out, indent=2))

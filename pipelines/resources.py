@@ -1,6 +1,8 @@
 """The resources every job gets, configured from the environment: ``BENCHFOUNDRY_STORAGE``
-(the one storage root: tables, exports, run files, indexes) and ``BENCHFOUNDRY_CACHE`` (the
-LLM response cache, and the local disk of Lucene indexes when the root is remote)."""
+(the one storage root: tables, exports, run files, indexes), ``BENCHFOUNDRY_CACHE`` (the
+LLM response cache, and the local disk of Lucene indexes when the root is remote) and
+``BENCHFOUNDRY_CACHE_TYPE`` (``disk`` by default; ``postgres``: the answers in the table at
+``BENCHFOUNDRY_CACHE_URL``, shared by every worker of a deployment)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def default_resources() -> dict:
         "storage": StorageResource(root=storage_root(), local_index_root=os.path.join(cache, "indexes")),
         # The IO manager reads its root from ``storage``: one setting moves every file.
         "io_manager": parquet_io_manager,
-        "llm": LLMResource(cache_dir=os.path.join(cache, "llm")),
+        "llm": LLMResource(cache_dir=os.path.join(cache, "llm"), cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk")),
         "lucene": LuceneResource(),
         "encoder": EncoderResource(),
         "faiss_index": FaissIndexResource(),

@@ -8,6 +8,7 @@ that asked for it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import os
@@ -106,6 +107,14 @@ def _as_postgres_user(args: list[str]) -> list[str]:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Postgres]:
+    with start_postgres() as server:
+        yield server
+
+
+@contextlib.contextmanager
+def start_postgres() -> Iterator[Postgres]:
+    """A throwaway Postgres server with an empty ``dagster`` database (the fixture's, and the
+    benchmarks' that need one)."""
     initdb = binary("initdb", "/usr/lib/postgresql/*/bin/initdb")
     pg_ctl = binary("pg_ctl", os.path.join(os.path.dirname(initdb), "pg_ctl"))
     # not under pytest's tmp_path: the postgres account cannot enter root's private directories
@@ -133,6 +142,22 @@ def postgres_server() -> Iterator[Postgres]:
         subprocess.run(_as_postgres_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
                        capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def new_database(server: Postgres) -> str:
+    """The URL of a new, empty database on ``server``: a test's own, beside the others'."""
+    import uuid
+
+    import psycopg2
+
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    conn = psycopg2.connect(server.url)
+    try:
+        conn.autocommit = True  # CREATE DATABASE cannot run in a transaction
+        conn.cursor().execute(f"CREATE DATABASE {name}")
+    finally:
+        conn.close()
+    return dataclasses.replace(server, database=name).url
 
 
 @pytest.fixture(scope="session")

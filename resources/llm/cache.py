@@ -1,5 +1,6 @@
-"""The response cache: content-addressed answers on disk (diskcache, SQLite), and the
-embedded provider's registration with litellm, both set up once per process.
+"""The response cache: content-addressed answers on disk (diskcache, SQLite) or in a
+PostgreSQL table every worker shares, and the embedded provider's registration with
+litellm, both set up once per process.
 
 The cache is the project's own rather than litellm's: a key is the hash of what decides an
 answer (the model string, the messages, the sampling parameters with the sample index as
@@ -8,18 +9,27 @@ made. A rerun served from the cache then costs a hash and a SQLite read per call
 of a litellm round trip each (at 2.4M passages the difference is hours). An answer is
 written as soon as it arrives, so a killed run keeps every finished answer; failed calls
 are never written, so a rerun asks exactly those again.
+
+The disk cache is a folder per machine: a step retried on another worker, or a partition
+rerun in a new pod, finds none of the first worker's answers. The Postgres cache
+(``cache_type="postgres"``) is one table that every worker reaches, under the same keys.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import threading
 import time
-from collections.abc import Iterable
-from typing import Any
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from resources.llm.embedded import _make_provider, register_provider
+from resources.redact import MASK, redact
 
 _PROVIDER_INSTALLED = False
 
@@ -51,6 +61,16 @@ class CacheFullError(RuntimeError):
 # Below this much free space a write stops with CacheFullError rather than filling the disk
 # (SQLite then fails mid-transaction, and every later step on that disk with it).
 MIN_FREE_BYTES = 512 * 2**20
+
+
+class AnswerCache(Protocol):
+    """What the LLM resource asks of a cache backend."""
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]: ...
+    def get(self, key: str) -> Any: ...
+    def put(self, key: str, value: Any) -> None: ...
+    def put_many(self, items: list[tuple[str, Any]]) -> None: ...
+    def stats(self) -> dict[str, int]: ...
 
 
 class ResponseCache:
@@ -135,7 +155,7 @@ class AnswerWriter:
     (0.3 ms each), while a killed run loses only the calls in flight and at most ``delay``
     seconds' answers."""
 
-    def __init__(self, cache: ResponseCache, size: int = 512, delay: float = 0.005):
+    def __init__(self, cache: AnswerCache, size: int = 512, delay: float = 0.005):
         self.cache, self.size, self.delay = cache, size, delay
         self._pending: list[tuple[str, Any]] = []
         self._last = 0.0
@@ -164,15 +184,221 @@ class AnswerWriter:
             raise
 
 
-_CACHES: dict[str, ResponseCache] = {}
+class CacheUnavailableError(RuntimeError):
+    """The Postgres answer cache could not be reached, even after connecting again once."""
 
 
-def response_cache(cache_type: str, cache_dir: str) -> ResponseCache:
-    """One cache object per directory and process (diskcache opens a SQLite connection)."""
+# The table every worker shares. No eviction here either: rows are only ever inserted.
+TABLE = "benchfoundry_llm_answers"
+# Where cache_type "postgres" finds its URL when the resource names none: the URL carries a
+# password, so a deployment sets it in the environment (a Kubernetes secret), not in run config.
+CACHE_URL_ENV = "BENCHFOUNDRY_CACHE_URL"
+# Below this many rows (as the planner estimates them) stats() counts them exactly; above,
+# the estimate (pg_class.reltuples, kept by autovacuum) is the figure: stats() runs after
+# every chunk, and an exact count of QUIT's 8M rows scans the whole table each time.
+EXACT_COUNT_BELOW = 100_000
+
+
+class PostgresCache:
+    """Answers by key in one Postgres table (``benchfoundry_llm_answers``, made if missing),
+    shared by every process given the same URL: a step retried on another worker is served
+    the first worker's answers. Lookups are one query per chunk (``key = ANY(...)``), writes
+    one transaction per group the :class:`AnswerWriter` commits.
+
+    Values are stored as JSON, not pickled as diskcache does: every value the resource
+    writes is a plain JSON payload (text, token counts, tokens and their log-probabilities;
+    a score's floats), and a row of a table that every worker of a deployment writes must
+    not be able to run code in the worker that reads it, as a pickle can. JSON keeps floats
+    exactly and reads ``-Infinity`` back. A key written twice keeps its first answer
+    (``ON CONFLICT DO NOTHING``): two workers that asked the same call hold the same answer.
+
+    One connection per process, opened on first use and shared by its threads under a lock,
+    one operation at a time, so that two threads never mix their statements in one
+    transaction (diskcache gives each thread its own SQLite connection; a connection per
+    thread here would multiply the server's connections); a process forked from one that
+    had connected opens its own. A connection found lost is opened again once; then the call
+    fails with :class:`CacheUnavailableError` naming the server (never the password)."""
+
+    def __init__(self, url: str, connect_timeout: int = 10):
+        self._url = url
+        self.where = _where(url)
+        self.connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._conn = None
+        _POSTGRES_CACHES.add(self)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The cached answers among ``keys``, read in one query."""
+        keys = list(keys)
+        if not keys:
+            return {}
+
+        def read(cur) -> list:
+            cur.execute(f"SELECT key, value FROM {TABLE} WHERE key = ANY(%s)", (keys,))
+            return cur.fetchall()
+
+        return {k: json.loads(bytes(v)) for k, v in self._run(read)}
+
+    def get(self, key: str) -> Any:
+        return self.get_many([key]).get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        self.put_many([(key, value)])
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        """Write answers in one transaction; a key already there keeps its answer."""
+        if not items:
+            return
+        from psycopg2.extras import execute_values
+
+        # ASCII escapes: a model's text with a lone surrogate still encodes, and reads back the same.
+        rows = [(k, json.dumps(v, separators=(",", ":")).encode()) for k, v in items]
+
+        def write(cur) -> None:
+            execute_values(cur, f"INSERT INTO {TABLE} (key, value) VALUES %s ON CONFLICT (key) DO NOTHING",
+                           rows, page_size=len(rows))
+
+        self._run(write)
+
+    def stats(self) -> dict[str, int]:
+        """Entries (exact below :data:`EXACT_COUNT_BELOW`, else the planner's estimate) and
+        bytes: the table's, its index's and its TOAST's (``pg_total_relation_size``)."""
+
+        def measure(cur) -> dict[str, int]:
+            cur.execute("SELECT reltuples::bigint, pg_total_relation_size(oid) FROM pg_class WHERE oid = %s::regclass",
+                        (TABLE,))
+            entries, size = cur.fetchone()
+            if entries < EXACT_COUNT_BELOW:  # -1: never analyzed yet
+                cur.execute(f"SELECT count(*) FROM {TABLE}")
+                entries = cur.fetchone()[0]
+            return {"entries": int(entries), "bytes": int(size)}
+
+        return self._run(measure)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _run(self, operation: Callable[[Any], Any]) -> Any:
+        """``operation(cursor)`` in a transaction of its own, committed; on a lost connection
+        once more on a new one (a read, and a write that keeps existing keys, can be repeated)."""
+        import psycopg2
+        import psycopg2.errors
+
+        with self._lock:
+            for attempt in range(2):
+                conn = self._connection()
+                try:
+                    with conn.cursor() as cur:
+                        result = operation(cur)
+                    conn.commit()
+                    return result
+                except psycopg2.Error as e:
+                    lost = bool(conn.closed)
+                    if not lost:  # the server answered with an error: the transaction is void, not the connection
+                        conn.rollback()
+                    if isinstance(e, psycopg2.errors.DiskFull):
+                        raise CacheFullError(f"the answer cache on Postgres at {self.where} could not write: "
+                                             f"{self._mask(str(e)).strip()}; the server's disk is full and the "
+                                             f"cache evicts none: free space on it") from e
+                    if not lost:
+                        raise
+                    self._conn = None
+                    if attempt:
+                        raise CacheUnavailableError(
+                            f"the answer cache on Postgres at {self.where} dropped the connection twice in a row: "
+                            f"{self._mask(str(e)).strip()}; check that the server is up and reachable from this "
+                            f"worker") from e
+        raise AssertionError("unreachable")
+
+    def _connection(self):
+        """This process's connection, opened (and the table made) when there is none."""
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        try:
+            import psycopg2
+        except ImportError as e:
+            raise ImportError("cache_type 'postgres' needs psycopg2: pip install -e '.[cluster]'") from e
+        try:
+            conn = psycopg2.connect(self._url, connect_timeout=self.connect_timeout,
+                                    application_name="benchfoundry-llm-cache")
+        except psycopg2.Error as e:
+            raise CacheUnavailableError(
+                f"the answer cache on Postgres at {self.where} could not be reached: {self._mask(str(e)).strip()}; "
+                f"check the server, or the LLM resource's cache_url (or ${CACHE_URL_ENV})") from e
+        try:
+            with conn.cursor() as cur:
+                # Workers that start together would otherwise race to create the table (a
+                # duplicate pg_type row); the lock is held until the commit.
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (TABLE,))
+                cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key text PRIMARY KEY, value bytea NOT NULL)")
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _mask(self, text: str) -> str:
+        """A driver's message with the URL and its password masked (an unreadable URL is
+        echoed back by libpq), then the environment's secrets (``redact``)."""
+        password = urlsplit(self._url).password if "://" in self._url else None
+        for secret in filter(None, (self._url, password)):
+            text = text.replace(secret, MASK)
+        return redact(text)
+
+    def _after_fork(self) -> None:
+        # A forked child opens its own connection: the inherited one shares its socket with
+        # the parent. Only the reference goes; psycopg2 closes a connection only in the
+        # process that opened it, so the parent's session is left alone.
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+        self._conn = None
+
+
+def _where(url: str) -> str:
+    """``user@host:port/database`` of a libpq URL or key=value string: what an error names."""
+    try:
+        from psycopg2.extensions import parse_dsn
+
+        parts = parse_dsn(url)
+    except Exception:  # noqa: BLE001 - unreadable or no psycopg2: say what can be said safely
+        split = urlsplit(url) if "://" in url else None
+        if split is None:
+            return "(an unreadable cache URL)"
+        parts = {"host": split.hostname, "port": split.port, "user": split.username, "dbname": split.path.lstrip("/")}
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    return f"{user}{parts.get('host') or 'localhost'}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+
+
+_POSTGRES_CACHES: weakref.WeakSet[PostgresCache] = weakref.WeakSet()
+
+
+def _reconnect_after_fork() -> None:
+    for cache in list(_POSTGRES_CACHES):
+        cache._after_fork()
+
+
+os.register_at_fork(after_in_child=_reconnect_after_fork)
+
+_CACHES: dict[tuple[str, str], AnswerCache] = {}
+
+
+def response_cache(cache_type: str, cache_dir: str, cache_url: str | None = None) -> AnswerCache:
+    """One cache object per place and process (diskcache opens a SQLite connection, the
+    Postgres cache a connection of its own). ``cache_url`` None: ``$BENCHFOUNDRY_CACHE_URL``."""
     if cache_type == "off":
         return ResponseCache(None)
-    if cache_type != "disk":
-        raise ValueError(f"cache_type must be 'disk' or 'off', not {cache_type!r}")
-    if cache_dir not in _CACHES:
-        _CACHES[cache_dir] = ResponseCache(cache_dir)
-    return _CACHES[cache_dir]
+    if cache_type == "disk":
+        place = cache_dir
+    elif cache_type == "postgres":
+        place = cache_url or os.environ.get(CACHE_URL_ENV, "")
+        if not place:
+            raise ValueError(f"cache_type 'postgres' needs a connection URL: set the LLM resource's cache_url, "
+                             f"or {CACHE_URL_ENV} (postgresql://user:password@host:5432/database)")
+    else:
+        raise ValueError(f"cache_type must be 'disk', 'postgres' or 'off', not {cache_type!r}")
+    if (cache_type, place) not in _CACHES:
+        _CACHES[cache_type, place] = ResponseCache(place) if cache_type == "disk" else PostgresCache(place)
+    return _CACHES[cache_type, place]

@@ -40,8 +40,8 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from resources.llm.cache import (
+    AnswerCache,
     AnswerWriter,
-    ResponseCache,
     cache_key,
     install_embedded_provider,
     response_cache,
@@ -241,7 +241,11 @@ class LLMResource(dg.ConfigurableResource):
 
     registry_path: str = REGISTRY_PATH
     cache_dir: str = ".cache/llm"
+    # "disk" (a diskcache folder, cache_dir), "postgres" (one table every worker shares, at
+    # cache_url) or "off". cache_url None: $BENCHFOUNDRY_CACHE_URL, read when the cache is
+    # first used, so the URL's password need be in no run config (or give {env: NAME} there).
     cache_type: str = "disk"
+    cache_url: Optional[str] = None
     max_concurrency: Optional[int] = None
     max_retries: int = 4
     backoff_seconds: float = 1.0
@@ -289,8 +293,8 @@ class LLMResource(dg.ConfigurableResource):
         install_embedded_provider()
 
     @property
-    def cache(self) -> ResponseCache:
-        return response_cache(self.cache_type, self.cache_dir)
+    def cache(self) -> AnswerCache:
+        return response_cache(self.cache_type, self.cache_dir, self.cache_url)
 
     def role(self, role: str) -> list[str]:
         """The aliases of a role (``quit.judge``, ``recor.builder``, ...) in the registry this

@@ -5,7 +5,8 @@ Usage: python -m tests.pipelines.stage_runner STAGE...
 Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache), BENCHFOUNDRY_RECOR_SOURCES (the RECOR source registry, the
 project's by default) and BENCHFOUNDRY_STAGE_HOME (an instance folder that keeps the runs;
 an ephemeral instance when unset). ``location`` is the same definitions as a code location,
-for tests that query them as the web UI does."""
+for tests that query them as the web UI does. BENCHFOUNDRY_CACHE_TYPE=postgres keeps the LLM
+answers in the Postgres cache at BENCHFOUNDRY_CACHE_URL instead of under BENCHFOUNDRY_CACHE."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def location() -> dg.Definitions:
     return build_defs(
         storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
         llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm"),
-                        max_concurrency=CONCURRENCY),
+                        cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk"), max_concurrency=CONCURRENCY),
         quit_settings=QuitSettings(profile="demo", max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2),
         recor_settings=RecorSettings(profile="demo", sources_path=os.environ.get("BENCHFOUNDRY_RECOR_SOURCES", SOURCES_PATH)),
     )

@@ -89,3 +89,12 @@ def test_the_steps_metadata_carries_the_caches_entries_and_bytes(scripted_llm):
     meta = stats.as_metadata()
     assert meta["llm_cache/entries"] == 5 and meta["llm_cache/bytes"] > 0
     assert CallStats().merge(stats).as_metadata()["llm_cache/entries"] == 5
+
+
+def test_the_deployment_chooses_the_cache_backend_in_its_environment(monkeypatch):
+    from pipelines.resources import default_resources
+
+    monkeypatch.delenv("BENCHFOUNDRY_CACHE_TYPE", raising=False)
+    assert default_resources()["llm"].cache_type == "disk"
+    monkeypatch.setenv("BENCHFOUNDRY_CACHE_TYPE", "postgres")
+    assert default_resources()["llm"].cache_type == "postgres"
