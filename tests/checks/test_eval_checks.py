@@ -266,6 +266,7 @@ def test_turn_scores_are_ranx_means_in_unit_range():
         assert fails(ec.recor_retrieval_metrics_ranges(broken), words)
 
 
+@pytest.mark.usefixtures("compiled_metrics")
 def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
     from assets.eval.recor import reteco_retrieval
 
@@ -622,6 +623,7 @@ def test_each_leaderboard_row_names_the_benchmarks_and_kinds_its_scores_say(brok
     assert fails(ec.leaderboard_run_on(broken), words)
 
 
+@pytest.mark.usefixtures("compiled_metrics")
 def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard_ranks_them(tmp_path, scripted_llm):
     """Two law turns. The generator answered turn 1 in both modes (the scripted judge gives 5
     on every dimension) and turn 2 only as Oracle (4); a submitted 2c file answered turn 2

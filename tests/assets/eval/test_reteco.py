@@ -9,6 +9,9 @@ import pytest
 from assets.eval import reteco
 from pipelines import reteco as cli
 
+# ranx evaluates here: wait for its metrics compiled once in the background (tests.background)
+pytestmark = pytest.mark.usefixtures("compiled_metrics")
+
 # Two conversations in two domains: c1 (law) turns 1-2, c2 (biology) turns 1 and 5.
 TURNS = pl.DataFrame({
     "qid": ["c1_turn_1", "c1_turn_2", "c2_turn_1", "c2_turn_5", "c2_turn_2"],
