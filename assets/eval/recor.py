@@ -353,7 +353,7 @@ def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneratio
     systems += [_submission(sub, targets, domain) for sub in config.submissions]
 
     judge_alias = llm.role("recor.judge")[0]
-    stats, frames, judged_all = CallStats(), [], []
+    stats, frames, judged_all, retrieved = CallStats(), [], [], {}
     text = dict(corpus.select("doc_id", "content").iter_rows())
     for system, subtrack, answers, run in systems:
         passages = reteco_judge.passage_ids(turns, subtrack, run.rankings if run else None)
@@ -363,7 +363,10 @@ def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneratio
         diagnostic = diagnostics.get((system, subtrack))
         scores = reteco_judge.turn_scores(reteco_judge.judged_turns(judgments), targets, system, subtrack,
                                           diagnostic if diagnostic is not None else reteco_judge.diagnostics(items))
-        retrieval = (reteco.score_runs([(run.source, run, targets)]).select("qid", *reteco.METRICS) if run else
+        if run is not None and run.source not in retrieved:
+            # every generator's 2c answers come from the one best configuration: scored once
+            retrieved[run.source] = reteco.score_runs([(run.source, run, targets)]).select("qid", *reteco.METRICS)
+        retrieval = (retrieved[run.source] if run else
                      pl.DataFrame({"qid": targets.turns["qid"]}).with_columns(pl.lit(None, dtype=pl.Float64).alias(m)
                                                                                for m in reteco.METRICS))
         frames.append(scores.with_columns(pl.lit(run.source if run else None, dtype=pl.String).alias("run"))
