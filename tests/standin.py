@@ -12,7 +12,9 @@ log-probability -0.1 with one alternative. A message ``RATE n`` is answered with
 often it was asked (so a retry may succeed): 429, 500, a reply slower than any client waits
 (``--stall`` seconds), a body that is not JSON, and an answer with empty content, in turn.
 ``--always KIND`` fails every request one way (``ALWAYS``: hang, 500, 429, 400, garbage,
-close, empty), as a server that broke (or a request every call shares) does. The ``Authorization`` headers it was sent are recorded.
+close, empty), as a server that broke (or a request every call shares) does. ``--fail-first N``
+answers its first N requests with 500, as a replica still loading or just restarted does. The
+``Authorization`` headers it was sent are recorded.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ ALWAYS = ("hang", "500", "429", "400", "garbage", "close", "empty")
 
 class StandIn:
     def __init__(self, name: str, latency: float, faults: float, stall: float, reply: str | None = None,
-                 always: str | None = None):
+                 always: str | None = None, fail_first: int = 0):
         self.name, self.latency, self.faults, self.stall, self.fixed = name, latency, faults, stall, reply
-        self.always = always
+        self.always, self.fail_first, self.received = always, fail_first, 0
         self.auth = collections.Counter()  # Authorization header -> times sent
         self.asked = collections.Counter()  # request digest -> times asked
         self.answered = collections.Counter()  # request digest -> good answers given
@@ -62,6 +64,10 @@ class StandIn:
         self.auth[request.headers.get("Authorization", "")] += 1
         if self.always:
             return await self.broken(request, body)
+        self.received += 1
+        if self.received <= self.fail_first:
+            self.faulted["first"] += 1
+            return web.json_response({"error": {"message": "not ready yet"}}, status=500)
         self.models[body.get("model")] += 1
         if len(self.bodies) < 2000:
             self.bodies.append(body)
@@ -147,8 +153,9 @@ def main() -> None:
     ap.add_argument("--stall", type=float, default=30.0)
     ap.add_argument("--reply", default=None, help="answer every request with this text")
     ap.add_argument("--always", choices=ALWAYS, default=None, help="fail every request this way")
+    ap.add_argument("--fail-first", type=int, default=0, help="answer the first N requests with 500")
     args = ap.parse_args()
-    s = StandIn(args.name, args.latency, args.faults, args.stall, args.reply, args.always)
+    s = StandIn(args.name, args.latency, args.faults, args.stall, args.reply, args.always, args.fail_first)
     app = web.Application()
     app.router.add_post("/v1/chat/completions", s.chat)
     app.router.add_get("/v1/models", s.models_list)
@@ -161,7 +168,8 @@ class Server:
     """A stand-in started as a process; ``seen()`` is what it recorded."""
 
     def __init__(self, port: int, name: str = "standin", latency: float = 0.0, faults: float = 0.0,
-                 stall: float = 30.0, log: Path | None = None, reply: str | None = None, always: str | None = None):
+                 stall: float = 30.0, log: Path | None = None, reply: str | None = None, always: str | None = None,
+                 fail_first: int = 0):
         self.port, self.name = port, name
         self.url = f"http://127.0.0.1:{port}/v1"
         root = Path(__file__).resolve().parents[1]
@@ -169,7 +177,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.standin", "--port", str(port), "--name", name, "--latency", str(latency),
              "--faults", str(faults), "--stall", str(stall), *(["--reply", reply] if reply is not None else []),
-             *(["--always", always] if always else [])],
+             *(["--always", always] if always else []), *(["--fail-first", str(fail_first)] if fail_first else [])],
             cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)
         from resources.vllm_server import wait_healthy

@@ -6,6 +6,14 @@ A prompt file holds ``version``, an optional ``system`` message, optional few-sh
 generated, a ``continuation`` template. Bump ``version`` when a prompt changes: the
 code version of every asset that uses it follows (:func:`code_version`), so cached answers
 and stale assets are told apart.
+
+A prompt that asks for a list, an object or one of a fixed set of answers declares it in an
+``output`` block (``choices``, or a JSON ``schema`` and how its JSON becomes the text the
+step's parser reads: ``resources/llm/structured.py``); a ``vllm`` model is asked to follow
+it, other backends read the reply as free text. The declaration is not the prompt's
+``version``: like the registry's sampling parameters it decides how a model decodes, not
+what it is asked, and it travels in the request's parameters, so a constrained request has
+a cache key of its own while the embedded model's and the APIs' answers stay cached.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from functools import cache
 from pathlib import Path
 
 import yaml
+
+from resources.llm.structured import Output
 
 ROOT = Path(__file__).parents[1]
 
@@ -29,6 +39,8 @@ class Prompt:
     shots: tuple[dict, ...] = ()
     # Text scored after the prompt rather than generated (UPR's question).
     continuation: str | None = None
+    # What the answer must look like, where the prompt fixes it (choices, a JSON schema).
+    output: Output | None = None
 
     def messages(self, **fields: str) -> list[dict]:
         msgs = [{"role": "system", "content": self.system}] if self.system else []
@@ -53,6 +65,7 @@ def load_prompt(benchmark: str, name: str) -> Prompt:
         system=raw.get("system"),
         shots=tuple(raw.get("shots") or ()),
         continuation=raw.get("continuation"),
+        output=Output.from_mapping(raw["output"], str(path)) if raw.get("output") is not None else None,
     )
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from assets.common.metadata import png_markdown
+from assets.common.placement import GPU_STEP_TAGS
 from assets.common.wiring import Wiring
 from assets.eval import training
 from assets.partitions import finetune_base_partitions
@@ -154,7 +155,7 @@ def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storag
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
           ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
-          code_version=DENSE_CODE_VERSION)
+          op_tags=GPU_STEP_TAGS, code_version=DENSE_CODE_VERSION)
 def quit_dense_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
                      finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
     """A DPR-style bi-encoder fine-tuned from the partition's base model on QUIT's train
@@ -172,7 +173,7 @@ def quit_dense_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.D
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
           ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
-          code_version=CROSS_ENCODER_CODE_VERSION)
+          op_tags=GPU_STEP_TAGS, code_version=CROSS_ENCODER_CODE_VERSION)
 def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
                       finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
     """A cross-encoder reranker fine-tuned from the partition's base model on QUIT's train
@@ -193,7 +194,7 @@ def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
           ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
-          code_version=MULTI_VECTOR_CODE_VERSION)
+          op_tags=GPU_STEP_TAGS, code_version=MULTI_VECTOR_CODE_VERSION)
 def quit_colbert_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
                        finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
     """A ColBERT-style late-interaction retriever fine-tuned from the partition's base model on

@@ -105,7 +105,8 @@ def grading_requests(samples: pl.DataFrame, benchmark: pl.DataFrame) -> list[tup
         prompt = load_prompt("eval", "grade_completions" if completion else "grade_answers")
         out.append(((fid, task, thinking), LLMRequest(f"{fid} {task} {thinking}",
                                                      prompt.messages(question=row["question"], gold=row["answer"], answers=answers),
-                                                     params={"temperature": 0.0, "max_tokens": 16 * group.height})))
+                                                     params={"temperature": 0.0, "max_tokens": 16 * group.height},
+                                                     output=prompt.output)))
     return out
 
 

@@ -8,6 +8,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import png_markdown, table_metadata
+from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
@@ -41,7 +42,7 @@ QUIT_QRELS = wiring.input("quit_qrels")
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
-          ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1")
+          ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1", op_tags=GPU_STEP_TAGS)
 def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame, lucene: LuceneResource,
                faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
     """The QUIT corpus indexed for one retriever: a Lucene index for BM25, a FAISS index of
@@ -58,7 +59,7 @@ def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
           ins={"quit_index": wiring.input("quit_index"), "benchmark_questions": QUIT_QUESTIONS,
                "benchmark_qrels": QUIT_QRELS},
-          kinds={"lucene", "faiss"}, code_version="2")
+          kinds={"lucene", "faiss"}, code_version="2", op_tags=GPU_STEP_TAGS)
 def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, benchmark_questions: pl.DataFrame,
               benchmark_qrels: pl.DataFrame, lucene: LuceneResource, faiss_index: FaissIndexResource,
               storage: StorageResource) -> dg.Output:
@@ -119,7 +120,7 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"],
                                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
-          kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"),
+          kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"), op_tags=GPU_STEP_TAGS,
           code_version=code_version("2", "eval/relevance", "eval/upr", "eval/seq2seq", "eval/rankgpt"), backfill_policy=dg.BackfillPolicy.multi_run(1))
 def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
                        benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource,

@@ -45,7 +45,8 @@ def rerank(llm, alias: str, queries: dict[str, str], ranked: dict[str, list[str]
     repaired = 0
     for level in range(depth):
         todo = [(q, plans[q][level]) for q in sorted(lists) if level < len(plans[q])]
-        reqs = [LLMRequest(f"{q} window {s}-{e}", prompt_messages(queries[q], [texts[d] for d in lists[q][s:e]]))
+        output = load_prompt("eval", "rankgpt").output
+        reqs = [LLMRequest(f"{q} window {s}-{e}", prompt_messages(queries[q], [texts[d] for d in lists[q][s:e]]), output=output)
                 for q, (s, e) in todo]
         results = llm.run(alias, reqs, stats=stats, log=log)
         for (q, (s, e)), r in zip(todo, results):

@@ -9,6 +9,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
 from assets.eval import conversational, generation, reteco, reteco_judge, retrieve
@@ -92,7 +93,7 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_eval_partitions,
           ins={"corpus": dg.AssetIn(key=[PREFIX, "recor_corpus"], partition_mapping=BY_DOMAIN),
                "recor_queries": dg.AssetIn(key=[PREFIX, "recor_queries"], partition_mapping=BY_DOMAIN)},
-          kinds={"lucene", "faiss"}, code_version="2")
+          kinds={"lucene", "faiss"}, code_version="2", op_tags=GPU_STEP_TAGS)
 def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_queries: pl.DataFrame,
                lucene: LuceneResource, faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
     """One domain's corpus indexed for one retriever and searched with every turn's
@@ -174,7 +175,7 @@ def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
           ins={"benchmark": BENCHMARK, "corpus": CORPUS,
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
-          kinds={"litellm"}, pool=llm_pool("recor"),
+          kinds={"litellm"}, pool=llm_pool("recor"), op_tags=GPU_STEP_TAGS,
           code_version=code_version("3", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
 def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
                      recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
@@ -323,7 +324,7 @@ def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> 
           ins={"benchmark": BENCHMARK, "corpus": CORPUS, "recor_generation": wiring.input("recor_generation"),
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
-          kinds={"litellm"}, pool=llm_pool("recor"), code_version=reteco_judge.CODE_VERSION)
+          kinds={"litellm"}, pool=llm_pool("recor"), code_version=reteco_judge.CODE_VERSION, op_tags=GPU_STEP_TAGS)
 def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneration, benchmark: pl.DataFrame,
                       corpus: pl.DataFrame, recor_generation: pl.DataFrame, recor_runs: pl.DataFrame,
                       recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:

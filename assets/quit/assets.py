@@ -6,6 +6,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.records import read_json_list
 from assets.common.wiring import Wiring
@@ -159,7 +160,8 @@ def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, st
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"selected_questions": wiring.input("selected_questions"), "reference_index": wiring.input("reference_index")},
-          kinds={"polars", "litellm", "lucene"}, pool=llm_pool("quit"), code_version=code_version("1", "quit/question_type"))
+          kinds={"polars", "litellm", "lucene"}, pool=llm_pool("quit"), code_version=code_version("1", "quit/question_type"),
+          op_tags=GPU_STEP_TAGS)
 def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, reference_index: pl.DataFrame,
                       llm: LLMResource, lucene: LuceneResource, encoder: EncoderResource, storage: StorageResource,
                       quit_settings: QuitSettings) -> dg.Output:
@@ -441,7 +443,7 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"benchmark_questions": wiring.input("benchmark_questions"), "benchmark_corpus": _streamed("benchmark_corpus"),
                "benchmark_qrels": wiring.input("benchmark_qrels")},
-          kinds={"polars"}, code_version="2")
+          kinds={"polars"}, code_version="2", op_tags=GPU_STEP_TAGS)
 def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark_corpus, benchmark_qrels,
                encoder: EncoderResource) -> dg.Output:
     """Table 1 of the paper with the release's definitions (results/statistics/

@@ -69,7 +69,7 @@ def judged(
             verdicts[key] = (True, None)
             continue
         msgs = prompt.messages(question=question, gold=gold_text(golds), candidate=candidate)
-        pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs, params=VERDICT)
+        pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs, params=VERDICT, output=prompt.output)
     keys = list(pending)
     results = llm.run(alias, [pending[k] for k in keys], parse=parse_yes_no, stats=stats, log=log)
     for k, r in zip(keys, results):
@@ -119,7 +119,8 @@ def screen_leakage(
             for hi, hint in enumerate(row["hints"]):
                 for span in rules.leakage_spans(hint, answers):
                     span_requests.append(
-                        LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span), params=VERDICT)
+                        LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span), params=VERDICT,
+                                   output=prompt.output)
                     )
                     span_owner.append((qi, hi, span))
     results = llm.run(judge_alias, span_requests, parse=parse_yes_no, stats=stats, log=log)
@@ -163,7 +164,8 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
     gen_prompt = _prompt("distractors")
     gen = llm.run(
         alias,
-        [LLMRequest(r["question_id"], gen_prompt.messages(question=r["question"], answer=r["answer"], count=str(distractors))) for r in need_gen],
+        [LLMRequest(r["question_id"], gen_prompt.messages(question=r["question"], answer=r["answer"], count=str(distractors)),
+                    output=gen_prompt.output) for r in need_gen],
         parse=lambda t: parse_list(t, distractors * 2),
         stats=stats,
         log=log,
@@ -184,7 +186,8 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
         for hi, hint in enumerate(r["hints"]):
             out.append(_conv_row(qid, hi, hint, None, "computed", cands))
             for ci, cand in enumerate([r["answer"]] + cands):
-                fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand), params=VERDICT))
+                fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand), params=VERDICT,
+                                                 output=fits_prompt.output))
                 fit_index.append((len(out) - 1, ci))
     results = llm.run(alias, fit_requests, parse=parse_yes_no, stats=stats, log=log)
     answers: dict[int, dict[int, bool | None]] = {}
@@ -245,7 +248,7 @@ def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats, l
     rows = questions.select("question_id", "question", "major_type", "minor_type").to_dicts()
     missing = [r for r in rows if not rules.coarse_type(r["major_type"])]
     prompt = _prompt("question_type")
-    results = llm.run(alias, [LLMRequest(r["question_id"], prompt.messages(question=r["question"])) for r in missing],
+    results = llm.run(alias, [LLMRequest(r["question_id"], prompt.messages(question=r["question"]), output=prompt.output) for r in missing],
                       parse=rules.parse_type_label, stats=stats, log=log)
     labelled = {r["question_id"]: res for r, res in zip(missing, results)}
     out = []

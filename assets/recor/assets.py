@@ -6,6 +6,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
+from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.partitions import recor_domain_partitions
@@ -120,7 +121,7 @@ def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.O
     "aligned_documents": wiring.out("Each gold document checked against the expert answer (judge verdict, coverage, kept).", {"polars", "litellm"}),
     "alignment_rejects": wiring.out("Weakly related documents, and questions left without one.", {"polars"}),
 }, ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"),
-          **_prompted("1", "recor/alignment"))
+          op_tags=GPU_STEP_TAGS, **_prompted("1", "recor/alignment"))
 def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, source_documents: pl.DataFrame,
                       llm: LLMResource, recor_settings: RecorSettings):
     """Document-answer alignment validation (3.2.1)."""
@@ -137,7 +138,7 @@ def aligned_documents(context: dg.AssetExecutionContext, source_questions: pl.Da
     "aspect_rejects": wiring.out("Aspect proposals rejected for overlap, low coverage or unsuitability.", {"polars"}),
 }, ins={"source_questions": wiring.input("source_questions"), "aligned_documents": wiring.input("aligned_documents"),
         "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"),
-          **_prompted("1", "recor/aspects", "recor/aspect_order", "recor/aspect_suitability"))
+          op_tags=GPU_STEP_TAGS, **_prompted("1", "recor/aspects", "recor/aspect_order", "recor/aspect_suitability"))
 def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aligned_documents: pl.DataFrame,
             source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Answer decomposition (3.2.1): iterative aspect extraction with the non-overlap and
@@ -154,7 +155,8 @@ def aspects(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, a
     "facts": wiring.out("Atomic facts per aspect with their verification (similarity, judge, verified).", {"polars", "litellm"}),
     "fact_rejects": wiring.out("Unsupported facts, and aspects left with no verified fact.", {"polars"}),
 }, ins={"source_questions": wiring.input("source_questions"), "aspects": wiring.input("aspects"), "aligned_documents": wiring.input("aligned_documents"),
-        "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"), **_prompted("2", "recor/facts", "recor/fact_check"))
+        "source_documents": wiring.input("source_documents")}, pool=llm_pool("recor.builder", "recor.judge"), op_tags=GPU_STEP_TAGS,
+          **_prompted("2", "recor/facts", "recor/fact_check"))
 def facts(context: dg.AssetExecutionContext, source_questions: pl.DataFrame, aspects: pl.DataFrame,
           aligned_documents: pl.DataFrame, source_documents: pl.DataFrame, llm: LLMResource, recor_settings: RecorSettings):
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
@@ -228,7 +230,7 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
     "quality_scores": wiring.out("Judge scores (1-5) per conversation: naturalness, turn coherence, question quality, groundedness.", {"polars", "litellm"}),
     "turn_labels": wiring.out("Each turn's dependency type (6 classes) and question pattern (9 classes).", {"polars", "litellm"}),
 }, ins={"benchmark": wiring.input("benchmark"), "corpus": wiring.input("corpus")}, pool=llm_pool("recor.builder", "recor.judge"),
-          **_prompted("2", "recor/quality_naturalness", "recor/quality_coherence", "recor/quality_questions", "recor/quality_groundedness", "recor/dependency_type", "recor/question_pattern"))
+          **_prompted("3", "recor/quality_naturalness", "recor/quality_coherence", "recor/quality_questions", "recor/quality_groundedness", "recor/dependency_type", "recor/question_pattern"))
 def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, llm: LLMResource):
     """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
     registry's ``recor.judge`` model."""

@@ -249,7 +249,7 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
             listing = ("\nPoints already listed (find others):\n" + "\n".join(f"- {a['title']}: {a['text']}" for a in have)) if have else ""
             reqs.append(LLMRequest(f"{q['question_id']} round {round_}",
                                    prompt.messages(question=q["query"], answer=q["answer"], accepted=listing,
-                                                   n=str(t.max_aspects - len(have))), params=LONG))
+                                                   n=str(t.max_aspects - len(have))), params=LONG, output=prompt.output))
         results = llm.run(alias, reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
         for q, r in zip(todo, results):
             for title, body in (r.value if r.ok else []):
@@ -307,7 +307,7 @@ def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, lo
     todo = [(qid, items) for qid, items in by_q.items() if len(items) > 1]
     reqs = [LLMRequest(qid, prompt.messages(question=_query(questions, items[0]),
                                             listing="\n".join(f"[{i + 1}] {a['title']}: {a['text']}" for i, a in enumerate(items))),
-                       params=SHORT)
+                       params=SHORT, output=prompt.output)
             for qid, items in todo]
     results = dict(zip([qid for qid, _ in todo], llm.run(alias, reqs, stats=stats, log=log)))
     out = []
@@ -335,7 +335,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
     prompt = _prompt("facts")
     items = list(aspect_rows.iter_rows(named=True))
     reqs = [LLMRequest(a["aspect_id"], prompt.messages(question=queries[a["question_id"]], aspect=a["text"], n=str(t.max_facts)),
-                       params=MEDIUM)
+                       params=MEDIUM, output=prompt.output)
             for a in items]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
     rows, rejects, ask = [], [], []
@@ -504,7 +504,8 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         # retrieval reasoning and the answer
         reasoning_prompt, answer_prompt = _prompt("retrieval_reasoning"), _prompt("turn_answer")
         facts_text = {a["aspect_id"]: "\n".join(f"- {f}" for f in facts_of[a["aspect_id"]]) for _, a, *_ in answerable}
-        reasons = llm.run(alias, [LLMRequest(a["aspect_id"], reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])), params=MEDIUM)
+        reasons = llm.run(alias, [LLMRequest(a["aspect_id"], reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])), params=MEDIUM,
+                                             output=reasoning_prompt.output)
                                   for qid, a, q, *_ in answerable], parse=parse_reasoning, stats=stats, log=log)
         answers = llm.run(alias, [LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]), params=MEDIUM)
                                   for qid, a, q, *_ in answerable], parse=parse_answer, stats=stats, log=log)
@@ -607,7 +608,7 @@ def mining_queries(questions: pl.DataFrame, llm, alias: str, n: int, stats: Call
     prompt = load_prompt("recor", "negative_queries")
     rows = list(questions.iter_rows(named=True))
     reqs = [LLMRequest(q["question_id"], prompt.messages(question=q["query"], answer=q["answer"], n=str(n)),
-                       params={"max_tokens": 30 * n}) for q in rows]
+                       params={"max_tokens": 30 * n}, output=prompt.output) for q in rows]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, n), stats=stats, log=log)
     return {q["question_id"]: (r.value if r.ok else []) for q, r in zip(rows, results)}
 
@@ -651,12 +652,13 @@ DIMENSION_ABBREVIATIONS = {"naturalness": "Nat", "coherence": "Coh", "question_q
 
 
 def parse_label(text: str, labels: list[str]) -> str:
-    """The first label named in the reply (spaces, hyphens and case ignored)."""
+    """The first label named in the reply (spaces, hyphens and case ignored); of labels found
+    at the same place the longest, since one may begin another (``what`` and ``what_if``)."""
     flat = re.sub(r"[\s\-]+", "_", text.strip().lower())
-    found = [(flat.find(label), label) for label in labels if label in flat]
+    found = [(flat.find(label), -len(label), label) for label in labels if label in flat]
     if not found:
         raise ParseError(f"no label of {labels} in {text[:60]!r}")
-    return min(found)[1]
+    return min(found)[2]
 
 
 def conversation_scores(turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
@@ -686,9 +688,10 @@ def turn_labels(turns: pl.DataFrame, llm, alias: str, stats: CallStats, log=None
     dep, pat = load_prompt("recor", "dependency_type"), load_prompt("recor", "question_pattern")
     params = {"max_tokens": 8, "temperature": 0.0}
     deps = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", dep.messages(history=t["conversation_history"], query=t["query"]),
-                                      params=params) for t in rows],
+                                      params=params, output=dep.output) for t in rows],
                    parse=lambda s: parse_label(s, rules.DEPENDENCY_TYPES), stats=stats, log=log)
-    pats = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", pat.messages(query=t["query"]), params=params) for t in rows],
+    pats = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", pat.messages(query=t["query"]), params=params,
+                                      output=pat.output) for t in rows],
                    parse=lambda s: parse_label(s, rules.QUESTION_PATTERNS), stats=stats, log=log)
     return pl.DataFrame([{"domain": t["domain"], "conversation_id": t["conversation_id"], "turn_id": t["turn_id"],
                           "dependency": d.value if d.ok else None, "pattern": p.value if p.ok else None}

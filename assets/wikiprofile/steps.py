@@ -59,7 +59,7 @@ def categorize(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None,
     With advisory verdicts the source's own category (``reference_category``), where the
     page has one, decides and the model's answer is kept beside it (``llm_category``)."""
     prompt = _prompt("categorize")
-    reqs = [LLMRequest(p["page_id"], prompt.messages(title=p["title"], summary=p["summary"]), params=SHORT)
+    reqs = [LLMRequest(p["page_id"], prompt.messages(title=p["title"], summary=p["summary"]), params=SHORT, output=prompt.output)
             for p in pages.iter_rows(named=True)]
     rows = []
     for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
@@ -82,7 +82,8 @@ def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=Non
     builder with advisory verdicts that tags nothing usable (the embedded model copies the
     paragraph back) gets the rule-based entities instead, marked ``origin = rules``."""
     prompt = _prompt("ner")
-    reqs = [LLMRequest(p["page_id"], prompt.messages(title=p["title"], summary=p["summary"]), params=NER_TOKENS)
+    reqs = [LLMRequest(p["page_id"], prompt.messages(title=p["title"], summary=p["summary"]), params=NER_TOKENS,
+                       output=prompt.output)
             for p in pages.iter_rows(named=True)]
     rows, rejects = [], []
     for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
@@ -143,7 +144,7 @@ def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: s
     prompt = _prompt("select_objects")
     todo = [pid for pid in text if eligible.get(pid)]
     reqs = [LLMRequest(pid, prompt.messages(summary=text[pid], candidates="; ".join(e["name"] for e in eligible[pid]), n=str(n)),
-                       params=SHORT) for pid in todo]
+                       params=SHORT, output=prompt.output) for pid in todo]
     rows = []
     for pid, r in zip(todo, llm.run(alias, reqs, stats=stats, log=log)):
         by_name = {e["name"].lower(): e for e in eligible[pid]}
@@ -419,7 +420,8 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
     items = [f for f in facts.iter_rows(named=True) if f["fact_id"] in questions]
     prompt = _prompt("reverse_question")
     asked = llm.run(alias, [LLMRequest(f["fact_id"], prompt.messages(context=f["left_context"], question=questions[f["fact_id"]],
-                                                                     target=f["object"]), params=SHORT) for f in items],
+                                                                     target=f["object"]), params=SHORT, output=prompt.output)
+                           for f in items],
                     parse=parse_reverse, stats=stats, log=log)
     rejects, live, ruled = [], [], []
     for f, r in zip(items, asked):
@@ -455,7 +457,8 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
         else:
             ruled.append({**rules_row(f, "reverse", rules.reverse_question(blanked, subject_type)), "subject": title,
                           "subject_type": subject_type, "pair_ok": None})
-    typed = llm.run(alias, [LLMRequest(f["fact_id"], _prompt("answer_type").messages(question=q, target=subj), params=SHORT)
+    typed = llm.run(alias, [LLMRequest(f["fact_id"], _prompt("answer_type").messages(question=q, target=subj), params=SHORT,
+                                       output=_prompt("answer_type").output)
                             for f, q, subj in live], stats=stats, log=log)
     types = {f["fact_id"]: (parse_entity_type(r.text or "") if r.ok else None) or "OTHER" for (f, _, _), r in zip(live, typed)}
     rows, more = refine([(f, q, subj, types[f["fact_id"]]) for f, q, subj in live], "reverse", llm, alias, binding, stats, log)
@@ -618,7 +621,7 @@ def distractors(items: list[tuple[dict, str, str, str, str]], llm, alias: str, s
     of the same type drawn from the sample (``origin = rules``)."""
     prompt = _prompt("distractors")
     asked = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer, entity_type=etype),
-                                       params=SHORT) for f, kind, q, answer, etype in items], stats=stats, log=log)
+                                       params=SHORT, output=prompt.output) for f, kind, q, answer, etype in items], stats=stats, log=log)
     rows, rejects = [], []
     for (f, kind, question, answer, etype), r in zip(items, asked):
         try:

@@ -31,7 +31,10 @@ class ModelSpec:
     thinking: str = "cot"
     thinking_params: dict = dataclasses.field(default_factory=dict)
     sampling: dict = dataclasses.field(default_factory=dict)
+    # The first endpoint; ``api_bases`` holds every replica of the model (the registry's
+    # ``api_base`` may be one URL or a list: vLLM scales by servers, one per GPU).
     api_base: str | None = None
+    api_bases: tuple[str, ...] = ()
     # "binding": the model's yes/no verdicts may reject records in construction pipelines;
     # "advisory": they are recorded beside the records and never decide on their own.
     verdicts: str = "binding"
@@ -79,7 +82,8 @@ def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
         check_name(alias, f"{path}: model alias")
         if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
             raise ValueError(f"{path}: model alias {alias!r} needs a 'model' string")
-        unknown = set(entry) - {f.name for f in dataclasses.fields(ModelSpec)}
+        # api_bases is derived: a list of replicas is given as api_base
+        unknown = set(entry) - ({f.name for f in dataclasses.fields(ModelSpec)} - {"api_bases"})
         if unknown:
             raise ValueError(f"{path}: model alias {alias!r} has unknown keys {sorted(unknown)}")
         if entry.get("thinking", "cot") not in {"cot", "native", "none"}:
@@ -96,8 +100,23 @@ def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
             raise ValueError(f"{path}: model alias {alias!r}: api_key_env must name an environment variable")
         if "batch_command" in entry:
             entry = {**entry, "batch_command": tuple(entry["batch_command"])}
+        if entry.get("api_base") is not None:
+            bases = _api_bases(path, alias, entry["api_base"])
+            entry = {**entry, "api_base": bases[0], "api_bases": bases}
         specs[alias] = ModelSpec(alias=alias, **entry)
     return specs
+
+
+def _api_bases(path: str, alias: str, value: Any) -> tuple[str, ...]:
+    """An entry's endpoints: one URL, or a list of the model's replicas."""
+    urls = value if isinstance(value, list) else [value]
+    if not urls or not all(isinstance(u, str) and u.strip() for u in urls):
+        raise ValueError(f"{path}: model alias {alias!r}: api_base must be a URL or a non-empty list of URLs")
+    seen = [u.strip().rstrip("/") for u in urls]
+    twice = sorted({u for u in seen if seen.count(u) > 1})
+    if twice:
+        raise ValueError(f"{path}: model alias {alias!r}: api_base lists {', '.join(twice)} more than once")
+    return tuple(urls)
 
 
 def _check_mode(path: str, alias: str, entry: dict) -> None:

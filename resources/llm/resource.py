@@ -48,6 +48,8 @@ from resources.llm.cache import (
 )
 from resources.llm.embedded import _EMBEDDED
 from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry, role_aliases
+from resources.llm.replicas import Replica, ReplicaPool
+from resources.llm.structured import FREE_TEXT, STRUCTURED, Output
 from resources.redact import redact
 from resources.vllm_server import VLLMServerResource
 
@@ -62,12 +64,15 @@ class ParseError(ValueError):
 @dataclasses.dataclass
 class LLMRequest:
     """One call: ``key`` names the item it serves (question id, passage id) in errors and
-    results; ``sample`` is the sample index, sent as the seed and part of the cache key."""
+    results; ``sample`` is the sample index, sent as the seed and part of the cache key;
+    ``output`` is the prompt's declared answer shape (:attr:`Prompt.output`), which a
+    ``vllm`` entry is asked to follow (:meth:`LLMResource.params`)."""
 
     key: str
     messages: list[dict]
     sample: int = 0
     params: dict = dataclasses.field(default_factory=dict)
+    output: Output | None = None
 
 
 @dataclasses.dataclass
@@ -95,6 +100,9 @@ class LLMResult:
     # ``token_logprobs[i]``), when the request asked for ``logprobs``.
     tokens: list[str] | None = None
     token_logprobs: list[dict[str, float]] | None = None
+    # How the answer was read: "structured" (a constrained reply, rendered into the text its
+    # parser reads) or "free_text"; None without an answer.
+    answered: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -117,6 +125,10 @@ class CallStats:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     empty_answers: int = 0
+    # Answers per path: read from a reply that followed the prompt's declared shape, or as
+    # free text (every answer of an unconstrained call, and constrained replies that broke it).
+    answers_structured: int = 0
+    answers_free_text: int = 0
     # The answer cache after the last chunk (entries, bytes): a size, not a sum.
     cache: dict = dataclasses.field(default_factory=dict)
     # The keys of the first calls that failed (errors and unparsable replies), to name them.
@@ -128,6 +140,8 @@ class CallStats:
         self.cached += int(r.cached)
         self.prompt_tokens += r.prompt_tokens
         self.completion_tokens += r.completion_tokens
+        self.answers_structured += int(r.answered == STRUCTURED)
+        self.answers_free_text += int(r.answered == FREE_TEXT)
         if r.error and r.error.startswith("unparsable"):
             self.parse_failures += 1
         elif r.error:
@@ -154,6 +168,8 @@ class CallStats:
             f"{prefix}/cost_usd": round(self.cost_usd, 6),
             f"{prefix}/unpriced_calls": self.unpriced_calls,
             f"{prefix}/empty_answers": self.empty_answers,
+            f"{prefix}/answers_structured": self.answers_structured,
+            f"{prefix}/answers_free_text": self.answers_free_text,
             **({"llm_cache/entries": self.cache["entries"], "llm_cache/bytes": self.cache["bytes"]}
                if self.cache else {}),
             **({f"{prefix}/failed_items": dg.MetadataValue.text(", ".join(self.failed_keys) + (
@@ -227,16 +243,20 @@ def _served_name(model: str) -> str:
 class LLMResource(dg.ConfigurableResource):
     """Calls registered models with caching, per-model routing, bounded concurrency and retries.
 
-    Routing: a registry entry is reached at its own ``api_base``. A server this resource
-    starts or attaches to (``server``, ``servers``) serves the aliases it names in
-    ``aliases``; a server naming none serves the registry's ``vllm`` entries, and never an
-    ``api`` one. ``api_base`` here is the URL of ``vllm`` entries that name no URL.
-    ``max_concurrency`` caps every model's own limit (a test, a shared server).
+    Routing: a registry entry is reached at its own ``api_base`` (one URL, or a list of the
+    model's replicas). A server this resource starts or attaches to (``server``, ``servers``)
+    serves the aliases it names in ``aliases``; a server naming none serves the registry's
+    ``vllm`` entries, and never an ``api`` one; several serving an alias are its replicas.
+    ``api_base`` here is the URL of ``vllm`` entries that name no URL. ``max_concurrency``
+    caps every model's own limit (a test, a shared server), per replica.
 
     Faults: the resource is the only retry layer (litellm's and the SDK's own are off), a
     call's timeout follows its token budget (:meth:`timeout`), and a circuit breaker stops
     the step with :class:`ModelServerDown` once the endpoint looks dead (:class:`Breaker`)
-    instead of letting every item wait out its retries.
+    instead of letting every item wait out its retries. A model with several replicas sends
+    each try to the least loaded live one; a replica whose own breaker opens is out for
+    ``replica_retry_seconds``, then probed with one request (:class:`ReplicaPool`), and the
+    step stops only when every replica is out.
     """
 
     registry_path: str = REGISTRY_PATH
@@ -261,6 +281,8 @@ class LLMResource(dg.ConfigurableResource):
     breaker_seconds: float = 30.0
     breaker_window: int = 100
     breaker_rate: float = 0.5
+    # A replica whose breaker opened is sent no request for this long, then one (a probe).
+    replica_retry_seconds: float = 30.0
     api_base: Optional[str] = None
     server: Optional[VLLMServerResource] = None
     servers: list[VLLMServerResource] = []
@@ -309,21 +331,26 @@ class LLMResource(dg.ConfigurableResource):
         return self._registry[alias]
 
     def endpoint(self, alias: str) -> str | None:
-        """The base URL the alias's requests go to (None: the embedded model, or the
-        provider's own default for an API model)."""
+        """The base URL the alias's requests go to, its first replica's (None: the embedded
+        model, or the provider's own default for an API model)."""
+        return self.endpoints(alias)[0]
+
+    def endpoints(self, alias: str) -> list[str | None]:
+        """Every replica's base URL: the servers started for the alias, else its registry
+        entry's ``api_base`` list."""
         spec = self.spec(alias)
         if spec.backend == "embedded":
-            return None
+            return [None]
         started = [s for s in ([self.server] if self.server else []) + list(self.servers)]
-        for s in started:
-            if alias in (s.aliases or []):
-                return s.base_url
+        named = [s.base_url for s in started if alias in (s.aliases or [])]
+        if named:
+            return list(dict.fromkeys(named))
         if spec.backend == "vllm":
-            anonymous = [s for s in started if not s.aliases]
+            anonymous = [s.base_url for s in started if not s.aliases]
             if anonymous:
-                return anonymous[0].base_url
-            return spec.api_base or self.api_base
-        return spec.api_base
+                return list(dict.fromkeys(anonymous))
+            return list(spec.api_bases) or [self.api_base]
+        return list(spec.api_bases) or [None]
 
     def binding(self, alias: str) -> bool:
         """Whether the alias's yes/no verdicts may decide (the registry's ``verdicts``);
@@ -343,12 +370,23 @@ class LLMResource(dg.ConfigurableResource):
         return min(self.request_timeout, self.timeout_floor + budget / max(self.min_tokens_per_second, 1e-9))
 
     def breaker(self, alias: str) -> Breaker:
+        """The breaker of one step's calls to the alias; a served model's carries its replicas,
+        whose health lasts the step (each chunk's HTTP clients only the chunk)."""
         spec = self.spec(alias)
+        urls = self.endpoints(alias)
         where = {"embedded": f"{alias} (embedded model)"}.get(spec.backend) or (
             f"{alias} (batch runner {spec.batch_command[0] if spec.batch_command else '?'})" if spec.mode == "batch"
-            else f"{alias} at {self.endpoint(alias) or spec.model}")
-        return Breaker(where, self.breaker_failures, self.breaker_seconds, self.breaker_window, self.breaker_rate,
-                       on_open=self._servers_said)
+            else f"{alias} at {', '.join(u for u in urls if u) or spec.model}")
+
+        def make(where: str) -> Breaker:
+            return Breaker(where, self.breaker_failures, self.breaker_seconds, self.breaker_window, self.breaker_rate,
+                           on_open=self._servers_said)
+
+        step = make(where)
+        if spec.backend != "embedded" and spec.mode != "batch":
+            step.replicas = ReplicaPool(alias, urls, lambda url: make(f"{alias} at {url or spec.model}"), step,
+                                        self.replica_retry_seconds, self.backoff_seconds)
+        return step
 
     def _servers_said(self) -> str:
         """What a managed server that has exited says (its code and the end of its log)."""
@@ -361,13 +399,21 @@ class LLMResource(dg.ConfigurableResource):
 
     def params(self, spec: ModelSpec, req: LLMRequest, thinking: bool = False, kind: str | None = None) -> dict:
         """What is sent besides the messages: the entry's sampling, the step's parameters,
-        the kind's token budget, the thinking switch, and the sample index as seed."""
+        the kind's token budget, the thinking switch, the sample index as seed, and, for a
+        ``vllm`` entry, the request's declared output as vLLM's ``structured_outputs``.
+
+        The constraint is part of the parameters, so of the cache key: a constrained answer
+        never stands in for a free one. It is left out of requests that read log-probabilities
+        (verdicts, ratings): vLLM masks the disallowed tokens before it computes them, so the
+        probabilities read would be those of the constrained choice, not the model's."""
         params = {**spec.sampling, **req.params, "seed": req.sample}
         kind = kind or ("thinking" if thinking else None)
         if kind in spec.budgets:
             params["max_tokens"] = spec.budgets[kind]
         if spec.thinking == "native":
             params.update(spec.thinking_params if thinking else spec.thinking_off_params)
+        if req.output is not None and spec.backend == "vllm" and not params.get("logprobs"):
+            params["structured_outputs"] = req.output.constraint()
         return params
 
     # --- chat calls -----------------------------------------------------------------
@@ -407,12 +453,14 @@ class LLMResource(dg.ConfigurableResource):
         while chunk := list(itertools.islice(it, max(1, size))):
             sent = [(req, self.params(spec, req, thinking, kind)) for req in chunk]
             keys = [cache_key("chat", spec.model, req.messages, params) for req, params in sent]
+            # the declaration a reply is read with: only where the model was asked to follow it
+            shapes = [req.output if "structured_outputs" in params else None for req, params in sent]
             hits = cache.get_many(keys)
             results: list[LLMResult | None] = [None] * len(chunk)
             todo = []
             for i, ((req, params), key) in enumerate(zip(sent, keys)):
                 if key in hits:
-                    results[i] = _finish(_from_payload(req.key, hits[key], cached=True), parse)
+                    results[i] = _finish(_from_payload(req.key, hits[key], cached=True), parse, shapes[i])
                     progress.tick()
                 else:
                     todo.append((i, req, params, key))
@@ -421,7 +469,7 @@ class LLMResource(dg.ConfigurableResource):
                 if payload is not None and writer.add(key, payload):  # a killed run keeps it
                     _later(writer.delay, writer.flush_if_due)
                 breaker.finished(result.error)
-                results[i] = _finish(result, parse)
+                results[i] = _finish(result, parse, shapes[i])
                 progress.tick()
 
             try:
@@ -465,16 +513,20 @@ class LLMResource(dg.ConfigurableResource):
                 return LLMResult(req.key, None, error=redact(f"{type(e).__name__}: {e}")), None
         raise AssertionError("unreachable")
 
-    async def _ask_all(self, spec: ModelSpec, todo: list, one: Callable) -> None:
-        """``one(client, endpoint, *item)`` for every item, up to the model's concurrency in
-        flight; a ``vllm`` entry's OpenAI client (None for ``api`` entries) lives for the batch."""
-        endpoint = self.endpoint(spec.alias)
-        client = _vllm_client(endpoint, self.request_timeout, self.concurrency(spec)) if spec.backend == "vllm" else None
+    async def _ask_all(self, spec: ModelSpec, todo: list, one: Callable, pool: ReplicaPool) -> None:
+        """``one(*item)`` for every item, up to the model's concurrency in flight per live
+        replica; a ``vllm`` entry's HTTP client per replica (None for ``api`` entries) lives
+        for the chunk."""
+        limit = self.concurrency(spec) * max(1, len(pool.live))
+        for r in pool.replicas:
+            r.client = _vllm_client(r.url, self.request_timeout, limit) if spec.backend == "vllm" else None
         try:
-            await _bounded(self.concurrency(spec), (one(client, endpoint, *t) for t in todo))
+            await _bounded(limit, (one(*t) for t in todo))
         finally:
-            if client is not None:
-                await client.close()
+            for r in pool.replicas:
+                if r.client is not None:
+                    await r.client.close()
+                r.client = None
 
     def _litellm_auth(self, spec: ModelSpec, endpoint: str | None) -> dict:
         """The URL and key an ``api`` entry's calls carry. litellm sends the provider's key
@@ -488,21 +540,21 @@ class LLMResource(dg.ConfigurableResource):
     async def _call_all(self, spec: ModelSpec, todo: list, done: Callable, breaker: Breaker) -> None:
         """Chat calls; each result is handed to ``done`` as it arrives."""
 
-        async def ask(client, endpoint, req: LLMRequest, params: dict):
-            if client is not None:
-                return await client.post("/chat/completions", _vllm_request(spec.model, req.messages, params),
-                                         self.timeout(params))
+        async def ask(replica: Replica, req: LLMRequest, params: dict):
+            if replica.client is not None:
+                return await replica.client.post("/chat/completions",
+                                                 _vllm_request(spec.model, req.messages, params), self.timeout(params))
             import litellm
 
             # litellm's own retries (and the OpenAI SDK's under it) off: this resource's are
             # the only ones, so max_retries means what it says
             return await litellm.acompletion(model=spec.model, messages=req.messages, caching=False,
                                              timeout=self.timeout(params), num_retries=0, max_retries=0,
-                                             **self._litellm_auth(spec, endpoint), **params)
+                                             **self._litellm_auth(spec, replica.url), **params)
 
-        async def one(client, endpoint, i: int, req: LLMRequest, params: dict, key: str) -> None:
+        async def one(i: int, req: LLMRequest, params: dict, key: str) -> None:
             try:
-                response = await self._with_retries(lambda: ask(client, endpoint, req, params), breaker)
+                response = await self._with_retries(lambda replica: ask(replica, req, params), breaker)
                 result, payload = _from_response(req.key, response)
                 if not result.text.strip() and not result.token_logprobs:
                     # Kept as the model's answer (a parser may reject it) and counted, but not
@@ -515,7 +567,7 @@ class LLMResource(dg.ConfigurableResource):
             done(i, key, result, payload)
             breaker.check()
 
-        await self._ask_all(spec, todo, one)
+        await self._ask_all(spec, todo, one, breaker.replicas)
 
     def _call_batch(self, spec: ModelSpec, todo: list, done: Callable, log: Callable[[str], None] | None) -> None:
         """Chat calls through the entry's batch runner: the chunk's misses in one OpenAI batch
@@ -555,22 +607,33 @@ class LLMResource(dg.ConfigurableResource):
                     done(i, key, LLMResult(req.key, None, error=missing), None)
 
     async def _with_retries(self, attempt_fn: Callable, breaker: Breaker):
+        """``attempt_fn(replica)``'s reply, each try on the replica the pool picks: a failed
+        try counts against that replica's breaker, and the next goes elsewhere if it can.
+        The step's breaker sees items only (``finished``), and opens when no replica is left."""
+        pool = breaker.replicas
         delay = self.backoff_seconds
+        tried: tuple[Replica, ...] = ()
         for attempt in range(self.max_retries + 1):
             breaker.check()
+            replica = pool.pick(tried)
             try:
-                response = await attempt_fn()
+                response = await attempt_fn(replica)
                 _check_reply(response)
-                breaker.answered()
-                return response
             except _transient_errors() as e:
-                breaker.attempt_failed(f"{type(e).__name__}: {e}")
+                pool.failed(replica, f"{type(e).__name__}: {e}")
                 if attempt == self.max_retries:
                     raise _GaveUp(f"gave up after {attempt + 1} tries: {type(e).__name__}: {e}") from e
+                tried += (replica,)
                 breaker.check()
                 # jittered, so hundreds of requests told to slow down do not return together
                 await asyncio.sleep(delay * (0.5 + random.random()))
                 delay *= 2
+                continue
+            except BaseException:
+                pool.release(replica)
+                raise
+            pool.answered(replica)
+            return response
         raise AssertionError("unreachable")
 
     # --- continuation scores ------------------------------------------------------------
@@ -638,21 +701,21 @@ class LLMResource(dg.ConfigurableResource):
         # one generated token: the prompt's length, not a budget, is what the server spends
         timeout = self.timeout({"max_tokens": 1})
 
-        async def ask(client, endpoint, req: ScoreRequest):
+        async def ask(replica: Replica, req: ScoreRequest):
             prompt = req.prefix + req.continuation
-            if client is not None:
-                return await client.post("/completions", {"model": _served_name(spec.model), "prompt": prompt,
-                                                          "echo": True, "logprobs": 1, "max_tokens": 1,
-                                                          "temperature": 0.0}, timeout)
+            if replica.client is not None:
+                body = {"model": _served_name(spec.model), "prompt": prompt, "echo": True, "logprobs": 1,
+                        "max_tokens": 1, "temperature": 0.0}
+                return await replica.client.post("/completions", body, timeout)
             import litellm
 
             return await litellm.atext_completion(model=spec.model, prompt=prompt, echo=True, logprobs=1, max_tokens=1,
                                                   temperature=0.0, timeout=timeout, num_retries=0, max_retries=0,
-                                                  **self._litellm_auth(spec, endpoint))
+                                                  **self._litellm_auth(spec, replica.url))
 
-        async def one(client, endpoint, i: int, req: ScoreRequest, key: str) -> None:
+        async def one(i: int, req: ScoreRequest, key: str) -> None:
             try:
-                response = await self._with_retries(lambda: ask(client, endpoint, req), breaker)
+                response = await self._with_retries(lambda replica: ask(replica, req), breaker)
                 values, tokens = continuation_from_echo(_field(_field(response, "choices")[0], "logprobs"),
                                                         len(req.prefix))
                 done(i, key, req, values, tokens, None)
@@ -662,7 +725,7 @@ class LLMResource(dg.ConfigurableResource):
                 done(i, key, req, None, 0, _failure(e))
             breaker.check()
 
-        await self._ask_all(spec, todo, one)
+        await self._ask_all(spec, todo, one, breaker.replicas)
 
 
 class _GaveUp(RuntimeError):
@@ -698,6 +761,8 @@ class Breaker:
         self.failed_recently = 0  # the False in ``recent``, kept as items come and go
         self.errors: collections.deque[str] = collections.deque(maxlen=3)
         self.reason: str | None = None
+        # A served model's replicas for this step (LLMResource.breaker); None elsewhere.
+        self.replicas: ReplicaPool | None = None
 
     def answered(self) -> None:
         self.streak = 0
@@ -918,9 +983,17 @@ def _from_payload(key: str, payload: dict, cached: bool) -> LLMResult:
                      tokens=payload.get("tokens"), token_logprobs=alternatives)
 
 
-def _finish(result: LLMResult, parse: Callable[[str], Any] | None) -> LLMResult:
+def _finish(result: LLMResult, parse: Callable[[str], Any] | None, output: Output | None = None) -> LLMResult:
+    """The result as its step reads it: a reply that follows the declared ``output`` (sent as
+    a constraint) becomes the free-text form the step's parser reads; any other reply is
+    read as it is. ``parse`` then gives the value (an unparsable reply keeps its text)."""
     if result.text is None:
         return result
+    rendered = output.read(strip_thinking(result.text)) if output is not None else None
+    if rendered is not None:
+        result.text, result.answered = rendered, STRUCTURED
+    else:
+        result.answered = FREE_TEXT
     if parse is None:
         result.value = strip_thinking(result.text)
         return result

