@@ -90,10 +90,11 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -ra -m "not slow" --durations=10
 
 # The webserver and the daemon (sensors, schedules, backfills, the run queue), on loopback.
+# pipelines.ui runs `dagster dev` and stops all of it on SIGINT, SIGTERM or make's exit.
 UI_PORT ?= 3000
 WORKSPACE ?= workspace.yaml
 ui: $(STAMP)
-	$(VENV)/bin/dagster dev -h 127.0.0.1 -p $(UI_PORT) -w $(WORKSPACE)
+	$(PY) -m pipelines.ui -h 127.0.0.1 -p $(UI_PORT) -w $(WORKSPACE)
 
 verify: $(STAMP)
 	$(PY) -m pipelines.verification_page

@@ -6,13 +6,15 @@ included), WikiProfile's subject models and the base models QUIT's fine-tuning s
 Their keys live in the Dagster instance, not in the code, so an alias put in a
 registry while the web UI runs becomes a partition without a reload: the registry sensor
 (``pipelines.sensors``) adds it, and whatever runs partitioned assets in process calls
-``sync_partitions`` first. RECOR's eleven domains stay static: they are the paper's, named
+``sync_partitions`` first. The sensor also removes a partition that no registry lists and
+nothing has materialized (one added by hand in the UI's partition picker). RECOR's eleven domains stay static: they are the paper's, named
 in code, and a domain the code does not know could not be built.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 import dagster as dg
 
@@ -88,12 +90,15 @@ def registered_keys(models: str = REGISTRY_PATH, retrievers: str = RETRIEVERS_PA
 
 @dataclasses.dataclass(frozen=True)
 class PartitionChanges:
-    """By dynamic partitions name: registry keys that are no partition yet (``new``), and
-    partitions no registry lists any more (``gone``). A gone partition is kept: its
-    materializations are a past evaluation the leaderboard and the UI still show."""
+    """By dynamic partitions name: registry keys that are no partition yet (``new``),
+    partitions no registry lists that are kept (``gone``): their materializations are a past
+    evaluation the leaderboard and the UI still show, and partitions no registry lists that
+    nothing has materialized (``stray``), to remove: a key added by hand in the partition
+    picker, or an alias dropped before it was evaluated."""
 
     new: dict[str, list[str]]
     gone: dict[str, list[str]]
+    stray: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def describe(self, which: str) -> str:
         changes = getattr(self, which)
@@ -115,10 +120,58 @@ def partition_changes(registered: dict[str, list[str]], existing: dict[str, list
     return PartitionChanges(new, gone)
 
 
-def pending_changes(instance: dg.DagsterInstance, **paths: str) -> PartitionChanges:
-    """The registries (``registered_keys``'s paths) against the instance's partitions."""
-    return partition_changes(registered_keys(**paths),
-                             {pdef.name: list(instance.get_dynamic_partitions(pdef.name)) for pdef in DYNAMIC})
+def without_materializations(changes: PartitionChanges, materialized: dict[str, set[str]]) -> PartitionChanges:
+    """``changes`` with each gone key that is not in ``materialized`` (by partitions name)
+    moved to ``stray``."""
+    gone, stray = {}, {}
+    for name, keys in changes.gone.items():
+        if kept := [k for k in keys if k in materialized.get(name, set())]:
+            gone[name] = kept
+        if dropped := [k for k in keys if k not in materialized.get(name, set())]:
+            stray[name] = dropped
+    return PartitionChanges(changes.new, gone, stray)
+
+
+def materialized_keys(instance: dg.DagsterInstance, assets: Iterable[dg.AssetsDefinition],
+                      candidates: dict[str, list[str]]) -> dict[str, set[str]]:
+    """Of ``candidates`` (keys by dynamic partitions name), those that some asset of
+    ``assets`` has materialized, as its partition or as one dimension of its multi-partition
+    key."""
+    assets = list(assets)
+
+    def materialized(name: str, key: str) -> bool:
+        return any(instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=partitions),
+                                                   limit=1).records
+                   for assets_def in assets
+                   if (partitions := _partitions_with(assets_def.partitions_def, name, key, instance))
+                   for asset_key in assets_def.keys)
+
+    return {name: {key for key in keys if materialized(name, key)} for name, keys in candidates.items()}
+
+
+def _partitions_with(pdef: dg.PartitionsDefinition | None, name: str, key: str,
+                     instance: dg.DagsterInstance) -> list[str]:
+    """The partition keys of ``pdef`` that hold ``key`` of the dynamic partitions ``name``."""
+    if isinstance(pdef, dg.DynamicPartitionsDefinition):
+        return [key] if pdef.name == name else []
+    if not isinstance(pdef, dg.MultiPartitionsDefinition):
+        return []
+    dimensions = [d.name for d in pdef.partitions_defs
+                  if isinstance(d.partitions_def, dg.DynamicPartitionsDefinition) and d.partitions_def.name == name]
+    return [str(k) for k in pdef.get_partition_keys(dynamic_partitions_store=instance)
+            if any(k.keys_by_dimension[d] == key for d in dimensions)]
+
+
+def pending_changes(instance: dg.DagsterInstance, assets: Iterable[dg.AssetsDefinition] | None = None,
+                    **paths: str) -> PartitionChanges:
+    """The registries (``registered_keys``'s paths) against the instance's partitions. Given
+    the ``assets`` that use the partitions, a gone partition none of them has materialized
+    is ``stray``; without them every gone partition counts as kept."""
+    changes = partition_changes(registered_keys(**paths),
+                                {pdef.name: list(instance.get_dynamic_partitions(pdef.name)) for pdef in DYNAMIC})
+    if assets is None:
+        return changes
+    return without_materializations(changes, materialized_keys(instance, list(assets), changes.gone))
 
 
 def sync_partitions(instance: dg.DagsterInstance, **paths: str) -> PartitionChanges:

@@ -520,15 +520,24 @@ quality_report_schema = table_check(key("quality_report"), REPORT_SCHEMA, unique
 
 REPORT_RULES = {"domain": "a RECOR domain", "scores": f"mean scores in {SCORE_RANGE[0]:g}-{SCORE_RANGE[1]:g}",
                 "entropy": f"DE and QE in {ENTROPY_RANGE[0]:g}-{ENTROPY_RANGE[1]:g}",
+                "n/a": "DE (QE) null exactly where no turn of the domain has a dependency type (question pattern)",
                 "turns": f"#T between {rules.MIN_TURNS} and {rules.MAX_TURNS} times #C"}
 
 
-@dg.asset_check(asset=key("quality_report"), name="ranges", description=_text(REPORT_RULES))
-def quality_report_ranges(quality_report: pl.DataFrame) -> dg.AssetCheckResult:
-    """Table 31's values within what the judge's scale and a normalized entropy allow."""
-    bad = broken(quality_report, ["domain"], domain=~pl.col("domain").is_in(DOMAINS),
+@dg.asset_check(asset=key("quality_report"), name="ranges", description=_text(REPORT_RULES),
+                additional_ins={"turn_labels": wiring.materialized("turn_labels")})
+def quality_report_ranges(quality_report: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.AssetCheckResult:
+    """Table 31's values within what the judge's scale and a normalized entropy allow; an
+    entropy with no labelled turn is undefined (n/a), never 0."""
+    shorts = [short for _, short, _ in steps.LABELS.values()]
+    labelled = turn_labels.group_by("domain").agg(pl.col(column).count().alias(f"labelled for {short}")
+                                                  for column, (_, short, _) in steps.LABELS.items())
+    report = quality_report.join(labelled, on="domain", how="left")
+    bad = broken(report, ["domain"], domain=~pl.col("domain").is_in(DOMAINS),
                  scores=pl.any_horizontal(~pl.col(c).is_between(*SCORE_RANGE) for c in SCORE_COLUMNS),
                  entropy=~pl.col("DE").is_between(*ENTROPY_RANGE) | ~pl.col("QE").is_between(*ENTROPY_RANGE),
+                 **{"n/a": pl.any_horizontal(pl.col(short).is_null() != (pl.col(f"labelled for {short}").fill_null(0) == 0)
+                                             for short in shorts)},
                  turns=~pl.col("#T").is_between(pl.col("#C") * rules.MIN_TURNS, pl.col("#C") * rules.MAX_TURNS))
     return rows_check(bad, _text(REPORT_RULES), "domain")
 

@@ -4,6 +4,8 @@ sequence of stages; ``pipelines.run_default`` runs them in order, and the UI's
 
 import dagster as dg
 
+from assets.common.settings import DEMO, PAPER
+
 
 def quit_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["quit", n] for n in names))
@@ -225,7 +227,8 @@ def recheck_jobs(checks: list[dg.AssetChecksDefinition], partitions: dict[str, d
     so that a changed threshold (``CheckSettings``) re-judges a build without asking any model
     again. ``<prefix>_checks`` for unpartitioned assets, ``<prefix>_checks_<partitions>`` for
     the others (``partitions`` names each partitions definition). A run of a partitioned one
-    checks the partition in its ``dagster/partition`` tag (the launchpad's tags)."""
+    checks the partition in its ``dagster/partition`` tag (the launchpad's tags). A group whose
+    checks read a profiled settings resource also comes as ``_demo`` and ``_paper`` jobs."""
     named = {id(p): name for name, p in partitions.items()}
     groups: dict[str, list[dg.AssetChecksDefinition]] = {}
     for check in checks:
@@ -235,10 +238,18 @@ def recheck_jobs(checks: list[dg.AssetChecksDefinition], partitions: dict[str, d
             raise ValueError(f"{sorted(k.to_user_string() for k in check.check_keys)}: its partitions have no name")
         name = f"{prefix}_checks" + (f"_{named[id(pdef)]}" if pdef is not None else "")
         groups.setdefault(name, []).append(check)
-    return [dg.define_asset_job(name, selection=dg.AssetSelection.checks(*group),
-                                description=f"Re-runs {sum(len(c.check_keys) for c in group)} checks on the stored tables "
-                                            "(no materialization, no model asked).")
-            for name, group in sorted(groups.items())]
+    rechecks = []
+    for name, group in sorted(groups.items()):
+        job = dg.define_asset_job(name, selection=dg.AssetSelection.checks(*group),
+                                  description=f"Re-runs {sum(len(c.check_keys) for c in group)} checks on the stored "
+                                              "tables (no materialization, no model asked).")
+        rechecks.append(job)
+        # checks that compare a table with the settings (RECOR's thresholds, the facts kept)
+        # judge a build by the profile it was made with
+        if any(set(check.required_resource_keys) & set(PROFILED_SETTINGS) for check in group):
+            rechecks += profile_variants(job, {p: f"the checks read the {p} profile's settings; pick the profile the "
+                                                  "tables were built with." for p in (DEMO, PAPER)})
+    return rechecks
 
 
 # The leaderboard reads whichever report tables are stored, so it runs after the report
@@ -249,3 +260,73 @@ eval_leaderboard_job = dg.define_asset_job(
 )
 LEADERBOARD_STAGES = [("eval_leaderboard", None)]
 jobs.append(eval_leaderboard_job)
+
+
+# Launching is explicit about size. The settings resources default to the papers'
+# configuration, so a job launched with no config may run for hours. Each job whose steps read
+# a profiled settings resource also comes as ``<job>_demo`` and ``<job>_paper``: the run
+# config names the profile (editable in the launchpad), the tag and the job name put it on
+# every run, and the description says what that profile builds and roughly how long it takes.
+PROFILE_TAG = "benchfoundry/profile"
+PROFILED_SETTINGS = ("quit_settings", "finetune_settings", "recor_settings", "wikiprofile_settings")
+
+
+def profile_config(profile: str) -> dict:
+    """Run config that sets ``profile`` on every profiled settings resource: a run has one
+    profile, whichever benchmark's settings its steps read."""
+    if profile not in (DEMO, PAPER):
+        raise ValueError(f"profile {profile!r}: use {DEMO} or {PAPER}")
+    return {"resources": {key: {"config": {"profile": profile}} for key in PROFILED_SETTINGS}}
+
+
+# What each profile builds, by the settings the job reads (the numbers are the settings'
+# defaults and demo slices; the times are BENCHMARKS.md's, on 2 CPU cores for the demo).
+PROFILE_SIZES = {
+    "quit": {
+        DEMO: "the sources' questions (the bundled sample: 30 TriviaHG and 14 WikiHint questions), 3 wrong candidates "
+              "each, a test split of 12, the 325 passages of 3 questions labeled, each reranker at its own top_k; a few "
+              "minutes a stage on 2 CPU cores with the embedded model.",
+        PAPER: "every question of the sources, 10 wrong candidates each, train and test splits of 5,000 and 2,000, every "
+               "passage labeled by every labeler, the top 100 reranked; at the paper's 7,401 questions (2.4M passages) "
+               "about 7.2M labeling calls and a day of CPU besides the models' time.",
+    },
+    "finetune": {
+        DEMO: "20 training steps of batch 8 per model: about a minute each on 2 CPU cores.",
+        PAPER: "one epoch over 10 positives and as many BM25 negatives per train question, batch 64: a GPU's work at the "
+               "paper's 5,000 train questions.",
+    },
+    "recor": {
+        DEMO: "every source question of the domain (the bundled sample: 2 a domain), at most 4 aspects of 2 facts, "
+              "follow-ups with 4 new words; a few minutes a domain on 2 CPU cores.",
+        PAPER: "every source question of the domain, up to 12 aspects of 5 facts, follow-ups with 10 new words; many "
+               "builder calls a question, hours a domain at BRIGHT's size.",
+    },
+    "wikiprofile": {
+        DEMO: "12 pages (the bundled sample has 45), 8 facts kept, each question sampled 4 times (320 calls a subject "
+              "model); about a minute and a half a stage on 2 CPU cores.",
+        PAPER: "up to 10,000 pages, 5,000 facts kept, each question sampled 8 times (400,000 calls a subject model, "
+               "then as many grades).",
+    },
+}
+# The jobs whose steps read a profiled settings resource (a test checks the list against the
+# graph), with the sizes their descriptions quote.
+PROFILED_JOBS = [
+    (quit_prepare_job, "quit"), (quit_parametric_job, "quit"), (quit_passages_job, "quit"), (quit_labeling_job, "quit"),
+    (quit_finalize_job, "quit"), (quit_rerank_job, "quit"), (quit_verification_job, "quit"),
+    (quit_finetune_data_job, "finetune"), (quit_finetune_job, "finetune"),
+    (recor_observe_job, "recor"), (recor_build_job, "recor"), (recor_report_job, "recor"),
+    (wikiprofile_build_job, "wikiprofile"), (wikiprofile_profile_job, "wikiprofile"), (wikiprofile_report_job, "wikiprofile"),
+]
+
+
+def profile_variants(job, sizes: dict[str, str]) -> list:
+    """``<job>_demo`` and ``<job>_paper``: the job's selection with the profile in its run
+    config and tags, and its size in the description."""
+    return [dg.define_asset_job(f"{job.name}_{profile}", selection=job.selection, config=profile_config(profile),
+                                tags={PROFILE_TAG: profile},
+                                description=f"{job.description} Profile {profile}: {sizes[profile]}")
+            for profile in (DEMO, PAPER)]
+
+
+profile_jobs = [variant for job, sizes in PROFILED_JOBS for variant in profile_variants(job, PROFILE_SIZES[sizes])]
+jobs.extend(profile_jobs)

@@ -9,7 +9,9 @@ from assets.partitions import pending_changes
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import decisions_path
 from pipelines.jobs import quit_verification_job
-from resources.llm import LLMResource
+from resources.finetuning import BASES_PATH
+from resources.llm import REGISTRY_PATH, LLMResource
+from resources.retrieval import RERANKERS_PATH, RETRIEVERS_PATH
 from resources.storage import StorageResource, filesystem
 
 
@@ -36,24 +38,41 @@ def quit_verification_sensor(context: dg.SensorEvaluationContext, quit_settings:
     return dg.RunRequest(run_key=f"decisions-{version}")
 
 
+def registry_files(models: str) -> str:
+    """The registry files the partitions follow, as the registry sensor names them."""
+    return f"models {models}, retrievers {RETRIEVERS_PATH}, rerankers {RERANKERS_PATH}, base models {BASES_PATH}"
+
+
 @dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Adds every alias of the registries (QUIT's labelers and readers, retrievers.yaml, rerankers.yaml, "
-                       "WikiProfile's subjects) that is no partition yet as a partition of the assets that evaluate it. "
-                       "An alias removed from a registry keeps its partition and materializations.")
+           description="Keeps the model and retriever partitions in step with the registries: adds every alias of "
+                       "QUIT's labelers and readers, the retrievers, rerankers, WikiProfile's subjects and the "
+                       "fine-tuning base models that is no partition yet, and removes a partition no registry lists "
+                       "that nothing has materialized (one added by hand in the partition picker). A partition with "
+                       "materializations stays when its alias leaves a registry. Reads "
+                       + registry_files(f"{REGISTRY_PATH} (the `llm` resource's registry_path)") + ".")
 def registry_partitions_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
     # the model registry the runs ask through, which a deployment may point elsewhere
-    changes = pending_changes(context.instance, models=llm.registry_path)
-    # a removed alias is reported once, when the set of them changes, not on every tick
+    files = registry_files(llm.registry_path)
+    changes = pending_changes(context.instance, assets=context.repository_def.assets_defs_by_key.values(),
+                              models=llm.registry_path)
+    # a kept alias is reported once, when the set of them changes, not on every tick
     gone = json.dumps(changes.gone, sort_keys=True)
     if changes.gone and gone != context.cursor:
-        context.log.info(f"no longer in a registry, kept with their materializations: {changes.describe('gone')}")
+        context.log.info(f"in no registry ({files}), kept for their materializations: {changes.describe('gone')}")
     context.update_cursor(gone)
-    if not changes.new:
+    if not changes.new and not changes.stray:
         kept = f"; kept, though no registry lists them: {changes.describe('gone')}" if changes.gone else ""
-        return dg.SkipReason(f"every registry alias is a partition{kept}")
-    context.log.info(f"new partitions: {changes.describe('new')}")
+        return dg.SkipReason(f"every alias of {files} is a partition{kept}")
+    if changes.new:
+        context.log.info(f"new partitions, from {files}: {changes.describe('new')}")
+    if changes.stray:
+        context.log.info(f"removed partitions, in no registry ({files}) and never materialized: "
+                         f"{changes.describe('stray')}")
     return dg.SensorResult(dynamic_partitions_requests=[
-        dg.AddDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys) for name, keys in changes.new.items()])
+        *(dg.AddDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys)
+          for name, keys in changes.new.items()),
+        *(dg.DeleteDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys)
+          for name, keys in changes.stray.items())])
 
 
 sensors = [quit_verification_sensor, registry_partitions_sensor]

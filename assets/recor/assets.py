@@ -247,26 +247,31 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
     })
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="1",
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
           ins={"quality_scores": wiring.materialized("quality_scores"), "turn_labels": wiring.materialized("turn_labels")})
-def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.Output:
+def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
     """Per-domain quality table (Table 31's shape: conversations, turns, the four mean
     scores and the normalized dependency entropy), with the distributions of dependency
     types and question patterns over all turns (Tables 29 and 30) and their normalized
-    entropies."""
-    from assets.recor import rules
-
+    entropies. An entropy with no labelled turn is n/a, and ``why_na`` says why; ``slice``
+    names the domains, conversations and turns covered."""
     table = steps.domain_table(quality_scores, turn_labels)
-    deps = dict(turn_labels.drop_nulls("dependency").group_by("dependency").len().iter_rows())
-    pats = dict(turn_labels.drop_nulls("pattern").group_by("pattern").len().iter_rows())
+    shown = steps.shown(table)
+    distributions = {}
+    for column, name in (("dependency", "table_29_dependency"), ("pattern", "table_30_pattern")):
+        why = steps.why_unlabelled(turn_labels, column)
+        distributions[name] = dg.MetadataValue.md(why) if why else counts_md(steps.label_counts(turn_labels, column),
+                                                                            steps.LABELS[column][0])
+    # The profile is this run's: the domains may have been built under another.
     return dg.Output(table, metadata={
-        **table_metadata(table, 11),
-        "table_31": dg.MetadataValue.md(md_table(table, 11)),
-        "table_29_dependency": counts_md(deps, "dependency type"),
-        "table_30_pattern": counts_md(pats, "question pattern"),
-        "dependency_entropy": rules.normalized_entropy(deps, len(rules.DEPENDENCY_TYPES)),
-        "pattern_entropy": rules.normalized_entropy(pats, len(rules.QUESTION_PATTERNS)),
-        "unlabeled_turns": int(turn_labels["dependency"].null_count() + turn_labels["pattern"].null_count()),
+        **table_metadata(shown, 11),
+        "slice": steps.report_slice(table, recor_settings.profile, recor_settings.max_questions),
+        "table_31": dg.MetadataValue.md(md_table(shown, 11)),
+        **distributions,
+        "dependency_entropy": steps.label_entropy(turn_labels, "dependency"),
+        "pattern_entropy": steps.label_entropy(turn_labels, "pattern"),
+        **steps.unlabeled_turns(turn_labels),
+        "why_na": "; ".join(steps.not_applicable(table, turn_labels)) or "none",
     })
 
 

@@ -72,11 +72,14 @@ def conversation_problems(turn_docs: Sequence[Sequence[str]], min_turns: int = M
     return problems
 
 
-def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float:
+def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float | None:
     """Shannon entropy of the label distribution divided by log(n_classes): 0 when one
-    label takes everything, 1 when all classes are equally frequent."""
+    label takes everything, 1 when all classes are equally frequent, None when nothing was
+    labelled (an empty distribution has no entropy; a report shows it as n/a, not as 0)."""
     total = sum(counts.values())
-    if total == 0 or n_classes < 2:
+    if total == 0:
+        return None
+    if n_classes < 2:
         return 0.0
     h = sum((c / total) * math.log(total / c) for c in counts.values() if c)
     return h / math.log(n_classes)

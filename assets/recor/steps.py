@@ -700,19 +700,98 @@ def turn_labels(turns: pl.DataFrame, llm, alias: str, stats: CallStats, log=None
                                 "dependency": pl.String, "pattern": pl.String})
 
 
+# What Tables 29 and 30 count: each label column, its name in the report, its entropy's
+# column in Table 31 and its classes.
+LABELS = {"dependency": ("dependency type", "DE", rules.DEPENDENCY_TYPES),
+          "pattern": ("question pattern", "QE", rules.QUESTION_PATTERNS)}
+
+
+def label_counts(labels: pl.DataFrame, column: str) -> dict[str, int]:
+    """How many turns have each label of ``column``, most frequent first."""
+    counts = labels.drop_nulls(column).group_by(column).len().sort(["len", column], descending=[True, False])
+    return dict(counts.iter_rows())
+
+
+def label_entropy(labels: pl.DataFrame, column: str) -> float | None:
+    """The normalized entropy of ``column``'s labels; None (n/a) when no turn has one."""
+    return rules.normalized_entropy(label_counts(labels, column), len(LABELS[column][2]))
+
+
+def unlabeled_turns(labels: pl.DataFrame) -> dict[str, int]:
+    """Turns without a dependency type, without a question pattern, and missing either:
+    counts of turns (a turn missing both labels is one turn), never more than there are."""
+    dependency, pattern = pl.col("dependency").is_null(), pl.col("pattern").is_null()
+    row = labels.select(turns_without_dependency=dependency.sum(), turns_without_pattern=pattern.sum(),
+                        turns_missing_a_label=(dependency | pattern).sum()).row(0, named=True)
+    return {name: int(n) for name, n in row.items()}
+
+
+def _named_none(labels: pl.DataFrame) -> str:
+    return f"{labels.height} turns, the judge's replies named none" if labels.height else "no turn to label"
+
+
+def why_unlabelled(labels: pl.DataFrame, column: str) -> str | None:
+    """Why no turn has a ``column`` label, in the words Table 29 or 30 shows instead of an
+    empty table; None when some turn has one."""
+    if labels.height == 0:
+        return "no turn labelled: no domain has a conversation in the benchmark"
+    missing = labels[column].null_count()
+    if missing < labels.height:
+        return None
+    # A null label is a reply that named none of the classes, or a call that failed
+    # (recor/turn_labels' llm_accounting check tells them apart).
+    return (f"no turn labelled: the judge's replies named no {LABELS[column][0]} "
+            f"({missing} of {labels.height} turns unparsable)")
+
+
+def not_applicable(table: pl.DataFrame, labels: pl.DataFrame) -> list[str]:
+    """Why each entropy of the report is n/a: Table 31's DE or QE of a domain, and the
+    entropies over all turns, where no turn has that label."""
+    reasons = []
+    for row in table.iter_rows(named=True):
+        for what, short, _ in LABELS.values():
+            if row[short] is None:
+                reasons.append(f"{row['domain']}: {short} n/a, no turn has a {what} "
+                               f"({_named_none(labels.filter(pl.col('domain') == row['domain']))})")
+    for column, (what, _, _) in LABELS.items():
+        if label_entropy(labels, column) is None:
+            reasons.append(f"{column}_entropy n/a, no turn has a {what} ({_named_none(labels)})")
+    return reasons
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def report_slice(table: pl.DataFrame, profile: str, max_questions: int | None) -> str:
+    """The slice a report covers: its domains, conversations and turns, and the settings
+    (profile, source questions per domain) of the run that wrote it."""
+    domains = table["domain"].to_list()
+    named = f" ({', '.join(domains)})" if domains else ""
+    questions = "every source question" if max_questions is None else _count(max_questions, "source question")
+    return (f"{_count(len(domains), 'domain')}{named}, {_count(int(table['#C'].sum()), 'conversation')}, "
+            f"{_count(int(table['#T'].sum()), 'turn')}; recor_settings of this run: profile {profile}, {questions} per domain")
+
+
+def shown(table: pl.DataFrame) -> pl.DataFrame:
+    """A report table as the UI shows it: numbers to 4 significant digits, and a value that
+    is undefined (an entropy with no labelled turn) as n/a rather than a blank."""
+    numbers = [name for name, dtype in table.schema.items() if dtype == pl.Float64]
+    return table.with_columns(pl.col(name).map_elements(lambda v: f"{v:.4g}", return_dtype=pl.String).fill_null("n/a")
+                              for name in numbers)
+
+
 def domain_table(scores: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """Table 31's shape: per domain #C, #T, the four mean scores and the normalized
-    dependency entropy (DE), plus the question-pattern entropy (QE)."""
+    dependency entropy (DE), plus the question-pattern entropy (QE); an entropy is null
+    (n/a) for a domain where no turn has that label."""
     rows = []
     for domain in sorted(set(scores["domain"]) | set(labels["domain"])):
         s = scores.filter(pl.col("domain") == domain)
         lab = labels.filter(pl.col("domain") == domain)
-        deps = dict(lab.drop_nulls("dependency").group_by("dependency").len().iter_rows())
-        pats = dict(lab.drop_nulls("pattern").group_by("pattern").len().iter_rows())
         rows.append({"domain": domain, "#C": s.height, "#T": int(s["turns"].sum() or 0),
                      **{DIMENSION_ABBREVIATIONS[d]: (s[d].mean() if s.height else None) for d in DIMENSIONS},
-                     "DE": rules.normalized_entropy(deps, len(rules.DEPENDENCY_TYPES)),
-                     "QE": rules.normalized_entropy(pats, len(rules.QUESTION_PATTERNS))})
+                     **{short: label_entropy(lab, column) for column, (_, short, _) in LABELS.items()}})
     schema = {"domain": pl.String, "#C": pl.Int64, "#T": pl.Int64, **{DIMENSION_ABBREVIATIONS[d]: pl.Float64 for d in DIMENSIONS},
               "DE": pl.Float64, "QE": pl.Float64}
     return pl.DataFrame(rows, schema=schema)

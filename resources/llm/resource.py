@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Optional
 
 import dagster as dg
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from resources.llm.cache import (
     AnswerCache,
@@ -259,7 +259,9 @@ class LLMResource(dg.ConfigurableResource):
     step stops only when every replica is out.
     """
 
-    registry_path: str = REGISTRY_PATH
+    registry_path: str = Field(default=REGISTRY_PATH, description=(
+        "the model registry file (alias -> model) every call resolves; by default $BENCHFOUNDRY_MODELS as set when "
+        "the code location started, else resources/models.yaml"))
     cache_dir: str = ".cache/llm"
     # "disk" (a diskcache folder, cache_dir), "postgres" (one table every worker shares, at
     # cache_url) or "off". cache_url None: $BENCHFOUNDRY_CACHE_URL, read when the cache is

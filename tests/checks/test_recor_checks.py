@@ -215,6 +215,9 @@ BROKEN = [
     ("quality_report", "ranges", "a mean score above 5", lambda: {"quality_report": edit("quality_report", Grd=5.5)}),
     ("quality_report", "ranges", "fewer than 3 turns a conversation", lambda: {"quality_report": edit("quality_report", **{"#T": 2})}),
     ("quality_report", "ranges", "an unknown domain", lambda: {"quality_report": edit("quality_report", domain="cooking")}),
+    ("quality_report", "ranges", "an entropy of 0 where no turn is labelled",
+     lambda: {"turn_labels": edit("turn_labels", dependency=None), "quality_report": edit("quality_report", DE=0.0)}),
+    ("quality_report", "ranges", "an entropy n/a where turns are labelled", lambda: {"quality_report": edit("quality_report", QE=None)}),
     ("statistics", "schema", "a null count", lambda: {"statistics": edit("statistics", **{"#Turns": [0, None]})}),
     ("statistics", "table_2", "domains out of order", lambda: {"statistics": sound()["statistics"].reverse()}),
     ("statistics", "table_2", "an average that is not #Turns over #Conv.", lambda: {"statistics": edit("statistics", **{"Avg #T": [None, 4.0]})}),
@@ -222,6 +225,11 @@ BROKEN = [
     ("statistics", "table_2", "fewer aspects than turns", lambda: {"statistics": edit("statistics", **{"Avg #A": [None, 2.0]})}),
     ("statistics", "table_2", "turns without conversations", lambda: {"statistics": edit("statistics", **{"#Turns": [2, 3]})}),
 ]
+
+
+def test_a_domain_without_labels_passes_with_entropies_na():
+    unlabelled = edit("turn_labels", dependency=None, pattern=None)
+    assert run(by_name("quality_report", "ranges"), turn_labels=unlabelled, quality_report=edit("quality_report", DE=None, QE=None)).passed
 
 
 def by_name(asset: str, name: str) -> dg.AssetChecksDefinition:

@@ -78,7 +78,10 @@ def test_registry_aliases_become_partitions_once(scripted_llm):
 
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("retrievers", ["retired"])
-    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm}) as ctx:
+    assets = _evaluations()
+    assert dg.materialize_to_memory([assets[0]], instance=instance, partition_key="retired").success
+    defs = dg.Definitions(assets=assets)
+    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm}, definitions=defs) as ctx:
         result = registry_partitions_sensor(ctx)
         cursor = ctx.cursor
     added = {r.partitions_def_name: list(r.partition_keys) for r in result.dynamic_partitions_requests}
@@ -90,7 +93,78 @@ def test_registry_aliases_become_partitions_once(scripted_llm):
     # partition no registry lists any more (kept, with its materializations)
     for name, keys in added.items():
         instance.add_dynamic_partitions(name, keys)
-    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"llm": scripted_llm}) as ctx:
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"llm": scripted_llm},
+                                 definitions=defs) as ctx:
         skipped = registry_partitions_sensor(ctx)
     assert isinstance(skipped, dg.SkipReason) and "retrievers: retired" in skipped.skip_message
     assert instance.get_dynamic_partitions("retrievers")[0] == "retired"
+
+
+def _evaluations():
+    """An asset per retriever and one per retriever x reranker, as the evaluation's are."""
+    from assets.partitions import rerank_partitions, retriever_partitions
+
+    @dg.asset(partitions_def=retriever_partitions)
+    def retrieval_scores() -> None:
+        return None
+
+    @dg.asset(partitions_def=rerank_partitions)
+    def rerank_scores() -> None:
+        return None
+
+    return [retrieval_scores, rerank_scores]
+
+
+def test_registry_sensor_removes_hand_added_partitions_nothing_materialized(scripted_llm):
+    """A partition added by hand in the UI's partition picker (in no registry) goes at the next
+    tick, with the reason in the log; one that something materialized stays, also when it
+    is one dimension of a multi-partition key."""
+    from assets.partitions import sync_partitions
+    from pipelines.sensors import registry_partitions_sensor
+
+    assets = _evaluations()
+    instance = dg.DagsterInstance.ephemeral()
+    sync_partitions(instance, models=SCRIPTED_REGISTRY)
+    instance.add_dynamic_partitions("retrievers", ["typo", "evaluated"])
+    instance.add_dynamic_partitions("rerankers", ["tried", "unused"])
+    assert dg.materialize_to_memory([assets[0]], instance=instance, partition_key="evaluated").success
+    assert dg.materialize_to_memory([assets[1]], instance=instance,
+                                    partition_key=dg.MultiPartitionKey({"retriever": "bm25", "reranker": "tried"})).success
+
+    defs = dg.Definitions(assets=assets)
+    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm}, definitions=defs) as ctx:
+        result = registry_partitions_sensor(ctx)
+        cursor = ctx.cursor
+    assert isinstance(result, dg.SensorResult)
+    removed = {r.partitions_def_name: list(r.partition_keys) for r in result.dynamic_partitions_requests
+               if isinstance(r, dg.DeleteDynamicPartitionsRequest)}
+    assert removed == {"retrievers": ["typo"], "rerankers": ["unused"]}
+    for name, keys in removed.items():
+        for key in keys:
+            instance.delete_dynamic_partition(name, key)
+
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"llm": scripted_llm},
+                                 definitions=defs) as ctx:
+        skipped = registry_partitions_sensor(ctx)
+    assert isinstance(skipped, dg.SkipReason)
+    assert "retrievers: evaluated" in skipped.skip_message and "rerankers: tried" in skipped.skip_message
+    assert "evaluated" in instance.get_dynamic_partitions("retrievers")
+    assert "typo" not in instance.get_dynamic_partitions("retrievers")
+
+
+def test_registry_sensor_names_the_files_it_reads(scripted_llm):
+    from pipelines.sensors import registry_partitions_sensor
+    from resources.retrieval import RERANKERS_PATH, RETRIEVERS_PATH
+
+    assert RETRIEVERS_PATH in registry_partitions_sensor.description
+    assert RERANKERS_PATH in registry_partitions_sensor.description
+    instance = dg.DagsterInstance.ephemeral()
+    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm},
+                                 definitions=dg.Definitions(assets=_evaluations())) as ctx:
+        first = registry_partitions_sensor(ctx)
+    for request in first.dynamic_partitions_requests:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm},
+                                 definitions=dg.Definitions(assets=_evaluations())) as ctx:
+        skipped = registry_partitions_sensor(ctx)
+    assert SCRIPTED_REGISTRY in skipped.skip_message and RETRIEVERS_PATH in skipped.skip_message

@@ -1,6 +1,7 @@
 import polars as pl
 import pytest
 
+from assets.recor import rules
 from assets.recor import steps as quality
 from assets.recor.steps import TURN_SCHEMA
 from resources.llm import CallStats, ParseError
@@ -44,3 +45,76 @@ def test_parse_label():
     assert quality.parse_label("what is asked", ["what", "what_if"]) == "what"
     with pytest.raises(ParseError):
         quality.parse_label("no idea", ["why", "how"])
+
+
+# --- the quality report on tiny tables (issue 31) ------------------------------------------------
+
+LABEL_COLUMNS = {"domain": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32, "dependency": pl.String, "pattern": pl.String}
+
+
+def labels(*rows) -> pl.DataFrame:
+    """Turn labels of law's conversation c1: one (dependency, pattern) pair per turn."""
+    return pl.DataFrame([{"domain": "law", "conversation_id": "c1", "turn_id": i, "dependency": d, "pattern": p}
+                         for i, (d, p) in enumerate(rows, start=1)], schema=LABEL_COLUMNS)
+
+
+def scores(turns: int = 3) -> pl.DataFrame:
+    return pl.DataFrame([{"domain": "law", "conversation_id": "c1", "turns": turns, "naturalness": 4.0, "coherence": 3.0,
+                          "question_quality": 4.0, "groundedness": 5.0}],
+                        schema={"domain": pl.String, "conversation_id": pl.String, "turns": pl.Int64,
+                                **{d: pl.Float64 for d in quality.DIMENSIONS}})
+
+
+def report(turn_labels: pl.DataFrame, quality_scores: pl.DataFrame | None = None, **settings) -> dict:
+    from assets.recor.assets import quality_report
+    from assets.recor.settings import RecorSettings
+
+    out = quality_report(quality_scores=scores() if quality_scores is None else quality_scores, turn_labels=turn_labels,
+                         recor_settings=RecorSettings(**settings))
+    return {"table": out.value, **{k: getattr(v, "value", v) for k, v in out.metadata.items()}}
+
+
+def test_unlabeled_turns_count_each_turn_once():
+    # turn 1 has neither label, turn 2 no pattern, turn 3 both
+    mixed = labels((None, None), ("coreference", None), ("ellipsis", "how"))
+    assert quality.unlabeled_turns(mixed) == {"turns_without_dependency": 1, "turns_without_pattern": 2, "turns_missing_a_label": 2}
+    # the issue's demo domain: 3 turns, no label at all, was reported as 6 unlabeled turns
+    meta = report(labels((None, None), (None, None), (None, None)))
+    assert (meta["turns_missing_a_label"], meta["turns_without_dependency"], meta["turns_without_pattern"]) == (3, 3, 3)
+
+
+def test_entropies_are_na_without_a_labelled_turn_and_0_for_one_class():
+    import math
+
+    assert rules.normalized_entropy({}, 6) is None
+    assert rules.normalized_entropy({"why": 0}, 9) is None
+    # no dependency type named; every pattern "how": one class, a real 0
+    row = quality.domain_table(scores(), labels((None, "how"), (None, "how"), (None, "how"))).row(0, named=True)
+    assert row["DE"] is None and row["QE"] == 0.0
+    meta = report(labels((None, "how"), (None, "how"), (None, "how")))
+    assert meta["dependency_entropy"] is None and meta["pattern_entropy"] == 0.0
+    assert meta["why_na"] == ("law: DE n/a, no turn has a dependency type (3 turns, the judge's replies named none); "
+                              "dependency_entropy n/a, no turn has a dependency type (3 turns, the judge's replies named none)")
+    # shown as n/a in Table 31, with 2 of 6 dependency types equally often beside it
+    assert "| law | 1 | 3 | 4 | 3 | 4 | 5 | n/a | 0 |" in meta["table_31"]
+    two = report(labels(("ellipsis", "how"), ("coreference", "how"), ("ellipsis", None), ("coreference", "why")))
+    assert two["dependency_entropy"] == pytest.approx(math.log(2) / math.log(6))
+    assert two["why_na"] == "none"
+
+
+def test_tables_29_and_30_say_why_they_are_empty():
+    meta = report(labels((None, None), (None, "why"), (None, None)))
+    assert meta["table_29_dependency"] == "no turn labelled: the judge's replies named no dependency type (3 of 3 turns unparsable)"
+    assert meta["table_30_pattern"] == "| question pattern | count |\n|---|---|\n| why | 1 |"
+    empty = report(labels(), scores().clear())
+    assert empty["table_30_pattern"] == "no turn labelled: no domain has a conversation in the benchmark"
+    assert empty["dependency_entropy"] is None and empty["turns_missing_a_label"] == 0
+
+
+def test_the_report_states_its_slice():
+    meta = report(labels(("ellipsis", "how"), ("coreference", "how"), ("ellipsis", None)), profile="demo", max_questions=1)
+    assert meta["slice"] == "1 domain (law), 1 conversation, 3 turns; recor_settings of this run: profile demo, 1 source question per domain"
+    two = pl.concat([scores(), scores(4).with_columns(domain=pl.lit("biology"), conversation_id=pl.lit("c2"))])
+    meta = report(labels(("ellipsis", "how")), two)
+    assert meta["slice"] == ("2 domains (biology, law), 2 conversations, 7 turns; recor_settings of this run: profile paper, "
+                             "every source question per domain")
