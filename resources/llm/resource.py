@@ -991,16 +991,19 @@ def _finish(result: LLMResult, parse: Callable[[str], Any] | None, output: Outpu
     read as it is. ``parse`` then gives the value (an unparsable reply keeps its text)."""
     if result.text is None:
         return result
-    rendered = output.read(strip_thinking(result.text)) if output is not None else None
+    # the answer without its reasoning block, stripped once: this runs for every call
+    answer = strip_thinking(result.text)
+    rendered = output.read(answer) if output is not None else None
     if rendered is not None:
-        result.text, result.answered = rendered, STRUCTURED
+        result.text = answer = rendered
+        result.answered = STRUCTURED
     else:
         result.answered = FREE_TEXT
     if parse is None:
-        result.value = strip_thinking(result.text)
+        result.value = answer
         return result
     try:
-        result.value = parse(strip_thinking(result.text))
+        result.value = parse(answer)
     except ParseError as e:
         result.error = f"unparsable: {e}"
     return result
