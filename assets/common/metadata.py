@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Mapping
 
 import dagster as dg
 import polars as pl
@@ -28,6 +29,36 @@ def md_table(frame: pl.DataFrame, limit: int = 10) -> str:
     for row in head.iter_rows():
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     return "\n".join(lines)
+
+
+# Dagster's column types for the polars dtypes a report holds; the rest are shown as text.
+_COLUMN_TYPES = {pl.Boolean: "bool", pl.String: "string", pl.Float32: "float", pl.Float64: "float",
+                 **{t: "int" for t in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)}}
+
+
+def _record_value(v) -> str | int | float | bool | None:
+    """A cell as a table record holds it: a missing, NaN or infinite score (a ratio over
+    nothing) is None, which the UI leaves blank; a list is joined; a float keeps four
+    decimals (a share to 0.01 percentage point, the papers' precision); anything else not a
+    scalar is shown as text."""
+    if v is None or isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, float):
+        return round(v, 4) if math.isfinite(v) else None
+    if isinstance(v, list | tuple | pl.Series):
+        return "; ".join(str(x) for x in v)
+    return str(v)
+
+
+def report_table(frame: pl.DataFrame, definitions: Mapping[str, str] | None = None) -> dg.TableMetadataValue:
+    """A report table as Dagster table metadata, which the UI renders inline on the asset
+    page (markdown sits behind a link and is cut off when wide); each column's description
+    is its entry in ``definitions``, shown when hovering its header."""
+    definitions = definitions or {}
+    columns = [dg.TableColumn(name, _COLUMN_TYPES.get(dtype.base_type(), "string"), description=definitions.get(name))
+               for name, dtype in frame.schema.items()]
+    records = [dg.TableRecord({k: _record_value(v) for k, v in row.items()}) for row in frame.iter_rows(named=True)]
+    return dg.MetadataValue.table(records, dg.TableSchema(columns))
 
 
 def table_metadata(frame: pl.DataFrame, preview: int = 10) -> dict:

@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import md_table, png_markdown
+from assets.common.metadata import md_table, png_markdown, report_table
 from assets.eval import conversational
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
@@ -159,17 +159,10 @@ def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
     }
 
 
-def leaderboard_markdown(table: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> str:
-    """The rows with every score in percent, leaving out the columns no system has; QUIT's
-    nDCG header names its gain, the line above the RECOR averaging."""
-    shown = [c for c in table.columns if table[c].null_count() < table.height]
-    scores = [c for c in shown if c in SCORES]
-    percent = table.select(shown).with_columns(
-        pl.when(pl.col(c).is_null()).then(pl.lit("")).otherwise(pl.format("{}%", (100 * pl.col(c)).round(2))).alias(c)
-        for c in scores)
-    labels = {f"quit/{m}": f"quit/{eval_metrics.metric_label(m)}" for m in QUIT_METRICS if f"quit/{m}" in shown}
-    return (f"Scores in percent, blank where not run. RECOR averaging: {conversational.AVERAGING[averaging]}.\n\n"
-            + md_table(percent.rename(labels), max(percent.height, 1)))
+def leaderboard_shown(table: pl.DataFrame) -> pl.DataFrame:
+    """The rows without the score columns no system has, so the inline table stays as narrow
+    as the evaluation run (all columns while there is no row)."""
+    return table.select(c for c in table.columns if not table.height or table[c].null_count() < table.height)
 
 
 def leaderboard_plot(table: pl.DataFrame):
@@ -217,7 +210,7 @@ def leaderboard(storage: StorageResource) -> dg.Output:
     columns = definitions()
     return dg.Output(table, metadata={
         "dagster/row_count": table.height,
-        "leaderboard": dg.MetadataValue.md(leaderboard_markdown(table)),
+        "leaderboard": report_table(leaderboard_shown(table), columns),
         "benchmarks_evaluated": ", ".join(evaluated) or "none",
         "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
         "not_evaluated": ", ".join(missing) or "none",

@@ -108,8 +108,8 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
     overall = table.filter(pl.col("split") == "all")
     return dg.Output(table, metadata={
         **table_metadata(table),
-        "table_2": dg.MetadataValue.md(reports.percent_table(overall, "retriever", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"])),
-        "table_4": dg.MetadataValue.md(definition_table(overall, "retriever", TABLE_4)),
+        "table_2": reports.share_table(overall, "retriever", TABLE_2, RETRIEVER_COLUMN),
+        "table_4": reports.share_table(overall, "retriever", TABLE_4, RETRIEVER_COLUMN),
         **definition_metadata(),
         "hit_at_k": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
         "hit100_by_relevant": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
@@ -178,9 +178,10 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
     retrieved, oracle = table.filter(~pl.col("oracle")), table.filter(pl.col("oracle"))
     return dg.Output(table, metadata={
         **table_metadata(table),
-        "table_5": dg.MetadataValue.md(reports.percent_table(retrieved, "system", ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"])),
-        "table_6": dg.MetadataValue.md(definition_table(retrieved, "system", TABLE_4)),
-        "table_7": dg.MetadataValue.md(definition_table(oracle, "reranker", TABLE_7)),
+        "table_5": reports.share_table(retrieved, "system", TABLE_5, RERANKED_COLUMN),
+        "table_6": reports.share_table(retrieved, "system", TABLE_4, RERANKED_COLUMN),
+        "table_7": reports.share_table(oracle, "reranker", TABLE_7, "a reranker alias (resources/rerankers.yaml), reordering "
+                                                                   "the Oracle retriever's passages"),
         **definition_metadata(),
     })
 
@@ -263,6 +264,11 @@ def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFra
 TABLE_4 = ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr",
            *(eval_metrics.ndcg(k) for k in (10, 100))]
 TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
+# Tables 2 and 5: the Hit@k and MRR columns; the row keys' definitions, shown with the tables.
+TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
+TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
+RETRIEVER_COLUMN = "a retriever alias (resources/retrievers.yaml), over all QUIT questions; the Oracle retriever left out"
+RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a reranker (resources/rerankers.yaml)"
 
 
 def definition_table(frame: pl.DataFrame, key: str, metrics: list[str]) -> str:

@@ -8,7 +8,7 @@ evaluation's registry: the same retrievers, indexes and searches serve both benc
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_table, table_metadata
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
@@ -143,11 +143,12 @@ def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -
     qrels = qrels_frame(benchmark)
     scores = conversational.turn_scores(recor_runs, qrels, benchmark)
     skipped = conversational.without_gold(benchmark, qrels)
-    tables = {}
+    tables, inline = {}, {}
     for averaging, suffix in ((conversational.TURN_FIRST, ""), (conversational.CONVERSATION_FIRST, "_conversation_first")):
         table3 = conversational.strategy_table(scores, averaging=averaging)
-        tables |= {f"table_3{suffix}": (averaging, table3, 50), f"table_4{suffix}": (averaging, conversational.ablation_table(table3), 50),
+        tables |= {f"table_3{suffix}": (averaging, table3, 50),
                    f"table_18{suffix}": (averaging, conversational.full_metrics(scores, averaging=averaging), 50)}
+        inline[f"table_4{suffix}"] = report_table(conversational.ablation_table(table3), table_4_definitions(averaging))
     tables |= {"table_17": (conversational.TURN_FIRST, conversational.t_tests(scores), 10),
                "table_19": (conversational.TURN_FIRST, conversational.turn_position_table(scores), 50)}
     return dg.Output(scores, metadata={
@@ -158,10 +159,22 @@ def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -
         "strategies": counts_md(conversational.STRATEGY_TEXT, "strategy", "query text"),
         **{name: dg.MetadataValue.md(conversational.titled(averaging, md_table(table, rows)))
            for name, (averaging, table, rows) in tables.items()},
+        **inline,
         "table_20": dg.MetadataValue.md(f"Averaging: mean over each domain's turns\n\n{md_table(conversational.domain_table(scores), 20)}"),
         "turn_position": png_markdown(conversational.turn_curve(scores)),
         "per_domain": png_markdown(conversational.domain_plot(scores)),
     })
+
+
+def table_4_definitions(averaging: str) -> dict[str, str]:
+    """What each column of Table 4 holds, its averaging named in every score's definition
+    (the inline table has no caption line)."""
+    strategy = {conversational.SHORT[s]: text for s, text in conversational.STRATEGY_TEXT.items()}
+    scores = {short: f"nDCG@10 (a share in [0, 1]), query: {text}; averaging: {conversational.AVERAGING[averaging]}"
+              for short, text in strategy.items()}
+    gains = {f"{short} %": f"change of {short} over Base in percent, ({short} / Base - 1) x 100 (the published Gain); "
+                           "blank where Base is 0" for short in strategy if short != "Base"}
+    return {"retriever": "a retriever alias (resources/retrievers.yaml); Average: the mean over the retrievers", **scores, **gains}
 
 
 def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:

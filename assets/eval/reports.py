@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dagster as dg
 import polars as pl
 
+from assets.common.metadata import report_table
+from assets.eval import metrics as eval_metrics
 from assets.eval.metrics import per_question
 
 HIT_CUTS = [1, 5, 10, 20, 50, 100]
@@ -16,6 +19,20 @@ def percent_table(frame: pl.DataFrame, key: str, metrics: list[str]) -> str:
     for row in frame.iter_rows(named=True):
         lines.append("| " + " | ".join([str(row[key]), *(f"{100 * row[m]:.2f}%" for m in metrics)]) + " |")
     return "\n".join(lines)
+
+
+def metric_definition(metric: str) -> str:
+    """What a QUIT metric column holds: its gain for nDCG, what counts as relevant otherwise."""
+    name, _ = eval_metrics.parse_metric(metric)
+    if name in eval_metrics.GAIN_LABELS:
+        return f"{eval_metrics.metric_label(metric)}, over the graded labels 0-2; a share in [0, 1]"
+    return f"{metric}; {eval_metrics.RELEVANCE}; a share in [0, 1]"
+
+
+def share_table(frame: pl.DataFrame, key: str, metrics: list[str], key_definition: str) -> dg.TableMetadataValue:
+    """One row per ``key`` value with its QUIT metrics as shares in [0, 1] (the papers print
+    percent), each header described by :func:`metric_definition`; rendered inline in the UI."""
+    return report_table(frame.select(key, *metrics), {key: key_definition, **{m: metric_definition(m) for m in metrics}})
 
 
 def _plt():

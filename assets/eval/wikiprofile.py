@@ -6,7 +6,7 @@ partition). The rules live in :mod:`assets.eval.profiling_rules` and
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_table, table_metadata
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.eval import analysis, profiling
@@ -117,6 +117,16 @@ TABLE_2_HEADERS = {
 }
 
 
+def _table_2(table: pl.DataFrame) -> dg.TableMetadataValue:
+    """Table 2 rendered inline, under the paper's headers, each described as
+    :data:`method.DEFINITIONS` says (a share over no facts, NaN, is left blank)."""
+    described = {"model": "a subject model alias (resources/models.yaml)", "facts": "the model's facts, the excluded ones included",
+                 "profiled": "facts given a profile (one of the five, or an undecided union without a thinking "
+                             "run): neither ungradable nor direct inference",
+                 **{TABLE_2_HEADERS.get(c, c): d for c, d in method.DEFINITIONS.items()}}
+    return report_table(table.rename(TABLE_2_HEADERS), described)
+
+
 def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
     """What every column of Table 2 counts, with the thresholds and the NaN strategy used."""
     rows = [{"column": c, "header": TABLE_2_HEADERS.get(c, c), "definition": d} for c, d in method.DEFINITIONS.items()]
@@ -154,7 +164,7 @@ def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, 
     missing = [context.partition_key] if summary["thinking_run"] == method.THINKING_MISSING else []
     return dg.Output(facts, metadata={
         **table_metadata(facts), "strategy": strategy, "tau": wikiprofile_settings.tau, **_thinking_metadata(missing),
-        "table_2_row": dg.MetadataValue.md(md_table(row.rename(TABLE_2_HEADERS))),
+        "table_2_row": _table_2(row),
         **{f"pct/{k}": float(v) for k, v in summary.items() if k in method.SUMMARY_SHARES and v is not None},
     })
 
@@ -205,7 +215,7 @@ def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSett
                   fontsize=7)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     return dg.Output(table, metadata={
-        **table_metadata(table), "table_2": dg.MetadataValue.md(md_table(table.rename(TABLE_2_HEADERS), 30)),
+        **table_metadata(table), "table_2": _table_2(table),
         "definitions": _definitions(wikiprofile_settings), **_thinking_metadata(analysis.models_without_thinking(profiles)),
         "profiles_plot": png_markdown(fig)})
 

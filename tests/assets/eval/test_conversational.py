@@ -1,5 +1,6 @@
 import math
 
+import dagster as dg
 import polars as pl
 import pytest
 
@@ -208,12 +209,18 @@ def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold
     assert meta["table_3"].value.startswith("Averaging: turn -> domain -> macro over domains (paper, section 4)")
     assert meta["table_3_conversation_first"].value.startswith("Averaging: turn -> conversation -> domain")
     assert "| retriever | Base | Hist |" in meta["table_3"].value and "| Hist vs. Base | 2 |" in meta["table_17"].value
+    # Table 4 inline: both turns found at rank 1 under both strategies, so no gain; the
+    # averaging, no longer a caption line, is in every score's definition
+    table_4 = meta["table_4"]
+    assert isinstance(table_4, dg.TableMetadataValue)
+    assert [r.data for r in table_4.records] == [{"retriever": r, "Base": 1.0, "Hist": 1.0, "Hist %": 0.0} for r in ("bm25", "Average")]
+    described = {c.name: c.description for c in table_4.schema.columns}
+    assert "the whole conversation history" in described["Hist"] and "(paper, section 4)" in described["Hist"]
+    assert "(published ablation scripts)" in {c.name: c.description for c in meta["table_4_conversation_first"].schema.columns}["Base"]
     assert set(out.value["qid"]) == {"c1_turn_1", "c1_turn_2"}
 
 
 def test_the_queries_asset_writes_every_strategy(scripted_llm):
-    import dagster as dg
-
     from assets.eval.recor import recor_queries
 
     benchmark = turns()

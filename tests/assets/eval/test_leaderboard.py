@@ -123,11 +123,20 @@ def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # no
     assert meta["benchmarks_evaluated"].value == "quit, recor"
     assert pl.read_csv(meta["csv"].path, schema=lb.SCHEMA).equals(table)
     assert meta["parquet"].path == meta["path"].path and pl.read_parquet(meta["parquet"].path).equals(table)
-    markdown = meta["leaderboard"].value
-    assert "quit/ndcg_burges@10 (exp. gain 2^rel-1, as the QUIT release)" in markdown
-    assert "RECOR averaging: turn -> domain -> macro over domains (paper, section 4)" in markdown
-    # percentages, and no column for what nobody has (WikiProfile here)
-    assert "| bm25 | retriever | quit, recor | 25.0% | 50.0% | 75.0% | 40.0% |" in markdown and "wikiprofile/" not in markdown
+    # rendered inline as a table of shares, each header's definition its description, and no
+    # column for what nobody has (WikiProfile here)
+    board = meta["leaderboard"]
+    assert isinstance(board, dg.TableMetadataValue)
+    described = {c.name: c.description for c in board.schema.columns}
+    assert "(exp. gain 2^rel-1, as the QUIT release)" in described["quit/ndcg_burges@10"]
+    recor = [c for c in described if c.startswith("recor/")]
+    assert recor and all("turn -> domain -> macro over domains (paper, section 4)" in described[c] for c in recor)
+    assert not any(c.startswith("wikiprofile/") for c in described)
+    assert [r.data["system"] for r in board.records] == table["system"].to_list()
+    assert {k: v for k, v in board.records[0].data.items() if k.startswith("quit/")} == {
+        "quit/hit_rate@1": 0.25, "quit/hit_rate@5": 0.5, "quit/hit_rate@10": 0.75, "quit/ndcg_burges@10": 0.4,
+        "quit/em": None, "quit/em_setting": None}  # a retriever reads nothing: blank, not 0
+    assert meta["recor_averaging"].value == "turn -> domain -> macro over domains (paper, section 4)"
     assert meta["leaderboard_plot"].value.startswith("![plot](data:image/png;base64,")
     assert "recor/ndcg@10/last_turn" in meta["definitions"].value
 

@@ -4,6 +4,7 @@ nDCG gains, and the errors for input that has no single answer."""
 import math
 import random
 
+import dagster as dg
 import polars as pl
 import pytest
 
@@ -154,8 +155,15 @@ def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
     # (2 + 1/log2 3 + 1/2) = 2.06161 / 3.13093 = 0.65847
     assert row["ndcg_burges@10"] == pytest.approx(0.62011, abs=1e-5)
     assert row["ndcg@10"] == pytest.approx(0.65847, abs=1e-5)
-    table_4 = output.metadata["table_4"].value
-    assert "ndcg_burges@10 (exp. gain 2^rel-1, as the QUIT release)" in table_4 and "| 62.01% |" in table_4
+    # Table 4 inline: a share per cell, each header's definition naming the gain or the relevance
+    table_4 = output.metadata["table_4"]
+    assert isinstance(table_4, dg.TableMetadataValue)
+    assert [c.name for c in table_4.schema.columns] == ["retriever", *quit.TABLE_4]
+    described = {c.name: c.description for c in table_4.schema.columns}
+    assert described["ndcg_burges@10"].startswith("ndcg_burges@10 (exp. gain 2^rel-1, as the QUIT release)")
+    assert "label > 0" in described["recall@5"]
+    assert [r.data["retriever"] for r in table_4.records] == ["bm25"] and table_4.records[0].data["ndcg_burges@10"] == 0.6201
+    assert [r.data for r in output.metadata["table_2"].records] == [{"retriever": "bm25", **{m: round(row[m], 4) for m in quit.TABLE_2}}]
     assert "label > 0" in output.metadata["relevance"].value
 
 
@@ -260,3 +268,20 @@ def test_many_runs_in_one_evaluation_score_as_each_run_alone():
     own = qrels.with_columns(pl.lit("bm25").alias("system")).join(run.select("system", "strategy").unique(), on="system")
     mine = grouped_per_question_metrics(own, run, ["system", "strategy"], metrics)
     assert mine.height == 6 and set(mine["system"]) == {"bm25"} and mine.equals(together.filter(pl.col("system") == "bm25"))
+
+
+def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart():
+    from assets.eval import quit
+
+    # "a" ranked first of the three relevant: Hit@1 1, MRR 1; the Oracle row goes to Table 7 only
+    reranked = pl.concat([ranked({"q1": ["a", "x", "b", "c"]}).with_columns(pl.lit("bm25+upr").alias("system")),
+                          GRADED_RUN.with_columns(pl.lit("oracle+upr").alias("system"))])
+    meta = quit.quit_rerank_metrics(quit_reranked_runs=reranked, benchmark_qrels=GRADED).metadata
+    table_5, table_7 = meta["table_5"], meta["table_7"]
+    assert isinstance(table_5, dg.TableMetadataValue) and isinstance(table_7, dg.TableMetadataValue)
+    assert [r.data for r in table_5.records] == [{"system": "bm25+upr", "hit_rate@1": 1.0, "hit_rate@10": 1.0,
+                                                  "hit_rate@50": 1.0, "mrr": 1.0}]
+    assert [r.data["reranker"] for r in table_7.records] == ["upr"]
+    assert table_7.records[0].data["ndcg_burges@10"] == 0.6201  # GRADED_RUN's hand value above
+    assert all("exp. gain 2^rel-1" in c.description for c in table_7.schema.columns[1:])
+    assert [r.data["system"] for r in meta["table_6"].records] == ["bm25+upr"]
