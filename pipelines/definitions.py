@@ -31,9 +31,17 @@ from pipelines.sensors import sensors
 CHECKS = [*quit_checks, *recor_checks, *wikiprofile_checks, *eval_checks]
 
 
-def build_defs(executor: dg.ExecutorDefinition | None = None, **resource_overrides) -> dg.Definitions:
+def build_defs(executor: dg.ExecutorDefinition = dg.in_process_executor, **resource_overrides) -> dg.Definitions:
     """All definitions, with any resource replaced (tests and ``run_default`` options) and
-    the jobs' executor when it is not Dagster's default (``pipelines.cluster``)."""
+    the jobs' executor.
+
+    A run from the web UI or the daemon is one process that executes its steps, the asset
+    checks included, inside it (``in_process``), as ``make run`` does: Dagster's default
+    executor starts a process per step, and each imports the project again (10-15 s on 2
+    cores), which made a one-partition run of two assets and four checks cost minutes for
+    seconds of work (``bench/ui_run_cost.py``). Parallelism comes from runs (partitions,
+    backfills) and, on a cluster, from the step-per-worker executors (``pipelines.cluster``,
+    ``pipelines.cluster_k8s``)."""
     return dg.Definitions(
         assets=[*quit_assets, *benchmark_assets, *quit_eval_assets, *finetune_data_assets, *finetune_model_assets,
                 *finetune_report_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
