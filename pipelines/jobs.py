@@ -5,9 +5,7 @@ sequence of stages; ``pipelines.run_default`` runs them in order, and the UI's
 import dagster as dg
 
 from assets.common.settings import DEMO, PAPER
-from assets.quit.settings import QuitSettings
-from assets.wikiprofile.settings import WikiProfileSettings
-from pipelines.plan import QUIT_QUESTIONS, WIKIPROFILE_PAGES, plan_table, registry_plans
+from pipelines.plan import estimate, profile_plan
 
 
 def quit_assets(*names: str) -> dg.AssetSelection:
@@ -311,21 +309,9 @@ PROFILE_SIZES = {
                "then as many grades).",
     },
 }
-# Each profile's LLM calls and wall time per stage and partition, from the settings and the
-# registry as they are when the definitions load (a UI reload recomputes them).
-PLANS = {profile: registry_plans(QuitSettings(profile=profile), WikiProfileSettings(profile=profile),
-                                 QUIT_QUESTIONS[profile], WIKIPROFILE_PAGES[profile])
-         for profile in (DEMO, PAPER)}
-
-
-def estimate(job_name: str, profile: str) -> str:
-    """The description's estimate for the stages ``job_name`` runs under ``profile`` (empty
-    where it asks no model, or asks in a way the plan does not count)."""
-    stages = [s for s in PLANS[profile] if s.job == job_name]
-    if not stages:
-        return ""
-    basis = {"quit": f"{QUIT_QUESTIONS[profile]:,} questions", "wikiprofile": f"{WIKIPROFILE_PAGES[profile]:,} pages"}
-    return f"\n\nEstimate at {basis[job_name.split('_')[0]]} (pipelines.plan):\n\n{plan_table(stages)}"
+# Each profile's LLM calls (training steps) and wall time per stage and partition, from the
+# settings and the registries as they are when the definitions load (a UI reload recomputes them).
+PLANS = {profile: profile_plan(profile) for profile in (DEMO, PAPER)}
 
 
 # The jobs whose steps read a profiled settings resource (a test checks the list against the
@@ -345,7 +331,7 @@ def profile_variants(job, sizes: dict[str, str]) -> list:
     return [dg.define_asset_job(f"{job.name}_{profile}", selection=job.selection, config=profile_config(profile),
                                 tags={PROFILE_TAG: profile},
                                 description=f"{job.description} Profile {profile}: {sizes[profile]}"
-                                            f"{estimate(job.name, profile)}")
+                                            f"{estimate(PLANS[profile], job.name, profile)}")
             for profile in (DEMO, PAPER)]
 
 

@@ -38,6 +38,13 @@ def quit_verification_sensor(context: dg.SensorEvaluationContext, quit_settings:
     return dg.RunRequest(run_key=f"decisions-{version}")
 
 
+# The paths come from the environment the code location started with, which a running
+# `make ui` cannot change; the files themselves are read again at every tick.
+REGISTRY_NOTE = ("The files are read again at every tick, so an edit shows within 30 s; which files is fixed when `make ui` "
+                 "starts (BENCHFOUNDRY_MODELS, BENCHFOUNDRY_RETRIEVERS, BENCHFOUNDRY_RERANKERS in its environment): to "
+                 "use other files, set them and restart `make ui`.")
+
+
 def registry_files(models: str) -> str:
     """The registry files the partitions follow, as the registry sensor names them."""
     return f"models {models}, retrievers {RETRIEVERS_PATH}, rerankers {RERANKERS_PATH}, base models {BASES_PATH}"
@@ -49,7 +56,8 @@ def registry_files(models: str) -> str:
                        "fine-tuning base models that is no partition yet, and removes a partition no registry lists "
                        "that nothing has materialized (one added by hand in the partition picker). A partition with "
                        "materializations stays when its alias leaves a registry. Reads "
-                       + registry_files(f"{REGISTRY_PATH} (the `llm` resource's registry_path)") + ".")
+                       + registry_files(f"{REGISTRY_PATH} (the `llm` resource's registry_path)") + ". "
+                       + REGISTRY_NOTE)
 def registry_partitions_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
     # the model registry the runs ask through, which a deployment may point elsewhere
     files = registry_files(llm.registry_path)

@@ -1,0 +1,83 @@
+"""The launch and report pages of issue 31, in a real browser over ``make ui`` (the server of
+``test_web_ui``): a paper job states its profile and its estimate before it is launched, a
+report table is rendered inline on its asset's page, and a run executed in process, as
+``make run`` executes its stages, is listed under Runs. Screenshots are kept as artifacts."""
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from tests.operations.test_web_ui import open_page, page  # noqa: F401 (the browser fixture)
+
+PAPER_JOB = "wikiprofile_build_paper"
+SUBJECT = "walk-model"
+
+
+def leaderboard_in_process(ui, root) -> dg.DagsterRun:
+    """The leaderboard over one stored WikiProfile report (a subject at 50% encoded, 25%
+    known), run in process into the served instance as ``make run`` runs a stage; its files
+    under ``root``, so the other operations tests' storage is untouched."""
+    from pipelines.definitions import build_defs
+    from pipelines.jobs import LEADERBOARD_STAGES
+    from pipelines.run_default import run_stages
+    from resources.storage import StorageResource, table_uri
+
+    (root / "wikiprofile").mkdir(parents=True)
+    pl.DataFrame({"model": [SUBJECT], "encodes": [50.0], "knows": [25.0], "knows_thinking": [None]},
+                 schema={"model": pl.String, "encodes": pl.Float64, "knows": pl.Float64, "knows_thinking": pl.Float64},
+                 ).write_parquet(table_uri(str(root), ["wikiprofile", "profile_report"]))
+    instance = ui.instance()
+    assert run_stages(build_defs(storage=StorageResource(root=str(root))), instance, LEADERBOARD_STAGES, log=lambda _: None)
+    [run] = instance.get_runs(dg.RunsFilter(job_name="eval_leaderboard"), limit=1)
+    return run
+
+
+def editor_text(page) -> str:  # noqa: F811
+    """The whole launchpad config (the editor draws only the lines in view)."""
+    return page.locator(".CodeMirror").first.evaluate("el => el.CodeMirror.getValue()")
+
+
+@pytest.mark.slow
+def test_a_paper_launch_states_its_size_a_report_table_is_inline_and_make_runs_runs_are_listed(
+        running_dagster, page, artifacts, tmp_path):  # noqa: F811
+    ui = running_dagster
+    run = leaderboard_in_process(ui, tmp_path / "storage")
+
+    # The paper job's page: its profile tag, and the estimate as a table naming the registry.
+    open_page(page, f"{ui.url}/locations/benchfoundry/jobs/{PAPER_JOB}", "Estimate for the paper profile")
+    text = page.locator("body").inner_text()
+    assert "benchfoundry/profile: paper" in text
+    assert f"models from the registry {ui.registry}" in text
+    estimate = page.locator("table", has_text="object verification (at most)")
+    assert estimate.count() == 1, "the estimate is not rendered as a table"
+    assert "LLM calls or steps" in estimate.inner_text()
+    page.screenshot(path=str(artifacts / "paper_job.png"), full_page=True)
+    # its launchpad: the profile in the tags and in the run config a launch sends
+    open_page(page, f"{ui.url}/locations/benchfoundry/jobs/{PAPER_JOB}/playground", "benchfoundry/profile: paper")
+    resources = yaml.safe_load(editor_text(page))["resources"]
+    profiles = {key: value["config"]["profile"] for key, value in resources.items() if key.endswith("_settings")
+                and "profile" in value["config"]}
+    assert profiles and set(profiles.values()) == {"paper"}, profiles
+    page.screenshot(path=str(artifacts / "paper_launchpad.png"))
+
+    # A report table inline: the leaderboard's cells on the asset page, not behind a link.
+    open_page(page, f"{ui.url}/assets/eval/leaderboard", SUBJECT)
+    # the metadata row "leaderboard" holds the table; its innermost row is the subject's
+    entry = page.locator("tr", has_text="Show schema").filter(has_text=SUBJECT).first
+    assert "[Show Markdown]" not in entry.inner_text()
+    row = entry.locator("tr", has_text=SUBJECT).last
+    assert row.is_visible()
+    cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+    assert cells[:5] == [SUBJECT, "subject LLM", "wikiprofile", "0.5", "0.25"], cells
+    page.screenshot(path=str(artifacts / "leaderboard_inline.png"), full_page=True)
+
+    # The in-process run under Runs. The Overview timeline leaves it out: it draws only runs
+    # with a code location origin, which a run executed in process has none of (README).
+    open_page(page, f"{ui.url}/runs", "eval_leaderboard")
+    # the list links each run to its page by id
+    assert page.locator(f"a[href$='/runs/{run.run_id}']").count() >= 1, f"run {run.run_id} is not listed under Runs"
+    page.screenshot(path=str(artifacts / "runs_after_make_run.png"))
+    origin = ui.graphql("query($id: ID!){ runOrError(runId: $id){ ... on Run { repositoryOrigin { id } } } }",
+                        {"id": run.run_id})
+    assert origin["runOrError"]["repositoryOrigin"] is None
