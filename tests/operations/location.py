@@ -19,11 +19,10 @@ from pipelines.jobs import QUIT_STAGES, WIKIPROFILE_STAGES
 from tests import scripted
 
 scripted.install()
-# Runs launched by the UI and the daemon are real run processes; their steps run inside
-# them (in_process) rather than in a process each, which would add ~15 s of imports a step
-# on 2 cores. The step-per-process executors are exercised by the Celery test.
+# Runs launched by the UI and the daemon are real run processes, with the project's executor:
+# their steps run inside them, as in a deployment (pipelines.definitions.build_defs). The
+# step-per-process executors are exercised by the Celery test.
 defs = build_defs(
-    executor=dg.in_process_executor,
     quit_settings=QuitSettings(profile="demo", max_labeled_questions=2, distractors=2),
     wikiprofile_settings=WikiProfileSettings(downsample_to=6, n_samples=4),
 )

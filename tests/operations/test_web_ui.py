@@ -42,6 +42,30 @@ def open_page(page, url: str, ready: str) -> None:
     dismiss_welcome(page)
 
 
+def launch_sources(page, ui, domain: str, screenshot=None) -> dg.DagsterRun:
+    """Materialize one domain of RECOR's sources from the asset page's launch dialog, as a user
+    would, and wait for the run to finish; the run."""
+    open_page(page, f"{ui.url}/assets/recor/source_questions", "One domain's source questions")
+    page.locator("button", has_text="Materialize").first.click()
+    dialog = page.locator(".dagster-dialog")
+    # the sources are one multi-asset: the UI asks to confirm its sibling outputs
+    dialog.locator("button", has_text="Confirm").click()
+    dialog.get_by_text("Select a partition or create one").click()
+    page.keyboard.type(domain)
+    page.locator(".dagster-popover span", has_text=domain).first.click()
+    dialog.get_by_text("Launch runs to materialize").click()  # closes the partition picker
+    launch = dialog.locator("button", has_text="Launch 1 run")
+    launch.wait_for()
+    if screenshot is not None:
+        page.screenshot(path=str(screenshot))
+    launch.click()
+    instance = ui.instance()
+    finished = dg.RunsFilter(tags={"dagster/partition": domain},
+                             statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE])
+    [run] = ui.wait(f"the {domain} run launched from the UI", lambda: instance.get_runs(finished), timeout=300)
+    return run
+
+
 @pytest.mark.slow
 def test_graph_launch_and_report_pages(running_dagster, page, artifacts):
     ui = running_dagster
@@ -54,23 +78,8 @@ def test_graph_launch_and_report_pages(running_dagster, page, artifacts):
     page.screenshot(path=str(artifacts / "asset_graph.png"))
 
     # Materialize one domain of RECOR's sources from the asset page, as a user would.
-    open_page(page, f"{ui.url}/assets/recor/source_questions", "One domain's source questions")
-    page.locator("button", has_text="Materialize").first.click()
-    dialog = page.locator(".dagster-dialog")
-    # the sources are one multi-asset: the UI asks to confirm its sibling outputs
-    dialog.locator("button", has_text="Confirm").click()
-    dialog.get_by_text("Select a partition or create one").click()
-    page.keyboard.type(DOMAIN)
-    page.locator(".dagster-popover span", has_text=DOMAIN).first.click()
-    dialog.get_by_text("Launch runs to materialize").click()  # closes the partition picker
-    launch = dialog.locator("button", has_text="Launch 1 run")
-    launch.wait_for()
-    page.screenshot(path=str(artifacts / "launch_dialog.png"))
-    launch.click()
-
+    run = launch_sources(page, ui, DOMAIN, artifacts / "launch_dialog.png")
     instance = ui.instance()
-    finished = dg.RunsFilter(tags={"dagster/partition": DOMAIN}, statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE])
-    [run] = ui.wait(f"the {DOMAIN} run launched from the UI", lambda: instance.get_runs(finished), timeout=300)
     assert run.status == dg.DagsterRunStatus.SUCCESS
     assert DOMAIN in instance.get_materialized_partitions(dg.AssetKey(["recor", "source_questions"]))
     assert {k.to_user_string() for k in run.asset_selection} == {"recor/source_questions", "recor/source_documents",
