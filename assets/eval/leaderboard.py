@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import md_table, png_markdown, report_table
+from assets.common.metadata import md_table, png_markdown, report_table, why_empty
 from assets.eval import conversational
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
@@ -166,7 +166,7 @@ def leaderboard_shown(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def leaderboard_plot(table: pl.DataFrame):
-    """Systems against the scores they have, each cell its share in percent."""
+    """Systems against the scores they have, each cell its share in [0, 1]."""
     import numpy as np
 
     plt = _plt()
@@ -176,11 +176,29 @@ def leaderboard_plot(table: pl.DataFrame):
     ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
     for (i, j), v in np.ndenumerate(values.filled(np.nan)):
         if v == v:
-            ax.text(j, i, f"{100 * v:.1f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
     ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(table.height), table["system"].to_list(), fontsize=8)
-    ax.set_title("Leaderboard (% ; blank: not run)", fontsize=9)
+    ax.set_title("Leaderboard (shares in [0, 1]; blank: not run)", fontsize=9)
     return fig
+
+
+def leaderboard_slice(reports: Mapping[dg.AssetKey, pl.DataFrame]) -> str:
+    """What the leaderboard counts, from the report tables it read. It has no profile of its
+    own: each report's ``slice`` names the profile it ran under."""
+    parts = []
+    if QUIT_RETRIEVAL in reports:
+        quit = reports[QUIT_RETRIEVAL].filter(pl.col("split") == QUIT_SPLIT)
+        # tables stored before the questions column name no count
+        parts.append(f"QUIT: {int(quit['questions'].max() or 0) if 'questions' in quit.columns else 'all'} questions")
+    if RECOR_RETRIEVAL in reports:
+        recor = reports[RECOR_RETRIEVAL]
+        parts.append(f"RECOR: {recor['domain'].n_unique()} domains ({', '.join(sorted(recor['domain'].unique()))}), "
+                     f"{recor['qid'].n_unique()} turns")
+    if WIKIPROFILE_REPORT in reports:
+        wiki = reports[WIKIPROFILE_REPORT]
+        parts.append(f"WikiProfile: {wiki.height} subject models, {int(wiki['facts'].max() or 0)} facts each at most")
+    return ("; ".join(parts) or "no report materialized") + "; each report's own slice names the profile it ran under"
 
 
 def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | None:
@@ -210,7 +228,9 @@ def leaderboard(storage: StorageResource) -> dg.Output:
     columns = definitions()
     return dg.Output(table, metadata={
         "dagster/row_count": table.height,
+        "slice": leaderboard_slice(reports),
         "leaderboard": report_table(leaderboard_shown(table), columns),
+        **why_empty({"leaderboard": (table, "no report table is materialized (not_evaluated names them)")}),
         "benchmarks_evaluated": ", ".join(evaluated) or "none",
         "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
         "not_evaluated": ", ".join(missing) or "none",

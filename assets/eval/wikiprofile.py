@@ -6,7 +6,7 @@ partition). The rules live in :mod:`assets.eval.profiling_rules` and
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, report_table, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata, why_empty
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.eval import analysis, profiling
@@ -136,6 +136,13 @@ def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(lines))
 
 
+def _slice(profiles: pl.DataFrame, settings: WikiProfileSettings) -> str:
+    """The subject models and facts a WikiProfile report counts, and the run's profile."""
+    models = sorted(profiles["model"].unique().to_list()) if profiles.height else []
+    return report_slice(f"{len(models)} subject models ({', '.join(models) or 'none'}), "
+                        f"{profiles['fact_id'].n_unique() if profiles.height else 0} facts", settings)
+
+
 def _thinking_metadata(missing: list[str]) -> dict:
     """Names the models profiled without their thinking run: their Knows(+Think) and the
     profiles that need it are null, not zero."""
@@ -214,10 +221,12 @@ def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSett
     ax.set_xlabel("% of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
                   fontsize=7)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
     return dg.Output(table, metadata={
-        **table_metadata(table), "table_2": _table_2(table),
+        **table_metadata(table), "slice": _slice(profiles, wikiprofile_settings), "table_2": _table_2(table),
+        **why_empty({"table_2": (table, "no model is profiled: materialize wikiprofile/profiles for a subject model")}),
         "definitions": _definitions(wikiprofile_settings), **_thinking_metadata(analysis.models_without_thinking(profiles)),
-        "profiles_plot": png_markdown(fig)})
+        "figure_4": png_markdown(fig)})
 
 
 wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_report]
@@ -254,7 +263,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
 
 @dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("wikiprofile_tasks", "eval"),
                "source_pages": wiring.input("wikiprofile_pages", "eval")}, **REPORT)
-def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Output:
+def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame,
+                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Encoding and recall rates of the top and bottom 20% of facts by their page's monthly
     views (Figure 5), with the gain from thinking and the gaps (Delta, Delta_T)."""
     views = (benchmark.select("fact_id", "page_id").unique()
@@ -269,15 +279,17 @@ def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pa
         _bars(ax, models, {tier: [table.filter((pl.col("model") == m) & (pl.col("tier") == tier))[metric][0] for m in models]
                            for tier in ("top", "bottom")})
         ax.set_title(title, fontsize=9)
+    fig.suptitle("Figure 5: encoding and recall by page popularity", fontsize=9)
     axes[0].set_ylabel("% of facts")
     axes[1].legend(fontsize=8, title="page views", title_fontsize=8)
     bounds = views.join(tiers, on="fact_id").group_by("tier").agg(pl.col("mean_monthly_views").min().alias("min_views"),
                                                                    pl.col("mean_monthly_views").max().alias("max_views"),
                                                                    pl.len().alias("facts")).sort("tier")
-    return dg.Output(table, metadata={**table_metadata(table), "popularity": dg.MetadataValue.md(md_table(table, 40)),
+    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, wikiprofile_settings),
+                                      "popularity": dg.MetadataValue.md(md_table(table, 40)),
                                       "gaps": dg.MetadataValue.md(md_table(gaps, 20)),
                                       "tiers": dg.MetadataValue.md(md_table(bounds, 3)),
-                                      "popularity_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
+                                      "figure_5": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
@@ -305,12 +317,14 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
         values = [v if v == v else 0.0 for v in (scoped.filter(pl.col("model") == m)[part][0] for m in models)]
         axes[2].barh(models, values, left=left, label=part.replace("_", " "))
         left = [a + b for a, b in zip(left, values)]
-    axes[2].set_title("errors: which side fails", fontsize=9)
+    axes[2].set_title("Figure 14: which side fails", fontsize=9)
+    fig.suptitle("Figure 6: direct vs reverse over encoded facts", fontsize=9)
     axes[2].set_xlabel("% of facts not known")
     axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
-    return dg.Output(table, metadata={**table_metadata(table), "direct_vs_reverse": dg.MetadataValue.md(md_table(table, 40)),
+    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, wikiprofile_settings),
+                                      "direct_vs_reverse": dg.MetadataValue.md(md_table(table, 40)),
                                       "error_attribution": dg.MetadataValue.md(md_table(errors, 40)),
-                                      "direction_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
+                                      "figures_6_14": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
@@ -328,6 +342,8 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                             [recovery.filter((pl.col("model") == m) & (pl.col("encoded") == enc))["recovered_pct"][0] for m in models]
                             for enc in (True, False)})
     axes[0].set_ylabel("% recovered by thinking")
+    axes[0].set_title("Figure 8: thinking as recovery", fontsize=9)
+    axes[1].set_title("Figure 12: correct>=p without and with thinking", fontsize=9)
     axes[0].set_ylim(0, 100)
     axes[0].legend(fontsize=8)
     for (model, thinking), part in sorted(curve.group_by("model", "thinking"), key=lambda kv: kv[0]):
@@ -336,9 +352,10 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
     axes[1].set_xlabel("p")
     axes[1].set_ylabel("correct>=p (% of questions)")
     axes[1].legend(fontsize=7)
-    return dg.Output(recovery, metadata={**table_metadata(recovery), "recovery": dg.MetadataValue.md(md_table(recovery, 40)),
+    return dg.Output(recovery, metadata={**table_metadata(recovery), "slice": _slice(profiles, wikiprofile_settings),
+                                         "recovery": dg.MetadataValue.md(md_table(recovery, 40)),
                                          "correct_at_least_p": dg.MetadataValue.md(md_table(curve, 60)),
-                                         "thinking_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
+                                         "figures_8_12": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses")}, **REPORT)
@@ -355,6 +372,8 @@ def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: Wiki
         axes[0].plot(part["n"], part["width"], marker="o", label=f"{model} {task}")
     axes[0].set_xlabel("samples per question (n)")
     axes[0].set_ylabel("90% interval width (points)")
+    axes[0].set_title("Figure 19: bootstrap width by n", fontsize=9)
+    axes[1].set_title("Figure 18: Table 2 at other thresholds", fontsize=9)
     axes[0].legend(fontsize=7)
     labels = [f"{e}/{k}" for e, k in analysis.TAU_GRID]
     for (model,), part in sorted(sweep.group_by("model"), key=lambda kv: kv[0]):
@@ -364,10 +383,11 @@ def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: Wiki
     axes[1].set_ylabel("% of profiled facts")
     axes[1].tick_params(axis="x", labelsize=7)
     axes[1].legend(fontsize=7)
-    return dg.Output(sweep, metadata={**table_metadata(sweep), "tau_sweep": dg.MetadataValue.md(md_table(sweep, 60)),
+    return dg.Output(sweep, metadata={**table_metadata(sweep), "slice": _slice(graded_responses, wikiprofile_settings),
+                                      "tau_sweep": dg.MetadataValue.md(md_table(sweep, 60)),
                                       "bootstrap": dg.MetadataValue.md(md_table(boot, 80)),
                                       "bootstrap_resamples": wikiprofile_settings.bootstrap_resamples,
-                                      "robustness_plot": png_markdown(fig),
+                                      "figures_18_19": png_markdown(fig),
                                       **_thinking_metadata(sorted(sweep.filter(pl.col("thinking_run") == method.THINKING_MISSING)["model"].unique()))})
 
 

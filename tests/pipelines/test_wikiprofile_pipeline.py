@@ -137,10 +137,10 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
 
     # every analysis reads both partitions and shows its tables and plot
     meta = {e.asset_key.path[-1]: e.materialization.metadata for e in reported.get_asset_materialization_events()}
-    for name, keys in {"popularity_report": ("popularity", "gaps", "tiers", "popularity_plot"),
-                       "direction_report": ("direct_vs_reverse", "error_attribution", "direction_plot"),
-                       "thinking_report": ("recovery", "correct_at_least_p", "thinking_plot"),
-                       "robustness_report": ("tau_sweep", "bootstrap", "robustness_plot")}.items():
+    for name, keys in {"popularity_report": ("popularity", "gaps", "tiers", "figure_5"),
+                       "direction_report": ("direct_vs_reverse", "error_attribution", "figures_6_14"),
+                       "thinking_report": ("recovery", "correct_at_least_p", "figures_8_12"),
+                       "robustness_report": ("tau_sweep", "bootstrap", "figures_18_19")}.items():
         assert set(keys) <= set(meta[name]), name
         assert meta[name][keys[-1]].value.startswith("![plot](data:image/png;base64,")
     popularity = pl.read_parquet(storage / "wikiprofile" / "popularity_report.parquet")

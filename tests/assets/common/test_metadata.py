@@ -31,3 +31,32 @@ def test_a_report_table_survives_the_event_log():
     table = report_table(pl.DataFrame({"system": ["bm25"], "mrr": [math.nan]}), {"mrr": "MRR"})
     back = dg.deserialize_value(dg.serialize_value(table), dg.TableMetadataValue)
     assert back == table and back.records[0].data == {"system": "bm25", "mrr": None}
+
+
+def test_a_slice_names_what_is_counted_and_the_runs_profile():
+    from assets.common.metadata import report_slice
+    from assets.quit.settings import QuitSettings
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    assert report_slice("12 QUIT questions", QuitSettings(profile="demo")) == "12 QUIT questions; quit_settings of this run: profile demo"
+    assert report_slice("2 facts", WikiProfileSettings()).endswith("wikiprofile_settings of this run: profile paper")
+
+
+def test_why_empty_names_only_the_empty_tables():
+    from assets.common.metadata import why_empty
+
+    empty, full = pl.DataFrame(schema={"a": pl.Int64}), pl.DataFrame({"a": [1]})
+    assert why_empty({"table_7": (full, "never shown")}) == {}
+    assert why_empty({"table_7": (empty, "no oracle run"), "table_8": (full, "x"), "table_9": (empty, "no reader")}) == {
+        "why_empty": "table_7: no oracle run; table_9: no reader"}
+
+
+def test_no_page_or_readme_says_scores_are_in_percent():
+    """One unit: every score a share in [0, 1] (README); the UI said "scores in percent"."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    texts = {str(p.relative_to(root)): p.read_text() for p in [root / "README.md", *(root / "assets").rglob("*.py")]}
+    assert not [name for name, text in texts.items() if "scores in percent" in text.lower()]
+    import assets.eval.reports as reports
+    assert not hasattr(reports, "percent_table") and not hasattr(reports, "em_markdown")

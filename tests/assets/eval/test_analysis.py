@@ -170,12 +170,14 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     nothing, settings = pl.DataFrame(), WikiProfileSettings(bootstrap_resamples=10)
     bench = pl.DataFrame(schema={"fact_id": pl.String, "page_id": pl.String})
     pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
-    outputs = [profile_report(profiles=nothing, wikiprofile_settings=settings), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages),
+    outputs = [profile_report(profiles=nothing, wikiprofile_settings=settings), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages, wikiprofile_settings=settings),
                direction_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
                thinking_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
                robustness_report(graded_responses=nothing, wikiprofile_settings=settings)]
     for out in outputs:
         assert out.value.height == 0 and out.value.width > 0
+        assert out.metadata["slice"].value == "0 subject models (none), 0 facts; wikiprofile_settings of this run: profile paper"
+    assert outputs[0].metadata["why_empty"].value == "table_2: no model is profiled: materialize wikiprofile/profiles for a subject model"
 
 
 def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
