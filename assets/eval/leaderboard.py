@@ -6,8 +6,8 @@ One row per ``system``: a retriever alias, ``<retriever>+<reranker>``, or a mode
 reads QUIT and is profiled on WikiProfile is one row, ``reader LLM, subject LLM``), and
 ``benchmarks`` the benchmarks it has scores on. The score columns are named
 ``<benchmark>/<metric>`` (:data:`SCORES`), are null where the system was not run, and are all
-shares in [0, 1]: WikiProfile's percentages are divided by 100, so one scale and one plot
-serve the three papers. :func:`definitions` says what each column computes.
+shares in [0, 1], as every report table holds them, so one scale and one plot serve the
+three papers. :func:`definitions` says what each column computes.
 """
 
 from __future__ import annotations
@@ -107,10 +107,10 @@ def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> 
 
 
 def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
-    """Subject models from ``wikiprofile/profile_report`` (Table 2, percent), as shares. A
-    share over no facts (NaN) or without a thinking run (null) is left empty."""
+    """Subject models from ``wikiprofile/profile_report`` (Table 2, shares). A share over no
+    facts (NaN) or without a thinking run (null) is left empty."""
     return report.select(pl.col("model").alias("system"), pl.lit(SUBJECT).alias("kind"),
-                         *[(pl.col(m).fill_nan(None) / 100).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])
+                         *[pl.col(m).fill_nan(None).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])
 
 
 def leaderboard_table(reports: Mapping[dg.AssetKey, pl.DataFrame], oracles: Collection[str] = (),
@@ -155,7 +155,7 @@ def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
         **{f"recor/{RECOR_METRIC}/{s}": f"nDCG@10 ({eval_metrics.GAIN_LABELS['ndcg']}), query: {text}; "
                                         f"averaging: {conversational.AVERAGING[averaging]}"
            for s, text in conversational.STRATEGY_TEXT.items()},
-        **{f"wikiprofile/{m}": f"{method.DEFINITIONS[m]}, divided by 100" for m in WIKIPROFILE_SHARES},
+        **{f"wikiprofile/{m}": method.DEFINITIONS[m] for m in WIKIPROFILE_SHARES},
     }
 
 
@@ -207,7 +207,7 @@ def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | N
     return read_parquet(uri) if exists(uri) else None
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="1")
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="2")
 def leaderboard(storage: StorageResource) -> dg.Output:
     """Every evaluated system on every benchmark it was run on, one row per system (a
     retriever alias evaluated on QUIT and RECOR is one row): QUIT's Hit@1/5/10 and nDCG@10

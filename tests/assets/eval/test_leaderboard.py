@@ -53,8 +53,9 @@ RECOR_RETRIEVAL = pl.concat([
     scored({("law", "c1"): [0.2, 0.2], ("law", "c2"): [0.2], ("biology", "c3"): [0.2]}, strategy="history"),
     scored({("law", "c1"): [0.0, 0.0], ("law", "c2"): [0.0], ("biology", "c3"): [0.5]}, retriever="e5-small"),
 ])
-WIKIPROFILE = pl.DataFrame({"model": ["gemma3-4b", "smollm2"], "encodes": [80.0, 50.0], "knows": [40.0, math.nan],
-                            "knows_thinking": [60.0, None]})
+# Table 2 holds shares, which the leaderboard takes as they are.
+WIKIPROFILE = pl.DataFrame({"model": ["gemma3-4b", "smollm2"], "encodes": [0.8, 0.5], "knows": [0.4, math.nan],
+                            "knows_thinking": [0.6, None]})
 REPORTS = {lb.QUIT_RETRIEVAL: QUIT_RETRIEVAL, lb.QUIT_RERANK: QUIT_RERANK, lb.QUIT_READER: QUIT_READER,
            lb.RECOR_RETRIEVAL: RECOR_RETRIEVAL, lb.WIKIPROFILE_REPORT: WIKIPROFILE}
 
@@ -95,6 +96,9 @@ def test_recor_names_its_averaging():
     assert "turn -> domain -> macro over domains" in lb.definitions()["recor/ndcg@10/baseline"]
     assert "exp. gain 2^rel-1" in lb.definitions()[f"quit/{NDCG}"]
     assert set(lb.definitions()) == set(lb.SCHEMA)
+    # WikiProfile's definitions are Table 2's, shares with nothing divided
+    assert lb.definitions()["wikiprofile/knows"].startswith("K0 (all knowledge questions")
+    assert not [text for text in lb.definitions().values() if "divided by 100" in text or "%" in text]
 
 
 def test_reports_not_evaluated_add_nothing():
