@@ -84,7 +84,6 @@ EXAMPLES = 5
 # Float slack for sums and differences recomputed from a table's own columns.
 TOLERANCE = 1e-6
 UNIT = (0.0, 1.0)
-PERCENT = (0.0, 100.0)
 # ranx metric names (ndcg@10, ndcg_burges@10, recall@100, mrr, map@10): every such column is a mean in [0, 1].
 RANX_METRIC = re.compile(r"^(hit_rate|recall|precision|ndcg|ndcg_burges|map|mrr|f1|r_precision)(@\d+)?$")
 # Metrics that cannot fall as the cut-off grows.
@@ -916,30 +915,30 @@ def _share(*names: str) -> pl.Expr:
 
 
 def summary_problems(frame: pl.DataFrame, key: Sequence[str]) -> list[str]:
-    """Table 2 rows: shares in percent; the five profiles add up to 100 of the profiled facts
+    """Table 2 rows: shares in [0, 1]; the five profiles add up to 1 of the profiled facts
     (direct recall and the two undecided unions, without a thinking run), and the profiled
-    and the two excluded kinds to 100 of all facts; Knows and Knows(+Think) count direct
+    and the two excluded kinds to 1 of all facts; Knows and Knows(+Think) count direct
     inference over the gradable facts, the Figure 4 bar does not; the shares that need the
     thinking run are null exactly when it is missing."""
-    problems = outside(frame, SUMMARY_SHARES, PERCENT, key)
+    problems = outside(frame, SUMMARY_SHARES, UNIT, key)
     problems += not_in(frame, "thinking_run", method.THINKING_RUNS, key)
     problems += where(frame, (pl.col("profiled") < 0) | (pl.col("profiled") > pl.col("facts")), "with profiled facts not between 0 and all facts", key)
     present, missing = frame.filter(~THINKING_MISSING), frame.filter(THINKING_MISSING)
     profiled = pl.col("profiled") > 0
-    problems += where(present, profiled & ((_share(*method.PROFILES) - 100).abs() > TOLERANCE), "whose five profiles do not add up to 100%", key)
+    problems += where(present, profiled & ((_share(*method.PROFILES) - 1).abs() > TOLERANCE), "whose five profiles do not add up to 1", key)
     undecided = method.UNDECIDED
-    problems += where(missing, profiled & ((_share("direct_recall", *undecided.values()) - 100).abs() > TOLERANCE),
-                      "(without a thinking run) whose direct recall and undecided shares do not add up to 100%", key)
+    problems += where(missing, profiled & ((_share("direct_recall", *undecided.values()) - 1).abs() > TOLERANCE),
+                      "(without a thinking run) whose direct recall and undecided shares do not add up to 1", key)
     problems += differs(present, undecided[True], _share("recall_failure", "recall_with_thinking"),
                         f"whose {undecided[True]} is not recall failure + recall with thinking", key)
     problems += differs(present, undecided[False], _share("encoding_failure", "inference_without_encoding"),
                         f"whose {undecided[False]} is not encoding failure + inference without encoding", key)
-    covered = 100 * pl.col("profiled") / pl.col("facts") + pl.sum_horizontal(f"excluded_{e}" for e in EXCLUDED)
-    problems += where(frame, (pl.col("facts") > 0) & ((covered - 100).abs() > TOLERANCE), "whose profiled and excluded shares do not add up to 100%", key)
+    covered = pl.col("profiled") / pl.col("facts") + pl.sum_horizontal(f"excluded_{e}" for e in EXCLUDED)
+    problems += where(frame, (pl.col("facts") > 0) & ((covered - 1).abs() > TOLERANCE), "whose profiled and excluded shares do not add up to 1", key)
     # Knows over the gradable facts: (direct recall facts + direct inference facts) / (profiled + direct inference)
-    inferred = pl.col("excluded_direct_inference") * pl.col("facts") / 100
+    inferred = pl.col("excluded_direct_inference") * pl.col("facts")
     gradable = pl.col("profiled") + inferred
-    over_gradable = lambda share: pl.when(gradable > 0).then(100 * (share * pl.col("profiled") / 100 + inferred) / gradable)  # noqa: E731
+    over_gradable = lambda share: pl.when(gradable > 0).then((share * pl.col("profiled") + inferred) / gradable)  # noqa: E731
     problems += differs(frame, "knows", over_gradable(pl.col("direct_recall")).otherwise(math.nan),
                         "whose knows is not direct recall + direct inference over the gradable facts", key)
     thinking = method.KNOWN_WITH_THINKING
@@ -956,7 +955,7 @@ def summary_problems(frame: pl.DataFrame, key: Sequence[str]) -> list[str]:
 
 
 @dg.asset_check(asset=wikiprofile_key("profile_report"), name=SHARES,
-                description="Table 2: one row per model; shares in percent, the profiles adding up to the profiled facts.")
+                description="Table 2: one row per model; shares in [0, 1], the profiles adding up to the profiled facts.")
 def profile_report_shares(profile_report: pl.DataFrame) -> dg.AssetCheckResult:
     columns = {"model": pl.String, **SUMMARY_SCHEMA}
     problems = table_problems(profile_report, columns, ("model",), not_null=("model", *SUMMARY_COUNTS, "thinking_run"))
@@ -970,12 +969,12 @@ POPULARITY_SCHEMA = {"model": pl.String, "tier": pl.String, "facts": pl.Int64, "
 
 
 @dg.asset_check(asset=wikiprofile_key("popularity_report"), name=SHARES,
-                description="Top and bottom tier per model; rates in percent, recall with thinking at least recall, the gain their difference.")
+                description="Top and bottom tier per model; rates are shares in [0, 1], recall with thinking at least recall, the gain their difference.")
 def popularity_report_shares(popularity_report: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = popularity_report, ("model", "tier")
     problems = table_problems(frame, POPULARITY_SCHEMA, key, not_null=(*key, "facts"))
     if typed(frame, POPULARITY_SCHEMA):
-        problems += not_in(frame, "tier", TIERS, key) + outside(frame, ["encodes", "recall", "recall_thinking"], PERCENT, key)
+        problems += not_in(frame, "tier", TIERS, key) + outside(frame, ["encodes", "recall", "recall_thinking"], UNIT, key)
         problems += where(frame, pl.col("facts") < 0, "with a negative fact count", key)
         problems += where(frame, pl.col("recall") > pl.col("recall_thinking") + TOLERANCE, "recalling more without thinking than with it", key)
         problems += differs(frame, "thinking_gain", pl.col("recall_thinking") - pl.col("recall"), "whose gain is not recall with minus without thinking", key)
@@ -996,29 +995,29 @@ DIRECTION_SCHEMA = {"model": pl.String, "condition": pl.String, "facts": pl.Int6
 
 
 @dg.asset_check(asset=wikiprofile_key("direction_report"), name=SHARES,
-                description=f"One row per model and condition ({', '.join(CONDITIONS)}); direct and reverse in percent, delta their difference.")
+                description=f"One row per model and condition ({', '.join(CONDITIONS)}); direct and reverse shares in [0, 1], delta their difference.")
 def direction_report_shares(direction_report: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = direction_report, ("model", "condition")
     problems = table_problems(frame, DIRECTION_SCHEMA, key, not_null=(*key, "facts"))
     if typed(frame, DIRECTION_SCHEMA):
-        problems += not_in(frame, "condition", CONDITIONS, key) + outside(frame, ["direct", "reverse"], PERCENT, key)
+        problems += not_in(frame, "condition", CONDITIONS, key) + outside(frame, ["direct", "reverse"], UNIT, key)
         problems += differs(frame, "delta", pl.col("reverse") - pl.col("direct"), "whose delta is not reverse minus direct", key)
     return problems_result(problems, frame.height)
 
 
-THINKING_SCHEMA = {"model": pl.String, "encoded": pl.Boolean, "not_known": pl.Int64, "recovered": pl.Int64, "recovered_pct": pl.Float64}
+THINKING_SCHEMA = {"model": pl.String, "encoded": pl.Boolean, "not_known": pl.Int64, "recovered": pl.Int64, "recovered_share": pl.Float64}
 
 
 @dg.asset_check(asset=wikiprofile_key("thinking_report"), name=SHARES,
-                description="Encoded and not encoded per model; recovered between 0 and the facts not known, its share in percent of them.")
+                description="Encoded and not encoded per model; recovered between 0 and the facts not known, its share of them in [0, 1].")
 def thinking_report_shares(thinking_report: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = thinking_report, ("model", "encoded")
     problems = table_problems(frame, THINKING_SCHEMA, key, not_null=(*key, "not_known", "recovered"))
     if typed(frame, THINKING_SCHEMA):
         problems += where(frame, (pl.col("recovered") < 0) | (pl.col("recovered") > pl.col("not_known")),
                           "recovering more facts than are not known", key)
-        share = pl.when(pl.col("not_known") > 0).then(100 * pl.col("recovered") / pl.col("not_known")).otherwise(math.nan)
-        problems += differs(frame, "recovered_pct", share, "whose share is not recovered over not known", key)
+        share = pl.when(pl.col("not_known") > 0).then(pl.col("recovered") / pl.col("not_known")).otherwise(math.nan)
+        problems += differs(frame, "recovered_share", share, "whose share is not recovered over not known", key)
     return problems_result(problems, frame.height)
 
 

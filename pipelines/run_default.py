@@ -95,6 +95,14 @@ RELEASE_SAMPLES = {"quit": "data/releases/quit", "recor": "data/releases/recor",
 # draw) and 1 dev question they are evaluated on. The full preset evaluates the samples whole.
 RELEASE_SLICES = {"quick": {"quit": {"max_questions": 3}, "recor": {"max_conversations": 1}, "wikiprofile": {"max_facts": 2}},
                   "full": {}}
+# A demo run builds all three benchmarks, but evaluates QUIT on a slice of its bundled
+# sample: the embedded model labels every passage it builds 1, so every retriever and
+# reranker would score 100%. The quick preset's first 2 questions are the sample's train
+# questions (43 and 51 of their 325 passages label 1, the rest 2), searched in the whole
+# 1,950-passage corpus; the retrievers are not trained in a demo, so a train question is as
+# fair a test as any. The full preset evaluates as many questions as it builds (the two train
+# and one dev question). RECOR and WikiProfile evaluate their builds.
+DEMO_EVALUATION = {"quick": {"quit": {"max_questions": 2}}, "full": {"quit": {"max_questions": 3}}}
 # make run --reteco: RECOR's evaluation from a release up to the task's tables: retrieval (2a),
 # the generators' answers judged as 2b and 2c, and the task's leaderboard. The leaderboard of
 # every benchmark is left out.
@@ -122,11 +130,18 @@ def reteco_configs(release: str) -> dict[str, dict]:
     return {"recor_eval_source": release_config("recor_eval_source", release)}
 
 
-def release_configs(slices: dict[str, dict]) -> dict[str, dict]:
-    """The run config of every source stage, pointed at its benchmark's bundled release sample
-    and sliced by ``slices`` (by benchmark, as :data:`RELEASE_SLICES` has them)."""
+def release_configs(slices: dict[str, dict], benchmarks=BENCHMARKS) -> dict[str, dict]:
+    """The run config of the source stages of ``benchmarks`` (every one by default), each
+    pointed at its benchmark's bundled release sample and sliced by ``slices`` (by benchmark,
+    as :data:`RELEASE_SLICES` has them)."""
     return {job: release_config(job, RELEASE_SAMPLES[job.split("_")[0]], **slices.get(job.split("_")[0], {}))
-            for job in SOURCE_STAGES}
+            for job in SOURCE_STAGES if job.split("_")[0] in benchmarks}
+
+
+def demo_configs(preset: str) -> dict[str, dict]:
+    """The run config of a built demo run: the evaluations :data:`DEMO_EVALUATION` names on
+    their release samples, sliced as it says; the others on their builds."""
+    return release_configs(DEMO_EVALUATION[preset], DEMO_EVALUATION[preset])
 
 
 def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
@@ -171,19 +186,27 @@ def every(n: int | None, what: str, cap: str = "") -> str:
 
 
 def describe(quit: QuitSettings, recor: RecorSettings, wikiprofile: WikiProfileSettings, domains: list[str],
-             wanted: list[str]) -> list[str]:
-    """What the run builds, one phrase per benchmark, for the line it prints first."""
+             wanted: list[str], evaluated: dict[str, dict] | None = None) -> list[str]:
+    """What the run builds, one phrase per benchmark, for the line it prints first; and what
+    it evaluates where that is a slice of a release sample (``evaluated``, as
+    :data:`DEMO_EVALUATION` has it)."""
+    evaluated = evaluated or {}
     parts = []
     if "quit" in wanted:
         parts.append(f"QUIT labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
-                     f"(convergence over {quit.distractors} wrong candidates)")
+                     f"(convergence over {quit.distractors} wrong candidates)"
+                     + (f" and evaluates {every(evaluated['quit'].get('max_questions'), 'questions')} of the release sample "
+                        f"{RELEASE_SAMPLES['quit']} (passages of both labels)" if "quit" in evaluated else ""))
     if "recor" in wanted:
         named = "all 11 domains" if len(domains) == len(DOMAINS) else ", ".join(domains)
         parts.append(f"RECOR builds and evaluates {named} from {every(recor.max_questions, 'source questions')} each "
                      f"(at most {recor.max_aspects} aspects of {recor.max_facts} facts)")
     if "wikiprofile" in wanted:
         parts.append(f"WikiProfile reads {every(wikiprofile.max_pages, 'pages', 'up to ')}, keeps "
-                     f"{every(wikiprofile.downsample_to, 'facts', 'up to ')} and samples each question {wikiprofile.n_samples} times")
+                     f"{every(wikiprofile.downsample_to, 'facts', 'up to ')}"
+                     + (f", profiles {every(evaluated['wikiprofile'].get('max_facts'), 'facts')} of the release sample "
+                        f"{RELEASE_SAMPLES['wikiprofile']}" if "wikiprofile" in evaluated else "")
+                     + f" and samples each question {wikiprofile.n_samples} times")
     return parts
 
 
@@ -231,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finetune", action=argparse.BooleanOptionalAction,
                         help="train QUIT's fine-tuned retriever and reranker on the train split before the evaluation, "
                              "evaluate them and report them against the vanilla systems (Tables 10-12). Default: on with "
-                             "--from-release and --profile paper; off for a built demo slice, which labels no two train "
-                             "questions to train on")
+                             "--from-release and --profile paper; off for a demo run, whose QUIT evaluation (the release sample's "
+                             "train questions in the quick preset) holds no question to score them on")
     parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
     args = parser.parse_args(argv)
     # --reteco evaluates every domain of its release unless the domains are named: not the preset's
@@ -281,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     recor = profiled(RecorSettings, args.profile, max_questions=args.recor_questions)
     wikiprofile = profiled(WikiProfileSettings, args.profile, max_pages=args.wikiprofile_pages,
                            downsample_to=args.wikiprofile_facts, n_samples=args.wikiprofile_samples)
-    built = "; ".join(describe(settings, recor, wikiprofile, domains, wanted))
+    evaluated = DEMO_EVALUATION[args.preset] if args.profile == "demo" and not (args.from_release or args.reteco) else {}
+    built = "; ".join(describe(settings, recor, wikiprofile, domains, wanted, evaluated))
     if args.from_release:
         cut = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
         sizes = {"quit": f"QUIT {every(cut['quit']['max_questions'], 'questions')}" if "quit" in cut else "QUIT every question",
@@ -314,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
               "evaluated beside the vanilla ones (eval/quit_finetune_report)")
     stages = RETECO_STAGES if args.reteco else run_plan(wanted, args.from_release, args.finetune)
     slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
-    configs = reteco_configs(args.reteco) if args.reteco else release_configs(slices) if args.from_release else {}
+    configs = (reteco_configs(args.reteco) if args.reteco else release_configs(slices) if args.from_release
+               else demo_configs(args.preset) if evaluated else {})
     if args.plan:
         for job_name, partitions in stages:
             keys = PARTITIONS[partitions] if partitions else []
@@ -349,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
         print(f"QUIT statistics table:    {join(root, 'quit', 'statistics.parquet')}")
         print(f"QUIT rejected records:    {join(root, 'quit', 'source_rejects.parquet')}, {join(root, 'quit', 'leakage_rejects.parquet')}")
+        sample = f"the release sample {RELEASE_SAMPLES['quit']}" if "quit" in evaluated else "the built questions"
+        print_quit_retrieval(root, f"QUIT retrieval (Table 2 of the paper), {sample}:")
+        print("QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)")
     if "recor" in wanted:
         table = read_parquet(join(root, "recor", "statistics.parquet"))
         with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True):
@@ -358,13 +386,14 @@ def main(argv: list[str] | None = None) -> int:
         print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)")
     if "wikiprofile" in wanted:
         table = read_parquet(join(root, "wikiprofile", "profile_report.parquet"))
-        facts = read_parquet(join(root, "wikiprofile", "benchmark.parquet"))["fact_id"].n_unique()
+        facts = read_parquet(join(root, "eval", "wikiprofile_tasks.parquet"))["fact_id"].n_unique()
+        sample = f" of the release sample {RELEASE_SAMPLES['wikiprofile']}" if "wikiprofile" in evaluated else ""
         # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
         measures = table.select("model", *[c for c, t in table.schema.items() if t.is_numeric()])
         wide = measures.with_columns(pl.exclude("model").cast(pl.Float64)).transpose(
             include_header=True, header_name="measure", column_names="model")
         with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=1):
-            print(f"\nWikiProfile: {facts} facts with ten tasks each; profiles (Table 2 of the paper, %; Knows includes direct inference):")
+            print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, %; Knows includes direct inference):")
             print(wide)
         print(f"WikiProfile benchmark:    {join(root, 'wikiprofile', 'benchmark.parquet')}  (funnel: wikiprofile/benchmark in the web UI)")
         print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "
@@ -407,13 +436,18 @@ def print_reteco(root: str, release: str, domains: list[str]) -> None:
         print(board.filter(pl.col("subtrack") != "2a").drop("turns", "MAP@10", "Recall@10", "MRR"))
 
 
+def print_quit_retrieval(root: str, title: str) -> None:
+    """QUIT's retrieval table over every evaluated question, under ``title``."""
+    table = read_parquet(join(root, "eval", "quit_retrieval_metrics.parquet")).filter(pl.col("split") == "all")
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
+        print(f"\n{title}")
+        print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
+
+
 def print_evaluation(root: str, wanted: list[str]) -> None:
     """Where a release evaluation's reports are, with QUIT's retrieval table and WikiProfile's profiles."""
     if "quit" in wanted:
-        table = read_parquet(join(root, "eval", "quit_retrieval_metrics.parquet")).filter(pl.col("split") == "all")
-        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
-            print("\nQUIT release sample, retrieval (all splits):")
-            print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
+        print_quit_retrieval(root, "QUIT release sample, retrieval (all splits):")
         print("QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)")
         if exists(join(root, "eval", "quit_finetune_report.parquet")):
             print_finetuning(read_parquet(join(root, "eval", "quit_finetune_report.parquet")))

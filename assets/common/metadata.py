@@ -83,3 +83,23 @@ def png_markdown(fig) -> dg.MetadataValue:
 def counts_md(counts: dict[str, int], key: str = "value", value: str = "count") -> dg.MetadataValue:
     frame = pl.DataFrame({key: list(counts), value: list(counts.values())})
     return dg.MetadataValue.md(md_table(frame, len(counts) or 1))
+
+
+def report_slice(covers: str, settings) -> str:
+    """The ``slice`` entry of a report: what it counts (questions, domains, pages, facts)
+    and the profile (demo or paper) of the settings resource the run read, named by its
+    resource key, so a demo slice's numbers are never read as the paper's. The profile is
+    this run's: the inputs may have been built under another."""
+    return f"{covers}; {SETTINGS_KEYS.get(type(settings).__name__, type(settings).__name__)} of this run: profile {settings.profile}"
+
+
+# The resource key each profiled settings class is bound to in the definitions.
+SETTINGS_KEYS = {"QuitSettings": "quit_settings", "FinetuneSettings": "finetune_settings", "RecorSettings": "recor_settings",
+                 "WikiProfileSettings": "wikiprofile_settings"}
+
+
+def why_empty(tables: Mapping[str, tuple[pl.DataFrame, str]]) -> dict[str, str]:
+    """A ``why_empty`` entry naming each empty table with the reason it is empty (an empty
+    inline table says nothing on its own); none when every table has a row."""
+    reasons = [f"{name}: {reason}" for name, (frame, reason) in tables.items() if frame.is_empty()]
+    return {"why_empty": "; ".join(reasons)} if reasons else {}

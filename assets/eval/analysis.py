@@ -4,8 +4,8 @@ method notes section 4), as pure functions over tables.
 Inputs are the per-question grades of every model (``model``, ``fact_id``, ``task``,
 ``thinking``, ``grade`` and the label counts, see :func:`model_grades`) and the per-fact
 profiles (``model``, ``fact_id``, ``encodes``, ``knows``, ``knows_thinking``, ``profile``,
-``thinking_run``). Percentages are over *profiled* facts (neither ungradable nor direct
-inference), as Table 2's profiles. A model whose thinking run is missing gets null, not
+``thinking_run``). Every rate is a share in [0, 1] (the paper prints percent), over
+*profiled* facts (neither ungradable nor direct inference), as Table 2's profiles. A model whose thinking run is missing gets null, not
 zero, wherever thinking enters (recall with thinking, recovery, generation with thinking).
 """
 
@@ -43,8 +43,8 @@ def with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     return frame if frame.width else pl.DataFrame(schema=schema)
 
 
-def _pct(n: int, d: int) -> float:
-    return 100.0 * n / d if d else math.nan
+def _share(n: int, d: int) -> float:
+    return n / d if d else math.nan
 
 
 def model_grades(graded: pl.DataFrame, partial_weight: float | None = None) -> pl.DataFrame:
@@ -99,9 +99,9 @@ def popularity(profiles: pl.DataFrame, tiers: pl.DataFrame) -> pl.DataFrame:
         for tier in ("top", "bottom"):
             part = joined.filter((pl.col("model") == model) & (pl.col("tier") == tier))
             enc = part.filter(pl.col("encodes"))
-            recall = _pct(enc.filter(pl.col("knows")).height, enc.height)
-            thinking = None if missing else _pct(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
-            rows.append({"model": model, "tier": tier, "facts": part.height, "encodes": _pct(enc.height, part.height),
+            recall = _share(enc.filter(pl.col("knows")).height, enc.height)
+            thinking = None if missing else _share(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
+            rows.append({"model": model, "tier": tier, "facts": part.height, "encodes": _share(enc.height, part.height),
                          "recall": recall, "recall_thinking": thinking,
                          "thinking_gain": None if thinking is None else thinking - recall})
     return pl.DataFrame(rows, schema={"model": pl.String, "tier": pl.String, "facts": pl.Int64, "encodes": pl.Float64,
@@ -145,7 +145,7 @@ def direction(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.
                 rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": None, "reverse": None,
                              "delta": None})
                 continue
-            direct, reverse = _pct(sum(s[d] for s in sides), len(sides)), _pct(sum(s[r] for s in sides), len(sides))
+            direct, reverse = _share(sum(s[d] for s in sides), len(sides)), _share(sum(s[r] for s in sides), len(sides))
             rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": direct, "reverse": reverse,
                          "delta": reverse - direct})
     return pl.DataFrame(rows, schema={"model": pl.String, "condition": pl.String, "facts": pl.Int64, "direct": pl.Float64,
@@ -171,7 +171,7 @@ def error_attribution(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float =
                 elif not s["reverse"]:
                     counts["reverse_only"] += 1
             rows.append({"model": model, "scope": scope, "not_known": part.height,
-                         **{k: _pct(v, part.height) for k, v in counts.items()}})
+                         **{k: _share(v, part.height) for k, v in counts.items()}})
     return pl.DataFrame(rows, schema={"model": pl.String, "scope": pl.String, "not_known": pl.Int64,
                                       "direct_only": pl.Float64, "both": pl.Float64, "reverse_only": pl.Float64})
 
@@ -191,9 +191,9 @@ def thinking_recovery(profiles: pl.DataFrame) -> pl.DataFrame:
             part = missed.filter(pl.col("encodes") == encoded)
             got = part.filter(pl.col("profile") == recovered).height
             rows.append({"model": model, "encoded": encoded, "not_known": part.height, "recovered": got,
-                         "recovered_pct": _pct(got, part.height)})
+                         "recovered_share": _share(got, part.height)})
     return pl.DataFrame(rows, schema={"model": pl.String, "encoded": pl.Boolean, "not_known": pl.Int64,
-                                      "recovered": pl.Int64, "recovered_pct": pl.Float64})
+                                      "recovered": pl.Int64, "recovered_share": pl.Float64})
 
 
 def prob_at_least(k: int, n: int, p: float) -> float:
@@ -220,7 +220,7 @@ def correct_at_least(grades: pl.DataFrame, ps: Sequence[float] | None = None,
         for p in ps:
             hits = sum(prob_at_least(k, n, p) > 0.5 for k, n in counts if n)
             rows.append({"model": model, "thinking": thinking, "p": float(p), "questions": len(counts),
-                         "share": _pct(hits, len(counts))})
+                         "share": _share(hits, len(counts))})
     return pl.DataFrame(rows, schema={"model": pl.String, "thinking": pl.Boolean, "p": pl.Float64, "questions": pl.Int64,
                                       "share": pl.Float64})
 
@@ -274,9 +274,60 @@ def bootstrap_stability(graded: pl.DataFrame, ns: Sequence[int] = BOOTSTRAP_NS, 
             if labels.shape[0] == 0:
                 continue
             for n in ns:
-                shares = 100.0 * bootstrap_shares(labels, n, resamples, rng, tau)
+                shares = bootstrap_shares(labels, n, resamples, rng, tau)
                 lo, hi = np.percentile(shares, [5, 95])
                 rows.append({"model": model, "task": task, "n": n, "questions": labels.shape[0], "mean": float(shares.mean()),
                              "p5": float(lo), "p95": float(hi), "width": float(hi - lo)})
     return pl.DataFrame(rows, schema={"model": pl.String, "task": pl.String, "n": pl.Int64, "questions": pl.Int64,
                                       "mean": pl.Float64, "p5": pl.Float64, "p95": pl.Float64, "width": pl.Float64})
+
+
+# What each column of the analysis tables counts, shown as the inline tables' header
+# descriptions. Rates are shares in [0, 1] (where the paper prints percent); differences of shares
+# lie in [-1, 1].
+MODEL = "a subject model alias (resources/models.yaml)"
+POPULARITY_DEFINITIONS = {
+    "model": MODEL, "tier": "top or bottom 20% of the benchmark's facts by their page's mean monthly views",
+    "facts": "the tier's profiled facts", "encodes": "E, a share of the tier's profiled facts",
+    "recall": "known without thinking (K0), a share of the tier's encoded facts",
+    "recall_thinking": "known without or with thinking (K0 or KT), a share of the tier's encoded facts; null without a "
+                       "thinking run",
+    "thinking_gain": "recall_thinking - recall, a difference of shares"}
+GAPS_DEFINITIONS = {
+    "model": MODEL, "encoding_gap": "encodes of the top tier minus the bottom tier's, a difference of shares",
+    "recall_gap": "Delta: recall of the top tier minus the bottom tier's, a difference of shares",
+    "recall_gap_thinking": "Delta_T: recall_thinking of the top tier minus the bottom tier's; null without a thinking run"}
+TIERS_DEFINITIONS = {
+    "tier": "top and bottom: the 20% most and least viewed of the benchmark's facts; middle: the rest",
+    "min_views": "the least mean monthly views of a fact's page in the tier",
+    "max_views": "the most mean monthly views of a fact's page in the tier", "facts": "the benchmark's facts in the tier"}
+DIRECTION_DEFINITIONS = {
+    "model": MODEL, "condition": "generate (closed book, no thinking), generate_thinking (closed book, with thinking) or "
+                                 "verify (multiple choice)",
+    "facts": "the model's encoded profiled facts",
+    "direct": "direct side known (both phrasings with g > tau; an ungradable one left out), a share of the encoded facts; "
+              "null for generate_thinking without a thinking run",
+    "reverse": "reverse side known, as direct, a share of the encoded facts",
+    "delta": "reverse - direct, a difference of shares"}
+ERROR_DEFINITIONS = {
+    "model": MODEL, "scope": "all: the profiled facts not known without thinking; encoded: those of them encoded",
+    "not_known": "the scope's facts",
+    "direct_only": "only the direct side unknown (without thinking), a share of not_known",
+    "both": "both sides unknown, a share of not_known",
+    "reverse_only": "only the reverse side unknown, a share of not_known"}
+RECOVERY_DEFINITIONS = {
+    "model": MODEL, "encoded": "true: encoded facts (recall with thinking recovers them); false: not encoded ones "
+                               "(inference without encoding)",
+    "not_known": "profiled facts not known without thinking", "recovered": "those of them known with thinking",
+    "recovered_share": "recovered / not_known, a share"}
+CURVE_DEFINITIONS = {
+    "model": MODEL, "thinking": "whether the knowledge questions were asked with thinking",
+    "p": "the share of a question's samples that must be correct",
+    "questions": "the model's knowledge questions (direct, reverse and their natural phrasings) in this setting",
+    "share": "correct>=p: the share of the questions whose estimated P(K >= ceil(p n)) exceeds 0.5"}
+BOOTSTRAP_DEFINITIONS = {
+    "model": MODEL, "task": "a task asked without thinking", "n": "samples drawn per question (with replacement)",
+    "questions": "the task's questions",
+    "mean": "the share of the questions with g > tau, the mean over the resamples",
+    "p5": "its 5th percentile over the resamples", "p95": "its 95th percentile over the resamples",
+    "width": "p95 - p5, a difference of shares (the paper gives it in points)"}

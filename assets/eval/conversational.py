@@ -32,6 +32,7 @@ STRATEGY_TEXT = {
     "llm_reasoning": "the question, then a search rationale the LLM writes at evaluation time (this project's)",
 }
 TURN_METRICS = ["ndcg@10", "map@10", "recall@10", "mrr"]
+FIGURE_2 = "Figure 2: nDCG@10 by turn position (averaged over retrievers and domains)"
 # The paper's text averages turns per domain, then domains; the published ablation scripts
 # average turns per conversation, conversations per domain, then domains.
 TURN_FIRST, CONVERSATION_FIRST = "turn_first", "conversation_first"
@@ -123,11 +124,6 @@ def _macro(scores: pl.DataFrame, by: list[str], metrics: list[str], averaging: s
     return per_domain.group_by(by).agg([pl.col(m).mean() for m in metrics]).sort(by)
 
 
-def titled(averaging: str, table_md: str) -> str:
-    """A report table's markdown under the line naming its averaging."""
-    return f"Averaging: {AVERAGING[averaging]}\n\n{table_md}"
-
-
 def strategy_table(scores: pl.DataFrame, metric: str = "ndcg@10", averaging: str = TURN_FIRST) -> pl.DataFrame:
     """Table 3: retrievers x strategies, macro-averaged, with the average row."""
     wide = macro(scores, ["retriever", "strategy"], metric, averaging).pivot(on="strategy", index="retriever", values=metric)
@@ -137,12 +133,12 @@ def strategy_table(scores: pl.DataFrame, metric: str = "ndcg@10", averaging: str
 
 
 def ablation_table(table3: pl.DataFrame) -> pl.DataFrame:
-    """Table 4: Baseline and each context strategy with its change over Baseline in percent
-    (the published Gain, strategy / Base - 1)."""
+    """Table 4: Baseline and each context strategy with its gain over Baseline, strategy /
+    Base - 1, as a share (the paper prints it in percent: 0.25 is its +25%)."""
     out = table3.select("retriever", "Base")
     for col in ("Reas", "Hist", "H+R", "Prev", "LLM-Reas"):
         if col in table3.columns:
-            out = out.with_columns(table3[col], ((table3[col] / table3["Base"] - 1) * 100).alias(f"{col} %"))
+            out = out.with_columns(table3[col], (table3[col] / table3["Base"] - 1).alias(f"{col} gain"))
     return out
 
 
@@ -211,7 +207,7 @@ def turn_curve(scores: pl.DataFrame, metric: str = "ndcg@10"):
             ax.plot(sub["turn"].to_list(), sub[metric].to_list(), marker="o", label=SHORT[strategy])
     ax.set_xlabel("turn")
     ax.set_ylabel(metric)
-    ax.set_title("Retrieval by turn position")
+    ax.set_title(FIGURE_2)
     ax.legend(fontsize=7)
     return fig
 
@@ -231,7 +227,7 @@ def domain_plot(scores: pl.DataFrame, metric: str = "ndcg@10"):
         ax.bar([d + i * 0.4 for d in range(len(domains))], [vals.get(d, 0.0) for d in domains], 0.4, label=SHORT[strategy])
     ax.set_xticks([d + 0.2 for d in range(len(domains))], domains, rotation=45, ha="right", fontsize=7)
     ax.set_ylabel(metric)
-    ax.set_title("Best retriever per domain")
+    ax.set_title("Best retriever per domain: Baseline against History+Reasoning")
     ax.legend(fontsize=7)
     return fig
 

@@ -11,12 +11,13 @@ and test) alone, each split on its own rows.
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import table_metadata
+from assets.common.metadata import report_slice, report_table, table_metadata, why_empty
 from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
 from assets.eval import readers, reports
 from assets.eval.finetune_rules import TRAIN
-from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, definition_table, oracle_aliases
+from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, oracle_aliases, questions_covered
+from assets.quit.settings import FinetuneSettings
 from resources.retrieval import load_rerankers, load_retrievers
 
 PREFIX = GROUP = "eval"
@@ -128,21 +129,25 @@ def wide(frame: pl.DataFrame, table: str, key: str) -> pl.DataFrame:
             .sort("split", "fine_tuned", key))
 
 
-def markdown(frame: pl.DataFrame, table: str, metrics: list[str], key: str) -> str:
-    """A table's markdown per split, each row marked vanilla or fine-tuned."""
+def inline(frame: pl.DataFrame, table: str, metrics: list[str], key: str) -> dg.TableMetadataValue:
+    """A table as the UI shows it inline: one row per split and system, vanilla before
+    fine-tuned, each metric a share in [0, 1] under its definition (the reader's: at its
+    best setting, named beside it)."""
+    index = [key, "split", "fine_tuned"] + (["reader", "setting"] if table == READER else [])
     part = wide(frame, table, key)
     if part.is_empty():
-        return "no held-out question was evaluated (the benchmark read has no dev or test question)"
-    blocks = []
-    for split in part["split"].unique(maintain_order=True).to_list():
-        rows = part.filter(pl.col("split") == split).with_columns(
-            (pl.when(pl.col("fine_tuned")).then(pl.lit("fine-tuned: ")).otherwise(pl.lit("vanilla: "))
-             + pl.col(key) + (pl.lit(" (") + pl.col("reader") + pl.lit(", ") + pl.col("setting") + pl.lit(")")
-                              if table == READER else pl.lit(""))).alias("row"))
-        # EM is no ranx metric: its header needs no definition
-        render = reports.percent_table if table == READER else definition_table
-        blocks.append(f"**{split}**\n\n{render(rows, 'row', metrics)}")
-    return "\n\n".join(blocks)
+        part = pl.DataFrame(schema={**{c: SCHEMA[c] for c in index}, **{m: pl.Float64 for m in metrics}})
+    definitions = {key: "a retriever alias, or <retriever>+<reranker>", "split": "a held-out split (dev or test)",
+                   "fine_tuned": "true for a fine-tuned model, or a run that uses one",
+                   "reader": "a reader alias (registry role quit.readers)",
+                   "setting": "the reader's best top-k and context strategy on this system, by normalized EM",
+                   **{m: READER_DEFINITIONS.get(m) or reports.metric_definition(m) for m in metrics}}
+    return report_table(part.select(*index, *metrics), definitions)
+
+
+READER_DEFINITIONS = {"em": "EM (normalized), a share of the split's questions in [0, 1]",
+                      "em_raw": "EM (raw, as released), a share of the split's questions in [0, 1]"}
+NO_HELD_OUT = "no held-out question was evaluated (the benchmark read has no dev or test question)"
 
 
 def trained_aliases() -> set[str]:
@@ -158,7 +163,7 @@ def trained_aliases() -> set[str]:
           kinds={"ranx"}, code_version="1")
 def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
                          quit_reader_answers: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                         benchmark_qrels: pl.DataFrame) -> dg.Output:
+                         benchmark_qrels: pl.DataFrame, finetune_settings: FinetuneSettings) -> dg.Output:
     """Vanilla against fine-tuned systems on QUIT's held-out questions (dev and test; train
     questions are left out, as the fine-tuned models learned from them): Tables 10-11's
     shape for retrievers (Hit@1/5, Recall@5/10/50, MRR, nDCG@10/100), Table 12's for rerankers
@@ -174,13 +179,18 @@ def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFr
         context.log.warning("no fine-tuned system was evaluated on a held-out question: materialize eval/quit_dense_model, "
                             "eval/quit_colbert_model or eval/quit_rerank_model, then the QUIT evaluation for its partitions")
     splits = held_out(benchmark_questions)
+    tables = {"table_10_11_retrievers": (RETRIEVAL, RETRIEVAL_METRICS), "table_12_rerankers": (RERANKING, RERANKING_METRICS),
+              "reader_em": (READER, READER_METRICS)}
     return dg.Output(frame, metadata={
         **table_metadata(frame),
+        "slice": report_slice(f"{questions_covered(benchmark_questions)}, the held-out ones counted "
+                              f"({sum(map(len, splits.values()))})", finetune_settings),
         "held_out_questions": dg.MetadataValue.text(", ".join(f"{s}: {len(ids)}" for s, ids in splits.items()) or "none"),
         "fine_tuned_systems": dg.MetadataValue.text(", ".join(evaluated) or "none"),
-        "table_10_11_retrievers": dg.MetadataValue.md(markdown(frame, RETRIEVAL, RETRIEVAL_METRICS, "system")),
-        "table_12_rerankers": dg.MetadataValue.md(markdown(frame, RERANKING, RERANKING_METRICS, "system")),
-        "reader_em": dg.MetadataValue.md(markdown(frame, READER, READER_METRICS, "system")),
+        **{name: inline(frame, table, metrics, "system") for name, (table, metrics) in tables.items()},
+        **why_empty({name: (frame.filter(pl.col("table") == table),
+                            NO_HELD_OUT if not splits else f"no {table} run scored a held-out question")
+                     for name, (table, _) in tables.items()}),
     })
 
 

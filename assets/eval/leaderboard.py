@@ -6,8 +6,8 @@ One row per ``system``: a retriever alias, ``<retriever>+<reranker>``, or a mode
 reads QUIT and is profiled on WikiProfile is one row, ``reader LLM, subject LLM``), and
 ``benchmarks`` the benchmarks it has scores on. The score columns are named
 ``<benchmark>/<metric>`` (:data:`SCORES`), are null where the system was not run, and are all
-shares in [0, 1]: WikiProfile's percentages are divided by 100, so one scale and one plot
-serve the three papers. :func:`definitions` says what each column computes.
+shares in [0, 1], as every report table holds them, so one scale and one plot serve the
+three papers. :func:`definitions` says what each column computes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import md_table, png_markdown, report_table
+from assets.common.metadata import md_table, png_markdown, report_table, why_empty
 from assets.eval import conversational
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
@@ -107,10 +107,10 @@ def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> 
 
 
 def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
-    """Subject models from ``wikiprofile/profile_report`` (Table 2, percent), as shares. A
-    share over no facts (NaN) or without a thinking run (null) is left empty."""
+    """Subject models from ``wikiprofile/profile_report`` (Table 2, shares). A share over no
+    facts (NaN) or without a thinking run (null) is left empty."""
     return report.select(pl.col("model").alias("system"), pl.lit(SUBJECT).alias("kind"),
-                         *[(pl.col(m).fill_nan(None) / 100).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])
+                         *[pl.col(m).fill_nan(None).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])
 
 
 def leaderboard_table(reports: Mapping[dg.AssetKey, pl.DataFrame], oracles: Collection[str] = (),
@@ -155,7 +155,7 @@ def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
         **{f"recor/{RECOR_METRIC}/{s}": f"nDCG@10 ({eval_metrics.GAIN_LABELS['ndcg']}), query: {text}; "
                                         f"averaging: {conversational.AVERAGING[averaging]}"
            for s, text in conversational.STRATEGY_TEXT.items()},
-        **{f"wikiprofile/{m}": f"{method.DEFINITIONS[m]}, divided by 100" for m in WIKIPROFILE_SHARES},
+        **{f"wikiprofile/{m}": method.DEFINITIONS[m] for m in WIKIPROFILE_SHARES},
     }
 
 
@@ -166,7 +166,7 @@ def leaderboard_shown(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def leaderboard_plot(table: pl.DataFrame):
-    """Systems against the scores they have, each cell its share in percent."""
+    """Systems against the scores they have, each cell its share in [0, 1]."""
     import numpy as np
 
     plt = _plt()
@@ -176,11 +176,29 @@ def leaderboard_plot(table: pl.DataFrame):
     ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
     for (i, j), v in np.ndenumerate(values.filled(np.nan)):
         if v == v:
-            ax.text(j, i, f"{100 * v:.1f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
     ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(table.height), table["system"].to_list(), fontsize=8)
-    ax.set_title("Leaderboard (% ; blank: not run)", fontsize=9)
+    ax.set_title("Leaderboard (shares in [0, 1]; blank: not run)", fontsize=9)
     return fig
+
+
+def leaderboard_slice(reports: Mapping[dg.AssetKey, pl.DataFrame]) -> str:
+    """What the leaderboard counts, from the report tables it read. It has no profile of its
+    own: each report's ``slice`` names the profile it ran under."""
+    parts = []
+    if QUIT_RETRIEVAL in reports:
+        quit = reports[QUIT_RETRIEVAL].filter(pl.col("split") == QUIT_SPLIT)
+        # tables stored before the questions column name no count
+        parts.append(f"QUIT: {int(quit['questions'].max() or 0) if 'questions' in quit.columns else 'all'} questions")
+    if RECOR_RETRIEVAL in reports:
+        recor = reports[RECOR_RETRIEVAL]
+        parts.append(f"RECOR: {recor['domain'].n_unique()} domains ({', '.join(sorted(recor['domain'].unique()))}), "
+                     f"{recor['qid'].n_unique()} turns")
+    if WIKIPROFILE_REPORT in reports:
+        wiki = reports[WIKIPROFILE_REPORT]
+        parts.append(f"WikiProfile: {wiki.height} subject models, {int(wiki['facts'].max() or 0)} facts each at most")
+    return ("; ".join(parts) or "no report materialized") + "; each report's own slice names the profile it ran under"
 
 
 def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | None:
@@ -189,7 +207,7 @@ def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | N
     return read_parquet(uri) if exists(uri) else None
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="1")
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="2")
 def leaderboard(storage: StorageResource) -> dg.Output:
     """Every evaluated system on every benchmark it was run on, one row per system (a
     retriever alias evaluated on QUIT and RECOR is one row): QUIT's Hit@1/5/10 and nDCG@10
@@ -210,7 +228,9 @@ def leaderboard(storage: StorageResource) -> dg.Output:
     columns = definitions()
     return dg.Output(table, metadata={
         "dagster/row_count": table.height,
+        "slice": leaderboard_slice(reports),
         "leaderboard": report_table(leaderboard_shown(table), columns),
+        **why_empty({"leaderboard": (table, "no report table is materialized (not_evaluated names them)")}),
         "benchmarks_evaluated": ", ".join(evaluated) or "none",
         "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
         "not_evaluated": ", ".join(missing) or "none",

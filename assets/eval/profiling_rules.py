@@ -119,29 +119,30 @@ SUMMARY_COUNTS = ("facts", "profiled")
 SUMMARY_SHARES = ("encodes", "knows", "knows_thinking", "knows_thinking_excl_direct", *PROFILES, *UNDECIDED.values(),
                   "excluded_ungradable", "excluded_direct_inference")
 KNOWN_WITH_THINKING = ("direct_recall", "recall_with_thinking", "inference_without_encoding")
-# What each column of Table 2 counts, for the report's metadata and the README.
+# What each column of Table 2 counts, for the report's metadata and the README. Every share
+# is in [0, 1] (the paper prints them as percent: 0.25 is its 25%).
 DEFINITIONS = {
-    "encodes": "E (some encoding task with g > tau_enc), % of profiled facts",
-    "knows": "K0 (all knowledge questions with g > tau_know, no thinking), % of gradable facts: direct recall "
+    "encodes": "E (some encoding task with g > tau_enc), a share of the profiled facts",
+    "knows": "K0 (all knowledge questions with g > tau_know, no thinking), a share of the gradable facts: direct recall "
              "+ direct inference (Table 2, includes direct inference)",
-    "knows_thinking": "K0 or KT, % of gradable facts: direct recall + recall with thinking + inference without "
+    "knows_thinking": "K0 or KT, a share of the gradable facts: direct recall + recall with thinking + inference without "
                       "encoding + direct inference (Table 2's Knows(+Think), includes direct inference); null when "
                       "the thinking run is missing",
-    "knows_thinking_excl_direct": "direct recall + recall with thinking + inference without encoding, % of profiled "
-                                  "facts (Figure 4's Knows bar, excludes direct inference); null when the thinking "
-                                  "run is missing",
-    **{name: "% of profiled facts; null when the thinking run is missing" for name in THINKING_DEPENDENT},
-    "direct_recall": "E and K0, % of profiled facts (also Knows without thinking, excluding direct inference)",
-    UNDECIDED[True]: "E and not K0 = recall failure + recall with thinking, % of profiled facts",
-    UNDECIDED[False]: "not E and not K0 = encoding failure + inference without encoding, % of profiled facts",
-    "excluded_ungradable": "dropped by the NaN strategy, % of all facts",
-    "excluded_direct_inference": "not E and K0, % of all facts (excluded from the five profiles)",
+    "knows_thinking_excl_direct": "direct recall + recall with thinking + inference without encoding, a share of the "
+                                  "profiled facts (Figure 4's Knows bar, excludes direct inference); null when the "
+                                  "thinking run is missing",
+    **{name: "a share of the profiled facts; null when the thinking run is missing" for name in THINKING_DEPENDENT},
+    "direct_recall": "E and K0, a share of the profiled facts (also Knows without thinking, excluding direct inference)",
+    UNDECIDED[True]: "E and not K0 = recall failure + recall with thinking, a share of the profiled facts",
+    UNDECIDED[False]: "not E and not K0 = encoding failure + inference without encoding, a share of the profiled facts",
+    "excluded_ungradable": "dropped by the NaN strategy, a share of all facts",
+    "excluded_direct_inference": "not E and K0, a share of all facts (excluded from the five profiles)",
     "thinking_run": f"{THINKING_PRESENT}, or {THINKING_MISSING}: no knowledge question graded with thinking",
 }
 
 
 def profile_summary(profiles: Sequence[dict]) -> dict:
-    """One model's row of Table 2, in percent, as :data:`DEFINITIONS` says: the five
+    """One model's row of Table 2, as shares in [0, 1], as :data:`DEFINITIONS` says: the five
     profiles and Encodes are shares of the profiled facts (neither ungradable nor direct
     inference); Knows and Knows(+Think) shares of the gradable facts (the profiled ones and
     the direct inferences), so they include direct inference; the excluded kinds shares of
@@ -156,24 +157,24 @@ def profile_summary(profiles: Sequence[dict]) -> dict:
     kept = [p for p in profiles if p["profile"] in PROFILES or p["profile"] in UNDECIDED.values()]
     direct_inference = sum(p["profile"] == EXCLUDED_DIRECT_INFERENCE for p in profiles)
     gradable = len(kept) + direct_inference
-    pct = lambda n, d: 100.0 * n / d if d else math.nan  # noqa: E731
+    share = lambda n, d: n / d if d else math.nan  # noqa: E731
     count = lambda *names: sum(p["profile"] in names for p in kept)  # noqa: E731
     thinking = run == THINKING_PRESENT
     row = {
         "facts": total,
         "profiled": len(kept),
         "thinking_run": run,
-        "encodes": pct(sum(bool(p["encodes"]) for p in kept), len(kept)),
-        "knows": pct(count("direct_recall") + direct_inference, gradable),
-        "knows_thinking": pct(count(*KNOWN_WITH_THINKING) + direct_inference, gradable) if thinking else None,
-        "knows_thinking_excl_direct": pct(count(*KNOWN_WITH_THINKING), len(kept)) if thinking else None,
+        "encodes": share(sum(bool(p["encodes"]) for p in kept), len(kept)),
+        "knows": share(count("direct_recall") + direct_inference, gradable),
+        "knows_thinking": share(count(*KNOWN_WITH_THINKING) + direct_inference, gradable) if thinking else None,
+        "knows_thinking_excl_direct": share(count(*KNOWN_WITH_THINKING), len(kept)) if thinking else None,
     }
     for name in PROFILES:
-        row[name] = pct(count(name), len(kept)) if thinking or name not in THINKING_DEPENDENT else None
-    row[UNDECIDED[True]] = pct(count("recall_failure", "recall_with_thinking", UNDECIDED[True]), len(kept))
-    row[UNDECIDED[False]] = pct(count("encoding_failure", "inference_without_encoding", UNDECIDED[False]), len(kept))
-    row["excluded_ungradable"] = pct(sum(p["profile"] == EXCLUDED_UNGRADABLE for p in profiles), total)
-    row["excluded_direct_inference"] = pct(direct_inference, total)
+        row[name] = share(count(name), len(kept)) if thinking or name not in THINKING_DEPENDENT else None
+    row[UNDECIDED[True]] = share(count("recall_failure", "recall_with_thinking", UNDECIDED[True]), len(kept))
+    row[UNDECIDED[False]] = share(count("encoding_failure", "inference_without_encoding", UNDECIDED[False]), len(kept))
+    row["excluded_ungradable"] = share(sum(p["profile"] == EXCLUDED_UNGRADABLE for p in profiles), total)
+    row["excluded_direct_inference"] = share(direct_inference, total)
     return row
 
 

@@ -7,7 +7,7 @@ makes its partitions appear, and materializing one partition recomputes only tha
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import png_markdown, table_metadata
+from assets.common.metadata import png_markdown, report_slice, report_table, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
@@ -89,13 +89,15 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
           ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS,
                "benchmark_questions": QUIT_QUESTIONS},
           kinds={"ranx"}, code_version="2")
-def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
+def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame,
+                           quit_settings: QuitSettings) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
     Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
     Table 4's nDCG uses the QUIT release's exponential gain 2^rel-1 (``ndcg_burges@k``); the
     linear-gain nDCG of trec_eval stays in the table as ``ndcg@k``. The Oracle retriever is
-    an upper bound, not a retriever, and is left out."""
+    an upper bound, not a retriever, and is left out. ``slice`` names the questions and
+    retrievers counted and the run's profile."""
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
     rows = []
     for split in ["all", *sorted(benchmark_questions["split"].unique().to_list())]:
@@ -104,15 +106,21 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
         for system in sorted(quit_runs["system"].unique().to_list()):
             run = quit_runs.filter(pl.col("system") == system)
             rows.append({"retriever": system, "split": split, "questions": qids.height, **eval_metrics.evaluate_run(qrels, run)})
-    table = pl.DataFrame(rows)
+    # with no retriever's run the columns stay, so the tables and why_empty still show
+    table = pl.DataFrame(rows, schema={"retriever": pl.String, "split": pl.String, "questions": pl.Int64,
+                                       **{m: pl.Float64 for m in eval_metrics.RETRIEVAL_METRICS}})
     overall = table.filter(pl.col("split") == "all")
+    retrievers = sorted(quit_runs["system"].unique().to_list())
     return dg.Output(table, metadata={
         **table_metadata(table),
+        "slice": report_slice(f"{questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
+                              f"({', '.join(retrievers) or 'none'}), the Oracle left out", quit_settings),
         "table_2": reports.share_table(overall, "retriever", TABLE_2, RETRIEVER_COLUMN),
         "table_4": reports.share_table(overall, "retriever", TABLE_4, RETRIEVER_COLUMN),
+        **why_empty({name: (overall, "no retriever's run other than the Oracle's is materialized") for name in ("table_2", "table_4")}),
         **definition_metadata(),
-        "hit_at_k": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
-        "hit100_by_relevant": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
+        "figure_4_left": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
+        "figure_4_right": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
     })
 
 
@@ -160,7 +168,7 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS},
           kinds={"ranx"}, code_version="2")
-def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
+def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
     shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
     MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
@@ -174,14 +182,20 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
         retriever, reranker = system.split("+", 1)
         scores = eval_metrics.evaluate_run(benchmark_qrels, quit_reranked_runs.filter(pl.col("system") == system), metrics)
         rows.append({"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles, **scores})
-    table = pl.DataFrame(rows)
+    table = pl.DataFrame(rows, schema={"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean,
+                                       **{m: pl.Float64 for m in metrics}})
     retrieved, oracle = table.filter(~pl.col("oracle")), table.filter(pl.col("oracle"))
+    systems = sorted(quit_reranked_runs["system"].unique().to_list())
     return dg.Output(table, metadata={
         **table_metadata(table),
+        "slice": report_slice(f"{quit_reranked_runs['question_id'].n_unique()} QUIT questions reranked; {len(systems)} "
+                              f"retriever+reranker runs ({', '.join(systems) or 'none'})", quit_settings),
         "table_5": reports.share_table(retrieved, "system", TABLE_5, RERANKED_COLUMN),
         "table_6": reports.share_table(retrieved, "system", TABLE_4, RERANKED_COLUMN),
         "table_7": reports.share_table(oracle, "reranker", TABLE_7, "a reranker alias (resources/rerankers.yaml), reordering "
                                                                    "the Oracle retriever's passages"),
+        **why_empty({"table_5": (retrieved, NO_RERANKED_RUN), "table_6": (retrieved, NO_RERANKED_RUN),
+                     "table_7": (oracle, "no reranked run of the Oracle retriever is materialized")}),
         **definition_metadata(),
     })
 
@@ -235,7 +249,7 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
                "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
           kinds={"polars"}, code_version="3")
 def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
-                        benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
+                        benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
     """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
     k and context strategy, with the Optimal bound (Table 8's shape; ``em`` normalized,
     ``em_raw`` the release's raw match, each its own table), and the distribution of
@@ -245,18 +259,22 @@ def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFra
     best = quit_reader_answers.filter(pl.col("system") == "optimal")
     table = readers.em_table(answers, best)
 
-    def table_8(values: str, definition: str) -> dg.MetadataValue:
-        wide = table.pivot(on="reader", index=["system", "k", "strategy"], values=values)
-        return dg.MetadataValue.md(f"{definition}\n\n{reports.em_markdown(wide)}")
+    def table_8(values: str, definition: str) -> dg.TableMetadataValue:
+        wide = reports.table_8(table, values)
+        return report_table(wide, reports.table_8_definitions(wide, definition))
 
+    names = sorted(quit_reader_answers["reader"].unique().to_list())
     return dg.Output(table, metadata={
         **table_metadata(table, 30),
+        "slice": report_slice(f"{quit_reader_answers['question_id'].n_unique()} QUIT questions answered; {len(names)} "
+                              f"readers ({', '.join(names) or 'none'})", quit_settings),
         "table_8": table_8("em", "EM (normalized): answer and gold equal after assets.common.text.normalize "
-                                 "(lower case; accents, punctuation, possessive 's and articles removed)."),
+                                 "(lower case; accents, punctuation, possessive 's and articles removed)"),
         "table_8_em_raw": table_8("em_raw", "EM (raw, as released): the reader's output after the release's "
-                                            "clean_responses equals a gold answer as written, case included."),
-        "passages_by_hints": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
-                                                                    benchmark_corpus, benchmark_qrels)),
+                                            "clean_responses equals a gold answer as written, case included"),
+        **why_empty({name: (table, "no reader's answers are materialized") for name in ("table_8", "table_8_em_raw")}),
+        "figure_6": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
+                                                           benchmark_corpus, benchmark_qrels)),
     })
 
 
@@ -268,13 +286,14 @@ TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
 TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
 TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
 RETRIEVER_COLUMN = "a retriever alias (resources/retrievers.yaml), over all QUIT questions; the Oracle retriever left out"
+NO_RERANKED_RUN = "no reranked run of a retriever other than the Oracle is materialized"
 RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a reranker (resources/rerankers.yaml)"
 
 
-def definition_table(frame: pl.DataFrame, key: str, metrics: list[str]) -> str:
-    """A percentage table whose headers name each metric's definition (nDCG: its gain)."""
-    labels = {m: eval_metrics.metric_label(m) for m in metrics}
-    return reports.percent_table(frame.rename(labels), key, list(labels.values()))
+def questions_covered(questions: pl.DataFrame) -> str:
+    """How many QUIT questions a report counts, per split."""
+    splits = ", ".join(f"{s}: {n}" for s, n in sorted(questions.group_by("split").len().iter_rows()))
+    return f"{questions.height} QUIT questions ({splits or 'no split'})"
 
 
 def definition_metadata() -> dict[str, str]:

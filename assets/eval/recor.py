@@ -8,13 +8,14 @@ evaluation's registry: the same retrievers, indexes and searches serve both benc
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, report_table, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
 from assets.eval import conversational, generation, reteco, reteco_judge, retrieve
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
+from assets.recor.settings import RecorSettings
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.registry import llm_pool
@@ -132,49 +133,90 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns")},
           kinds={"ranx", "scipy"}, code_version="2")
-def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
+def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, over the domains whose runs
-    are materialized. Each table says its averaging: turn -> domain -> macro as the
-    paper's text (Tables 3, 4, 18, 19, 20 and Figure 2), and turn -> conversation -> domain
-    -> macro as the published ablation scripts (``table_3_conversation_first``, 4, 18).
-    Table 17: paired t-tests over turn-level observations, Mean Delta the macro-averaged
-    difference. A turn without gold documents has no metric: it is left out and counted
-    (``turns_without_gold``)."""
+    are materialized. Each table says its averaging in its scores' definitions: turn ->
+    domain -> macro as the paper's text (Tables 3, 4, 18, 19, 20 and Figure 2), and turn ->
+    conversation -> domain -> macro as the published ablation scripts
+    (``table_3_conversation_first``, 4, 18). Table 17: paired t-tests over turn-level
+    observations, Mean Delta the macro-averaged difference. A turn without gold documents
+    has no metric: it is left out and counted (``turns_without_gold``). ``slice`` names the
+    domains, turns, retrievers and strategies counted and the run's profile."""
     qrels = qrels_frame(benchmark)
     scores = conversational.turn_scores(recor_runs, qrels, benchmark)
     skipped = conversational.without_gold(benchmark, qrels)
-    tables, inline = {}, {}
+    tables = {}
     for averaging, suffix in ((conversational.TURN_FIRST, ""), (conversational.CONVERSATION_FIRST, "_conversation_first")):
         table3 = conversational.strategy_table(scores, averaging=averaging)
-        tables |= {f"table_3{suffix}": (averaging, table3, 50),
-                   f"table_18{suffix}": (averaging, conversational.full_metrics(scores, averaging=averaging), 50)}
-        inline[f"table_4{suffix}"] = report_table(conversational.ablation_table(table3), table_4_definitions(averaging))
-    tables |= {"table_17": (conversational.TURN_FIRST, conversational.t_tests(scores), 10),
-               "table_19": (conversational.TURN_FIRST, conversational.turn_position_table(scores), 50)}
+        tables |= {f"table_3{suffix}": (table3, strategy_definitions(averaging)),
+                   f"table_4{suffix}": (conversational.ablation_table(table3), table_4_definitions(averaging)),
+                   f"table_18{suffix}": (conversational.full_metrics(scores, averaging=averaging), table_18_definitions(averaging))}
+    tables |= {"table_17": (conversational.t_tests(scores), TABLE_17_DEFINITIONS),
+               "table_19": (conversational.turn_position_table(scores), TABLE_19_DEFINITIONS),
+               "table_20": (conversational.domain_table(scores), TABLE_20_DEFINITIONS)}
     return dg.Output(scores, metadata={
         **table_metadata(scores, 5),
+        "slice": report_slice(retrieval_covers(benchmark, scores), recor_settings),
         "turns": benchmark.height,
         "turns_without_gold": len(skipped),
         "turns_without_gold_ids": ", ".join(skipped[:20]) or "none",
         "strategies": counts_md(conversational.STRATEGY_TEXT, "strategy", "query text"),
-        **{name: dg.MetadataValue.md(conversational.titled(averaging, md_table(table, rows)))
-           for name, (averaging, table, rows) in tables.items()},
-        **inline,
-        "table_20": dg.MetadataValue.md(f"Averaging: mean over each domain's turns\n\n{md_table(conversational.domain_table(scores), 20)}"),
-        "turn_position": png_markdown(conversational.turn_curve(scores)),
+        **{name: report_table(table, definitions) for name, (table, definitions) in tables.items()},
+        **why_empty({name: (table, NO_SCORED_TURN if scores.is_empty() else NO_HISTORY_REASONING) for name, (table, _) in tables.items()}),
+        "figure_2": png_markdown(conversational.turn_curve(scores)),
         "per_domain": png_markdown(conversational.domain_plot(scores)),
     })
 
 
+NO_HISTORY_REASONING = "no run with History+Reasoning queries: Tables 18-20 read that strategy (19 beside Baseline)"
+NO_SCORED_TURN = ("no turn scored: no domain's recor_runs are materialized, or no turn of the benchmark read has a gold "
+                  "document (turns_without_gold)")
+
+
+def retrieval_covers(benchmark: pl.DataFrame, scores: pl.DataFrame) -> str:
+    """The domains, conversations and turns a retrieval report counts, and its systems."""
+    domains, retrievers = (sorted(scores[c].unique().to_list()) for c in ("domain", "retriever"))
+    return (f"{len(domains)} RECOR domains ({', '.join(domains) or 'none'}), {scores['conversation_id'].n_unique()} "
+            f"conversations, {scores['qid'].n_unique()} of the benchmark's {benchmark.height} turns scored (a turn without "
+            f"gold left out); {len(retrievers)} retrievers ({', '.join(retrievers) or 'none'}), "
+            f"{scores['strategy'].n_unique()} query strategies")
+
+
+def strategy_definitions(averaging: str) -> dict[str, str]:
+    """Table 3's columns: each strategy's nDCG@10 under its query text, the averaging named
+    in every score's definition (the inline table has no caption line)."""
+    return {"retriever": "a retriever alias (resources/retrievers.yaml); Average: the mean over the retrievers",
+            **{conversational.SHORT[s]: f"nDCG@10 (a share in [0, 1]), query: {text}; averaging: {conversational.AVERAGING[averaging]}"
+               for s, text in conversational.STRATEGY_TEXT.items()}}
+
+
 def table_4_definitions(averaging: str) -> dict[str, str]:
-    """What each column of Table 4 holds, its averaging named in every score's definition
-    (the inline table has no caption line)."""
-    strategy = {conversational.SHORT[s]: text for s, text in conversational.STRATEGY_TEXT.items()}
-    scores = {short: f"nDCG@10 (a share in [0, 1]), query: {text}; averaging: {conversational.AVERAGING[averaging]}"
-              for short, text in strategy.items()}
-    gains = {f"{short} %": f"change of {short} over Base in percent, ({short} / Base - 1) x 100 (the published Gain); "
-                           "blank where Base is 0" for short in strategy if short != "Base"}
-    return {"retriever": "a retriever alias (resources/retrievers.yaml); Average: the mean over the retrievers", **scores, **gains}
+    """What each column of Table 4 holds: Table 3's scores and each strategy's gain over Base."""
+    gains = {f"{conversational.SHORT[s]} gain": f"{conversational.SHORT[s]} / Base - 1, a share (the paper's Gain in "
+                                                "percent: 0.25 is +25%); blank where Base is 0"
+             for s in conversational.STRATEGY_TEXT if s != "baseline"}
+    return {**strategy_definitions(averaging), **gains}
+
+
+def table_18_definitions(averaging: str) -> dict[str, str]:
+    return {"retriever": "a retriever alias (resources/retrievers.yaml)",
+            **{m: f"{m} of the History+Reasoning queries' runs, a share in [0, 1]; averaging: {conversational.AVERAGING[averaging]}"
+               for m in conversational.TURN_METRICS}}
+
+
+TABLE_17_DEFINITIONS = {
+    "comparison": "strategy B vs. strategy A, over the same turns and retrievers",
+    "n": "paired turn-level observations (turn x retriever)",
+    "mean delta": "nDCG@10 of B minus A, macro-averaged (turn -> domain -> macro, then the mean over retrievers)",
+    "turn delta": "the mean of the paired turn-level differences, which t tests",
+    "se": "standard error of the paired differences", "t": "paired t statistic", "p": "two-sided p-value",
+    "note": "why t and p are blank, when they are (too few pairs, no variance)"}
+TABLE_19_DEFINITIONS = {
+    "strategy": "History+Reasoning or Baseline", "retriever": "a retriever alias (resources/retrievers.yaml)",
+    **{f"T{i}": f"nDCG@10 at turn {i}, a share in [0, 1]; turn -> domain -> macro" for i in range(1, 5)},
+    "T5+": "nDCG@10 at turns 5 and later, a share in [0, 1]; turn -> domain -> macro"}
+TABLE_20_DEFINITIONS = {"domain": "a RECOR domain; each other column a retriever's nDCG@10 with History+Reasoning "
+                                  "queries, the mean over the domain's turns, a share in [0, 1]"}
 
 
 def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
@@ -224,31 +266,57 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"recor_generation": wiring.materialized("recor_generation")},
           kinds={"polars"}, code_version="2")
-def recor_generation_metrics(recor_generation: pl.DataFrame) -> dg.Output:
+def recor_generation_metrics(recor_generation: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged
     dimensions) by domain and generator in Retrieved mode (Table 7), by mode and generator
-    (Table 8), per domain for each mode (Tables 21-23), per dimension, and ROUGE-L / METEOR /
-    BERTScore F1 (Table 25; an empty answer's 0 counts in the means)."""
+    (Table 8), per domain in Oracle and NoRetrieval mode (Tables 21 and 22), per dimension in
+    Retrieved mode (Table 23; ``dimensions`` every mode), and ROUGE-L / METEOR / BERTScore F1
+    (Table 25, every mode; an empty answer's 0 counts in the means). Every score a share in
+    [0, 1] (a judge's 1-5 normalized); ``slice`` names what is counted and the run's profile."""
     dims = list(generation.DIMENSIONS)
     columns = [*dims, "overall", *generation.REFERENCE_METRICS]
     scored = recor_generation.with_columns(pl.mean_horizontal(*dims).alias("overall"))
     per_domain = scored.group_by(["domain", "generator", "mode"]).agg([pl.col(c).mean() for c in columns])
     overall = per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in columns]).sort("generator", "mode")
+    generators = sorted(recor_generation["generator"].unique().to_list())
 
     def wide(mode: str) -> pl.DataFrame:
-        return per_domain.filter(pl.col("mode") == mode).pivot(on="generator", index="domain", values="overall", sort_columns=True).sort("domain")
+        part = per_domain.filter(pl.col("mode") == mode)
+        if part.is_empty():
+            return pl.DataFrame(schema={"domain": pl.String, **{g: pl.Float64 for g in generators}})
+        return part.pivot(on="generator", index="domain", values="overall", sort_columns=True).sort("domain")
 
-    table8 = overall.pivot(on="generator", index="mode", values="overall", sort_columns=True).sort("mode")
+    def by_generator(mode: str) -> str:
+        return {"domain": "a RECOR domain; each other column a generator's overall judge score in "
+                          f"{mode} mode (the mean of its dimensions, 1-5 normalized to [0, 1]), the mean over the domain's turns"}
+
+    table8 = overall.pivot(on="generator", index="mode", values="overall", sort_columns=True).sort("mode") if overall.height else \
+        pl.DataFrame(schema={"mode": pl.String})
+    dimension = {"generator": "a generator alias (registry role recor.generators)", "mode": ", ".join(generation.MODES),
+                 **{d: f"{text} (judged 1-5, normalized to [0, 1]; blank in no_retrieval for faithfulness)"
+                    for d, text in generation.DIMENSIONS.items()}}
+    lexical = {"generator": dimension["generator"], "mode": dimension["mode"],
+               "rouge_l": generation.ROUGE_DEFINITION, "meteor": generation.METEOR_DEFINITION,
+               "bertscore_f1": generation.BERTSCORE_DEFINITION}
+    none, retrieved = "recor_generation has no answer materialized", "no answer in retrieved mode"
+    tables = {
+        "table_7": (wide("retrieved"), by_generator("retrieved"), retrieved),
+        "table_8": (table8, {"mode": dimension["mode"], **{g: f"{g}'s overall judge score, macro-averaged over domains, "
+                                                              "a share in [0, 1]" for g in generators}}, none),
+        "table_21_oracle": (wide("oracle"), by_generator("oracle"), "no answer in oracle mode"),
+        "table_22_no_retrieval": (wide("no_retrieval"), by_generator("no_retrieval"), "no answer in no_retrieval mode"),
+        "table_23_dimensions": (overall.filter(pl.col("mode") == "retrieved").select("generator", *dims), dimension, retrieved),
+        "dimensions": (overall.select("generator", "mode", *dims), dimension, none),
+        "table_25_lexical": (overall.select("generator", "mode", *generation.REFERENCE_METRICS), lexical, none),
+    }
+    domains = sorted(recor_generation["domain"].unique().to_list())
     return dg.Output(overall, metadata={
         **table_metadata(overall),
-        "table_7": dg.MetadataValue.md(md_table(wide("retrieved"), 11)),
-        "table_8": dg.MetadataValue.md(md_table(table8, 3)),
-        "table_21_oracle": dg.MetadataValue.md(md_table(wide("oracle"), 11)),
-        "table_22_retrieved": dg.MetadataValue.md(md_table(wide("retrieved"), 11)),
-        "table_23_no_retrieval": dg.MetadataValue.md(md_table(wide("no_retrieval"), 11)),
-        "dimensions": dg.MetadataValue.md(md_table(overall.select("generator", "mode", *dims), 20)),
-        "lexical": dg.MetadataValue.md(md_table(overall.select("generator", "mode", *generation.REFERENCE_METRICS)
-                                                .rename(generation.REFERENCE_METRICS), 20)),
+        "slice": report_slice(f"{len(domains)} RECOR domains ({', '.join(domains) or 'none'}), "
+                              f"{recor_generation['qid'].n_unique()} turns answered; {len(generators)} generators "
+                              f"({', '.join(generators) or 'none'})", recor_settings),
+        **{name: report_table(table, definitions) for name, (table, definitions, _) in tables.items()},
+        **why_empty({name: (table, why) for name, (table, _, why) in tables.items()}),
         **reference_metric_definitions(),
     })
 

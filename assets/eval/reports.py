@@ -10,15 +10,10 @@ from assets.eval import metrics as eval_metrics
 from assets.eval.metrics import per_question
 
 HIT_CUTS = [1, 5, 10, 20, 50, 100]
-
-
-def percent_table(frame: pl.DataFrame, key: str, metrics: list[str]) -> str:
-    """A markdown table with one row per ``key`` value and metrics as percentages."""
-    header = "| " + " | ".join([key, *metrics]) + " |"
-    lines = [header, "|" + "---|" * (len(metrics) + 1)]
-    for row in frame.iter_rows(named=True):
-        lines.append("| " + " | ".join([str(row[key]), *(f"{100 * row[m]:.2f}%" for m in metrics)]) + " |")
-    return "\n".join(lines)
+# The QUIT paper's figures, by the numbers and captions it gives them.
+FIGURE_4_LEFT = "Figure 4 (left): Hit@k by retriever"
+FIGURE_4_RIGHT = "Figure 4 (right): Hit@100 by number of relevant (label 2) passages"
+FIGURE_6 = "Figure 6: passages by number of hints"
 
 
 def metric_definition(metric: str) -> str:
@@ -53,12 +48,12 @@ def hit_curves(runs: pl.DataFrame, qrels: pl.DataFrame):
     for system in sorted(runs["system"].unique().to_list()):
         run = runs.filter(pl.col("system") == system)
         scores = evaluate_run(qrels, run, [f"hit_rate@{k}" for k in HIT_CUTS])
-        ax.plot(HIT_CUTS, [100 * scores[f"hit_rate@{k}"] for k in HIT_CUTS], marker="o", label=system)
+        ax.plot(HIT_CUTS, [scores[f"hit_rate@{k}"] for k in HIT_CUTS], marker="o", label=system)
     ax.set_xscale("log")
     ax.set_xlabel("k")
-    ax.set_ylabel("Hit@k (%)")
+    ax.set_ylabel("Hit@k (share of questions)")
     ax.legend()
-    ax.set_title("Hit@k by retriever")
+    ax.set_title(FIGURE_4_LEFT)
     return fig
 
 
@@ -71,23 +66,29 @@ def hit_by_relevant(runs: pl.DataFrame, qrels: pl.DataFrame):
     for system in sorted(runs["system"].unique().to_list()):
         hits = per_question(qrels, runs.filter(pl.col("system") == system), "hit_rate@100")
         xs = [relevant.get(q, 0) for q in hits]
-        ax.scatter(xs, [100 * v for v in hits.values()], label=system, alpha=0.7)
+        ax.scatter(xs, list(hits.values()), label=system, alpha=0.7)
     ax.set_xlabel("label-2 passages of the question")
-    ax.set_ylabel("Hit@100 (%)")
+    ax.set_ylabel("Hit@100 (0 or 1 per question)")
     ax.legend()
-    ax.set_title("Hit@100 by number of relevant passages")
+    ax.set_title(FIGURE_4_RIGHT)
     return fig
 
 
-def em_markdown(wide: pl.DataFrame) -> str:
-    """Table 8: one row per (system, k, strategy), one EM column per reader."""
-    readers = [c for c in wide.columns if c not in ("system", "k", "strategy")]
-    lines = ["| retriever | k | strategy | " + " | ".join(readers) + " |", "|" + "---|" * (3 + len(readers))]
-    for row in wide.iter_rows(named=True):
-        k = "" if row["k"] is None else str(row["k"])
-        cells = ["" if row[r] is None else f"{100 * row[r]:.2f}%" for r in readers]
-        lines.append(f"| {row['system']} | {k} | {row['strategy']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def table_8(table: pl.DataFrame, values: str) -> pl.DataFrame:
+    """Table 8: one row per (retriever, k, strategy), Optimal first, one column per reader
+    holding its ``values`` (a share of questions)."""
+    return (table.pivot(on="reader", index=["system", "k", "strategy"], values=values, maintain_order=True)
+            .rename({"system": "retriever"}))
+
+
+def table_8_definitions(wide: pl.DataFrame, em: str) -> dict[str, str]:
+    """Table 8's headers: the row keys, and each reader's column as ``em`` defines it."""
+    readers = [c for c in wide.columns if c not in ("retriever", "k", "strategy")]
+    return {"retriever": "a retriever alias, <retriever>+<reranker>, or Optimal (the reader on every relevant passage)",
+            "k": "passages given to the reader (blank for Optimal)",
+            "strategy": "how the top-k passages' hints become the context: union_norm or union_freq (equation 1); "
+                        "oracle for Optimal",
+            **{r: f"reader {r}: {em}; a share of questions in [0, 1]" for r in readers}}
 
 
 def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame):
@@ -103,9 +104,9 @@ def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFr
     for i, (name, frame) in enumerate(series.items()):
         counts = dict(frame.group_by("num_hints").len().iter_rows())
         total = max(sum(counts.values()), 1)
-        ax.bar([h + i * width for h in range(1, 6)], [100 * counts.get(h, 0) / total for h in range(1, 6)], width, label=name)
+        ax.bar([h + i * width for h in range(1, 6)], [counts.get(h, 0) / total for h in range(1, 6)], width, label=name)
     ax.set_xlabel("hints in passage")
-    ax.set_ylabel("share of passages (%)")
+    ax.set_ylabel("share of passages")
     ax.legend(fontsize=7)
-    ax.set_title("Passages by number of hints")
+    ax.set_title(FIGURE_6)
     return fig

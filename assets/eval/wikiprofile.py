@@ -6,7 +6,7 @@ partition). The rules live in :mod:`assets.eval.profiling_rules` and
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, report_table, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata, why_empty
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.eval import analysis, profiling
@@ -117,13 +117,14 @@ TABLE_2_HEADERS = {
 }
 
 
-def _table_2(table: pl.DataFrame) -> dg.TableMetadataValue:
+def _table_2(table: pl.DataFrame, **more: str) -> dg.TableMetadataValue:
     """Table 2 rendered inline, under the paper's headers, each described as
-    :data:`method.DEFINITIONS` says (a share over no facts, NaN, is left blank)."""
-    described = {"model": "a subject model alias (resources/models.yaml)", "facts": "the model's facts, the excluded ones included",
+    :data:`method.DEFINITIONS` says (a share over no facts, NaN, is left blank); ``more``
+    describes the columns a variant adds (the thresholds of the sweep)."""
+    described = {"model": analysis.MODEL, "facts": "the model's facts, the excluded ones included",
                  "profiled": "facts given a profile (one of the five, or an undecided union without a thinking "
                              "run): neither ungradable nor direct inference",
-                 **{TABLE_2_HEADERS.get(c, c): d for c, d in method.DEFINITIONS.items()}}
+                 **{TABLE_2_HEADERS.get(c, c): d for c, d in method.DEFINITIONS.items()}, **more}
     return report_table(table.rename(TABLE_2_HEADERS), described)
 
 
@@ -134,6 +135,24 @@ def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
              "Knows and Knows(+Think) include direct inference (the method notes' Table 2); the Figure 4 bar excludes it.",
              "", md_table(pl.DataFrame(rows), len(rows))]
     return dg.MetadataValue.md("\n".join(lines))
+
+
+def _slice(profiles: pl.DataFrame, settings: WikiProfileSettings) -> str:
+    """The subject models and facts a WikiProfile report counts, and the run's profile."""
+    models = sorted(profiles["model"].unique().to_list()) if profiles.height else []
+    return report_slice(f"{len(models)} subject models ({', '.join(models) or 'none'}), "
+                        f"{profiles['fact_id'].n_unique() if profiles.height else 0} facts", settings)
+
+
+NO_MODEL = "no model is profiled: materialize wikiprofile/profiles for a subject model"
+NO_GRADED = "no question is graded: materialize wikiprofile/graded_responses for a subject model"
+
+
+def _inline(tables: dict[str, tuple[pl.DataFrame, dict[str, str], str]]) -> dict:
+    """Each analysis table inline under its name, its columns described, with ``why_empty``
+    naming the empty ones and their reason."""
+    return {**{name: report_table(frame, definitions) for name, (frame, definitions, _) in tables.items()},
+            **why_empty({name: (frame, reason) for name, (frame, _, reason) in tables.items()})}
 
 
 def _thinking_metadata(missing: list[str]) -> dict:
@@ -165,7 +184,7 @@ def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, 
     return dg.Output(facts, metadata={
         **table_metadata(facts), "strategy": strategy, "tau": wikiprofile_settings.tau, **_thinking_metadata(missing),
         "table_2_row": _table_2(row),
-        **{f"pct/{k}": float(v) for k, v in summary.items() if k in method.SUMMARY_SHARES and v is not None},
+        **{f"share/{k}": round(float(v), 4) for k, v in summary.items() if k in method.SUMMARY_SHARES and v is not None},
     })
 
 
@@ -178,13 +197,13 @@ def _segment(row: dict, name: str, undecided: bool) -> float:
     return value
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="3",
           ins={"profiles": wiring.materialized("profiles")})
 def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
-    """Table 2 over every profiled model: Encodes, Knows(+Think) and Knows (both including
-    direct inference), the Figure 4 Knows bar (excluding it), the five profiles and the
-    excluded shares, as ``definitions`` says; with Figure 4's stacked bars of the profiles
-    (a model without a thinking run shows its undecided shares hatched)."""
+    """Table 2 over every profiled model, shares in [0, 1]: Encodes, Knows(+Think) and Knows
+    (both including direct inference), the Figure 4 Knows bar (excluding it), the five
+    profiles and the excluded shares, as ``definitions`` says; with Figure 4's stacked bars
+    of the profiles (a model without a thinking run shows its undecided shares hatched)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,15 +228,17 @@ def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSett
     for i, r in enumerate(rows):
         bar = r["knows_thinking_excl_direct"]
         if bar is not None and bar == bar:
-            ax.text(101, i, f"Knows {bar:.1f}", va="center", fontsize=7)
-    ax.set_xlim(0, 115)
-    ax.set_xlabel("% of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
+            ax.text(1.01, i, f"Knows {bar:.2f}", va="center", fontsize=7)
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel("share of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
                   fontsize=7)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
     return dg.Output(table, metadata={
-        **table_metadata(table), "table_2": _table_2(table),
+        **table_metadata(table), "slice": _slice(profiles, wikiprofile_settings), "table_2": _table_2(table),
+        **why_empty({"table_2": (table, NO_MODEL)}),
         "definitions": _definitions(wikiprofile_settings), **_thinking_metadata(analysis.models_without_thinking(profiles)),
-        "profiles_plot": png_markdown(fig)})
+        "figure_4": png_markdown(fig)})
 
 
 wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_report]
@@ -228,7 +249,8 @@ wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_rep
 # recovery with the correct>=p curve, and the robustness of the thresholds and of n. The
 # computations live in :mod:`assets.eval.analysis`; these assets only plot and show.
 
-REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2")
+# Version 3: shares in [0, 1] (a stored table of version 2 holds a hundred times those).
+REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="3")
 
 
 def _pyplot():
@@ -254,9 +276,11 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
 
 @dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("wikiprofile_tasks", "eval"),
                "source_pages": wiring.input("wikiprofile_pages", "eval")}, **REPORT)
-def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Output:
-    """Encoding and recall rates of the top and bottom 20% of facts by their page's monthly
-    views (Figure 5), with the gain from thinking and the gaps (Delta, Delta_T)."""
+def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame,
+                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+    """Encoding and recall rates (shares in [0, 1]) of the top and bottom 20% of facts by
+    their page's monthly views (Figure 5), with the gain from thinking and the gaps (Delta,
+    Delta_T); ``tiers`` gives each tier's views."""
     views = (benchmark.select("fact_id", "page_id").unique()
              .join(source_pages.select("page_id", "mean_monthly_views"), on="page_id", how="left"))
     tiers = sources.popularity_tiers(views, key="fact_id")
@@ -269,15 +293,19 @@ def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pa
         _bars(ax, models, {tier: [table.filter((pl.col("model") == m) & (pl.col("tier") == tier))[metric][0] for m in models]
                            for tier in ("top", "bottom")})
         ax.set_title(title, fontsize=9)
-    axes[0].set_ylabel("% of facts")
+    fig.suptitle("Figure 5: encoding and recall by page popularity", fontsize=9)
+    axes[0].set_ylabel("share of facts")
+    axes[0].set_ylim(0, 1)
     axes[1].legend(fontsize=8, title="page views", title_fontsize=8)
     bounds = views.join(tiers, on="fact_id").group_by("tier").agg(pl.col("mean_monthly_views").min().alias("min_views"),
                                                                    pl.col("mean_monthly_views").max().alias("max_views"),
                                                                    pl.len().alias("facts")).sort("tier")
-    return dg.Output(table, metadata={**table_metadata(table), "popularity": dg.MetadataValue.md(md_table(table, 40)),
-                                      "gaps": dg.MetadataValue.md(md_table(gaps, 20)),
-                                      "tiers": dg.MetadataValue.md(md_table(bounds, 3)),
-                                      "popularity_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
+    no_fact = "the benchmark read (eval/wikiprofile_tasks) has no fact"
+    tables = {"popularity": (table, analysis.POPULARITY_DEFINITIONS, NO_MODEL), "gaps": (gaps, analysis.GAPS_DEFINITIONS, NO_MODEL),
+              "tiers": (bounds, analysis.TIERS_DEFINITIONS, no_fact)}
+    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, wikiprofile_settings),
+                                      **_inline(tables), "figure_5": png_markdown(fig),
+                                      **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
@@ -285,7 +313,7 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Direct vs reverse over encoded facts, in generation (closed book, without and with
     thinking) and in verification (multiple choice) (Figure 6), and which side fails for the
-    facts not known (Figure 14)."""
+    facts not known (Figure 14); every rate a share in [0, 1]."""
     grades = _grades(graded_responses, wikiprofile_settings)
     table = analysis.direction(grades, profiles, wikiprofile_settings.tau)
     errors = analysis.error_attribution(grades, profiles, wikiprofile_settings.tau)
@@ -296,8 +324,8 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
         rows = table.filter(pl.col("condition") == condition)
         _bars(ax, models, {side: [rows.filter(pl.col("model") == m)[side][0] for m in models] for side in ("direct", "reverse")})
         ax.set_title(title, fontsize=9)
-        ax.set_ylim(0, 100)
-    axes[0].set_ylabel("% of encoded facts known")
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("share of encoded facts known")
     axes[1].legend(fontsize=8)
     scoped = errors.filter(pl.col("scope") == "all")
     left = [0.0] * len(models)
@@ -305,12 +333,15 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
         values = [v if v == v else 0.0 for v in (scoped.filter(pl.col("model") == m)[part][0] for m in models)]
         axes[2].barh(models, values, left=left, label=part.replace("_", " "))
         left = [a + b for a, b in zip(left, values)]
-    axes[2].set_title("errors: which side fails", fontsize=9)
-    axes[2].set_xlabel("% of facts not known")
+    axes[2].set_title("Figure 14: which side fails", fontsize=9)
+    fig.suptitle("Figure 6: direct vs reverse over encoded facts", fontsize=9)
+    axes[2].set_xlabel("share of facts not known")
     axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
-    return dg.Output(table, metadata={**table_metadata(table), "direct_vs_reverse": dg.MetadataValue.md(md_table(table, 40)),
-                                      "error_attribution": dg.MetadataValue.md(md_table(errors, 40)),
-                                      "direction_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
+    tables = {"direct_vs_reverse": (table, analysis.DIRECTION_DEFINITIONS, NO_MODEL),
+              "error_attribution": (errors, analysis.ERROR_DEFINITIONS, NO_MODEL)}
+    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, wikiprofile_settings),
+                                      **_inline(tables), "figures_6_14": png_markdown(fig),
+                                      **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
@@ -325,27 +356,34 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
     models = sorted(recovery["model"].unique())
     _bars(axes[0], models, {("encoded" if enc else "not encoded"):
-                            [recovery.filter((pl.col("model") == m) & (pl.col("encoded") == enc))["recovered_pct"][0] for m in models]
+                            [recovery.filter((pl.col("model") == m) & (pl.col("encoded") == enc))["recovered_share"][0] for m in models]
                             for enc in (True, False)})
-    axes[0].set_ylabel("% recovered by thinking")
-    axes[0].set_ylim(0, 100)
+    axes[0].set_ylabel("share of facts recovered by thinking")
+    axes[0].set_title("Figure 8: thinking as recovery", fontsize=9)
+    axes[1].set_title("Figure 12: correct>=p without and with thinking", fontsize=9)
+    axes[0].set_ylim(0, 1)
     axes[0].legend(fontsize=8)
     for (model, thinking), part in sorted(curve.group_by("model", "thinking"), key=lambda kv: kv[0]):
         axes[1].plot(part["p"], part["share"], marker="o", linestyle="-" if thinking else "--",
                      label=f"{model} ({'thinking' if thinking else 'no thinking'})")
     axes[1].set_xlabel("p")
-    axes[1].set_ylabel("correct>=p (% of questions)")
+    axes[1].set_ylabel("correct>=p (share of questions)")
+    axes[1].set_ylim(0, 1)
     axes[1].legend(fontsize=7)
-    return dg.Output(recovery, metadata={**table_metadata(recovery), "recovery": dg.MetadataValue.md(md_table(recovery, 40)),
-                                         "correct_at_least_p": dg.MetadataValue.md(md_table(curve, 60)),
-                                         "thinking_plot": png_markdown(fig), **_thinking_metadata(analysis.models_without_thinking(profiles))})
+    no_thinking = (NO_MODEL if profiles.is_empty() else
+                   "no profiled model has a thinking run (thinking_run_missing names them): there is nothing recovered to count")
+    tables = {"recovery": (recovery, analysis.RECOVERY_DEFINITIONS, no_thinking),
+              "correct_at_least_p": (curve, analysis.CURVE_DEFINITIONS, NO_GRADED)}
+    return dg.Output(recovery, metadata={**table_metadata(recovery), "slice": _slice(profiles, wikiprofile_settings),
+                                         **_inline(tables), "figures_8_12": png_markdown(fig),
+                                         **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses")}, **REPORT)
 def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 at other thresholds (tau_enc, tau_know) (appendix D.2), and the bootstrap width
     of the share of questions with g > 0.5 for n = 2..16 samples, drawn from each question's
-    own samples (appendix D.4)."""
+    own samples (appendix D.4); shares in [0, 1]."""
     sweep = analysis.tau_sweep(_grades(graded_responses, wikiprofile_settings), wikiprofile_settings.nan_strategy)
     boot = analysis.bootstrap_stability(graded_responses, resamples=wikiprofile_settings.bootstrap_resamples,
                                         seed=wikiprofile_settings.seed, tau=wikiprofile_settings.tau)
@@ -354,20 +392,28 @@ def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: Wiki
     for (model, task), part in sorted(boot.group_by("model", "task"), key=lambda kv: kv[0]):
         axes[0].plot(part["n"], part["width"], marker="o", label=f"{model} {task}")
     axes[0].set_xlabel("samples per question (n)")
-    axes[0].set_ylabel("90% interval width (points)")
+    axes[0].set_ylabel("90% interval width (share of questions)")
+    axes[0].set_title("Figure 19: bootstrap width by n", fontsize=9)
+    axes[1].set_title("Figure 18: Table 2 at other thresholds", fontsize=9)
     axes[0].legend(fontsize=7)
     labels = [f"{e}/{k}" for e, k in analysis.TAU_GRID]
     for (model,), part in sorted(sweep.group_by("model"), key=lambda kv: kv[0]):
         for metric, style in (("encodes", "-"), ("knows", "--"), ("knows_thinking", ":")):
             axes[1].plot(labels, part[metric].fill_nan(0.0).fill_null(0.0), style, marker="o", label=f"{model} {metric}")
     axes[1].set_xlabel("tau_enc / tau_know")
-    axes[1].set_ylabel("% of profiled facts")
+    axes[1].set_ylabel("share of facts")
+    axes[1].set_ylim(0, 1)
     axes[1].tick_params(axis="x", labelsize=7)
     axes[1].legend(fontsize=7)
-    return dg.Output(sweep, metadata={**table_metadata(sweep), "tau_sweep": dg.MetadataValue.md(md_table(sweep, 60)),
-                                      "bootstrap": dg.MetadataValue.md(md_table(boot, 80)),
+    thresholds = {"tau_enc": "the encoding threshold: E needs an encoding task with g > tau_enc",
+                  "tau_know": "the knowing threshold: K0 and KT need every gradable knowledge question with g > tau_know"}
+    return dg.Output(sweep, metadata={**table_metadata(sweep), "slice": _slice(graded_responses, wikiprofile_settings),
+                                      "tau_sweep": _table_2(sweep, **thresholds),
+                                      "bootstrap": report_table(boot, analysis.BOOTSTRAP_DEFINITIONS),
+                                      **why_empty({"tau_sweep": (sweep, NO_GRADED),
+                                                   "bootstrap": (boot, f"{NO_GRADED} (of the tasks {', '.join(analysis.BOOTSTRAP_TASKS)})")}),
                                       "bootstrap_resamples": wikiprofile_settings.bootstrap_resamples,
-                                      "robustness_plot": png_markdown(fig),
+                                      "figures_18_19": png_markdown(fig),
                                       **_thinking_metadata(sorted(sweep.filter(pl.col("thinking_run") == method.THINKING_MISSING)["model"].unique()))})
 
 

@@ -5,7 +5,7 @@ rules live in :mod:`assets.quit.rules` and the LLM-driven steps in :mod:`assets.
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.records import read_json_list
@@ -445,7 +445,7 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
                "benchmark_qrels": wiring.input("benchmark_qrels")},
           kinds={"polars"}, code_version="2", op_tags=GPU_STEP_TAGS)
 def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark_corpus, benchmark_qrels,
-               encoder: EncoderResource) -> dg.Output:
+               encoder: EncoderResource, quit_settings: QuitSettings) -> dg.Output:
     """Table 1 of the paper with the release's definitions (results/statistics/
     dataset_statistics.py): over every corpus passage paired with its question, the distinct
     question texts and the passages, average lengths in words split on single spaces (answer
@@ -453,15 +453,23 @@ def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark
     passage words without NLTK's English stop words, the share of passages containing a pool
     answer as a lower-cased substring, and the mean question-passage cosine (bundled MiniLM
     encoder; the release's all-MiniLM-L6-v2). The project adds answer containment on whole
-    words (0 by construction) and the label counts. The ``definition`` column names each rule."""
+    words (0 by construction) and the label counts. The ``definition`` column names each rule;
+    ``slice`` the questions and passages counted and the run's profile."""
     table = rules.table1(benchmark_questions, benchmark_corpus, benchmark_qrels, lambda t: encoder.encode(t, kind="passage"),
                          encoder.block_size, _log(context))
     meta = {row["metric"]: float(row["value"]) for row in table.iter_rows(named=True)}
     return dg.Output(table, metadata={
-        "table_1": dg.MetadataValue.md(md_table(table, 20)),
+        "slice": report_slice(f"{benchmark_questions.height} QUIT questions, {int(meta.get('Total Passages', 0)):,} "
+                              "question-passage pairs", quit_settings),
+        "table_1": report_table(table, TABLE_1_COLUMNS),
         **{f"table1/{k}": v for k, v in meta.items()},
         "passages_by_hints": png_markdown(rules.hint_count_plot(benchmark_corpus, benchmark_qrels)),
     })
+
+
+TABLE_1_COLUMNS = {"metric": "Table 1's row (the last rows are the project's: whole-word containment, label counts)",
+                   "value": "a count, an average in words, a share in [0, 1] (overlap, containment) or a mean cosine",
+                   "definition": "what the row counts, by the release's results/statistics/dataset_statistics.py"}
 
 
 quit_assets = [source_questions, screened_questions, hint_convergence, selected_questions, reference_index, question_metadata,

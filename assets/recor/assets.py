@@ -5,7 +5,7 @@ is a multi-asset: what it keeps and what it rejects, with the reason. The rules 
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, table_metadata
+from assets.common.metadata import counts_md, report_slice, report_table, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
@@ -254,20 +254,25 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame, reco
     scores and the normalized dependency entropy), with the distributions of dependency
     types and question patterns over all turns (Tables 29 and 30) and their normalized
     entropies. An entropy with no labelled turn is n/a, and ``why_na`` says why; ``slice``
-    names the domains, conversations and turns covered."""
+    names the domains, conversations and turns covered; ``why_empty`` why Table 29 or 30 has
+    no row."""
     table = steps.domain_table(quality_scores, turn_labels)
     shown = steps.shown(table)
-    distributions = {}
+    distributions, empty = {}, {}
     for column, name in (("dependency", "table_29_dependency"), ("pattern", "table_30_pattern")):
-        why = steps.why_unlabelled(turn_labels, column)
-        distributions[name] = dg.MetadataValue.md(why) if why else counts_md(steps.label_counts(turn_labels, column),
-                                                                            steps.LABELS[column][0])
+        label = steps.LABELS[column][0]
+        counts = steps.label_counts(turn_labels, column)
+        frame = pl.DataFrame({label: list(counts), "turns": list(counts.values())}, schema={label: pl.String, "turns": pl.Int64})
+        distributions[name] = report_table(frame, {label: f"a {label} the judge named (appendix G)",
+                                                   "turns": "turns given it, over every domain of the report"})
+        empty[name] = (frame, steps.why_unlabelled(turn_labels, column))
     # The profile is this run's: the domains may have been built under another.
     return dg.Output(table, metadata={
         **table_metadata(shown, 11),
         "slice": steps.report_slice(table, recor_settings.profile, recor_settings.max_questions),
-        "table_31": dg.MetadataValue.md(md_table(shown, 11)),
+        "table_31": report_table(shown, steps.TABLE_31_DEFINITIONS),
         **distributions,
+        **why_empty(empty),
         "dependency_entropy": steps.label_entropy(turn_labels, "dependency"),
         "pattern_entropy": steps.label_entropy(turn_labels, "pattern"),
         **steps.unlabeled_turns(turn_labels),
@@ -277,7 +282,7 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame, reco
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
           ins={"benchmark": wiring.materialized("benchmark"), "aspects": wiring.materialized("aspects"), "corpus": wiring.materialized("corpus")})
-def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
     """Per-domain statistics in Table 2's shape: conversations, turns, average turns per
     conversation, aspects per conversation and documents per turn, with corpus sizes, for
     every domain built so far (a built domain always has a corpus; one that kept no
@@ -297,10 +302,22 @@ def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFr
                      "Avg #D": float(b["gold_doc_ids"].list.len().mean()) if b.height else None,
                      "positives": c.filter(pl.col("role") == "positive").height,
                      "negatives": c.filter(pl.col("role") == "negative").height})
-    table = pl.DataFrame(rows)
-    return dg.Output(table, metadata={**table_metadata(table, 11), "table_2": dg.MetadataValue.md(md_table(table, 12)),
+    table = pl.DataFrame(rows, schema=STATISTICS_SCHEMA)
+    return dg.Output(table, metadata={**table_metadata(table, 11),
+                                      "slice": report_slice(f"{len(built)} RECOR domains built ({', '.join(built) or 'none'})",
+                                                            recor_settings),
+                                      "table_2": report_table(table, TABLE_2_DEFINITIONS),
+                                      **why_empty({"table_2": (table, "no domain is built: materialize recor/corpus for one")}),
                                       "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum()),
                                       "domains_not_built": ", ".join(d for d in DOMAINS if d not in built) or "none"})
+
+
+STATISTICS_SCHEMA = {"domain": pl.String, "#Conv.": pl.Int64, "#Turns": pl.Int64, "Avg #T": pl.Float64, "Avg #A": pl.Float64,
+                     "Avg #D": pl.Float64, "positives": pl.Int64, "negatives": pl.Int64}
+TABLE_2_DEFINITIONS = {"domain": "a RECOR domain (BRIGHT's)", "#Conv.": "valid conversations in the benchmark",
+                       "#Turns": "their turns", "Avg #T": "turns per conversation", "Avg #A": "aspects per conversation",
+                       "Avg #D": "gold documents per turn", "positives": "corpus documents that are a question's gold",
+                       "negatives": "corpus documents added as hard negatives"}
 
 
 recor_assets = [source_files, sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark,

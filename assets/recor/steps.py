@@ -649,6 +649,12 @@ DIMENSIONS = {"naturalness": "quality_naturalness", "coherence": "quality_cohere
               "question_quality": "quality_questions", "groundedness": "quality_groundedness"}
 # Table 31's column order for the dimensions.
 DIMENSION_ABBREVIATIONS = {"naturalness": "Nat", "coherence": "Coh", "question_quality": "QQ", "groundedness": "Grd"}
+TABLE_31_DEFINITIONS = {
+    "domain": "a RECOR domain", "#C": "conversations judged", "#T": "their turns",
+    **{short: f"mean {name.replace('_', ' ')} score, judged 1-5 per conversation (the paper's scale)"
+       for name, short in DIMENSION_ABBREVIATIONS.items()},
+    "DE": "normalized entropy of the turns' dependency types, in [0, 1]; n/a where no turn has one (why_na)",
+    "QE": "normalized entropy of the turns' question patterns, in [0, 1]; n/a where no turn has one (why_na)"}
 
 
 def parse_label(text: str, labels: list[str]) -> str:

@@ -465,25 +465,40 @@ PROFILE_REPORT = pl.DataFrame([SUMMARY])
 
 
 def test_table_2_shares_add_up():
+    # 5 facts: f1-f3 profiled, f4 ungradable, f5 direct inference; 4 gradable
+    assert (SUMMARY["encoding_failure"], SUMMARY["direct_recall"], SUMMARY["encodes"]) == pytest.approx((1 / 3, 1 / 3, 2 / 3))
+    assert (SUMMARY["knows"], SUMMARY["knows_thinking"], SUMMARY["excluded_ungradable"]) == (0.5, 0.75, 0.2)
     assert ec.profile_report_shares(PROFILE_REPORT).passed
-    for broken, words in [(swap(PROFILE_REPORT, "encoding_failure", 0, SUMMARY["encoding_failure"] + 10), "five profiles do not add up to 100%"),
+    for broken, words in [(swap(PROFILE_REPORT, "encoding_failure", 0, SUMMARY["encoding_failure"] + 0.1), "five profiles do not add up to 1"),
                           (swap(PROFILE_REPORT, "excluded_ungradable", 0, 0.0), "profiled and excluded shares do not add up"),
                           (swap(PROFILE_REPORT, "profiled", 0, 9), "profiled facts not between 0 and all facts"),
-                          (swap(PROFILE_REPORT, "encodes", 0, 120.0), "encodes outside [0, 100]")]:
+                          (swap(PROFILE_REPORT, "encodes", 0, 1.2), "encodes outside [0, 1]")]:
         assert fails(ec.profile_report_shares(broken), words)
 
 
-POPULARITY = pl.DataFrame({"model": ["smollm2"] * 2, "tier": ["top", "bottom"], "facts": [2, 1], "encodes": [50.0, 0.0],
-                           "recall": [0.0, math.nan], "recall_thinking": [100.0, math.nan], "thinking_gain": [100.0, math.nan]})
+def test_a_table_2_in_percent_fails_the_shares_check():
+    """A share above 1 is a broken table: Table 2 as the reports held it before shares (in
+    percent, as the paper prints it) is read as 100 times too large by the leaderboard."""
+    percent = PROFILE_REPORT.with_columns(pl.col(c) * 100 for c in ec.SUMMARY_SHARES)
+    assert fails(ec.profile_report_shares(percent), "encodes outside [0, 1] (e.g. smollm2)")
+    assert fails(ec.profile_report_shares(swap(PROFILE_REPORT, "knows", 0, 1.5)), "knows outside [0, 1]")
+    sweep = pl.DataFrame([{"model": "smollm2", "tau_enc": e, "tau_know": k, **SUMMARY} for e, k in TAU_GRID])
+    assert fails(ec.robustness_report_shares(sweep.with_columns(pl.col("encodes") * 100)), "encodes outside [0, 1]")
 
 
-def test_popularity_rates_are_percent_and_the_gain_their_difference():
+POPULARITY = pl.DataFrame({"model": ["smollm2"] * 2, "tier": ["top", "bottom"], "facts": [2, 1], "encodes": [0.5, 0.0],
+                           "recall": [0.0, math.nan], "recall_thinking": [1.0, math.nan], "thinking_gain": [1.0, math.nan]})
+
+
+def test_popularity_rates_are_shares_and_the_gain_their_difference():
     assert ec.popularity_report_shares(POPULARITY).passed
-    backwards = POPULARITY.with_columns(pl.Series("recall", [50.0, math.nan]), pl.Series("recall_thinking", [40.0, math.nan]),
-                                        pl.Series("thinking_gain", [-10.0, math.nan]))
-    for broken, words in [(swap(POPULARITY, "thinking_gain", 0, 50.0), "gain is not recall with minus without thinking"),
+    backwards = POPULARITY.with_columns(pl.Series("recall", [0.5, math.nan]), pl.Series("recall_thinking", [0.4, math.nan]),
+                                        pl.Series("thinking_gain", [-0.1, math.nan]))
+    in_percent = POPULARITY.with_columns(pl.col("encodes", "recall", "recall_thinking", "thinking_gain") * 100)
+    for broken, words in [(swap(POPULARITY, "thinking_gain", 0, 0.5), "gain is not recall with minus without thinking"),
                           (backwards, "recalling more without thinking than with it"),
-                          (swap(POPULARITY, "encodes", 0, -1.0), "encodes outside [0, 100]"),
+                          (swap(POPULARITY, "encodes", 0, -0.01), "encodes outside [0, 1]"),
+                          (in_percent, "recall_thinking outside [0, 1] (e.g. smollm2/top)"),
                           (swap(POPULARITY, "tier", 1, "middle"), "tier not in")]:
         assert fails(ec.popularity_report_shares(broken), words)
 
@@ -495,24 +510,26 @@ def test_an_empty_popularity_tier_is_a_warning():
 
 
 DIRECTION = pl.DataFrame({"model": ["smollm2"] * 3, "condition": list(ec.CONDITIONS), "facts": [2, 2, 0],
-                          "direct": [50.0, 100.0, math.nan], "reverse": [0.0, 50.0, math.nan], "delta": [-50.0, -50.0, math.nan]})
+                          "direct": [0.5, 1.0, math.nan], "reverse": [0.0, 0.5, math.nan], "delta": [-0.5, -0.5, math.nan]})
 
 
-def test_direction_shares_are_percent_and_delta_their_difference():
+def test_direction_shares_are_in_0_1_and_delta_their_difference():
     assert ec.direction_report_shares(DIRECTION).passed
-    for broken, words in [(swap(DIRECTION, "delta", 0, 50.0), "delta is not reverse minus direct"),
+    for broken, words in [(swap(DIRECTION, "delta", 0, 0.5), "delta is not reverse minus direct"),
                           (swap(DIRECTION, "condition", 0, "recite"), "condition not in"),
-                          (swap(DIRECTION, "direct", 1, 150.0), "direct outside [0, 100]")]:
+                          (swap(DIRECTION, "direct", 1, 1.5), "direct outside [0, 1]")]:
         assert fails(ec.direction_report_shares(broken), words)
 
 
 THINKING = pl.DataFrame({"model": ["smollm2"] * 2, "encoded": [True, False], "not_known": [0, 4], "recovered": [0, 1],
-                         "recovered_pct": [math.nan, 25.0]})
+                         "recovered_share": [math.nan, 0.25]})
 
 
 def test_recovery_is_a_share_of_the_facts_not_known():
     assert ec.thinking_report_shares(THINKING).passed
-    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered_pct", 1, 30.0)), "share is not recovered over not known")
+    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered_share", 1, 0.3)), "share is not recovered over not known")
+    # 1 of 4 in percent, as the column held it before shares
+    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered_share", 1, 25.0)), "share is not recovered over not known")
     assert fails(ec.thinking_report_shares(swap(THINKING, "recovered", 1, 5)), "recovering more facts than are not known")
 
 
@@ -524,7 +541,7 @@ def test_the_threshold_sweep_covers_the_grid_with_sound_shares():
     assert ec.robustness_report_shares(ROBUSTNESS).passed
     for broken, words in [(ROBUSTNESS.slice(1), "model+thresholds of the grid missing"),
                           (swap(ROBUSTNESS, "tau_know", 0, 1.5), "tau_know outside [0, 1]"),
-                          (swap(ROBUSTNESS, "direct_recall", 0, 90.0), "five profiles do not add up")]:
+                          (swap(ROBUSTNESS, "direct_recall", 0, 0.9), "five profiles do not add up")]:
         assert fails(ec.robustness_report_shares(broken), words)
 
 

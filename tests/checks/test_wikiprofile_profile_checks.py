@@ -69,7 +69,7 @@ def test_table_2_of_a_model_without_a_thinking_run_passes_with_its_thinking_shar
     row = report.row(0, named=True)
     # 5 facts: 3 profiled (f1-f3), f4 direct inference, f5 ungradable; 4 gradable
     assert (row["facts"], row["profiled"], row["thinking_run"]) == (5, 3, "missing")
-    assert row["knows"] == 50.0  # (1 DR + 1 DI) / 4
+    assert row["knows"] == 0.5  # (1 DR + 1 DI) / 4
     assert row["knows_thinking"] is None and row["knows_thinking_excl_direct"] is None
     assert ec.profile_report_shares(report).passed
     both = pl.concat([report, table(PRESENT).with_columns(pl.lit("qwen").alias("model"))])
@@ -78,20 +78,22 @@ def test_table_2_of_a_model_without_a_thinking_run_passes_with_its_thinking_shar
 
 @pytest.mark.parametrize("column, value, words", [
     # Knows without direct inference (the old Table 2): 1/3 of profiled instead of (1 + 1) / 4
-    ("knows", 100 / 3, "whose knows is not direct recall + direct inference over the gradable facts"),
+    ("knows", 1 / 3, "whose knows is not direct recall + direct inference over the gradable facts"),
     ("knows_thinking", 0.0, "without a thinking run but with a share among knows_thinking"),
     ("recall_failure", 0.0, "without a thinking run but with a share among"),
-    ("direct_recall", 50.0, "whose direct recall and undecided shares do not add up to 100%"),
+    ("direct_recall", 0.5, "whose direct recall and undecided shares do not add up to 1"),
+    # Knows in percent, as Table 2 held it before shares
+    ("knows", 50.0, "knows outside [0, 1]"),
 ])
 def test_a_broken_table_2_row_without_a_thinking_run_fails(column, value, words):
     assert fails(ec.profile_report_shares(swap(table(MISSING), column, 0, value)), words)
 
 
 @pytest.mark.parametrize("column, value, words", [
-    # PRESENT: 3 profiled, 4 gradable; Knows = (1 DR + 1 DI) / 4 = 50, Knows(+Think) = (1 + 1 RwT + 1 DI) / 4 = 75
-    ("knows", 100 / 3, "whose knows is not direct recall + direct inference over the gradable facts"),
-    ("knows_thinking", 200 / 3, "whose knows_thinking is not the known-with-thinking profiles + direct inference"),
-    ("knows_thinking_excl_direct", 75.0, "whose knows_thinking_excl_direct (Figure 4) is not"),
+    # PRESENT: 3 profiled, 4 gradable; Knows = (1 DR + 1 DI) / 4 = 0.5, Knows(+Think) = (1 + 1 RwT + 1 DI) / 4 = 0.75
+    ("knows", 1 / 3, "whose knows is not direct recall + direct inference over the gradable facts"),
+    ("knows_thinking", 2 / 3, "whose knows_thinking is not the known-with-thinking profiles + direct inference"),
+    ("knows_thinking_excl_direct", 0.75, "whose knows_thinking_excl_direct (Figure 4) is not"),
     ("knows_thinking", None, "with a thinking run but a null share among knows_thinking"),
     ("encoded_not_known", 0.0, "whose encoded_not_known is not recall failure + recall with thinking"),
     ("thinking_run", "maybe", "thinking_run not in"),
@@ -99,7 +101,7 @@ def test_a_broken_table_2_row_without_a_thinking_run_fails(column, value, words)
 def test_a_broken_table_2_row_with_a_thinking_run_fails(column, value, words):
     report = table(PRESENT)
     row = report.row(0, named=True)
-    assert (row["knows"], row["knows_thinking"], row["knows_thinking_excl_direct"]) == (50.0, 75.0, pytest.approx(200 / 3))
+    assert (row["knows"], row["knows_thinking"], row["knows_thinking_excl_direct"]) == (0.5, 0.75, pytest.approx(2 / 3))
     assert ec.profile_report_shares(report).passed
     assert fails(ec.profile_report_shares(swap(report, column, 0, value)), words)
 
@@ -108,4 +110,4 @@ def test_the_threshold_sweep_of_a_model_without_a_thinking_run_passes():
     sweep = pl.concat([table(MISSING).drop("model").with_columns(pl.lit("smollm2").alias("model"), pl.lit(e).alias("tau_enc"),
                                                                   pl.lit(k).alias("tau_know")) for e, k in analysis.TAU_GRID])
     assert ec.robustness_report_shares(sweep).passed
-    assert fails(ec.robustness_report_shares(swap(sweep, "knows_thinking", 0, 10.0)), "without a thinking run but with a share")
+    assert fails(ec.robustness_report_shares(swap(sweep, "knows_thinking", 0, 0.1)), "without a thinking run but with a share")

@@ -135,14 +135,26 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     native = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2-native.parquet")
     assert native.height == responses.height
 
-    # every analysis reads both partitions and shows its tables and plot
+    # every analysis reads both partitions and shows its tables inline (shares in [0, 1]), its slice and plot
     meta = {e.asset_key.path[-1]: e.materialization.metadata for e in reported.get_asset_materialization_events()}
-    for name, keys in {"popularity_report": ("popularity", "gaps", "tiers", "popularity_plot"),
-                       "direction_report": ("direct_vs_reverse", "error_attribution", "direction_plot"),
-                       "thinking_report": ("recovery", "correct_at_least_p", "thinking_plot"),
-                       "robustness_report": ("tau_sweep", "bootstrap", "robustness_plot")}.items():
+    shares = {"popularity": ("encodes", "recall", "recall_thinking"), "direct_vs_reverse": ("direct", "reverse"),
+              "error_attribution": ("direct_only", "both", "reverse_only"), "recovery": ("recovered_share",),
+              "correct_at_least_p": ("share",), "tau_sweep": ("Encodes", "Knows (incl. direct inf.)", "Direct Recall"),
+              "bootstrap": ("mean", "p5", "p95", "width")}
+    for name, keys in {"popularity_report": ("popularity", "gaps", "tiers", "figure_5"),
+                       "direction_report": ("direct_vs_reverse", "error_attribution", "figures_6_14"),
+                       "thinking_report": ("recovery", "correct_at_least_p", "figures_8_12"),
+                       "robustness_report": ("tau_sweep", "bootstrap", "figures_18_19")}.items():
         assert set(keys) <= set(meta[name]), name
         assert meta[name][keys[-1]].value.startswith("![plot](data:image/png;base64,")
+        assert meta[name]["slice"].value.startswith("2 subject models (smollm2, smollm2-native)"), name
+        for table in keys[:-1]:
+            assert isinstance(meta[name][table], dg.TableMetadataValue), table
+            values = [r.data[c] for r in meta[name][table].records for c in shares.get(table, ()) if r.data[c] is not None]
+            assert all(0.0 <= v <= 1.0 for v in values), (table, values)
+    table_2 = [r.data for r in meta["profile_report"]["table_2"].records]
+    assert all(0.0 <= v <= 1.0 for row in table_2 for c, v in row.items() if c not in ("model", "facts", "profiled", "thinking_run")
+               and v is not None)
     popularity = pl.read_parquet(storage / "wikiprofile" / "popularity_report.parquet")
     assert popularity.height == 4 and set(popularity["tier"]) == {"top", "bottom"}
     direction = pl.read_parquet(storage / "wikiprofile" / "direction_report.parquet")

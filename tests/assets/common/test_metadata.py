@@ -31,3 +31,62 @@ def test_a_report_table_survives_the_event_log():
     table = report_table(pl.DataFrame({"system": ["bm25"], "mrr": [math.nan]}), {"mrr": "MRR"})
     back = dg.deserialize_value(dg.serialize_value(table), dg.TableMetadataValue)
     assert back == table and back.records[0].data == {"system": "bm25", "mrr": None}
+
+
+def test_a_slice_names_what_is_counted_and_the_runs_profile():
+    from assets.common.metadata import report_slice
+    from assets.quit.settings import QuitSettings
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    assert report_slice("12 QUIT questions", QuitSettings(profile="demo")) == "12 QUIT questions; quit_settings of this run: profile demo"
+    assert report_slice("2 facts", WikiProfileSettings()).endswith("wikiprofile_settings of this run: profile paper")
+
+
+def test_why_empty_names_only_the_empty_tables():
+    from assets.common.metadata import why_empty
+
+    empty, full = pl.DataFrame(schema={"a": pl.Int64}), pl.DataFrame({"a": [1]})
+    assert why_empty({"table_7": (full, "never shown")}) == {}
+    assert why_empty({"table_7": (empty, "no oracle run"), "table_8": (full, "x"), "table_9": (empty, "no reader")}) == {
+        "why_empty": "table_7: no oracle run; table_9: no reader"}
+
+
+def test_no_page_or_readme_says_scores_are_in_percent():
+    """One unit: every score a share in [0, 1] (README); the UI said "scores in percent"."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    texts = {str(p.relative_to(root)): p.read_text() for p in [root / "README.md", *(root / "assets").rglob("*.py")]}
+    assert not [name for name, text in texts.items() if "scores in percent" in text.lower()]
+    import assets.eval.reports as reports
+    assert not hasattr(reports, "percent_table") and not hasattr(reports, "em_markdown")
+
+
+def test_no_wikiprofile_report_text_says_percent():
+    """WikiProfile too holds shares in [0, 1] (issue 31's one unit): its Table 2 and analysis
+    definitions, the checks' descriptions, the leaderboard's columns and the plots' axes said
+    "% of profiled facts", "in percent" and "divided by 100"; README called it the exception."""
+    import re
+    from pathlib import Path
+
+    from assets.eval import analysis
+    from assets.eval import leaderboard as lb
+    from assets.eval import profiling_rules as method
+    from checks import eval as ec
+
+    percent = re.compile(r"(?<!\d)%|\bin percent\b|percentages|divided by 100")
+    shown = {**{f"Table 2 {k}": v for k, v in method.DEFINITIONS.items()},
+             **{f"{name} {k}": v for name in dir(analysis) if name.endswith("_DEFINITIONS")
+                for k, v in getattr(analysis, name).items()},
+             **{k: v for k, v in lb.definitions().items() if k.startswith("wikiprofile/")},
+             **{f"check {spec.asset_key.to_user_string()} {spec.name}": spec.description or "" for c in ec.eval_checks
+                for spec in getattr(c, "check_specs", ()) if spec.asset_key.path[0] == "wikiprofile"}}
+    assert len([k for k in shown if k.startswith("check")]) >= 5
+    assert not {k: v for k, v in shown.items() if percent.search(v)}
+    # plot axes and the code that scaled shares by 100
+    root = Path(__file__).resolve().parents[3]
+    code = re.compile(r"(?<!\d)% of|\(%\)|\bin percent\b|100(\.0)? \* |\* 100\b|/ 100\b|\bpct\b")
+    sources = ["assets/eval/wikiprofile.py", "assets/eval/analysis.py", "assets/eval/profiling_rules.py",
+               "assets/eval/leaderboard.py", "checks/eval.py"]
+    assert not [f"{s}:{n}" for s in sources for n, line in enumerate((root / s).read_text().splitlines(), 1) if code.search(line)]
+    assert "WikiProfile's Table 2 and analysis tables still show percentages" not in (root / "README.md").read_text()

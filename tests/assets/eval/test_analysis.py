@@ -45,10 +45,10 @@ def test_popularity_rates_and_gaps_per_tier():
     top = table.filter(pl.col("tier") == "top").row(0, named=True)
     bottom = table.filter(pl.col("tier") == "bottom").row(0, named=True)
     # top: 3 profiled, 2 encoded, 1 of them known; bottom: f6 is excluded, both encoded, one only with thinking
-    assert (top["facts"], top["encodes"], top["recall"], top["recall_thinking"]) == (3, pytest.approx(200 / 3), 50.0, 50.0)
-    assert (bottom["facts"], bottom["encodes"], bottom["recall"], bottom["recall_thinking"]) == (2, 100.0, 0.0, 50.0)
+    assert (top["facts"], top["encodes"], top["recall"], top["recall_thinking"]) == (3, pytest.approx(2 / 3), 0.5, 0.5)
+    assert (bottom["facts"], bottom["encodes"], bottom["recall"], bottom["recall_thinking"]) == (2, 1.0, 0.0, 0.5)
     gaps = analysis.popularity_gaps(table).row(0, named=True)
-    assert gaps["encoding_gap"] == pytest.approx(-100 / 3) and gaps["recall_gap"] == 50.0 and gaps["recall_gap_thinking"] == 0.0
+    assert gaps["encoding_gap"] == pytest.approx(-1 / 3) and gaps["recall_gap"] == 0.5 and gaps["recall_gap_thinking"] == 0.0
 
 
 def test_direction_and_error_attribution_count_both_phrasings():
@@ -73,17 +73,17 @@ def test_direction_and_error_attribution_count_both_phrasings():
     table = {r["condition"]: r for r in analysis.direction(g, prof).iter_rows(named=True)}
     # over the 4 encoded facts a-d: direct known by a, c; reverse by a, b
     assert table["generate"]["facts"] == 4
-    assert (table["generate"]["direct"], table["generate"]["reverse"], table["generate"]["delta"]) == (50.0, 50.0, 0.0)
+    assert (table["generate"]["direct"], table["generate"]["reverse"], table["generate"]["delta"]) == (0.5, 0.5, 0.0)
     # multiple choice: direct known by a, c, d; reverse by a, b, d
-    assert (table["verify"]["direct"], table["verify"]["reverse"]) == (75.0, 75.0)
-    assert (table["generate_thinking"]["direct"], table["generate_thinking"]["reverse"]) == (100.0, 75.0)
+    assert (table["verify"]["direct"], table["verify"]["reverse"]) == (0.75, 0.75)
+    assert (table["generate_thinking"]["direct"], table["generate_thinking"]["reverse"]) == (1.0, 0.75)
 
     errors = {r["scope"]: r for r in analysis.error_attribution(g, prof).iter_rows(named=True)}
     # not known without thinking: b (direct only), c (reverse only), d (both), e (direct only, not encoded)
     assert errors["all"]["not_known"] == 4
-    assert (errors["all"]["direct_only"], errors["all"]["both"], errors["all"]["reverse_only"]) == (50.0, 25.0, 25.0)
+    assert (errors["all"]["direct_only"], errors["all"]["both"], errors["all"]["reverse_only"]) == (0.5, 0.25, 0.25)
     assert errors["encoded"]["not_known"] == 3
-    assert errors["encoded"]["direct_only"] == pytest.approx(100 / 3) and errors["encoded"]["both"] == pytest.approx(100 / 3)
+    assert errors["encoded"]["direct_only"] == pytest.approx(1 / 3) and errors["encoded"]["both"] == pytest.approx(1 / 3)
 
 
 def test_thinking_recovery_splits_encoded_and_not_encoded():
@@ -91,8 +91,8 @@ def test_thinking_recovery_splits_encoded_and_not_encoded():
                           "d": "encoding_failure", "e": "inference_without_encoding", "f": "direct_recall", "g": "ungradable"})
     rows = {r["encoded"]: r for r in analysis.thinking_recovery(prof).iter_rows(named=True)}
     assert (rows[True]["not_known"], rows[True]["recovered"]) == (3, 2)
-    assert rows[True]["recovered_pct"] == pytest.approx(200 / 3)
-    assert (rows[False]["not_known"], rows[False]["recovered"], rows[False]["recovered_pct"]) == (2, 1, 50.0)
+    assert rows[True]["recovered_share"] == pytest.approx(2 / 3)
+    assert (rows[False]["not_known"], rows[False]["recovered"], rows[False]["recovered_share"]) == (2, 1, 0.5)
 
 
 def test_probability_of_at_least_a_share_correct():
@@ -108,7 +108,7 @@ def test_correct_at_least_curve_separates_availability_from_robustness():
     curve = analysis.correct_at_least(g)
     assert curve["p"].to_list() == [j / 8 for j in range(1, 9)]
     # a always counts; b while P(K >= ceil(8p)) > 0.5, i.e. up to p = 4/8 (P = 163/256; at 5/8, 93/256)
-    assert curve["share"].to_list() == pytest.approx([200 / 3] * 4 + [100 / 3] * 4)
+    assert curve["share"].to_list() == pytest.approx([2 / 3] * 4 + [1 / 3] * 4)
 
 
 def test_tau_sweep_recomputes_profiles_at_each_threshold():
@@ -117,9 +117,9 @@ def test_tau_sweep_recomputes_profiles_at_each_threshold():
     g = pl.concat([grades("m", {"f": table}),
                    grades("m", {"f": {t: table[t] for t in method.KNOWLEDGE_TASKS}}, thinking=True)])
     sweep = {(r["tau_enc"], r["tau_know"]): r for r in analysis.tau_sweep(g, grid=((0.5, 0.5), (0.5, 0.99), (0.99, 0.99))).iter_rows(named=True)}
-    assert sweep[(0.5, 0.5)]["direct_recall"] == 100.0
-    assert sweep[(0.5, 0.99)]["recall_failure"] == 100.0
-    assert sweep[(0.99, 0.99)]["encoding_failure"] == 100.0
+    assert sweep[(0.5, 0.5)]["direct_recall"] == 1.0
+    assert sweep[(0.5, 0.99)]["recall_failure"] == 1.0
+    assert sweep[(0.99, 0.99)]["encoding_failure"] == 1.0
 
 
 def test_bootstrap_is_exact_for_constant_answers_and_narrows_with_n():
@@ -129,7 +129,7 @@ def test_bootstrap_is_exact_for_constant_answers_and_narrows_with_n():
 
     steady = graded({f"f{i}": [method.CORRECT] * 8 for i in range(5)})
     table = analysis.bootstrap_stability(steady, ns=(2, 8), tasks=("direct",), resamples=200)
-    assert table["width"].to_list() == [0.0, 0.0] and table["mean"].to_list() == [100.0, 100.0]
+    assert table["width"].to_list() == [0.0, 0.0] and table["mean"].to_list() == [1.0, 1.0]
 
     mixed = graded({f"f{i}": [method.CORRECT] * 6 + [method.INCORRECT] * 2 for i in range(20)})
     table = analysis.bootstrap_stability(mixed, ns=(2, 16), tasks=("direct",), resamples=500, seed=1)
@@ -170,12 +170,68 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     nothing, settings = pl.DataFrame(), WikiProfileSettings(bootstrap_resamples=10)
     bench = pl.DataFrame(schema={"fact_id": pl.String, "page_id": pl.String})
     pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
-    outputs = [profile_report(profiles=nothing, wikiprofile_settings=settings), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages),
+    outputs = [profile_report(profiles=nothing, wikiprofile_settings=settings), popularity_report(profiles=nothing, benchmark=bench, source_pages=pages, wikiprofile_settings=settings),
                direction_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
                thinking_report(graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
                robustness_report(graded_responses=nothing, wikiprofile_settings=settings)]
     for out in outputs:
         assert out.value.height == 0 and out.value.width > 0
+        assert out.metadata["slice"].value == "0 subject models (none), 0 facts; wikiprofile_settings of this run: profile paper"
+    assert outputs[0].metadata["why_empty"].value == "table_2: no model is profiled: materialize wikiprofile/profiles for a subject model"
+    # every analysis table inline, each empty one named in why_empty with its reason
+    for out, names in zip(outputs[1:], ANALYSIS_TABLES.values()):
+        for name in names:
+            assert isinstance(out.metadata[name], dg.TableMetadataValue) and out.metadata[name].records == [], name
+            assert f"{name}: " in out.metadata["why_empty"].value, name
+    assert "tiers: the benchmark read (eval/wikiprofile_tasks) has no fact" in outputs[1].metadata["why_empty"].value
+    assert "bootstrap: no question is graded" in outputs[4].metadata["why_empty"].value
+
+
+# The analysis reports' inline tables, by report.
+ANALYSIS_TABLES = {"popularity_report": ("popularity", "gaps", "tiers"), "direction_report": ("direct_vs_reverse", "error_attribution"),
+                   "thinking_report": ("recovery", "correct_at_least_p"), "robustness_report": ("tau_sweep", "bootstrap")}
+
+
+def inline_rows(table: dg.TableMetadataValue) -> list[dict]:
+    """An inline table's rows, after checking that every column has its definition."""
+    assert isinstance(table, dg.TableMetadataValue)
+    assert all(c.description for c in table.schema.columns), [c.name for c in table.schema.columns if not c.description]
+    return [r.data for r in table.records]
+
+
+def test_analysis_reports_show_their_tables_inline_as_shares():
+    from assets.eval.wikiprofile import popularity_report, thinking_report
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    settings = WikiProfileSettings()
+    prof = profiles("m", {"f1": "direct_recall", "f2": "recall_with_thinking", "f3": "recall_failure", "f4": "direct_inference"})
+    # ten facts, one page each: the two most viewed (f1, f2) are the top tier, the two least (f3, f4) the bottom
+    views = {"f1": 1000.0, "f2": 900.0, "f3": 1.0, "f4": 2.0, **{f"f{i}": 10.0 * i for i in range(5, 11)}}
+    bench = pl.DataFrame({"fact_id": list(views), "page_id": [f"p{f}" for f in views]})
+    pages = pl.DataFrame({"page_id": [f"p{f}" for f in views], "mean_monthly_views": list(views.values())})
+    meta = popularity_report(profiles=prof, benchmark=bench, source_pages=pages, wikiprofile_settings=settings).metadata
+    # top: f1 and f2 encoded, f1 known, f2 only with thinking; bottom: f3 encoded, not known (f4 is not profiled)
+    assert inline_rows(meta["popularity"]) == [
+        {"model": "m", "tier": "top", "facts": 2, "encodes": 1.0, "recall": 0.5, "recall_thinking": 1.0, "thinking_gain": 0.5},
+        {"model": "m", "tier": "bottom", "facts": 1, "encodes": 1.0, "recall": 0.0, "recall_thinking": 0.0, "thinking_gain": 0.0}]
+    assert inline_rows(meta["gaps"]) == [{"model": "m", "encoding_gap": 0.0, "recall_gap": 0.5, "recall_gap_thinking": 1.0}]
+    assert inline_rows(meta["tiers"]) == [{"tier": "bottom", "min_views": 1.0, "max_views": 2.0, "facts": 2},
+                                          {"tier": "middle", "min_views": 50.0, "max_views": 100.0, "facts": 6},
+                                          {"tier": "top", "min_views": 900.0, "max_views": 1000.0, "facts": 2}]
+    assert "share of the tier's encoded facts" in {c.name: c.description for c in meta["popularity"].schema.columns}["recall"]
+    assert "why_empty" not in meta and meta["slice"].value.startswith("1 subject models (m), 4 facts;")
+
+    # f2 and f3 encoded and not known without thinking, f2 recovered: 1 / 2; nothing not encoded to
+    # recover (0 / 0, blank); no grades, so no correct>=p curve, and why_empty says so
+    meta = thinking_report(graded_responses=pl.DataFrame(), profiles=prof, wikiprofile_settings=settings).metadata
+    assert inline_rows(meta["recovery"]) == [
+        {"model": "m", "encoded": True, "not_known": 2, "recovered": 1, "recovered_share": 0.5},
+        {"model": "m", "encoded": False, "not_known": 0, "recovered": 0, "recovered_share": None}]
+    assert meta["why_empty"].value == ("correct_at_least_p: no question is graded: materialize wikiprofile/graded_responses "
+                                       "for a subject model")
+    plain = profiles("p", {"f1": "direct_recall", "f2": "encoded_not_known"}, thinking_run="missing")
+    meta = thinking_report(graded_responses=pl.DataFrame(), profiles=plain, wikiprofile_settings=settings).metadata
+    assert "recovery: no profiled model has a thinking run" in meta["why_empty"].value
 
 
 def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
@@ -187,11 +243,11 @@ def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
     assert analysis.models_without_thinking(prof) == ["plain"]
     tiers = pl.DataFrame({"fact_id": ["f1", "f2", "f3", "f4"], "tier": ["top", "top", "bottom", "bottom"]})
     table = {(r["model"], r["tier"]): r for r in analysis.popularity(prof, tiers).iter_rows(named=True)}
-    # "plain", top: f1 and f2 encoded, f1 known -> recall 50; with thinking unknown, not 0
-    assert (table[("plain", "top")]["recall"], table[("plain", "top")]["recall_thinking"]) == (50.0, None)
+    # "plain", top: f1 and f2 encoded, f1 known -> recall 0.5; with thinking unknown, not 0
+    assert (table[("plain", "top")]["recall"], table[("plain", "top")]["recall_thinking"]) == (0.5, None)
     assert table[("plain", "top")]["thinking_gain"] is None
-    # "think", top: f1 known, f2 recovered by thinking -> 50 and 100
-    assert (table[("think", "top")]["recall"], table[("think", "top")]["recall_thinking"]) == (50.0, 100.0)
+    # "think", top: f1 known, f2 recovered by thinking -> 0.5 and 1
+    assert (table[("think", "top")]["recall"], table[("think", "top")]["recall_thinking"]) == (0.5, 1.0)
     # bottom of "plain": f3 is profiled (undecided), f4 (direct inference) is not
     assert table[("plain", "bottom")]["facts"] == 1
     gaps = {r["model"]: r for r in analysis.popularity_gaps(analysis.popularity(prof, tiers)).iter_rows(named=True)}
@@ -203,7 +259,7 @@ def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
     grade = {t: 1.0 for t in method.KNOWLEDGE_TASKS}
     g = grades("plain", {"f1": grade, "f2": grade})
     rows = {r["condition"]: r for r in analysis.direction(g, prof.filter(pl.col("model") == "plain")).iter_rows(named=True)}
-    assert rows["generate"]["direct"] == 100.0 and rows["generate_thinking"]["direct"] is None
+    assert rows["generate"]["direct"] == 1.0 and rows["generate_thinking"]["direct"] is None
 
 
 def test_tau_sweep_of_a_model_without_a_thinking_run():
@@ -213,8 +269,8 @@ def test_tau_sweep_of_a_model_without_a_thinking_run():
     rows = sweep.to_dicts()
     assert [r["thinking_run"] for r in rows] == ["missing", "missing"] and sweep.schema["knows_thinking"] == pl.Float64
     # tau 0.5: E and K0 -> direct recall; tau_know 0.99: 0.875 fails -> encoded, not known (undecided)
-    assert (rows[0]["direct_recall"], rows[0]["knows"], rows[0]["knows_thinking"]) == (100.0, 100.0, None)
-    assert (rows[1]["direct_recall"], rows[1]["encoded_not_known"], rows[1]["recall_failure"]) == (0.0, 100.0, None)
+    assert (rows[0]["direct_recall"], rows[0]["knows"], rows[0]["knows_thinking"]) == (1.0, 1.0, None)
+    assert (rows[1]["direct_recall"], rows[1]["encoded_not_known"], rows[1]["recall_failure"]) == (0.0, 1.0, None)
 
 
 def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definitions():
@@ -228,11 +284,11 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
     out = profile_report(profiles=prof, wikiprofile_settings=WikiProfileSettings())
     rows = {r["model"]: r for r in out.value.iter_rows(named=True)}
     # a: 6 facts, 4 profiled, 5 gradable (4 + f5): Knows = (2 DR + 1 DI) / 5; Knows(+Think) = (2 + 1 RwT + 1 DI) / 5
-    assert rows["a"]["knows"] == 60.0 and rows["a"]["knows_thinking"] == 80.0
+    assert rows["a"]["knows"] == 0.6 and rows["a"]["knows_thinking"] == 0.8
     # Figure 4's bar: (2 DR + 1 RwT) / 4 profiled
-    assert rows["a"]["knows_thinking_excl_direct"] == 75.0
+    assert rows["a"]["knows_thinking_excl_direct"] == 0.75
     # b: no thinking run -> Knows from its plain run, 1 / 3; Knows(+Think) null
-    assert rows["b"]["knows"] == pytest.approx(100 / 3) and rows["b"]["knows_thinking"] is None
+    assert rows["b"]["knows"] == pytest.approx(1 / 3) and rows["b"]["knows_thinking"] is None
     assert rows["b"]["thinking_run"] == "missing" and rows["b"]["recall_failure"] is None
     meta = out.metadata
     # Table 2 inline under the paper's headers, each with its definition; b's missing KT blank
@@ -242,8 +298,10 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
     assert "includes direct inference" in described["Knows(+Think) (incl. direct inf.)"]
     assert "excludes direct inference" in described["Knows, Fig. 4 (excl. direct inf.)"]
     inline = {r.data["model"]: r.data for r in table_2.records}
-    assert inline["a"]["Knows (incl. direct inf.)"] == 60.0 and inline["a"]["Knows, Fig. 4 (excl. direct inf.)"] == 75.0
-    assert inline["b"]["Knows (incl. direct inf.)"] == 33.3333 and inline["b"]["Knows(+Think) (incl. direct inf.)"] is None
+    # shares, four decimals inline
+    assert inline["a"]["Knows (incl. direct inf.)"] == 0.6 and inline["a"]["Knows, Fig. 4 (excl. direct inf.)"] == 0.75
+    assert inline["b"]["Knows (incl. direct inf.)"] == 0.3333 and inline["b"]["Knows(+Think) (incl. direct inf.)"] is None
+    assert "a share of the gradable facts" in described["Knows (incl. direct inf.)"]
     assert "tau_enc = tau_know = 0.5, strict" in meta["definitions"].value and "NaN strategy S2" in meta["definitions"].value
     assert meta["thinking_run_missing"].value == "b" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
     from checks import eval as ec

@@ -6,6 +6,7 @@ import pytest
 
 from assets.eval import conversational, generation
 from assets.eval.runs import RUN_SCHEMA
+from assets.recor.settings import RecorSettings
 
 # ranx compiles its metrics once a session, in the background (tests.background)
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
@@ -124,8 +125,8 @@ def test_turn_first_and_conversation_first_averages():
     full = conversational.full_metrics(scores.with_columns(pl.lit("history_reasoning").alias("strategy")),
                                        averaging=conversational.CONVERSATION_FIRST)
     assert full["mrr"][0] == pytest.approx(0.4625)
-    assert conversational.titled(conversational.CONVERSATION_FIRST, "| x |").startswith(
-        "Averaging: turn -> conversation -> domain -> macro over domains (published ablation scripts)")
+    assert conversational.AVERAGING[conversational.CONVERSATION_FIRST] == (
+        "turn -> conversation -> domain -> macro over domains (published ablation scripts)")
     with pytest.raises(ValueError, match="unknown averaging 'flat'"):
         conversational.macro(scores, ["retriever"], averaging="flat")
 
@@ -172,10 +173,11 @@ def test_truncation_is_counted_only_where_the_encoder_cuts():
     assert truncated(RetrieverSpec("e5-small", "dense", encoder="e5-small"), [long]) == 0
 
 
-def test_ablation_percentages():
+def test_ablation_gains_are_shares():
     table3 = pl.DataFrame({"retriever": ["bm25"], "Base": [0.2], "Reas": [0.3], "Hist": [0.4], "H+R": [0.5]})
     out = conversational.ablation_table(table3).row(0, named=True)
-    assert out["Reas %"] == pytest.approx(50.0) and out["Hist %"] == pytest.approx(100.0) and out["H+R %"] == pytest.approx(150.0)
+    # the paper's +50%, +100%, +150%
+    assert out["Reas gain"] == pytest.approx(0.5) and out["Hist gain"] == pytest.approx(1.0) and out["H+R gain"] == pytest.approx(1.5)
 
 
 def test_lexical_metrics():
@@ -203,17 +205,28 @@ def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold
     benchmark = turns().with_columns(pl.Series("gold_doc_ids", [["d1"], ["d2"], []]))
     runs = pl.concat([run([("c1_turn_1", "d1", 1, "bm25"), ("c1_turn_2", "d2", 1, "bm25")]).with_columns(pl.lit(s).alias("strategy"))
                       for s in ("baseline", "history")]).with_columns(pl.lit("law").alias("domain"))
-    out = recor_retrieval_metrics(recor_runs=runs, benchmark=benchmark)
+    out = recor_retrieval_metrics(recor_runs=runs, benchmark=benchmark, recor_settings=RecorSettings(profile="demo"))
     meta = out.metadata
     assert meta["turns_without_gold"].value == 1 and meta["turns_without_gold_ids"].value == "c2_turn_1"
-    assert meta["table_3"].value.startswith("Averaging: turn -> domain -> macro over domains (paper, section 4)")
-    assert meta["table_3_conversation_first"].value.startswith("Averaging: turn -> conversation -> domain")
-    assert "| retriever | Base | Hist |" in meta["table_3"].value and "| Hist vs. Base | 2 |" in meta["table_17"].value
+    assert meta["slice"].value == ("1 RECOR domains (law), 1 conversations, 2 of the benchmark's 3 turns scored (a turn without "
+                                   "gold left out); 1 retrievers (bm25), 2 query strategies; recor_settings of this run: profile demo")
+    # every table inline, its averaging in its scores' definitions
+    for name in ("table_3", "table_3_conversation_first", "table_4", "table_17", "table_18", "table_19", "table_20"):
+        assert isinstance(meta[name], dg.TableMetadataValue), name
+    assert {c.name: c.description for c in meta["table_3"].schema.columns}["Base"].endswith(
+        "averaging: turn -> domain -> macro over domains (paper, section 4)")
+    assert "(published ablation scripts)" in meta["table_3_conversation_first"].schema.columns[1].description
+    assert [r.data for r in meta["table_3"].records] == [{"retriever": r, "Base": 1.0, "Hist": 1.0} for r in ("bm25", "Average")]
+    assert {r.data["comparison"]: r.data["n"] for r in meta["table_17"].records}["Hist vs. Base"] == 2
+    # no History+Reasoning run: Tables 18 and 20 are empty, and say why
+    assert meta["table_20"].records == [] and meta["table_18"].records == [] and "figure_2" in meta
+    assert meta["why_empty"].value.startswith("table_18: no run with History+Reasoning queries")
+    assert "table_20: no run with History+Reasoning queries" in meta["why_empty"].value
     # Table 4 inline: both turns found at rank 1 under both strategies, so no gain; the
     # averaging, no longer a caption line, is in every score's definition
     table_4 = meta["table_4"]
     assert isinstance(table_4, dg.TableMetadataValue)
-    assert [r.data for r in table_4.records] == [{"retriever": r, "Base": 1.0, "Hist": 1.0, "Hist %": 0.0} for r in ("bm25", "Average")]
+    assert [r.data for r in table_4.records] == [{"retriever": r, "Base": 1.0, "Hist": 1.0, "Hist gain": 0.0} for r in ("bm25", "Average")]
     described = {c.name: c.description for c in table_4.schema.columns}
     assert "the whole conversation history" in described["Hist"] and "(paper, section 4)" in described["Hist"]
     assert "(published ablation scripts)" in {c.name: c.description for c in meta["table_4_conversation_first"].schema.columns}["Base"]

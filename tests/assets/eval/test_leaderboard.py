@@ -53,8 +53,9 @@ RECOR_RETRIEVAL = pl.concat([
     scored({("law", "c1"): [0.2, 0.2], ("law", "c2"): [0.2], ("biology", "c3"): [0.2]}, strategy="history"),
     scored({("law", "c1"): [0.0, 0.0], ("law", "c2"): [0.0], ("biology", "c3"): [0.5]}, retriever="e5-small"),
 ])
-WIKIPROFILE = pl.DataFrame({"model": ["gemma3-4b", "smollm2"], "encodes": [80.0, 50.0], "knows": [40.0, math.nan],
-                            "knows_thinking": [60.0, None]})
+# Table 2 holds shares, which the leaderboard takes as they are.
+WIKIPROFILE = pl.DataFrame({"model": ["gemma3-4b", "smollm2"], "encodes": [0.8, 0.5], "knows": [0.4, math.nan],
+                            "knows_thinking": [0.6, None]})
 REPORTS = {lb.QUIT_RETRIEVAL: QUIT_RETRIEVAL, lb.QUIT_RERANK: QUIT_RERANK, lb.QUIT_READER: QUIT_READER,
            lb.RECOR_RETRIEVAL: RECOR_RETRIEVAL, lb.WIKIPROFILE_REPORT: WIKIPROFILE}
 
@@ -95,6 +96,9 @@ def test_recor_names_its_averaging():
     assert "turn -> domain -> macro over domains" in lb.definitions()["recor/ndcg@10/baseline"]
     assert "exp. gain 2^rel-1" in lb.definitions()[f"quit/{NDCG}"]
     assert set(lb.definitions()) == set(lb.SCHEMA)
+    # WikiProfile's definitions are Table 2's, shares with nothing divided
+    assert lb.definitions()["wikiprofile/knows"].startswith("K0 (all knowledge questions")
+    assert not [text for text in lb.definitions().values() if "divided by 100" in text or "%" in text]
 
 
 def test_reports_not_evaluated_add_nothing():
@@ -146,6 +150,8 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     evaluation assets, then the leaderboard."""
     from assets.eval.quit import quit_index, quit_retrieval_metrics, quit_runs
     from assets.eval.recor import recor_retrieval_metrics, recor_runs
+    from assets.quit.settings import QuitSettings
+    from assets.recor.settings import RecorSettings
     from resources.faiss_index import FaissIndexResource
     from resources.lucene import LuceneResource
 
@@ -154,12 +160,13 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
         index = quit_index(context, benchmark_corpus=QUIT_CORPUS, **resources).value
     with dg.build_asset_context(partition_key="tfidf") as context:
         runs = quit_runs(context, quit_index=index, benchmark_questions=QUIT_QUESTIONS, benchmark_qrels=QUIT_QRELS, **resources).value
-    quit_report = quit_retrieval_metrics(quit_runs=runs, benchmark_qrels=QUIT_QRELS, benchmark_questions=QUIT_QUESTIONS).value
+    quit_report = quit_retrieval_metrics(quit_runs=runs, benchmark_qrels=QUIT_QRELS, benchmark_questions=QUIT_QUESTIONS,
+                                         quit_settings=QuitSettings()).value
     with recor_context("tfidf") as context:
         turns_run = recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), **resources).value
     # law3 is a second gold of turn 2 that shares no word with either of its queries.
     benchmark = turns().filter(pl.col("domain") == "law").with_columns(pl.Series("gold_doc_ids", [["law1"], ["law2", "law3"]]))
-    recor_report = recor_retrieval_metrics(recor_runs=turns_run, benchmark=benchmark).value
+    recor_report = recor_retrieval_metrics(recor_runs=turns_run, benchmark=benchmark, recor_settings=RecorSettings()).value
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
     table = lb.leaderboard(storage=storage).value

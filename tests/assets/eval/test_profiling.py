@@ -110,7 +110,7 @@ def test_a_model_without_a_thinking_run_is_profiled_not_dropped():
     assert facts["profile"].to_list() == ["direct_recall", "encoded_not_known", "direct_inference"]
     row = profiling.summary_table([{"model": "m", **method.profile_summary(facts.to_dicts())}]).row(0, named=True)
     # 2 profiled (f1, f2), 1 direct inference (f3), 3 gradable: knows = (1 DR + 1 DI) / 3
-    assert (row["profiled"], row["knows"], row["direct_recall"], row["encoded_not_known"]) == (2, pytest.approx(200 / 3), 50.0, 50.0)
+    assert (row["profiled"], row["knows"], row["direct_recall"], row["encoded_not_known"]) == (2, pytest.approx(2 / 3), 0.5, 0.5)
     assert row["knows_thinking"] is None and row["recall_failure"] is None and row["thinking_run"] == "missing"
     # with a thinking run, a fact whose thinking grades are missing is ungradable (a pair NaN under S2)
     some = pl.DataFrame(labels + [{"fact_id": "f1", "task": t, "thinking": True, "label": C} for t in method.KNOWLEDGE_TASKS])
@@ -143,6 +143,8 @@ def test_the_profiles_asset_names_a_missing_thinking_run_in_its_metadata():
     assert facts.select("profile", "thinking_run", "knows_thinking").row(0) == ("direct_recall", "missing", None)
     meta = result.asset_materializations_for_node("wikiprofile__profiles")[0].metadata
     assert meta["thinking_run_missing"].value == "plain" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
-    assert meta["pct/knows"].value == 100.0 and "pct/knows_thinking" not in meta
+    # a share in [0, 1], rounded to four decimals; none where the thinking run is missing
+    assert meta["share/knows"].value == 1.0 and meta["share/encodes"].value == 1.0 and "share/knows_thinking" not in meta
+    assert not [k for k in meta if k.startswith("pct/")]
     assert {k: v for k, v in meta["table_2_row"].records[0].data.items() if k in ("model", "facts", "profiled", "thinking_run")} == {
         "model": "plain", "facts": 1, "profiled": 1, "thinking_run": "missing"}

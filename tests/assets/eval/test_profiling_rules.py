@@ -91,19 +91,19 @@ def test_profile_percentages_of_a_synthetic_grade_matrix_by_hand():
     summary = method.profile_summary(rows)
     # 12 facts; 10 profiled (two are direct inference, excluded)
     assert summary["facts"] == 12 and summary["profiled"] == 10
-    assert summary["direct_recall"] == 40.0 and summary["recall_with_thinking"] == 20.0
-    assert summary["recall_failure"] == 20.0 and summary["encoding_failure"] == 10.0
-    assert summary["inference_without_encoding"] == 10.0
-    assert summary["encodes"] == 80.0  # 4 + 2 + 2 of 10
+    assert summary["direct_recall"] == 0.4 and summary["recall_with_thinking"] == 0.2
+    assert summary["recall_failure"] == 0.2 and summary["encoding_failure"] == 0.1
+    assert summary["inference_without_encoding"] == 0.1
+    assert summary["encodes"] == 0.8  # 4 + 2 + 2 of 10
     # Knows and Knows(+Think) include direct inference, over the 12 gradable facts (10 profiled
     # + 2 direct inference): (4 DR + 2 DI) / 12; (4 DR + 2 RwT + 1 IwE + 2 DI) / 12
-    assert summary["knows"] == 50.0 and summary["knows_thinking"] == 75.0
+    assert summary["knows"] == 0.5 and summary["knows_thinking"] == 0.75
     # Figure 4's bar leaves direct inference out: (4 + 2 + 1) / 10
-    assert summary["knows_thinking_excl_direct"] == 70.0
+    assert summary["knows_thinking_excl_direct"] == 0.7
     # the unions KT would split: E and not K0 = 2 RF + 2 RwT; not E and not K0 = 1 EF + 1 IwE
-    assert summary["encoded_not_known"] == 40.0 and summary["not_encoded_not_known"] == 20.0
+    assert summary["encoded_not_known"] == 0.4 and summary["not_encoded_not_known"] == 0.2
     assert summary["thinking_run"] == "present"
-    assert summary["excluded_direct_inference"] == pytest.approx(100 * 2 / 12)
+    assert summary["excluded_direct_inference"] == pytest.approx(2 / 12)
     assert summary["excluded_ungradable"] == 0.0
     # S1 drops the fact with a NaN completion; S2 profiled it
     assert method.classify(*matrix[-1], strategy="S1")["profile"] == "ungradable"
@@ -118,12 +118,12 @@ def test_knows_counts_direct_inference_over_the_gradable_facts_with_ungradable_o
     summary = method.profile_summary([method.classify(p, t) for p, t in matrix])
     # 8 facts: 6 profiled, 1 direct inference, 1 ungradable -> 7 gradable
     assert (summary["facts"], summary["profiled"]) == (8, 6)
-    assert summary["knows"] == pytest.approx(100 * 4 / 7)           # (3 DR + 1 DI) / 7 = 57.14
-    assert summary["knows_thinking"] == pytest.approx(100 * 4 / 7)  # nothing recovered by thinking
-    assert summary["knows_thinking_excl_direct"] == 50.0            # 3 / 6
-    assert summary["direct_recall"] == 50.0 and summary["recall_failure"] == 50.0
+    assert summary["knows"] == pytest.approx(4 / 7)           # (3 DR + 1 DI) / 7 = 0.5714
+    assert summary["knows_thinking"] == pytest.approx(4 / 7)  # nothing recovered by thinking
+    assert summary["knows_thinking_excl_direct"] == 0.5       # 3 / 6
+    assert summary["direct_recall"] == 0.5 and summary["recall_failure"] == 0.5
     # the excluded kinds are shares of all 8 facts: 1/8 each
-    assert summary["excluded_direct_inference"] == 12.5 and summary["excluded_ungradable"] == 12.5
+    assert summary["excluded_direct_inference"] == 0.125 and summary["excluded_ungradable"] == 0.125
 
 
 def test_a_fact_without_a_thinking_run_is_profiled_from_its_plain_run():
@@ -151,12 +151,12 @@ def test_table_2_row_of_a_model_without_a_thinking_run():
     summary = method.profile_summary([method.classify(p, None) for p in matrix])
     # 10 facts: 2 direct recall, 3 encoded not known, 4 neither, 1 direct inference -> 9 profiled, 10 gradable
     assert summary["thinking_run"] == "missing" and (summary["facts"], summary["profiled"]) == (10, 9)
-    assert summary["encodes"] == pytest.approx(100 * 5 / 9)   # 2 + 3 of 9
-    assert summary["knows"] == 30.0                           # (2 DR + 1 DI) / 10
-    assert summary["direct_recall"] == pytest.approx(100 * 2 / 9)
-    assert summary["encoded_not_known"] == pytest.approx(100 * 3 / 9)
-    assert summary["not_encoded_not_known"] == pytest.approx(100 * 4 / 9)
-    assert summary["excluded_direct_inference"] == 10.0 and summary["excluded_ungradable"] == 0.0
+    assert summary["encodes"] == pytest.approx(5 / 9)   # 2 + 3 of 9
+    assert summary["knows"] == 0.3                      # (2 DR + 1 DI) / 10
+    assert summary["direct_recall"] == pytest.approx(2 / 9)
+    assert summary["encoded_not_known"] == pytest.approx(3 / 9)
+    assert summary["not_encoded_not_known"] == pytest.approx(4 / 9)
+    assert summary["excluded_direct_inference"] == 0.1 and summary["excluded_ungradable"] == 0.0
     # what needs KT is unknown, not zero
     for column in ("knows_thinking", "knows_thinking_excl_direct", *method.THINKING_DEPENDENT):
         assert summary[column] is None, column

@@ -95,8 +95,10 @@ def test_entropies_are_na_without_a_labelled_turn_and_0_for_one_class():
     assert meta["dependency_entropy"] is None and meta["pattern_entropy"] == 0.0
     assert meta["why_na"] == ("law: DE n/a, no turn has a dependency type (3 turns, the judge's replies named none); "
                               "dependency_entropy n/a, no turn has a dependency type (3 turns, the judge's replies named none)")
-    # shown as n/a in Table 31, with 2 of 6 dependency types equally often beside it
-    assert "| law | 1 | 3 | 4 | 3 | 4 | 5 | n/a | 0 |" in meta["table_31"]
+    # shown as n/a in Table 31 (inline), with 2 of 6 dependency types equally often beside it
+    assert [r.data for r in meta["table_31"].records] == [{"domain": "law", "#C": 1, "#T": 3, "Nat": "4", "Coh": "3", "QQ": "4",
+                                                           "Grd": "5", "DE": "n/a", "QE": "0"}]
+    assert "n/a where no turn has one (why_na)" in {c.name: c.description for c in meta["table_31"].schema.columns}["DE"]
     two = report(labels(("ellipsis", "how"), ("coreference", "how"), ("ellipsis", None), ("coreference", "why")))
     assert two["dependency_entropy"] == pytest.approx(math.log(2) / math.log(6))
     assert two["why_na"] == "none"
@@ -104,10 +106,13 @@ def test_entropies_are_na_without_a_labelled_turn_and_0_for_one_class():
 
 def test_tables_29_and_30_say_why_they_are_empty():
     meta = report(labels((None, None), (None, "why"), (None, None)))
-    assert meta["table_29_dependency"] == "no turn labelled: the judge's replies named no dependency type (3 of 3 turns unparsable)"
-    assert meta["table_30_pattern"] == "| question pattern | count |\n|---|---|\n| why | 1 |"
+    assert meta["table_29_dependency"].records == [] and [r.data for r in meta["table_30_pattern"].records] == [
+        {"question pattern": "why", "turns": 1}]
+    assert meta["why_empty"] == "table_29_dependency: no turn labelled: the judge's replies named no dependency type (3 of 3 turns unparsable)"
     empty = report(labels(), scores().clear())
-    assert empty["table_30_pattern"] == "no turn labelled: no domain has a conversation in the benchmark"
+    assert empty["table_30_pattern"].records == [] and empty["why_empty"] == (
+        "table_29_dependency: no turn labelled: no domain has a conversation in the benchmark; "
+        "table_30_pattern: no turn labelled: no domain has a conversation in the benchmark")
     assert empty["dependency_entropy"] is None and empty["turns_missing_a_label"] == 0
 
 

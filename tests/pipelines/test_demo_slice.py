@@ -1,0 +1,89 @@
+"""What the default ``make run`` evaluates: QUIT's evaluation reads a slice of the bundled
+release sample (``pipelines.run_default.DEMO_EVALUATION``), whose passages carry both
+labels, while RECOR's and WikiProfile's read their builds. Checked on the plan and the
+run config, and on the slice as the project's own loader reads it (in process, nothing run)."""
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from assets.eval.benchmarks import QuitSource, quit_source
+from pipelines import run_default
+from resources.storage import StorageResource
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def plan(monkeypatch, capsys):
+    """``main(args + --plan)``'s output lines; the partitions it narrows are its own."""
+    monkeypatch.setattr(run_default, "PARTITIONS", dict(run_default.PARTITIONS))
+    monkeypatch.chdir(ROOT)
+
+    def run(*args: str) -> list[str]:
+        assert run_default.main([*args, "--plan"]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    return run
+
+
+def quit_evaluated(preset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The questions and qrels that the demo's QUIT evaluation reads: the source asset run on
+    the config ``make run`` gives it."""
+    config = run_default.demo_configs(preset)["quit_eval_source"]["ops"]["eval_quit_source"]["config"]
+    outputs = {o.output_name: o.value for o in quit_source(config=QuitSource(**config), storage=StorageResource(root=str(ROOT)))}
+    return outputs["quit_questions"], outputs["quit_qrels"]
+
+
+@pytest.mark.parametrize("preset", sorted(run_default.PRESETS))
+def test_the_demo_evaluates_quit_on_questions_whose_passages_carry_both_labels(monkeypatch, preset):
+    monkeypatch.chdir(ROOT)
+    questions, qrels = quit_evaluated(preset)
+    assert questions.height >= 2
+    labels = qrels.group_by("question_id").agg(pl.col("label").unique().sort())
+    assert labels.height == questions.height and labels["label"].to_list() == [[1, 2]] * questions.height, labels
+    # every question of the slice is searched in the whole corpus: the other questions' passages stay as distractors
+    assert qrels.height == 325 * questions.height
+
+
+def test_the_quick_demo_evaluates_the_two_train_questions_of_the_quit_sample(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    questions, _ = quit_evaluated("quick")
+    assert sorted(questions["split"]) == ["train", "train"]
+
+
+def test_recor_and_wikiprofile_are_evaluated_on_their_builds_and_a_release_run_keeps_its_own_slices():
+    assert set(run_default.demo_configs("quick")) == set(run_default.demo_configs("full")) == {"quit_eval_source"}
+    assert run_default.release_configs(run_default.RELEASE_SLICES["quick"])["quit_eval_source"] == \
+        run_default.release_config("quit_eval_source", "data/releases/quit", max_questions=3)
+    assert set(run_default.release_configs({})) == set(run_default.SOURCE_STAGES)
+
+
+def test_the_first_line_says_what_the_demo_evaluates(plan):
+    first_line = plan()[0]
+    assert "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates 2 questions " \
+           "of the release sample data/releases/quit (passages of both labels)" in first_line
+    assert "WikiProfile reads up to 6 pages, keeps up to 2 facts and samples" in first_line
+    assert "RECOR builds and evaluates law" in first_line
+    full = plan("--preset", "full")[0]
+    assert "evaluates 3 questions of the release sample" in full
+    # the papers' configuration and a release run say nothing of a demo evaluation
+    for args in (("--profile", "paper"), ("--from-release",)):
+        assert "release sample data/releases/quit (passages" not in plan(*args)[0], args
+
+
+def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(monkeypatch):
+    """What ``main`` passes to :func:`run_default.run_stages` for the default run."""
+    seen = {}
+    monkeypatch.setattr(run_default, "PARTITIONS", dict(run_default.PARTITIONS))
+    monkeypatch.setattr(run_default, "build_defs", lambda **_: None)
+    monkeypatch.setattr(run_default, "sync_partitions", lambda *_, **__: None)
+    monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(lambda: None))
+    monkeypatch.setattr(run_default, "run_stages", lambda defs, instance, stages, configs=None, **_: seen.update(configs) or False)
+    monkeypatch.chdir(ROOT)
+    assert run_default.main([]) == 1
+    assert seen == run_default.demo_configs("quick")
+    assert seen["quit_eval_source"]["ops"]["eval_quit_source"]["config"] == \
+        {"source": "release", "release_path": "data/releases/quit", "max_questions": 2}
