@@ -60,6 +60,8 @@ class RecorSource(BenchmarkSource):
 class WikiProfileSource(BenchmarkSource):
     release_path: str = Field(default="data/releases/wikiprofile", description="wikiprofile.csv, or the folder holding it")
     max_facts: int | None = Field(default=None, description="the first n facts with their ten tasks (a demo slice); none: all")
+    fact_ids: list[str] | None = Field(default=None, description="these facts (by fact_id, wherever they are in the file) with "
+                                                                 "their ten tasks, before max_facts (a demo slice); none: all")
 
 
 # QUIT's splits in the order the release names them (train.json, dev.json, test.json).
@@ -72,6 +74,17 @@ def first(frame: pl.DataFrame, key: str, n: int | None) -> pl.DataFrame:
     if n is None:
         return frame
     return frame.join(frame.select(key).unique(maintain_order=True).head(n), on=key, how="semi")
+
+
+def named(frame: pl.DataFrame, key: str, ids: list[str] | None, where: str) -> pl.DataFrame:
+    """The rows whose ``key`` is one of ``ids``, in table order; the whole table when ``ids``
+    is None. A named id the table lacks is an error: the slice would silently shrink."""
+    if ids is None:
+        return frame
+    missing = sorted(set(ids) - set(frame[key]))
+    if missing:
+        raise ValueError(f"{key}s {missing} are not in {where}: name {key}s that it holds")
+    return frame.filter(pl.col(key).is_in(ids))
 
 
 def _sliced(before: int, after: int, what: str) -> dict:
@@ -177,7 +190,8 @@ def wikiprofile_source(config: WikiProfileSource, storage: StorageResource):
         tasks, pages = _built(storage, "wikiprofile", "benchmark"), _built(storage, "wikiprofile", "source_pages")
         rejects = wikiprofile_release.REJECTS.empty()
     total = tasks["fact_id"].n_unique()
-    tasks = first(tasks, "fact_id", config.max_facts)
+    where = config.release_path if config.source == RELEASE else "the build's wikiprofile/benchmark"
+    tasks = first(named(tasks, "fact_id", config.fact_ids, where), "fact_id", config.max_facts)
     pages = _with_schema(pages, PAGES_SCHEMA)
     origin = {**_source_metadata(config, "wikiprofile/benchmark, wikiprofile/source_pages", rejects),
               **_sliced(total, tasks["fact_id"].n_unique(), "facts")}

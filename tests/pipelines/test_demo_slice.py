@@ -1,7 +1,8 @@
 """What the default ``make run`` evaluates: QUIT's evaluation reads a slice of the bundled
 release sample (``pipelines.run_default.DEMO_EVALUATION``), whose passages carry both
-labels, while RECOR's and WikiProfile's read their builds. Checked on the plan and the
-run config, and on the slice as the project's own loader reads it (in process, nothing run)."""
+labels, and WikiProfile's profiling a slice of its sample that holds a fact the embedded
+model knows, while RECOR's reads its build. Checked on the plan and the run config, and on
+the slice as the project's own loader reads it (in process, nothing run)."""
 
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval.benchmarks import QuitSource, quit_source
+from assets.eval.benchmarks import QuitSource, WikiProfileSource, quit_source, wikiprofile_source
 from pipelines import run_default
 from resources.storage import StorageResource
 
@@ -37,6 +38,14 @@ def quit_evaluated(preset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     return outputs["quit_questions"], outputs["quit_qrels"]
 
 
+def wikiprofile_profiled(preset: str) -> pl.DataFrame:
+    """The tasks that the demo's WikiProfile profiling reads, as its source asset gives them."""
+    config = run_default.demo_configs(preset)["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"]
+    outputs = {o.output_name: o.value for o in wikiprofile_source(config=WikiProfileSource(**config),
+                                                                   storage=StorageResource(root=str(ROOT)))}
+    return outputs["wikiprofile_tasks"]
+
+
 @pytest.mark.parametrize("preset", sorted(run_default.PRESETS))
 def test_the_demo_evaluates_quit_on_questions_whose_passages_carry_both_labels(monkeypatch, preset):
     monkeypatch.chdir(ROOT)
@@ -54,8 +63,23 @@ def test_the_quick_demo_evaluates_the_two_train_questions_of_the_quit_sample(mon
     assert sorted(questions["split"]) == ["train", "train"]
 
 
-def test_recor_and_wikiprofile_are_evaluated_on_their_builds_and_a_release_run_keeps_its_own_slices():
-    assert set(run_default.demo_configs("quick")) == set(run_default.demo_configs("full")) == {"quit_eval_source"}
+@pytest.mark.parametrize("preset", sorted(run_default.PRESETS))
+def test_the_demo_profiles_the_wikiprofile_fact_the_embedded_model_knows(monkeypatch, preset):
+    """Fact 8 (Tokyo, the capital of Japan) is the sample's one fact that the embedded model
+    answers right on all four knowledge questions at 4 samples; the quick slice pairs it with
+    fact 0, which it does not know, and costs what the 2 built facts did."""
+    monkeypatch.chdir(ROOT)
+    tasks = wikiprofile_profiled(preset)
+    known = tasks.filter((pl.col("fact_id") == "8") & (pl.col("task") == "direct")).row(0, named=True)
+    assert (known["question"], known["answer"]) == ("Which city is the capital of Japan?", "Tokyo")
+    assert tasks.group_by("fact_id").len()["len"].to_list() == [10] * tasks["fact_id"].n_unique()
+    if preset == "quick":
+        assert sorted(tasks["fact_id"].unique()) == ["0", "8"]
+
+
+def test_recor_is_evaluated_on_its_build_and_a_release_run_keeps_its_own_slices():
+    assert set(run_default.demo_configs("quick")) == set(run_default.demo_configs("full")) == \
+        {"quit_eval_source", "wikiprofile_eval_source"}
     assert run_default.release_configs(run_default.RELEASE_SLICES["quick"])["quit_eval_source"] == \
         run_default.release_config("quit_eval_source", "data/releases/quit", max_questions=3)
     assert set(run_default.release_configs({})) == set(run_default.SOURCE_STAGES)
@@ -65,13 +89,16 @@ def test_the_first_line_says_what_the_demo_evaluates(plan):
     first_line = plan()[0]
     assert "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates 2 questions " \
            "of the release sample data/releases/quit (passages of both labels)" in first_line
-    assert "WikiProfile reads up to 6 pages, keeps up to 2 facts and samples" in first_line
+    assert "WikiProfile reads up to 6 pages, keeps up to 2 facts, profiles facts 0 and 8 of the release sample " \
+           "data/releases/wikiprofile and samples" in first_line
     assert "RECOR builds and evaluates law" in first_line
     full = plan("--preset", "full")[0]
     assert "evaluates 3 questions of the release sample" in full
+    assert "profiles all facts of the release sample data/releases/wikiprofile" in full
     # the papers' configuration and a release run say nothing of a demo evaluation
     for args in (("--profile", "paper"), ("--from-release",)):
         assert "release sample data/releases/quit (passages" not in plan(*args)[0], args
+        assert "profiles facts" not in plan(*args)[0], args
 
 
 def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(monkeypatch):
@@ -87,3 +114,5 @@ def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(m
     assert seen == run_default.demo_configs("quick")
     assert seen["quit_eval_source"]["ops"]["eval_quit_source"]["config"] == \
         {"source": "release", "release_path": "data/releases/quit", "max_questions": 2}
+    assert seen["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"] == \
+        {"source": "release", "release_path": "data/releases/wikiprofile", "fact_ids": ["0", "8"]}

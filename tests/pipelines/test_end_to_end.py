@@ -243,7 +243,8 @@ def test_default_run_builds_wikiprofile_facts_with_ten_tasks(default_run):
 def test_default_run_profiles_the_embedded_model(default_run):
     storage, instance = default_run.storage, default_run.instance()
     meta = lambda key: default_run.metadata("wikiprofile", key)
-    facts = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")["fact_id"].n_unique()
+    # the profiling reads the release sample's slice (facts 0 and 8), not the build
+    facts = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")["fact_id"].n_unique()
     assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2"]
     samples = QUICK["wikiprofile_samples"]
 
@@ -267,6 +268,23 @@ def test_default_run_profiles_the_embedded_model(default_run):
         assert meta(key)[plot].value.startswith("![plot](data:image/png;base64,"), key
     assert "| smollm2 | top |" in meta("popularity_report")["popularity"].value
     assert "| smollm2 | verify |" in meta("direction_report")["direct_vs_reverse"].value
+
+
+@pytest.mark.slow
+def test_default_run_profiles_a_fact_the_embedded_model_knows(default_run):
+    """The profiling reads facts 0 and 8 of the WikiProfile release sample; the embedded model
+    knows fact 8 (Tokyo, the capital of Japan), so Table 2's Knows is not 0 as it is on the
+    built facts."""
+    storage = default_run.storage
+    tasks = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")
+    assert sorted(tasks["fact_id"].unique()) == ["0", "8"]
+    assert default_run.metadata("eval", "wikiprofile_tasks")["source"].value.startswith("release ")
+    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
+    known = profiles.filter(pl.col("knows").fill_null(False))["fact_id"].to_list()
+    assert len(known) >= 1, profiles
+    report = pl.read_parquet(storage / "wikiprofile" / "profile_report.parquet").filter(pl.col("model") == "smollm2")
+    assert report["knows"][0] > 0, report
+    assert "WikiProfile: 2 facts of the release sample data/releases/wikiprofile with ten tasks each" in default_run.stdout
 
 
 @pytest.mark.slow

@@ -121,6 +121,22 @@ def test_the_wikiprofile_release_sample_gives_tasks_and_page_views(storage):
         assert check.passed, check.metadata["problems"].value
 
 
+def test_named_wikiprofile_facts_are_a_slice_of_the_release_in_its_order(storage):
+    """``fact_ids`` picks facts anywhere in the file (a demo slice need not be its head)."""
+    result = materialize(benchmarks.wikiprofile_source, storage, {**RELEASE, "fact_ids": ["8", "0"]})
+    tables = outputs(result, benchmarks.wikiprofile_source)
+    tasks, _ = wikiprofile_release.load_release("data/releases/wikiprofile")
+    assert tables["wikiprofile_tasks"].equals(tasks.filter(pl.col("fact_id").is_in(["0", "8"])))
+    assert tables["wikiprofile_tasks"].height == 20
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(["eval", "wikiprofile_tasks"])]
+    assert event.materialization.metadata["sliced"].value == f"2 of {tasks['fact_id'].n_unique()} facts"
+
+
+def test_a_named_wikiprofile_fact_the_release_lacks_is_an_error_naming_it(storage):
+    with pytest.raises(ValueError, match=r"fact_ids \['99'\] are not in data/releases/wikiprofile"):
+        materialize(benchmarks.wikiprofile_source, storage, {**RELEASE, "fact_ids": ["0", "99"]})
+
+
 # --- the checks on broken tables ----------------------------------------------------------------
 
 QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2"], "split": ["test", "dev"], "question": ["Who?", "What?"],

@@ -55,8 +55,8 @@ def test_the_bundled_sample_loads_whole_as_ten_tasks_per_fact():
     benchmark, rejects = published.load_release(str(SAMPLE))
     assert rejects.height == 0, rejects.to_dicts()
     assert benchmark.schema == pl.Schema(release.BENCHMARK_SCHEMA)
-    assert benchmark.height == 80 and benchmark["fact_id"].n_unique() == 8
-    assert benchmark["page_id"].unique().sort().to_list() == ["albert_einstein", "dna", "eiffel_tower", "nile"]
+    assert benchmark.height == 90 and benchmark["fact_id"].n_unique() == 9
+    assert benchmark["page_id"].unique().sort().to_list() == ["albert_einstein", "dna", "eiffel_tower", "japan", "nile"]
     by = {(r["fact_id"], r["task"]): r for r in benchmark.iter_rows(named=True)}
     assert by[("0", "completion")]["question"].endswith("born on 14 March 1879 in the city of")
     assert by[("0", "completion")]["answer"] == by[("0", "direct")]["answer"] == "Ulm"
@@ -83,10 +83,10 @@ def test_the_loaded_sample_passes_the_benchmark_checks():
 def test_popularity_is_the_page_count_per_month_for_the_popularity_tiers():
     benchmark, _ = published.load_release(str(SAMPLE))
     pages = published.load_release_pages(str(SAMPLE))
-    assert pages.schema == pl.Schema(published.PAGES_SCHEMA) and pages.height == 4
+    assert pages.schema == pl.Schema(published.PAGES_SCHEMA) and pages.height == 5
     einstein = pages.filter(pl.col("page_id") == "albert_einstein").row(0, named=True)
     assert einstein["gbc"] == 14_500_000 and einstein["mean_monthly_views"] == 500_000.0 and einstein["item_id"] == "Q937"
-    # As popularity_report ranks facts: 8 facts, 20% is one at each end; Einstein's facts share
+    # As popularity_report ranks facts: 9 facts, 20% is one at each end; Einstein's facts share
     # the most views (the lower fact_id wins the tie), DNA's the fewest.
     views = benchmark.select("fact_id", "page_id").unique().join(pages.select("page_id", "mean_monthly_views"), on="page_id")
     tiers = dict(sources.popularity_tiers(views, key="fact_id").iter_rows())
@@ -144,7 +144,7 @@ def test_without_a_contextual_column_the_contextual_question_is_built_by_rule(tm
     header, rows = sample_rows()
     path = write(tmp_path / "wikiprofile.csv", [c for c in header if c != "contextual"], rows)
     benchmark, rejects = published.load_release(path)
-    assert rejects.height == 0 and benchmark.height == 80
+    assert rejects.height == 0 and benchmark.height == 90
     contextual = benchmark.filter((pl.col("fact_id") == "0") & (pl.col("task") == "contextual")).row(0, named=True)
     assert contextual["question"] == ("Albert Einstein was a theoretical physicist who developed the theory of relativity and "
                                       "made major contributions to the development of quantum theory. In which city was "
