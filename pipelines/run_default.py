@@ -406,8 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         measures = table.select("model", *[c for c, t in table.schema.items() if t.is_numeric()])
         wide = measures.with_columns(pl.exclude("model").cast(pl.Float64)).transpose(
             include_header=True, header_name="measure", column_names="model")
-        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=1):
-            print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, %; Knows includes direct inference):")
+        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=3):
+            print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):")
             print(wide)
         print(f"WikiProfile benchmark:    {join(root, 'wikiprofile', 'benchmark.parquet')}  (funnel: wikiprofile/benchmark in the web UI)")
         print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "

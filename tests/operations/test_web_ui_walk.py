@@ -22,7 +22,7 @@ SUBJECT = "walk-model"
 
 
 def leaderboard_in_process(ui, root) -> dg.DagsterRun:
-    """The leaderboard over one stored WikiProfile report (a subject at 50% encoded, 25%
+    """The leaderboard over one stored WikiProfile report (a subject at 0.5 encoded, 0.25
     known), run in process into the served instance as ``make run`` runs a stage; its files
     under ``root``, so the other operations tests' storage is untouched."""
     from pipelines.definitions import build_defs
@@ -31,7 +31,7 @@ def leaderboard_in_process(ui, root) -> dg.DagsterRun:
     from resources.storage import StorageResource, table_uri
 
     (root / "wikiprofile").mkdir(parents=True)
-    pl.DataFrame({"model": [SUBJECT], "encodes": [50.0], "knows": [25.0], "knows_thinking": [None]},
+    pl.DataFrame({"model": [SUBJECT], "encodes": [0.5], "knows": [0.25], "knows_thinking": [None]},
                  schema={"model": pl.String, "encodes": pl.Float64, "knows": pl.Float64, "knows_thinking": pl.Float64},
                  ).write_parquet(table_uri(str(root), ["wikiprofile", "profile_report"]))
     instance = ui.instance()

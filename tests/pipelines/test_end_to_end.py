@@ -164,8 +164,8 @@ def test_default_run_evaluates_quit(default_run):
     for reranker in ("rankgpt", "pointwise", "upr"):
         assert reranker in cells(rerank["table_7"], "reranker")
         assert f"e5-small+{reranker}" in cells(rerank["table_5"], "system")
-        assert f"| oracle+{reranker} |" in reading["table_8"].value
-    assert "| Optimal |" in reading["table_8"].value and "data:image/png" in reading["passages_by_hints"].value
+        assert f"oracle+{reranker}" in cells(reading["table_8"], "retriever")
+    assert "Optimal" in cells(reading["table_8"], "retriever") and "data:image/png" in reading["figure_6"].value
 
 
 @pytest.mark.slow
@@ -211,15 +211,16 @@ def test_default_run_builds_recor_conversations_from_mined_negatives(default_run
 @pytest.mark.slow
 def test_default_run_evaluates_recor(default_run):
     retrieval = default_run.metadata("eval", "recor_retrieval_metrics")
-    assert retrieval["table_3"].value.splitlines()[0].startswith("Averaging: turn -> domain -> macro")
-    assert "| retriever | Base | QR | Reas | Hist | H+R | Prev | LLM-Reas |" in retrieval["table_3"].value.splitlines()
+    table_3 = retrieval["table_3"].value
+    assert [c.name for c in table_3.schema.columns][:8] == ["retriever", "Base", "QR", "Reas", "Hist", "H+R", "Prev", "LLM-Reas"]
+    assert "turn -> domain -> macro" in table_3.schema.columns[1].description
     for retriever in ("bm25", "minilm", "e5-small"):
-        assert f"| {retriever} |" in retrieval["table_3"].value
-    assert "data:image/png" in retrieval["per_domain"].value and "data:image/png" in retrieval["turn_position"].value
+        assert retriever in cells(table_3, "retriever")
+    assert "data:image/png" in retrieval["per_domain"].value and "data:image/png" in retrieval["figure_2"].value
     generation = default_run.metadata("eval", "recor_generation_metrics")
     for mode in ("oracle", "retrieved", "no_retrieval"):
-        assert f"| {mode} |" in generation["table_8"].value
-    assert "| smollm2 |" in generation["dimensions"].value and "| smollm2 |" in generation["lexical"].value
+        assert mode in cells(generation["table_8"], "mode")
+    assert "smollm2" in str(generation["dimensions"].value) and "smollm2" in str(generation["lexical"].value)
 
 
 @pytest.mark.slow
@@ -262,12 +263,13 @@ def test_default_run_profiles_the_embedded_model(default_run):
     assert pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet").height == facts
 
     assert "smollm2" in cells(meta("profile_report")["table_2"], "model")
-    for key, plot in (("profile_report", "profiles_plot"), ("popularity_report", "popularity_plot"),
-                      ("direction_report", "direction_plot"), ("thinking_report", "thinking_plot"),
-                      ("robustness_report", "robustness_plot")):
+    for key, plot in (("profile_report", "figure_4"), ("popularity_report", "figure_5"),
+                      ("direction_report", "figures_6_14"), ("thinking_report", "figures_8_12"),
+                      ("robustness_report", "figures_18_19")):
         assert meta(key)[plot].value.startswith("![plot](data:image/png;base64,"), key
-    assert "| smollm2 | top |" in meta("popularity_report")["popularity"].value
-    assert "| smollm2 | verify |" in meta("direction_report")["direct_vs_reverse"].value
+    popularity, direction = meta("popularity_report")["popularity"].value, meta("direction_report")["direct_vs_reverse"].value
+    assert ("smollm2", "top") in zip(cells(popularity, "model"), cells(popularity, "tier"))
+    assert ("smollm2", "verify") in zip(cells(direction, "model"), cells(direction, "condition"))
 
 
 @pytest.mark.slow
