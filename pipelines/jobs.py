@@ -319,8 +319,11 @@ PLANS = {profile: profile_plan(profile) for profile in (DEMO, PAPER)}
 PROFILED_JOBS = [
     (quit_prepare_job, "quit"), (quit_parametric_job, "quit"), (quit_passages_job, "quit"), (quit_labeling_job, "quit"),
     (quit_finalize_job, "quit"), (quit_rerank_job, "quit"), (quit_verification_job, "quit"),
+    # the reports read their benchmark's settings to state the profile in their slice
+    (quit_eval_report_job, "quit"), (quit_finetune_report_job, "finetune"),
     (quit_finetune_data_job, "finetune"), (quit_finetune_job, "finetune"),
     (recor_observe_job, "recor"), (recor_build_job, "recor"), (recor_report_job, "recor"),
+    (recor_retrieval_report_job, "recor"), (recor_generation_report_job, "recor"),
     (wikiprofile_build_job, "wikiprofile"), (wikiprofile_profile_job, "wikiprofile"), (wikiprofile_report_job, "wikiprofile"),
 ]
 

@@ -124,16 +124,18 @@ def test_a_one_partition_run_from_the_ui_costs_what_make_run_spends_on_it_plus_o
     ui = running_dagster
     in_process, checks = sources_in_process(tmp_path / "storage", "hardware")
     imports = import_seconds(ui.env)
-    started = time.monotonic()
     run = launch_sources(page, ui, "drones")
-    from_ui = time.monotonic() - started
     assert run.status == dg.DagsterRunStatus.SUCCESS
+    # from the launch (the run's creation) to its end: the queue, the run process, its steps
+    record = ui.instance().get_run_record_by_id(run.run_id)
+    from_ui = record.end_time - record.create_timestamp.timestamp()
     evaluated = [e for e in ui.instance().all_logs(run.run_id)
                  if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert len(evaluated) == checks > 0, "the UI run and the in-process one did not evaluate the same checks"
-    # The stated bound (README, "Runs from the UI"): twice the in-process time plus one import.
-    # A process per step, as Dagster's default executor makes, costs an import per check
-    # (here one multi-asset step and its checks: several imports) and exceeds it.
-    bound = 2 * (in_process + imports)
+    # The stated bound (README, "Runs from the UI"): twice the in-process time plus one import,
+    # and 10 s for the daemon to dequeue the run and start its process. A process per step,
+    # as Dagster's default executor makes, costs an import per check (here one multi-asset
+    # step and 5 checks: 6 imports) and exceeds it.
+    bound = 2 * (in_process + imports) + 10
     assert from_ui <= bound, (f"the UI run took {from_ui:.0f} s; in process {in_process:.0f} s, one import "
                               f"{imports:.0f} s, bound {bound:.0f} s, {checks} checks")
