@@ -4,6 +4,7 @@ sequence of stages; ``pipelines.run_default`` runs them in order, and the UI's
 
 import dagster as dg
 
+from assets.common.metadata import PROFILE_TAG
 from assets.common.settings import DEMO, PAPER
 from pipelines.plan import estimate, profile_plan
 
@@ -266,9 +267,9 @@ jobs.append(eval_leaderboard_job)
 # Launching is explicit about size. The settings resources default to the papers'
 # configuration, so a job launched with no config may run for hours. Each job whose steps read
 # a profiled settings resource also comes as ``<job>_demo`` and ``<job>_paper``: the run
-# config names the profile (editable in the launchpad), the tag and the job name put it on
-# every run, and the description says what that profile builds and roughly how long it takes.
-PROFILE_TAG = "benchfoundry/profile"
+# config names the profile (editable in the launchpad), the tag (``PROFILE_TAG``, which the
+# reports' ``slice`` states) and the job name put it on every run, and the description says
+# what that profile builds and roughly how long it takes.
 PROFILED_SETTINGS = ("quit_settings", "finetune_settings", "recor_settings", "wikiprofile_settings")
 
 
@@ -319,11 +320,8 @@ PLANS = {profile: profile_plan(profile) for profile in (DEMO, PAPER)}
 PROFILED_JOBS = [
     (quit_prepare_job, "quit"), (quit_parametric_job, "quit"), (quit_passages_job, "quit"), (quit_labeling_job, "quit"),
     (quit_finalize_job, "quit"), (quit_rerank_job, "quit"), (quit_verification_job, "quit"),
-    # the reports read their benchmark's settings to state the profile in their slice
-    (quit_eval_report_job, "quit"), (quit_finetune_report_job, "finetune"),
     (quit_finetune_data_job, "finetune"), (quit_finetune_job, "finetune"),
     (recor_observe_job, "recor"), (recor_build_job, "recor"), (recor_report_job, "recor"),
-    (recor_retrieval_report_job, "recor"), (recor_generation_report_job, "recor"),
     (wikiprofile_build_job, "wikiprofile"), (wikiprofile_profile_job, "wikiprofile"), (wikiprofile_report_job, "wikiprofile"),
 ]
 

@@ -17,6 +17,7 @@ import time
 import dagster as dg
 import polars as pl
 
+from assets.common.metadata import PROFILE_TAG
 from assets.common.settings import ProfiledSettings
 from assets.eval import reteco, reteco_judge
 from assets.eval.finetune_report import RETRIEVAL, wide
@@ -151,9 +152,11 @@ def demo_configs(preset: str) -> dict[str, dict]:
 
 
 def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
-               configs: dict[str, dict] | None = None, registries: dict[str, str] | None = None) -> bool:
+               configs: dict[str, dict] | None = None, registries: dict[str, str] | None = None,
+               tags: dict[str, str] | None = None) -> bool:
     """Execute the stage jobs in order, each partitioned stage once per partition key, a
-    stage with its entry of ``configs`` (run config) when it has one. After a stage that
+    stage with its entry of ``configs`` (run config) when it has one, every run with ``tags``
+    (``make run`` names its profile in ``PROFILE_TAG``, as the profile jobs do). After a stage that
     registers trained models, the instance's partitions and QUIT's retriever and reranker
     keys are read again from the registries (``registries``: other registry files)."""
     for job_name, partitions in stages:
@@ -162,7 +165,8 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
         for key in PARTITIONS[partitions] if partitions else [None]:
             label = f"{job_name}[{key}]" if key else job_name
             t = time.monotonic()
-            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=run_config)
+            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=run_config,
+                                          tags=tags)
             log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
             if not result.success:
                 for event in result.all_events:
@@ -368,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     # daemon runs).
     sync_partitions(instance)
     started = time.monotonic()
-    if not run_stages(defs, instance, stages, configs=configs):
+    if not run_stages(defs, instance, stages, configs=configs, tags={PROFILE_TAG: args.profile}):
         return 1
     root = defs.resources["storage"].root
     print(f"\nfinished in {time.monotonic() - started:.0f}s")

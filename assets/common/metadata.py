@@ -85,17 +85,28 @@ def counts_md(counts: dict[str, int], key: str = "value", value: str = "count") 
     return dg.MetadataValue.md(md_table(frame, len(counts) or 1))
 
 
-def report_slice(covers: str, settings) -> str:
-    """The ``slice`` entry of a report: what it counts (questions, domains, pages, facts)
-    and the profile (demo or paper) of the settings resource the run read, named by its
-    resource key, so a demo slice's numbers are never read as the paper's. The profile is
-    this run's: the inputs may have been built under another."""
-    return f"{covers}; {SETTINGS_KEYS.get(type(settings).__name__, type(settings).__name__)} of this run: profile {settings.profile}"
+# The run tag naming a run's profile (demo or paper): the ``_demo``/``_paper`` jobs, the
+# schedules and ``make run`` set it, so a report can say which profile its run was.
+PROFILE_TAG = "benchfoundry/profile"
 
 
-# The resource key each profiled settings class is bound to in the definitions.
-SETTINGS_KEYS = {"QuitSettings": "quit_settings", "FinetuneSettings": "finetune_settings", "RecorSettings": "recor_settings",
-                 "WikiProfileSettings": "wikiprofile_settings"}
+def run_profile(context) -> str | None:
+    """The profile in the run's ``PROFILE_TAG``; None for a run without one (Materialize on an
+    asset's page) and for an asset invoked directly (a test, a notebook: there is no run)."""
+    try:
+        return context.run.tags.get(PROFILE_TAG)
+    except dg.DagsterError:  # Dagster's "dagster_run is not set on a directly invoked context"
+        return None
+
+
+def report_slice(covers: str, profile: str | None) -> str:
+    """The ``slice`` entry of a report: what it counts (questions, domains, pages, facts) and
+    the profile (demo or paper) of the run that wrote it (``run_profile``), so a demo slice's
+    numbers are never read as the paper's. The covered counts are the inputs' own; the
+    profile is the run's tag, and a run launched without one says so."""
+    if profile is None:
+        return f"{covers}; profile not stated: the run has no {PROFILE_TAG} tag (launched outside the profile jobs and make run)"
+    return f"{covers}; profile {profile} (the run's {PROFILE_TAG} tag)"
 
 
 def why_empty(tables: Mapping[str, tuple[pl.DataFrame, str]]) -> dict[str, str]:

@@ -11,13 +11,12 @@ and test) alone, each split on its own rows.
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import report_slice, report_table, table_metadata, why_empty
+from assets.common.metadata import report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
 from assets.eval import readers, reports
 from assets.eval.finetune_rules import TRAIN
 from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, oracle_aliases, questions_covered
-from assets.quit.settings import FinetuneSettings
 from resources.retrieval import load_rerankers, load_retrievers
 
 PREFIX = GROUP = "eval"
@@ -163,7 +162,7 @@ def trained_aliases() -> set[str]:
           kinds={"ranx"}, code_version="1")
 def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
                          quit_reader_answers: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                         benchmark_qrels: pl.DataFrame, finetune_settings: FinetuneSettings) -> dg.Output:
+                         benchmark_qrels: pl.DataFrame) -> dg.Output:
     """Vanilla against fine-tuned systems on QUIT's held-out questions (dev and test; train
     questions are left out, as the fine-tuned models learned from them): Tables 10-11's
     shape for retrievers (Hit@1/5, Recall@5/10/50, MRR, nDCG@10/100), Table 12's for rerankers
@@ -184,7 +183,7 @@ def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFr
     return dg.Output(frame, metadata={
         **table_metadata(frame),
         "slice": report_slice(f"{questions_covered(benchmark_questions)}, the held-out ones counted "
-                              f"({sum(map(len, splits.values()))})", finetune_settings),
+                              f"({sum(map(len, splits.values()))})", run_profile(context)),
         "held_out_questions": dg.MetadataValue.text(", ".join(f"{s}: {len(ids)}" for s, ids in splits.items()) or "none"),
         "fine_tuned_systems": dg.MetadataValue.text(", ".join(evaluated) or "none"),
         **{name: inline(frame, table, metrics, "system") for name, (table, metrics) in tables.items()},

@@ -7,7 +7,7 @@ makes its partitions appear, and materializing one partition recomputes only tha
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import png_markdown, report_slice, report_table, table_metadata, why_empty
+from assets.common.metadata import png_markdown, report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
@@ -89,8 +89,8 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
           ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS,
                "benchmark_questions": QUIT_QUESTIONS},
           kinds={"ranx"}, code_version="2")
-def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                           quit_settings: QuitSettings) -> dg.Output:
+def quit_retrieval_metrics(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame,
+                           benchmark_questions: pl.DataFrame) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
     Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
@@ -114,7 +114,7 @@ def quit_retrieval_metrics(quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFram
     return dg.Output(table, metadata={
         **table_metadata(table),
         "slice": report_slice(f"{questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
-                              f"({', '.join(retrievers) or 'none'}), the Oracle left out", quit_settings),
+                              f"({', '.join(retrievers) or 'none'}), the Oracle left out", run_profile(context)),
         "table_2": reports.share_table(overall, "retriever", TABLE_2, RETRIEVER_COLUMN),
         "table_4": reports.share_table(overall, "retriever", TABLE_4, RETRIEVER_COLUMN),
         **why_empty({name: (overall, "no retriever's run other than the Oracle's is materialized") for name in ("table_2", "table_4")}),
@@ -168,7 +168,7 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS},
           kinds={"ranx"}, code_version="2")
-def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
+def quit_rerank_metrics(context: dg.AssetExecutionContext, quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
     shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
     MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
@@ -189,7 +189,7 @@ def quit_rerank_metrics(quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.Da
     return dg.Output(table, metadata={
         **table_metadata(table),
         "slice": report_slice(f"{quit_reranked_runs['question_id'].n_unique()} QUIT questions reranked; {len(systems)} "
-                              f"retriever+reranker runs ({', '.join(systems) or 'none'})", quit_settings),
+                              f"retriever+reranker runs ({', '.join(systems) or 'none'})", run_profile(context)),
         "table_5": reports.share_table(retrieved, "system", TABLE_5, RERANKED_COLUMN),
         "table_6": reports.share_table(retrieved, "system", TABLE_4, RERANKED_COLUMN),
         "table_7": reports.share_table(oracle, "reranker", TABLE_7, "a reranker alias (resources/rerankers.yaml), reordering "
@@ -248,8 +248,8 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
                "quit_reranked_runs": wiring.input("quit_reranked_runs"),
                "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
           kinds={"polars"}, code_version="3")
-def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
-                        benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame, quit_settings: QuitSettings) -> dg.Output:
+def quit_reader_metrics(context: dg.AssetExecutionContext, quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame,
+                        quit_reranked_runs: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
     """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
     k and context strategy, with the Optimal bound (Table 8's shape; ``em`` normalized,
     ``em_raw`` the release's raw match, each its own table), and the distribution of
@@ -267,7 +267,7 @@ def quit_reader_metrics(quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFra
     return dg.Output(table, metadata={
         **table_metadata(table, 30),
         "slice": report_slice(f"{quit_reader_answers['question_id'].n_unique()} QUIT questions answered; {len(names)} "
-                              f"readers ({', '.join(names) or 'none'})", quit_settings),
+                              f"readers ({', '.join(names) or 'none'})", run_profile(context)),
         "table_8": table_8("em", "EM (normalized): answer and gold equal after assets.common.text.normalize "
                                  "(lower case; accents, punctuation, possessive 's and articles removed)"),
         "table_8_em_raw": table_8("em_raw", "EM (raw, as released): the reader's output after the release's "

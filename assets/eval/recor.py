@@ -8,14 +8,13 @@ evaluation's registry: the same retrievers, indexes and searches serve both benc
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata, why_empty
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
 from assets.eval import conversational, generation, reteco, reteco_judge, retrieve
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
-from assets.recor.settings import RecorSettings
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.registry import llm_pool
@@ -133,7 +132,7 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns")},
           kinds={"ranx", "scipy"}, code_version="2")
-def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
+def recor_retrieval_metrics(context: dg.AssetExecutionContext, recor_runs: pl.DataFrame, benchmark: pl.DataFrame) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, over the domains whose runs
     are materialized. Each table says its averaging in its scores' definitions: turn ->
     domain -> macro as the paper's text (Tables 3, 4, 18, 19, 20 and Figure 2), and turn ->
@@ -156,7 +155,7 @@ def recor_retrieval_metrics(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, r
                "table_20": (conversational.domain_table(scores), TABLE_20_DEFINITIONS)}
     return dg.Output(scores, metadata={
         **table_metadata(scores, 5),
-        "slice": report_slice(retrieval_covers(benchmark, scores), recor_settings),
+        "slice": report_slice(retrieval_covers(benchmark, scores), run_profile(context)),
         "turns": benchmark.height,
         "turns_without_gold": len(skipped),
         "turns_without_gold_ids": ", ".join(skipped[:20]) or "none",
@@ -266,7 +265,7 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"recor_generation": wiring.materialized("recor_generation")},
           kinds={"polars"}, code_version="2")
-def recor_generation_metrics(recor_generation: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
+def recor_generation_metrics(context: dg.AssetExecutionContext, recor_generation: pl.DataFrame) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged
     dimensions) by domain and generator in Retrieved mode (Table 7), by mode and generator
     (Table 8), per domain in Oracle and NoRetrieval mode (Tables 21 and 22), per dimension in
@@ -314,7 +313,7 @@ def recor_generation_metrics(recor_generation: pl.DataFrame, recor_settings: Rec
         **table_metadata(overall),
         "slice": report_slice(f"{len(domains)} RECOR domains ({', '.join(domains) or 'none'}), "
                               f"{recor_generation['qid'].n_unique()} turns answered; {len(generators)} generators "
-                              f"({', '.join(generators) or 'none'})", recor_settings),
+                              f"({', '.join(generators) or 'none'})", run_profile(context)),
         **{name: report_table(table, definitions) for name, (table, definitions, _) in tables.items()},
         **why_empty({name: (table, why) for name, (table, _, why) in tables.items()}),
         **reference_metric_definitions(),

@@ -6,7 +6,7 @@ partition). The rules live in :mod:`assets.eval.profiling_rules` and
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata, why_empty
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.eval import analysis, profiling
@@ -137,11 +137,11 @@ def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(lines))
 
 
-def _slice(profiles: pl.DataFrame, settings: WikiProfileSettings) -> str:
+def _slice(profiles: pl.DataFrame, context) -> str:
     """The subject models and facts a WikiProfile report counts, and the run's profile."""
     models = sorted(profiles["model"].unique().to_list()) if profiles.height else []
     return report_slice(f"{len(models)} subject models ({', '.join(models) or 'none'}), "
-                        f"{profiles['fact_id'].n_unique() if profiles.height else 0} facts", settings)
+                        f"{profiles['fact_id'].n_unique() if profiles.height else 0} facts", run_profile(context))
 
 
 NO_MODEL = "no model is profiled: materialize wikiprofile/profiles for a subject model"
@@ -199,7 +199,7 @@ def _segment(row: dict, name: str, undecided: bool) -> float:
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="3",
           ins={"profiles": wiring.materialized("profiles")})
-def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+def profile_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 over every profiled model, shares in [0, 1]: Encodes, Knows(+Think) and Knows
     (both including direct inference), the Figure 4 Knows bar (excluding it), the five
     profiles and the excluded shares, as ``definitions`` says; with Figure 4's stacked bars
@@ -235,7 +235,7 @@ def profile_report(profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSett
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
     return dg.Output(table, metadata={
-        **table_metadata(table), "slice": _slice(profiles, wikiprofile_settings), "table_2": _table_2(table),
+        **table_metadata(table), "slice": _slice(profiles, context), "table_2": _table_2(table),
         **why_empty({"table_2": (table, NO_MODEL)}),
         "definitions": _definitions(wikiprofile_settings), **_thinking_metadata(analysis.models_without_thinking(profiles)),
         "figure_4": png_markdown(fig)})
@@ -276,8 +276,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
 
 @dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("wikiprofile_tasks", "eval"),
                "source_pages": wiring.input("wikiprofile_pages", "eval")}, **REPORT)
-def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pages: pl.DataFrame,
-                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+def popularity_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, benchmark: pl.DataFrame,
+                      source_pages: pl.DataFrame) -> dg.Output:
     """Encoding and recall rates (shares in [0, 1]) of the top and bottom 20% of facts by
     their page's monthly views (Figure 5), with the gain from thinking and the gaps (Delta,
     Delta_T); ``tiers`` gives each tier's views."""
@@ -303,13 +303,13 @@ def popularity_report(profiles: pl.DataFrame, benchmark: pl.DataFrame, source_pa
     no_fact = "the benchmark read (eval/wikiprofile_tasks) has no fact"
     tables = {"popularity": (table, analysis.POPULARITY_DEFINITIONS, NO_MODEL), "gaps": (gaps, analysis.GAPS_DEFINITIONS, NO_MODEL),
               "tiers": (bounds, analysis.TIERS_DEFINITIONS, no_fact)}
-    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, wikiprofile_settings),
+    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, context),
                                       **_inline(tables), "figure_5": png_markdown(fig),
                                       **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
-def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
+def direction_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Direct vs reverse over encoded facts, in generation (closed book, without and with
     thinking) and in verification (multiple choice) (Figure 6), and which side fails for the
@@ -339,13 +339,13 @@ def direction_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
     axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     tables = {"direct_vs_reverse": (table, analysis.DIRECTION_DEFINITIONS, NO_MODEL),
               "error_attribution": (errors, analysis.ERROR_DEFINITIONS, NO_MODEL)}
-    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, wikiprofile_settings),
+    return dg.Output(table, metadata={**table_metadata(table), "slice": _slice(profiles, context),
                                       **_inline(tables), "figures_6_14": png_markdown(fig),
                                       **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
-def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
+def thinking_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                     wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Thinking as recovery: the share of facts not known directly that thinking recovers,
     encoded or not (Figure 8), and the correct>=p curves without and with thinking over the
@@ -374,13 +374,14 @@ def thinking_report(graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                    "no profiled model has a thinking run (thinking_run_missing names them): there is nothing recovered to count")
     tables = {"recovery": (recovery, analysis.RECOVERY_DEFINITIONS, no_thinking),
               "correct_at_least_p": (curve, analysis.CURVE_DEFINITIONS, NO_GRADED)}
-    return dg.Output(recovery, metadata={**table_metadata(recovery), "slice": _slice(profiles, wikiprofile_settings),
+    return dg.Output(recovery, metadata={**table_metadata(recovery), "slice": _slice(profiles, context),
                                          **_inline(tables), "figures_8_12": png_markdown(fig),
                                          **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
 @dg.asset(ins={"graded_responses": wiring.materialized("graded_responses")}, **REPORT)
-def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+def robustness_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame,
+                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 at other thresholds (tau_enc, tau_know) (appendix D.2), and the bootstrap width
     of the share of questions with g > 0.5 for n = 2..16 samples, drawn from each question's
     own samples (appendix D.4); shares in [0, 1]."""
@@ -407,7 +408,7 @@ def robustness_report(graded_responses: pl.DataFrame, wikiprofile_settings: Wiki
     axes[1].legend(fontsize=7)
     thresholds = {"tau_enc": "the encoding threshold: E needs an encoding task with g > tau_enc",
                   "tau_know": "the knowing threshold: K0 and KT need every gradable knowledge question with g > tau_know"}
-    return dg.Output(sweep, metadata={**table_metadata(sweep), "slice": _slice(graded_responses, wikiprofile_settings),
+    return dg.Output(sweep, metadata={**table_metadata(sweep), "slice": _slice(graded_responses, context),
                                       "tau_sweep": _table_2(sweep, **thresholds),
                                       "bootstrap": report_table(boot, analysis.BOOTSTRAP_DEFINITIONS),
                                       **why_empty({"tau_sweep": (sweep, NO_GRADED),

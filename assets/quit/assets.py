@@ -5,7 +5,7 @@ rules live in :mod:`assets.quit.rules` and the LLM-driven steps in :mod:`assets.
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, table_metadata
+from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, run_profile, table_metadata
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.records import read_json_list
@@ -445,7 +445,7 @@ def release_files(benchmark_questions, benchmark_corpus, benchmark_qrels, quit_s
                "benchmark_qrels": wiring.input("benchmark_qrels")},
           kinds={"polars"}, code_version="2", op_tags=GPU_STEP_TAGS)
 def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark_corpus, benchmark_qrels,
-               encoder: EncoderResource, quit_settings: QuitSettings) -> dg.Output:
+               encoder: EncoderResource) -> dg.Output:
     """Table 1 of the paper with the release's definitions (results/statistics/
     dataset_statistics.py): over every corpus passage paired with its question, the distinct
     question texts and the passages, average lengths in words split on single spaces (answer
@@ -460,7 +460,7 @@ def statistics(context: dg.AssetExecutionContext, benchmark_questions, benchmark
     meta = {row["metric"]: float(row["value"]) for row in table.iter_rows(named=True)}
     return dg.Output(table, metadata={
         "slice": report_slice(f"{benchmark_questions.height} QUIT questions, {int(meta.get('Total Passages', 0)):,} "
-                              "question-passage pairs", quit_settings),
+                              "question-passage pairs", run_profile(context)),
         "table_1": report_table(table, TABLE_1_COLUMNS),
         **{f"table1/{k}": v for k, v in meta.items()},
         "passages_by_hints": png_markdown(rules.hint_count_plot(benchmark_corpus, benchmark_qrels)),

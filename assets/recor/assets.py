@@ -5,7 +5,7 @@ is a multi-asset: what it keeps and what it rejects, with the reason. The rules 
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, report_slice, report_table, table_metadata, why_empty
+from assets.common.metadata import counts_md, report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
@@ -249,7 +249,8 @@ def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, c
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
           ins={"quality_scores": wiring.materialized("quality_scores"), "turn_labels": wiring.materialized("turn_labels")})
-def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
+def quality_report(context: dg.AssetExecutionContext, quality_scores: pl.DataFrame, turn_labels: pl.DataFrame,
+                   recor_settings: RecorSettings) -> dg.Output:
     """Per-domain quality table (Table 31's shape: conversations, turns, the four mean
     scores and the normalized dependency entropy), with the distributions of dependency
     types and question patterns over all turns (Tables 29 and 30) and their normalized
@@ -266,10 +267,9 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame, reco
         distributions[name] = report_table(frame, {label: f"a {label} the judge named (appendix G)",
                                                    "turns": "turns given it, over every domain of the report"})
         empty[name] = (frame, steps.why_unlabelled(turn_labels, column))
-    # The profile is this run's: the domains may have been built under another.
     return dg.Output(table, metadata={
         **table_metadata(shown, 11),
-        "slice": steps.report_slice(table, recor_settings.profile, recor_settings.max_questions),
+        "slice": steps.quality_slice(table, run_profile(context), recor_settings.max_questions),
         "table_31": report_table(shown, steps.TABLE_31_DEFINITIONS),
         **distributions,
         **why_empty(empty),
@@ -282,7 +282,7 @@ def quality_report(quality_scores: pl.DataFrame, turn_labels: pl.DataFrame, reco
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="2",
           ins={"benchmark": wiring.materialized("benchmark"), "aspects": wiring.materialized("aspects"), "corpus": wiring.materialized("corpus")})
-def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame, recor_settings: RecorSettings) -> dg.Output:
+def statistics(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
     """Per-domain statistics in Table 2's shape: conversations, turns, average turns per
     conversation, aspects per conversation and documents per turn, with corpus sizes, for
     every domain built so far (a built domain always has a corpus; one that kept no
@@ -305,7 +305,7 @@ def statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFr
     table = pl.DataFrame(rows, schema=STATISTICS_SCHEMA)
     return dg.Output(table, metadata={**table_metadata(table, 11),
                                       "slice": report_slice(f"{len(built)} RECOR domains built ({', '.join(built) or 'none'})",
-                                                            recor_settings),
+                                                            run_profile(context)),
                                       "table_2": report_table(table, TABLE_2_DEFINITIONS),
                                       **why_empty({"table_2": (table, "no domain is built: materialize recor/corpus for one")}),
                                       "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum()),

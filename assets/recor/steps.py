@@ -15,6 +15,7 @@ import re
 import numpy as np
 import polars as pl
 
+from assets.common.metadata import report_slice
 from assets.common.parsing import parse_list, parse_permutation
 from assets.common.prompts import load_prompt
 from assets.common.rejects import Rejects
@@ -769,14 +770,14 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
-def report_slice(table: pl.DataFrame, profile: str, max_questions: int | None) -> str:
-    """The slice a report covers: its domains, conversations and turns, and the settings
-    (profile, source questions per domain) of the run that wrote it."""
+def quality_slice(table: pl.DataFrame, profile: str | None, max_questions: int | None) -> str:
+    """The slice a report covers: its domains, conversations and turns, the source questions
+    per domain of the run's settings, and the run's profile (its tag; None without one)."""
     domains = table["domain"].to_list()
     named = f" ({', '.join(domains)})" if domains else ""
     questions = "every source question" if max_questions is None else _count(max_questions, "source question")
-    return (f"{_count(len(domains), 'domain')}{named}, {_count(int(table['#C'].sum()), 'conversation')}, "
-            f"{_count(int(table['#T'].sum()), 'turn')}; recor_settings of this run: profile {profile}, {questions} per domain")
+    return report_slice(f"{_count(len(domains), 'domain')}{named}, {_count(int(table['#C'].sum()), 'conversation')}, "
+                        f"{_count(int(table['#T'].sum()), 'turn')}, {questions} per domain (recor_settings of this run)", profile)
 
 
 def shown(table: pl.DataFrame) -> pl.DataFrame:

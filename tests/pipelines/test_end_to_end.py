@@ -181,7 +181,11 @@ def test_default_run_evaluates_quit_on_questions_the_retrievers_tell_apart(defau
     scores = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "all")
     assert sorted(scores["retriever"]) == ["bm25", "e5-small", "minilm"]
     assert scores["ndcg_burges@10"].n_unique() > 1 and scores["mrr"].n_unique() > 1, scores
-    assert len(set(cells(default_run.metadata("eval", "quit_retrieval_metrics")["table_4"], "ndcg_burges@10"))) > 1
+    report = default_run.metadata("eval", "quit_retrieval_metrics")
+    assert len(set(cells(report["table_4"], "ndcg_burges@10"))) > 1
+    # make run tags its runs with its profile, and the report says so
+    assert report["slice"].value == ("2 QUIT questions (train: 2); 3 retrievers (bm25, e5-small, minilm), the Oracle left out; "
+                                     "profile demo (the run's benchfoundry/profile tag)")
     assert "QUIT retrieval (Table 2 of the paper), the release sample data/releases/quit:" in default_run.stdout
 
 

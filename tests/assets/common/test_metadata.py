@@ -33,13 +33,21 @@ def test_a_report_table_survives_the_event_log():
     assert back == table and back.records[0].data == {"system": "bm25", "mrr": None}
 
 
-def test_a_slice_names_what_is_counted_and_the_runs_profile():
-    from assets.common.metadata import report_slice
-    from assets.quit.settings import QuitSettings
-    from assets.wikiprofile.settings import WikiProfileSettings
+def test_a_slice_names_what_is_counted_and_the_runs_profile_tag():
+    from assets.common.metadata import PROFILE_TAG, report_slice, run_profile
 
-    assert report_slice("12 QUIT questions", QuitSettings(profile="demo")) == "12 QUIT questions; quit_settings of this run: profile demo"
-    assert report_slice("2 facts", WikiProfileSettings()).endswith("wikiprofile_settings of this run: profile paper")
+    seen = []
+
+    @dg.asset
+    def report(context: dg.AssetExecutionContext) -> None:
+        seen.append(run_profile(context))
+
+    assert dg.materialize([report], tags={PROFILE_TAG: "demo"}).success and dg.materialize([report]).success
+    report(dg.build_asset_context(run_tags={PROFILE_TAG: "paper"}))  # invoked directly: no run, so no tag
+    assert seen == ["demo", None, None]
+    assert report_slice("12 QUIT questions", "demo") == "12 QUIT questions; profile demo (the run's benchfoundry/profile tag)"
+    assert report_slice("2 facts", None) == ("2 facts; profile not stated: the run has no benchfoundry/profile tag "
+                                             "(launched outside the profile jobs and make run)")
 
 
 def test_why_empty_names_only_the_empty_tables():

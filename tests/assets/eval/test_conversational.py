@@ -4,9 +4,9 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from assets.common.metadata import report_slice
 from assets.eval import conversational, generation
 from assets.eval.runs import RUN_SCHEMA
-from assets.recor.settings import RecorSettings
 
 # ranx compiles its metrics once a session, in the background (tests.background)
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
@@ -205,11 +205,11 @@ def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold
     benchmark = turns().with_columns(pl.Series("gold_doc_ids", [["d1"], ["d2"], []]))
     runs = pl.concat([run([("c1_turn_1", "d1", 1, "bm25"), ("c1_turn_2", "d2", 1, "bm25")]).with_columns(pl.lit(s).alias("strategy"))
                       for s in ("baseline", "history")]).with_columns(pl.lit("law").alias("domain"))
-    out = recor_retrieval_metrics(recor_runs=runs, benchmark=benchmark, recor_settings=RecorSettings(profile="demo"))
+    out = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=runs, benchmark=benchmark)
     meta = out.metadata
     assert meta["turns_without_gold"].value == 1 and meta["turns_without_gold_ids"].value == "c2_turn_1"
-    assert meta["slice"].value == ("1 RECOR domains (law), 1 conversations, 2 of the benchmark's 3 turns scored (a turn without "
-                                   "gold left out); 1 retrievers (bm25), 2 query strategies; recor_settings of this run: profile demo")
+    assert meta["slice"].value == report_slice("1 RECOR domains (law), 1 conversations, 2 of the benchmark's 3 turns scored (a turn without "
+                                               "gold left out); 1 retrievers (bm25), 2 query strategies", None)
     # every table inline, its averaging in its scores' definitions
     for name in ("table_3", "table_3_conversation_first", "table_4", "table_17", "table_18", "table_19", "table_20"):
         assert isinstance(meta[name], dg.TableMetadataValue), name

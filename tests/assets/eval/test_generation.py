@@ -3,12 +3,13 @@ and empty answers counted as 0, as the published generation script scores them."
 
 from types import SimpleNamespace
 
+import dagster as dg
 import polars as pl
 import pytest
 from nltk.translate.meteor_score import meteor_score
 
+from assets.common.metadata import report_slice
 from assets.eval import generation, recor
-from assets.recor.settings import RecorSettings
 from checks import eval as ec
 
 
@@ -86,7 +87,7 @@ def rows(scores: dict[str, list]) -> pl.DataFrame:
 def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitions():
     frame = rows({"answer": ["A cat sat.", ""], "rouge_l": [0.6, 0.0], "meteor": [0.8, 0.0], "bertscore_f1": [0.9, 0.0]})
     assert ec.recor_generation_schema(frame).passed
-    out = recor.recor_generation_metrics(frame, recor_settings=RecorSettings(profile="demo"))
+    out = recor.recor_generation_metrics(dg.build_asset_context(), frame)
     row = out.value.row(0, named=True)
     # (0.6 + 0) / 2, (0.8 + 0) / 2, (0.9 + 0) / 2: the empty answer counts
     assert (row["rouge_l"], row["meteor"], row["bertscore_f1"]) == pytest.approx((0.3, 0.4, 0.45))
@@ -99,8 +100,7 @@ def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitio
     assert [r.data for r in out.metadata["table_7"].records] == [{"domain": "law", "smollm2": 0.5}]
     assert out.metadata["table_21_oracle"].records == [] and out.metadata["why_empty"].value == (
         "table_21_oracle: no answer in oracle mode; table_22_no_retrieval: no answer in no_retrieval mode")
-    assert out.metadata["slice"].value == ("1 RECOR domains (law), 2 turns answered; 1 generators (smollm2); "
-                                           "recor_settings of this run: profile demo")
+    assert out.metadata["slice"].value == report_slice("1 RECOR domains (law), 2 turns answered; 1 generators (smollm2)", None)
     assert "not rescaled" in out.metadata["definition/bertscore_f1"].value and "WordNet" in out.metadata["definition/meteor"].value
 
 

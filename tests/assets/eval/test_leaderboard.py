@@ -150,8 +150,6 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     evaluation assets, then the leaderboard."""
     from assets.eval.quit import quit_index, quit_retrieval_metrics, quit_runs
     from assets.eval.recor import recor_retrieval_metrics, recor_runs
-    from assets.quit.settings import QuitSettings
-    from assets.recor.settings import RecorSettings
     from resources.faiss_index import FaissIndexResource
     from resources.lucene import LuceneResource
 
@@ -160,13 +158,13 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
         index = quit_index(context, benchmark_corpus=QUIT_CORPUS, **resources).value
     with dg.build_asset_context(partition_key="tfidf") as context:
         runs = quit_runs(context, quit_index=index, benchmark_questions=QUIT_QUESTIONS, benchmark_qrels=QUIT_QRELS, **resources).value
-    quit_report = quit_retrieval_metrics(quit_runs=runs, benchmark_qrels=QUIT_QRELS, benchmark_questions=QUIT_QUESTIONS,
-                                         quit_settings=QuitSettings()).value
+    quit_report = quit_retrieval_metrics(dg.build_asset_context(), quit_runs=runs, benchmark_qrels=QUIT_QRELS,
+                                         benchmark_questions=QUIT_QUESTIONS).value
     with recor_context("tfidf") as context:
         turns_run = recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), **resources).value
     # law3 is a second gold of turn 2 that shares no word with either of its queries.
     benchmark = turns().filter(pl.col("domain") == "law").with_columns(pl.Series("gold_doc_ids", [["law1"], ["law2", "law3"]]))
-    recor_report = recor_retrieval_metrics(recor_runs=turns_run, benchmark=benchmark, recor_settings=RecorSettings()).value
+    recor_report = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark).value
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
     table = lb.leaderboard(storage=storage).value

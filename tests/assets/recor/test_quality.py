@@ -1,3 +1,4 @@
+import dagster as dg
 import polars as pl
 import pytest
 
@@ -69,8 +70,8 @@ def report(turn_labels: pl.DataFrame, quality_scores: pl.DataFrame | None = None
     from assets.recor.assets import quality_report
     from assets.recor.settings import RecorSettings
 
-    out = quality_report(quality_scores=scores() if quality_scores is None else quality_scores, turn_labels=turn_labels,
-                         recor_settings=RecorSettings(**settings))
+    out = quality_report(dg.build_asset_context(), quality_scores=scores() if quality_scores is None else quality_scores,
+                         turn_labels=turn_labels, recor_settings=RecorSettings(**settings))
     return {"table": out.value, **{k: getattr(v, "value", v) for k, v in out.metadata.items()}}
 
 
@@ -117,9 +118,12 @@ def test_tables_29_and_30_say_why_they_are_empty():
 
 
 def test_the_report_states_its_slice():
-    meta = report(labels(("ellipsis", "how"), ("coreference", "how"), ("ellipsis", None)), profile="demo", max_questions=1)
-    assert meta["slice"] == "1 domain (law), 1 conversation, 3 turns; recor_settings of this run: profile demo, 1 source question per domain"
+    meta = report(labels(("ellipsis", "how"), ("coreference", "how"), ("ellipsis", None)), max_questions=1)
+    # invoked directly there is no run, so no profile tag to state
+    assert meta["slice"] == ("1 domain (law), 1 conversation, 3 turns, 1 source question per domain (recor_settings of this run); "
+                             "profile not stated: the run has no benchfoundry/profile tag (launched outside the profile jobs "
+                             "and make run)")
     two = pl.concat([scores(), scores(4).with_columns(domain=pl.lit("biology"), conversation_id=pl.lit("c2"))])
-    meta = report(labels(("ellipsis", "how")), two)
-    assert meta["slice"] == ("2 domains (biology, law), 2 conversations, 7 turns; recor_settings of this run: profile paper, "
-                             "every source question per domain")
+    assert quality.quality_slice(quality.domain_table(two, labels(("ellipsis", "how"))), "paper", None) == (
+        "2 domains (biology, law), 2 conversations, 7 turns, every source question per domain (recor_settings of this run); "
+        "profile paper (the run's benchfoundry/profile tag)")
