@@ -224,7 +224,7 @@ def test_default_run_evaluates_recor(default_run):
     generation = default_run.metadata("eval", "recor_generation_metrics")
     for mode in ("oracle", "retrieved", "no_retrieval"):
         assert mode in cells(generation["table_8"], "mode")
-    assert "smollm2" in str(generation["dimensions"].value) and "smollm2" in str(generation["lexical"].value)
+    assert "smollm2" in str(generation["dimensions"].value) and "smollm2" in str(generation["table_25_lexical"].value)
 
 
 @pytest.mark.slow
