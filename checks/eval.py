@@ -393,12 +393,18 @@ def quit_retrieval_metrics_ranges(quit_retrieval_metrics: pl.DataFrame) -> dg.As
     columns = {"retriever": pl.String, "split": pl.String, "questions": pl.Int64}
     problems = metric_problems(frame, columns, ("retriever", "split"), eval_metrics.RETRIEVAL_METRICS)
     if typed(frame, columns):
-        problems += not_in(frame, "split", SPLITS, ("retriever", "split"))
-        problems += where(frame, pl.col("questions") < 1, "over no questions", ("retriever", "split"))
         problems += where(frame, pl.col("retriever").is_in(oracle_aliases()), "of the Oracle (an upper bound, left out)", ("retriever",))
-        overall = frame.filter(pl.col("split") == SPLITS[0])
-        problems += unmatched(frame, ["retriever"], overall, ["retriever"], f"retrievers without an {SPLITS[0]!r} row")
+        problems += split_problems(frame, "retriever")
     return problems_result(problems, frame.height)
+
+
+def split_problems(frame: pl.DataFrame, system: str) -> list[str]:
+    """A QUIT report's split rows: a known split, over at least one question, and an ``all``
+    row for every system that has any."""
+    overall = frame.filter(pl.col("split") == SPLITS[0])
+    return (not_in(frame, "split", SPLITS, (system, "split"))
+            + where(frame, pl.col("questions") < 1, "over no questions", (system, "split"))
+            + unmatched(frame, [system], overall, [system], f"{system}s without an {SPLITS[0]!r} row"))
 
 
 @dg.asset_check(asset=eval_key("quit_reranked_runs"), name=RANKS, blocking=True, partitions_def=rerank_partitions,
@@ -434,12 +440,15 @@ def quit_reranked_same_passages(quit_reranked_runs: pl.DataFrame, quit_runs: pl.
 
 
 @dg.asset_check(asset=eval_key("quit_rerank_metrics"), name=METRICS,
-                description="One row per retriever+reranker, named by both, Oracle flagged; ranx metrics in [0, 1], Hit@k and Recall@k monotone in k.")
+                description="One row per retriever+reranker and split (all, train, dev, test), named by both, Oracle flagged; ranx "
+                            "metrics in [0, 1], Hit@k and Recall@k monotone in k.")
 def quit_rerank_metrics_ranges(quit_rerank_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     frame = quit_rerank_metrics
-    columns = {"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean}
-    problems = metric_problems(frame, columns, ("system",), eval_metrics.RETRIEVAL_METRICS)
+    columns = {"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean, "split": pl.String,
+               "questions": pl.Int64}
+    problems = metric_problems(frame, columns, ("system", "split"), eval_metrics.RETRIEVAL_METRICS)
     if typed(frame, columns):
+        problems += split_problems(frame, "system")
         problems += not_in(frame, "system", reranked_systems(), ("system",))
         problems += where(frame, pl.col("system") != pl.concat_str("retriever", pl.lit("+"), "reranker"),
                           "whose system is not retriever+reranker", ("system",))
@@ -487,16 +496,20 @@ def quit_reader_answers_references(quit_reader_answers: pl.DataFrame, benchmark_
 
 
 @dg.asset_check(asset=eval_key("quit_reader_metrics"), name=METRICS,
-                description="One row per system, k, strategy and reader; EM and judge in [0, 1]; one Optimal row per reader.")
+                description="One row per system, k, strategy, reader and split (all, train, dev, test); EM and judge in [0, 1]; "
+                            "one Optimal row per reader and split.")
 def quit_reader_metrics_ranges(quit_reader_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     frame = quit_reader_metrics
-    columns = {"system": pl.String, "k": pl.Int32, "strategy": pl.String, "reader": pl.String, "em": pl.Float64, "judge": pl.Float64}
-    key = ("system", "k", "strategy", "reader")
-    problems = table_problems(frame, columns, key, not_null=("system", "strategy", "reader"))
+    columns = {"system": pl.String, "k": pl.Int32, "strategy": pl.String, "reader": pl.String, "em": pl.Float64, "judge": pl.Float64,
+               "split": pl.String, "questions": pl.Int64}
+    key = ("system", "k", "strategy", "reader", "split")
+    problems = table_problems(frame, columns, key, not_null=("system", "strategy", "reader", "split"))
     if typed(frame, columns):
         problems += outside(frame, ["em", "judge"], UNIT, key, missing_ok=False)
-        optimal = frame.group_by("reader").agg((pl.col("system") == OPTIMAL_ROW).sum().alias("optimal_rows"))
-        problems += where(optimal, pl.col("optimal_rows") != 1, f"(readers) without exactly one {OPTIMAL_ROW} row", ("reader",))
+        problems += split_problems(frame, "reader")
+        optimal = frame.group_by("reader", "split").agg((pl.col("system") == OPTIMAL_ROW).sum().alias("optimal_rows"))
+        problems += where(optimal, pl.col("optimal_rows") != 1, f"(readers and splits) without exactly one {OPTIMAL_ROW} row",
+                          ("reader", "split"))
     return problems_result(problems, frame.height)
 
 

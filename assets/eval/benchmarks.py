@@ -46,6 +46,8 @@ class BenchmarkSource(dg.Config):
 class QuitSource(BenchmarkSource):
     release_path: str = Field(default="data/releases/quit", description="a folder or s3:// prefix holding corpus/corpus.jsonl "
                                                                         "and train.json, dev.json, test.json")
+    splits: list[str] | None = Field(default=None, description="the questions of these splits (train, dev, test) only, before "
+                                                           "max_questions (a demo slice); none: every split")
     max_questions: int | None = Field(default=None, description="the first n questions (train, dev, test in file order) with "
                                                                 "their qrels, over the whole corpus (a demo slice); none: all")
 
@@ -130,6 +132,11 @@ def quit_source(config: QuitSource, storage: StorageResource):
     # The slice reads the splits in the release's order, train first: a slice of train
     # questions and the next split's has both a model to fine-tune and questions to score it on.
     in_order = questions.sort(pl.col("split").replace_strict(SPLIT_ORDER, default=len(SPLIT_ORDER)), "question_id")
+    if config.splits is not None:
+        unknown = sorted(set(config.splits) - set(SPLIT_ORDER))
+        if unknown:
+            raise ValueError(f"QUIT splits {unknown} do not exist: name some of {', '.join(SPLIT_ORDER)}")
+        in_order = in_order.filter(pl.col("split").is_in(config.splits))
     questions = questions.join(first(in_order, "question_id", config.max_questions).select("question_id"),
                                on="question_id", how="semi")
     qrels = qrels.join(questions.select("question_id"), on="question_id", how="semi")

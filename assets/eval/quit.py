@@ -4,8 +4,11 @@ Partitioned by retriever alias from ``resources/retrievers.yaml``: adding an ali
 makes its partitions appear, and materializing one partition recomputes only that slice.
 """
 
+from typing import Literal
+
 import dagster as dg
 import polars as pl
+from pydantic import Field
 
 from assets.common.metadata import png_markdown, report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
@@ -20,6 +23,7 @@ from assets.partitions import (
     rerank_partitions,
     retriever_partitions,
 )
+from assets.quit import rules as quit_rules
 from assets.quit import steps as quit_steps
 from assets.quit.settings import QuitSettings
 from resources.faiss_index import FaissIndexResource
@@ -39,6 +43,44 @@ TOP_K = 100
 QUIT_CORPUS = wiring.input("quit_corpus")
 QUIT_QUESTIONS = wiring.input("quit_questions")
 QUIT_QRELS = wiring.input("quit_qrels")
+
+
+# The split QUIT's headline tables score: test, as the paper and its published evaluation
+# (which reads index/test only) report them. The stored tables keep a row per split, and
+# "all"; train never heads a table, since a fine-tuned model learned from its questions.
+HEADLINE_SPLIT = "test"
+HEADLINE_SPLITS = ("test", "dev")
+
+
+class QuitReport(dg.Config):
+    split: str = Field(default=HEADLINE_SPLIT, description="the split the headline tables score: test (the paper's) or dev; "
+                                                           "the stored table has every split's rows and all")
+
+
+class QuitReader(dg.Config):
+    answer_line: Literal["last_line", "first_line"] = Field(
+        default="last_line", description="which line of the reader's reply is its answer: last_line, as the QUIT release's "
+                                         "answer cleaning keeps it, or first_line")
+
+
+def headline_split(config: QuitReport) -> str:
+    """The split a QUIT report heads its tables with; train and all are refused, both hold
+    the questions a fine-tuned model trained on."""
+    if config.split not in HEADLINE_SPLITS:
+        raise ValueError(f"QUIT report split {config.split!r}: a headline table scores {' or '.join(HEADLINE_SPLITS)} "
+                         "questions (train and all hold the questions fine-tuned models learned from)")
+    return config.split
+
+
+def split_ids(questions: pl.DataFrame) -> list[tuple[str, list[str]]]:
+    """("all", every question id), then each split with its question ids, in name order."""
+    per_split = [(s, g["question_id"].to_list()) for (s,), g in questions.sort("split").group_by("split", maintain_order=True)]
+    return [("all", questions["question_id"].to_list()), *per_split]
+
+
+def on_split(table: pl.DataFrame, split: str) -> pl.DataFrame:
+    """A report's rows of one split, without the split column (a headline table's)."""
+    return table.filter(pl.col("split") == split).drop("split")
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
@@ -89,35 +131,41 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
           ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS,
                "benchmark_questions": QUIT_QUESTIONS},
           kinds={"ranx"}, code_version="2")
-def quit_retrieval_metrics(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame,
-                           benchmark_questions: pl.DataFrame) -> dg.Output:
+def quit_retrieval_metrics(context: dg.AssetExecutionContext, config: QuitReport, quit_runs: pl.DataFrame,
+                           benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
     Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
     Table 4's nDCG uses the QUIT release's exponential gain 2^rel-1 (``ndcg_burges@k``); the
     linear-gain nDCG of trec_eval stays in the table as ``ndcg@k``. The Oracle retriever is
-    an upper bound, not a retriever, and is left out. ``slice`` names the questions and
-    retrievers counted and the run's profile."""
+    an upper bound, not a retriever, and is left out. The tables score the test split
+    (``config.split``; the stored table has a row per split and all). ``slice`` names the
+    questions and retrievers counted and the run's profile."""
+    split = headline_split(config)
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
     rows = []
-    for split in ["all", *sorted(benchmark_questions["split"].unique().to_list())]:
-        qids = benchmark_questions if split == "all" else benchmark_questions.filter(pl.col("split") == split)
-        qrels = benchmark_qrels.filter(pl.col("question_id").is_in(qids["question_id"]))
+    for part, ids in split_ids(benchmark_questions):
+        qrels = benchmark_qrels.filter(pl.col("question_id").is_in(ids))
         for system in sorted(quit_runs["system"].unique().to_list()):
             run = quit_runs.filter(pl.col("system") == system)
-            rows.append({"retriever": system, "split": split, "questions": qids.height, **eval_metrics.evaluate_run(qrels, run)})
+            rows.append({"retriever": system, "split": part, "questions": len(ids), **eval_metrics.evaluate_run(qrels, run)})
     # with no retriever's run the columns stay, so the tables and why_empty still show
     table = pl.DataFrame(rows, schema={"retriever": pl.String, "split": pl.String, "questions": pl.Int64,
                                        **{m: pl.Float64 for m in eval_metrics.RETRIEVAL_METRICS}})
-    overall = table.filter(pl.col("split") == "all")
+    headline = on_split(table, split)
     retrievers = sorted(quit_runs["system"].unique().to_list())
+    column = f"a retriever alias (resources/retrievers.yaml), on the {split} split; the Oracle retriever left out"
     return dg.Output(table, metadata={
         **table_metadata(table),
         "slice": report_slice(f"{questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
-                              f"({', '.join(retrievers) or 'none'}), the Oracle left out", run_profile(context)),
-        "table_2": reports.share_table(overall, "retriever", TABLE_2, RETRIEVER_COLUMN),
-        "table_4": reports.share_table(overall, "retriever", TABLE_4, RETRIEVER_COLUMN),
-        **why_empty({name: (overall, "no retriever's run other than the Oracle's is materialized") for name in ("table_2", "table_4")}),
+                              f"({', '.join(retrievers) or 'none'}), the Oracle left out; tables on the {split} split",
+                              run_profile(context)),
+        "split": split,
+        "table_2": reports.share_table(headline, "retriever", TABLE_2, column),
+        "table_4": reports.share_table(headline, "retriever", TABLE_4, column),
+        **why_empty({name: (headline, no_rows(benchmark_questions, split, "no retriever's run other than the Oracle's is "
+                                                                         "materialized"))
+                     for name in ("table_2", "table_4")}),
         **definition_metadata(),
         "figure_4_left": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
         "figure_4_right": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
@@ -166,36 +214,48 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS},
-          kinds={"ranx"}, code_version="2")
-def quit_rerank_metrics(context: dg.AssetExecutionContext, quit_reranked_runs: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
+          ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS,
+               "benchmark_questions": QUIT_QUESTIONS},
+          kinds={"ranx"}, code_version="3")
+def quit_rerank_metrics(context: dg.AssetExecutionContext, config: QuitReport, quit_reranked_runs: pl.DataFrame,
+                        benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
     shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
     MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
     (Table 7's shape). nDCG in Tables 6 and 7 uses the QUIT release's exponential gain
-    (``ndcg_burges@k``); the linear gain stays in the table as ``ndcg@k``."""
+    (``ndcg_burges@k``); the linear gain stays in the table as ``ndcg@k``. The tables score
+    the test split (``config.split``; the stored table has a row per split and all)."""
+    split = headline_split(config)
     extra = [eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)]
     metrics = [*eval_metrics.RETRIEVAL_METRICS, *extra]
     oracles = oracle_aliases()
     rows = []
-    for system in sorted(quit_reranked_runs["system"].unique().to_list()):
-        retriever, reranker = system.split("+", 1)
-        scores = eval_metrics.evaluate_run(benchmark_qrels, quit_reranked_runs.filter(pl.col("system") == system), metrics)
-        rows.append({"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles, **scores})
+    for part, ids in split_ids(benchmark_questions):
+        qrels = benchmark_qrels.filter(pl.col("question_id").is_in(ids))
+        for system in sorted(quit_reranked_runs["system"].unique().to_list()):
+            retriever, reranker = system.split("+", 1)
+            scores = eval_metrics.evaluate_run(qrels, quit_reranked_runs.filter(pl.col("system") == system), metrics)
+            rows.append({"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles,
+                         "split": part, "questions": len(ids), **scores})
     table = pl.DataFrame(rows, schema={"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean,
-                                       **{m: pl.Float64 for m in metrics}})
-    retrieved, oracle = table.filter(~pl.col("oracle")), table.filter(pl.col("oracle"))
+                                       "split": pl.String, "questions": pl.Int64, **{m: pl.Float64 for m in metrics}})
+    headline = on_split(table, split)
+    retrieved, oracle = headline.filter(~pl.col("oracle")), headline.filter(pl.col("oracle"))
     systems = sorted(quit_reranked_runs["system"].unique().to_list())
     return dg.Output(table, metadata={
         **table_metadata(table),
         "slice": report_slice(f"{quit_reranked_runs['question_id'].n_unique()} QUIT questions reranked; {len(systems)} "
-                              f"retriever+reranker runs ({', '.join(systems) or 'none'})", run_profile(context)),
-        "table_5": reports.share_table(retrieved, "system", TABLE_5, RERANKED_COLUMN),
-        "table_6": reports.share_table(retrieved, "system", TABLE_4, RERANKED_COLUMN),
+                              f"retriever+reranker runs ({', '.join(systems) or 'none'}); tables on the {split} split",
+                              run_profile(context)),
+        "split": split,
+        "table_5": reports.share_table(retrieved, "system", TABLE_5, f"{RERANKED_COLUMN}, on the {split} split"),
+        "table_6": reports.share_table(retrieved, "system", TABLE_4, f"{RERANKED_COLUMN}, on the {split} split"),
         "table_7": reports.share_table(oracle, "reranker", TABLE_7, "a reranker alias (resources/rerankers.yaml), reordering "
-                                                                   "the Oracle retriever's passages"),
-        **why_empty({"table_5": (retrieved, NO_RERANKED_RUN), "table_6": (retrieved, NO_RERANKED_RUN),
-                     "table_7": (oracle, "no reranked run of the Oracle retriever is materialized")}),
+                                                                   f"the Oracle retriever's passages, on the {split} split"),
+        **why_empty({"table_5": (retrieved, no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
+                     "table_6": (retrieved, no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
+                     "table_7": (oracle, no_rows(benchmark_questions, split,
+                                                 "no reranked run of the Oracle retriever is materialized"))}),
         **definition_metadata(),
     })
 
@@ -205,8 +265,9 @@ def quit_rerank_metrics(context: dg.AssetExecutionContext, quit_reranked_runs: p
                "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
           kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"),
-          code_version=code_version("2", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
-def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
+          code_version=code_version("3", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
+def quit_reader_answers(context: dg.AssetExecutionContext, config: QuitReader, quit_runs: pl.DataFrame,
+                        quit_reranked_runs: pl.DataFrame,
                         benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame,
                         llm: LLMResource) -> dg.Output:
     """One reader (partition = model alias) answering from the top-1, top-3 and top-5
@@ -214,18 +275,21 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
     Union_freq contexts over the passages' hints (equation 1, alpha 0.6, beta 0.4, every hint
     kept, as released), plus the Optimal bound: the reader on every relevant passage. Each
     answer has ``em`` (normalized EM) and ``em_raw`` (the release's raw, case-sensitive EM);
-    ``passages_cut_into_sentences`` counts the passages whose id encodes no hints."""
+    ``passages_cut_into_sentences`` counts the passages whose id encodes no hints. The
+    answer is the reply's last line, as the release's answer cleaning takes it
+    (``config.answer_line``: ``first_line`` for the first)."""
     reader = context.partition_key
+    parse = quit_rules.READER_PARSES[config.answer_line]
     judge = llm.role("quit.judge")[0]
     stats = CallStats()
     items, split = readers.reader_items(pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus, benchmark_questions)
     if split:
         context.log.warning(f"{len(split)} passages encode no hints in their id and are cut into sentences: {', '.join(split[:10])}")
-    answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info)
+    answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info, parse=parse)
     relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
     pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
     # With the labeling prompt and model these calls are served from the labeling cache.
-    per_passage = quit_steps.passage_answers(relevant, pool, llm, reader, judge, stats, context.log.info)
+    per_passage = quit_steps.passage_answers(relevant, pool, llm, reader, judge, stats, context.log.info, parse=parse)
     per_passage = readers.with_raw_em(per_passage.with_columns(pl.col("exact_match").alias("em")), benchmark_questions)
     best = readers.optimal(per_passage, benchmark_qrels, reader)
     frame = pl.concat([
@@ -239,6 +303,7 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
         "optimal_em": float(best["em"].mean() or 0.0),
         "optimal_em_raw": float(best["em_raw"].mean() or 0.0),
         "passages_cut_into_sentences": len(split),
+        "answer_line": config.answer_line,
         **stats.as_metadata(),
     })
 
@@ -246,33 +311,43 @@ def quit_reader_answers(context: dg.AssetExecutionContext, quit_runs: pl.DataFra
 @dg.asset(key_prefix=PREFIX, group_name=GROUP,
           ins={"quit_reader_answers": wiring.input("quit_reader_answers"), "quit_runs": wiring.input("quit_runs"),
                "quit_reranked_runs": wiring.input("quit_reranked_runs"),
-               "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"polars"}, code_version="3")
-def quit_reader_metrics(context: dg.AssetExecutionContext, quit_reader_answers: pl.DataFrame, quit_runs: pl.DataFrame,
-                        quit_reranked_runs: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame) -> dg.Output:
+               "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS, "benchmark_questions": QUIT_QUESTIONS},
+          kinds={"polars"}, code_version="4")
+def quit_reader_metrics(context: dg.AssetExecutionContext, config: QuitReport, quit_reader_answers: pl.DataFrame,
+                        quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame, benchmark_corpus: pl.DataFrame,
+                        benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
     """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
     k and context strategy, with the Optimal bound (Table 8's shape; ``em`` normalized,
     ``em_raw`` the release's raw match, each its own table), and the distribution of
     top-5 passages by number of hints for the retrievers and the Oracle retriever with each
-    reranker, next to the fully relevant ones (Figure 6's shape)."""
-    answers = quit_reader_answers.filter(pl.col("system") != "optimal")
-    best = quit_reader_answers.filter(pl.col("system") == "optimal")
-    table = readers.em_table(answers, best)
+    reranker, next to the fully relevant ones (Figure 6's shape). Table 8 scores the test
+    split (``config.split``; the stored table has a row per split and all), as the
+    published RAG inputs hold the test questions only."""
+    split = headline_split(config)
+    rows = []
+    for part, ids in split_ids(benchmark_questions):
+        answered = quit_reader_answers.filter(pl.col("question_id").is_in(ids))
+        shares = readers.em_table(answered.filter(pl.col("system") != "optimal"), answered.filter(pl.col("system") == "optimal"))
+        rows.append(shares.with_columns(pl.lit(part).alias("split"), pl.lit(len(ids), pl.Int64).alias("questions")))
+    table = pl.concat(rows, how="vertical_relaxed")
+    headline = on_split(table, split).drop("questions")
 
     def table_8(values: str, definition: str) -> dg.TableMetadataValue:
-        wide = reports.table_8(table, values)
-        return report_table(wide, reports.table_8_definitions(wide, definition))
+        wide = reports.table_8(headline, values)
+        return report_table(wide, reports.table_8_definitions(wide, f"{definition}; on the {split} split"))
 
     names = sorted(quit_reader_answers["reader"].unique().to_list())
     return dg.Output(table, metadata={
         **table_metadata(table, 30),
         "slice": report_slice(f"{quit_reader_answers['question_id'].n_unique()} QUIT questions answered; {len(names)} "
-                              f"readers ({', '.join(names) or 'none'})", run_profile(context)),
+                              f"readers ({', '.join(names) or 'none'}); tables on the {split} split", run_profile(context)),
+        "split": split,
         "table_8": table_8("em", "EM (normalized): answer and gold equal after assets.common.text.normalize "
                                  "(lower case; accents, punctuation, possessive 's and articles removed)"),
         "table_8_em_raw": table_8("em_raw", "EM (raw, as released): the reader's output after the release's "
                                             "clean_responses equals a gold answer as written, case included"),
-        **why_empty({name: (table, "no reader's answers are materialized") for name in ("table_8", "table_8_em_raw")}),
+        **why_empty({name: (headline, no_rows(benchmark_questions, split, "no reader's answers are materialized"))
+                     for name in ("table_8", "table_8_em_raw")}),
         "figure_6": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
                                                            benchmark_corpus, benchmark_qrels)),
     })
@@ -285,9 +360,16 @@ TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
 # Tables 2 and 5: the Hit@k and MRR columns; the row keys' definitions, shown with the tables.
 TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
 TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
-RETRIEVER_COLUMN = "a retriever alias (resources/retrievers.yaml), over all QUIT questions; the Oracle retriever left out"
 NO_RERANKED_RUN = "no reranked run of a retriever other than the Oracle is materialized"
 RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a reranker (resources/rerankers.yaml)"
+
+
+def no_rows(questions: pl.DataFrame, split: str, otherwise: str) -> str:
+    """Why a headline table is empty: its split has no question in the evaluated slice, or
+    ``otherwise``."""
+    if questions.filter(pl.col("split") == split).is_empty():
+        return f"no {split} question in the evaluated questions (report another split with the report's config: split)"
+    return otherwise
 
 
 def questions_covered(questions: pl.DataFrame) -> str:

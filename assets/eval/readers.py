@@ -75,13 +75,15 @@ def reader_items(runs: pl.DataFrame, corpus: pl.DataFrame, questions: pl.DataFra
     return sorted(items, key=lambda i: (i["question_id"], i["system"], i["k"], i["strategy"])), sorted(split)
 
 
-def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_alias: str, stats: CallStats, log=None) -> pl.DataFrame:
-    """Answers for every item, graded against the answer pool (``answers`` column)."""
+def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_alias: str, stats: CallStats, log=None,
+         parse=rules.parse_last_line_answer) -> pl.DataFrame:
+    """Answers for every item, read from each reply by ``parse`` (the release's last line by
+    default; ``rules.READER_PARSES``) and graded against the answer pool (``answers`` column)."""
     prompt = load_prompt("quit", "reader")
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
     reqs = [LLMRequest(f"{i['question_id']} {i['system']} k={i['k']} {i['strategy']}",
                        prompt.messages(question=q[i["question_id"]]["question"], context=i["context"])) for i in items]
-    results = llm.run(reader, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
+    results = llm.run(reader, reqs, parse=parse, stats=stats, log=log)
     graded = [(i["question_id"], q[i["question_id"]]["question"], q[i["question_id"]]["answers"], r.value)
               for i, r in zip(items, results) if r.ok and r.value]
     verdicts = steps.judge(llm, judge_alias, graded, stats, log)

@@ -32,17 +32,40 @@ TOP_HINTS = 5
 _PREFIX = re.compile(r"^\s*(final\s+)?answer\s*[:\-]\s*", re.I)
 
 
-def parse_short_answer(text: str) -> str | None:
-    """A reader's short answer; None for NO ANSWER. Empty output is unparsable."""
+def _answer_lines(text: str) -> list[str]:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     if not lines:
         raise ParseError("empty answer")
-    answer = _PREFIX.sub("", lines[0]).strip().strip("\"'*`").rstrip(".").strip()
+    return lines
+
+
+def _short_answer(line: str, text: str) -> str | None:
+    # quotes inside or outside a final period: "Paris". and "Paris." both read Paris
+    answer = _PREFIX.sub("", line).strip().strip("\"'*`").rstrip(".").strip("\"'*`").strip()
     if not answer:
         raise ParseError(f"no answer text in {text[:80]!r}")
     if "no answer" in answer.lower():
         return None
     return answer
+
+
+def parse_short_answer(text: str) -> str | None:
+    """A short answer from its first line (the labelers' and the closed-book answers, and
+    the reader's ``first_line`` option); None for NO ANSWER. Empty output is unparsable."""
+    return _short_answer(_answer_lines(text)[0], text)
+
+
+def parse_last_line_answer(text: str) -> str | None:
+    """A reader's short answer as the QUIT release's answer cleaning takes it: its last
+    line, one leading "(" dropped ("Let me think.\nParis" is Paris), then the prefixes and
+    quotes of :func:`parse_short_answer` removed; None for NO ANSWER."""
+    line = _answer_lines(text)[-1]
+    return _short_answer(line[1:] if line.startswith("(") else line, text)
+
+
+# How the reader's answer is read from its reply: the release's last line (the default) or
+# the first line, as the project read it before.
+READER_PARSES = {"last_line": parse_last_line_answer, "first_line": parse_short_answer}
 
 
 TAXONOMY = {

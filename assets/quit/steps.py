@@ -354,10 +354,11 @@ def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl
 
 def passage_answers(passages: pl.DataFrame | Iterable[pl.DataFrame], questions: pl.DataFrame, llm, alias: str,
                     judge_alias: str, stats: CallStats, log=None, binding: bool = True, judge_stats: CallStats | None = None,
-                    total: int | None = None) -> pl.DataFrame:
+                    total: int | None = None, parse=rules.parse_short_answer) -> pl.DataFrame:
     """One labeler's answer for every passage (``passage_id``, ``question_id``, ``text``: a
-    frame, or frames read a batch at a time, ``total`` rows in all), judged against the gold
-    answers.
+    frame, or frames read a batch at a time, ``total`` rows in all), read from each reply by
+    ``parse`` (its first line; the evaluation's reader passes its own), judged against the
+    gold answers.
 
     Calls go question by question, in passage order, so consecutive prompts share the
     few-shot prefix and the question. Requests are made as the LLM resource takes them, a
@@ -379,7 +380,7 @@ def passage_answers(passages: pl.DataFrame | Iterable[pl.DataFrame], questions: 
                 yield LLMRequest(pid, prompt.messages(question=q[qid]["question"], context=text))
 
     frames = []
-    for results in llm.stream(alias, requests(), parse=rules.parse_short_answer, stats=stats, log=log, total=total):
+    for results in llm.stream(alias, requests(), parse=parse, stats=stats, log=log, total=total):
         owners = [(q[qid], pid) for qid, pid in (pending.popleft() for _ in results)]
         frames.append(_graded(owners, results, alias, llm, judge_alias, binding, judge_stats or stats, log))
     frame = pl.concat(frames) if frames else pl.DataFrame(schema=ANSWER_SCHEMA)

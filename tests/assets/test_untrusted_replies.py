@@ -104,6 +104,7 @@ PARSERS = {
     "recor.parse_answer": recor_steps.parse_answer,
     "recor.parse_label": lambda t: recor_steps.parse_label(t, ["topic_shift", "what_if", "why"]),
     "quit.parse_short_answer": quit_rules.parse_short_answer,
+    "quit.parse_last_line_answer": quit_rules.parse_last_line_answer,
     "quit.parse_type_label": quit_rules.parse_type_label,
     "eval.parse_grades": lambda t: profiling_rules.parse_grades(t, 4),
     "eval.mc_letter": profiling_rules.mc_letter,

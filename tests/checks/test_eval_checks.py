@@ -145,8 +145,10 @@ def test_a_reranker_reorders_the_retrieved_passages_and_keeps_the_tail_in_place(
         assert fails(ec.quit_reranked_same_passages(quit_reranked_runs=broken, quit_runs=retrieved), words)
 
 
-RERANK_METRICS = pl.DataFrame([metrics_row(system="bm25+pointwise", retriever="bm25", reranker="pointwise", oracle=False),
-                               metrics_row(system="oracle+upr", retriever="oracle", reranker="upr", oracle=True)])
+RERANK_METRICS = pl.DataFrame([metrics_row(system="bm25+pointwise", retriever="bm25", reranker="pointwise", oracle=False,
+                                           split="all", questions=2),
+                               metrics_row(system="oracle+upr", retriever="oracle", reranker="upr", oracle=True,
+                                           split="all", questions=2)])
 
 
 def test_rerank_metrics_name_both_parts_and_flag_the_oracle():
@@ -193,7 +195,7 @@ def test_reader_answers_are_to_benchmark_questions_each_with_its_optimal_bound()
 
 READER_METRICS = pl.DataFrame({"system": ["Optimal", "bm25"], "k": pl.Series([None, 1], dtype=pl.Int32),
                                "strategy": ["oracle", "union_norm"], "reader": ["smollm2", "smollm2"],
-                               "em": [0.5, 0.25], "judge": [0.5, 0.5]})
+                               "em": [0.5, 0.25], "judge": [0.5, 0.5], "split": ["all", "all"], "questions": [2, 2]})
 
 
 def test_reader_metrics_are_shares_with_one_optimal_row_per_reader():

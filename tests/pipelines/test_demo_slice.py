@@ -57,10 +57,12 @@ def test_the_demo_evaluates_quit_on_questions_whose_passages_carry_both_labels(m
     assert qrels.height == 325 * questions.height
 
 
-def test_the_quick_demo_evaluates_the_two_train_questions_of_the_quit_sample(monkeypatch):
+def test_the_demo_evaluates_the_test_questions_of_the_quit_sample(monkeypatch):
+    """QUIT's tables score the test split, so the demo's slice holds it (and the full
+    preset the dev split besides, to report on request); never train."""
     monkeypatch.chdir(ROOT)
-    questions, _ = quit_evaluated("quick")
-    assert sorted(questions["split"]) == ["train", "train"]
+    assert sorted(quit_evaluated("quick")[0]["split"]) == ["test", "test"]
+    assert sorted(quit_evaluated("full")[0]["split"]) == ["dev", "dev", "test", "test"]
 
 
 @pytest.mark.parametrize("preset", sorted(run_default.PRESETS))
@@ -81,19 +83,19 @@ def test_recor_is_evaluated_on_its_build_and_a_release_run_keeps_its_own_slices(
     assert set(run_default.demo_configs("quick")) == set(run_default.demo_configs("full")) == \
         {"quit_eval_source", "wikiprofile_eval_source"}
     assert run_default.release_configs(run_default.RELEASE_SLICES["quick"])["quit_eval_source"] == \
-        run_default.release_config("quit_eval_source", "data/releases/quit", max_questions=3)
+        run_default.release_config("quit_eval_source", "data/releases/quit", splits=["train", "test"])
     assert set(run_default.release_configs({})) == set(run_default.SOURCE_STAGES)
 
 
 def test_the_first_line_says_what_the_demo_evaluates(plan):
     first_line = plan()[0]
-    assert "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates 2 questions " \
-           "of the release sample data/releases/quit (passages of both labels)" in first_line
+    assert "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates the test " \
+           "questions of the release sample data/releases/quit (passages of both labels; tables on the test split)" in first_line
     assert "WikiProfile reads up to 6 pages, keeps up to 2 facts, profiles facts 0 and 8 of the release sample " \
            "data/releases/wikiprofile and samples" in first_line
     assert "RECOR builds and evaluates law" in first_line
     full = plan("--preset", "full")[0]
-    assert "evaluates 3 questions of the release sample" in full
+    assert "evaluates the dev and test questions of the release sample" in full
     assert "profiles all facts of the release sample data/releases/wikiprofile" in full
     # the papers' configuration and a release run say nothing of a demo evaluation
     for args in (("--profile", "paper"), ("--from-release",)):
@@ -113,6 +115,6 @@ def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(m
     assert run_default.main([]) == 1
     assert seen == run_default.demo_configs("quick")
     assert seen["quit_eval_source"]["ops"]["eval_quit_source"]["config"] == \
-        {"source": "release", "release_path": "data/releases/quit", "max_questions": 2}
+        {"source": "release", "release_path": "data/releases/quit", "splits": ["test"]}
     assert seen["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"] == \
         {"source": "release", "release_path": "data/releases/wikiprofile", "fact_ids": ["0", "8"]}

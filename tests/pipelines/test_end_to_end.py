@@ -78,8 +78,8 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
     first = stdout.splitlines()[0]
     assert first.startswith('make run, the demo slice (preset quick; the papers\' configuration: make run ARGS="--profile paper", '
                             "or materialize from the web UI with no config): QUIT labels the 325 passages of 1 question "
-                            "(convergence over 2 wrong candidates) and evaluates 2 questions of the release sample "
-                            "data/releases/quit (passages of both labels);")
+                            "(convergence over 2 wrong candidates) and evaluates the test questions of the release sample "
+                            "data/releases/quit (passages of both labels; tables on the test split);")
     assert "RECOR builds and evaluates law from 1 source question each (at most 4 aspects of 2 facts)" in first
     assert f"WikiProfile reads up to 6 pages, keeps up to {QUICK['wikiprofile_facts']} facts" in first
     assert 'make run ARGS="--preset full"' in stdout
@@ -171,22 +171,23 @@ def test_default_run_evaluates_quit(default_run):
 @pytest.mark.slow
 def test_default_run_evaluates_quit_on_questions_the_retrievers_tell_apart(default_run):
     """The built question's passages are all label 1 (the embedded model's labels), so the
-    evaluation reads the release sample's slice: both labels, and retrievers that differ."""
+    evaluation reads the release sample's test questions: both labels, and retrievers that
+    differ on the test split the tables report."""
     storage = default_run.storage
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
     assert questions.height == 2 and default_run.metadata("eval", "quit_questions")["source"].value.startswith("release ")
     qrels = pl.read_parquet(storage / "eval" / "quit_qrels.parquet")
     assert set(qrels["label"]) == {1, 2}
     assert qrels.group_by("question_id").agg(pl.col("label").n_unique())["label"].to_list() == [2, 2]
-    scores = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "all")
+    scores = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "test")
     assert sorted(scores["retriever"]) == ["bm25", "e5-small", "minilm"]
     assert scores["ndcg_burges@10"].n_unique() > 1 and scores["mrr"].n_unique() > 1, scores
     report = default_run.metadata("eval", "quit_retrieval_metrics")
     assert len(set(cells(report["table_4"], "ndcg_burges@10"))) > 1
     # make run tags its runs with its profile, and the report says so
-    assert report["slice"].value == ("2 QUIT questions (train: 2); 3 retrievers (bm25, e5-small, minilm), the Oracle left out; "
-                                     "profile demo (the run's benchfoundry/profile tag)")
-    assert "QUIT retrieval (Table 2 of the paper), the release sample data/releases/quit:" in default_run.stdout
+    assert report["slice"].value == ("2 QUIT questions (test: 2); 3 retrievers (bm25, e5-small, minilm), the Oracle left out; "
+                                     "tables on the test split; profile demo (the run's benchfoundry/profile tag)")
+    assert "QUIT retrieval (Table 2 of the paper), test split, the release sample data/releases/quit:" in default_run.stdout
 
 
 @pytest.mark.slow

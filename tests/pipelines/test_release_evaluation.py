@@ -11,6 +11,8 @@ from pipelines import run_default
 from tests.pipelines.release_run import DOMAIN, PLAN, SUBJECT, ReleaseRun
 
 SLICES = run_default.RELEASE_SLICES["quick"]
+# The QUIT slice's splits (train and test) hold 2 questions each in the sample.
+QUIT_KEPT, QUIT_TEST = 4, 2
 FINE_TUNED, FINE_TUNED_COLBERT, FINE_TUNED_RERANKER = "ft-dpr-minilm", "ft-colbert-minilm", "ft-ce-minilm"
 
 
@@ -29,7 +31,7 @@ def test_the_releases_are_evaluated_with_nothing_built(release_run):
     for key in ("quit_questions", "recor_turns", "wikiprofile_tasks"):
         metadata = instance.get_latest_materialization_event(dg.AssetKey(["eval", key])).asset_materialization.metadata
         assert metadata["source"].value.startswith("release ") and metadata["rejects"].value == 0, key
-        kept = {"quit_questions": SLICES["quit"]["max_questions"], "recor_turns": SLICES["recor"]["max_conversations"],
+        kept = {"quit_questions": QUIT_KEPT, "recor_turns": SLICES["recor"]["max_conversations"],
                 "wikiprofile_tasks": SLICES["wikiprofile"]["max_facts"]}[key]
         assert metadata["sliced"].value.startswith(f"{kept} of"), key
 
@@ -37,10 +39,11 @@ def test_the_releases_are_evaluated_with_nothing_built(release_run):
 def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
     storage = release_run.storage
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
-    assert questions.height == SLICES["quit"]["max_questions"]
-    metrics = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "all")
-    assert sorted(metrics["retriever"]) == ["bm25", FINE_TUNED_COLBERT, FINE_TUNED, "tfidf"] and (metrics["questions"] == questions.height).all()
-    assert pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").height > 0
+    assert questions.height == QUIT_KEPT and sorted(SLICES["quit"]["splits"]) == ["test", "train"]
+    # the tables' split, the test one: the fine-tuned models never see its questions
+    metrics = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "test")
+    assert sorted(metrics["retriever"]) == ["bm25", FINE_TUNED_COLBERT, FINE_TUNED, "tfidf"] and (metrics["questions"] == QUIT_TEST).all()
+    assert pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").filter(pl.col("split") == "test").height > 0
 
     turns = pl.read_parquet(storage / "eval" / "recor_turns" / f"{DOMAIN}.parquet")
     assert turns["conversation_id"].n_unique() == SLICES["recor"]["max_conversations"]
@@ -72,14 +75,14 @@ def test_every_check_of_the_release_run_ran_and_passed_or_only_warned(release_ru
 
 def test_the_models_fine_tuned_on_the_train_questions_are_compared_on_the_held_out_ones(release_run):
     """make run --from-release trains two retrievers and a reranker on the slice's two train
-    questions; the report scores every system on the one dev question alone."""
+    questions; the report scores every system on the two test questions alone."""
     storage = release_run.storage
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
-    assert sorted(questions["split"]) == ["dev", "train", "train"]
+    assert sorted(questions["split"]) == ["test", "test", "train", "train"]
     data = pl.read_parquet(storage / "eval" / "quit_finetune_data.parquet")
     assert set(data["question_id"]) == set(questions.filter(pl.col("split") == "train")["question_id"])
     report = pl.read_parquet(storage / "eval" / "quit_finetune_report.parquet")
-    assert set(report["split"]) == {"dev"} and (report["questions"] == 1).all()
+    assert set(report["split"]) == {"test"} and (report["questions"] == QUIT_TEST).all()
     tuned = report.filter(pl.col("fine_tuned"))
     assert set(tuned.filter(pl.col("table") == "retrieval")["system"]) == {FINE_TUNED, FINE_TUNED_COLBERT}
     assert f"oracle+{FINE_TUNED_RERANKER}" in tuned.filter(pl.col("table") == "reranking")["system"].to_list()

@@ -74,6 +74,15 @@ def test_a_slice_keeps_the_whole_corpus_as_distractors(storage):
     assert event.materialization.metadata["sliced"].value == f"3 of {whole.questions.height} questions"
 
 
+def test_a_slice_of_splits_keeps_those_splits_before_max_questions(storage):
+    tables = outputs(materialize(benchmarks.quit_source, storage, {**RELEASE, "splits": ["test", "train"], "max_questions": 3}),
+                     benchmarks.quit_source)
+    # train's two questions come first in the release's order, then test's first
+    assert tables["quit_questions"].sort("question_id")["split"].to_list() == ["test", "train", "train"]
+    with pytest.raises(Exception, match=r"QUIT splits \['holdout'\] do not exist: name some of train, dev, test"):
+        materialize(benchmarks.quit_source, storage, {**RELEASE, "splits": ["holdout"]})
+
+
 def test_a_built_quit_benchmark_is_read_from_storage_as_stored(storage):
     built = quit_release.load_release(str(ROOT / "data/releases/quit"))
     for name, frame in (("questions", built.questions), ("corpus", built.corpus), ("qrels", built.qrels)):

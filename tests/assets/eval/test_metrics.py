@@ -68,6 +68,7 @@ def test_ranx_agrees_with_trec_eval():
 # One question, labels a=2, b=1, c=1 and a judged-irrelevant z=0; the run ranks x, b, a, c.
 GRADED = qrels([("q1", "a", 2), ("q1", "b", 1), ("q1", "c", 1), ("q1", "z", 0)])
 GRADED_RUN = ranked({"q1": ["x", "b", "a", "c"]})
+Q1 = pl.DataFrame({"question_id": ["q1"], "question": ["?"], "split": ["test"]})
 LOG3 = math.log2(3)
 
 
@@ -152,7 +153,8 @@ def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
 
     questions = pl.DataFrame({"question_id": ["q1"], "question": ["?"], "split": ["test"]})
     run = GRADED_RUN.with_columns(pl.lit("bm25").alias("system"))
-    output = quit.quit_retrieval_metrics(dg.build_asset_context(), quit_runs=run, benchmark_qrels=GRADED, benchmark_questions=questions)
+    output = quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(), quit_runs=run, benchmark_qrels=GRADED,
+                                         benchmark_questions=questions)
     row = output.value.filter(pl.col("split") == "all").row(0, named=True)
     # the hand example above at @10: exponential 0.62011; linear (1/log2 3 + 1 + 1/log2 5) /
     # (2 + 1/log2 3 + 1/2) = 2.06161 / 3.13093 = 0.65847
@@ -168,7 +170,8 @@ def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
     assert [r.data["retriever"] for r in table_4.records] == ["bm25"] and table_4.records[0].data["ndcg_burges@10"] == 0.6201
     assert [r.data for r in output.metadata["table_2"].records] == [{"retriever": "bm25", **{m: round(row[m], 4) for m in quit.TABLE_2}}]
     assert "label > 0" in output.metadata["relevance"].value
-    assert output.metadata["slice"].value == report_slice("1 QUIT questions (test: 1); 1 retrievers (bm25), the Oracle left out", None)
+    assert output.metadata["slice"].value == report_slice("1 QUIT questions (test: 1); 1 retrievers (bm25), the Oracle left out; "
+                                                               "tables on the test split", None)
     assert "why_empty" not in output.metadata
     assert {"figure_4_left", "figure_4_right"} <= set(output.metadata)
 
@@ -177,7 +180,8 @@ def test_an_empty_quit_retrieval_report_says_why():
     from assets.eval import quit
 
     questions = pl.DataFrame({"question_id": ["q1"], "question": ["?"], "split": ["test"]})
-    meta = quit.quit_retrieval_metrics(dg.build_asset_context(), quit_runs=GRADED_RUN.clear().with_columns(pl.lit("bm25").alias("system")),
+    meta = quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(),
+                                       quit_runs=GRADED_RUN.clear().with_columns(pl.lit("bm25").alias("system")),
                                        benchmark_qrels=GRADED, benchmark_questions=questions).metadata
     assert meta["table_2"].records == [] and [c.name for c in meta["table_2"].schema.columns][0] == "retriever"
     assert meta["why_empty"].value == ("table_2: no retriever's run other than the Oracle's is materialized; "
@@ -294,7 +298,8 @@ def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart(
     # "a" ranked first of the three relevant: Hit@1 1, MRR 1; the Oracle row goes to Table 7 only
     reranked = pl.concat([ranked({"q1": ["a", "x", "b", "c"]}).with_columns(pl.lit("bm25+upr").alias("system")),
                           GRADED_RUN.with_columns(pl.lit("oracle+upr").alias("system"))])
-    meta = quit.quit_rerank_metrics(dg.build_asset_context(), quit_reranked_runs=reranked, benchmark_qrels=GRADED).metadata
+    meta = quit.quit_rerank_metrics(dg.build_asset_context(), config=quit.QuitReport(), quit_reranked_runs=reranked,
+                                   benchmark_qrels=GRADED, benchmark_questions=Q1).metadata
     table_5, table_7 = meta["table_5"], meta["table_7"]
     assert isinstance(table_5, dg.TableMetadataValue) and isinstance(table_7, dg.TableMetadataValue)
     assert [r.data for r in table_5.records] == [{"system": "bm25+upr", "hit_rate@1": 1.0, "hit_rate@10": 1.0,
@@ -303,10 +308,12 @@ def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart(
     assert table_7.records[0].data["ndcg_burges@10"] == 0.6201  # GRADED_RUN's hand value above
     assert all("exp. gain 2^rel-1" in c.description for c in table_7.schema.columns[1:])
     assert [r.data["system"] for r in meta["table_6"].records] == ["bm25+upr"]
-    assert meta["slice"].value == report_slice("1 QUIT questions reranked; 2 retriever+reranker runs (bm25+upr, oracle+upr)", None)
+    assert meta["slice"].value == report_slice("1 QUIT questions reranked; 2 retriever+reranker runs (bm25+upr, oracle+upr); "
+                                               "tables on the test split", None)
     # no Oracle run reranked: Table 7 empty, and why_empty says so
-    alone = quit.quit_rerank_metrics(dg.build_asset_context(), quit_reranked_runs=reranked.filter(pl.col("system") == "bm25+upr"),
-                                     benchmark_qrels=GRADED).metadata
+    alone = quit.quit_rerank_metrics(dg.build_asset_context(), config=quit.QuitReport(),
+                                     quit_reranked_runs=reranked.filter(pl.col("system") == "bm25+upr"),
+                                     benchmark_qrels=GRADED, benchmark_questions=Q1).metadata
     assert alone["table_7"].records == [] and alone["why_empty"].value == "table_7: no reranked run of the Oracle retriever is materialized"
 
 

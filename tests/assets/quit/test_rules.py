@@ -21,10 +21,24 @@ def test_parse_short_answer(text, expected):
     assert rules.parse_short_answer(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("Let me think.\nParis", "Paris"),  # the release keeps the last line; the first-line parse says "Let me think"
+    ("Answer: Mount Everest.\nBecause it is tall", "Because it is tall"),
+    ("(Paris", "Paris"),
+    ("The hints point to a city.\n\nAnswer: \"Paris\".\n", "Paris"),
+    ("I am not sure.\nNO ANSWER", None),
+])
+def test_the_reader_parse_keeps_the_last_line_as_the_release_does(text, expected):
+    assert rules.parse_last_line_answer(text) == expected
+    assert rules.READER_PARSES["last_line"] is rules.parse_last_line_answer
+    assert rules.READER_PARSES["first_line"]("Let me think.\nParis") == "Let me think"
+
+
 @pytest.mark.parametrize("text", ["", "   \n ", "Answer:"])
-def test_empty_answers_are_unparsable(text):
+@pytest.mark.parametrize("parse", [rules.parse_short_answer, rules.parse_last_line_answer])
+def test_empty_answers_are_unparsable(text, parse):
     with pytest.raises(ParseError):
-        rules.parse_short_answer(text)
+        parse(text)
 
 
 def test_parse_yes_no():
