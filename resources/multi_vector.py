@@ -3,13 +3,17 @@
 any PyLate or Stanford ColBERT checkpoint saved to a folder. Nothing is downloaded.
 
 A text becomes one unit vector per token; a question's score for a passage is MaxSim: each
-question token's best similarity to any passage token, summed. The passages' vectors are
-computed once and kept in one file beside the other indexes (the vectors of every passage
-end to end, the offset where each passage starts, and the passage ids); a search scores
-every passage of it. The file holds one float32 vector per passage token (0.5 KiB at
-ColBERT's 128 dimensions) and is read whole into memory. Exhaustive MaxSim suits the bundled
-samples and a dev-sized corpus; the 2.4M passages of the published QUIT corpus need a
-PLAID-style index (centroids and compressed residuals), which is not built here.
+question token's best similarity to any passage token, summed. A model that says so in its
+folder pads every question to a fixed length with [MASK] tokens, which get vectors and count
+in MaxSim too (ColBERT's query augmentation): a model ``eval/quit_colbert_model`` trains, as
+its settings say; a Stanford ColBERT checkpoint always, to its ``artifact.metadata``'s
+``query_maxlen``; a PyLate one unless it turns ``do_query_expansion`` off. The passages' vectors
+are computed once and kept in one file beside the other indexes (the vectors of every passage
+end to end, the offset where each passage starts, and the passage ids); a search scores every
+passage of it. The file holds one float32 vector per passage token (0.5 KiB at ColBERT's 128
+dimensions) and is read whole into memory. Exhaustive MaxSim suits the bundled samples and a
+dev-sized corpus; the 2.4M passages of the published QUIT corpus need a PLAID-style index
+(centroids and compressed residuals), which is not built here.
 """
 
 from __future__ import annotations
@@ -37,13 +41,24 @@ def encode(path: str, texts: list[str], kind: str, batch_size: int = 32) -> list
     return fn(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False) if texts else []
 
 
+def query_limit(model) -> int:
+    """The tokens a question is cut at under ``model``: its [MASK]-padded length when it pads
+    questions to a fixed one, else its question limit, else its one limit for every text."""
+    encoder = model[0]
+    expansion = getattr(encoder, "query_expansion", None)
+    if expansion and expansion["strategy"] == "fixed":
+        return expansion["length"]
+    return getattr(encoder, "query_length", None) or model.max_seq_length
+
+
 def truncated(path: str, questions: list[str]) -> int:
-    """How many of ``questions`` the model in ``path`` cuts at its length limit: counted in the
-    tokens it reads, its query marker and special tokens included (it keeps a question's start)."""
+    """How many of ``questions`` the model in ``path`` cuts at its question limit (``query_limit``):
+    counted in the tokens it reads, its query marker and special tokens included (it keeps a
+    question's start)."""
     model = folder_model("MultiVectorEncoder", path)
     marker = (model.prompts or {}).get("query", "")
     counts = model.tokenizer([marker + q for q in questions])["input_ids"] if questions else []
-    return sum(len(ids) > model.max_seq_length for ids in counts)
+    return sum(len(ids) > query_limit(model) for ids in counts)
 
 
 def maxsim(queries: list[np.ndarray], documents: list[np.ndarray]) -> np.ndarray:

@@ -41,7 +41,8 @@ wiring = Wiring(PREFIX, GROUP)
 # changed training never reuses a folder an older one saved.
 DENSE_CODE_VERSION = "1"
 CROSS_ENCODER_CODE_VERSION = "1"
-MULTI_VECTOR_CODE_VERSION = "1"
+# 2: questions padded with [MASK] tokens (ColBERT's query augmentation).
+MULTI_VECTOR_CODE_VERSION = "2"
 # What the registry entry says a model learned from: RECOR's evaluation leaves such aliases out.
 TRAINED_ON = "quit"
 
@@ -97,7 +98,7 @@ class TrainedModel:
     code version in that name, the trainer, the smoke test a saved model passes before it is
     registered, the alias per base, and the registry: its ``section``, the entry's key naming
     the model's folder, its loader (``load(trained=None)`` reads the registry file alone) and
-    that file, which may not hold the alias already."""
+    that file, which may not hold the alias already; and the settings its folder's name reads."""
 
     kind: str
     code_version: str
@@ -108,6 +109,7 @@ class TrainedModel:
     path_key: str
     load: Callable[..., dict]
     static_path: str
+    knobs: tuple[str, ...] = training.TRAINING_KNOBS
 
 
 DENSE = TrainedModel("dense", DENSE_CODE_VERSION, training.train_bi_encoder, smoke_encode, dense_alias,
@@ -115,7 +117,8 @@ DENSE = TrainedModel("dense", DENSE_CODE_VERSION, training.train_bi_encoder, smo
 CROSS_ENCODER = TrainedModel("cross_encoder", CROSS_ENCODER_CODE_VERSION, training.train_cross_encoder, smoke_score,
                              rerank_alias, "rerankers", "model", load_rerankers, RERANKERS_PATH)
 MULTI_VECTOR = TrainedModel("multi_vector", MULTI_VECTOR_CODE_VERSION, training.train_multi_vector, smoke_maxsim,
-                            colbert_alias, "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH)
+                            colbert_alias, "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH,
+                            training.MULTI_VECTOR_KNOBS)
 
 
 def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
@@ -128,7 +131,7 @@ def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storag
         raise ValueError(f"{model.static_path} already names {alias!r}: the trained model of base {base!r} would "
                          f"register under that alias in {TRAINED_DIR}; rename the static one")
     folder = os.path.abspath(storage.model_path(
-        "quit", model.kind, base, training.fingerprint(pairs, settings, base_dir, model.code_version)))
+        "quit", model.kind, base, training.fingerprint(pairs, settings, base_dir, model.code_version, model.knobs)))
     start = time.monotonic()
     reused = os.path.isdir(folder)
     if reused:
@@ -200,9 +203,11 @@ def quit_colbert_model(context: dg.AssetExecutionContext, quit_finetune_data: pl
     """A ColBERT-style late-interaction retriever fine-tuned from the partition's base model on
     QUIT's train pairs (appendix A.2, Table 10): every token of a question and a passage gets
     its own 128-dimensional vector, a question scores a passage by MaxSim (each question
-    token's best match among the passage's tokens, summed), and a contrastive loss over each
-    question's positive, its hard negative and the other passages of the batch trains it,
-    seeded so a rerun gives the same weights. Saved under
+    token's best match among the passage's tokens, summed; a question is padded with [MASK]
+    tokens to ``colbert_query_length``, whose vectors count too, as ColBERT's query
+    augmentation does), and a contrastive loss over each question's positive, its hard
+    negative and the other passages of the batch trains it, seeded so a rerun gives the same
+    weights. Saved under
     ``<storage root>/models/quit/multi_vector/<base>/<fingerprint>``, never over an earlier
     model; a rerun with nothing changed reuses that folder. Registered as retriever
     ``ft-colbert-<base>`` (kind ``multi_vector``) once the saved model scores a pair, so

@@ -43,7 +43,8 @@ def qrels_frame(benchmark: pl.DataFrame) -> pl.DataFrame:
 
 def truncated(spec, texts: list[str]) -> int:
     """How many of ``texts`` the retriever cuts at its input limit: a dense or multi-vector
-    encoder with a bounded input (sentence-transformers' ``max_seq_length``) keeps the start,
+    encoder with a bounded input (sentence-transformers' ``max_seq_length``; a multi-vector
+    model's question length, ``resources.multi_vector.query_limit``) keeps the start,
     so the question survives and the end of the history goes. BM25 and the bundled e5-small
     (sliding windows) read queries whole; a run file or an entry point is a system whose
     input limit the project cannot see, so it counts none."""

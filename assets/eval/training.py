@@ -5,7 +5,8 @@ The bi-encoder is DPR-style training as the published ``finetune.sh`` runs it wi
 one encoder shared by questions and passages, a contrastive loss over each question's
 positive, its hard negative and every other passage of the batch (sentence-transformers'
 MultipleNegativesRankingLoss). The multi-vector retriever is ColBERT's: the same contrastive
-loss over late-interaction (MaxSim) scores of per-token vectors. The cross-encoder reranker is
+loss over late-interaction (MaxSim) scores of per-token vectors, each question padded with
+[MASK] tokens as ColBERT's query augmentation does. The cross-encoder reranker is
 pointwise, as monoT5 is trained: a relevance logit per (question, passage), binary
 cross-entropy against positive 1 and negative 0. All start from a local folder, so the hub is
 never asked, and share one training loop, log and save.
@@ -37,6 +38,8 @@ TRIPLES = ("question", "positive", "negative")
 ORDER = ("question_id", "pair")
 # The settings that change the trained weights (the data's own knobs are in its digest).
 TRAINING_KNOBS = ("epochs", "max_steps", "batch_size", "learning_rate", "passage_max_length", "seed")
+# The multi-vector model's own: they name its folders alone, so changing one retrains no other kind.
+MULTI_VECTOR_KNOBS = (*TRAINING_KNOBS, "colbert_query_length", "colbert_query_augmentation")
 # Written beside the weights: the loss per step, read back by the checks and by a rerun.
 LOG_FILE = "training_log.json"
 LOG_KEYS = ("loss", "learning_rate", "grad_norm", "epoch")
@@ -45,6 +48,10 @@ DEVICES = ("auto", "cpu")
 # and put before every text, so one encoder tells the two apart; and its vector size.
 MARKERS = {"query": "[Q] ", "document": "[D] "}
 COLBERT_DIM = 128
+# ColBERT's attend_to_mask_tokens, off in its default config and in PyLate's: the encoder does
+# not attend to the [MASK] padding, whose positions still read the question and get vectors of
+# their own.
+ATTEND_TO_MASK = False
 
 
 def resolve_device(device: str) -> str:
@@ -65,12 +72,14 @@ def ordered(triples: pl.DataFrame) -> pl.DataFrame:
     return triples.sort(*ORDER)
 
 
-def fingerprint(triples: pl.DataFrame, settings, base_dir: str, code_version: str) -> str:
-    """The name of one training's model folder: the data, the knobs, the base and the code.
-    A new training gets a new folder, never an old one rewritten, because encoders are
-    cached by path within a process and a rewritten folder would serve the old weights."""
+def fingerprint(triples: pl.DataFrame, settings, base_dir: str, code_version: str,
+                knobs: tuple[str, ...] = TRAINING_KNOBS) -> str:
+    """The name of one training's model folder: the data, the ``knobs`` the model reads, the
+    base and the code. A new training gets a new folder, never an old one rewritten, because
+    encoders are cached by path within a process and a rewritten folder would serve the old
+    weights."""
     data = hashlib.sha256(json.dumps(ordered(triples).select(*ORDER, *TRIPLES).rows()).encode()).hexdigest()
-    payload = {"data": data, "settings": {k: getattr(settings, k) for k in TRAINING_KNOBS},
+    payload = {"data": data, "settings": {k: getattr(settings, k) for k in knobs},
                "base": base_dir, "code_version": code_version}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -182,13 +191,29 @@ def train_bi_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: st
     return _train(base_dir, triples, settings, out_dir, _bi_encoder)
 
 
-def multi_vector_encoder(base_dir: str, max_length: int, device: str):
+def query_shape(query_length: int, augment: bool) -> dict:
+    """How the encoder reads a question, as sentence-transformers' ``Transformer`` takes it.
+    ``augment``: ColBERT's query augmentation, every question exactly ``query_length`` tokens,
+    cut there or padded with the tokenizer's [MASK] (attended to as ``ATTEND_TO_MASK`` says),
+    and those positions scored by MaxSim too. Otherwise a question is its own tokens, cut at
+    ``query_length``."""
+    if query_length < 4:
+        raise ValueError(f"colbert_query_length {query_length}: a question needs [CLS], the [Q] marker, [SEP] and "
+                         "at least one word; set it to 4 or more (ColBERT's default is 32)")
+    if augment:
+        return {"query_expansion": {"strategy": "fixed", "attend": ATTEND_TO_MASK, "length": query_length}}
+    return {"query_length": query_length}
+
+
+def multi_vector_encoder(base_dir: str, max_length: int, device: str, query_length: int, augment: bool):
     """A ColBERT-style model on the encoder in ``base_dir`` (a Hugging Face or
     sentence-transformers folder), built as ColBERT is: the encoder's token states, each
     projected to ``COLBERT_DIM`` by a linear layer without bias and L2-normalised, ``MARKERS``
-    put before questions and passages, and punctuation left out of a passage's vectors. The
-    markers' token embeddings and the projection are new, drawn at random from torch's
-    generator: seed it first for the same model. Texts are cut at ``max_length`` tokens."""
+    put before questions and passages, punctuation left out of a passage's vectors, and
+    questions read as ``query_shape(query_length, augment)`` says. The markers' token
+    embeddings and the projection are new, drawn at random from torch's generator: seed it
+    first for the same model. Passages are cut at ``max_length`` tokens. The question shape is
+    saved with the model, so whatever loads it encodes questions as training did."""
     from sentence_transformers import MultiVectorEncoder
     from sentence_transformers.base.modules import Dense, Normalize, Transformer
     from sentence_transformers.multi_vector_encoder.modules import MultiVectorMask
@@ -196,7 +221,7 @@ def multi_vector_encoder(base_dir: str, max_length: int, device: str):
 
     local = {"local_files_only": True}
     encoder = Transformer(base_dir, max_seq_length=max_length, model_kwargs=local, processor_kwargs=local,
-                          config_kwargs=local)
+                          config_kwargs=local, **query_shape(query_length, augment))
     encoder.tokenizer.add_tokens(list(MARKERS.values()))
     encoder.auto_model.resize_token_embeddings(len(encoder.tokenizer))
     projection = Dense(encoder.get_embedding_dimension(), COLBERT_DIM, bias=False, activation_function=nn.Identity(),
@@ -215,7 +240,8 @@ def _multi_vector(base_dir: str, triples: pl.DataFrame, settings, device: str) -
         MultiVectorMultipleNegativesRankingLoss,
     )
 
-    model = multi_vector_encoder(base_dir, settings.passage_max_length, device)
+    model = multi_vector_encoder(base_dir, settings.passage_max_length, device, settings.colbert_query_length,
+                                 settings.colbert_query_augmentation)
     # The trainer puts its own prompts, by column, before the texts: the model's markers.
     markers = {c: MARKERS["query" if c == TRIPLES[0] else "document"] for c in TRIPLES}
     return _Recipe(model, text_columns(triples), MultiVectorMultipleNegativesRankingLoss(model),
@@ -234,10 +260,13 @@ def train_multi_vector(base_dir: str, triples: pl.DataFrame, settings, out_dir: 
     ``out_dir`` (which must not exist yet); returns the log.
 
     A BERT-style encoder such as the bundled MiniLM has no projection or markers: they start
-    at random (from the seed) and are trained with the encoder. Questions and passages share
-    one length limit, ``passage_max_length``, as for the bi-encoder. ColBERT's query
-    augmentation (every question padded with [MASK] tokens to 32, which take part in MaxSim
-    too) is left out: a question's vectors are its own tokens'."""
+    at random (from the seed) and are trained with the encoder. Passages are cut at
+    ``passage_max_length``. Questions are ColBERT's: ``colbert_query_length`` tokens (64, the
+    ``query_maxlen`` of the paper's ColBERT scripts; ColBERT's own default is 32), the [Q]
+    marker after [CLS], and with ``colbert_query_augmentation`` (on) padded after [SEP] with
+    [MASK] tokens. The encoder does not attend to those (``ATTEND_TO_MASK``, ColBERT's
+    default), but each gets a vector that MaxSim scores like a word's, in training and in
+    search alike: the saved model carries the question shape."""
     return _train(base_dir, triples, settings, out_dir, _multi_vector)
 
 

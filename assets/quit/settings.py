@@ -65,8 +65,13 @@ class FinetuneSettings(ProfiledSettings):
     The defaults are the paper's best settings and the published training scripts: 10
     positives per question with as many negatives (DPR and MonoT5; ColBERT's best was 50),
     batch 64, learning rate 1e-5, passages of 256 tokens, one epoch. The scripts cut queries
-    at 64 tokens; here a model has one limit for both (a sentence-transformers model has one),
-    and QUIT's one-sentence questions stay far below 64 tokens.
+    at 64 tokens; the bi-encoder and the cross-encoder have one limit for both (a
+    sentence-transformers model has one), and QUIT's one-sentence questions stay far below 64
+    tokens. The ColBERT-style model has its own query length, ``colbert_query_length`` (64, the
+    ColBERT script's ``query_maxlen``; the released colbertv2.0 checkpoint's own is 32), and pads
+    every question to it with [MASK] tokens whose vectors take part in MaxSim, as ColBERT's
+    query augmentation does (``colbert_query_augmentation``; off: a question keeps its own
+    tokens' vectors, still cut at that length).
     Negatives are BM25's top passages of other train questions (``bm25``); ``random`` takes
     a random passage of a random other train question, as the published scripts do.
 
@@ -86,6 +91,10 @@ class FinetuneSettings(ProfiledSettings):
     batch_size: int = 64
     learning_rate: float = 1e-5
     passage_max_length: int = 256
+    # The ColBERT-style model's question length in tokens, its markers included.
+    colbert_query_length: int = 64
+    # Pad every question to colbert_query_length with [MASK] tokens that MaxSim scores too.
+    colbert_query_augmentation: bool = True
     seed: int = 42
     # auto: the GPU when there is one, else the CPU; cpu: always the CPU.
     device: str = "auto"
