@@ -29,7 +29,7 @@ from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.conversational import TURN_METRICS
-from assets.eval.finetune import CROSS_ENCODER, DENSE, MULTI_VECTOR, TRAINED_ON, TrainedModel
+from assets.eval.finetune import CROSS_ENCODER, DENSE, MULTI_VECTOR, TRAINED_ON, TrainedModel, models_of
 from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.eval.quit import wiring
@@ -1222,7 +1222,7 @@ def quit_finetune_data_pairs(quit_finetune_data: pl.DataFrame, quit_questions: p
                              finetune_settings: FinetuneSettings) -> dg.AssetCheckResult:
     """A question with fewer pairs lost positives it had; one with none and no reject was
     dropped silently."""
-    frame, n = quit_finetune_data, finetune_settings.positives
+    frame, n = quit_finetune_data, max(finetune_settings.positives)
     problems = table_problems(frame, {"question_id": pl.String}) + table_problems(quit_finetune_rejects, {"question_id": pl.String})
     if not problems:
         pool = finetune_rules.train_passages(quit_questions, quit_corpus).select("passage_id")
@@ -1295,46 +1295,61 @@ def materialization_metadata(context: dg.AssetCheckExecutionContext, key: dg.Ass
 
 
 def trained_model_problems(meta: dict, specs: dict, model: TrainedModel) -> list[str]:
-    """A trained model's folder is where its materialization says, with its weights and loss
-    log, and its alias is registered as a ``model.kind`` system reading that folder, trained
-    on QUIT (so RECOR leaves it out)."""
-    folder, alias = meta.get("model_path"), meta.get("alias")
-    if not folder or not alias:
-        return ["the materialization names no model_path or no alias"]
+    """Each model of a materialization (one per count of positives) is saved where its row
+    says, with its weights and loss log, and its alias is registered as a ``model.kind``
+    system reading that folder, trained on QUIT (so RECOR leaves it out), with that count."""
     problems = []
-    if not os.path.isfile(os.path.join(folder, "modules.json")) or not os.path.isfile(os.path.join(folder, LOG_FILE)):
-        problems.append(f"no saved model with its loss log at {folder}")
-    spec, key = specs.get(alias), model.path_key
-    if spec is None:
-        problems.append(f"{alias!r} is not registered")
-    elif (spec.kind, getattr(spec, key), spec.trained_on) != (model.kind, folder, TRAINED_ON):
-        problems.append(f"{alias!r} is registered as kind {spec.kind!r}, {key} {getattr(spec, key)!r}, trained on "
-                        f"{spec.trained_on!r}; expected {model.kind!r}, {folder!r}, {TRAINED_ON!r}")
+    for row in models_of(meta):
+        folder, alias, positives = row.get("model_path"), row.get("alias"), row.get("positives")
+        if not folder or not alias:
+            problems.append("the materialization names no model_path or no alias")
+            continue
+        if not os.path.isfile(os.path.join(folder, "modules.json")) or not os.path.isfile(os.path.join(folder, LOG_FILE)):
+            problems.append(f"no saved model with its loss log at {folder}")
+        spec, key = specs.get(alias), model.path_key
+        if spec is None:
+            problems.append(f"{alias!r} is not registered")
+            continue
+        if (spec.kind, getattr(spec, key), spec.trained_on) != (model.kind, folder, TRAINED_ON):
+            problems.append(f"{alias!r} is registered as kind {spec.kind!r}, {key} {getattr(spec, key)!r}, trained on "
+                            f"{spec.trained_on!r}; expected {model.kind!r}, {folder!r}, {TRAINED_ON!r}")
+        # A materialization made before the sweep records no count.
+        if positives is not None and spec.positives != positives:
+            problems.append(f"{alias!r} is registered with {spec.positives} positives a question; its model was "
+                            f"trained on {positives}")
     return problems
 
 
 def trained_model_checks(asset: str, model: TrainedModel) -> list[dg.AssetChecksDefinition]:
-    """The checks of one fine-tuned model asset, per base model partition: its alias is
-    registered at its folder (``registered``), and its loss log is usable (``loss_log``)."""
+    """The checks of one fine-tuned model asset, per base model partition: each count's alias
+    is registered at its folder (``registered``), and each loss log is usable (``loss_log``)."""
     key, what = eval_key(asset), model.section[:-1]
 
     @dg.asset_check(asset=key, name=REGISTERED, partitions_def=finetune_base_partitions,
-                    description=f"The model folder is saved where the materialization says, and its {what} alias is "
-                                f"registered as a {model.kind} {what} reading that folder, trained on QUIT.")
+                    description=f"Each model folder is saved where the materialization says, and its {what} alias is "
+                                f"registered as a {model.kind} {what} reading that folder, trained on QUIT with its "
+                                "count of positives.")
     def registered(context) -> dg.AssetCheckResult:
         """An alias registered at another folder would evaluate another training under this
         model's name; one not registered is never evaluated."""
         meta = materialization_metadata(context, key)
-        return problems_result(trained_model_problems(meta, model.load(), model), 1, model_path=str(meta.get("model_path")))
+        models = models_of(meta)
+        return problems_result(trained_model_problems(meta, model.load(), model), len(models),
+                               model_path=", ".join(str(m.get("model_path")) for m in models))
 
     @dg.asset_check(asset=key, name=LOSS_LOG, partitions_def=finetune_base_partitions,
-                    description="The saved loss log has a step, and every step's loss is a finite number.")
+                    description="Each saved loss log has a step, and every step's loss is a finite number.")
     def loss_log(context) -> dg.AssetCheckResult:
-        folder = materialization_metadata(context, key).get("model_path")
-        if not folder or not os.path.isfile(os.path.join(folder, LOG_FILE)):
-            return problems_result([f"no loss log at {folder}"], 0)
-        log = read_log(folder)
-        return problems_result(log_problems(log), len(log))
+        problems, steps = [], 0
+        for row in models_of(materialization_metadata(context, key)):
+            folder = row.get("model_path")
+            if not folder or not os.path.isfile(os.path.join(folder, LOG_FILE)):
+                problems.append(f"no loss log at {folder}")
+                continue
+            log = read_log(folder)
+            problems += [f"{row.get('alias')}: {p}" for p in log_problems(log)]
+            steps += len(log)
+        return problems_result(problems, steps)
 
     return [registered, loss_log]
 
@@ -1354,7 +1369,8 @@ HELD_OUT, FINE_TUNED = "held_out", "fine_tuned"
 
 @dg.asset_check(asset=eval_key("quit_finetune_report"), name=HELD_OUT, additional_ins={"quit_questions": QUIT_QUESTIONS},
                 description="One row per table, system, reader, split and metric; each table's own metrics, in [0, 1]; "
-                            "only held-out splits (never train), each row counting all of its split's questions.")
+                            "only held-out splits (never train), each row counting all of its split's questions; a "
+                            "count of positives (at least 1) only on a fine-tuned retrieval or reranking row.")
 def quit_finetune_report_held_out(quit_finetune_report: pl.DataFrame, quit_questions: pl.DataFrame) -> dg.AssetCheckResult:
     """A train question in these tables would score a fine-tuned model on what it learned from."""
     frame, key = quit_finetune_report, FINETUNE_REPORT_KEY
@@ -1373,16 +1389,23 @@ def quit_finetune_report_held_out(quit_finetune_report: pl.DataFrame, quit_quest
                               schema={"split": pl.String, "expected": pl.Int64})
         joined = frame.join(counts, on="split", how="inner")
         problems += where(joined, pl.col("questions") != pl.col("expected"), "counting other than their split's questions", key)
+        problems += where(frame, pl.col("positives") < 1, "with a count of positives below 1", key)
+        untrained = ~pl.col("fine_tuned") | (pl.col("table") == finetune_report.READER)
+        problems += where(frame, pl.col("positives").is_not_null() & untrained,
+                          "with a count of positives on a vanilla or a reader row", key)
     return problems_result(problems, frame.height)
 
 
 @dg.asset_check(asset=eval_key("quit_finetune_report"), name=FINE_TUNED,
                 additional_ins={"quit_runs": dg.AssetIn(key=eval_key("quit_runs"))},
                 description="Every registered fine-tuned retriever with a run is in the retrieval table, marked fine-tuned; "
-                            "a vanilla system is never marked so (warns: a model not yet evaluated is no broken table).")
+                            "a vanilla system is never marked so; a row's count of positives is its model's registered "
+                            "one (warns: a model not yet evaluated, or trained again since, is no broken table).")
 def quit_finetune_report_fine_tuned(quit_finetune_report: pl.DataFrame, quit_runs: pl.DataFrame) -> dg.AssetCheckResult:
-    frame, trained = quit_finetune_report, finetune_report.trained_aliases()
-    problems = table_problems(frame, {"table": pl.String, "system": pl.String, "fine_tuned": pl.Boolean})
+    frame, models = quit_finetune_report, finetune_report.trained_models()
+    trained = set(models)
+    problems = table_problems(frame, {"table": pl.String, "system": pl.String, "retriever": pl.String,
+                                      "reranker": pl.String, "fine_tuned": pl.Boolean, "positives": pl.Int32})
     if not problems:
         retrieval = frame.filter(pl.col("table") == finetune_report.RETRIEVAL)
         run = set(quit_runs["system"].unique().to_list()) & trained
@@ -1391,6 +1414,13 @@ def quit_finetune_report_fine_tuned(quit_finetune_report: pl.DataFrame, quit_run
             problems.append(f"fine-tuned retrievers with a run but no fine-tuned row: {', '.join(absent)}")
         problems += where(retrieval, pl.col("fine_tuned") != pl.col("system").is_in(sorted(trained)),
                           "marked fine-tuned or not against the registries", ("system",))
+        counts = pl.DataFrame({"evaluated": list(models), "registered": [m.positives for m in models.values()]},
+                              schema={"evaluated": pl.String, "registered": pl.Int32})
+        scored = (frame.filter(pl.col("table") != finetune_report.READER)
+                  .with_columns(pl.coalesce("reranker", "retriever").alias("evaluated"))
+                  .join(counts, on="evaluated", how="left"))
+        problems += where(scored, pl.col("positives").ne_missing(pl.col("registered")),
+                          "whose count of positives is not their model's registered one", ("system",))
     return problems_result(problems, frame.height, WARN, fine_tuned=", ".join(sorted(trained)) or "none")
 
 

@@ -98,7 +98,8 @@ quit_finetune_data_job = dg.define_asset_job(
 quit_finetune_job = dg.define_asset_job(
     "quit_finetune", selection=eval_assets(*FINETUNED_MODELS),
     description="A bi-encoder and a late-interaction (ColBERT-style) retriever and a cross-encoder reranker fine-tuned on "
-                "QUIT's train pairs from one base model (partition = base), registered as retrievers and a reranker.",
+                "QUIT's train pairs from one base model (partition = base), one of each per count of positives, "
+                "registered as retrievers and a reranker.",
 )
 quit_finetune_report_job = dg.define_asset_job(
     "quit_finetune_report", selection=eval_assets("quit_finetune_report"),
@@ -293,9 +294,11 @@ PROFILE_SIZES = {
                "about 7.2M labeling calls and a day of CPU besides the models' time.",
     },
     "finetune": {
-        DEMO: "20 training steps of batch 8 per model: about a minute each on 2 CPU cores.",
-        PAPER: "one epoch over 10 positives and as many BM25 negatives per train question, batch 64: a GPU's work at the "
-               "paper's 5,000 train questions.",
+        DEMO: "one model of each kind trained on 10 positives a question, 20 training steps of batch 8: about a minute "
+              "each on 2 CPU cores.",
+        PAPER: "one model of each kind per count of the paper's sweep, 1, 5, 10, 50, 100 and 200 positives and as many "
+               "BM25 negatives per train question, one epoch of batch 64 each: a GPU's work at the paper's 5,000 train "
+               "questions.",
     },
     "recor": {
         DEMO: "every source question of the domain (the bundled sample: 2 a domain), at most 4 aspects of 2 facts, "

@@ -171,16 +171,17 @@ def recor_plan(settings: RecorSettings, roles: dict, backends: dict[str, str], b
 
 
 def finetune_plan(settings: FinetuneSettings, bases: list[str], train_questions: int) -> list[Stage]:
-    """QUIT's fine-tuning of each base: training steps of each of the three models, over at
-    most ``positives`` (question, positive, negative) triples of each of ``train_questions``
-    for ``epochs``, or exactly ``max_steps`` (the trainer then cycles through the data as
-    often as it takes). No model of the registry is asked."""
-    triples = train_questions * settings.positives
+    """QUIT's fine-tuning of each base: training steps of each of the three models, summed
+    over the counts of ``positives`` (one model a count), each over at most that many
+    (question, positive, negative) triples of each of ``train_questions`` for ``epochs``, or
+    exactly ``max_steps`` (the trainer then cycles through the data as often as it takes).
+    No model of the registry is asked."""
     device = f"batch {settings.batch_size}"
     plan = []
     for base in bases:
         for model, rows in TRAINED.items():
-            steps = settings.max_steps or settings.epochs * math.ceil(triples * rows / settings.batch_size)
+            steps = sum(settings.max_steps or settings.epochs * math.ceil(train_questions * n * rows / settings.batch_size)
+                        for n in settings.positives)
             plan.append(Stage("quit_finetune", f"{model} training steps", base, base, device, steps, unit="steps"))
     return plan
 

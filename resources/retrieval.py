@@ -69,6 +69,8 @@ class RetrieverSpec:
     function: str | None = None
     # The benchmark a trained model learned from (``quit``): it is evaluated there only.
     trained_on: str | None = None
+    # A trained model's positive passages per train question (a count of QUIT's sweep).
+    positives: int | None = None
 
 
 def _load(path: str, section: str, spec_type: type, kinds: set[str]) -> dict:
@@ -270,6 +272,7 @@ class RerankerSpec:
     function: str | None = None
     # The benchmark a trained model learned from (``quit``), as for retrievers.
     trained_on: str | None = None
+    positives: int | None = None
 
 
 RERANKER_KINDS = LLM_RERANKERS | {"seq2seq", "cross_encoder"} | EXTERNAL_KINDS

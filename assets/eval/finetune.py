@@ -2,22 +2,25 @@
 on the train split, saved under the storage root and registered as retriever or reranker
 aliases, so the QUIT evaluation (``eval/quit_index``, ``eval/quit_runs``,
 ``eval/quit_reranked_runs`` and what follows) runs them on dev and test like any other.
-Partitioned by base model (``resources/finetuning.yaml``).
+Partitioned by base model (``resources/finetuning.yaml``); each materialization trains one
+model per count of the settings' ``positives`` (the paper's sweep of 1 to 200 positive
+passages per question, Tables 10-12), each registered under its own alias.
 """
 
 import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets.common.metadata import png_markdown
+from assets.common.metadata import png_markdown, report_table
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.wiring import Wiring
+from assets.eval import finetune_rules as rules
 from assets.eval import training
 from assets.partitions import finetune_base_partitions
 from assets.quit.settings import FinetuneSettings
@@ -121,15 +124,55 @@ MULTI_VECTOR = TrainedModel("multi_vector", MULTI_VECTOR_CODE_VERSION, training.
                             training.MULTI_VECTOR_KNOBS)
 
 
-def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
-                  settings: FinetuneSettings, model: TrainedModel) -> dg.MaterializeResult:
-    """Train the partition's model on ``pairs`` (or reuse the folder of the same training),
-    try it, register its alias; the materialization's metadata describes the training."""
+def sweep_alias(alias: str, positives: int, counts: Sequence[int]) -> str:
+    """The alias of the model trained on ``positives`` pairs a question: the kind's alias of
+    the base (``alias``), naming the count when the sweep has more than one (``-p<count>``),
+    so each count is a retriever or reranker of its own; one count keeps the plain alias."""
+    return alias if len(counts) == 1 else f"{alias}-p{positives}"
+
+
+def undrawn(counts: Sequence[int], drawn: int | None) -> list[int]:
+    """The counts above ``drawn``, the positives per question the training data was drawn
+    for (None: not recorded): their first pairs would be fewer than the count their alias
+    names."""
+    return [] if drawn is None else [n for n in counts if n > drawn]
+
+
+def drawn_positives(instance: dg.DagsterInstance) -> int | None:
+    """The positives per question the latest eval/quit_finetune_data was drawn for, as its
+    materialization recorded them (None: none is recorded)."""
+    event = instance.get_latest_materialization_event(dg.AssetKey([PREFIX, "quit_finetune_data"]))
+    value = event.asset_materialization.metadata.get("positives") if event and event.asset_materialization else None
+    return value.value if value is not None else None
+
+
+# The materialization's table of the models it trained (one row per count); the checks read it.
+MODELS = "models"
+MODEL_COLUMNS = {
+    "positives": "pairs a train question is trained on at most (a question with fewer relevant passages has fewer)",
+    "alias": "the retriever or reranker alias the model is registered under",
+    "pairs": "training pairs of this count", "steps": "training steps", "epochs": "epochs over the pairs",
+    "seconds": "training time (0 when reused)", "final_loss": "the last step's loss",
+    "reused": "true when a folder of the same training existed and was registered again",
+    "model_path": "the saved model's folder", "registry_file": "the registry file naming the alias",
+}
+
+
+def models_of(metadata: dict) -> list[dict]:
+    """The rows of a materialization's :data:`MODELS` table (metadata values as the instance
+    returns them); a materialization made before the sweep names one model at top level."""
+    table = metadata.get(MODELS)
+    if table is not None:
+        return [dict(record.data) for record in table.records]
+    return [{"alias": metadata.get("alias"), "model_path": metadata.get("model_path"), "positives": None}]
+
+
+def train_count(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
+                settings: FinetuneSettings, model: TrainedModel, base_dir: str, positives: int,
+                alias: str) -> tuple[dict, list[dict]]:
+    """Train the model of one count on its ``pairs`` (or reuse the folder of the same
+    training), try it and register it as ``alias``; returns its :data:`MODELS` row and loss log."""
     base = context.partition_key
-    base_dir, alias, what = base_model(base), model.alias(base), model.section[:-1]
-    if alias in model.load(trained=None):
-        raise ValueError(f"{model.static_path} already names {alias!r}: the trained model of base {base!r} would "
-                         f"register under that alias in {TRAINED_DIR}; rename the static one")
     folder = os.path.abspath(storage.model_path(
         "quit", model.kind, base, training.fingerprint(pairs, settings, base_dir, model.code_version, model.knobs)))
     start = time.monotonic()
@@ -141,18 +184,46 @@ def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storag
         log = model.train(base_dir, pairs, settings, folder)
     seconds = time.monotonic() - start
     model.smoke(folder, pairs["question"][0], pairs["positive"][0])
-    registry_file = register_trained(model.section, alias, {"kind": model.kind, model.path_key: folder, "trained_on": TRAINED_ON})
-    context.log.info(f"registered {what} {alias!r} -> {folder}")
+    registry_file = register_trained(model.section, alias, {"kind": model.kind, model.path_key: folder,
+                                                            "trained_on": TRAINED_ON, "positives": positives})
+    context.log.info(f"registered {model.section[:-1]} {alias!r} ({positives} positives a question) -> {folder}")
+    return {"positives": positives, "alias": alias, "pairs": pairs.height,
+            "steps": log[-1]["step"] if log else 0, "epochs": round(log[-1].get("epoch", 0.0), 3) if log else 0.0,
+            "seconds": round(seconds, 1), "final_loss": log[-1]["loss"] if log else float("nan"),
+            "reused": reused, "model_path": folder, "registry_file": registry_file}, log
+
+
+def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
+                  settings: FinetuneSettings, model: TrainedModel) -> dg.MaterializeResult:
+    """Train the partition's model once per count of ``settings.positives``, each on every
+    question's first pairs up to that count (or reuse the folder of the same training), try
+    each and register its alias; the materialization's metadata describes the trainings."""
+    base, counts = context.partition_key, settings.positives
+    base_dir, what = base_model(base), model.section[:-1]
+    aliases = {n: sweep_alias(model.alias(base), n, counts) for n in counts}
+    if taken := [a for a in aliases.values() if a in model.load(trained=None)]:
+        raise ValueError(f"{model.static_path} already names {', '.join(map(repr, taken))}: the trained {what} of base "
+                         f"{base!r} would register under that alias in {TRAINED_DIR}; rename the static one")
+    drawn = drawn_positives(context.instance)
+    if missing := undrawn(counts, drawn):
+        raise ValueError(f"eval/quit_finetune_data was drawn for at most {drawn} positives a question, and positives "
+                         f"asks for {', '.join(map(str, missing))}: materialize eval/quit_finetune_data again with "
+                         "these settings first")
+    rows, logs = [], {}
+    for n in counts:
+        row, logs[aliases[n]] = train_count(context, rules.first_positives(pairs, n), storage, settings, model,
+                                            base_dir, n, aliases[n])
+        rows.append(row)
+    # One count reads as before the sweep: its model's keys at top level as well.
+    single = {k: v for k, v in rows[0].items() if k != "positives"} if len(rows) == 1 else {}
     return dg.MaterializeResult(metadata={
         "base": base, "base_path": dg.MetadataValue.path(base_dir),
-        "model_path": dg.MetadataValue.path(folder), "alias": alias,
-        "registry_file": dg.MetadataValue.path(registry_file), "reused": reused,
-        "questions": pairs["question_id"].n_unique(), "pairs": pairs.height,
-        "steps": log[-1]["step"] if log else 0, "epochs": round(log[-1].get("epoch", 0.0), 3) if log else 0.0,
+        "positives": ", ".join(map(str, counts)), "questions": pairs["question_id"].n_unique(),
+        **{k: dg.MetadataValue.path(v) if k in ("model_path", "registry_file") else v for k, v in single.items()},
+        MODELS: report_table(pl.DataFrame(rows), MODEL_COLUMNS),
         "batch": settings.batch_size, "lr": settings.learning_rate, "seed": settings.seed,
         "device": training.resolve_device(settings.device),
-        "seconds": round(seconds, 1), "final_loss": log[-1]["loss"] if log else float("nan"),
-        "loss_curve": png_markdown(training.loss_curve(log, f"{alias}: training loss")),
+        "loss_curve": png_markdown(training.loss_curve(logs, f"{model.alias(base)}: training loss")),
     })
 
 
@@ -168,8 +239,8 @@ def quit_dense_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.D
     weights. Saved under ``<storage root>/models/quit/dense/<base>/<fingerprint>`` (data,
     settings, seed and code), never over an earlier model; a rerun with nothing changed reuses
     that folder. Registered as retriever ``ft-dpr-<base>`` once the saved model encodes a
-    question, so materializing ``eval/quit_index`` and ``eval/quit_runs`` for that partition
-    evaluates it. The paper fine-tunes ``bert-base-uncased``; the demo starts from the
+    question (``ft-dpr-<base>-p<count>``, one per count, when ``positives`` sweeps several), so
+    materializing ``eval/quit_index`` and ``eval/quit_runs`` for that partition evaluates it. The paper fine-tunes ``bert-base-uncased``; the demo starts from the
     bundled MiniLM (e5-small cannot be a base: it is no Hugging Face model)."""
     return trained_model(context, quit_finetune_data, storage, finetune_settings, DENSE)
 
@@ -185,7 +256,8 @@ def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.
     (question, passage), as monoT5 is trained, seeded so a rerun gives the same weights.
     Saved under ``<storage root>/models/quit/cross_encoder/<base>/<fingerprint>``, never over
     an earlier model; a rerun with nothing changed reuses that folder. Registered as reranker
-    ``ft-ce-<base>`` (kind ``cross_encoder``) once the saved model scores a pair, so its
+    ``ft-ce-<base>`` (kind ``cross_encoder``; ``ft-ce-<base>-p<count>`` per count of a sweep)
+    once the saved model scores a pair, so its
     ``eval/quit_reranked_runs`` partitions rerank with it. The paper fine-tunes MonoT5
     (``castorini/monot5-base-msmarco``, a T5 that answers true or false) with PyGaggle; its
     weights cannot be fetched here, so the demo starts from the bundled MiniLM encoder with a
@@ -210,7 +282,8 @@ def quit_colbert_model(context: dg.AssetExecutionContext, quit_finetune_data: pl
     weights. Saved under
     ``<storage root>/models/quit/multi_vector/<base>/<fingerprint>``, never over an earlier
     model; a rerun with nothing changed reuses that folder. Registered as retriever
-    ``ft-colbert-<base>`` (kind ``multi_vector``) once the saved model scores a pair, so
+    ``ft-colbert-<base>`` (kind ``multi_vector``; ``ft-colbert-<base>-p<count>`` per count of a
+    sweep) once the saved model scores a pair, so
     ``eval/quit_index`` and ``eval/quit_runs`` for that partition index every passage's token
     vectors and search them exhaustively. The paper fine-tunes ColBERT
     (``colbert-ir/colbertv2.0``; best with 50 positives per question); those weights cannot be

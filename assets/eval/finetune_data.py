@@ -47,13 +47,13 @@ def quit_finetune_data(quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame, 
                        finetune_settings: FinetuneSettings, lucene: LuceneResource, storage: StorageResource):
     """The training data of QUIT's fine-tuned models, one row per (positive, negative) pair
     of a train question: its label-2 passages, then its label-1 passages (a weaker positive,
-    never a negative), in a seeded order, the first ``positives`` of them; each paired with a
-    hard negative, a passage of another train question that BM25 ranks high for it (Lucene
-    over the train passages), or under ``negatives: random`` a random passage of a random
-    other train question, as the authors' scripts draw them. Only train passages are ever
+    never a negative), in a seeded order, as many as the largest count of ``positives``; each
+    paired with a hard negative, a passage of another train question that BM25 ranks high for
+    it (Lucene over the train passages), or under ``negatives: random`` a random passage of a
+    random other train question, as the authors' scripts draw them. Only train passages are ever
     trained on. Dense and late-interaction trainers read ``(question, positive, negative)``,
-    the cross-encoder a positive and a negative row per pair; each reads a prefix of a
-    question's pairs."""
+    the cross-encoder a positive and a negative row per pair; a model of count n reads each
+    question's first n pairs, so one table serves every count of the sweep."""
     s = finetune_settings
     train = quit_questions.filter(pl.col("split") == rules.TRAIN)
     passages = rules.train_passages(quit_questions, quit_corpus)
@@ -62,13 +62,14 @@ def quit_finetune_data(quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame, 
         where = storage.index_path("lucene", INDEX)
         hits, index = bm25_hits(lucene, where, train, passages, s.bm25_depth), {"bm25_index": dg.MetadataValue.path(where)}
     pairs, rejects = rules.training_pairs(quit_questions, quit_corpus, quit_qrels, hits,
-                                          positives=s.positives, negatives=s.negatives, seed=s.seed)
+                                          positives=max(s.positives), negatives=s.negatives, seed=s.seed)
     yield dg.Output(pairs, output_name="quit_finetune_data", metadata={
         **table_metadata(pairs.select(list(PREVIEW))),
         "train_questions": train.height, "questions": pairs["question_id"].n_unique(), "rejected": len(rejects),
         "train_passages": passages.height, "pairs": pairs.height,
         "by_label": _counts(pairs, "positive_label"), "by_negative_source": _counts(pairs, "negative_source"),
-        "positives": s.positives, "negatives": s.negatives, "bm25_depth": s.bm25_depth, "seed": s.seed, **index,
+        "positives": max(s.positives), "positive_counts": ", ".join(map(str, s.positives)),
+        "negatives": s.negatives, "bm25_depth": s.bm25_depth, "seed": s.seed, **index,
     })
     yield wiring.rejects("quit_finetune_rejects", rules.REJECTS, rejects)
 

@@ -10,8 +10,9 @@ The rule, and where it departs from the authors' ``experiments/finetuning`` scri
   passages in a seeded shuffle (:func:`ordered_positives`); the first ``positives`` are
   kept. Label 1 is relevant in the qrels (Hit and Recall count it, nDCG gains 1), so it is a
   weaker positive, used after label 2 runs out and never a negative. The scripts sample any
-  own passage, with no preference for label 2. Each trainer reads a prefix of a question's
-  pairs, so one table serves positive counts up to ``positives``.
+  own passage, with no preference for label 2. A model of count n trains on each question's
+  first n pairs (:func:`first_positives`), so one table, drawn for the largest count, serves
+  the whole sweep of counts (Tables 10-12's 1 to 200).
 - **Negatives**, one per positive, are BM25's hard negatives (:func:`bm25_negatives`):
   passages of another train question that BM25 ranks high for this one, cycled when fewer
   than the positives. The scripts draw a random passage of a random other train question
@@ -169,3 +170,13 @@ def training_pairs(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.Data
                          "positive_label": label, "negative_id": neg.passage_id, "negative": text[neg.passage_id],
                          "negative_question_id": neg.question_id, "negative_source": neg.source, "negative_rank": neg.rank})
     return pl.DataFrame(rows, schema=PAIRS_SCHEMA), rejects
+
+
+def first_positives(pairs: pl.DataFrame, count: int) -> pl.DataFrame:
+    """The pairs a model of ``count`` positives per question trains on: each question's
+    first ``count`` pairs of a table drawn for that many or more. Positives are taken in a
+    fixed order and negatives drawn one after another, so these are the very pairs a table
+    drawn for ``count`` alone holds."""
+    if count < 1:
+        raise ValueError(f"positives must be at least 1, not {count}")
+    return pairs.filter(pl.col("pair") < count)

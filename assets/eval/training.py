@@ -27,7 +27,7 @@ import os
 import shutil
 import string
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import polars as pl
@@ -324,15 +324,19 @@ def log_problems(log: list[dict]) -> list[str]:
     return [f"{len(bad)} steps with a loss that is not finite (steps {', '.join(map(str, bad[:10]))})"] if bad else []
 
 
-def loss_curve(log: list[dict], title: str):
-    """Training loss by step."""
+def loss_curve(logs: Mapping[str, list[dict]], title: str):
+    """Training loss by step, one line per log (by its label, named in a legend when there
+    are several: the counts of a positives sweep)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot([r["step"] for r in log], [r["loss"] for r in log], marker="o", markersize=3)
+    for label, log in logs.items():
+        ax.plot([r["step"] for r in log], [r["loss"] for r in log], marker="o", markersize=3, label=label)
+    if len(logs) > 1:
+        ax.legend(fontsize="small")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(title)

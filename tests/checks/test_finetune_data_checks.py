@@ -21,7 +21,7 @@ QRELS = pl.DataFrame([(q, p, label) for q, ls in LABELS.items() for p, label in 
                      schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int8}, orient="row")
 HITS = {"q1": ["a1", "b3", "b1", "b2"], "q2": ["a3", "c1", "a1"]}
 SETTINGS = FinetuneSettings()
-PAIRS, REJECT_ROWS = rules.training_pairs(QUESTIONS, CORPUS, QRELS, HITS, positives=SETTINGS.positives,
+PAIRS, REJECT_ROWS = rules.training_pairs(QUESTIONS, CORPUS, QRELS, HITS, positives=max(SETTINGS.positives),
                                           negatives=SETTINGS.negatives, seed=SETTINGS.seed)
 REJECTS = rules.REJECTS.frame(REJECT_ROWS)
 SOURCE = {"quit_questions": QUESTIONS, "quit_corpus": CORPUS, "quit_qrels": QRELS}
@@ -95,9 +95,9 @@ def test_every_negative_is_of_another_train_question_and_not_relevant(broken, wo
     assert fails(ec.quit_finetune_data_negatives(broken, **SOURCE), words)
 
 
-def pairs_check(frame: pl.DataFrame, rejects: pl.DataFrame = REJECTS, positives: int = SETTINGS.positives) -> dg.AssetCheckResult:
+def pairs_check(frame: pl.DataFrame, rejects: pl.DataFrame = REJECTS, positives: int = max(SETTINGS.positives)) -> dg.AssetCheckResult:
     return ec.quit_finetune_data_pairs(frame, **SOURCE, quit_finetune_rejects=rejects,
-                                       finetune_settings=FinetuneSettings(positives=positives))
+                                       finetune_settings=FinetuneSettings(positives=[positives]))
 
 
 def test_each_train_question_has_min_positives_and_relevant_pairs_or_a_reject():
@@ -106,6 +106,11 @@ def test_each_train_question_has_min_positives_and_relevant_pairs_or_a_reject():
     assert pairs_check(capped, positives=2).passed
     words = "train questions whose pairs are not min"
     assert fails(pairs_check(capped), words) and fails(pairs_check(PAIRS, positives=2), words)
+    # a sweep's table is drawn for its largest count, and judged by it
+    def swept(counts: list[int]) -> dg.AssetCheckResult:
+        return ec.quit_finetune_data_pairs(capped, **SOURCE, quit_finetune_rejects=REJECTS,
+                                           finetune_settings=FinetuneSettings(positives=counts))
+    assert swept([1, 2]).passed and fails(swept([3, 1]), words)
     silently_dropped = PAIRS.filter(pl.col("question_id") != "q2")
     assert fails(pairs_check(silently_dropped), "(e.g. q2)")
     rejected = rules.REJECTS.frame(REJECT_ROWS + [rules.REJECTS.row("q2", "negatives", rules.NO_NEGATIVE, "")])

@@ -130,20 +130,23 @@ def test_recor_advisory_builder_skips_the_document_checks_and_the_demo_is_smalle
 
 
 def test_finetune_counts_training_steps_of_three_models_per_base():
-    paper = finetune_plan(FinetuneSettings(), ["minilm", "e5"], train_questions=5000)
+    ten = finetune_plan(FinetuneSettings(positives=[10]), ["minilm", "e5"], train_questions=5000)
     # 5,000 questions x 10 positives = 50,000 triples at batch 64; the cross-encoder reads two rows a triple
-    assert [(s.partition, s.stage, s.calls) for s in paper[:3]] == [
+    assert [(s.partition, s.stage, s.calls) for s in ten[:3]] == [
         ("minilm", "bi-encoder training steps", 782), ("minilm", "late interaction training steps", 782),
         ("minilm", "cross-encoder training steps", 1_563)]
-    assert {s.partition for s in paper} == {"minilm", "e5"} and all(s.unit == "steps" for s in paper)
-    assert paper[0].seconds() is None  # batch 64 was not measured
-    assert finetune_plan(FinetuneSettings(epochs=2), ["b"], 5000)[2].calls == 3_126
+    assert {s.partition for s in ten} == {"minilm", "e5"} and all(s.unit == "steps" for s in ten)
+    assert ten[0].seconds() is None  # batch 64 was not measured
+    assert finetune_plan(FinetuneSettings(positives=[10], epochs=2), ["b"], 5000)[2].calls == 3_126
+    # the paper's sweep trains a model per count: 5,000 x n triples at batch 64 for n = 1, 5, 10, 50, 100, 200
+    paper = finetune_plan(FinetuneSettings(), ["minilm"], train_questions=5000)
+    assert [s.calls for s in paper] == [79 + 391 + 782 + 3_907 + 7_813 + 15_625] * 2 + [157 + 782 + 1_563 + 7_813 + 15_625 + 31_250]
     # the demo trains a fixed 20 steps, however little data there is
     demo = finetune_plan(FinetuneSettings(profile="demo"), ["minilm"], train_questions=2)
     assert [s.calls for s in demo] == [20, 20, 20]
     low, high = TRAINING_RATES["batch 8"]
     assert demo[0].seconds() == pytest.approx((20 / high, 20 / low))
-    assert "| cross-encoder training steps | minilm | minilm | 1,563 | not measured (batch 64) |" in plan_table(paper)
+    assert "| cross-encoder training steps | minilm | minilm | 1,563 | not measured (batch 64) |" in plan_table(ten)
 
 
 def test_the_recor_and_finetune_jobs_carry_their_estimate_and_the_registry_file():
@@ -155,7 +158,7 @@ def test_the_recor_and_finetune_jobs_carry_their_estimate_and_the_registry_file(
     assert f"| recor_queries: rewrites and search rationales (at most) | a domain | {builder} | 2,400 |" in paper
     assert f"models from the registry {REGISTRY_PATH}" in paper
     finetune = defs.resolve_job_def("quit_finetune_paper").description
-    assert "| bi-encoder training steps | minilm | minilm | 782 |" in finetune
+    assert "| bi-encoder training steps | minilm | minilm | 28,597 |" in finetune
     assert "| bi-encoder training steps | minilm | minilm | 20 |" in defs.resolve_job_def("quit_finetune_demo").description
 
 

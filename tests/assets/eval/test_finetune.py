@@ -214,7 +214,7 @@ class ModelAsset:
     partition ``minilm``: ``run`` materializes it with its checks; ``recheck`` runs the checks
     alone, as the checks-only jobs rejudge a stored model without training it."""
 
-    def __init__(self, tmp_path, asset, checks):
+    def __init__(self, tmp_path, asset, checks, positives=(10,)):
         from assets.partitions import sync_partitions
 
         self.root = tmp_path / "storage"
@@ -224,7 +224,7 @@ class ModelAsset:
         sync_partitions(self.instance)
         assert self.instance.get_dynamic_partitions("finetune_bases") == ["minilm"]
         self.resources = {"storage": storage, "io_manager": parquet_io_manager,
-                          "finetune_settings": settings(max_steps=3, batch_size=2)}
+                          "finetune_settings": settings(max_steps=3, batch_size=2, positives=list(positives))}
         self.assets = [dg.AssetSpec(["eval", "quit_finetune_data"]), asset]
         self.checks, self.node = checks, f"eval__{asset.key.path[-1]}"
 
@@ -274,7 +274,7 @@ def test_the_model_asset_registers_a_retriever_the_evaluation_partitions_pick_up
     folder, meta = model.first_run("dense", alias)
     assert (meta["questions"].value, meta["pairs"].value, meta["seed"].value) == (3, 6, 7)
     spec = load_retrievers()[alias]
-    assert (spec.kind, spec.encoder, spec.trained_on) == ("dense", folder, "quit")
+    assert (spec.kind, spec.encoder, spec.trained_on, spec.positives) == ("dense", folder, "quit", 10)
 
     # the evaluation's retriever partitions take the alias; RECOR's leave a QUIT-trained one out
     changes = sync_partitions(model.instance)
@@ -377,7 +377,7 @@ def test_the_rerank_model_asset_registers_a_reranker_the_evaluation_partitions_p
     model, alias = ModelAsset(tmp_path, quit_rerank_model, rerank_model_checks), rerank_alias("minilm")
     assert alias == "ft-ce-minilm"
     folder, _ = model.first_run("cross_encoder", alias)
-    assert load_rerankers()[alias] == RerankerSpec(alias, "cross_encoder", model=folder, trained_on="quit")
+    assert load_rerankers()[alias] == RerankerSpec(alias, "cross_encoder", model=folder, trained_on="quit", positives=10)
     assert alias not in load_retrievers()
 
     # the reranked runs' partitions take the alias
@@ -497,7 +497,7 @@ def test_the_colbert_model_asset_registers_a_multi_vector_retriever(tmp_path, tr
     model, alias = ModelAsset(tmp_path, quit_colbert_model, colbert_model_checks), colbert_alias("minilm")
     assert alias == "ft-colbert-minilm"
     folder, _ = model.first_run("multi_vector", alias)
-    assert load_retrievers()[alias] == RetrieverSpec(alias, "multi_vector", encoder=folder, trained_on="quit")
+    assert load_retrievers()[alias] == RetrieverSpec(alias, "multi_vector", encoder=folder, trained_on="quit", positives=10)
 
     # the evaluation's retriever partitions take the alias; RECOR's leave a QUIT-trained one out
     assert sync_partitions(model.instance).new == {"retrievers": [alias]}
@@ -506,3 +506,58 @@ def test_the_colbert_model_asset_registers_a_multi_vector_retriever(tmp_path, tr
     assert_broken_model_fails_its_checks(model, folder, "retrievers", alias,
                                          {"kind": "multi_vector", "encoder": str(tmp_path), "trained_on": "quit"},
                                          trained_registry)
+
+
+# --- A sweep of positives per question --------------------------------------------------------
+
+
+def fake_training(base_dir: str, pairs: pl.DataFrame, settings: FinetuneSettings, folder: str) -> list[dict]:
+    """A stand-in trainer: a saved folder with one logged step a pair, so a sweep's plumbing
+    is tested without training (the tests above train for real)."""
+    os.makedirs(folder)
+    log = [{"step": i + 1, "loss": 1.0 / (i + 1), "epoch": 1.0} for i in range(pairs.height)]
+    for name, content in (("modules.json", []), (training.LOG_FILE, log)):
+        with open(os.path.join(folder, name), "w") as f:
+            json.dump(content, f)
+    return log
+
+
+def test_a_sweep_of_two_counts_trains_and_registers_a_model_per_count(tmp_path, trained_registry):
+    import dataclasses
+
+    from assets.eval.finetune import DENSE, trained_model
+    from assets.partitions import finetune_base_partitions, sync_partitions
+    from checks.eval import trained_model_checks
+
+    fake = dataclasses.replace(DENSE, train=fake_training, smoke=lambda folder, question, passage: None)
+
+    @dg.asset(key=["eval", "quit_dense_model"], partitions_def=finetune_base_partitions,
+              ins={"quit_finetune_data": dg.AssetIn(["eval", "quit_finetune_data"])})
+    def swept(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
+              finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+        return trained_model(context, quit_finetune_data, storage, finetune_settings, fake)
+
+    model = ModelAsset(tmp_path, swept, trained_model_checks("quit_dense_model", fake), positives=(1, 2))
+    result, meta = model.run()
+    # qa_pairs(): three questions of two pairs each; count 1 trains on each question's pair 0
+    rows = [r.data for r in meta["models"].records]
+    assert [(r["positives"], r["alias"], r["pairs"], r["steps"], r["reused"]) for r in rows] == [
+        (1, "ft-dpr-minilm-p1", 3, 3, False), (2, "ft-dpr-minilm-p2", 6, 6, False)]
+    assert "alias" not in meta and meta["positives"].value == "1, 2"
+    assert check_results(result) == {"registered": True, "loss_log": True}
+    specs = load_retrievers()
+    for r in rows:
+        assert specs[r["alias"]] == RetrieverSpec(r["alias"], "dense", encoder=r["model_path"], trained_on="quit",
+                                                  positives=r["positives"])
+    assert rows[0]["model_path"] != rows[1]["model_path"]
+    assert sync_partitions(model.instance).new == {"retrievers": ["ft-dpr-minilm-p1", "ft-dpr-minilm-p2"]}
+
+    # a registration that names another count fails the check
+    register_trained("retrievers", "ft-dpr-minilm-p2", {"kind": "dense", "encoder": rows[1]["model_path"],
+                                                        "trained_on": "quit", "positives": 1}, trained_registry)
+    assert check_results(model.recheck()) == {"registered": False, "loss_log": True}
+
+    # data drawn for fewer positives than a count asks would train that count on fewer: refused
+    model.instance.report_runless_asset_event(dg.AssetMaterialization(["eval", "quit_finetune_data"], metadata={"positives": 1}))
+    with pytest.raises(Exception, match="drawn for at most 1 positives a question, and positives asks for 2"):
+        model.run()

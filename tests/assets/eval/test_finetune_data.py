@@ -171,7 +171,7 @@ def test_the_release_sample_trains_on_its_two_train_questions(tmp_path):
     check holds but the fallback warning. Its two train questions share no word with each
     other's passages, so BM25 ranks none of them and every negative is a random one."""
     frame, rejects, checks = materialize(
-        benchmarks.quit_source, settings=FinetuneSettings(), io_manager=parquet_io_manager,
+        benchmarks.quit_source, settings=FinetuneSettings(positives=[10]), io_manager=parquet_io_manager,
         storage=StorageResource(root=str(tmp_path / "storage")),
         run_config={"ops": {benchmarks.quit_source.op.name: {"config": {"source": "release"}}}})
     assert rejects.height == 0

@@ -43,8 +43,11 @@ def answers() -> pl.DataFrame:
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
+TRAINED = {"ft-dpr-minilm": fr.Trained("dense", 10), "ft-ce-minilm": fr.Trained("cross_encoder", 10)}
+
+
 def report() -> pl.DataFrame:
-    return fr.report(RUNS, RERANKED, answers(), QRELS, QUESTIONS, {"ft-dpr-minilm", "ft-ce-minilm"}, {"oracle"})
+    return fr.report(RUNS, RERANKED, answers(), QRELS, QUESTIONS, TRAINED, {"oracle"})
 
 
 def value(frame: pl.DataFrame, table: str, system: str, split: str, metric: str) -> float:
@@ -95,7 +98,7 @@ def test_the_reader_row_is_the_best_setting_on_the_held_out_questions():
 
 def test_no_held_out_question_gives_an_empty_report_that_says_so():
     frame = fr.report(RUNS, RERANKED, answers(), QRELS, QUESTIONS.with_columns(pl.lit("train").alias("split")),
-                      {"ft-dpr-minilm"}, {"oracle"})
+                      TRAINED, {"oracle"})
     empty = fr.inline(frame, fr.RETRIEVAL, fr.RETRIEVAL_METRICS, "system")
     assert frame.is_empty() and empty.records == [] and [c.name for c in empty.schema.columns][:3] == ["system", "split", "fine_tuned"]
     table = fr.inline(report(), fr.RETRIEVAL, fr.RETRIEVAL_METRICS, "system")
