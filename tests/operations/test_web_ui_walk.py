@@ -5,8 +5,6 @@ executes its stages, is listed under Runs, and a one-partition run launched from
 what ``make run`` spends on that partition plus one import of the project. Screenshots are kept
 as artifacts."""
 
-import subprocess
-import sys
 import time
 
 import dagster as dg
@@ -111,32 +109,27 @@ def sources_in_process(root, domain: str) -> tuple[float, int]:
     return elapsed, len(result.get_asset_check_evaluations())
 
 
-def import_seconds(env: dict) -> float:
-    """What a run process spends importing the served code location before its first step."""
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import tests.operations.location"], cwd=ROOT, env=env, check=True,
-                   capture_output=True)
-    return time.monotonic() - started
-
-
 @pytest.mark.slow
 def test_a_one_partition_run_from_the_ui_costs_what_make_run_spends_on_it_plus_one_import(
         running_dagster, page, tmp_path):  # noqa: F811
     ui = running_dagster
     in_process, checks = sources_in_process(tmp_path / "storage", "hardware")
-    imports = import_seconds(ui.env)
     run = launch_sources(page, ui, "drones")
     assert run.status == dg.DagsterRunStatus.SUCCESS
-    # from the launch (the run's creation) to its end: the queue, the run process, its steps
-    record = ui.instance().get_run_record_by_id(run.run_id)
-    from_ui = record.end_time - record.create_timestamp.timestamp()
-    evaluated = [e for e in ui.instance().all_logs(run.run_id)
-                 if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
+    events = [e.dagster_event for e in ui.instance().all_logs(run.run_id) if e.dagster_event]
+    evaluated = [e for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert len(evaluated) == checks > 0, "the UI run and the in-process one did not evaluate the same checks"
-    # The stated bound (README, "Runs from the UI"): twice the in-process time plus one import,
-    # and 10 s for the daemon to dequeue the run and start its process. A process per step,
-    # as Dagster's default executor makes, costs an import per check (here one multi-asset
-    # step and 5 checks: 6 imports) and exceeds it.
-    bound = 2 * (in_process + imports) + 10
-    assert from_ui <= bound, (f"the UI run took {from_ui:.0f} s; in process {in_process:.0f} s, one import "
-                              f"{imports:.0f} s, bound {bound:.0f} s, {checks} checks")
+    # One import: every step, the checks' included, ran in the run process, as make run's
+    # stages do. Dagster's default executor starts a process per step (here one multi-asset
+    # step and 5 checks: 6 processes, 6 imports).
+    steps = [e for e in events if e.event_type_value == "STEP_START"]
+    assert len(steps) == 1 + checks and len({e.pid for e in steps}) == 1, {e.step_key: e.pid for e in steps}
+    # The steps themselves cost what make run spends on them: from the run process's start
+    # (its import done) to the run's end, twice the in-process time and 20 s to spare for a
+    # loaded machine. The rest, the queue and the one import, is load-bound and not held here
+    # (README, "Runs from the UI"; BENCHMARKS.md measures it).
+    record = ui.instance().get_run_record_by_id(run.run_id)
+    [run_start] = [e for e in ui.instance().all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_START)]
+    in_run = record.end_time - run_start.timestamp
+    assert in_run <= 2 * in_process + 20, (f"the UI run's steps took {in_run:.0f} s; in process {in_process:.0f} s, "
+                                           f"{checks} checks")
