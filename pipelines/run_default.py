@@ -364,8 +364,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.finetune is None:
         args.finetune = args.from_release or args.profile == "paper"
     if args.finetune and "quit" in wanted:
-        print("  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split, "
-              "evaluated beside the vanilla ones (eval/quit_finetune_report)")
+        counts = FinetuneSettings(profile=args.profile).positives
+        print("  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split "
+              f"with {', '.join(map(str, counts))} positives a question ({len(counts)} of each), evaluated beside the "
+              "vanilla ones on the held-out splits (eval/quit_finetune_report)")
     stages = RETECO_STAGES if args.reteco else run_plan(wanted, args.from_release, args.finetune)
     slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
     configs = (reteco_configs(args.reteco) if args.reteco else release_configs(slices) if args.from_release
