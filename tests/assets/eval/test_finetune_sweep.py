@@ -12,6 +12,10 @@ from assets.eval.readers import ANSWER_SCHEMA
 from assets.eval.runs import RUN_SCHEMA
 from assets.quit.settings import FinetuneSettings
 from checks.eval import quit_finetune_report_fine_tuned, quit_finetune_report_held_out
+# the report's three-split fixture: q1 train, q2 dev (p2a label 2, p2b label 1), q3 test (p3a label 2)
+from tests.assets.eval.test_finetune_report import QRELS as REPORT_QRELS
+from tests.assets.eval.test_finetune_report import QUESTIONS as SPLITS
+from tests.assets.eval.test_finetune_report import run
 
 # ranx's metrics are compiled once, in the background (tests.background)
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
@@ -64,18 +68,7 @@ def test_each_count_has_its_alias_when_more_than_one_is_swept():
     assert undrawn([1, 5, 10], 5) == [10] and undrawn([1, 5], 5) == [] and undrawn([200], None) == []
 
 
-# The report over a sweep of two counts. q1 is a train question; q2 (dev) has p2a of label 2 and
-# p2b of label 1; q3 (test) has p3a of label 2.
-SPLITS = pl.DataFrame({"question_id": ["q1", "q2", "q3"], "split": ["train", "dev", "test"]})
-REPORT_QRELS = pl.DataFrame({"question_id": ["q1", "q2", "q2", "q3"], "passage_id": ["p1", "p2a", "p2b", "p3a"],
-                             "label": [2, 2, 1, 2]}, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64})
-
-
-def run(system: str, lists: dict[str, list[str]]) -> pl.DataFrame:
-    rows = [(q, p, i + 1, float(10 - i), system) for q, ps in lists.items() for i, p in enumerate(ps)]
-    return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
-
-
+# The report over a sweep of two counts, on the three-split fixture above.
 TRAINED = {"ft-dpr-minilm-p2": fr.Trained("dense", 2), "ft-dpr-minilm-p10": fr.Trained("dense", 10),
            "ft-colbert-minilm-p2": fr.Trained("multi_vector", 2),
            "ft-ce-minilm-p2": fr.Trained("cross_encoder", 2), "ft-ce-minilm-p10": fr.Trained("cross_encoder", 10)}
