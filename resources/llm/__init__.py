@@ -1,8 +1,10 @@
 """LLM access through litellm: the model registry (``registry``), the embedded llama.cpp
-provider (``embedded``), the response cache (``cache``) and the Dagster resource with its
-requests, results and call accounting (``resource``). The names every step uses are
+provider (``embedded``), the response cache (``cache``), the Dagster resource (``resource``)
+with its call path and retries (``calls``, ``faults``, ``client``), its requests and results
+(``results``) and call accounting (``accounting``). The names every step uses are
 re-exported here."""
 
+from resources.llm.accounting import CallStats
 from resources.llm.embedded import EmbeddedLlama, embedded_model_path, register_provider
 from resources.llm.registry import (
     DEFAULT_CONCURRENCY,
@@ -12,10 +14,9 @@ from resources.llm.registry import (
     load_roles,
     role_aliases,
 )
-from resources.llm.resource import (
-    CallStats,
+from resources.llm.resource import LLMResource
+from resources.llm.results import (
     LLMRequest,
-    LLMResource,
     LLMResult,
     ParseError,
     ScoreRequest,

@@ -11,7 +11,7 @@ import pytest
 
 from resources.llm import LLMRequest, LLMResource
 from resources.llm.cache import response_cache
-from resources.llm.resource import Breaker, ModelServerDown
+from resources.llm.faults import Breaker, ModelServerDown
 from tests.servers import free_port
 
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from resources.llm import LLMRequest, LLMResource
+from resources.llm.faults import ModelServerDown
 from resources.llm.registry import load_registry
-from resources.llm.resource import ModelServerDown
 from resources.vllm_server import VLLMServerResource
 from tests.servers import free_port
 
