@@ -1,6 +1,6 @@
-"""Check building blocks: great-expectations suites on polars frames, plain row rules, and the
-factories every benchmark's checks use (a table's shape, a rejects table's vocabulary, an LLM
-step's accounting)."""
+"""Check building blocks: great-expectations suites on polars frames, plain row rules, problem
+lists (what is wrong with a table's rows, in words), and the factories every benchmark's
+checks use (a table's shape, a rejects table's vocabulary, an LLM step's accounting)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,67 @@ def missing(expected: pl.DataFrame, found: pl.DataFrame, on: Sequence[str], rule
     """The ``on`` keys of ``expected`` that ``found`` lacks, once each, with ``rule``."""
     keys = expected.select(on).unique(maintain_order=True)
     return keys.join(found.select(on).unique(), on=list(on), how="anti").with_columns(pl.lit(rule).alias("rule"))
+
+
+# --- problems: rules over a table's rows, each giving a list of what is wrong (empty: sound) -----
+
+# Rows a problem names as examples.
+EXAMPLES = 5
+# Float slack for sums and differences recomputed from a table's own columns.
+TOLERANCE = 1e-6
+UNIT = (0.0, 1.0)
+
+
+def typed(frame: pl.DataFrame, columns: dict) -> bool:
+    """Every column is there with its type: the rules can read them."""
+    return all(c in frame.columns and (t is None or frame.schema[c] == t) for c, t in columns.items())
+
+
+def _examples(frame: pl.DataFrame, ids: Sequence[str]) -> str:
+    rows = frame.select(list(ids)).unique(maintain_order=True).head(EXAMPLES).iter_rows()
+    return ", ".join("/".join(str(v) for v in row) for row in rows)
+
+
+def where(frame: pl.DataFrame, mask: pl.Expr, what: str, ids: Sequence[str]) -> list[str]:
+    """One problem naming the rows ``mask`` selects (a null mask selects nothing), or none."""
+    bad = frame.filter(mask.fill_null(False))
+    return [f"{bad.height} rows {what} (e.g. {_examples(bad, ids)})"] if bad.height else []
+
+
+def outside(frame: pl.DataFrame, columns: Iterable[str], bounds: tuple[float, float], ids: Sequence[str],
+            missing_ok: bool = True) -> list[str]:
+    """Values outside ``bounds``; null and NaN count as in range only when ``missing_ok``."""
+    lo, hi = bounds
+    problems = []
+    for c in columns:
+        value = pl.col(c)
+        absent = value.is_null() | value.is_nan() if frame.schema[c].is_float() else value.is_null()
+        bad = (~absent & ~value.is_between(lo, hi)) | (pl.lit(not missing_ok) & absent)
+        problems += where(frame, bad, f"with {c} outside [{lo:g}, {hi:g}]" + ("" if missing_ok else " or missing"), ids)
+    return problems
+
+
+def not_in(frame: pl.DataFrame, column: str, vocabulary: Iterable, ids: Sequence[str]) -> list[str]:
+    known = sorted(vocabulary)
+    return where(frame, ~pl.col(column).is_in(known).fill_null(False), f"with {column} not in {known}", ids)
+
+
+def unmatched(frame: pl.DataFrame, columns: Sequence[str], reference: pl.DataFrame, reference_columns: Sequence[str],
+              what: str) -> list[str]:
+    """Distinct ``columns`` of ``frame`` that ``reference`` lacks (read as ``reference_columns``)."""
+    absent = [c for c in columns if c not in frame.columns] + [c for c in reference_columns if c not in reference.columns]
+    if absent:
+        return [f"column {c!r} is missing" for c in absent]
+    ref = reference.select([pl.col(r).alias(c) for c, r in zip(columns, reference_columns)]).unique()
+    bad = frame.select(list(columns)).unique().join(ref, on=list(columns), how="anti", nulls_equal=True)
+    return [f"{bad.height} {what} (e.g. {_examples(bad, columns)})"] if bad.height else []
+
+
+def differs(frame: pl.DataFrame, column: str, expected: pl.Expr, what: str, ids: Sequence[str]) -> list[str]:
+    """Rows where ``column`` is not ``expected`` (both NaN or null counts as equal)."""
+    value = pl.col(column)
+    both_missing = (value.is_null() | value.is_nan()) & (expected.is_null() | expected.is_nan())
+    return where(frame, ~both_missing & ~((value - expected).abs() <= TOLERANCE).fill_null(False), what, ids)
 
 
 # --- factories: one definition per kind of check, named for the asset it checks ------------

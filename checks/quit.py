@@ -16,7 +16,8 @@ from assets.quit.rules import (
     UNDETERMINED,
 )
 from assets.quit.settings import QuitSettings
-from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS
+from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS, SOURCE_REASONS
+from assets.quit.steps import LEAKAGE_REASONS
 from checks.factories import (
     WARN,
     errored,
@@ -30,10 +31,6 @@ from checks.factories import (
 )
 from resources.storage import exists
 
-# The reasons each rejecting step gives (sources.ingest; steps.screen_leakage, which the
-# human verification runs again on newly accepted answers).
-SOURCE_REASONS = ("malformed", "duplicate_id", "duplicate_question", "too_few_hints")
-LEAKAGE_REASONS = ("answer_leakage",)
 LABELS = (1, 2)
 
 

@@ -14,7 +14,7 @@ from assets.partitions import DOMAINS, recor_domain_partitions
 from assets.recor import rules, steps
 from assets.recor import sources as recor_sources
 from assets.recor.assets import wiring
-from assets.recor.rules import word_overlap
+from assets.recor.rules import gold_outside, word_overlap
 from assets.recor.settings import RecorSettings
 from checks.factories import (
     WARN,
@@ -43,24 +43,8 @@ def _text(rules_: dict[str, str]) -> str:
     return "; ".join(f"{name}: {what}" for name, what in rules_.items())
 
 
-# --- vocabularies: every reason each step writes into its rejects table --------------------------
+# --- vocabularies the steps write ------------------------------------------------------------
 
-# ``sources.load_bright`` and ``sources.load_stackexchange``.
-SOURCE_REASONS = frozenset({"malformed_document", "duplicate_document", "malformed_record", "duplicate_id",
-                            "gold_not_in_corpus", "no_accepted_answer", "no_positive_passages"})
-# ``steps.select_negatives``.
-NEGATIVE_REASONS = frozenset({"duplicate_passage", "overlaps_positive"})
-# ``steps.alignment``.
-ALIGNMENT_REASONS = frozenset({"weak_document", "no_aligned_document"})
-# ``steps.aspects``: its checks, an unparsable round, the suitability filter.
-ASPECT_REASONS = frozenset({"overlapping_aspect", "low_coverage", "unparsable", "unsuitable_aspect"})
-# ``steps.facts``.
-FACT_REASONS = frozenset({"unparsable", "unsupported_fact", "no_verified_fact"})
-# ``steps.turns``: ``_check_question``'s problems (a retry keeps the first try's reason), the
-# relevance and flow verdicts, document selection.
-TURN_REASONS = frozenset({"no_question", "repetitive_question", "off_aspect_question", "unnatural_question", "unanswerable"})
-# ``steps.conversations``: one reason, the problems in its detail.
-CONVERSATION_REASONS = frozenset({"invalid_conversation"})
 # What ``rules.conversation_problems`` and the coherence verdict write into a conversation's
 # problems (and its reject's detail), as patterns; ``steps.conversations`` joins them with "; ".
 CONVERSATION_PROBLEMS = (r"\d+ turns \(needs \d+-\d+\)", re.escape("a turn has no selected document"),
@@ -161,7 +145,7 @@ def source_document_roles(source_documents: pl.DataFrame) -> dg.AssetCheckResult
     return rows_check(bad, f"role in {DOCUMENT_ROLES}; non-empty content", "doc_id")
 
 
-source_rejects_reasons = rejects_check(key("source_rejects"), SOURCE_REASONS, recor_sources.REJECTS.keys, **PARTS)
+source_rejects_reasons = rejects_check(key("source_rejects"), recor_sources.SOURCE_REASONS, recor_sources.REJECTS.keys, **PARTS)
 
 
 # --- hard negatives and the corpus ---------------------------------------------------------------
@@ -193,7 +177,7 @@ def mined_negatives(hard_negatives: pl.DataFrame, source_questions: pl.DataFrame
 
 
 hard_negatives_llm = llm_accounting_check(key("hard_negatives"), **PARTS)
-negative_rejects_reasons = rejects_check(key("negative_rejects"), NEGATIVE_REASONS, steps.REJECTS.keys, **PARTS)
+negative_rejects_reasons = rejects_check(key("negative_rejects"), steps.NEGATIVE_REASONS, steps.REJECTS.keys, **PARTS)
 
 corpus_schema = table_check(key("corpus"), recor_sources.DOCUMENT_SCHEMA, unique=["doc_id"],
                             not_null=["domain", "doc_id", "content", "role"], **PARTS)
@@ -236,7 +220,7 @@ def alignment_rule(aligned_documents: pl.DataFrame, source_questions: pl.DataFra
 
 
 aligned_documents_llm = llm_accounting_check(key("aligned_documents"), **PARTS)
-alignment_rejects_reasons = rejects_check(key("alignment_rejects"), ALIGNMENT_REASONS, steps.REJECTS.keys, **PARTS)
+alignment_rejects_reasons = rejects_check(key("alignment_rejects"), steps.ALIGNMENT_REASONS, steps.REJECTS.keys, **PARTS)
 
 aspects_schema = table_check(key("aspects"), ASPECT_SCHEMA, unique=["aspect_id"],
                              not_null=["domain", "question_id", "aspect_id", "position", "text", "coverage", "origin"], **PARTS)
@@ -265,7 +249,7 @@ def decomposition(aspects: pl.DataFrame, aligned_documents: pl.DataFrame, recor_
 
 aspects_llm = llm_accounting_check(key("aspects"), failed_items=lambda f: f.filter(pl.col("llm_suitable").is_null()),
                                    item_column="aspect_id", **PARTS)
-aspect_rejects_reasons = rejects_check(key("aspect_rejects"), ASPECT_REASONS, steps.REJECTS.keys, **PARTS)
+aspect_rejects_reasons = rejects_check(key("aspect_rejects"), steps.ASPECT_REASONS, steps.REJECTS.keys, **PARTS)
 
 facts_schema = table_check(key("facts"), FACT_SCHEMA, unique=["fact_id"],
                            not_null=["domain", "question_id", "aspect_id", "fact_id", "fact", "similarity", "verified"], **PARTS)
@@ -294,7 +278,7 @@ def fact_verification(facts: pl.DataFrame, aspects: pl.DataFrame, recor_settings
 
 
 facts_llm = llm_accounting_check(key("facts"), **PARTS)
-fact_rejects_reasons = rejects_check(key("fact_rejects"), FACT_REASONS, steps.REJECTS.keys, **PARTS)
+fact_rejects_reasons = rejects_check(key("fact_rejects"), steps.FACT_REASONS, steps.REJECTS.keys, **PARTS)
 
 
 # --- turns and conversations ----------------------------------------------------------------------
@@ -359,12 +343,6 @@ def turn_gold_documents(turns: pl.DataFrame, recor_settings: RecorSettings, llm:
     return rows_check(gold_problems(turns, recor_settings.build_thresholds(llm)), "gold documents per the method", "turn")
 
 
-def gold_outside(turns: pl.DataFrame, corpus: pl.DataFrame) -> pl.DataFrame:
-    """The turns naming a gold document that is not in the corpus, with that document."""
-    gold = turns.select("conversation_id", "turn_id", pl.col("gold_doc_ids").alias("doc_id")).explode("doc_id").drop_nulls()
-    return gold.join(corpus.select("doc_id"), on="doc_id", how="anti").with_columns(pl.format("{}#{}", "conversation_id", "turn_id").alias("turn"))
-
-
 @dg.asset_check(asset=key("turns"), name="gold_in_corpus", blocking=True, additional_ins={"corpus": _in("corpus")},
                 description="Every gold document of every turn is in the domain's corpus.", **PARTS)
 def turn_gold_in_corpus(turns: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetCheckResult:
@@ -375,7 +353,7 @@ def turn_gold_in_corpus(turns: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetCh
 turns_llm = llm_accounting_check(key("turns"), item_column="aspect_id",
                                  failed_items=lambda f: f.filter(pl.col("llm_on_aspect").is_null() | pl.col("llm_natural").is_null()),
                                  **PARTS)
-turn_rejects_reasons = rejects_check(key("turn_rejects"), TURN_REASONS, steps.REJECTS.keys, **PARTS)
+turn_rejects_reasons = rejects_check(key("turn_rejects"), steps.TURN_REASONS, steps.REJECTS.keys, **PARTS)
 
 conversations_schema = table_check(key("conversations"), CONVERSATION_SCHEMA, unique=["conversation_id"],
                                    not_null=["domain", "conversation_id", "num_turns", "valid", "problems"], **PARTS)
@@ -413,7 +391,7 @@ def conversation_validation(conversations: pl.DataFrame, turns: pl.DataFrame, re
 conversations_llm = llm_accounting_check(key("conversations"), item_column="conversation_id",
                                          failed_items=lambda f: f.filter(pl.col("coherent").is_null() & (pl.col("problems") == "")),
                                          **PARTS)
-conversation_rejects_reasons = rejects_check(key("conversation_rejects"), CONVERSATION_REASONS, steps.REJECTS.keys, **PARTS)
+conversation_rejects_reasons = rejects_check(key("conversation_rejects"), steps.CONVERSATION_REASONS, steps.REJECTS.keys, **PARTS)
 
 
 @dg.asset_check(asset=key("conversation_rejects"), name="problems", additional_ins={"conversations": _in("conversations")},

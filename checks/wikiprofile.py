@@ -45,23 +45,6 @@ VERDICTS = ("with_target", "left_context_alone", "difficulty")
 # sources.search_collection's documents.
 PAGE_INDEX_SCHEMA = {"doc_id": pl.String, "content": pl.String}
 
-# Each rejects table's reasons, as the code that writes it gives them.
-SOURCE_REASONS = frozenset({"malformed_record", "duplicate_page", "too_short"})                     # sources.load_pages
-SEARCH_PAGE_REASONS = frozenset({"malformed_record", "duplicate_page"})                            # sources.load_search_pages
-ENTITY_REASONS = frozenset({"dropped_tag", "no_entities"})                                        # steps.tag_entities
-OBJECT_REASONS = frozenset({"bad_position", "not_a_candidate", "no_eligible_entity"})             # steps.select_objects
-VERIFICATION_REASONS = frozenset({"unsuitable_object"})                                           # steps.verify
-# steps.refine rejects a binding REJECT of the specification refinement, for both directions.
-REFINE_REASONS = frozenset({"rejected_by_model"})
-DIRECT_QUESTION_REASONS = frozenset({"no_question", "answer_in_question"}) | REFINE_REASONS        # steps.direct_questions
-REVERSE_QUESTION_REASONS = frozenset({"no_question", "no_unique_reverse", "subject_not_in_text", "object_not_in_question",
-                                      "answer_in_question", "off_topic", "invalid_pair"}) | REFINE_REASONS
-# steps.natural_questions; "rules": a question built by rule whose rule rephrasing could not be built.
-NATURAL_QUESTION_REASONS = frozenset({"no_question", "answer_in_question", "off_topic", "rules"})
-SEARCH_REASONS = frozenset({"not_definite"})                                                      # steps.search_filter
-# release.complete_facts (assembly, length filter) and steps.distractors.
-FINAL_REASONS = frozenset({"question_missing", "too_long_or_short", "too_few_distractors"})
-
 
 key = wiring.key
 
@@ -112,7 +95,7 @@ def page_rules(source_pages: pl.DataFrame, wikiprofile_settings: WikiProfileSett
     return result(bad, "pages as the method samples them")
 
 
-source_rejects_reasons = rejects_check(key("source_rejects"), SOURCE_REASONS, sources.REJECTS.keys)
+source_rejects_reasons = rejects_check(key("source_rejects"), sources.SOURCE_REASONS, sources.REJECTS.keys)
 
 
 # --- the page collection the search filters search ---------------------------------------------
@@ -129,7 +112,7 @@ def source_pages_indexed(page_index: pl.DataFrame, source_pages: pl.DataFrame) -
     return result(bad, "the source pages are searchable")
 
 
-page_index_rejects_reasons = rejects_check(key("page_index_rejects"), SEARCH_PAGE_REASONS, sources.REJECTS.keys)
+page_index_rejects_reasons = rejects_check(key("page_index_rejects"), sources.SEARCH_PAGE_REASONS, sources.REJECTS.keys)
 
 
 # --- step 2: categories -------------------------------------------------------------------------
@@ -185,7 +168,7 @@ def entity_rules(entities: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Asset
 # Pages whose tags the model got wrong got the rule-based entities.
 entities_llm = llm_accounting_check(key("entities"), item_column="page_id",
                                     failed_items=lambda t: t.filter(pl.col("origin") == "rules").unique("page_id", maintain_order=True))
-entity_rejects_reasons = rejects_check(key("entity_rejects"), ENTITY_REASONS, steps.REJECTS.keys)
+entity_rejects_reasons = rejects_check(key("entity_rejects"), steps.ENTITY_REASONS, steps.REJECTS.keys)
 
 
 # --- step 4: object candidates ------------------------------------------------------------------
@@ -220,7 +203,7 @@ def object_rules(object_candidates: pl.DataFrame, source_pages: pl.DataFrame,
 # Pages whose ranking the model did not give got the rule-ranked entities.
 object_candidates_llm = llm_accounting_check(key("object_candidates"), item_column="page_id", failed_items=lambda t: t.filter(
     pl.col("origin") == "rules").unique("page_id", maintain_order=True))
-object_rejects_reasons = rejects_check(key("object_rejects"), OBJECT_REASONS, steps.REJECTS.keys)
+object_rejects_reasons = rejects_check(key("object_rejects"), steps.OBJECT_REASONS, steps.REJECTS.keys)
 
 
 # --- step 5: verification -----------------------------------------------------------------------
@@ -245,7 +228,7 @@ def one_verdict_per_candidate(verified_objects: pl.DataFrame, object_candidates:
 
 verified_objects_llm = llm_accounting_check(key("verified_objects"), item_column="fact_id", failed_items=lambda t: t.filter(
     pl.any_horizontal([pl.col(v).is_null() for v in VERDICTS])))
-verification_rejects_reasons = rejects_check(key("verification_rejects"), VERIFICATION_REASONS, steps.REJECTS.keys)
+verification_rejects_reasons = rejects_check(key("verification_rejects"), steps.VERIFICATION_REASONS, steps.REJECTS.keys)
 
 
 # --- step 6: facts ------------------------------------------------------------------------------
@@ -295,7 +278,7 @@ def direct_questions_of_facts(direct_questions: pl.DataFrame, facts: pl.DataFram
 # The facts whose model question failed got the sentence's cloze.
 direct_questions_llm = llm_accounting_check(key("direct_questions"), item_column="fact_id",
                                             failed_items=lambda t: t.filter(pl.col("origin") == "rules"))
-direct_question_rejects_reasons = rejects_check(key("direct_question_rejects"), DIRECT_QUESTION_REASONS, steps.REJECTS.keys)
+direct_question_rejects_reasons = rejects_check(key("direct_question_rejects"), steps.DIRECT_QUESTION_REASONS, steps.REJECTS.keys)
 
 
 # --- steps 10, 14, 17: the search-grounded filters ----------------------------------------------
@@ -323,7 +306,7 @@ def search_filter_checks(stage: str, questions: str) -> list[dg.AssetChecksDefin
         # Asked and answered, but the judge's verdict did not parse.
         llm_accounting_check(table, item_column="fact_id", failed_items=lambda t: t.filter(
             pl.col("search_answer").is_not_null() & pl.col("definite").is_null()).unique("fact_id", maintain_order=True)),
-        rejects_check(key(f"{stage}_search_rejects"), SEARCH_REASONS, steps.REJECTS.keys),
+        rejects_check(key(f"{stage}_search_rejects"), steps.SEARCH_REASONS, steps.REJECTS.keys),
     ]
 
 
@@ -355,7 +338,7 @@ def reverse_questions_of_facts(reverse_questions: pl.DataFrame, facts: pl.DataFr
 # The facts whose model reply failed the rules got the reverse cloze.
 reverse_questions_llm = llm_accounting_check(key("reverse_questions"), item_column="fact_id",
                                              failed_items=lambda t: t.filter(pl.col("origin") == "rules"))
-reverse_question_rejects_reasons = rejects_check(key("reverse_question_rejects"), REVERSE_QUESTION_REASONS, steps.REJECTS.keys)
+reverse_question_rejects_reasons = rejects_check(key("reverse_question_rejects"), steps.REVERSE_QUESTION_REASONS, steps.REJECTS.keys)
 
 
 # --- steps 15-16: natural and contextual questions ----------------------------------------------
@@ -386,7 +369,7 @@ def natural_questions_of_facts(natural_questions: pl.DataFrame, facts: pl.DataFr
 # The rephrasings made by rule (the contextual question always is).
 natural_questions_llm = llm_accounting_check(key("natural_questions"), item_column="fact_id", failed_items=lambda t: t.filter(
     (pl.col("origin") == "rules") & (pl.col("kind") != "contextual")).unique("fact_id", maintain_order=True))
-natural_question_rejects_reasons = rejects_check(key("natural_question_rejects"), NATURAL_QUESTION_REASONS, steps.REJECTS.keys)
+natural_question_rejects_reasons = rejects_check(key("natural_question_rejects"), steps.NATURAL_QUESTION_REASONS, steps.REJECTS.keys)
 
 
 # --- steps 18-19: the benchmark -----------------------------------------------------------------
@@ -461,7 +444,7 @@ def benchmark_of_facts(benchmark: pl.DataFrame, facts: pl.DataFrame) -> dg.Asset
 # The closed-book questions whose distractors came from the sample's names.
 benchmark_llm = llm_accounting_check(key("benchmark"), item_column="fact_id", failed_items=lambda t: t.filter(
     pl.col("options_origin") == "rules").unique("fact_id", maintain_order=True))
-final_rejects_reasons = rejects_check(key("final_rejects"), FINAL_REASONS, steps.REJECTS.keys)
+final_rejects_reasons = rejects_check(key("final_rejects"), release.FINAL_REASONS, steps.REJECTS.keys)
 
 
 wikiprofile_checks = [

@@ -42,6 +42,9 @@ QUESTION_SCHEMA = {
 
 # Rejected source records and questions: the question and its source name the item.
 REJECTS = Rejects(("question_id", "source"))
+# ``ingest``'s reasons, the vocabulary of the source rejects.
+MALFORMED, DUPLICATE_ID, TOO_FEW_HINTS, DUPLICATE_QUESTION = "malformed", "duplicate_id", "too_few_hints", "duplicate_question"
+SOURCE_REASONS = frozenset({MALFORMED, DUPLICATE_ID, TOO_FEW_HINTS, DUPLICATE_QUESTION})
 
 
 @dataclass
@@ -231,22 +234,22 @@ def ingest(sources: list[tuple[str, list]]) -> Ingested:
             try:
                 row = read(rec)
             except RecordError as e:
-                out.reject(fallback, source, "malformed", f"record #{index} ({fallback}): {e}", rec)
+                out.reject(fallback, source, MALFORMED, f"record #{index} ({fallback}): {e}", rec)
                 continue
             qid = row["question_id"]
             if qid in seen_ids:
-                out.reject(qid, source, "duplicate_id", f"record #{index} repeats the id of record #{seen_ids[qid]}", rec)
+                out.reject(qid, source, DUPLICATE_ID, f"record #{index} repeats the id of record #{seen_ids[qid]}", rec)
                 continue
             seen_ids[qid] = index
             hints, conv = usable_hints(row["hints"], row["hint_convergence"])
             if len(hints) < MIN_HINTS:
-                out.reject(qid, source, "too_few_hints", f"{len(hints)} usable hints (need {MIN_HINTS})", rec)
+                out.reject(qid, source, TOO_FEW_HINTS, f"{len(hints)} usable hints (need {MIN_HINTS})", rec)
                 continue
             row["hints"] = hints
             row["hint_convergence"] = conv if any(c is not None for c in conv) else None
             qkey = normalize(row["question"])
             if qkey in seen_questions:
-                out.reject(qid, source, "duplicate_question", f"same question text as {seen_questions[qkey]}", rec)
+                out.reject(qid, source, DUPLICATE_QUESTION, f"same question text as {seen_questions[qkey]}", rec)
                 continue
             seen_questions[qkey] = qid
             out.rows.append(row)

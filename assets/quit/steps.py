@@ -32,6 +32,9 @@ from resources.llm import CallStats, LLMRequest
 
 # A verdict needs one word; capping the output keeps small models from rambling.
 VERDICT = {"max_tokens": 3}
+# ``screen_leakage``'s one reason (the human verification runs it again on newly accepted answers).
+ANSWER_LEAKAGE = "answer_leakage"
+LEAKAGE_REASONS = frozenset({ANSWER_LEAKAGE})
 
 
 def _prompt(name: str):
@@ -138,7 +141,7 @@ def screen_leakage(
     reject_rows = []
     for qi, row in enumerate(rows):
         if qi in rejected:
-            reject_rows.append(_reject(row, step, "answer_leakage", rejected[qi]))
+            reject_rows.append(_reject(row, step, ANSWER_LEAKAGE, rejected[qi]))
         else:
             keep.append(qi)
     kept_ids = {rows[qi]["question_id"] for qi in keep}

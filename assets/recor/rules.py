@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+import polars as pl
+
 from assets.common.text import tokens
 
 # Document score weights (appendix C.4): support, completeness, clarity, misleading.
@@ -85,3 +87,7 @@ def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float | Non
     return h / math.log(n_classes)
 
 
+def gold_outside(turns: pl.DataFrame, corpus: pl.DataFrame) -> pl.DataFrame:
+    """The turns naming a gold document that is not in the corpus, with that document."""
+    gold = turns.select("conversation_id", "turn_id", pl.col("gold_doc_ids").alias("doc_id")).explode("doc_id").drop_nulls()
+    return gold.join(corpus.select("doc_id"), on="doc_id", how="anti").with_columns(pl.format("{}#{}", "conversation_id", "turn_id").alias("turn"))

@@ -46,6 +46,12 @@ DOCUMENT_SCHEMA = {
 
 # Rejected source records: the domain, the question (or document) and the source name the item.
 REJECTS = Rejects(("domain", "question_id", "source"))
+# The reasons of ``load_bright`` and ``load_stackexchange``, the vocabulary of the source rejects.
+MALFORMED_DOCUMENT, DUPLICATE_DOCUMENT = "malformed_document", "duplicate_document"
+MALFORMED_RECORD, DUPLICATE_ID, GOLD_NOT_IN_CORPUS = "malformed_record", "duplicate_id", "gold_not_in_corpus"
+NO_ACCEPTED_ANSWER, NO_POSITIVE_PASSAGES = "no_accepted_answer", "no_positive_passages"
+SOURCE_REASONS = frozenset({MALFORMED_DOCUMENT, DUPLICATE_DOCUMENT, MALFORMED_RECORD, DUPLICATE_ID, GOLD_NOT_IN_CORPUS,
+                            NO_ACCEPTED_ANSWER, NO_POSITIVE_PASSAGES})
 
 
 @dataclass
@@ -118,9 +124,9 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
         doc_id = _id(rec.get("id")) if isinstance(rec, dict) else None
         content = _text(rec.get("content")) if isinstance(rec, dict) else None
         if not doc_id or content is None:
-            out.reject(doc_id or where, "bright", "malformed_document", f"{where}: needs id and non-empty content", rec)
+            out.reject(doc_id or where, "bright", MALFORMED_DOCUMENT, f"{where}: needs id and non-empty content", rec)
         elif doc_id in seen_docs:
-            out.reject(doc_id, "bright", "duplicate_document", f"{where}: id {doc_id!r} seen before", rec)
+            out.reject(doc_id, "bright", DUPLICATE_DOCUMENT, f"{where}: id {doc_id!r} seen before", rec)
         else:
             seen_docs.add(doc_id)
             out.documents.append({"domain": domain, "doc_id": doc_id, "content": content, "role": "negative", "question_id": None})
@@ -128,18 +134,18 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
     seen_questions: set[str] = set()
     for where, rec in read_records(examples_uri):
         if not isinstance(rec, dict):
-            out.reject(where, "bright", "malformed_record", f"{where}: {rec}", rec)
+            out.reject(where, "bright", MALFORMED_RECORD, f"{where}: {rec}", rec)
             continue
         raw_id = _id(rec.get("id"))
         qid = where if raw_id is None else raw_id if raw_id.startswith(f"{domain}_") else f"{domain}_{raw_id}"
         query, answer, gold = _text(rec.get("query")), _text(rec.get("gold_answer")), _ids(rec.get("gold_ids"))
         if raw_id is None or query is None or answer is None or not gold:
             missing = [k for k, v in (("id", raw_id), ("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v]
-            out.reject(qid, "bright", "malformed_record", f"{where}: missing or empty {', '.join(missing)}", rec)
+            out.reject(qid, "bright", MALFORMED_RECORD, f"{where}: missing or empty {', '.join(missing)}", rec)
         elif qid in seen_questions:
-            out.reject(qid, "bright", "duplicate_id", f"{where}: id seen before", rec)
+            out.reject(qid, "bright", DUPLICATE_ID, f"{where}: id seen before", rec)
         elif absent := [g for g in gold if g not in seen_docs]:
-            out.reject(qid, "bright", "gold_not_in_corpus", f"{where}: gold ids {absent} are not among the documents", rec)
+            out.reject(qid, "bright", GOLD_NOT_IN_CORPUS, f"{where}: gold ids {absent} are not among the documents", rec)
         else:
             seen_questions.add(qid)
             gold_all.update(gold)
@@ -161,7 +167,7 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
     seen: set[str] = set()
     for where, rec in read_records(questions_uri):
         if not isinstance(rec, dict) or _id(rec.get("question_id")) is None:
-            out.reject(where, "stackexchange", "malformed_record", f"{where}: needs a question_id", rec)
+            out.reject(where, "stackexchange", MALFORMED_RECORD, f"{where}: needs a question_id", rec)
             continue
         qid = f"{domain}_{_id(rec['question_id'])}"
         title, body = _text(rec.get("title")), _html(rec.get("body"))
@@ -169,13 +175,13 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
         answer = _html(accepted[0].get("body")) if accepted else ""
         passages = [p for p in _objects(rec, "positive_passages") if _text(p.get("passage"))]
         if qid in seen:
-            out.reject(qid, "stackexchange", "duplicate_id", f"{where}: question_id seen before", rec)
+            out.reject(qid, "stackexchange", DUPLICATE_ID, f"{where}: question_id seen before", rec)
         elif title is None or not body:
-            out.reject(qid, "stackexchange", "malformed_record", f"{where}: needs a title and a body", rec)
+            out.reject(qid, "stackexchange", MALFORMED_RECORD, f"{where}: needs a title and a body", rec)
         elif not answer:
-            out.reject(qid, "stackexchange", "no_accepted_answer", f"{where}: no accepted answer with text", rec)
+            out.reject(qid, "stackexchange", NO_ACCEPTED_ANSWER, f"{where}: no accepted answer with text", rec)
         elif not passages:
-            out.reject(qid, "stackexchange", "no_positive_passages", f"{where}: no positive passages", rec)
+            out.reject(qid, "stackexchange", NO_POSITIVE_PASSAGES, f"{where}: no positive passages", rec)
         else:
             seen.add(qid)
             gold = []
@@ -193,7 +199,7 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
             doc_id = _id(rec.get("id")) if isinstance(rec, dict) else None
             content = _text(rec.get("content")) if isinstance(rec, dict) else None
             if not doc_id or content is None:
-                out.reject(doc_id or where, "stackexchange", "malformed_document", f"{where}: needs id and non-empty content", rec)
+                out.reject(doc_id or where, "stackexchange", MALFORMED_DOCUMENT, f"{where}: needs id and non-empty content", rec)
             else:
                 out.documents.append({"domain": domain, "doc_id": doc_id, "content": content, "role": "pool", "question_id": None})
     return out

@@ -28,6 +28,28 @@ from resources.llm import CallStats, LLMRequest, LLMResult, ParseError
 # What a step drops: the domain, the source question and the item (document, aspect, fact, turn).
 REJECTS = Rejects(("domain", "question_id", "item"))
 
+# Each step's reasons for a reject, the vocabulary its rejects table is checked against.
+# ``select_negatives``.
+DUPLICATE_PASSAGE, OVERLAPS_POSITIVE = "duplicate_passage", "overlaps_positive"
+NEGATIVE_REASONS = frozenset({DUPLICATE_PASSAGE, OVERLAPS_POSITIVE})
+# ``alignment``.
+WEAK_DOCUMENT, NO_ALIGNED_DOCUMENT = "weak_document", "no_aligned_document"
+ALIGNMENT_REASONS = frozenset({WEAK_DOCUMENT, NO_ALIGNED_DOCUMENT})
+# ``aspects``: its checks, an unparsable round, the suitability filter; ``facts``.
+UNPARSABLE = "unparsable"
+OVERLAPPING_ASPECT, LOW_COVERAGE, UNSUITABLE_ASPECT = "overlapping_aspect", "low_coverage", "unsuitable_aspect"
+ASPECT_REASONS = frozenset({OVERLAPPING_ASPECT, LOW_COVERAGE, UNPARSABLE, UNSUITABLE_ASPECT})
+UNSUPPORTED_FACT, NO_VERIFIED_FACT = "unsupported_fact", "no_verified_fact"
+FACT_REASONS = frozenset({UNPARSABLE, UNSUPPORTED_FACT, NO_VERIFIED_FACT})
+# ``turns``: ``_check_question``'s problems (a retry keeps the first try's reason), the
+# relevance and flow verdicts, document selection.
+NO_QUESTION, REPETITIVE_QUESTION = "no_question", "repetitive_question"
+OFF_ASPECT_QUESTION, UNNATURAL_QUESTION, UNANSWERABLE = "off_aspect_question", "unnatural_question", "unanswerable"
+TURN_REASONS = frozenset({NO_QUESTION, REPETITIVE_QUESTION, OFF_ASPECT_QUESTION, UNNATURAL_QUESTION, UNANSWERABLE})
+# ``conversations``: one reason, the problems in its detail.
+INVALID_CONVERSATION = "invalid_conversation"
+CONVERSATION_REASONS = frozenset({INVALID_CONVERSATION})
+
 
 def _prompt(name: str):
     return load_prompt("recor", name)
@@ -198,7 +220,7 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
         rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": supports,
                      "coverage": coverage, "kept": kept})
         if not kept:
-            rejects.append(REJECTS.row(q["domain"], q["question_id"], d, "alignment", "weak_document",
+            rejects.append(REJECTS.row(q["domain"], q["question_id"], d, "alignment", WEAK_DOCUMENT,
                                   f"judge said {supports} ({'binding' if t.binding_verdicts else 'advisory'}) and coverage "
                                   f"{coverage:.2f} < {t.alignment_min_coverage}"))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "doc_id": pl.String,
@@ -206,7 +228,7 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
     left = set(frame.filter(pl.col("kept"))["question_id"])
     for q in questions.iter_rows(named=True):
         if q["question_id"] not in left:
-            rejects.append(REJECTS.row(q["domain"], q["question_id"], q["question_id"], "alignment", "no_aligned_document"))
+            rejects.append(REJECTS.row(q["domain"], q["question_id"], q["question_id"], "alignment", NO_ALIGNED_DOCUMENT))
     return frame, rejects
 
 
@@ -233,9 +255,9 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
         coverage = sim.best(body, doc_sentences([text[d] for d in docs_of[qid]]))[0]
         item = f"{title}: {body}"
         if overlap >= t.aspect_overlap:
-            rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", "overlapping_aspect", f"similarity {overlap:.2f}"))
+            rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", OVERLAPPING_ASPECT, f"similarity {overlap:.2f}"))
         elif coverage < t.aspect_min_coverage:
-            rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", "low_coverage", f"coverage {coverage:.2f}"))
+            rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", LOW_COVERAGE, f"coverage {coverage:.2f}"))
         elif len(have) < t.max_aspects:
             have.append({"domain": q["domain"], "question_id": qid, "title": title, "text": body, "coverage": coverage,
                          "origin": origin})
@@ -256,7 +278,7 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
             for title, body in (r.value if r.ok else []):
                 consider(q, title, body, "llm")
             if not r.ok:
-                rejects.append(REJECTS.row(q["domain"], q["question_id"], f"round {round_}", "aspects", "unparsable", r.error or ""))
+                rejects.append(REJECTS.row(q["domain"], q["question_id"], f"round {round_}", "aspects", UNPARSABLE, r.error or ""))
     # The answer's own paragraphs are candidates too, through the same checks, when the
     # model's proposals leave room: a small model often proposes one point, or none.
     for q in live:
@@ -268,7 +290,7 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
     kept = []
     for a, ok in zip(flat, suitable):
         if ok is False and t.binding_verdicts:
-            rejects.append(REJECTS.row(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", "unsuitable_aspect"))
+            rejects.append(REJECTS.row(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", UNSUITABLE_ASPECT))
         else:
             kept.append({**a, "llm_suitable": ok})
     ordered = _reorder(kept, live, llm, alias, stats, log)
@@ -353,7 +375,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
             if t.fact_reject <= score < t.fact_accept and row["doc_id"]:
                 ask.append(row)
         if not r.ok:
-            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", "unparsable", r.error or ""))
+            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", UNPARSABLE, r.error or ""))
     if t.binding_verdicts:
         verdicts = _ask_yes_no(llm, alias, "fact_check", [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask],
                                stats, log)
@@ -365,7 +387,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
             row["verified"] = row["similarity"] >= t.fact_similarity
     for row in rows:
         if not row["verified"]:
-            rejects.append(REJECTS.row(row["domain"], row["question_id"], row["fact_id"], "facts", "unsupported_fact",
+            rejects.append(REJECTS.row(row["domain"], row["question_id"], row["fact_id"], "facts", UNSUPPORTED_FACT,
                                   f"similarity {row['similarity']:.2f}, judge {row['llm_supports']}"))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String,
                                        "fact_id": pl.String, "fact": pl.String, "similarity": pl.Float64,
@@ -373,7 +395,7 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
     with_fact = set(frame.filter(pl.col("verified"))["aspect_id"])
     for a in items:
         if a["aspect_id"] not in with_fact:
-            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", "no_verified_fact", a["text"]))
+            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", NO_VERIFIED_FACT, a["text"]))
     return frame, rejects
 
 
@@ -392,10 +414,10 @@ TURN_SCHEMA = {
 def _check_question(r, earlier: list[str], t: Thresholds) -> tuple[str | None, tuple[str, str] | None, str | None]:
     """(question, None, prompt) when the model's question is usable, else (None, (reason, detail), None)."""
     if not r.ok:
-        return None, ("no_question", r.error or ""), None
+        return None, (NO_QUESTION, r.error or ""), None
     ok, why = rules.distinct_turn(r.value, earlier, t.max_similarity, t.min_new_words)
     if not ok:
-        return None, ("repetitive_question", f"{r.value} ({why})"), None
+        return None, (REPETITIVE_QUESTION, f"{r.value} ({why})"), None
     return r.value, None, "follow_up" if earlier else "first_turn"
 
 
@@ -478,7 +500,7 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
         for (qid, a, q), on_aspect, flows in zip(live, relevant, natural):
             judged[a["aspect_id"]] = (on_aspect, flows)
             if t.binding_verdicts and (on_aspect is False or flows is False):
-                reason = "off_aspect_question" if on_aspect is False else "unnatural_question"
+                reason = OFF_ASPECT_QUESTION if on_aspect is False else UNNATURAL_QUESTION
                 rejects.append(REJECTS.row(domain_of[qid], qid, a["aspect_id"], "turns", reason, q))
                 continue
             scoring.append((qid, a, q))
@@ -499,7 +521,7 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
                 chosen = rules.select_documents(held, float("-inf"), t.max_docs_per_turn)
                 why = "no document holds a verified fact of the aspect"
             if not chosen:
-                rejects.append(REJECTS.row(domain_of[qid], qid, a["aspect_id"], "turns", "unanswerable", why))
+                rejects.append(REJECTS.row(domain_of[qid], qid, a["aspect_id"], "turns", UNANSWERABLE, why))
                 continue
             answerable.append((qid, a, q, chosen, scores))
         # retrieval reasoning and the answer
@@ -574,7 +596,7 @@ def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats
         rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height, "coherent": coherent, "valid": valid,
                      "problems": "; ".join(problems[cid])})
         if not valid:
-            rejects.append(REJECTS.row(g["domain"][0], cid, cid, "conversations", "invalid_conversation", "; ".join(problems[cid])))
+            rejects.append(REJECTS.row(g["domain"][0], cid, cid, "conversations", INVALID_CONVERSATION, "; ".join(problems[cid])))
     frame = pl.DataFrame(rows, schema={"domain": pl.String, "conversation_id": pl.String, "num_turns": pl.Int32,
                                        "coherent": pl.Boolean, "valid": pl.Boolean, "problems": pl.String})
     return frame, rejects
@@ -629,9 +651,9 @@ def select_negatives(questions: pl.DataFrame, positives: pl.DataFrame, hits: dic
                 key = normalize(passage)
                 closest = max((word_overlap(passage, p) for p in pos_texts), default=0.0)
                 if key in seen:
-                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", "duplicate_passage"))
+                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", DUPLICATE_PASSAGE))
                 elif closest > max_overlap:
-                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", "overlaps_positive",
+                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", OVERLAPS_POSITIVE,
                                           f"word overlap {closest:.2f} > {max_overlap}"))
                 else:
                     seen.add(key)

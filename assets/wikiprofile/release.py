@@ -10,6 +10,11 @@ from assets.wikiprofile import steps
 
 CLOSED_BOOK = ("direct", "direct_natural", "reverse", "reverse_natural")
 
+# ``complete_facts``'s reasons (assembly, length filter); with ``steps.distractors``', the
+# vocabulary of the final rejects.
+QUESTION_MISSING, TOO_LONG_OR_SHORT = "question_missing", "too_long_or_short"
+FINAL_REASONS = frozenset({QUESTION_MISSING, TOO_LONG_OR_SHORT, steps.TOO_FEW_DISTRACTORS})
+
 BENCHMARK_SCHEMA = {"fact_id": pl.String, "page_id": pl.String, "category": pl.String, "type_group": pl.String,
                     "task": pl.String, "question": pl.String, "answer": pl.String, "options": pl.List(pl.String),
                     "subject": pl.String, "object": pl.String, "question_origin": pl.String, "options_origin": pl.String}
@@ -28,11 +33,11 @@ def complete_facts(facts: pl.DataFrame, direct: dict[str, str], reverse: dict[st
         missing = [k for k, v in qs.items() if v is None]
         if missing:
             if fid in reverse:
-                rejects.append(steps.REJECTS.row(f["page_id"], fid, "assembly", "question_missing", ", ".join(missing)))
+                rejects.append(steps.REJECTS.row(f["page_id"], fid, "assembly", QUESTION_MISSING, ", ".join(missing)))
             continue
         problems = steps.length_problems(qs, f["left_context"])
         if problems:
-            rejects.append(steps.REJECTS.row(f["page_id"], fid, "length_filter", "too_long_or_short", "; ".join(problems)))
+            rejects.append(steps.REJECTS.row(f["page_id"], fid, "length_filter", TOO_LONG_OR_SHORT, "; ".join(problems)))
             continue
         complete.append((f, qs))
     return complete, rejects

@@ -18,6 +18,10 @@ PAGE_SCHEMA = {"page_id": pl.String, "title": pl.String, "summary": pl.String, "
                "months": pl.Int32, "mean_monthly_views": pl.Float64, "reference_category": pl.String}
 # Rejected page records: the page and the file it came from name the item.
 REJECTS = Rejects(("question_id", "source"))
+# The reasons of ``load_pages`` and of ``load_search_pages``, the vocabularies of their rejects.
+MALFORMED_RECORD, DUPLICATE_PAGE, TOO_SHORT = "malformed_record", "duplicate_page", "too_short"
+SOURCE_REASONS = frozenset({MALFORMED_RECORD, DUPLICATE_PAGE, TOO_SHORT})
+SEARCH_PAGE_REASONS = frozenset({MALFORMED_RECORD, DUPLICATE_PAGE})
 
 
 def page_id(title: str) -> str:
@@ -50,7 +54,7 @@ def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.D
     pages, rejects, seen = [], [], set()
     for where, rec in read_records(uri):
         if not isinstance(rec, dict):
-            rejects.append(REJECTS.row(where, "wikipedia", "ingest", "malformed_record", f"{where}: {rec}"[:300], rec))
+            rejects.append(REJECTS.row(where, "wikipedia", "ingest", MALFORMED_RECORD, f"{where}: {rec}"[:300], rec))
             continue
         title = rec.get("title") if isinstance(rec.get("title"), str) else ""
         summary = " ".join(rec["summary"].split()) if isinstance(rec.get("summary"), str) else ""
@@ -58,12 +62,12 @@ def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.D
         pid = page_id(title) if title.strip() else where
         if not title.strip() or not summary or views is None:
             missing = [k for k, ok in (("title", title.strip()), ("summary", summary), ("monthly_views", views)) if not ok]
-            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", "malformed_record",
+            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", MALFORMED_RECORD,
                                       f"{where}: missing or malformed {', '.join(missing)}", rec))
         elif pid in seen:
-            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", "duplicate_page", f"{where}: title {title!r} seen before", rec))
+            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", DUPLICATE_PAGE, f"{where}: title {title!r} seen before", rec))
         elif len(summary.split()) < min_words:
-            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", "too_short",
+            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", TOO_SHORT,
                                       f"{where}: {len(summary.split())} words (needs {min_words})", rec))
         else:
             seen.add(pid)
@@ -92,9 +96,9 @@ def load_search_pages(uri: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     for where, rec in read_records(uri):
         ok = isinstance(rec, dict) and all(isinstance(rec.get(k), str) and rec[k].strip() for k in ("id", "title", "contents"))
         if not ok:
-            rejects.append(REJECTS.row(where, "search_pages", "ingest", "malformed_record", f"{where}: needs id, title and contents", rec))
+            rejects.append(REJECTS.row(where, "search_pages", "ingest", MALFORMED_RECORD, f"{where}: needs id, title and contents", rec))
         elif rec["id"] in seen:
-            rejects.append(REJECTS.row(rec["id"], "search_pages", "ingest", "duplicate_page", f"{where}: id seen before", rec))
+            rejects.append(REJECTS.row(rec["id"], "search_pages", "ingest", DUPLICATE_PAGE, f"{where}: id seen before", rec))
         else:
             seen.add(rec["id"])
             docs.append({"doc_id": rec["id"], "content": f"{rec['title'].strip()}. {' '.join(rec['contents'].split())}"})

@@ -42,6 +42,33 @@ def _prompt(name: str):
 
 # What a step drops: the page and the item (entity, object, fact).
 REJECTS = Rejects(("page_id", "item"))
+# Each step's reasons for a reject, the vocabulary its rejects table is checked against.
+# ``tag_entities``.
+DROPPED_TAG, NO_ENTITIES = "dropped_tag", "no_entities"
+ENTITY_REASONS = frozenset({DROPPED_TAG, NO_ENTITIES})
+# ``select_objects``.
+BAD_POSITION, NOT_A_CANDIDATE, NO_ELIGIBLE_ENTITY = "bad_position", "not_a_candidate", "no_eligible_entity"
+OBJECT_REASONS = frozenset({BAD_POSITION, NOT_A_CANDIDATE, NO_ELIGIBLE_ENTITY})
+# ``verify``.
+UNSUITABLE_OBJECT = "unsuitable_object"
+VERIFICATION_REASONS = frozenset({UNSUITABLE_OBJECT})
+# ``refine`` rejects a binding REJECT of the specification refinement, for both directions.
+REJECTED_BY_MODEL = "rejected_by_model"
+# ``direct_questions``, ``reverse_questions`` (with the pair check) and ``natural_questions``.
+NO_QUESTION, ANSWER_IN_QUESTION, OFF_TOPIC = "no_question", "answer_in_question", "off_topic"
+NO_UNIQUE_REVERSE, SUBJECT_NOT_IN_TEXT = "no_unique_reverse", "subject_not_in_text"
+OBJECT_NOT_IN_QUESTION, INVALID_PAIR = "object_not_in_question", "invalid_pair"
+# A question built by rule whose rule rephrasing could not be built.
+RULES_NOT_REPHRASED = "rules"
+DIRECT_QUESTION_REASONS = frozenset({NO_QUESTION, ANSWER_IN_QUESTION, REJECTED_BY_MODEL})
+REVERSE_QUESTION_REASONS = frozenset({NO_QUESTION, NO_UNIQUE_REVERSE, SUBJECT_NOT_IN_TEXT, OBJECT_NOT_IN_QUESTION,
+                                      ANSWER_IN_QUESTION, OFF_TOPIC, INVALID_PAIR, REJECTED_BY_MODEL})
+NATURAL_QUESTION_REASONS = frozenset({NO_QUESTION, ANSWER_IN_QUESTION, OFF_TOPIC, RULES_NOT_REPHRASED})
+# ``search_filter``.
+NOT_DEFINITE = "not_definite"
+SEARCH_REASONS = frozenset({NOT_DEFINITE})
+# ``distractors``: one of the final rejects (``release.FINAL_REASONS``).
+TOO_FEW_DISTRACTORS = "too_few_distractors"
 
 
 # --- 2. categories ----------------------------------------------------------------------------
@@ -88,12 +115,12 @@ def tag_entities(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=Non
     rows, rejects = [], []
     for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
         found, problems = rules.parse_markup(r.text or "", p["summary"]) if r.ok else ([], [r.error or "no reply"])
-        rejects += [REJECTS.row(p["page_id"], problem.split(":")[0], "entities", "dropped_tag", problem) for problem in problems]
+        rejects += [REJECTS.row(p["page_id"], problem.split(":")[0], "entities", DROPPED_TAG, problem) for problem in problems]
         origin = "model"
         if not found and not binding:
             found, origin = rules.spot_entities(p["summary"]), "rules"
         if not found:
-            rejects.append(REJECTS.row(p["page_id"], p["page_id"], "entities", "no_entities", (r.text or r.error or "")[:200]))
+            rejects.append(REJECTS.row(p["page_id"], p["page_id"], "entities", NO_ENTITIES, (r.text or r.error or "")[:200]))
         for n, e in enumerate(found, start=1):
             rows.append({"page_id": p["page_id"], "entity_id": f"{p['page_id']}_e{n}", **e, "origin": origin})
     return pl.DataFrame(rows, schema=ENTITY_SCHEMA), rejects
@@ -138,7 +165,7 @@ def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: s
     for e in entity_rows.iter_rows(named=True):
         problem = rules.position_problem(text[e["page_id"]], e["start"], e["end"])
         if problem:
-            rejects.append(REJECTS.row(e["page_id"], e["name"], "objects", "bad_position", problem))
+            rejects.append(REJECTS.row(e["page_id"], e["name"], "objects", BAD_POSITION, problem))
         else:
             eligible.setdefault(e["page_id"], []).append(e)
     prompt = _prompt("select_objects")
@@ -152,7 +179,7 @@ def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: s
         for name in parse_names(r.text or "") if r.ok else []:
             e = by_name.get(name.lower())
             if e is None:
-                rejects.append(REJECTS.row(pid, name, "objects", "not_a_candidate", "the model named something that is not an eligible entity"))
+                rejects.append(REJECTS.row(pid, name, "objects", NOT_A_CANDIDATE, "the model named something that is not an eligible entity"))
             elif e not in chosen:
                 chosen.append(e)
         if not chosen:
@@ -164,7 +191,7 @@ def select_objects(pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: s
                          "left_context": rules.left_context(text[pid], e["start"])})
     for pid in text:
         if not eligible.get(pid):
-            rejects.append(REJECTS.row(pid, pid, "objects", "no_eligible_entity"))
+            rejects.append(REJECTS.row(pid, pid, "objects", NO_ELIGIBLE_ENTITY))
     return pl.DataFrame(rows, schema=OBJECT_SCHEMA), rejects
 
 
@@ -189,7 +216,7 @@ def verify(objects: pl.DataFrame, llm, alias: str, binding: bool, stats: CallSta
         passed = not failed or not binding
         rows.append({**o, **{VERIFICATIONS[name]: v for name, v in said.items()}, "verified": passed})
         if not passed:
-            rejects.append(REJECTS.row(o["page_id"], o["fact_id"], "verification", "unsuitable_object",
+            rejects.append(REJECTS.row(o["page_id"], o["fact_id"], "verification", UNSUITABLE_OBJECT,
                                   f"{o['object']!r}: " + ", ".join(f"{n} said {said[n]}" for n in failed)))
     schema = {**OBJECT_SCHEMA, "with_target": pl.Boolean, "left_context_alone": pl.Boolean, "difficulty": pl.Boolean,
               "verified": pl.Boolean}
@@ -302,14 +329,14 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
         if fallback and not (usable and is_question(r.value) and rules.on_topic(r.value, _sentence(pages, f), pages[f["page_id"]][0])):
             blanked = rules.direct_cloze(*pages[f["page_id"]], f["start"], f["object"], _is_person(f))
             if blanked is None:
-                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", "no_question",
+                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", NO_QUESTION,
                                       "rules: the sentence's clause around the object is too long for a question"))
             else:
                 ruled.append(rules_row(f, "direct", rules.direct_question(blanked, f["type"])))
         elif not r.ok:
-            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", "no_question", r.error or ""))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", NO_QUESTION, r.error or ""))
         elif not usable:
-            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", "answer_in_question", r.value))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", ANSWER_IN_QUESTION, r.value))
         else:
             live.append((f, r.value))
     rows, more = refine([(f, q, f["object"], f["type"]) for f, q in live], "direct", llm, alias, binding, stats, log)
@@ -330,7 +357,7 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
         text = r.text or ""
         if r.ok and "REJECT" in text.upper():
             if binding:
-                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], f"{kind}_specification", "rejected_by_model", q))
+                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], f"{kind}_specification", REJECTED_BY_MODEL, q))
                 continue
             specified.append((f, q, q, target, "reject_ignored (advisory)"))
             continue
@@ -427,19 +454,19 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
     for f, r in zip(items, asked):
         item = (f["page_id"], f["fact_id"], "reverse_question")
         if not r.ok:
-            problem = ("no_question", r.error or "")
+            problem = (NO_QUESTION, r.error or "")
         elif r.value is None:
-            problem = ("no_unique_reverse", "the model replied REJECT")
+            problem = (NO_UNIQUE_REVERSE, "the model replied REJECT")
         else:
             subject, question = r.value
             if not re.search(rf"(?<!\w){re.escape(subject)}(?!\w)", f["left_context"], flags=re.I):
-                problem = ("subject_not_in_text", f"{subject!r} is not in the text before the object")
+                problem = (SUBJECT_NOT_IN_TEXT, f"{subject!r} is not in the text before the object")
             elif not answer_leaks(question, f["object"]):
-                problem = ("object_not_in_question", f"{question} (object {f['object']!r})")
+                problem = (OBJECT_NOT_IN_QUESTION, f"{question} (object {f['object']!r})")
             elif answer_leaks(question, subject):
-                problem = ("answer_in_question", f"{question} (subject {subject!r})")
+                problem = (ANSWER_IN_QUESTION, f"{question} (subject {subject!r})")
             elif not binding and pages is not None and not (is_question(question) and rules.on_topic(question, _sentence(pages, f), "")):
-                problem = ("off_topic", question)
+                problem = (OFF_TOPIC, question)
             else:
                 problem = None
                 live.append((f, question, subject))
@@ -452,7 +479,7 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
         subject_type = CATEGORY_TYPES.get(f.get("category") or "", "OTHER")
         blanked = rules.reverse_cloze(title, summary, f["start"], f["object"], person=subject_type == "PERSON")
         if blanked is None:
-            rejects.append(REJECTS.row(*item, "no_unique_reverse", f"rules: the clause that names the object and refers to "
+            rejects.append(REJECTS.row(*item, NO_UNIQUE_REVERSE, f"rules: the clause that names the object and refers to "
                                                              f"{title!r} is too long (model: {problem[0]})"))
         else:
             ruled.append({**rules_row(f, "reverse", rules.reverse_question(blanked, subject_type)), "subject": title,
@@ -475,7 +502,7 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
         ok = verdict(r) if r.ok else None
         row = {**row, "subject": subjects[row["fact_id"]], "subject_type": types[row["fact_id"]], "pair_ok": ok}
         if ok is False and binding:
-            rejects.append(REJECTS.row(objects[row["fact_id"]]["page_id"], row["fact_id"], "pair_check", "invalid_pair",
+            rejects.append(REJECTS.row(objects[row["fact_id"]]["page_id"], row["fact_id"], "pair_check", INVALID_PAIR,
                                   f"{questions[row['fact_id']]} / {row['question']}"))
         else:
             kept.append(row)
@@ -520,7 +547,7 @@ def search_filter(questions: pl.DataFrame, hits: dict[str, list[tuple[str, str]]
                      "search_hits": [d for d, _ in hits.get(q["question"], [])[:SEARCH_K]], "search_answer": s,
                      "definite": definite, "kept": kept})
         if not kept:
-            rejects.append(REJECTS.row(q["fact_id"].rsplit("_o", 1)[0], q["fact_id"], step, "not_definite", f"{q['question']} -> {s}"))
+            rejects.append(REJECTS.row(q["fact_id"].rsplit("_o", 1)[0], q["fact_id"], step, NOT_DEFINITE, f"{q['question']} -> {s}"))
     return pl.DataFrame(rows, schema=SEARCH_SCHEMA), rejects
 
 
@@ -553,13 +580,13 @@ def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, 
         r = asked.get((f["fact_id"], kind))
         problem = None
         if r is None:
-            problem = ("rules", "")
+            problem = (RULES_NOT_REPHRASED, "")
         elif not r.ok:
-            problem = ("no_question", r.error or "")
+            problem = (NO_QUESTION, r.error or "")
         elif answer_leaks(r.value, answer):
-            problem = ("answer_in_question", r.value)
+            problem = (ANSWER_IN_QUESTION, r.value)
         elif fallback and not (is_question(r.value) and rules.on_topic(r.value, q, "")):
-            problem = ("off_topic", r.value)
+            problem = (OFF_TOPIC, r.value)
         if problem is None:
             rows.append({"fact_id": f["fact_id"], "kind": f"{kind}_natural", "question": r.value, "origin": "model"})
             continue
@@ -645,7 +672,7 @@ def distractors(items: list[tuple[dict, str, str, str, str]], llm, alias: str, s
             options, origin = rules.pool_options(answer, pool, f"{f['fact_id']} {kind}"), "rules"
             error = error or "pool too small"
         if options is None:
-            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "distractors", "too_few_distractors", f"{kind}: {error}"))
+            rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "distractors", TOO_FEW_DISTRACTORS, f"{kind}: {error}"))
         else:
             rows.append({"fact_id": f["fact_id"], "kind": kind, "options": [answer, *options], "origin": origin})
     return pl.DataFrame(rows, schema={"fact_id": pl.String, "kind": pl.String, "options": pl.List(pl.String),

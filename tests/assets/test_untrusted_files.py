@@ -24,9 +24,6 @@ from assets.recor import published as recor_published
 from assets.recor import sources as recor_sources
 from assets.wikiprofile import published as wp_published
 from assets.wikiprofile import sources as wp_sources
-from checks import quit as quit_checks
-from checks import recor as recor_checks
-from checks import wikiprofile as wp_checks
 from resources.retrieval import parse_trec_run, read_run_files
 from tests.assets.quit.test_published import corpus_lines, entry, question, write_release
 
@@ -251,13 +248,13 @@ def test_any_json_lines_file_loads_record_by_record(folder, lines):
     wheres = [w for w, _ in records]
     assert len(set(wheres)) == len(wheres) and all(w.startswith(f"{path} line ") for w in wheres)
     pages, rejects = wp_sources.load_pages(path)
-    reason_of(rejects, wp_checks.SOURCE_REASONS)
+    reason_of(rejects, wp_sources.SOURCE_REASONS)
     assert pages.height + rejects.height == len(records)
     docs, rejects = wp_sources.load_search_pages(path)
-    reason_of(rejects, wp_checks.SEARCH_PAGE_REASONS)
+    reason_of(rejects, wp_sources.SEARCH_PAGE_REASONS)
     assert docs.height + rejects.height == len(records)
     questions, documents, rejects = recor_sources.load_bright("biology", path, path).frames()
-    reason_of(rejects, recor_checks.SOURCE_REASONS)
+    reason_of(rejects, recor_sources.SOURCE_REASONS)
     assert questions.height + documents.height + rejects.height == 2 * len(records)
 
 
@@ -342,7 +339,7 @@ WIKIHINT = st.builds(
 def test_any_triviahg_or_wikihint_record_is_ingested_or_rejected_by_reason(records):
     out = quit_sources.ingest([("triviahg", records), ("wikihint", records)])
     rejects = quit_sources.REJECTS.frame(out.rejects)
-    reason_of(rejects, quit_checks.SOURCE_REASONS)
+    reason_of(rejects, quit_sources.SOURCE_REASONS)
     assert len(out.rows) + rejects.height == 2 * len(records)
     quit_sources.questions_frame(out.rows)
 
@@ -406,7 +403,7 @@ def test_any_stackexchange_domain_loads_with_named_rejects(folder, records, pool
     put(path, json.dumps(records).encode())
     pool_path = write_lines(folder / "pool.jsonl", pool)
     questions, documents, rejects = recor_sources.load_stackexchange("law", str(path), pool_path).frames()
-    reason_of(rejects, recor_checks.SOURCE_REASONS)
+    reason_of(rejects, recor_sources.SOURCE_REASONS)
     # every question record asked or rejected, every pool line a document or rejected
     bad_pool = rejects.filter(pl.col("reason") == "malformed_document").height
     assert questions.height + rejects.height - bad_pool == len(records)

@@ -9,12 +9,13 @@ import pytest
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
 from assets.eval import profiling_rules as method
-from assets.eval.analysis import TAU_GRID
+from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
 from assets.eval.benchmarks import benchmark_assets
 from assets.eval.conversational import STRATEGIES
 from assets.eval.finetune import finetune_model_assets
 from assets.eval.finetune_data import finetune_data_assets
 from assets.eval.finetune_report import finetune_report_assets
+from assets.eval.generation import DIMENSIONS, MODES
 from assets.eval.quit import quit_eval_assets
 from assets.eval.readers import ANSWER_SCHEMA
 from assets.eval.recor import recor_eval_assets
@@ -25,7 +26,12 @@ from assets.eval.wikiprofile import (
     wikiprofile_profile_assets,
 )
 from assets.partitions import sync_partitions
-from checks import eval as ec
+from checks.eval import eval_checks
+from checks.eval import leaderboard as el
+from checks.eval import quit as eq
+from checks.eval import recor as er
+from checks.eval import shared as es
+from checks.eval import wikiprofile as ew
 from checks.factories import CheckSettings
 from resources.retrieval import load_rerankers
 
@@ -63,14 +69,14 @@ def index_row(retriever: str, kind: str, documents: int, location: str) -> pl.Da
 def test_the_index_holds_the_whole_corpus_where_it_says(tmp_path):
     index = tmp_path / "minilm.faiss"
     index.write_bytes(b"faiss")
-    assert ec.quit_index_files(quit_index=index_row("minilm", "dense", 4, str(index)), benchmark_corpus=CORPUS).passed
-    assert ec.quit_index_files(quit_index=index_row("oracle", "oracle", 0, ""), benchmark_corpus=CORPUS).passed
+    assert eq.quit_index_files(quit_index=index_row("minilm", "dense", 4, str(index)), benchmark_corpus=CORPUS).passed
+    assert eq.quit_index_files(quit_index=index_row("oracle", "oracle", 0, ""), benchmark_corpus=CORPUS).passed
     for broken, words in [(index_row("minilm", "dense", 3, str(index)), "3 documents indexed, the corpus has 4"),
                           (index_row("minilm", "dense", 4, str(tmp_path / "gone.faiss")), "no index at"),
                           (index_row("minilm", "bm25", 4, str(index)), "the registry says 'dense'"),
                           (index_row("colbert", "dense", 4, str(index)), "not in the retriever registry"),
                           (index_row("oracle", "oracle", 4, ""), "the Oracle reads the qrels")]:
-        assert fails(ec.quit_index_files(quit_index=broken, benchmark_corpus=CORPUS), words)
+        assert fails(eq.quit_index_files(quit_index=broken, benchmark_corpus=CORPUS), words)
 
 
 @pytest.mark.parametrize("broken, words", [
@@ -81,23 +87,23 @@ def test_the_index_holds_the_whole_corpus_where_it_says(tmp_path):
     (GOOD_RUN.drop("score"), "'score' is missing"),
 ])
 def test_a_run_has_ranks_one_to_n_each_passage_once_and_falling_scores(broken, words):
-    assert ec.quit_runs_ranks(GOOD_RUN).passed
-    assert fails(ec.quit_runs_ranks(broken), words)
+    assert eq.quit_runs_ranks(GOOD_RUN).passed
+    assert fails(eq.quit_runs_ranks(broken), words)
 
 
 def test_a_run_points_at_benchmark_questions_and_corpus_passages():
-    assert ec.quit_runs_references(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS).passed
+    assert eq.quit_runs_references(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS).passed
     ghost = swap(GOOD_RUN, "passage_id", 0, "ghost")
-    assert fails(ec.quit_runs_references(quit_runs=ghost, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
+    assert fails(eq.quit_runs_references(quit_runs=ghost, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
                  "passage ids not in eval/quit_corpus (e.g. ghost)")
     stranger = swap(GOOD_RUN, "question_id", 0, "q9")
-    assert fails(ec.quit_runs_references(quit_runs=stranger, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
+    assert fails(eq.quit_runs_references(quit_runs=stranger, benchmark_questions=QUESTIONS, benchmark_corpus=CORPUS),
                  "question ids not in eval/quit_questions (e.g. q9)")
 
 
 def test_a_question_without_passages_is_a_warning():
-    assert ec.quit_runs_coverage(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS).passed
-    result = ec.quit_runs_coverage(quit_runs=GOOD_RUN.filter(pl.col("question_id") == "q1"), benchmark_questions=QUESTIONS)
+    assert eq.quit_runs_coverage(quit_runs=GOOD_RUN, benchmark_questions=QUESTIONS).passed
+    result = eq.quit_runs_coverage(quit_runs=GOOD_RUN.filter(pl.col("question_id") == "q1"), benchmark_questions=QUESTIONS)
     assert fails(result, "benchmark questions without a passage (e.g. q2)") and result.severity == dg.AssetCheckSeverity.WARN
 
 
@@ -122,15 +128,15 @@ RETRIEVAL_METRICS = pl.DataFrame([metrics_row(retriever="bm25", split="all", que
     (RETRIEVAL_METRICS.drop("mrr"), "'mrr' is missing"),
 ])
 def test_retrieval_metrics_are_means_in_unit_range_rising_with_the_cutoff(broken, words):
-    assert ec.quit_retrieval_metrics_ranges(RETRIEVAL_METRICS).passed
-    assert fails(ec.quit_retrieval_metrics_ranges(broken), words)
+    assert eq.quit_retrieval_metrics_ranges(RETRIEVAL_METRICS).passed
+    assert fails(eq.quit_retrieval_metrics_ranges(broken), words)
 
 
 def test_a_reranked_run_names_a_registered_retriever_and_reranker():
     reranked = GOOD_RUN.with_columns(pl.lit("bm25+pointwise").alias("system"))
-    assert ec.quit_reranked_runs_ranks(reranked).passed
-    assert fails(ec.quit_reranked_runs_ranks(reranked.with_columns(pl.lit("bm25+magic").alias("system"))), "system not in")
-    assert fails(ec.quit_reranked_runs_ranks(swap(reranked, "rank", 0, 0)), "rank below 1")
+    assert eq.quit_reranked_runs_ranks(reranked).passed
+    assert fails(eq.quit_reranked_runs_ranks(reranked.with_columns(pl.lit("bm25+magic").alias("system"))), "system not in")
+    assert fails(eq.quit_reranked_runs_ranks(swap(reranked, "rank", 0, 0)), "rank below 1")
 
 
 def test_a_reranker_reorders_the_retrieved_passages_and_keeps_the_tail_in_place():
@@ -138,11 +144,11 @@ def test_a_reranker_reorders_the_retrieved_passages_and_keeps_the_tail_in_place(
     retrieved_ids = [f"p{i}" for i in range(top_k + 5)]
     retrieved = run("bm25", {"q1": retrieved_ids})
     reordered = run("bm25+pointwise", {"q1": retrieved_ids[:top_k][::-1] + retrieved_ids[top_k:]})
-    assert ec.quit_reranked_same_passages(quit_reranked_runs=reordered, quit_runs=retrieved).passed
+    assert eq.quit_reranked_same_passages(quit_reranked_runs=reordered, quit_runs=retrieved).passed
     for broken, words in [(swap(reordered, "passage_id", 0, "ghost"), "reranked but never retrieved (e.g. q1/ghost)"),
                           (reordered.filter(pl.col("passage_id") != "p3"), "retrieved but missing from the reranked run (e.g. q1/p3)"),
                           (run("bm25+pointwise", {"q1": retrieved_ids[::-1]}), "below the reranked top_k but moved")]:
-        assert fails(ec.quit_reranked_same_passages(quit_reranked_runs=broken, quit_runs=retrieved), words)
+        assert fails(eq.quit_reranked_same_passages(quit_reranked_runs=broken, quit_runs=retrieved), words)
 
 
 RERANK_METRICS = pl.DataFrame([metrics_row(system="bm25+pointwise", retriever="bm25", reranker="pointwise", oracle=False,
@@ -152,11 +158,11 @@ RERANK_METRICS = pl.DataFrame([metrics_row(system="bm25+pointwise", retriever="b
 
 
 def test_rerank_metrics_name_both_parts_and_flag_the_oracle():
-    assert ec.quit_rerank_metrics_ranges(RERANK_METRICS).passed
+    assert eq.quit_rerank_metrics_ranges(RERANK_METRICS).passed
     for broken, words in [(swap(RERANK_METRICS, "oracle", 1, False), "Oracle flag wrong"),
                           (swap(RERANK_METRICS, "reranker", 0, "upr"), "system is not retriever+reranker"),
                           (swap(RERANK_METRICS, "mrr", 0, -0.1), "mrr outside [0, 1]")]:
-        assert fails(ec.quit_rerank_metrics_ranges(broken), words)
+        assert fails(eq.quit_rerank_metrics_ranges(broken), words)
 
 
 def answers(rows: list[tuple]) -> pl.DataFrame:
@@ -180,16 +186,16 @@ READER_ANSWERS = answers([("q1", "bm25", 1, "union_norm", False, False), ("q1", 
     (swap(READER_ANSWERS, "reader", 0, "qwen"), "2 readers in one reader's partition"),
 ])
 def test_reader_answers_hold_one_answer_per_item_and_count_exact_matches_correct(broken, words):
-    assert ec.quit_reader_answers_schema(READER_ANSWERS).passed
-    assert fails(ec.quit_reader_answers_schema(broken), words)
+    assert eq.quit_reader_answers_schema(READER_ANSWERS).passed
+    assert fails(eq.quit_reader_answers_schema(broken), words)
 
 
 def test_reader_answers_are_to_benchmark_questions_each_with_its_optimal_bound():
-    assert ec.quit_reader_answers_references(quit_reader_answers=READER_ANSWERS, benchmark_questions=QUESTIONS).passed
-    assert fails(ec.quit_reader_answers_references(quit_reader_answers=swap(READER_ANSWERS, "question_id", 0, "q9"),
+    assert eq.quit_reader_answers_references(quit_reader_answers=READER_ANSWERS, benchmark_questions=QUESTIONS).passed
+    assert fails(eq.quit_reader_answers_references(quit_reader_answers=swap(READER_ANSWERS, "question_id", 0, "q9"),
                                                    benchmark_questions=QUESTIONS), "question ids not in")
     without = READER_ANSWERS.filter(~((pl.col("question_id") == "q2") & (pl.col("system") == "optimal")))
-    assert fails(ec.quit_reader_answers_references(quit_reader_answers=without, benchmark_questions=QUESTIONS),
+    assert fails(eq.quit_reader_answers_references(quit_reader_answers=without, benchmark_questions=QUESTIONS),
                  "benchmark questions without an Optimal row (e.g. q2)")
 
 
@@ -199,9 +205,9 @@ READER_METRICS = pl.DataFrame({"system": ["Optimal", "bm25"], "k": pl.Series([No
 
 
 def test_reader_metrics_are_shares_with_one_optimal_row_per_reader():
-    assert ec.quit_reader_metrics_ranges(READER_METRICS).passed
-    assert fails(ec.quit_reader_metrics_ranges(swap(READER_METRICS, "em", 1, 1.25)), "em outside [0, 1]")
-    assert fails(ec.quit_reader_metrics_ranges(swap(READER_METRICS, "system", 1, "Optimal").with_columns(
+    assert eq.quit_reader_metrics_ranges(READER_METRICS).passed
+    assert fails(eq.quit_reader_metrics_ranges(swap(READER_METRICS, "em", 1, 1.25)), "em outside [0, 1]")
+    assert fails(eq.quit_reader_metrics_ranges(swap(READER_METRICS, "system", 1, "Optimal").with_columns(
         pl.Series("k", [None, None], dtype=pl.Int32), pl.Series("strategy", ["oracle", "oracle2"]))), "without exactly one Optimal row")
 
 
@@ -209,7 +215,7 @@ def test_reader_metrics_are_shares_with_one_optimal_row_per_reader():
 
 QUERIES = pl.DataFrame([{"domain": "law", "qid": q, "conversation_id": "c1", "turn_id": t, "strategy": s, "query": f"{s} {q}",
                          "fallback": False} for t, q in ((1, "c1_turn1"), (2, "c1_turn2")) for s in STRATEGIES],
-                       schema=ec.QUERY_SCHEMA)
+                       schema=er.QUERY_SCHEMA)
 BENCHMARK = pl.DataFrame({"domain": ["law", "law"], "qid": ["c1_turn1", "c1_turn2"], "turn_id": pl.Series([1, 2], dtype=pl.Int32)})
 
 
@@ -221,15 +227,15 @@ BENCHMARK = pl.DataFrame({"domain": ["law", "law"], "qid": ["c1_turn1", "c1_turn
     (swap(QUERIES, "query", 0, None), "'query' has 1 nulls"),
 ])
 def test_every_turn_has_a_query_under_each_strategy(broken, words):
-    assert ec.recor_queries_schema(QUERIES).passed
-    assert fails(ec.recor_queries_schema(broken), words)
+    assert er.recor_queries_schema(QUERIES).passed
+    assert fails(er.recor_queries_schema(broken), words)
 
 
 def test_queries_are_for_exactly_the_benchmark_turns():
-    assert ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK).passed
-    assert fails(ec.recor_queries_references(recor_queries=QUERIES.filter(pl.col("qid") == "c1_turn1"), benchmark=BENCHMARK),
+    assert er.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK).passed
+    assert fails(er.recor_queries_references(recor_queries=QUERIES.filter(pl.col("qid") == "c1_turn1"), benchmark=BENCHMARK),
                  "benchmark turns without queries (e.g. c1_turn2)")
-    assert fails(ec.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK.head(1)), "turns not in eval/recor_turns")
+    assert fails(er.recor_queries_references(recor_queries=QUERIES, benchmark=BENCHMARK.head(1)), "turns not in eval/recor_turns")
 
 
 # The same document under two strategies of one turn is sound: ranks count per turn and strategy.
@@ -238,19 +244,19 @@ RECOR_CORPUS = pl.DataFrame({"doc_id": ["d1", "d2"], "content": ["a", "b"]})
 
 
 def test_a_conversational_run_ranks_per_turn_and_strategy():
-    assert ec.recor_runs_ranks(RECOR_RUN).passed
+    assert er.recor_runs_ranks(RECOR_RUN).passed
     for broken, words in [(swap(RECOR_RUN, "rank", 3, 1), "repeated question_id+strategy+rank"),
                           (RECOR_RUN.with_columns(pl.lit("oracle").alias("system")), "system not in"),
                           (swap(RECOR_RUN, "strategy", 0, "telepathy"), "strategy not in"),
                           (RECOR_RUN.drop("domain"), "'domain' is missing")]:
-        assert fails(ec.recor_runs_ranks(broken), words)
+        assert fails(er.recor_runs_ranks(broken), words)
 
 
 def test_a_conversational_run_searches_known_queries_over_the_domain_corpus():
-    assert ec.recor_runs_references(recor_runs=RECOR_RUN, recor_queries=QUERIES, corpus=RECOR_CORPUS).passed
-    assert fails(ec.recor_runs_references(recor_runs=swap(RECOR_RUN, "passage_id", 0, "d9"), recor_queries=QUERIES, corpus=RECOR_CORPUS),
+    assert er.recor_runs_references(recor_runs=RECOR_RUN, recor_queries=QUERIES, corpus=RECOR_CORPUS).passed
+    assert fails(er.recor_runs_references(recor_runs=swap(RECOR_RUN, "passage_id", 0, "d9"), recor_queries=QUERIES, corpus=RECOR_CORPUS),
                  "document ids not in eval/recor_corpus (e.g. d9)")
-    assert fails(ec.recor_runs_references(recor_runs=swap(RECOR_RUN, "question_id", 0, "c9_turn1"), recor_queries=QUERIES,
+    assert fails(er.recor_runs_references(recor_runs=swap(RECOR_RUN, "question_id", 0, "c9_turn1"), recor_queries=QUERIES,
                                           corpus=RECOR_CORPUS), "turn+strategy not in eval/recor_queries")
 
 
@@ -260,12 +266,12 @@ TURN_SCORES = pl.DataFrame([{"domain": "law", "conversation_id": "c1", "qid": q,
 
 
 def test_turn_scores_are_ranx_means_in_unit_range():
-    assert ec.recor_retrieval_metrics_ranges(TURN_SCORES).passed
+    assert er.recor_retrieval_metrics_ranges(TURN_SCORES).passed
     for broken, words in [(swap(TURN_SCORES, "ndcg@10", 0, 1.1), "ndcg@10 outside [0, 1]"),
                           (swap(TURN_SCORES, "mrr", 0, None), "'mrr' has 1 nulls"),
                           (swap(TURN_SCORES, "retriever", 0, "oracle"), "retriever not in"),
                           (swap(TURN_SCORES, "qid", 1, "c1_turn1"), "repeated qid+retriever+strategy")]:
-        assert fails(ec.recor_retrieval_metrics_ranges(broken), words)
+        assert fails(er.recor_retrieval_metrics_ranges(broken), words)
 
 
 @pytest.mark.usefixtures("compiled_metrics")
@@ -278,12 +284,12 @@ def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
     corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"]})
     scores = reteco_retrieval(recor_runs=runs, benchmark=turns, corpus=corpus).value
     assert scores["ndcg@10"].to_list() == pytest.approx([1.0, 1 / math.log2(3)])
-    assert ec.reteco_retrieval_ranges(scores).passed
+    assert er.reteco_retrieval_ranges(scores).passed
     for broken, words in [(swap(scores, "ndcg@10", 0, 1.5), "ndcg@10 outside [0, 1]"),
                           (swap(scores, "depth", 1, "T5+"), "whose depth group is not their turn's"),
                           (swap(scores, "task_qid", 0, "c1_turn_1"), "whose task id is not"),
                           (scores.head(1).vstack(swap(scores, "run", 1, "other").tail(1)), "scoring fewer or more turns")]:
-        assert fails(ec.reteco_retrieval_ranges(broken), words)
+        assert fails(er.reteco_retrieval_ranges(broken), words)
 
 
 def test_the_registry_run_files_are_read_by_the_task_rules(tmp_path, monkeypatch):
@@ -294,7 +300,7 @@ def test_the_registry_run_files_are_read_by_the_task_rules(tmp_path, monkeypatch
     corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"]})
     specs = {"bm25": RetrieverSpec(alias="bm25", kind="bm25"),
              "mine": RetrieverSpec(alias="mine", kind="run", path=f"{tmp_path}/{{part}}.trec")}
-    monkeypatch.setattr(ec, "load_retrievers", lambda: specs)
+    monkeypatch.setattr(er, "load_retrievers", lambda: specs)
     run = tmp_path / "law.trec"
 
     def check(text: str | None) -> dg.AssetCheckResult:
@@ -302,7 +308,7 @@ def test_the_registry_run_files_are_read_by_the_task_rules(tmp_path, monkeypatch
             run.unlink()
         else:
             run.write_text(text)
-        return ec.reteco_run_files(benchmark=turns, corpus=corpus)
+        return er.reteco_run_files(benchmark=turns, corpus=corpus)
 
     clean = check("c1#turn1 Q0 d1 1 0.9 me\nc1_turn_2 Q0 d3 1 0.8 me\nc1#turn2 Q0 d2 2 0.7 me\n")
     assert clean.passed and clean.metadata["run_files"].value == 1 and clean.metadata["problems"].value == "none"
@@ -317,20 +323,20 @@ def test_the_registry_run_files_are_read_by_the_task_rules(tmp_path, monkeypatch
     assert broken.metadata["problems"].value.startswith(f"- mine: {run}: ERROR line 2 [columns]: 5 columns")
     assert fails(check(None), f"mine: {run}: ERROR file [file]: no run file")
     many = check("".join(f"c1#turn1 Q0 d1 {n} 0.5 me\n" for n in range(1, 30)))
-    assert many.metadata["warnings"].value == 29 and many.metadata["problems"].value.endswith(f"- ... and {29 - ec.PROBLEMS_SHOWN} more")
+    assert many.metadata["warnings"].value == 29 and many.metadata["problems"].value.endswith(f"- ... and {29 - er.PROBLEMS_SHOWN} more")
 
-    monkeypatch.setattr(ec, "load_retrievers", lambda: {"bm25": specs["bm25"]})
-    none = ec.reteco_run_files(benchmark=turns, corpus=corpus)
+    monkeypatch.setattr(er, "load_retrievers", lambda: {"bm25": specs["bm25"]})
+    none = er.reteco_run_files(benchmark=turns, corpus=corpus)
     assert none.passed and none.metadata["problems"].value.startswith("none: no kind: run retriever in")
 
 def generation(rows: list[tuple]) -> pl.DataFrame:
     """Generation rows from (turn, mode, answer, score); faithfulness only with passages."""
     return pl.DataFrame([{"domain": "law", "qid": q, "generator": "smollm2", "mode": m, "answer": a,
-                          **{d: s for d in ec.DIMENSIONS}, "faithfulness": None if m == ec.NO_RETRIEVAL else s,
-                          "rouge_l": s, "meteor": s, "bertscore_f1": s} for q, m, a, s in rows], schema=ec.GENERATION_SCHEMA)
+                          **{d: s for d in DIMENSIONS}, "faithfulness": None if m == er.NO_RETRIEVAL else s,
+                          "rouge_l": s, "meteor": s, "bertscore_f1": s} for q, m, a, s in rows], schema=er.GENERATION_SCHEMA)
 
 
-GENERATION = generation([(q, m, "An answer.", 0.5) for q in ("c1_turn1", "c1_turn2") for m in ec.MODES])
+GENERATION = generation([(q, m, "An answer.", 0.5) for q in ("c1_turn1", "c1_turn2") for m in MODES])
 
 
 @pytest.mark.parametrize("broken, words", [
@@ -343,28 +349,28 @@ GENERATION = generation([(q, m, "An answer.", 0.5) for q in ("c1_turn1", "c1_tur
     (swap(GENERATION, "mode", 1, "oracle"), "repeated qid+generator+mode"),
 ])
 def test_generation_rows_are_graded_in_unit_range_where_graded_at_all(broken, words):
-    assert ec.recor_generation_schema(GENERATION).passed
-    assert fails(ec.recor_generation_schema(broken), words)
+    assert er.recor_generation_schema(GENERATION).passed
+    assert fails(er.recor_generation_schema(broken), words)
 
 
 def test_generation_answers_every_benchmark_turn_in_every_mode():
-    assert ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK).passed
-    assert fails(ec.recor_generation_references(recor_generation=GENERATION.filter(pl.col("mode") != "oracle"), benchmark=BENCHMARK),
+    assert er.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK).passed
+    assert fails(er.recor_generation_references(recor_generation=GENERATION.filter(pl.col("mode") != "oracle"), benchmark=BENCHMARK),
                  "turn+generator+mode without an answer row")
-    assert fails(ec.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK.head(1)), "turns not in eval/recor_turns")
+    assert fails(er.recor_generation_references(recor_generation=GENERATION, benchmark=BENCHMARK.head(1)), "turns not in eval/recor_turns")
 
 
-GENERATION_METRICS = pl.DataFrame([{"generator": "smollm2", "mode": m, **{d: 0.4 for d in ec.DIMENSIONS}, "overall": 0.4,
-                                    "rouge_l": 0.2, "meteor": 0.3, "bertscore_f1": -0.1} for m in ec.MODES]).with_columns(
-    pl.when(pl.col("mode") == ec.NO_RETRIEVAL).then(None).otherwise(pl.col("faithfulness")).alias("faithfulness"))
+GENERATION_METRICS = pl.DataFrame([{"generator": "smollm2", "mode": m, **{d: 0.4 for d in DIMENSIONS}, "overall": 0.4,
+                                    "rouge_l": 0.2, "meteor": 0.3, "bertscore_f1": -0.1} for m in MODES]).with_columns(
+    pl.when(pl.col("mode") == er.NO_RETRIEVAL).then(None).otherwise(pl.col("faithfulness")).alias("faithfulness"))
 
 
 def test_generation_metrics_are_unit_range_means_per_generator_and_mode():
-    assert ec.recor_generation_metrics_ranges(GENERATION_METRICS).passed
+    assert er.recor_generation_metrics_ranges(GENERATION_METRICS).passed
     for broken, words in [(swap(GENERATION_METRICS, "overall", 0, 1.5), "overall outside [0, 1]"),
                           (swap(GENERATION_METRICS, "mode", 0, "telepathy"), "mode not in"),
                           (swap(GENERATION_METRICS, "mode", 1, "oracle"), "repeated generator+mode")]:
-        assert fails(ec.recor_generation_metrics_ranges(broken), words)
+        assert fails(er.recor_generation_metrics_ranges(broken), words)
 
 
 # --- WikiProfile -----------------------------------------------------------------------------
@@ -395,45 +401,45 @@ WIKI_BENCHMARK = pl.DataFrame({"fact_id": ["f1"] * 3, "task": ["completion", "di
     (swap(RESPONSES, "sample", 1, 0), "repeated fact_id+task+thinking+sample"),
 ])
 def test_responses_are_one_row_per_sample_of_a_known_task(broken, words):
-    assert ec.responses_schema(RESPONSES).passed
-    assert fails(ec.responses_schema(broken), words)
+    assert ew.responses_schema(RESPONSES).passed
+    assert fails(ew.responses_schema(broken), words)
 
 
 def test_every_question_gets_n_samples_and_each_slot_holds_the_gold_equally_often():
-    assert ec.responses_sampling(RESPONSES).passed
-    assert fails(ec.responses_sampling(RESPONSES.filter(~((pl.col("task") == "completion") & (pl.col("sample") == 3)))),
+    assert ew.responses_sampling(RESPONSES).passed
+    assert fails(ew.responses_sampling(RESPONSES.filter(~((pl.col("task") == "completion") & (pl.col("sample") == 3)))),
                  "(questions) without samples 0..3")
-    assert fails(ec.responses_sampling(swap(RESPONSES, "gold_slot", 12, 1)), "gold in some slots more often")
+    assert fails(ew.responses_sampling(swap(RESPONSES, "gold_slot", 12, 1)), "gold in some slots more often")
 
 
 def test_responses_are_to_benchmark_questions_and_gold_slots_among_their_options():
-    assert ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK).passed
-    assert fails(ec.responses_references(responses=RESPONSES.filter(pl.col("task") != "direct"), benchmark=WIKI_BENCHMARK),
+    assert ew.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK).passed
+    assert fails(ew.responses_references(responses=RESPONSES.filter(pl.col("task") != "direct"), benchmark=WIKI_BENCHMARK),
                  "benchmark questions never asked (e.g. f1/direct)")
-    assert fails(ec.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK.head(2)), "fact+task not in eval/wikiprofile_tasks")
+    assert fails(ew.responses_references(responses=RESPONSES, benchmark=WIKI_BENCHMARK.head(2)), "fact+task not in eval/wikiprofile_tasks")
     three = WIKI_BENCHMARK.with_columns(pl.Series("options", [None, None, ["Paris", "Lyon", "Nice"]]))
-    assert fails(ec.responses_references(responses=RESPONSES, benchmark=three), "gold slot past the options")
+    assert fails(ew.responses_references(responses=RESPONSES, benchmark=three), "gold slot past the options")
 
 
 GRADED = RESPONSES.with_columns(pl.lit(method.CORRECT).alias("label"), pl.lit("smollm2").alias("model"))
 
 
 def test_graded_responses_carry_a_known_label_from_one_model():
-    assert ec.graded_responses_schema(GRADED).passed
-    assert fails(ec.graded_responses_schema(swap(GRADED, "label", 0, "MAYBE")), "label not in")
-    assert fails(ec.graded_responses_schema(swap(GRADED, "model", 0, "qwen")), "2 models in one subject's partition")
-    assert fails(ec.graded_responses_schema(swap(GRADED, "label", 0, None)), "'label' has 1 nulls")
+    assert ew.graded_responses_schema(GRADED).passed
+    assert fails(ew.graded_responses_schema(swap(GRADED, "label", 0, "MAYBE")), "label not in")
+    assert fails(ew.graded_responses_schema(swap(GRADED, "model", 0, "qwen")), "2 models in one subject's partition")
+    assert fails(ew.graded_responses_schema(swap(GRADED, "label", 0, None)), "'label' has 1 nulls")
 
 
 def test_exactly_the_sampled_responses_are_graded():
-    assert ec.graded_responses_references(graded_responses=GRADED, responses=RESPONSES).passed
-    assert fails(ec.graded_responses_references(graded_responses=GRADED.slice(1), responses=RESPONSES), "responses left ungraded")
-    assert fails(ec.graded_responses_references(graded_responses=GRADED, responses=RESPONSES.slice(1)), "graded samples not in")
+    assert ew.graded_responses_references(graded_responses=GRADED, responses=RESPONSES).passed
+    assert fails(ew.graded_responses_references(graded_responses=GRADED.slice(1), responses=RESPONSES), "responses left ungraded")
+    assert fails(ew.graded_responses_references(graded_responses=GRADED, responses=RESPONSES.slice(1)), "graded samples not in")
 
 
 def profiles_frame(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame([{"model": "smollm2", "fact_id": f, "encodes": e, "knows": k0, "knows_thinking": kt, "profile": p,
-                          "thinking_run": "present"} for f, e, k0, kt, p in rows], schema=ec.PROFILE_SCHEMA)
+                          "thinking_run": "present"} for f, e, k0, kt, p in rows], schema=PROFILE_SCHEMA)
 
 
 PROFILES = profiles_frame([("f1", False, False, False, "encoding_failure"), ("f2", True, True, False, "direct_recall"),
@@ -442,24 +448,24 @@ PROFILES = profiles_frame([("f1", False, False, False, "encoding_failure"), ("f2
 
 
 def test_profiles_are_one_per_fact_from_the_known_kinds():
-    assert ec.profiles_schema(PROFILES).passed
-    assert fails(ec.profiles_schema(swap(PROFILES, "profile", 0, "genius")), "profile not in")
-    assert fails(ec.profiles_schema(swap(PROFILES, "fact_id", 1, "f1")), "repeated model+fact_id")
+    assert ew.profiles_schema(PROFILES).passed
+    assert fails(ew.profiles_schema(swap(PROFILES, "profile", 0, "genius")), "profile not in")
+    assert fails(ew.profiles_schema(swap(PROFILES, "fact_id", 1, "f1")), "repeated model+fact_id")
 
 
 def test_each_profile_is_the_one_its_flags_give():
-    assert ec.profiles_follow_the_rule(PROFILES).passed
+    assert ew.profiles_follow_the_rule(PROFILES).passed
     for broken, words in [(swap(PROFILES, "profile", 2, "direct_recall"), "whose profile is not the one its flags give (e.g. smollm2/f3)"),
                           (swap(PROFILES, "encodes", 3, True), "ungradable yet with encodes / knows set"),
                           (swap(PROFILES, "knows", 0, None), "profiled without encodes and knows")]:
-        assert fails(ec.profiles_follow_the_rule(broken), words)
+        assert fails(ew.profiles_follow_the_rule(broken), words)
 
 
 def test_exactly_the_benchmark_facts_are_profiled():
     facts = pl.DataFrame({"fact_id": ["f1", "f2", "f3", "f4", "f5"]})
-    assert ec.profiles_references(profiles=PROFILES, benchmark=facts).passed
-    assert fails(ec.profiles_references(profiles=PROFILES.head(4), benchmark=facts), "benchmark facts without a profile (e.g. f5)")
-    assert fails(ec.profiles_references(profiles=PROFILES, benchmark=facts.head(4)), "facts not in eval/wikiprofile_tasks")
+    assert ew.profiles_references(profiles=PROFILES, benchmark=facts).passed
+    assert fails(ew.profiles_references(profiles=PROFILES.head(4), benchmark=facts), "benchmark facts without a profile (e.g. f5)")
+    assert fails(ew.profiles_references(profiles=PROFILES, benchmark=facts.head(4)), "facts not in eval/wikiprofile_tasks")
 
 
 SUMMARY = {"model": "smollm2", **method.profile_summary(PROFILES.to_dicts())}
@@ -470,22 +476,22 @@ def test_table_2_shares_add_up():
     # 5 facts: f1-f3 profiled, f4 ungradable, f5 direct inference; 4 gradable
     assert (SUMMARY["encoding_failure"], SUMMARY["direct_recall"], SUMMARY["encodes"]) == pytest.approx((1 / 3, 1 / 3, 2 / 3))
     assert (SUMMARY["knows"], SUMMARY["knows_thinking"], SUMMARY["excluded_ungradable"]) == (0.5, 0.75, 0.2)
-    assert ec.profile_report_shares(PROFILE_REPORT).passed
+    assert ew.profile_report_shares(PROFILE_REPORT).passed
     for broken, words in [(swap(PROFILE_REPORT, "encoding_failure", 0, SUMMARY["encoding_failure"] + 0.1), "five profiles do not add up to 1"),
                           (swap(PROFILE_REPORT, "excluded_ungradable", 0, 0.0), "profiled and excluded shares do not add up"),
                           (swap(PROFILE_REPORT, "profiled", 0, 9), "profiled facts not between 0 and all facts"),
                           (swap(PROFILE_REPORT, "encodes", 0, 1.2), "encodes outside [0, 1]")]:
-        assert fails(ec.profile_report_shares(broken), words)
+        assert fails(ew.profile_report_shares(broken), words)
 
 
 def test_a_table_2_in_percent_fails_the_shares_check():
     """A share above 1 is a broken table: Table 2 as the reports held it before shares (in
     percent, as the paper prints it) is read as 100 times too large by the leaderboard."""
-    percent = PROFILE_REPORT.with_columns(pl.col(c) * 100 for c in ec.SUMMARY_SHARES)
-    assert fails(ec.profile_report_shares(percent), "encodes outside [0, 1] (e.g. smollm2)")
-    assert fails(ec.profile_report_shares(swap(PROFILE_REPORT, "knows", 0, 1.5)), "knows outside [0, 1]")
+    percent = PROFILE_REPORT.with_columns(pl.col(c) * 100 for c in ew.SUMMARY_SHARES)
+    assert fails(ew.profile_report_shares(percent), "encodes outside [0, 1] (e.g. smollm2)")
+    assert fails(ew.profile_report_shares(swap(PROFILE_REPORT, "knows", 0, 1.5)), "knows outside [0, 1]")
     sweep = pl.DataFrame([{"model": "smollm2", "tau_enc": e, "tau_know": k, **SUMMARY} for e, k in TAU_GRID])
-    assert fails(ec.robustness_report_shares(sweep.with_columns(pl.col("encodes") * 100)), "encodes outside [0, 1]")
+    assert fails(ew.robustness_report_shares(sweep.with_columns(pl.col("encodes") * 100)), "encodes outside [0, 1]")
 
 
 POPULARITY = pl.DataFrame({"model": ["smollm2"] * 2, "tier": ["top", "bottom"], "facts": [2, 1], "encodes": [0.5, 0.0],
@@ -493,7 +499,7 @@ POPULARITY = pl.DataFrame({"model": ["smollm2"] * 2, "tier": ["top", "bottom"], 
 
 
 def test_popularity_rates_are_shares_and_the_gain_their_difference():
-    assert ec.popularity_report_shares(POPULARITY).passed
+    assert ew.popularity_report_shares(POPULARITY).passed
     backwards = POPULARITY.with_columns(pl.Series("recall", [0.5, math.nan]), pl.Series("recall_thinking", [0.4, math.nan]),
                                         pl.Series("thinking_gain", [-0.1, math.nan]))
     in_percent = POPULARITY.with_columns(pl.col("encodes", "recall", "recall_thinking", "thinking_gain") * 100)
@@ -502,25 +508,25 @@ def test_popularity_rates_are_shares_and_the_gain_their_difference():
                           (swap(POPULARITY, "encodes", 0, -0.01), "encodes outside [0, 1]"),
                           (in_percent, "recall_thinking outside [0, 1] (e.g. smollm2/top)"),
                           (swap(POPULARITY, "tier", 1, "middle"), "tier not in")]:
-        assert fails(ec.popularity_report_shares(broken), words)
+        assert fails(ew.popularity_report_shares(broken), words)
 
 
 def test_an_empty_popularity_tier_is_a_warning():
-    assert ec.popularity_report_tiers(POPULARITY).passed
-    result = ec.popularity_report_tiers(swap(POPULARITY, "facts", 1, 0))
+    assert ew.popularity_report_tiers(POPULARITY).passed
+    result = ew.popularity_report_tiers(swap(POPULARITY, "facts", 1, 0))
     assert fails(result, "(tiers) without facts (e.g. smollm2/bottom)") and result.severity == dg.AssetCheckSeverity.WARN
 
 
-DIRECTION = pl.DataFrame({"model": ["smollm2"] * 3, "condition": list(ec.CONDITIONS), "facts": [2, 2, 0],
+DIRECTION = pl.DataFrame({"model": ["smollm2"] * 3, "condition": list(ew.CONDITIONS), "facts": [2, 2, 0],
                           "direct": [0.5, 1.0, math.nan], "reverse": [0.0, 0.5, math.nan], "delta": [-0.5, -0.5, math.nan]})
 
 
 def test_direction_shares_are_in_0_1_and_delta_their_difference():
-    assert ec.direction_report_shares(DIRECTION).passed
+    assert ew.direction_report_shares(DIRECTION).passed
     for broken, words in [(swap(DIRECTION, "delta", 0, 0.5), "delta is not reverse minus direct"),
                           (swap(DIRECTION, "condition", 0, "recite"), "condition not in"),
                           (swap(DIRECTION, "direct", 1, 1.5), "direct outside [0, 1]")]:
-        assert fails(ec.direction_report_shares(broken), words)
+        assert fails(ew.direction_report_shares(broken), words)
 
 
 THINKING = pl.DataFrame({"model": ["smollm2"] * 2, "encoded": [True, False], "not_known": [0, 4], "recovered": [0, 1],
@@ -528,11 +534,11 @@ THINKING = pl.DataFrame({"model": ["smollm2"] * 2, "encoded": [True, False], "no
 
 
 def test_recovery_is_a_share_of_the_facts_not_known():
-    assert ec.thinking_report_shares(THINKING).passed
-    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered_share", 1, 0.3)), "share is not recovered over not known")
+    assert ew.thinking_report_shares(THINKING).passed
+    assert fails(ew.thinking_report_shares(swap(THINKING, "recovered_share", 1, 0.3)), "share is not recovered over not known")
     # 1 of 4 in percent, as the column held it before shares
-    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered_share", 1, 25.0)), "share is not recovered over not known")
-    assert fails(ec.thinking_report_shares(swap(THINKING, "recovered", 1, 5)), "recovering more facts than are not known")
+    assert fails(ew.thinking_report_shares(swap(THINKING, "recovered_share", 1, 25.0)), "share is not recovered over not known")
+    assert fails(ew.thinking_report_shares(swap(THINKING, "recovered", 1, 5)), "recovering more facts than are not known")
 
 
 ROBUSTNESS = pl.DataFrame([{"model": "smollm2", "tau_enc": e, "tau_know": k, **method.profile_summary(PROFILES.to_dicts())}
@@ -540,11 +546,11 @@ ROBUSTNESS = pl.DataFrame([{"model": "smollm2", "tau_enc": e, "tau_know": k, **m
 
 
 def test_the_threshold_sweep_covers_the_grid_with_sound_shares():
-    assert ec.robustness_report_shares(ROBUSTNESS).passed
+    assert ew.robustness_report_shares(ROBUSTNESS).passed
     for broken, words in [(ROBUSTNESS.slice(1), "model+thresholds of the grid missing"),
                           (swap(ROBUSTNESS, "tau_know", 0, 1.5), "tau_know outside [0, 1]"),
                           (swap(ROBUSTNESS, "direct_recall", 0, 0.9), "five profiles do not add up")]:
-        assert fails(ec.robustness_report_shares(broken), words)
+        assert fails(ew.robustness_report_shares(broken), words)
 
 
 # --- LLM accounting ----------------------------------------------------------------------------
@@ -569,12 +575,14 @@ def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, 
     return result.get_asset_check_evaluations()[0]
 
 
+# Every LLM-bound evaluation step's accounting check, wherever its module defines it.
+ACCOUNTING = [c for c in eval_checks if next(iter(c.check_specs)).name == "llm_accounting"]
 RETECO_JUDGED = pl.DataFrame({"qid": ["c1_turn1", "c1_turn2"], "judge_failures": [0, 0]})
 ACCOUNTED = {"eval/quit_reranked_runs": GOOD_RUN, "eval/quit_reader_answers": READER_ANSWERS, "eval/recor_queries": QUERIES,
              "eval/recor_generation": GENERATION, "eval/reteco_generation": RETECO_JUDGED, "wikiprofile/responses": RESPONSES, "wikiprofile/graded_responses": GRADED}
 
 
-@pytest.mark.parametrize("check", ec.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
+@pytest.mark.parametrize("check", ACCOUNTING, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
 def test_every_llm_step_warns_above_the_failure_rate_and_blocks_above_the_error_rate(check):
     frame = ACCOUNTED[next(iter(check.check_specs)).asset_key.to_user_string()]
     assert accounting_evaluation(check, frame, errors=1, parse_failures=2).passed
@@ -585,7 +593,7 @@ def test_every_llm_step_warns_above_the_failure_rate_and_blocks_above_the_error_
 
 
 def test_the_accounting_names_the_items_the_step_kept_as_failed():
-    check = next(c for c in ec.llm_accounting if next(iter(c.check_specs)).asset_key == ec.eval_key("recor_queries"))
+    check = next(c for c in ACCOUNTING if next(iter(c.check_specs)).asset_key == es.eval_key("recor_queries"))
     failing = accounting_evaluation(check, swap(QUERIES, "fallback", len(STRATEGIES), True), parse_failures=6)
     assert failing.metadata["failed_items"].value == "c1_turn2"
 
@@ -594,7 +602,7 @@ def test_every_evaluation_asset_has_checks_that_run_per_partition_with_unique_na
     partitions = {k: a.partitions_def for a in (*benchmark_assets, *quit_eval_assets, *recor_eval_assets, *wikiprofile_profile_assets,
                                                 *wikiprofile_analysis_assets, *board.leaderboard_assets, *finetune_data_assets,
                                                 *finetune_model_assets, *finetune_report_assets) for k in a.keys}
-    specs = [spec for c in ec.eval_checks for spec in c.check_specs]
+    specs = [spec for c in eval_checks for spec in c.check_specs]
     assert set(partitions) - {spec.asset_key for spec in specs} == set()
     assert all(spec.partitions_def == partitions[spec.asset_key] for spec in specs)
     assert len({spec.key for spec in specs}) == len(specs)
@@ -625,8 +633,8 @@ LEADERBOARD = pl.DataFrame([
     (LEADERBOARD.drop("recor/ndcg@10/history"), "'recor/ndcg@10/history' is missing"),
 ])
 def test_the_leaderboard_is_one_row_per_system_with_shares(broken, words):
-    assert ec.leaderboard_schema(LEADERBOARD).passed
-    assert fails(ec.leaderboard_schema(broken), words)
+    assert el.leaderboard_schema(LEADERBOARD).passed
+    assert fails(el.leaderboard_schema(broken), words)
 
 
 @pytest.mark.parametrize("broken, words", [
@@ -638,8 +646,8 @@ def test_the_leaderboard_is_one_row_per_system_with_shares(broken, words):
     (swap(LEADERBOARD, "kind", 0, "retriever, subject LLM"), "with WikiProfile scores but not a subject, or a subject without them (e.g. bm25)"),
 ])
 def test_each_leaderboard_row_names_the_benchmarks_and_kinds_its_scores_say(broken, words):
-    assert ec.leaderboard_run_on(LEADERBOARD).passed
-    assert fails(ec.leaderboard_run_on(broken), words)
+    assert el.leaderboard_run_on(LEADERBOARD).passed
+    assert fails(el.leaderboard_run_on(broken), words)
 
 
 @pytest.mark.usefixtures("compiled_metrics")
@@ -669,7 +677,7 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
     scores = reteco_generation(dg.build_asset_context(partition_key="law"), config, benchmark=turns, corpus=corpus,
                                recor_generation=generated, recor_runs=runs, recor_retrieval_metrics=metrics,
                                llm=scripted_llm).value
-    assert ec.reteco_generation_schema(scores).passed
+    assert er.reteco_generation_schema(scores).passed
     by = {(r["system"], r["subtrack"], r["qid"]): r for r in scores.iter_rows(named=True)}
     assert by["g", "2b", "c1_turn_1"]["correctness"] == 1.0 and by["g", "2b", "c1_turn_2"]["faithfulness"] == 0.75
     assert by["g", "2c", "c1_turn_2"]["coherence"] == 0.0 and not by["g", "2c", "c1_turn_2"]["answered"]
@@ -680,7 +688,7 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
 
     retrieval = reteco_retrieval(recor_runs=runs, benchmark=turns, corpus=corpus).value
     board = reteco_leaderboard(reteco_retrieval=retrieval, reteco_generation=scores).value
-    assert ec.reteco_leaderboard_ranges(board).passed
+    assert er.reteco_leaderboard_ranges(board).passed
     rows = {(r["subtrack"], r["run"]): r for r in board.iter_rows(named=True)}
     assert set(rows) == {("2a", "bm25/baseline"), ("2a", "bm25/rewrite"), ("2b", "g"), ("2c", "g"), ("2c", "mine")}
     assert rows["2b", "g"]["macro"] == pytest.approx((1.0 + 0.75) / 2) and rows["2b", "g"]["nDCG@10"] is None
@@ -692,8 +700,8 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
                           (swap(scores, "answered", 0, False), "scored above 0 without an answer"),
                           (swap(scores, "run", 0, "bm25/baseline"), "in 2b with a run"),
                           (scores.head(scores.height - 1), "not scoring each of the 2 target turns once")]:
-        assert fails(ec.reteco_generation_schema(broken), words)
+        assert fails(er.reteco_generation_schema(broken), words)
     for broken, words in [(swap(board, "macro", 0, 0.1), "macro is not the dimensions' mean"),
                           (swap(board, "nDCG@10", 0, None), "missing a figure of their sub-track"),
                           (swap(board, "MRR", 2, 1.5), "MRR outside [0, 1]")]:
-        assert fails(ec.reteco_leaderboard_ranges(broken), words)
+        assert fails(er.reteco_leaderboard_ranges(broken), words)

@@ -7,7 +7,7 @@ import pytest
 
 from assets.eval import finetune_rules as rules
 from assets.quit.settings import FinetuneSettings
-from checks import eval as ec
+from checks.eval import finetune as ef
 
 QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2", "q3", "q4"], "split": ["train", "train", "train", "test"],
                           "question": ["Which metal is Fe?", "Capital of Australia?", "What rusts?", "Capital of France?"],
@@ -56,8 +56,8 @@ def test_the_sound_table_is_the_rule_on_these_frames():
     (swap(PAIRS, "negative_source", 0, rules.RANDOM), "random negatives with a BM25 rank"),
 ])
 def test_a_pair_table_has_its_columns_and_numbered_pairs(broken, words):
-    assert ec.quit_finetune_data_schema(PAIRS).passed
-    assert fails(ec.quit_finetune_data_schema(broken), words)
+    assert ef.quit_finetune_data_schema(PAIRS).passed
+    assert fails(ef.quit_finetune_data_schema(broken), words)
 
 
 def reversed_pairs(frame: pl.DataFrame, question_id: str) -> pl.DataFrame:
@@ -74,8 +74,8 @@ def reversed_pairs(frame: pl.DataFrame, question_id: str) -> pl.DataFrame:
     (reversed_pairs(PAIRS, "q1"), "a label-2 positive after a label-1 one"),
 ])
 def test_every_positive_is_relevant_and_label_2_comes_first(broken, words):
-    assert ec.quit_finetune_data_positives(PAIRS, quit_qrels=QRELS).passed
-    assert fails(ec.quit_finetune_data_positives(broken, quit_qrels=QRELS), words)
+    assert ef.quit_finetune_data_positives(PAIRS, quit_qrels=QRELS).passed
+    assert fails(ef.quit_finetune_data_positives(broken, quit_qrels=QRELS), words)
 
 
 def negative(row: int, passage: str, question: str) -> pl.DataFrame:
@@ -91,12 +91,12 @@ def negative(row: int, passage: str, question: str) -> pl.DataFrame:
     (swap(PAIRS, "negative_question_id", row_of("q1", 0), "q3"), "negative_question_id is not the negative's question"),
 ])
 def test_every_negative_is_of_another_train_question_and_not_relevant(broken, words):
-    assert ec.quit_finetune_data_negatives(PAIRS, **SOURCE).passed
-    assert fails(ec.quit_finetune_data_negatives(broken, **SOURCE), words)
+    assert ef.quit_finetune_data_negatives(PAIRS, **SOURCE).passed
+    assert fails(ef.quit_finetune_data_negatives(broken, **SOURCE), words)
 
 
 def pairs_check(frame: pl.DataFrame, rejects: pl.DataFrame = REJECTS, positives: int = max(SETTINGS.positives)) -> dg.AssetCheckResult:
-    return ec.quit_finetune_data_pairs(frame, **SOURCE, quit_finetune_rejects=rejects,
+    return ef.quit_finetune_data_pairs(frame, **SOURCE, quit_finetune_rejects=rejects,
                                        finetune_settings=FinetuneSettings(positives=[positives]))
 
 
@@ -108,7 +108,7 @@ def test_each_train_question_has_min_positives_and_relevant_pairs_or_a_reject():
     assert fails(pairs_check(capped), words) and fails(pairs_check(PAIRS, positives=2), words)
     # a sweep's table is drawn for its largest count, and judged by it
     def swept(counts: list[int]) -> dg.AssetCheckResult:
-        return ec.quit_finetune_data_pairs(capped, **SOURCE, quit_finetune_rejects=REJECTS,
+        return ef.quit_finetune_data_pairs(capped, **SOURCE, quit_finetune_rejects=REJECTS,
                                            finetune_settings=FinetuneSettings(positives=counts))
     assert swept([1, 2]).passed and fails(swept([3, 1]), words)
     silently_dropped = PAIRS.filter(pl.col("question_id") != "q2")
@@ -122,18 +122,18 @@ def test_each_train_question_has_min_positives_and_relevant_pairs_or_a_reject():
 ])
 def test_no_dev_or_test_id_is_trained_on(column, value, what):
     ins = {"quit_questions": QUESTIONS, "quit_corpus": CORPUS}
-    assert ec.quit_finetune_data_train_only(PAIRS, **ins).passed
-    assert fails(ec.quit_finetune_data_train_only(swap(PAIRS, column, 0, value), **ins), f"with {what} not of a train question")
+    assert ef.quit_finetune_data_train_only(PAIRS, **ins).passed
+    assert fails(ef.quit_finetune_data_train_only(swap(PAIRS, column, 0, value), **ins), f"with {what} not of a train question")
 
 
 def test_a_random_negative_under_bm25_is_a_warning():
     fallback = swap(swap(PAIRS, "negative_source", 0, rules.RANDOM), "negative_rank", 0, None)
-    assert ec.quit_finetune_data_random_fallback(PAIRS, finetune_settings=SETTINGS).passed
-    result = ec.quit_finetune_data_random_fallback(fallback, finetune_settings=SETTINGS)
+    assert ef.quit_finetune_data_random_fallback(PAIRS, finetune_settings=SETTINGS).passed
+    result = ef.quit_finetune_data_random_fallback(fallback, finetune_settings=SETTINGS)
     assert fails(result, "with a random negative under negatives: bm25") and result.severity == dg.AssetCheckSeverity.WARN
-    assert ec.quit_finetune_data_random_fallback(fallback, finetune_settings=FinetuneSettings(negatives="random")).passed
+    assert ef.quit_finetune_data_random_fallback(fallback, finetune_settings=FinetuneSettings(negatives="random")).passed
 
 
 def test_the_rejects_give_a_known_reason():
-    assert ec.quit_finetune_rejects_reasons(REJECTS).passed
-    assert not ec.quit_finetune_rejects_reasons(swap(REJECTS, "reason", 0, "bored")).passed
+    assert ef.quit_finetune_rejects_reasons(REJECTS).passed
+    assert not ef.quit_finetune_rejects_reasons(swap(REJECTS, "reason", 0, "bored")).passed

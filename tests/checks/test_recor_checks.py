@@ -282,14 +282,18 @@ def test_a_binding_judge_keeps_a_weakly_covered_document():
     assert not run(check, aligned_documents=judged).passed
 
 
-def test_every_step_reason_is_in_its_vocabulary():
-    for asset, reasons in [("alignment_rejects", c.ALIGNMENT_REASONS), ("aspect_rejects", c.ASPECT_REASONS),
-                           ("fact_rejects", c.FACT_REASONS), ("turn_rejects", c.TURN_REASONS),
-                           ("conversation_rejects", c.CONVERSATION_REASONS), ("negative_rejects", c.NEGATIVE_REASONS)]:
-        frame = steps.REJECTS.frame([steps.REJECTS.row(DOMAIN, QID, f"item {r}", "step", r) for r in sorted(reasons)])
-        assert run(by_name(asset, "reasons"), **{asset: frame}).passed, asset
-    frame = sources.REJECTS.frame([sources.REJECTS.row(DOMAIN, QID, "bright", "ingest", r) for r in sorted(c.SOURCE_REASONS)])
-    assert run(by_name("source_rejects", "reasons"), source_rejects=frame).passed
+def test_every_step_reason_is_in_its_vocabulary_and_no_other():
+    unknown = steps.REJECTS.row(DOMAIN, QID, "item odd", "step", "cosmic_rays")
+    for asset, reasons in [("alignment_rejects", steps.ALIGNMENT_REASONS), ("aspect_rejects", steps.ASPECT_REASONS),
+                           ("fact_rejects", steps.FACT_REASONS), ("turn_rejects", steps.TURN_REASONS),
+                           ("conversation_rejects", steps.CONVERSATION_REASONS), ("negative_rejects", steps.NEGATIVE_REASONS)]:
+        rows = [steps.REJECTS.row(DOMAIN, QID, f"item {r}", "step", r) for r in sorted(reasons)]
+        assert run(by_name(asset, "reasons"), **{asset: steps.REJECTS.frame(rows)}).passed, asset
+        assert not run(by_name(asset, "reasons"), **{asset: steps.REJECTS.frame([*rows, unknown])}).passed, asset
+    rows = [sources.REJECTS.row(DOMAIN, QID, "bright", "ingest", r) for r in sorted(sources.SOURCE_REASONS)]
+    assert run(by_name("source_rejects", "reasons"), source_rejects=sources.REJECTS.frame(rows)).passed
+    unknown = sources.REJECTS.row(DOMAIN, QID, "bright", "ingest", "cosmic_rays")
+    assert not run(by_name("source_rejects", "reasons"), source_rejects=sources.REJECTS.frame([*rows, unknown])).passed
 
 
 def test_the_conversation_problems_of_the_rules_are_known():

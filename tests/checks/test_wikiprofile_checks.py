@@ -131,15 +131,15 @@ def test_schema_checks_find_a_missing_column_and_a_repeated_id(built):
 
 
 @pytest.mark.parametrize("asset, vocabulary, shape", [
-    ("source_rejects", w.SOURCE_REASONS, sources.REJECTS), ("page_index_rejects", w.SEARCH_PAGE_REASONS, sources.REJECTS),
-    ("entity_rejects", w.ENTITY_REASONS, steps.REJECTS),
-    ("object_rejects", w.OBJECT_REASONS, steps.REJECTS), ("verification_rejects", w.VERIFICATION_REASONS, steps.REJECTS),
-    ("direct_question_rejects", w.DIRECT_QUESTION_REASONS, steps.REJECTS),
-    ("direct_search_rejects", w.SEARCH_REASONS, steps.REJECTS),
-    ("reverse_question_rejects", w.REVERSE_QUESTION_REASONS, steps.REJECTS),
-    ("reverse_search_rejects", w.SEARCH_REASONS, steps.REJECTS),
-    ("natural_question_rejects", w.NATURAL_QUESTION_REASONS, steps.REJECTS),
-    ("natural_search_rejects", w.SEARCH_REASONS, steps.REJECTS), ("final_rejects", w.FINAL_REASONS, steps.REJECTS)])
+    ("source_rejects", sources.SOURCE_REASONS, sources.REJECTS), ("page_index_rejects", sources.SEARCH_PAGE_REASONS, sources.REJECTS),
+    ("entity_rejects", steps.ENTITY_REASONS, steps.REJECTS),
+    ("object_rejects", steps.OBJECT_REASONS, steps.REJECTS), ("verification_rejects", steps.VERIFICATION_REASONS, steps.REJECTS),
+    ("direct_question_rejects", steps.DIRECT_QUESTION_REASONS, steps.REJECTS),
+    ("direct_search_rejects", steps.SEARCH_REASONS, steps.REJECTS),
+    ("reverse_question_rejects", steps.REVERSE_QUESTION_REASONS, steps.REJECTS),
+    ("reverse_search_rejects", steps.SEARCH_REASONS, steps.REJECTS),
+    ("natural_question_rejects", steps.NATURAL_QUESTION_REASONS, steps.REJECTS),
+    ("natural_search_rejects", steps.SEARCH_REASONS, steps.REJECTS), ("final_rejects", release.FINAL_REASONS, steps.REJECTS)])
 def test_rejects_checks_know_their_steps_reasons_and_no_other(asset, vocabulary, shape):
     check = CHECKS[(asset, "reasons")]
     good = shape.frame([shape.row(PAGE, f"item{n}", "a_step", reason, "why") for n, reason in enumerate(sorted(vocabulary))])
@@ -150,9 +150,9 @@ def test_rejects_checks_know_their_steps_reasons_and_no_other(asset, vocabulary,
 
 def test_the_vocabularies_hold_the_reasons_the_steps_give():
     # a reason passed through a variable: the reverse rule checks and the natural rephrasing's fallback
-    assert {"subject_not_in_text", "object_not_in_question", "off_topic"} <= w.REVERSE_QUESTION_REASONS
-    assert {"rules", "off_topic"} <= w.NATURAL_QUESTION_REASONS
-    assert "rejected_by_model" in w.DIRECT_QUESTION_REASONS & w.REVERSE_QUESTION_REASONS
+    assert {"subject_not_in_text", "object_not_in_question", "off_topic"} <= steps.REVERSE_QUESTION_REASONS
+    assert {"rules", "off_topic"} <= steps.NATURAL_QUESTION_REASONS
+    assert "rejected_by_model" in steps.DIRECT_QUESTION_REASONS & steps.REVERSE_QUESTION_REASONS
 
 
 def test_page_rules(built):

@@ -7,7 +7,7 @@ import pytest
 
 from assets.eval import analysis
 from assets.eval import profiling_rules as method
-from checks import eval as ec
+from checks.eval import wikiprofile as ew
 
 
 def fails(result, words: str) -> bool:
@@ -36,7 +36,7 @@ PRESENT = profiles([("f1", True, True, False, "direct_recall"), ("f2", True, Fal
 
 def test_a_missing_thinking_run_passes_the_profile_checks():
     for frame in (MISSING, PRESENT):
-        assert ec.profiles_schema(frame).passed and ec.profiles_follow_the_rule(frame).passed
+        assert ew.profiles_schema(frame).passed and ew.profiles_follow_the_rule(frame).passed
 
 
 @pytest.mark.parametrize("broken, words", [
@@ -48,14 +48,14 @@ def test_a_missing_thinking_run_passes_the_profile_checks():
     (swap(MISSING, "profile", 1, "recall_failure"), "whose profile is not the one its flags give (e.g. smollm2/f2)"),
 ])
 def test_broken_profiles_around_the_thinking_run_fail_the_rule(broken, words):
-    assert fails(ec.profiles_follow_the_rule(broken), words)
+    assert fails(ew.profiles_follow_the_rule(broken), words)
 
 
 def test_a_model_half_with_a_thinking_run_or_an_unknown_run_fails_the_schema():
     mixed = swap(MISSING, "thinking_run", 0, "present")
-    assert fails(ec.profiles_schema(mixed), "models with facts both with and without a thinking run: smollm2")
-    assert fails(ec.profiles_schema(swap(MISSING, "thinking_run", 0, "maybe")), "thinking_run not in")
-    assert fails(ec.profiles_schema(swap(MISSING, "thinking_run", 0, None)), "'thinking_run' has 1 nulls")
+    assert fails(ew.profiles_schema(mixed), "models with facts both with and without a thinking run: smollm2")
+    assert fails(ew.profiles_schema(swap(MISSING, "thinking_run", 0, "maybe")), "thinking_run not in")
+    assert fails(ew.profiles_schema(swap(MISSING, "thinking_run", 0, None)), "'thinking_run' has 1 nulls")
 
 
 def table(frame: pl.DataFrame) -> pl.DataFrame:
@@ -71,9 +71,9 @@ def test_table_2_of_a_model_without_a_thinking_run_passes_with_its_thinking_shar
     assert (row["facts"], row["profiled"], row["thinking_run"]) == (5, 3, "missing")
     assert row["knows"] == 0.5  # (1 DR + 1 DI) / 4
     assert row["knows_thinking"] is None and row["knows_thinking_excl_direct"] is None
-    assert ec.profile_report_shares(report).passed
+    assert ew.profile_report_shares(report).passed
     both = pl.concat([report, table(PRESENT).with_columns(pl.lit("qwen").alias("model"))])
-    assert ec.profile_report_shares(both).passed
+    assert ew.profile_report_shares(both).passed
 
 
 @pytest.mark.parametrize("column, value, words", [
@@ -86,7 +86,7 @@ def test_table_2_of_a_model_without_a_thinking_run_passes_with_its_thinking_shar
     ("knows", 50.0, "knows outside [0, 1]"),
 ])
 def test_a_broken_table_2_row_without_a_thinking_run_fails(column, value, words):
-    assert fails(ec.profile_report_shares(swap(table(MISSING), column, 0, value)), words)
+    assert fails(ew.profile_report_shares(swap(table(MISSING), column, 0, value)), words)
 
 
 @pytest.mark.parametrize("column, value, words", [
@@ -102,12 +102,12 @@ def test_a_broken_table_2_row_with_a_thinking_run_fails(column, value, words):
     report = table(PRESENT)
     row = report.row(0, named=True)
     assert (row["knows"], row["knows_thinking"], row["knows_thinking_excl_direct"]) == (0.5, 0.75, pytest.approx(2 / 3))
-    assert ec.profile_report_shares(report).passed
-    assert fails(ec.profile_report_shares(swap(report, column, 0, value)), words)
+    assert ew.profile_report_shares(report).passed
+    assert fails(ew.profile_report_shares(swap(report, column, 0, value)), words)
 
 
 def test_the_threshold_sweep_of_a_model_without_a_thinking_run_passes():
     sweep = pl.concat([table(MISSING).drop("model").with_columns(pl.lit("smollm2").alias("model"), pl.lit(e).alias("tau_enc"),
                                                                   pl.lit(k).alias("tau_know")) for e, k in analysis.TAU_GRID])
-    assert ec.robustness_report_shares(sweep).passed
-    assert fails(ec.robustness_report_shares(swap(sweep, "knows_thinking", 0, 0.1)), "without a thinking run but with a share")
+    assert ew.robustness_report_shares(sweep).passed
+    assert fails(ew.robustness_report_shares(swap(sweep, "knows_thinking", 0, 0.1)), "without a thinking run but with a share")

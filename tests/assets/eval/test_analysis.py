@@ -307,6 +307,6 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
     assert "a share of the gradable facts" in described["Knows (incl. direct inf.)"]
     assert "tau_enc = tau_know = 0.5, strict" in meta["definitions"].value and "NaN strategy S2" in meta["definitions"].value
     assert meta["thinking_run_missing"].value == "b" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
-    from checks import eval as ec
+    from checks.eval import wikiprofile as ew
 
-    assert ec.profile_report_shares(out.value).passed
+    assert ew.profile_report_shares(out.value).passed

@@ -12,7 +12,7 @@ from assets.eval import benchmarks
 from assets.quit import published as quit_release
 from assets.recor import published as recor_release
 from assets.wikiprofile import published as wikiprofile_release
-from checks import eval as ec
+from checks.eval import benchmarks as eb
 from resources.storage import StorageResource, write_parquet
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,9 +55,9 @@ def test_the_quit_release_sample_is_read_whole_and_named(storage):
     assert tables["quit_questions"].equals(expected.questions) and tables["quit_qrels"].equals(expected.qrels)
     assert tables["quit_corpus"].height == expected.corpus.height > 0
     assert source_of(result, "quit_questions") == f"release {ROOT / 'data/releases/quit'}"
-    for check in (ec.quit_questions_schema(tables["quit_questions"]),
-                  ec.quit_corpus_schema(tables["quit_corpus"]),
-                  ec.quit_qrels_references(tables["quit_qrels"], tables["quit_questions"], tables["quit_corpus"])):
+    for check in (eb.quit_questions_schema(tables["quit_questions"]),
+                  eb.quit_corpus_schema(tables["quit_corpus"]),
+                  eb.quit_qrels_references(tables["quit_qrels"], tables["quit_questions"], tables["quit_corpus"])):
         assert check.passed, check.metadata["problems"].value
 
 
@@ -107,7 +107,7 @@ def test_the_recor_release_sample_is_read_per_domain(storage):
     assert tables["recor_turns"].equals(expected.benchmark) and tables["recor_corpus"].equals(expected.corpus)
     assert "subquestion_reasoning" in tables["recor_turns"].columns  # the published guidance travels on
     assert source_of(result, "recor_turns").startswith("release ")
-    check = ec.recor_turns_schema(tables["recor_turns"], tables["recor_corpus"])
+    check = eb.recor_turns_schema(tables["recor_turns"], tables["recor_corpus"])
     assert check.passed, check.metadata["problems"].value
     assert recor_release.release_domains(str(ROOT / "data/releases/recor")) == ["biology", "law"]
 
@@ -125,8 +125,8 @@ def test_the_wikiprofile_release_sample_gives_tasks_and_page_views(storage):
     assert tables["wikiprofile_tasks"].equals(tasks)
     assert tables["wikiprofile_pages"].schema == benchmarks.PAGES_SCHEMA
     assert set(tables["wikiprofile_pages"]["page_id"]) == set(tasks["page_id"])
-    for check in (ec.wikiprofile_tasks_schema_check(tables["wikiprofile_tasks"]),
-                  ec.wikiprofile_pages_references(tables["wikiprofile_pages"], tables["wikiprofile_tasks"])):
+    for check in (eb.wikiprofile_tasks_schema_check(tables["wikiprofile_tasks"]),
+                  eb.wikiprofile_pages_references(tables["wikiprofile_pages"], tables["wikiprofile_tasks"])):
         assert check.passed, check.metadata["problems"].value
 
 
@@ -150,7 +150,7 @@ def test_a_named_wikiprofile_fact_the_release_lacks_is_an_error_naming_it(storag
 
 QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2"], "split": ["test", "dev"], "question": ["Who?", "What?"],
                           "answer": ["A", "B"], "answers": [["A"], ["B", "b"]], "hints": [["h"], ["h"]]},
-                         schema=ec.QUESTION_COLUMNS)
+                         schema=eb.QUESTION_COLUMNS)
 CORPUS = pl.DataFrame({"passage_id": ["q1_1", "q1_2", "q2_1"], "question_id": ["q1", "q1", "q2"], "text": ["x", "y", "z"]})
 QRELS = pl.DataFrame({"question_id": ["q1", "q1", "q2"], "passage_id": ["q1_1", "q1_2", "q2_1"], "label": [2, 1, 2]},
                      schema=quit_release.QRELS_SCHEMA)
@@ -161,32 +161,32 @@ def fails(result: dg.AssetCheckResult, words: str) -> bool:
 
 
 def test_sound_quit_tables_pass():
-    assert ec.quit_questions_schema(QUESTIONS).passed
-    assert ec.quit_corpus_schema(CORPUS).passed
-    assert ec.quit_qrels_references(QRELS, QUESTIONS, CORPUS).passed
+    assert eb.quit_questions_schema(QUESTIONS).passed
+    assert eb.quit_corpus_schema(CORPUS).passed
+    assert eb.quit_qrels_references(QRELS, QUESTIONS, CORPUS).passed
 
 
 def test_broken_quit_questions_fail():
-    assert fails(ec.quit_questions_schema(pl.concat([QUESTIONS, QUESTIONS.head(1)])), "repeated question_id")
-    assert fails(ec.quit_questions_schema(QUESTIONS.with_columns(pl.lit("val").alias("split"))), "with split not in")
-    assert fails(ec.quit_questions_schema(QUESTIONS.with_columns(pl.lit([], pl.List(pl.String)).alias("answers"))),
+    assert fails(eb.quit_questions_schema(pl.concat([QUESTIONS, QUESTIONS.head(1)])), "repeated question_id")
+    assert fails(eb.quit_questions_schema(QUESTIONS.with_columns(pl.lit("val").alias("split"))), "with split not in")
+    assert fails(eb.quit_questions_schema(QUESTIONS.with_columns(pl.lit([], pl.List(pl.String)).alias("answers"))),
                  "questions without an answer pool")
 
 
 def test_broken_quit_corpus_and_qrels_fail():
-    assert fails(ec.quit_corpus_schema(pl.concat([CORPUS, CORPUS.head(1)])), "repeated passage_id")
-    assert fails(ec.quit_corpus_schema(CORPUS.with_columns(pl.lit(None, pl.String).alias("text"))), "column 'text' has 3 nulls")
+    assert fails(eb.quit_corpus_schema(pl.concat([CORPUS, CORPUS.head(1)])), "repeated passage_id")
+    assert fails(eb.quit_corpus_schema(CORPUS.with_columns(pl.lit(None, pl.String).alias("text"))), "column 'text' has 3 nulls")
     outside = QRELS.with_columns(pl.when(pl.col("passage_id") == "q2_1").then(pl.lit("q2_9")).otherwise("passage_id").alias("passage_id"))
-    assert fails(ec.quit_qrels_references(outside, QUESTIONS, CORPUS), "qrels outside eval/quit_corpus")
-    assert fails(ec.quit_qrels_references(QRELS.with_columns(pl.lit(3, pl.Int8).alias("label")), QUESTIONS, CORPUS), "label not in")
-    assert fails(ec.quit_qrels_references(QRELS.filter(pl.col("question_id") == "q1"), QUESTIONS, CORPUS),
+    assert fails(eb.quit_qrels_references(outside, QUESTIONS, CORPUS), "qrels outside eval/quit_corpus")
+    assert fails(eb.quit_qrels_references(QRELS.with_columns(pl.lit(3, pl.Int8).alias("label")), QUESTIONS, CORPUS), "label not in")
+    assert fails(eb.quit_qrels_references(QRELS.filter(pl.col("question_id") == "q1"), QUESTIONS, CORPUS),
                  "questions without a relevant passage (e.g. q2)")
 
 
 def turns(**changes) -> pl.DataFrame:
     frame = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
                           "turn_id": [1, 2], "query": ["q?", "r?"], "answer": ["a", "b"], "gold_doc_ids": [["d1"], ["d2"]],
-                          "conversation_history": ["", "Q: q? A: a"]}, schema=ec.RECOR_COLUMNS)
+                          "conversation_history": ["", "Q: q? A: a"]}, schema=eb.RECOR_COLUMNS)
     return frame.with_columns(**changes)
 
 
@@ -200,23 +200,23 @@ RECOR_CORPUS = pl.DataFrame({"doc_id": ["d1", "d2"], "content": ["x", "y"]})
     (turns(qid=pl.lit("c1_turn_1")), "repeated qid"),
 ])
 def test_broken_recor_turns_fail(broken, words):
-    assert ec.recor_turns_schema(turns(), RECOR_CORPUS).passed
-    assert fails(ec.recor_turns_schema(broken, RECOR_CORPUS), words)
+    assert eb.recor_turns_schema(turns(), RECOR_CORPUS).passed
+    assert fails(eb.recor_turns_schema(broken, RECOR_CORPUS), words)
 
 
 def test_broken_wikiprofile_tasks_and_pages_fail():
     tasks, _ = wikiprofile_release.load_release("data/releases/wikiprofile")
     pages = pl.DataFrame({"page_id": tasks["page_id"].unique().sort(), "title": None, "mean_monthly_views": 10.0},
                          schema=benchmarks.PAGES_SCHEMA)
-    assert ec.wikiprofile_tasks_schema_check(tasks).passed and ec.wikiprofile_pages_references(pages, tasks).passed
+    assert eb.wikiprofile_tasks_schema_check(tasks).passed and eb.wikiprofile_pages_references(pages, tasks).passed
     one_fact = tasks["fact_id"][0]
-    assert fails(ec.wikiprofile_tasks_schema_check(tasks.filter(~((pl.col("fact_id") == one_fact) & (pl.col("task") == "completion")))),
+    assert fails(eb.wikiprofile_tasks_schema_check(tasks.filter(~((pl.col("fact_id") == one_fact) & (pl.col("task") == "completion")))),
                  "facts without their 10 tasks")
-    assert fails(ec.wikiprofile_pages_references(pages.tail(-1), tasks), "fact pages not in eval/wikiprofile_pages")
-    assert fails(ec.wikiprofile_pages_references(pages.with_columns(pl.lit(-1.0).alias("mean_monthly_views")), tasks), "mean_monthly_views")
+    assert fails(eb.wikiprofile_pages_references(pages.tail(-1), tasks), "fact pages not in eval/wikiprofile_pages")
+    assert fails(eb.wikiprofile_pages_references(pages.with_columns(pl.lit(-1.0).alias("mean_monthly_views")), tasks), "mean_monthly_views")
 
 
 def test_rejects_with_an_unknown_reason_fail():
     row = quit_release.REJECTS.frame([quit_release.REJECTS.row("q1", None, "train.json", "made_up", "?")])
-    assert not ec.quit_source_rejects_reasons(row).passed
-    assert ec.quit_source_rejects_reasons(quit_release.REJECTS.empty()).passed
+    assert not eb.quit_source_rejects_reasons(row).passed
+    assert eb.quit_source_rejects_reasons(quit_release.REJECTS.empty()).passed

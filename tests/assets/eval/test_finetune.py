@@ -22,7 +22,7 @@ from assets.eval.finetune import (
 )
 from assets.eval.runs import RUN_SCHEMA
 from assets.quit.settings import FinetuneSettings
-from checks.eval import colbert_model_checks, dense_model_checks, rerank_model_checks
+from checks.eval.finetune import colbert_model_checks, dense_model_checks, rerank_model_checks
 from resources import multi_vector
 from resources.cross_encoder import score as score_pairs
 from resources.encoders import encode_texts
@@ -527,7 +527,7 @@ def test_a_sweep_of_two_counts_trains_and_registers_a_model_per_count(tmp_path, 
 
     from assets.eval.finetune import DENSE, trained_model
     from assets.partitions import finetune_base_partitions, sync_partitions
-    from checks.eval import trained_model_checks
+    from checks.eval.finetune import trained_model_checks
 
     fake = dataclasses.replace(DENSE, train=fake_training, smoke=lambda folder, question, passage: None)
 

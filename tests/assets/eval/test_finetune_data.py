@@ -10,7 +10,7 @@ import pytest
 from assets.eval import benchmarks, finetune_data
 from assets.eval import finetune_rules as rules
 from assets.quit.settings import FinetuneSettings
-from checks import eval as ec
+from checks.eval import finetune as ef
 from resources.lucene import LuceneResource
 from resources.storage import StorageResource, parquet_io_manager
 
@@ -126,13 +126,13 @@ def test_unknown_settings_are_refused():
 def materialize(*assets, settings: FinetuneSettings, io_manager=dg.mem_io_manager, storage: StorageResource,
                 run_config: dict | None = None) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, dg.AssetCheckEvaluation]]:
     """The asset and its checks after ``assets`` that give the benchmark's tables, with real Lucene."""
-    result = dg.materialize([*assets, finetune_data.quit_finetune_data, *ec.finetune_data_checks],
+    result = dg.materialize([*assets, finetune_data.quit_finetune_data, *ef.finetune_data_checks],
                             instance=dg.DagsterInstance.ephemeral(), run_config=run_config,
                             resources={"storage": storage, "io_manager": io_manager, "lucene": LuceneResource(),
                                        "finetune_settings": settings})
     name = finetune_data.quit_finetune_data.op.name
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert len(checks) == len(ec.finetune_data_checks)
+    assert len(checks) == len(ef.finetune_data_checks)
     return result.output_for_node(name, "quit_finetune_data"), result.output_for_node(name, "quit_finetune_rejects"), checks
 
 
@@ -177,6 +177,6 @@ def test_the_release_sample_trains_on_its_two_train_questions(tmp_path):
     assert rejects.height == 0
     assert frame.group_by("question_id").len().sort("question_id").rows() == [("sample_train_01", 10), ("sample_train_02", 10)]
     assert set(frame["negative_source"]) == {"random"} and (frame["negative_question_id"] != frame["question_id"]).all()
-    fallback = checks.pop(ec.RANDOM_FALLBACK)
+    fallback = checks.pop(ef.RANDOM_FALLBACK)
     assert not fallback.passed and fallback.severity == dg.AssetCheckSeverity.WARN
     assert all(e.passed for e in checks.values()), {n: e.metadata["problems"].value for n, e in checks.items() if not e.passed}

@@ -8,7 +8,7 @@ import pytest
 from assets.eval import finetune_report as fr
 from assets.eval.readers import ANSWER_SCHEMA
 from assets.eval.runs import RUN_SCHEMA
-from checks.eval import quit_finetune_report_held_out
+from checks.eval.finetune import quit_finetune_report_held_out
 
 # ranx's metrics are compiled once, in the background (tests.background)
 pytestmark = pytest.mark.usefixtures("compiled_metrics")

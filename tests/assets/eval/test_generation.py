@@ -10,7 +10,7 @@ from nltk.translate.meteor_score import meteor_score
 
 from assets.common.metadata import report_slice
 from assets.eval import generation, recor
-from checks import eval as ec
+from checks.eval import recor as er
 
 
 @pytest.mark.parametrize("text, tokens", [
@@ -81,12 +81,12 @@ def rows(scores: dict[str, list]) -> pl.DataFrame:
     n = len(next(iter(scores.values())))
     base = {"domain": ["law"] * n, "qid": [f"c1_turn_{i}" for i in range(1, n + 1)], "generator": ["smollm2"] * n,
             "mode": ["retrieved"] * n, **{d: [0.5] * n for d in generation.DIMENSIONS}}
-    return pl.DataFrame({**base, **scores}, schema=ec.GENERATION_SCHEMA)
+    return pl.DataFrame({**base, **scores}, schema=er.GENERATION_SCHEMA)
 
 
 def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitions():
     frame = rows({"answer": ["A cat sat.", ""], "rouge_l": [0.6, 0.0], "meteor": [0.8, 0.0], "bertscore_f1": [0.9, 0.0]})
-    assert ec.recor_generation_schema(frame).passed
+    assert er.recor_generation_schema(frame).passed
     out = recor.recor_generation_metrics(dg.build_asset_context(), frame)
     row = out.value.row(0, named=True)
     # (0.6 + 0) / 2, (0.8 + 0) / 2, (0.9 + 0) / 2: the empty answer counts
@@ -106,6 +106,6 @@ def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitio
 
 def test_generation_check_wants_every_answer_scored():
     unscored = rows({"answer": ["", None], "rouge_l": [None, None], "meteor": [None, None], "bertscore_f1": [None, None]})
-    result = ec.recor_generation_schema(unscored)
+    result = er.recor_generation_schema(unscored)
     # the empty answer (row 1) is flagged; the failed call (row 2, no answer) is not
     assert not result.passed and "1 rows answered without a reference score" in result.metadata["problems"].value

@@ -119,7 +119,7 @@ def store(at, reports: dict) -> None:
 
 
 def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # noqa: F811
-    from checks.eval import leaderboard_checks
+    from checks.eval.leaderboard import leaderboard_checks
     from resources.storage import parquet_io_manager
 
     store(storage, {k: v for k, v in REPORTS.items() if k != lb.WIKIPROFILE_REPORT})

@@ -7,7 +7,7 @@ import pytest
 
 from assets.eval import quit
 from assets.eval.runs import RUN_SCHEMA
-from checks import eval as ec
+from checks.eval import quit as eq
 
 # q1 is a train question, q2 a test question; each has one relevant passage.
 QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2"], "question": ["?", "?"], "split": ["train", "test"]})
@@ -36,7 +36,7 @@ def test_retrieval_tables_score_the_test_split_and_the_table_keeps_every_split()
     assert cells(out.metadata["table_2"], "mrr") == [0.5] and cells(out.metadata["table_4"], "hit_rate@1") == [0.0]
     assert "on the test split" in out.metadata["table_2"].schema.columns[0].description
     assert out.metadata["split"].value == "test" and "tables on the test split" in out.metadata["slice"].value
-    assert ec.quit_retrieval_metrics_ranges(out.value).passed
+    assert eq.quit_retrieval_metrics_ranges(out.value).passed
     # on request, dev: none here, and why_empty says so
     dev = quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(split="dev"), quit_runs=RUN,
                                       benchmark_qrels=QRELS, benchmark_questions=QUESTIONS)
@@ -61,7 +61,7 @@ def test_rerank_tables_score_the_test_split():
     assert cells(out.metadata["table_5"], "mrr") == [0.5] and cells(out.metadata["table_7"], "reranker") == ["upr"]
     # Table 7 on the test split: the Oracle's q2 passage first, nDCG 1
     assert cells(out.metadata["table_7"], "ndcg_burges@10") == [1.0]
-    assert ec.quit_rerank_metrics_ranges(out.value).passed
+    assert eq.quit_rerank_metrics_ranges(out.value).passed
 
 
 def test_table_8_scores_the_test_split_with_its_optimal_bound():
@@ -83,14 +83,14 @@ def test_table_8_scores_the_test_split_with_its_optimal_bound():
                   ("Optimal", "train"): 1.0, ("bm25", "train"): 1.0}
     assert cells(out.metadata["table_8"], "smollm2") == [0.0, 0.0]
     assert "on the test split" in out.metadata["table_8"].schema.columns[-1].description
-    assert ec.quit_reader_metrics_ranges(out.value).passed
+    assert eq.quit_reader_metrics_ranges(out.value).passed
 
 
 def test_a_report_without_an_all_row_or_with_an_unknown_split_fails_its_check():
     out = quit.quit_rerank_metrics(dg.build_asset_context(), config=quit.QuitReport(),
                                    quit_reranked_runs=run("bm25+upr", {"q1": ["a"], "q2": ["b"]}),
                                    benchmark_qrels=QRELS, benchmark_questions=QUESTIONS).value
-    result = ec.quit_rerank_metrics_ranges(out.filter(pl.col("split") != "all"))
+    result = eq.quit_rerank_metrics_ranges(out.filter(pl.col("split") != "all"))
     assert not result.passed and "without an 'all' row" in str(result.metadata)
-    result = ec.quit_rerank_metrics_ranges(out.with_columns(pl.col("split").replace("test", "holdout")))
+    result = eq.quit_rerank_metrics_ranges(out.with_columns(pl.col("split").replace("test", "holdout")))
     assert not result.passed and "holdout" in str(result.metadata)

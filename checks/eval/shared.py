@@ -1,0 +1,95 @@
+"""What the evaluation's checks share: the check names, the keys and inputs of the
+benchmarks the evaluation reads, the rules of metric tables and TREC-style runs, and the
+systems the retriever and reranker registries name."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import dagster as dg
+import polars as pl
+
+from assets.eval.quit import wiring
+from assets.eval.runs import RUN_SCHEMA
+from checks.factories import TOLERANCE, UNIT, not_in, outside, table_problems, typed, where
+from resources.retrieval import load_rerankers, load_retrievers
+
+# Check names, unique per asset.
+RANKS = "ranks"
+REFERENCES = "references"
+SCHEMA = "schema"
+METRICS = "metrics"
+
+# ranx metric names (ndcg@10, ndcg_burges@10, recall@100, mrr, map@10): every such column is a mean in [0, 1].
+RANX_METRIC = re.compile(r"^(hit_rate|recall|precision|ndcg|ndcg_burges|map|mrr|f1|r_precision)(@\d+)?$")
+# Metrics that cannot fall as the cut-off grows.
+MONOTONE = ("hit_rate", "recall")
+ORACLE_KIND = "oracle"
+
+
+eval_key = wiring.key
+
+
+def wikiprofile_key(name: str) -> dg.AssetKey:
+    return dg.AssetKey(["wikiprofile", name])
+
+
+# The benchmarks as the evaluation reads them (assets.eval.benchmarks).
+QUIT_QUESTIONS = dg.AssetIn(key=eval_key("quit_questions"))
+QUIT_CORPUS = dg.AssetIn(key=eval_key("quit_corpus"))
+RECOR_BENCHMARK = dg.AssetIn(key=eval_key("recor_turns"))
+WIKIPROFILE_BENCHMARK = dg.AssetIn(key=eval_key("wikiprofile_tasks"))
+
+
+def monotone(frame: pl.DataFrame, ids: Sequence[str]) -> list[str]:
+    """hit_rate@k and recall@k never fall as k grows."""
+    problems = []
+    for name in MONOTONE:
+        cuts = sorted(int(c.split("@")[1]) for c in frame.columns if RANX_METRIC.match(c) and c.startswith(f"{name}@"))
+        for a, b in zip(cuts, cuts[1:]):
+            problems += where(frame, pl.col(f"{name}@{a}") > pl.col(f"{name}@{b}") + TOLERANCE,
+                              f"with {name}@{a} above {name}@{b}", ids)
+    return problems
+
+
+def metric_problems(frame: pl.DataFrame, columns: dict, unique: Sequence[str], required: Iterable[str]) -> list[str]:
+    """A metric table: its columns, the required ranx metrics, every ranx metric in [0, 1]
+    and the cut-off metrics monotone."""
+    columns = {**columns, **{m: pl.Float64 for m in required}}
+    problems = table_problems(frame, columns, unique, not_null=tuple(columns))
+    if not typed(frame, columns):
+        return problems
+    metrics = [c for c in frame.columns if RANX_METRIC.match(c)]
+    return problems + outside(frame, metrics, UNIT, unique, missing_ok=False) + monotone(frame, unique)
+
+
+def run_problems(run: pl.DataFrame, systems: Iterable[str], per: Sequence[str] = ("question_id",),
+                 columns: dict = RUN_SCHEMA) -> list[str]:
+    """A TREC-style run: ranks 1..n per query without gaps or repeats, each passage once per
+    query, scores never rising down the ranking, a registered system."""
+    per = list(per)
+    problems = table_problems(run, columns, unique=(*per, "rank"), not_null=tuple(columns))
+    if not typed(run, columns):
+        return problems
+    ids = (*per, "rank")
+    problems += table_problems(run, {}, unique=(*per, "passage_id"))
+    problems += where(run, pl.col("rank") < 1, "with a rank below 1", ids)
+    lists = run.group_by(per).agg(pl.len().alias("passages"), pl.col("rank").max().alias("last"))
+    problems += where(lists, pl.col("last") != pl.col("passages"), "(queries) whose ranks are not 1..n", per)
+    rises = run.sort(*per, "rank").with_columns(pl.col("score").diff().over(per).alias("rise"))
+    problems += where(rises, pl.col("rise") > 0, "scored above the passage ranked before them", ids)
+    return problems + not_in(run, "system", systems, ("system",))
+
+
+def retriever_aliases(with_oracle: bool = True) -> list[str]:
+    return sorted(a for a, s in load_retrievers().items() if with_oracle or s.kind != ORACLE_KIND)
+
+
+def oracle_aliases() -> list[str]:
+    return sorted(a for a, s in load_retrievers().items() if s.kind == ORACLE_KIND)
+
+
+def reranked_systems() -> list[str]:
+    """``<retriever>+<reranker>``, as the reranked runs name themselves."""
+    return sorted(f"{r}+{k}" for r in load_retrievers() for k in load_rerankers())
