@@ -19,25 +19,27 @@ import dagster as dg
 import polars as pl
 
 from assets.common.text import normalize
-from assets.eval import finetune_report, finetune_rules
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
-from assets.eval import profiling_rules as method
-from assets.eval import reteco, reteco_judge
-from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
-from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
-from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
-from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
-from assets.eval.conversational import TURN_METRICS
-from assets.eval.finetune import CROSS_ENCODER, DENSE, MULTI_VECTOR, TRAINED_ON, TrainedModel, models_of
-from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
-from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
-from assets.eval.quit import wiring
-from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
-from assets.eval.recor import BY_DOMAIN, RETECO_GENERATION_SCHEMA
+from assets.eval.quit.assets import wiring
+from assets.eval.quit.finetune import report as finetune_report
+from assets.eval.quit.finetune import rules as finetune_rules
+from assets.eval.quit.finetune.assets import CROSS_ENCODER, DENSE, MULTI_VECTOR, TRAINED_ON, TrainedModel, models_of
+from assets.eval.quit.finetune.steps import LOG_FILE, log_problems, read_log
+from assets.eval.quit.rules import STRATEGIES as CONTEXT_STRATEGIES
+from assets.eval.quit.steps import ANSWER_SCHEMA, CUTOFFS
+from assets.eval.recor.assets import BY_DOMAIN, RETECO_GENERATION_SCHEMA
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as reteco_judge
+from assets.eval.recor.rules import STRATEGIES as QUERY_STRATEGIES
+from assets.eval.recor.rules import TURN_METRICS
+from assets.eval.recor.steps import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.runs import RUN_SCHEMA
-from assets.eval.training import LOG_FILE, log_problems, read_log
-from assets.eval.wikiprofile import SAMPLE_SCHEMA
+from assets.eval.sources import PAGES_SCHEMA as PAGE_COLUMNS
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile.analysis import PROFILE_SCHEMA, TAU_GRID
+from assets.eval.wikiprofile.assets import SAMPLE_SCHEMA
+from assets.eval.wikiprofile.steps import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.partitions import (
     DOMAINS,
     finetune_base_partitions,
@@ -103,10 +105,10 @@ eval_key = wiring.key
 
 
 def wikiprofile_key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["wikiprofile", name])
+    return dg.AssetKey(["eval", f"wikiprofile_{name}"])
 
 
-# The benchmarks as the evaluation reads them (assets.eval.benchmarks).
+# The benchmarks as the evaluation reads them (assets.eval.sources).
 QUIT_QUESTIONS = dg.AssetIn(key=eval_key("quit_questions"))
 QUIT_CORPUS = dg.AssetIn(key=eval_key("quit_corpus"))
 RECOR_BENCHMARK = dg.AssetIn(key=eval_key("recor_turns"))
@@ -520,7 +522,7 @@ QUERY_SCHEMA = {"domain": pl.String, "qid": pl.String, "conversation_id": pl.Str
 
 
 @dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
-                description="Each turn's query under each strategy of assets.eval.conversational.STRATEGIES, none empty, in a known domain.")
+                description="Each turn's query under each strategy of assets.eval.recor.rules.STRATEGIES, none empty, in a known domain.")
 def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_queries
     problems = table_problems(frame, QUERY_SCHEMA, ("qid", "strategy"), not_null=tuple(QUERY_SCHEMA))
@@ -860,7 +862,7 @@ def graded_responses_schema(graded_responses: pl.DataFrame) -> dg.AssetCheckResu
                 description="Exactly the subject's sampled responses are graded.")
 def graded_responses_references(graded_responses: pl.DataFrame, responses: pl.DataFrame) -> dg.AssetCheckResult:
     key = list(SAMPLE_KEY)
-    problems = (unmatched(graded_responses, key, responses, key, "graded samples not in wikiprofile/responses")
+    problems = (unmatched(graded_responses, key, responses, key, "graded samples not in eval/wikiprofile_responses")
                 + unmatched(responses, key, graded_responses, key, "responses left ungraded"))
     return problems_result(problems, graded_responses.height)
 

@@ -5,10 +5,10 @@ report's per-count tables against hand-computed values, with the checks failing 
 import polars as pl
 import pytest
 
-from assets.eval import finetune_report as fr
-from assets.eval import finetune_rules as rules
-from assets.eval.finetune import sweep_alias, undrawn
-from assets.eval.readers import ANSWER_SCHEMA
+from assets.eval.quit.finetune import report as fr
+from assets.eval.quit.finetune import rules
+from assets.eval.quit.finetune.assets import sweep_alias, undrawn
+from assets.eval.quit.steps import ANSWER_SCHEMA
 from assets.eval.runs import RUN_SCHEMA
 from assets.quit.settings import FinetuneSettings
 from checks.eval import quit_finetune_report_fine_tuned, quit_finetune_report_held_out
