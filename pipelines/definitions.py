@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.eval.benchmarks import benchmark_assets
-from assets.eval.finetune import finetune_model_assets
-from assets.eval.finetune_data import finetune_data_assets
-from assets.eval.finetune_report import finetune_report_assets
 from assets.eval.leaderboard import leaderboard_assets
-from assets.eval.quit import quit_eval_assets
-from assets.eval.recor import recor_eval_assets
-from assets.eval.wikiprofile import (
+from assets.eval.quit.assets import quit_eval_assets
+from assets.eval.quit.finetune.assets import finetune_data_assets, finetune_model_assets
+from assets.eval.quit.finetune.report import finetune_report_assets
+from assets.eval.recor.assets import recor_eval_assets
+from assets.eval.sources import benchmark_assets
+from assets.eval.wikiprofile.assets import (
     wikiprofile_analysis_assets,
     wikiprofile_profile_assets,
 )

@@ -41,7 +41,7 @@ def eval_assets(*names: str) -> dg.AssetSelection:
     return dg.AssetSelection.assets(*(["eval", n] for n in names))
 
 
-# The benchmark each evaluation reads, built or released (assets.eval.benchmarks): its own
+# The benchmark each evaluation reads, built or released (assets.eval.sources): its own
 # stage, so that an evaluation of a release runs these and the evaluation stages alone.
 quit_eval_source_job = dg.define_asset_job(
     "quit_eval_source", selection=eval_assets("quit_questions", "quit_corpus", "quit_qrels", "quit_source_rejects"),
@@ -173,13 +173,9 @@ recor_generation_report_job = dg.define_asset_job(
     description="RECOR generation quality: Tables 7, 8, 21-23.",
 )
 
-def wikiprofile_assets(*names: str) -> dg.AssetSelection:
-    return dg.AssetSelection.assets(*(["wikiprofile", n] for n in names))
-
-
-WIKIPROFILE_PROFILING = wikiprofile_assets("responses", "graded_responses", "profiles")
-WIKIPROFILE_REPORTS = wikiprofile_assets("profile_report", "popularity_report", "direction_report", "thinking_report",
-                                         "robustness_report")
+WIKIPROFILE_PROFILING = eval_assets("wikiprofile_responses", "wikiprofile_graded_responses", "wikiprofile_profiles")
+WIKIPROFILE_REPORTS = eval_assets("wikiprofile_profile_report", "wikiprofile_popularity_report", "wikiprofile_direction_report",
+                                  "wikiprofile_thinking_report", "wikiprofile_robustness_report")
 wikiprofile_build_job = dg.define_asset_job(
     "wikiprofile_build", selection=dg.AssetSelection.groups("wikiprofile") - WIKIPROFILE_PROFILING - WIKIPROFILE_REPORTS,
     description="WikiProfile construction: facts from page summaries, ten tasks each (steps 1-19).",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from assets.eval.generation import DIMENSIONS as ANSWER_DIMENSIONS
-from assets.eval.generation import MODES
+from assets.eval.recor.steps import DIMENSIONS as ANSWER_DIMENSIONS
+from assets.eval.recor.steps import MODES
 from assets.quit.rules import PASSAGES_PER_QUESTION
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.rules import MAX_TURNS

@@ -12,13 +12,13 @@ every problem with its line, then what the scorer will do. ``score`` prints the 
 table (binary nDCG@10 macro-averaged over the target turns, with MAP@10, Recall@10 and MRR),
 the per-domain and per-depth tables, and writes them as CSV under ``--out``. ``export`` writes
 the release's qrels and the given runs with the task's query ids. ``judge`` rates generation
-files on the task's five dimensions with an LLM judge (``assets/eval/reteco_judge.py``): the
+files on the task's five dimensions with an LLM judge (``assets/eval/recor/reteco/steps.py``): the
 faithfulness prompt shows the turn's gold passages (2b) or the top five of ``--run`` (2c); it
 prints the generation table (the five normalized dimensions, their macro average, ROUGE-L,
 METEOR and BERTScore F1, turns judged, judge failures) and writes it, the per-turn scores and
 every judgment as CSV under ``--out``. The judge is the registry's ``recor.judge`` (the
 embedded model by default) or ``--judge``. Exit status 1 when a file is not scorable. The
-rules are ``assets/eval/reteco.py``'s.
+rules are ``assets/eval/recor/reteco/rules.py``'s.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from pathlib import Path
 
 import polars as pl
 
-from assets.eval import reteco, reteco_judge
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as reteco_judge
 from resources.llm import CallStats, LLMResource
 from resources.storage import read_bytes
 

@@ -19,9 +19,10 @@ import polars as pl
 
 from assets.common.metadata import PROFILE_TAG
 from assets.common.settings import ProfiledSettings
-from assets.eval import reteco, reteco_judge
-from assets.eval.finetune_report import RETRIEVAL, wide
-from assets.eval.quit import HEADLINE_SPLIT
+from assets.eval.quit.assets import HEADLINE_SPLIT
+from assets.eval.quit.finetune.report import RETRIEVAL, wide
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as reteco_judge
 from assets.partitions import DOMAINS, registered_keys, sync_partitions
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.published import release_domains
@@ -120,7 +121,7 @@ RETECO_STAGES = list(RECOR_EVAL_STAGES)
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
-# The stages of the evaluation's source assets (assets.eval.benchmarks) and the step each runs.
+# The stages of the evaluation's source assets (assets.eval.sources) and the step each runs.
 SOURCE_STAGES = {"quit_eval_source": "eval_quit_source", "recor_eval_source": "eval_recor_source",
                  "wikiprofile_eval_source": "eval_wikiprofile_source"}
 
@@ -417,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"RECOR benchmark files:    {join(root, 'recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
         print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)")
     if "wikiprofile" in wanted:
-        table = read_parquet(join(root, "wikiprofile", "profile_report.parquet"))
+        table = read_parquet(join(root, "eval", "wikiprofile_profile_report.parquet"))
         facts = read_parquet(join(root, "eval", "wikiprofile_tasks.parquet"))["fact_id"].n_unique()
         sample = f" of the release sample {RELEASE_SAMPLES['wikiprofile']}" if "wikiprofile" in evaluated else ""
         # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
@@ -428,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):")
             print(wide)
         print(f"WikiProfile benchmark:    {join(root, 'wikiprofile', 'benchmark.parquet')}  (funnel: wikiprofile/benchmark in the web UI)")
-        print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "
-              "robustness_report (web UI)")
+        print("WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
+              "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)")
     print(f"leaderboard:              {join(root, 'eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
     print("web UI:                   make ui   then open http://127.0.0.1:3000")
     print("human verification page:  make verify   then open http://127.0.0.1:8765")
@@ -486,8 +487,8 @@ def print_evaluation(root: str, wanted: list[str]) -> None:
     if "recor" in wanted:
         print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics (web UI)")
     if "wikiprofile" in wanted:
-        print("WikiProfile reports:      wikiprofile/profile_report, popularity_report, direction_report, thinking_report, "
-              "robustness_report (web UI)")
+        print("WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
+              "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)")
     print("sources:                  eval/quit_questions, eval/recor_turns, eval/wikiprofile_tasks name the release they read; "
           "their *_source_rejects hold what the loaders refused")
     print(f"leaderboard:              {join(root, 'eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")

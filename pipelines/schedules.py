@@ -76,7 +76,7 @@ quit_readers_schedule = model_backfill_schedule(
     "The readers read no settings: the questions the QUIT build stored set its size, and the profile tags the run.",
 )
 wikiprofile_profiles_schedule = model_backfill_schedule(
-    "wikiprofile_profiles_backfill", wikiprofile_profile_job, dg.AssetKey(["wikiprofile", "profiles"]), subject_partitions,
+    "wikiprofile_profiles_backfill", wikiprofile_profile_job, dg.AssetKey(["eval", "wikiprofile_profiles"]), subject_partitions,
     "Profiles every WikiProfile subject partition (added by the registry sensor) that has no profiles yet. "
     f"Demo: {PROFILE_SIZES['wikiprofile'][DEMO]} Paper: {PROFILE_SIZES['wikiprofile'][PAPER]}",
 )

@@ -471,7 +471,7 @@ def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int 
             text = read_text(uri)
         except FileNotFoundError:
             raise FileNotFoundError(f"{owner}: no run file at {uri} (template {spec.path!r})") from None
-        # As the RETECO checker (assets.eval.reteco) reads it: a leading byte order mark is no part of the first query id.
+        # As the RETECO checker (assets.eval.recor.reteco.rules) reads it: a leading byte order mark is no part of the first query id.
         found, repeats = first_lines(run_lines(text.removeprefix("\ufeff") if lenient else text, uri), query_id)
         if repeats and not lenient:
             raise _listed_twice(repeats[0])

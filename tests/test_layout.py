@@ -1,6 +1,8 @@
 """The layout holds: imports go one way (resources <- assets/common <- assets/<benchmark> <-
 assets/eval <- checks <- pipelines), no benchmark imports another, and each benchmark package
-has the same floor plan."""
+has the same floor plan. The evaluation has the same floor plan inside: its shared stack at
+the root <- one package per benchmark (assets/eval/<benchmark>/, which reads no other
+benchmark's package, construction or evaluation) <- the leaderboard, which reads them all."""
 
 from __future__ import annotations
 
@@ -13,6 +15,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("resources", "assets", "checks", "pipelines")
 BENCHMARKS = ("quit", "recor", "wikiprofile")
 FLOOR_PLAN = {"__init__", "assets", "steps", "rules", "sources", "settings", "release", "published"}
+# The evaluation's shared stack: what every benchmark's evaluation uses, and the leaderboard.
+EVAL_ROOT = {"__init__", "sources", "runs", "metrics", "retrieve", "rerankers", "rankgpt", "reports", "leaderboard"}
+# The leaderboard reads every benchmark's reports: it sits above the benchmark packages.
+EVAL_SUMMIT = ("leaderboard",)
+# Each evaluation package (a folder under assets/eval/), its modules named from the floor
+# plan; a module whose role no floor-plan name fits is named here, with the reason.
+EVAL_PACKAGES = {
+    "quit": set(),
+    "quit/finetune": {"report"},        # the fine-tuning report (Tables 10-12), an asset of its own
+    "recor": set(),
+    "recor/reteco": set(),
+    "wikiprofile": {"analysis"},        # the analyses over profiled models (section 5, appendices B and D)
+}
 
 
 def layer(module: str) -> tuple[float, str]:
@@ -28,6 +43,10 @@ def layer(module: str) -> tuple[float, str]:
         if parts[1] in BENCHMARKS:
             return 2, parts[1]
         if parts[1] == "eval":
+            if len(parts) > 2 and parts[2] in BENCHMARKS:
+                return 3.5, f"eval.{parts[2]}"
+            if len(parts) > 2 and parts[2] in EVAL_SUMMIT:
+                return 3.75, f"eval.{parts[2]}"
             return 3, "eval"
     if parts[0] == "checks":
         return 4, "checks"
@@ -41,6 +60,11 @@ def module_name(path: Path) -> str:
     return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
 
 
+def is_module(name: str) -> bool:
+    path = ROOT / name.replace(".", "/")
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
 def project_imports(path: Path) -> list[tuple[int, str]]:
     """Every import of a project module in the file, at any depth (function-level too)."""
     out = []
@@ -49,7 +73,7 @@ def project_imports(path: Path) -> list[tuple[int, str]]:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             target = node.module
             # `from assets.quit import rules` imports the module assets.quit.rules
-            if len(names) > 1 and all((ROOT / (n.replace(".", "/") + ".py")).exists() for n in names[1:]):
+            if len(names) > 1 and all(is_module(n) for n in names[1:]):
                 out.extend((node.lineno, n) for n in names[1:])
                 continue
             out.append((node.lineno, target))
@@ -68,6 +92,8 @@ def violations(path: Path) -> list[str]:
             continue
         if t_rank >= rank:
             found.append(f"{path.relative_to(ROOT)}:{line} imports {target} ({t_unit} may not be imported from {unit})")
+        elif unit.startswith("eval.") and t_unit in BENCHMARKS and unit != f"eval.{t_unit}" and rank < 3.75:
+            found.append(f"{path.relative_to(ROOT)}:{line} imports {target} (another benchmark's construction, from {unit})")
     return found
 
 
@@ -83,8 +109,14 @@ def test_imports_go_one_way_only():
 @pytest.mark.parametrize("importer, imported", [
     ("assets/recor/steps.py", "assets.quit.rules"),     # sideways across benchmarks
     ("assets/common/verdicts.py", "assets.eval.rerankers"),  # upward from common
-    ("assets/eval/recor.py", "checks.recor"),           # evaluation reaching into checks
+    ("assets/eval/recor/assets.py", "checks.recor"),    # evaluation reaching into checks
     ("resources/storage.py", "assets.common.records"),  # a resource importing an asset module
+    ("assets/eval/metrics.py", "assets.eval.quit.assets"),           # the eval root reaching into a benchmark
+    ("assets/eval/retrieve.py", "assets.eval.recor.reteco"),         # ... or into a nested package
+    ("assets/eval/recor/steps.py", "assets.eval.wikiprofile.rules"),  # sideways across evaluation packages
+    ("assets/eval/quit/finetune/rules.py", "assets.eval.recor.reteco.rules"),  # sideways from a nested package
+    ("assets/eval/wikiprofile/analysis.py", "assets.recor.release"),  # into another benchmark's construction
+    ("assets/eval/quit/assets.py", "assets.eval.leaderboard"),       # a benchmark reading the summit
 ])
 def test_an_import_against_the_order_is_found(tmp_path, importer, imported):
     path = ROOT / importer
@@ -102,6 +134,37 @@ def test_each_benchmark_has_the_same_floor_plan(benchmark):
     modules = {p.stem for p in package.glob("*.py")}
     assert modules == FLOOR_PLAN, f"assets/{benchmark}: extra {sorted(modules - FLOOR_PLAN)}, missing {sorted(FLOOR_PLAN - modules)}"
     assert (package / "prompts").is_dir() and any((package / "prompts").glob("*.yaml"))
+
+
+def eval_floor_plan_problems(root: Path) -> list[str]:
+    """How the evaluation folder departs from its floor plan: root modules outside the shared
+    stack, packages other than the expected ones, modules named outside each package's plan."""
+    problems = [f"{root.name}/{p.name}: not in the shared stack" for p in sorted(root.glob("*.py")) if p.stem not in EVAL_ROOT]
+    found = {p.parent.relative_to(root).as_posix() for p in root.rglob("__init__.py") if p.parent != root}
+    problems += [f"{root.name}/{name}: unexpected package" for name in sorted(found - set(EVAL_PACKAGES))]
+    problems += [f"{root.name}/{name}: missing package" for name in sorted(set(EVAL_PACKAGES) - found)]
+    for name in sorted(found & set(EVAL_PACKAGES)):
+        allowed = FLOOR_PLAN | EVAL_PACKAGES[name]
+        problems += [f"{root.name}/{name}/{p.name}: outside the floor plan" for p in sorted((root / name).glob("*.py"))
+                     if p.stem not in allowed]
+    return problems
+
+
+def test_the_evaluation_has_the_floor_plan():
+    problems = eval_floor_plan_problems(ROOT / "assets" / "eval")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("stray", ["profiling.py", "quit/readers.py", "recor/reteco/judge.py", "scores/__init__.py"])
+def test_a_module_against_the_eval_floor_plan_is_found(tmp_path, stray):
+    root = tmp_path / "eval"
+    for name in [*(f"{m}.py" for m in EVAL_ROOT), *(f"{p}/{m}.py" for p in EVAL_PACKAGES for m in ("__init__", "assets"))]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("", encoding="utf-8")
+    assert not eval_floor_plan_problems(root)
+    (root / stray).parent.mkdir(parents=True, exist_ok=True)
+    (root / stray).write_text("", encoding="utf-8")
+    assert eval_floor_plan_problems(root), f"{stray} went unnoticed"
 
 
 def test_the_llm_resource_is_a_package():

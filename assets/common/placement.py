@@ -4,7 +4,7 @@ The rule: a step is GPU-bound when it runs a torch model in its own process. Tha
 step that encodes with a dense or multi-vector encoder (``resources/encoders.py``,
 ``resources/multi_vector.py``: the FAISS and token indexes, dense and late-interaction
 searches, QUIT's question difficulties and statistics), reranks with a seq2seq or
-cross-encoder model, fine-tunes (``assets/eval/training.py``), or runs the bundled MiniLM as
+cross-encoder model, fine-tunes (``assets/eval/quit/finetune/steps.py``), or runs the bundled MiniLM as
 part of an LLM step (RECOR's similarity filter in its builder steps, BERTScore in the
 generation evaluations): sentence-transformers and bert-score put a model on the GPU when
 torch sees one, so such a step on a CPU node runs there at CPU speed.

@@ -18,11 +18,11 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import md_table, png_markdown, report_table, why_empty
-from assets.eval import conversational
 from assets.eval import metrics as eval_metrics
-from assets.eval import profiling_rules as method
-from assets.eval.quit import oracle_aliases
+from assets.eval.quit.assets import oracle_aliases
+from assets.eval.recor import rules as conversational
 from assets.eval.reports import _plt
+from assets.eval.wikiprofile import rules as method
 from resources.storage import (
     StorageResource,
     exists,
@@ -62,7 +62,7 @@ QUIT_RETRIEVAL = dg.AssetKey([PREFIX, "quit_retrieval_metrics"])
 QUIT_RERANK = dg.AssetKey([PREFIX, "quit_rerank_metrics"])
 QUIT_READER = dg.AssetKey([PREFIX, "quit_reader_metrics"])
 RECOR_RETRIEVAL = dg.AssetKey([PREFIX, "recor_retrieval_metrics"])
-WIKIPROFILE_REPORT = dg.AssetKey(["wikiprofile", "profile_report"])
+WIKIPROFILE_REPORT = dg.AssetKey(["eval", "wikiprofile_profile_report"])
 REPORTS = {QUIT_RETRIEVAL: "quit", QUIT_RERANK: "quit", QUIT_READER: "quit", RECOR_RETRIEVAL: "recor",
            WIKIPROFILE_REPORT: "wikiprofile"}
 
@@ -115,7 +115,7 @@ def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> 
 
 
 def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
-    """Subject models from ``wikiprofile/profile_report`` (Table 2, shares). A share over no
+    """Subject models from ``eval/wikiprofile_profile_report`` (Table 2, shares). A share over no
     facts (NaN) or without a thinking run (null) is left empty."""
     return report.select(pl.col("model").alias("system"), pl.lit(SUBJECT).alias("kind"),
                          *[pl.col(m).fill_nan(None).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])

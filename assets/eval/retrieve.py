@@ -9,9 +9,10 @@ documents must be among, and for an entry point the texts it is handed at search
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
-from assets.eval import reteco
 from resources import multi_vector
 from resources.lucene import Hit
 from resources.retrieval import (
@@ -83,12 +84,13 @@ def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str]
 
 
 def from_run_files(spec: RetrieverSpec, benchmark: str, corpus: str, parts: dict[str, list[str]], k: int,
-                   storage: StorageResource) -> RunFiles:
+                   storage: StorageResource, query_id: Callable[[str], str] | None = None,
+                   lenient: bool = False) -> RunFiles:
     """The top-k hits of every query in ``parts`` (a QUIT split or RECOR domain -> query
     ids) from the retriever's run files, their documents checked against the corpus
-    ``build`` kept. RECOR's files are read as RETECO Track 2 reads a run: a repeated
-    document is removed after its first line and one outside the corpus discarded, both
-    counted; QUIT's may hold neither."""
+    ``build`` kept. ``query_id`` and ``lenient`` are the benchmark's reading of a file
+    (:func:`resources.retrieval.read_run_files`): RECOR's evaluation reads its files as
+    RETECO Track 2 reads a run, a repeated document removed after its first line and one
+    outside the corpus discarded, both counted; QUIT's may hold neither."""
     documents = set(read_parquet(index_uri(storage, corpus, spec))["id"].to_list())
-    recor = benchmark == "recor"
-    return read_run_files(spec, benchmark, parts, k, documents, query_id=reteco.project_qid if recor else None, lenient=recor)
+    return read_run_files(spec, benchmark, parts, k, documents, query_id=query_id, lenient=lenient)

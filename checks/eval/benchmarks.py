@@ -1,4 +1,4 @@
-"""Checks of the benchmarks as the evaluation reads them (``assets.eval.benchmarks``), built
+"""Checks of the benchmarks as the evaluation reads them (``assets.eval.sources``), built
 or released: each table's ids and references, and the rejects of the released files."""
 
 from __future__ import annotations
@@ -8,14 +8,21 @@ import math
 import dagster as dg
 import polars as pl
 
-from assets.eval.benchmarks import PAGES_SCHEMA as PAGE_COLUMNS
+from assets.eval.sources import PAGES_SCHEMA as PAGE_COLUMNS
 from assets.partitions import recor_domain_partitions
 from assets.quit import published as quit_release
 from assets.recor import published as recor_release
 from assets.recor.rules import gold_outside
 from assets.wikiprofile import published as wikiprofile_release
 from assets.wikiprofile.release import BENCHMARK_SCHEMA as wikiprofile_tasks_schema
-from checks.eval.shared import QUIT_CORPUS, QUIT_QUESTIONS, REFERENCES, SCHEMA, WIKIPROFILE_BENCHMARK, eval_key
+from checks.eval.shared import (
+    QUIT_CORPUS,
+    QUIT_QUESTIONS,
+    REFERENCES,
+    SCHEMA,
+    WIKIPROFILE_BENCHMARK,
+    eval_key,
+)
 from checks.factories import (
     EXAMPLES,
     not_in,

@@ -10,14 +10,31 @@ import dagster as dg
 import polars as pl
 
 from assets.common.text import normalize
-from assets.eval import finetune_report, finetune_rules
-from assets.eval.finetune import CROSS_ENCODER, DENSE, MULTI_VECTOR, TRAINED_ON, TrainedModel, models_of
-from assets.eval.training import LOG_FILE, log_problems, read_log
+from assets.eval.quit.finetune import report as finetune_report
+from assets.eval.quit.finetune import rules as finetune_rules
+from assets.eval.quit.finetune.assets import (
+    CROSS_ENCODER,
+    DENSE,
+    MULTI_VECTOR,
+    TRAINED_ON,
+    TrainedModel,
+    models_of,
+)
+from assets.eval.quit.finetune.steps import LOG_FILE, log_problems, read_log
 from assets.partitions import finetune_base_partitions
 from assets.quit.settings import FinetuneSettings
 from checks.eval.shared import QUIT_CORPUS, QUIT_QUESTIONS, SCHEMA, eval_key
-from checks.factories import UNIT, WARN, not_in, outside, problems_result, rejects_check, table_problems, typed, where
-
+from checks.factories import (
+    UNIT,
+    WARN,
+    not_in,
+    outside,
+    problems_result,
+    rejects_check,
+    table_problems,
+    typed,
+    where,
+)
 
 # --- the training pairs ---------------------------------------------------------------------------
 

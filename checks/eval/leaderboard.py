@@ -8,7 +8,15 @@ import polars as pl
 
 from assets.eval import leaderboard as board
 from checks.eval.shared import SCHEMA, eval_key
-from checks.factories import TOLERANCE, UNIT, outside, problems_result, table_problems, typed, where
+from checks.factories import (
+    TOLERANCE,
+    UNIT,
+    outside,
+    problems_result,
+    table_problems,
+    typed,
+    where,
+)
 
 RUN_ON = "run_on"
 LEADERBOARD_KEY = ("system",)

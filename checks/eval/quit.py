@@ -7,9 +7,13 @@ import dagster as dg
 import polars as pl
 
 from assets.eval import metrics as eval_metrics
-from assets.eval.contexts import STRATEGIES as CONTEXT_STRATEGIES
-from assets.eval.readers import ANSWER_SCHEMA, CUTOFFS
-from assets.partitions import quit_reader_partitions, rerank_partitions, retriever_partitions
+from assets.eval.quit.rules import STRATEGIES as CONTEXT_STRATEGIES
+from assets.eval.quit.steps import ANSWER_SCHEMA, CUTOFFS
+from assets.partitions import (
+    quit_reader_partitions,
+    rerank_partitions,
+    retriever_partitions,
+)
 from checks.eval.shared import (
     METRICS,
     ORACLE_KIND,

@@ -9,12 +9,13 @@ from collections.abc import Iterable
 import dagster as dg
 import polars as pl
 
-from assets.eval import reteco, reteco_judge
-from assets.eval.conversational import STRATEGIES as QUERY_STRATEGIES
-from assets.eval.conversational import TURN_METRICS
-from assets.eval.generation import DIMENSIONS, MODES, REFERENCE_METRICS
-from assets.eval.quit import wiring
-from assets.eval.recor import BY_DOMAIN, RETECO_GENERATION_SCHEMA
+from assets.eval.quit.assets import wiring
+from assets.eval.recor.assets import BY_DOMAIN, RETECO_GENERATION_SCHEMA
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as reteco_judge
+from assets.eval.recor.rules import STRATEGIES as QUERY_STRATEGIES
+from assets.eval.recor.rules import TURN_METRICS
+from assets.eval.recor.steps import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.runs import RUN_SCHEMA
 from assets.partitions import DOMAINS, recor_domain_partitions, recor_eval_partitions
 from checks.eval.shared import (
@@ -42,7 +43,13 @@ from checks.factories import (
     unmatched,
     where,
 )
-from resources.retrieval import RETRIEVERS_PATH, RUN, RetrieverSpec, load_retrievers, run_file_uri
+from resources.retrieval import (
+    RETRIEVERS_PATH,
+    RUN,
+    RetrieverSpec,
+    load_retrievers,
+    run_file_uri,
+)
 from resources.storage import MATERIALIZED_PARTITIONS, read_bytes
 
 RUN_FILES = "run_files"
@@ -52,7 +59,7 @@ QUERY_SCHEMA = {"domain": pl.String, "qid": pl.String, "conversation_id": pl.Str
 
 
 @dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
-                description="Each turn's query under each strategy of assets.eval.conversational.STRATEGIES, none empty, in a known domain.")
+                description="Each turn's query under each strategy of assets.eval.recor.rules.STRATEGIES, none empty, in a known domain.")
 def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_queries
     problems = table_problems(frame, QUERY_SCHEMA, ("qid", "strategy"), not_null=tuple(QUERY_SCHEMA))

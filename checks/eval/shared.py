@@ -10,9 +10,17 @@ from collections.abc import Iterable, Sequence
 import dagster as dg
 import polars as pl
 
-from assets.eval.quit import wiring
+from assets.eval.quit.assets import wiring
 from assets.eval.runs import RUN_SCHEMA
-from checks.factories import TOLERANCE, UNIT, not_in, outside, table_problems, typed, where
+from checks.factories import (
+    TOLERANCE,
+    UNIT,
+    not_in,
+    outside,
+    table_problems,
+    typed,
+    where,
+)
 from resources.retrieval import load_rerankers, load_retrievers
 
 # Check names, unique per asset.
@@ -32,10 +40,10 @@ eval_key = wiring.key
 
 
 def wikiprofile_key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["wikiprofile", name])
+    return dg.AssetKey(["eval", f"wikiprofile_{name}"])
 
 
-# The benchmarks as the evaluation reads them (assets.eval.benchmarks).
+# The benchmarks as the evaluation reads them (assets.eval.sources).
 QUIT_QUESTIONS = dg.AssetIn(key=eval_key("quit_questions"))
 QUIT_CORPUS = dg.AssetIn(key=eval_key("quit_corpus"))
 RECOR_BENCHMARK = dg.AssetIn(key=eval_key("recor_turns"))

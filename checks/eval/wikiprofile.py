@@ -10,12 +10,17 @@ from collections.abc import Sequence
 import dagster as dg
 import polars as pl
 
-from assets.eval import profiling_rules as method
-from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
-from assets.eval.profiling import SUMMARY_SCHEMA as TABLE_2_SCHEMA
-from assets.eval.wikiprofile import SAMPLE_SCHEMA
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile.analysis import PROFILE_SCHEMA, TAU_GRID
+from assets.eval.wikiprofile.assets import SAMPLE_SCHEMA
+from assets.eval.wikiprofile.steps import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.partitions import subject_partitions
-from checks.eval.shared import REFERENCES, SCHEMA, WIKIPROFILE_BENCHMARK, wikiprofile_key
+from checks.eval.shared import (
+    REFERENCES,
+    SCHEMA,
+    WIKIPROFILE_BENCHMARK,
+    wikiprofile_key,
+)
 from checks.factories import (
     TOLERANCE,
     UNIT,
@@ -121,7 +126,7 @@ def graded_responses_schema(graded_responses: pl.DataFrame) -> dg.AssetCheckResu
                 description="Exactly the subject's sampled responses are graded.")
 def graded_responses_references(graded_responses: pl.DataFrame, responses: pl.DataFrame) -> dg.AssetCheckResult:
     key = list(SAMPLE_KEY)
-    problems = (unmatched(graded_responses, key, responses, key, "graded samples not in wikiprofile/responses")
+    problems = (unmatched(graded_responses, key, responses, key, "graded samples not in eval/wikiprofile_responses")
                 + unmatched(responses, key, graded_responses, key, "responses left ungraded"))
     return problems_result(problems, graded_responses.height)
 

@@ -15,7 +15,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from assets.common import parsing, verdicts
-from assets.eval import profiling_rules, readers
+from assets.eval.quit import steps as readers
+from assets.eval.wikiprofile import rules as profiling_rules
 from assets.quit import rules as quit_rules
 from assets.recor import steps as recor_steps
 from assets.wikiprofile import rules as wp_rules

@@ -8,19 +8,18 @@ import pytest
 
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
-from assets.eval import profiling_rules as method
-from assets.eval.analysis import PROFILE_SCHEMA, TAU_GRID
-from assets.eval.benchmarks import benchmark_assets
-from assets.eval.conversational import STRATEGIES
-from assets.eval.finetune import finetune_model_assets
-from assets.eval.finetune_data import finetune_data_assets
-from assets.eval.finetune_report import finetune_report_assets
-from assets.eval.generation import DIMENSIONS, MODES
-from assets.eval.quit import quit_eval_assets
-from assets.eval.readers import ANSWER_SCHEMA
-from assets.eval.recor import recor_eval_assets
+from assets.eval.quit.assets import quit_eval_assets
+from assets.eval.quit.finetune.assets import finetune_data_assets, finetune_model_assets
+from assets.eval.quit.finetune.report import finetune_report_assets
+from assets.eval.quit.steps import ANSWER_SCHEMA
+from assets.eval.recor.assets import recor_eval_assets
+from assets.eval.recor.rules import STRATEGIES
+from assets.eval.recor.steps import DIMENSIONS, MODES
 from assets.eval.runs import RUN_SCHEMA
-from assets.eval.wikiprofile import (
+from assets.eval.sources import benchmark_assets
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile.analysis import PROFILE_SCHEMA, TAU_GRID
+from assets.eval.wikiprofile.assets import (
     SAMPLE_SCHEMA,
     wikiprofile_analysis_assets,
     wikiprofile_profile_assets,
@@ -276,7 +275,7 @@ def test_turn_scores_are_ranx_means_in_unit_range():
 
 @pytest.mark.usefixtures("compiled_metrics")
 def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
-    from assets.eval.recor import reteco_retrieval
+    from assets.eval.recor.assets import reteco_retrieval
 
     turns = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
                           "turn_id": [1, 2], "gold_doc_ids": [["d1"], ["d2"]]})
@@ -579,7 +578,7 @@ def accounting_evaluation(check: dg.AssetChecksDefinition, frame: pl.DataFrame, 
 ACCOUNTING = [c for c in eval_checks if next(iter(c.check_specs)).name == "llm_accounting"]
 RETECO_JUDGED = pl.DataFrame({"qid": ["c1_turn1", "c1_turn2"], "judge_failures": [0, 0]})
 ACCOUNTED = {"eval/quit_reranked_runs": GOOD_RUN, "eval/quit_reader_answers": READER_ANSWERS, "eval/recor_queries": QUERIES,
-             "eval/recor_generation": GENERATION, "eval/reteco_generation": RETECO_JUDGED, "wikiprofile/responses": RESPONSES, "wikiprofile/graded_responses": GRADED}
+             "eval/recor_generation": GENERATION, "eval/reteco_generation": RETECO_JUDGED, "eval/wikiprofile_responses": RESPONSES, "eval/wikiprofile_graded_responses": GRADED}
 
 
 @pytest.mark.parametrize("check", ACCOUNTING, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
@@ -655,7 +654,13 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
     """Two law turns. The generator answered turn 1 in both modes (the scripted judge gives 5
     on every dimension) and turn 2 only as Oracle (4); a submitted 2c file answered turn 2
     (3) from its own run. Every missing answer is 0 on every dimension."""
-    from assets.eval.recor import ReTeCoGeneration, ReTeCoSubmission, reteco_generation, reteco_leaderboard, reteco_retrieval
+    from assets.eval.recor.assets import (
+        ReTeCoGeneration,
+        ReTeCoSubmission,
+        reteco_generation,
+        reteco_leaderboard,
+        reteco_retrieval,
+    )
 
     turns = pl.DataFrame({"qid": ["c1_turn_1", "c1_turn_2"], "domain": ["law", "law"], "conversation_id": ["c1", "c1"],
                           "turn_id": [1, 2], "gold_doc_ids": [["d1"], ["d2"]], "query": ["Is it binding?", "And land?"],

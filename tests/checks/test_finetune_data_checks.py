@@ -5,7 +5,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval import finetune_rules as rules
+from assets.eval.quit.finetune import rules
 from assets.quit.settings import FinetuneSettings
 from checks.eval import finetune as ef
 

@@ -5,8 +5,8 @@ tables, saying why."""
 import polars as pl
 import pytest
 
-from assets.eval import analysis
-from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import analysis
+from assets.eval.wikiprofile import rules as method
 from checks.eval import wikiprofile as ew
 
 
@@ -59,7 +59,7 @@ def test_a_model_half_with_a_thinking_run_or_an_unknown_run_fails_the_schema():
 
 
 def table(frame: pl.DataFrame) -> pl.DataFrame:
-    from assets.eval import profiling
+    from assets.eval.wikiprofile import steps as profiling
 
     return profiling.summary_table([{"model": "smollm2", **method.profile_summary(frame.to_dicts())}])
 

@@ -152,7 +152,7 @@ def test_schedule_backfills_new_subject_models_on_the_daemon(running_dagster, se
     # one run each: a run still going at the next tick is not launched again
     assert sorted(r.tags["dagster/partition"] for r in instance.get_runs(dg.RunsFilter(tags=tags))) == sorted(subjects)
     assert all(r.job_name == "wikiprofile_profile" and r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
-    assert instance.get_materialized_partitions(dg.AssetKey(["wikiprofile", "profiles"])) == set(subjects)
+    assert instance.get_materialized_partitions(dg.AssetKey(["eval", "wikiprofile_profiles"])) == set(subjects)
 
 
 @pytest.mark.slow

@@ -28,11 +28,11 @@ def leaderboard_in_process(ui, root) -> dg.DagsterRun:
     from pipelines.run_default import run_stages
     from resources.storage import StorageResource, table_uri
 
-    (root / "wikiprofile").mkdir(parents=True)
+    (root / "eval").mkdir(parents=True)
     pl.DataFrame({"model": [SUBJECT], "facts": [4], "encodes": [0.5], "knows": [0.25], "knows_thinking": [None]},
                  schema={"model": pl.String, "facts": pl.Int64, "encodes": pl.Float64, "knows": pl.Float64,
                          "knows_thinking": pl.Float64},
-                 ).write_parquet(table_uri(str(root), ["wikiprofile", "profile_report"]))
+                 ).write_parquet(table_uri(str(root), ["eval", "wikiprofile_profile_report"]))
     instance = ui.instance()
     assert run_stages(build_defs(storage=StorageResource(root=str(root))), instance, LEADERBOARD_STAGES, log=lambda _: None)
     [run] = instance.get_runs(dg.RunsFilter(job_name="eval_leaderboard"), limit=1)

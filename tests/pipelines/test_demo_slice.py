@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval.benchmarks import QuitSource, WikiProfileSource, quit_source, wikiprofile_source
+from assets.eval.sources import QuitSource, WikiProfileSource, quit_source, wikiprofile_source
 from pipelines import run_default
 from resources.storage import StorageResource
 

@@ -248,24 +248,24 @@ def test_default_run_builds_wikiprofile_facts_with_ten_tasks(default_run):
 @pytest.mark.slow
 def test_default_run_profiles_the_embedded_model(default_run):
     storage, instance = default_run.storage, default_run.instance()
-    meta = lambda key: default_run.metadata("wikiprofile", key)
+    meta = lambda key: default_run.metadata("eval", f"wikiprofile_{key}")
     # the profiling reads the release sample's slice (facts 0 and 8), not the build
     facts = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")["fact_id"].n_unique()
     assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2"]
     samples = QUICK["wikiprofile_samples"]
 
     # the embedded model profiled with 4 samples per question, thinking through the CoT prompts
-    responses = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2.parquet")
+    responses = pl.read_parquet(storage / "eval" / "wikiprofile_responses" / "smollm2.parquet")
     assert responses.height == facts * (6 + 4 * 2) * samples and responses["error"].null_count() == responses.height
     cot = responses.filter(pl.col("thinking"))
     assert cot.height == facts * 4 * samples and cot["response"].str.len_chars().mean() > \
         responses.filter(~pl.col("thinking") & pl.col("task").is_in(["direct", "reverse"]))["response"].str.len_chars().mean()
     mc = responses.filter(pl.col("task") == "mc_direct")
     assert mc.group_by("fact_id").agg(pl.col("gold_slot").n_unique())["gold_slot"].to_list() == [4] * facts
-    graded = pl.read_parquet(storage / "wikiprofile" / "graded_responses" / "smollm2.parquet")
+    graded = pl.read_parquet(storage / "eval" / "wikiprofile_graded_responses" / "smollm2.parquet")
     assert graded.height == responses.height and graded["label"].null_count() == 0
     assert meta("graded_responses")["grader"].value == "rules (smollm2 is advisory)"
-    assert pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet").height == facts
+    assert pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / "smollm2.parquet").height == facts
 
     assert "smollm2" in cells(meta("profile_report")["table_2"], "model")
     for key, plot in (("profile_report", "figure_4"), ("popularity_report", "figure_5"),
@@ -286,10 +286,10 @@ def test_default_run_profiles_a_fact_the_embedded_model_knows(default_run):
     tasks = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")
     assert sorted(tasks["fact_id"].unique()) == ["0", "8"]
     assert default_run.metadata("eval", "wikiprofile_tasks")["source"].value.startswith("release ")
-    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
+    profiles = pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / "smollm2.parquet")
     known = profiles.filter(pl.col("knows").fill_null(False))["fact_id"].to_list()
     assert len(known) >= 1, profiles
-    report = pl.read_parquet(storage / "wikiprofile" / "profile_report.parquet").filter(pl.col("model") == "smollm2")
+    report = pl.read_parquet(storage / "eval" / "wikiprofile_profile_report.parquet").filter(pl.col("model") == "smollm2")
     assert report["knows"][0] > 0, report
     assert "WikiProfile: 2 facts of the release sample data/releases/wikiprofile with ten tasks each" in default_run.stdout
 

@@ -98,7 +98,7 @@ def test_each_schedules_run_requests_carry_their_profile_as_config_and_tag(profi
     from assets.partitions import subject_partitions
 
     profiles = model_backfill_schedule("profiles_under_test", REPOSITORY.get_job("wikiprofile_profile"),
-                                       dg.AssetKey(["wikiprofile", "profiles"]), subject_partitions, "Profiles.", profile)
+                                       dg.AssetKey(["eval", "wikiprofile_profiles"]), subject_partitions, "Profiles.", profile)
     assert f"Runs profile {profile} (BENCHFOUNDRY_EVAL_PROFILE)" in profiles.description
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2", "qwen3-8b"])

@@ -52,7 +52,7 @@ def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
 
     tasks = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")
     assert tasks["fact_id"].n_unique() == SLICES["wikiprofile"]["max_facts"]
-    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / f"{SUBJECT}.parquet")
+    profiles = pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / f"{SUBJECT}.parquet")
     assert sorted(profiles["fact_id"]) == sorted(tasks["fact_id"].unique())
 
 

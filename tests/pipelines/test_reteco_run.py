@@ -70,7 +70,7 @@ def test_the_reteco_source_config_reads_the_whole_release():
 def test_the_run_ends_with_the_official_table_of_the_release_domains(tmp_path, capsys):
     import polars as pl
 
-    from assets.eval import reteco
+    from assets.eval.recor.reteco import rules as reteco
 
     # eval/reteco_retrieval's per-turn scores; biology was materialized by an earlier run, and
     # this release holds law alone

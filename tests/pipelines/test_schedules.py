@@ -41,7 +41,7 @@ def check_profiles_schedule(instance: dg.DagsterInstance) -> None:
         assert isinstance(wikiprofile_profiles_schedule.evaluate_tick(ctx).skip_message, str)
 
     instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2", "qwen3-8b", "gemma3-4b"])
-    materialize(instance, ["wikiprofile", "profiles"], "smollm2")
+    materialize(instance, ["eval", "wikiprofile_profiles"], "smollm2")
     with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
         requests = wikiprofile_profiles_schedule.evaluate_tick(ctx).run_requests
     assert [r.partition_key for r in requests] == ["qwen3-8b", "gemma3-4b"]
@@ -64,7 +64,7 @@ def check_profiles_schedule(instance: dg.DagsterInstance) -> None:
     assert not waiting.run_requests and waiting.skip_message.endswith("waits for a rerun): qwen3-8b, gemma3-4b, llama3-8b")
 
     for key in ("qwen3-8b", "gemma3-4b", "llama3-8b"):
-        materialize(instance, ["wikiprofile", "profiles"], key)
+        materialize(instance, ["eval", "wikiprofile_profiles"], key)
     with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
         result = wikiprofile_profiles_schedule.evaluate_tick(ctx)
     assert not result.run_requests and "(4)" in result.skip_message

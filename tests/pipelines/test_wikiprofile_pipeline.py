@@ -3,9 +3,9 @@
 import dagster as dg
 import polars as pl
 
-from assets.eval import profiling_rules as method
-from assets.eval.benchmarks import wikiprofile_source
-from assets.eval.wikiprofile import (
+from assets.eval.sources import wikiprofile_source
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile.assets import (
     wikiprofile_analysis_assets,
     wikiprofile_profile_assets,
 )
@@ -103,8 +103,8 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     # the build, then the profiling of what it built (the evaluation's source asset reads it)
     everything = [*wikiprofile_assets, *wikiprofile_checks, wikiprofile_source, *wikiprofile_profile_assets,
                   *wikiprofile_analysis_assets]
-    profiling = [dg.AssetKey(["wikiprofile", n]) for n in ("responses", "graded_responses", "profiles")]
-    reports = [dg.AssetKey(["wikiprofile", n]) for n in
+    profiling = [dg.AssetKey(["eval", f"wikiprofile_{n}"]) for n in ("responses", "graded_responses", "profiles")]
+    reports = [dg.AssetKey(["eval", f"wikiprofile_{n}"]) for n in
                ("profile_report", "popularity_report", "direction_report", "thinking_report", "robustness_report")]
     built = dg.materialize(everything, selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, *reports),
                            resources=resources, instance=instance)
@@ -116,27 +116,28 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     assert reported.success
 
     bench = pl.read_parquet(storage / "wikiprofile" / "benchmark.parquet")
-    responses = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2.parquet")
+    responses = pl.read_parquet(storage / "eval" / "wikiprofile_responses" / "smollm2.parquet")
     facts = bench["fact_id"].n_unique()
     # 4 samples of 2 encoding + 4 MC tasks once and of 4 knowledge questions twice (CoT thinking)
     assert responses.height == facts * (6 + 4 * 2) * 4
     mc = responses.filter(pl.col("task") == "mc_direct")
     assert mc.group_by("fact_id").agg(pl.col("gold_slot").n_unique())["gold_slot"].to_list() == [4] * facts
-    graded = pl.read_parquet(storage / "wikiprofile" / "graded_responses" / "smollm2.parquet")
+    graded = pl.read_parquet(storage / "eval" / "wikiprofile_graded_responses" / "smollm2.parquet")
     assert graded.height == responses.height and set(graded["label"]) <= set(method.LABELS)
     # the scripted model always answers A: one sample in four is right
     assert graded.filter(pl.col("task").str.starts_with("mc_"))["label"].value_counts().sort("label")["count"].to_list() == \
         [facts * 4 * 4 // 4, facts * 4 * 4 * 3 // 4]
-    profiles = pl.read_parquet(storage / "wikiprofile" / "profiles" / "smollm2.parquet")
+    profiles = pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / "smollm2.parquet")
     assert profiles.height == facts and set(profiles["profile"]) <= {*method.PROFILES, "direct_inference", "ungradable"}
-    table = pl.read_parquet(storage / "wikiprofile" / "profile_report.parquet")
+    table = pl.read_parquet(storage / "eval" / "wikiprofile_profile_report.parquet")
     assert table["model"].to_list() == ["smollm2", "smollm2-native"] and table["facts"].to_list() == [facts, facts]
     # the native switch asks the same question prompt: the scripted answers match the CoT model's final answers
-    native = pl.read_parquet(storage / "wikiprofile" / "responses" / "smollm2-native.parquet")
+    native = pl.read_parquet(storage / "eval" / "wikiprofile_responses" / "smollm2-native.parquet")
     assert native.height == responses.height
 
     # every analysis reads both partitions and shows its tables inline (shares in [0, 1]), its slice and plot
-    meta = {e.asset_key.path[-1]: e.materialization.metadata for e in reported.get_asset_materialization_events()}
+    meta = {e.asset_key.path[-1].removeprefix("wikiprofile_"): e.materialization.metadata
+            for e in reported.get_asset_materialization_events()}
     shares = {"popularity": ("encodes", "recall", "recall_thinking"), "direct_vs_reverse": ("direct", "reverse"),
               "error_attribution": ("direct_only", "both", "reverse_only"), "recovery": ("recovered_share",),
               "correct_at_least_p": ("share",), "tau_sweep": ("Encodes", "Knows (incl. direct inf.)", "Direct Recall"),
@@ -155,9 +156,9 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     table_2 = [r.data for r in meta["profile_report"]["table_2"].records]
     assert all(0.0 <= v <= 1.0 for row in table_2 for c, v in row.items() if c not in ("model", "facts", "profiled", "thinking_run")
                and v is not None)
-    popularity = pl.read_parquet(storage / "wikiprofile" / "popularity_report.parquet")
+    popularity = pl.read_parquet(storage / "eval" / "wikiprofile_popularity_report.parquet")
     assert popularity.height == 4 and set(popularity["tier"]) == {"top", "bottom"}
-    direction = pl.read_parquet(storage / "wikiprofile" / "direction_report.parquet")
+    direction = pl.read_parquet(storage / "eval" / "wikiprofile_direction_report.parquet")
     assert set(direction["condition"]) == {"generate", "generate_thinking", "verify"} and direction["model"].n_unique() == 2
-    sweep = pl.read_parquet(storage / "wikiprofile" / "robustness_report.parquet")
+    sweep = pl.read_parquet(storage / "eval" / "wikiprofile_robustness_report.parquet")
     assert sweep.height == 2 * 6 and (sweep["facts"] == facts).all()

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from assets.eval import training
+from assets.eval.quit.finetune import steps as training
 from resources import multi_vector
 from resources.finetuning import load_bases
 

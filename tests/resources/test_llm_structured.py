@@ -9,7 +9,7 @@ import pytest
 
 from assets.common.parsing import parse_list, parse_permutation, parse_yes_no
 from assets.common.prompts import load_prompt
-from assets.eval.profiling_rules import parse_grades
+from assets.eval.wikiprofile.rules import parse_grades
 from assets.quit.rules import parse_type_label
 from assets.recor.steps import parse_aspects, parse_reasoning
 from assets.wikiprofile.rules import parse_markup

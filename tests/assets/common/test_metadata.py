@@ -77,9 +77,9 @@ def test_no_wikiprofile_report_text_says_percent():
     import re
     from pathlib import Path
 
-    from assets.eval import analysis
     from assets.eval import leaderboard as lb
-    from assets.eval import profiling_rules as method
+    from assets.eval.wikiprofile import analysis
+    from assets.eval.wikiprofile import rules as method
     from checks.eval import eval_checks
 
     percent = re.compile(r"(?<!\d)%|\bin percent\b|percentages|divided by 100")
@@ -88,13 +88,13 @@ def test_no_wikiprofile_report_text_says_percent():
                 for k, v in getattr(analysis, name).items()},
              **{k: v for k, v in lb.definitions().items() if k.startswith("wikiprofile/")},
              **{f"check {spec.asset_key.to_user_string()} {spec.name}": spec.description or "" for c in eval_checks
-                for spec in getattr(c, "check_specs", ()) if spec.asset_key.path[0] == "wikiprofile"}}
+                for spec in getattr(c, "check_specs", ()) if spec.asset_key.path[-1].startswith("wikiprofile_")}}
     assert len([k for k in shown if k.startswith("check")]) >= 5
     assert not {k: v for k, v in shown.items() if percent.search(v)}
     # plot axes and the code that scaled shares by 100
     root = Path(__file__).resolve().parents[3]
     code = re.compile(r"(?<!\d)% of|\(%\)|\bin percent\b|100(\.0)? \* |\* 100\b|/ 100\b|\bpct\b")
-    sources = ["assets/eval/wikiprofile.py", "assets/eval/analysis.py", "assets/eval/profiling_rules.py",
+    sources = ["assets/eval/wikiprofile/assets.py", "assets/eval/wikiprofile/analysis.py", "assets/eval/wikiprofile/rules.py",
                "assets/eval/leaderboard.py", "checks/eval/wikiprofile.py", "checks/eval/leaderboard.py"]
     assert not [f"{s}:{n}" for s in sources for n, line in enumerate((root / s).read_text().splitlines(), 1) if code.search(line)]
     assert "WikiProfile's Table 2 and analysis tables still show percentages" not in (root / "README.md").read_text()

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from assets.common.metadata import report_slice
-from assets.eval import analysis
-from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import analysis
+from assets.eval.wikiprofile import rules as method
 
 PROFILE_FLAGS = {  # profile -> (encodes, knows, knows_thinking)
     "direct_recall": (True, True, True), "recall_failure": (True, False, False),
@@ -159,12 +159,12 @@ def test_reports_before_any_model_is_profiled_are_empty_tables():
 
 
 def test_report_assets_show_empty_tables_when_no_model_is_profiled():
-    from assets.eval.wikiprofile import (
-        direction_report,
-        popularity_report,
-        profile_report,
-        robustness_report,
-        thinking_report,
+    from assets.eval.wikiprofile.assets import (
+        wikiprofile_direction_report,
+        wikiprofile_popularity_report,
+        wikiprofile_profile_report,
+        wikiprofile_robustness_report,
+        wikiprofile_thinking_report,
     )
     from assets.wikiprofile.settings import WikiProfileSettings
 
@@ -172,15 +172,15 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     bench = pl.DataFrame(schema={"fact_id": pl.String, "page_id": pl.String})
     pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
     ctx = dg.build_asset_context()
-    outputs = [profile_report(ctx, profiles=nothing, wikiprofile_settings=settings),
-               popularity_report(ctx, profiles=nothing, benchmark=bench, source_pages=pages),
-               direction_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
-               thinking_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
-               robustness_report(ctx, graded_responses=nothing, wikiprofile_settings=settings)]
+    outputs = [wikiprofile_profile_report(ctx, profiles=nothing, wikiprofile_settings=settings),
+               wikiprofile_popularity_report(ctx, profiles=nothing, benchmark=bench, source_pages=pages),
+               wikiprofile_direction_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
+               wikiprofile_thinking_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
+               wikiprofile_robustness_report(ctx, graded_responses=nothing, wikiprofile_settings=settings)]
     for out in outputs:
         assert out.value.height == 0 and out.value.width > 0
         assert out.metadata["slice"].value == report_slice("0 subject models (none), 0 facts", None)
-    assert outputs[0].metadata["why_empty"].value == "table_2: no model is profiled: materialize wikiprofile/profiles for a subject model"
+    assert outputs[0].metadata["why_empty"].value == "table_2: no model is profiled: materialize eval/wikiprofile_profiles for a subject model"
     # every analysis table inline, each empty one named in why_empty with its reason
     for out, names in zip(outputs[1:], ANALYSIS_TABLES.values()):
         for name in names:
@@ -203,7 +203,7 @@ def inline_rows(table: dg.TableMetadataValue) -> list[dict]:
 
 
 def test_analysis_reports_show_their_tables_inline_as_shares():
-    from assets.eval.wikiprofile import popularity_report, thinking_report
+    from assets.eval.wikiprofile.assets import wikiprofile_popularity_report, wikiprofile_thinking_report
     from assets.wikiprofile.settings import WikiProfileSettings
 
     settings = WikiProfileSettings()
@@ -212,7 +212,7 @@ def test_analysis_reports_show_their_tables_inline_as_shares():
     views = {"f1": 1000.0, "f2": 900.0, "f3": 1.0, "f4": 2.0, **{f"f{i}": 10.0 * i for i in range(5, 11)}}
     bench = pl.DataFrame({"fact_id": list(views), "page_id": [f"p{f}" for f in views]})
     pages = pl.DataFrame({"page_id": [f"p{f}" for f in views], "mean_monthly_views": list(views.values())})
-    meta = popularity_report(dg.build_asset_context(), profiles=prof, benchmark=bench, source_pages=pages).metadata
+    meta = wikiprofile_popularity_report(dg.build_asset_context(), profiles=prof, benchmark=bench, source_pages=pages).metadata
     # top: f1 and f2 encoded, f1 known, f2 only with thinking; bottom: f3 encoded, not known (f4 is not profiled)
     assert inline_rows(meta["popularity"]) == [
         {"model": "m", "tier": "top", "facts": 2, "encodes": 1.0, "recall": 0.5, "recall_thinking": 1.0, "thinking_gain": 0.5},
@@ -226,14 +226,14 @@ def test_analysis_reports_show_their_tables_inline_as_shares():
 
     # f2 and f3 encoded and not known without thinking, f2 recovered: 1 / 2; nothing not encoded to
     # recover (0 / 0, blank); no grades, so no correct>=p curve, and why_empty says so
-    meta = thinking_report(dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=prof, wikiprofile_settings=settings).metadata
+    meta = wikiprofile_thinking_report(dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=prof, wikiprofile_settings=settings).metadata
     assert inline_rows(meta["recovery"]) == [
         {"model": "m", "encoded": True, "not_known": 2, "recovered": 1, "recovered_share": 0.5},
         {"model": "m", "encoded": False, "not_known": 0, "recovered": 0, "recovered_share": None}]
-    assert meta["why_empty"].value == ("correct_at_least_p: no question is graded: materialize wikiprofile/graded_responses "
+    assert meta["why_empty"].value == ("correct_at_least_p: no question is graded: materialize eval/wikiprofile_graded_responses "
                                        "for a subject model")
     plain = profiles("p", {"f1": "direct_recall", "f2": "encoded_not_known"}, thinking_run="missing")
-    meta = thinking_report(dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=plain, wikiprofile_settings=settings).metadata
+    meta = wikiprofile_thinking_report(dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=plain, wikiprofile_settings=settings).metadata
     assert "recovery: no profiled model has a thinking run" in meta["why_empty"].value
 
 
@@ -277,14 +277,14 @@ def test_tau_sweep_of_a_model_without_a_thinking_run():
 
 
 def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definitions():
-    from assets.eval.wikiprofile import profile_report
+    from assets.eval.wikiprofile.assets import wikiprofile_profile_report
     from assets.wikiprofile.settings import WikiProfileSettings
 
     prof = pl.concat([
         profiles("a", {"f1": "direct_recall", "f2": "direct_recall", "f3": "recall_with_thinking", "f4": "recall_failure",
                        "f5": "direct_inference", "f6": "ungradable"}),
         profiles("b", {"f1": "direct_recall", "f2": "encoded_not_known", "f3": "not_encoded_not_known"}, thinking_run="missing")])
-    out = profile_report(dg.build_asset_context(), profiles=prof, wikiprofile_settings=WikiProfileSettings())
+    out = wikiprofile_profile_report(dg.build_asset_context(), profiles=prof, wikiprofile_settings=WikiProfileSettings())
     rows = {r["model"]: r for r in out.value.iter_rows(named=True)}
     # a: 6 facts, 4 profiled, 5 gradable (4 + f5): Knows = (2 DR + 1 DI) / 5; Knows(+Think) = (2 + 1 RwT + 1 DI) / 5
     assert rows["a"]["knows"] == 0.6 and rows["a"]["knows_thinking"] == 0.8

@@ -8,7 +8,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval import benchmarks
+from assets.eval import sources as benchmarks
 from assets.quit import published as quit_release
 from assets.recor import published as recor_release
 from assets.wikiprofile import published as wikiprofile_release

@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from assets.eval import contexts
+from assets.eval.quit import rules as contexts
 
 # A question's five ranked hints: hint 2 holds an abbreviation, hint 3 has no final period.
 HINTS = ["He was born in 1961.", "He served two terms.", "He lived in the U.S. Army base.", "He liked basketball",

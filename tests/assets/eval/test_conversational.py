@@ -5,7 +5,8 @@ import polars as pl
 import pytest
 
 from assets.common.metadata import report_slice
-from assets.eval import conversational, generation
+from assets.eval.recor import rules as conversational
+from assets.eval.recor import steps as generation
 from assets.eval.runs import RUN_SCHEMA
 
 # ranx compiles its metrics once a session, in the background (tests.background)
@@ -91,7 +92,7 @@ def test_turn_scores_by_hand_and_the_macro_average():
 
 
 def test_a_turn_without_gold_is_left_out_and_counted():
-    from assets.eval.recor import qrels_frame
+    from assets.eval.recor.assets import qrels_frame
 
     benchmark = turns().with_columns(pl.Series("gold_doc_ids", [["d1"], ["d2"], []]))
     qrels = qrels_frame(benchmark)
@@ -162,7 +163,7 @@ def test_paired_t_edge_cases_are_named():
 
 
 def test_truncation_is_counted_only_where_the_encoder_cuts():
-    from assets.eval.recor import truncated
+    from assets.eval.recor.assets import truncated
     from resources.retrieval import RetrieverSpec
 
     short, long = "Can police search my car?", " ".join(["car"] * 300)
@@ -200,7 +201,7 @@ def test_generation_judge_skips_faithfulness_without_passages(scripted_llm):
 
 
 def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold():
-    from assets.eval.recor import recor_retrieval_metrics
+    from assets.eval.recor.assets import recor_retrieval_metrics
 
     benchmark = turns().with_columns(pl.Series("gold_doc_ids", [["d1"], ["d2"], []]))
     runs = pl.concat([run([("c1_turn_1", "d1", 1, "bm25"), ("c1_turn_2", "d2", 1, "bm25")]).with_columns(pl.lit(s).alias("strategy"))
@@ -234,7 +235,7 @@ def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold
 
 
 def test_the_queries_asset_writes_every_strategy(scripted_llm):
-    from assets.eval.recor import recor_queries
+    from assets.eval.recor.assets import recor_queries
 
     benchmark = turns()
     with dg.build_asset_context(partition_key="law", resources={"llm": scripted_llm}) as context:

@@ -11,8 +11,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.eval import training
-from assets.eval.finetune import (
+from assets.eval.quit.finetune import steps as training
+from assets.eval.quit.finetune.assets import (
     colbert_alias,
     dense_alias,
     quit_colbert_model,
@@ -482,7 +482,7 @@ def test_the_multi_vector_kind_searches_the_saved_token_vectors_by_maxsim(toy_co
 
 
 def test_a_multi_vector_retriever_counts_the_conversations_it_cuts(toy_colbert):
-    from assets.eval.recor import truncated
+    from assets.eval.recor.assets import truncated
 
     folder, _ = toy_colbert
     # the toy model reads questions of 64 tokens (colbert_query_length); a history of 80 words runs past them
@@ -525,7 +525,7 @@ def fake_training(base_dir: str, pairs: pl.DataFrame, settings: FinetuneSettings
 def test_a_sweep_of_two_counts_trains_and_registers_a_model_per_count(tmp_path, trained_registry):
     import dataclasses
 
-    from assets.eval.finetune import DENSE, trained_model
+    from assets.eval.quit.finetune.assets import DENSE, trained_model
     from assets.partitions import finetune_base_partitions, sync_partitions
     from checks.eval.finetune import trained_model_checks
 

@@ -7,8 +7,9 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval import benchmarks, finetune_data
-from assets.eval import finetune_rules as rules
+from assets.eval import sources as benchmarks
+from assets.eval.quit.finetune import assets as finetune_data
+from assets.eval.quit.finetune import rules
 from assets.quit.settings import FinetuneSettings
 from checks.eval import finetune as ef
 from resources.lucene import LuceneResource

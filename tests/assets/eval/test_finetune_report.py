@@ -5,8 +5,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval import finetune_report as fr
-from assets.eval.readers import ANSWER_SCHEMA
+from assets.eval.quit.finetune import report as fr
+from assets.eval.quit.steps import ANSWER_SCHEMA
 from assets.eval.runs import RUN_SCHEMA
 from checks.eval.finetune import quit_finetune_report_held_out
 

@@ -5,12 +5,16 @@ report's per-count tables against hand-computed values, with the checks failing 
 import polars as pl
 import pytest
 
-from assets.eval import finetune_report as fr
-from assets.eval import finetune_rules as rules
-from assets.eval.finetune import sweep_alias, undrawn
-from assets.eval.readers import ANSWER_SCHEMA
+from assets.eval.quit.finetune import report as fr
+from assets.eval.quit.finetune import rules
+from assets.eval.quit.finetune.assets import sweep_alias, undrawn
+from assets.eval.quit.steps import ANSWER_SCHEMA
 from assets.quit.settings import FinetuneSettings
-from checks.eval.finetune import quit_finetune_report_fine_tuned, quit_finetune_report_held_out
+from checks.eval.finetune import (
+    quit_finetune_report_fine_tuned,
+    quit_finetune_report_held_out,
+)
+
 # the report's three-split fixture: q1 train, q2 dev (p2a label 2, p2b label 1), q3 test (p3a label 2)
 from tests.assets.eval.test_finetune_report import QRELS as REPORT_QRELS
 from tests.assets.eval.test_finetune_report import QUESTIONS as SPLITS

@@ -9,7 +9,8 @@ import pytest
 from nltk.translate.meteor_score import meteor_score
 
 from assets.common.metadata import report_slice
-from assets.eval import generation, recor
+from assets.eval.recor import assets as recor
+from assets.eval.recor import steps as generation
 from checks.eval import recor as er
 
 

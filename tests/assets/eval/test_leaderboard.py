@@ -7,8 +7,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval import conversational
 from assets.eval import leaderboard as lb
+from assets.eval.recor import rules as conversational
 from resources.storage import table_uri, write_parquet
 from tests.assets.eval.test_byo_systems import (  # noqa: F401 (storage and with_tfidf are fixtures)
     QUIT_CORPUS,
@@ -128,7 +128,7 @@ def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # no
     table = result.output_for_node("eval__leaderboard")
     meta = result.asset_materializations_for_node("eval__leaderboard")[0].metadata
     assert table["system"].to_list() == ["bm25", "e5-small", "minilm", "bm25+rankgpt", "smollm2"]
-    assert meta["not_evaluated"].value == "wikiprofile/profile_report" and meta["benchmarks_not_evaluated"].value == "wikiprofile"
+    assert meta["not_evaluated"].value == "eval/wikiprofile_profile_report" and meta["benchmarks_not_evaluated"].value == "wikiprofile"
     assert meta["benchmarks_evaluated"].value == "quit, recor"
     assert pl.read_csv(meta["csv"].path, schema=lb.SCHEMA).equals(table)
     assert meta["parquet"].path == meta["path"].path and pl.read_parquet(meta["parquet"].path).equals(table)
@@ -153,8 +153,8 @@ def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # no
 def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard_row(storage, with_tfidf):  # noqa: F811
     """Issue 17's Done when: the bundled TF-IDF entry point through the QUIT and RECOR
     evaluation assets, then the leaderboard."""
-    from assets.eval.quit import QuitReport, quit_index, quit_retrieval_metrics, quit_runs
-    from assets.eval.recor import recor_retrieval_metrics, recor_runs
+    from assets.eval.quit.assets import QuitReport, quit_index, quit_retrieval_metrics, quit_runs
+    from assets.eval.recor.assets import recor_retrieval_metrics, recor_runs
     from resources.faiss_index import FaissIndexResource
     from resources.lucene import LuceneResource
 

@@ -132,7 +132,7 @@ def test_hit_recall_and_mrr_count_labels_above_zero():
 
 
 def test_quit_tables_default_to_the_exponential_gain_and_name_it():
-    from assets.eval import quit
+    from assets.eval.quit import assets as quit
 
     assert {"ndcg_burges@10", "ndcg_burges@100", "ndcg@10", "ndcg@100"} <= set(RETRIEVAL_METRICS)
     assert quit.TABLE_4[-2:] == ["ndcg_burges@10", "ndcg_burges@100"]
@@ -149,7 +149,7 @@ def test_quit_tables_default_to_the_exponential_gain_and_name_it():
 
 
 def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
-    from assets.eval import quit
+    from assets.eval.quit import assets as quit
 
     questions = pl.DataFrame({"question_id": ["q1"], "question": ["?"], "split": ["test"]})
     run = GRADED_RUN.with_columns(pl.lit("bm25").alias("system"))
@@ -177,7 +177,7 @@ def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
 
 
 def test_an_empty_quit_retrieval_report_says_why():
-    from assets.eval import quit
+    from assets.eval.quit import assets as quit
 
     questions = pl.DataFrame({"question_id": ["q1"], "question": ["?"], "split": ["test"]})
     meta = quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(),
@@ -293,7 +293,7 @@ def test_many_runs_in_one_evaluation_score_as_each_run_alone():
 
 
 def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart():
-    from assets.eval import quit
+    from assets.eval.quit import assets as quit
 
     # "a" ranked first of the three relevant: Hit@1 1, MRR 1; the Oracle row goes to Table 7 only
     reranked = pl.concat([ranked({"q1": ["a", "x", "b", "c"]}).with_columns(pl.lit("bm25+upr").alias("system")),
@@ -318,7 +318,8 @@ def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart(
 
 
 def test_table_8_is_inline_with_one_share_column_per_reader():
-    from assets.eval import readers, reports
+    from assets.eval import reports
+    from assets.eval.quit import steps as readers
 
     answers = pl.DataFrame({"question_id": ["q", "r", "q"], "reader": ["smollm2", "smollm2", "qwen"], "system": ["bm25"] * 3,
                             "k": pl.Series([1, 1, 1], dtype=pl.Int32), "strategy": ["union_norm"] * 3,

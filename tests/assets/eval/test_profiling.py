@@ -3,8 +3,8 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from assets.eval import profiling
-from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile import steps as profiling
 
 TASKS = ["completion", "contextual", "direct", "direct_natural", "reverse", "reverse_natural",
          "mc_direct", "mc_direct_natural", "mc_reverse", "mc_reverse_natural"]
@@ -122,7 +122,7 @@ def test_a_model_without_a_thinking_run_is_profiled_not_dropped():
 def test_the_profiles_asset_names_a_missing_thinking_run_in_its_metadata():
     import dagster as dg
 
-    from assets.eval.wikiprofile import profiles
+    from assets.eval.wikiprofile.assets import wikiprofile_profiles
     from assets.partitions import subject_partitions
     from assets.wikiprofile.settings import WikiProfileSettings
 
@@ -131,17 +131,17 @@ def test_the_profiles_asset_names_a_missing_thinking_run_in_its_metadata():
     labels = [{"fact_id": "f1", "task": t, "thinking": False, "sample": k, "label": (C if t in method.KNOWLEDGE_TASKS or k else I),
                "model": "plain"} for t in (*method.ENCODING_TASKS, *method.KNOWLEDGE_TASKS) for k in range(4)]
 
-    @dg.asset(key=["wikiprofile", "graded_responses"], partitions_def=subject_partitions)
+    @dg.asset(key=["eval", "wikiprofile_graded_responses"], partitions_def=subject_partitions)
     def graded_responses() -> pl.DataFrame:
         return pl.DataFrame(labels)
 
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(subject_partitions.name, ["plain"])
-    result = dg.materialize([graded_responses, profiles], partition_key="plain", instance=instance,
+    result = dg.materialize([graded_responses, wikiprofile_profiles], partition_key="plain", instance=instance,
                             resources={"wikiprofile_settings": WikiProfileSettings(), "io_manager": dg.mem_io_manager})
-    facts = result.output_for_node("wikiprofile__profiles")
+    facts = result.output_for_node("eval__wikiprofile_profiles")
     assert facts.select("profile", "thinking_run", "knows_thinking").row(0) == ("direct_recall", "missing", None)
-    meta = result.asset_materializations_for_node("wikiprofile__profiles")[0].metadata
+    meta = result.asset_materializations_for_node("eval__wikiprofile_profiles")[0].metadata
     assert meta["thinking_run_missing"].value == "plain" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
     # a share in [0, 1], rounded to four decimals; none where the thinking run is missing
     assert meta["share/knows"].value == 1.0 and meta["share/encodes"].value == 1.0 and "share/knows_thinking" not in meta

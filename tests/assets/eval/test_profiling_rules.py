@@ -5,11 +5,11 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from assets.eval import profiling_rules as method
-from assets.eval.profiling_rules import CORRECT as C
-from assets.eval.profiling_rules import INCORRECT as I
-from assets.eval.profiling_rules import OTHER as O
-from assets.eval.profiling_rules import PARTIALLY as P
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile.rules import CORRECT as C
+from assets.eval.wikiprofile.rules import INCORRECT as I
+from assets.eval.wikiprofile.rules import OTHER as O
+from assets.eval.wikiprofile.rules import PARTIALLY as P
 
 
 def test_the_papers_worked_grade_example():
@@ -209,7 +209,7 @@ def test_rule_grade_on_names_dates_and_units():
 
 
 def test_rule_labels_grade_each_sample_against_its_task():
-    from assets.eval import profiling
+    from assets.eval.wikiprofile import steps as profiling
 
     bench = pl.DataFrame({"fact_id": ["f", "f"], "task": ["direct", "reverse"], "answer": ["Grytviken", "Ernest Shackleton"]})
     samples = pl.DataFrame({"fact_id": ["f", "f", "f"], "task": ["direct", "reverse", "reverse"],

@@ -5,7 +5,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.eval import quit
+from assets.eval.quit import assets as quit
 from assets.eval.runs import RUN_SCHEMA
 from checks.eval import quit as eq
 

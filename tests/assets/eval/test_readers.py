@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from assets.eval import readers
+from assets.eval.quit import steps as readers
 from resources.llm import CallStats
 
 H = ["It is tall.", "It is in Nepal", "It was first climbed in 1953.", "It is cold.", "Its peak is on U.S. Army maps."]

@@ -1,4 +1,4 @@
-"""RECOR under RETECO Track 2's rules (assets/eval/reteco.py, pipelines/reteco.py): every rule a
+"""RECOR under RETECO Track 2's rules (assets/eval/recor/reteco/rules.py, pipelines/reteco.py): every rule a
 hand-computed number, every malformed file a line-numbered error."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import polars as pl
 import pytest
 
-from assets.eval import reteco
+from assets.eval.recor.reteco import rules as reteco
 from pipelines import reteco as cli
 
 # ranx evaluates here: wait for its metrics compiled once in the background (tests.background)

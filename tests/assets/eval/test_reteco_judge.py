@@ -1,4 +1,4 @@
-"""RETECO Track 2's generation judge (assets/eval/reteco_judge.py, ``pipelines.reteco judge``):
+"""RETECO Track 2's generation judge (assets/eval/recor/reteco/steps.py, ``pipelines.reteco judge``):
 what each focused prompt shows, the strict reading of a reply, and the table's numbers
 computed by hand.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from assets.eval import reteco
-from assets.eval import reteco_judge as rj
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as rj
 from pipelines import reteco as cli
 from resources.llm import CallStats, ParseError
 

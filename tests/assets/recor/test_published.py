@@ -238,7 +238,8 @@ def test_an_export_by_the_project_writer_reads_back(tmp_path):
 
 
 def test_the_loaded_tables_pass_the_benchmark_checks_and_feed_the_evaluation():
-    from assets.eval import conversational, generation
+    from assets.eval.recor import rules as conversational
+    from assets.eval.recor import steps as generation
     from assets.recor.settings import RecorSettings
     from checks import recor as c
 

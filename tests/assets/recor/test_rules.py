@@ -3,7 +3,7 @@ import math
 import pytest
 from scipy import stats
 
-from assets.eval import conversational
+from assets.eval.recor import rules as conversational
 from assets.recor import rules
 
 

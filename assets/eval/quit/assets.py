@@ -15,8 +15,9 @@ from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
-from assets.eval import readers, reports, retrieve
+from assets.eval import reports, retrieve
 from assets.eval import rerankers as rerank_methods
+from assets.eval.quit import steps as readers
 from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
 from assets.partitions import (
     quit_reader_partitions,
@@ -39,7 +40,7 @@ wiring = Wiring(PREFIX, GROUP)
 TOP_K = 100
 
 
-# The benchmark as the evaluation reads it: built or released (assets.eval.benchmarks).
+# The benchmark as the evaluation reads it: built or released (assets.eval.sources).
 QUIT_CORPUS = wiring.input("quit_corpus")
 QUIT_QUESTIONS = wiring.input("quit_questions")
 QUIT_QRELS = wiring.input("quit_qrels")

@@ -18,7 +18,7 @@ import math
 import polars as pl
 
 from assets.common.prompts import load_prompt
-from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import rules as method
 from resources.llm import LLMRequest
 
 KNOWLEDGE = set(method.KNOWLEDGE_TASKS)

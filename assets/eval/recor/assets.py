@@ -12,7 +12,11 @@ from assets.common.metadata import counts_md, md_table, png_markdown, report_sli
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version, load_prompt
 from assets.common.wiring import Wiring
-from assets.eval import conversational, generation, reteco, reteco_judge, retrieve
+from assets.eval import retrieve
+from assets.eval.recor import rules as conversational
+from assets.eval.recor import steps as generation
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as reteco_judge
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
 from assets.partitions import recor_domain_partitions, recor_eval_partitions
 from resources.faiss_index import FaissIndexResource
@@ -28,7 +32,7 @@ wiring = Wiring(PREFIX, GROUP)
 TOP_K = 100
 
 
-# The benchmark as the evaluation reads it: built or released (assets.eval.benchmarks).
+# The benchmark as the evaluation reads it: built or released (assets.eval.sources).
 BENCHMARK = wiring.input("recor_turns")
 CORPUS = wiring.input("recor_corpus")
 BY_DOMAIN = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="domain")
@@ -116,7 +120,9 @@ def recor_runs(context: dg.AssetExecutionContext, corpus: pl.DataFrame, recor_qu
             continue
         cut[strategy] = truncated(spec, group["query"].to_list())
         if spec.kind == RUN:
-            files = retrieve.from_run_files(spec, "recor", name, {domain: group["qid"].to_list()}, TOP_K, storage)
+            # read as RETECO Track 2 reads a run: either query id style, repeats and unknown documents counted
+            files = retrieve.from_run_files(spec, "recor", name, {domain: group["qid"].to_list()}, TOP_K, storage,
+                                           query_id=reteco.project_qid, lenient=True)
             hits, found = files.hits, files.metadata()
         else:
             hits = retrieve.search(spec, name, group["query"].to_list(), group["qid"].to_list(), TOP_K, lucene, faiss_index, storage)
@@ -334,7 +340,7 @@ def reference_metric_definitions() -> dict:
           kinds={"ranx"}, code_version="1")
 def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
     """RECOR's runs scored as SemEval-2027 RETECO Track 2 (sub-tracks 2a and 2c) scores a
-    submission (``assets/eval/reteco.py``): each retriever x strategy of ``recor_runs`` is one
+    submission (``assets/eval/recor/reteco/rules.py``): each retriever x strategy of ``recor_runs`` is one
     run, written as a TREC file and read by the task's rules against its domain's turns and
     documents (a domain at a time). Per target turn: binary nDCG@10 (official), MAP@10, Recall@10 and MRR;
     the official table (macro over the turns), per domain and by depth T1..T4, T5+. The same
@@ -410,7 +416,7 @@ def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneratio
                       corpus: pl.DataFrame, recor_generation: pl.DataFrame, recor_runs: pl.DataFrame,
                       recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """RECOR's answers judged as SemEval-2027 RETECO Track 2 judges them
-    (``assets/eval/reteco_judge.py``): each configured generator's Oracle answers as a 2b
+    (``assets/eval/recor/reteco/steps.py``): each configured generator's Oracle answers as a 2b
     system (faithful to the gold passages) and its Retrieved answers as a 2c system (faithful
     to the top five of the best retrieval configuration, whose per-turn nDCG@10 it carries),
     plus the generation files given in the run config (``submissions``). Five focused judge

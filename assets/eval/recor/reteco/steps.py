@@ -1,7 +1,7 @@
 """The generation judge of RETECO Track 2 (sub-tracks 2b and 2c): each answer of a checked
 generation file rated on the task's five dimensions, one focused prompt per dimension with
 a fixed 1-5 rubric (``assets/eval/prompts/reteco_<dimension>.yaml``), an integer per
-(turn, dimension), normalized and averaged by :mod:`assets.eval.reteco`'s rules.
+(turn, dimension), normalized and averaged by :mod:`assets.eval.recor.reteco.rules`'s rules.
 
 What each prompt shows the judge:
 - correctness, completeness: the question, the release's reference answer, the response;
@@ -12,7 +12,7 @@ What each prompt shows the judge:
   five documents of its run for that turn (the run read by the task's rules; a turn the run
   misses has none, and the prompt says so).
 
-This differs from the RECOR paper's judge (:mod:`assets.eval.generation`, one prompt with a
+This differs from the RECOR paper's judge (:mod:`assets.eval.recor.steps`, one prompt with a
 dimension line and a probability-weighted rating): the task asks for integer scores, so a
 reply is read as text and must hold exactly one whole number from 1 to 5
 (:func:`parse_score`). A reply that does not, or a call that fails, leaves that dimension
@@ -34,9 +34,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import polars as pl
 
 from assets.common.prompts import code_version, load_prompt
-from assets.common.verdicts import first_token_only, number_distribution
 from assets.common.records import read_records
-from assets.eval import generation, reteco
+from assets.common.verdicts import first_token_only, number_distribution
+from assets.eval.recor import steps as generation
+from assets.eval.recor.reteco import rules as reteco
 from resources.llm import CallStats, LLMRequest, ParseError
 from resources.storage import filesystem
 
@@ -264,7 +265,7 @@ def judged_turns(judgments: pl.DataFrame) -> pl.DataFrame:
 
 def diagnostics(items: Sequence[dict]) -> pl.DataFrame:
     """ROUGE-L, METEOR and BERTScore F1 of each item's answer against its reference answer
-    (:mod:`assets.eval.generation`'s definitions; an empty answer scores 0). Loads WordNet
+    (:mod:`assets.eval.recor.steps`'s definitions; an empty answer scores 0). Loads WordNet
     and the bundled MiniLM encoder."""
     bert = generation.bertscore_f1([i["reference"] for i in items], [i["answer"] for i in items])
     rows = [{"qid": i["qid"], **generation.lexical(i["reference"], i["answer"]), "bertscore_f1": f}

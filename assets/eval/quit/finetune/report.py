@@ -18,9 +18,10 @@ import polars as pl
 from assets.common.metadata import report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
-from assets.eval import readers, reports
-from assets.eval.finetune_rules import TRAIN
-from assets.eval.quit import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, oracle_aliases, questions_covered
+from assets.eval import reports
+from assets.eval.quit import steps as readers
+from assets.eval.quit.assets import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, oracle_aliases, questions_covered
+from assets.eval.quit.finetune.rules import TRAIN
 from resources.retrieval import load_rerankers, load_retrievers
 
 PREFIX = GROUP = "eval"

@@ -18,8 +18,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from assets.eval import profiling
-from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile import steps as profiling
 
 DIRECT = ("direct", "direct_natural")
 REVERSE = ("reverse", "reverse_natural")

@@ -1,7 +1,7 @@
 """LLM readers over retrieved passages (QUIT paper section 5.4) as functions of frames.
 
 For every ranked list (a retriever's run, or a reranked one) and every k in ``CUTOFFS`` and
-context strategy (Union_norm, Union_freq over the passages' hints, ``assets.eval.contexts``),
+context strategy (Union_norm, Union_freq over the passages' hints, ``assets.eval.quit.rules``),
 the reader answers from the context built from the top-k passages. Two exact matches are
 kept: ``em``, the answer parsed by ``rules.parse_short_answer`` equal after
 ``assets.common.text.normalize`` to an answer in the question's valid-answer pool, and
@@ -15,7 +15,7 @@ import polars as pl
 
 from assets.common.prompts import load_prompt
 from assets.common.text import exact_match, normalize
-from assets.eval.contexts import STRATEGIES, passage_units
+from assets.eval.quit.rules import STRATEGIES, passage_units
 from assets.quit import rules, steps
 from resources.llm import CallStats, LLMRequest
 

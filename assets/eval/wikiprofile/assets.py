@@ -1,7 +1,7 @@
 """Profiling subject models on the WikiProfile benchmark as Dagster assets, partitioned by
 model alias (dynamic: an alias added to the registry's ``wikiprofile.subjects`` becomes a
-partition). The rules live in :mod:`assets.eval.profiling_rules` and
-:mod:`assets.eval.profiling`."""
+partition). The rules live in :mod:`assets.eval.wikiprofile.rules` and
+:mod:`assets.eval.wikiprofile.steps`."""
 
 import dagster as dg
 import polars as pl
@@ -9,15 +9,17 @@ import polars as pl
 from assets.common.metadata import counts_md, md_table, png_markdown, report_slice, report_table, run_profile, table_metadata, why_empty
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
-from assets.eval import analysis, profiling
-from assets.eval import profiling_rules as method
+from assets.eval.wikiprofile import analysis
+from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile import steps as profiling
 from assets.partitions import subject_partitions
 from assets.wikiprofile import sources
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 
-PREFIX = GROUP = "wikiprofile"
+# Keyed as QUIT's and RECOR's evaluations are (eval/wikiprofile_<name>), shown beside the build.
+PREFIX, GROUP = "eval", "wikiprofile"
 wiring = Wiring(PREFIX, GROUP)
 STEP = dict(key_prefix=PREFIX, group_name=GROUP, partitions_def=subject_partitions, code_version="2")
 
@@ -33,9 +35,9 @@ def _grader(llm: LLMResource) -> str:
     return llm.role("wikiprofile.grader")[0]
 
 
-@dg.asset(ins={"benchmark": wiring.input("wikiprofile_tasks", "eval")}, kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
+@dg.asset(ins={"benchmark": wiring.input("wikiprofile_tasks")}, kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
           **_prompted("2", "eval/subject_completion", "eval/subject_choice", "eval/subject_choice_cot", "eval/subject_question", "eval/subject_question_cot"))
-def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
+def wikiprofile_responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
               wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """The subject model's sampled responses: ``n_samples`` per task at temperature 1, the
     knowledge questions without and with thinking, multiple-choice options shuffled per
@@ -63,9 +65,9 @@ def responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: L
     })
 
 
-@dg.asset(ins={"responses": wiring.input("responses"), "benchmark": wiring.input("wikiprofile_tasks", "eval")},
+@dg.asset(ins={"responses": wiring.input("wikiprofile_responses"), "benchmark": wiring.input("wikiprofile_tasks")},
           kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"), **_prompted("3", "eval/grade_answers", "eval/grade_completions"))
-def graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
+def wikiprofile_graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
                      llm: LLMResource) -> dg.Output:
     """Every response labelled CORRECT, INCORRECT, PARTIALLY or OTHER: multiple choice by
     its letter, the rest by the autorater (the registry's ``wikiprofile.grader``) with all
@@ -144,8 +146,8 @@ def _slice(profiles: pl.DataFrame, context) -> str:
                         f"{profiles['fact_id'].n_unique() if profiles.height else 0} facts", run_profile(context))
 
 
-NO_MODEL = "no model is profiled: materialize wikiprofile/profiles for a subject model"
-NO_GRADED = "no question is graded: materialize wikiprofile/graded_responses for a subject model"
+NO_MODEL = "no model is profiled: materialize eval/wikiprofile_profiles for a subject model"
+NO_GRADED = "no question is graded: materialize eval/wikiprofile_graded_responses for a subject model"
 
 
 def _inline(tables: dict[str, tuple[pl.DataFrame, dict[str, str], str]]) -> dict:
@@ -166,8 +168,8 @@ def _thinking_metadata(missing: list[str]) -> dict:
                                            "bar and the four profiles that KT separates are null"}
 
 
-@dg.asset(ins={"graded_responses": wiring.input("graded_responses")}, kinds={"polars"}, **{**STEP, "code_version": "3"})
-def profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+@dg.asset(ins={"graded_responses": wiring.input("wikiprofile_graded_responses")}, kinds={"polars"}, **{**STEP, "code_version": "3"})
+def wikiprofile_profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Each fact's question grades g(q), encodes / knows without and with thinking, and its
     profile under the configured NaN strategy (S2 by default), with the model's row of
     Table 2. A model without a thinking run is profiled from its plain run: its facts say
@@ -198,8 +200,8 @@ def _segment(row: dict, name: str, undecided: bool) -> float:
 
 
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="3",
-          ins={"profiles": wiring.materialized("profiles")})
-def profile_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+          ins={"profiles": wiring.materialized("wikiprofile_profiles")})
+def wikiprofile_profile_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 over every profiled model, shares in [0, 1]: Encodes, Knows(+Think) and Knows
     (both including direct inference), the Figure 4 Knows bar (excluding it), the five
     profiles and the excluded shares, as ``definitions`` says; with Figure 4's stacked bars
@@ -241,13 +243,13 @@ def profile_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, wi
         "figure_4": png_markdown(fig)})
 
 
-wikiprofile_profile_assets = [responses, graded_responses, profiles, profile_report]
+wikiprofile_profile_assets = [wikiprofile_responses, wikiprofile_graded_responses, wikiprofile_profiles, wikiprofile_profile_report]
 
 
 # WikiProfile's analyses as report assets over every profiled model (all partitions of the
 # profiling assets): popularity tiers, direct vs reverse with error attribution, thinking as
 # recovery with the correct>=p curve, and the robustness of the thresholds and of n. The
-# computations live in :mod:`assets.eval.analysis`; these assets only plot and show.
+# computations live in :mod:`assets.eval.wikiprofile.analysis`; these assets only plot and show.
 
 # Version 3: shares in [0, 1] (a stored table of version 2 holds a hundred times those).
 REPORT = dict(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="3")
@@ -274,9 +276,9 @@ def _bars(ax, groups: list[str], series: dict[str, list[float]]) -> None:
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], groups, fontsize=8)
 
 
-@dg.asset(ins={"profiles": wiring.materialized("profiles"), "benchmark": wiring.input("wikiprofile_tasks", "eval"),
-               "source_pages": wiring.input("wikiprofile_pages", "eval")}, **REPORT)
-def popularity_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, benchmark: pl.DataFrame,
+@dg.asset(ins={"profiles": wiring.materialized("wikiprofile_profiles"), "benchmark": wiring.input("wikiprofile_tasks"),
+               "source_pages": wiring.input("wikiprofile_pages")}, **REPORT)
+def wikiprofile_popularity_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, benchmark: pl.DataFrame,
                       source_pages: pl.DataFrame) -> dg.Output:
     """Encoding and recall rates (shares in [0, 1]) of the top and bottom 20% of facts by
     their page's monthly views (Figure 5), with the gain from thinking and the gaps (Delta,
@@ -308,8 +310,8 @@ def popularity_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame,
                                       **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
-@dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
-def direction_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, profiles: pl.DataFrame,
+@dg.asset(ins={"graded_responses": wiring.materialized("wikiprofile_graded_responses"), "profiles": wiring.materialized("wikiprofile_profiles")}, **REPORT)
+def wikiprofile_direction_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                      wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Direct vs reverse over encoded facts, in generation (closed book, without and with
     thinking) and in verification (multiple choice) (Figure 6), and which side fails for the
@@ -344,8 +346,8 @@ def direction_report(context: dg.AssetExecutionContext, graded_responses: pl.Dat
                                       **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
-@dg.asset(ins={"graded_responses": wiring.materialized("graded_responses"), "profiles": wiring.materialized("profiles")}, **REPORT)
-def thinking_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, profiles: pl.DataFrame,
+@dg.asset(ins={"graded_responses": wiring.materialized("wikiprofile_graded_responses"), "profiles": wiring.materialized("wikiprofile_profiles")}, **REPORT)
+def wikiprofile_thinking_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, profiles: pl.DataFrame,
                     wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Thinking as recovery: the share of facts not known directly that thinking recovers,
     encoded or not (Figure 8), and the correct>=p curves without and with thinking over the
@@ -379,8 +381,8 @@ def thinking_report(context: dg.AssetExecutionContext, graded_responses: pl.Data
                                          **_thinking_metadata(analysis.models_without_thinking(profiles))})
 
 
-@dg.asset(ins={"graded_responses": wiring.materialized("graded_responses")}, **REPORT)
-def robustness_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame,
+@dg.asset(ins={"graded_responses": wiring.materialized("wikiprofile_graded_responses")}, **REPORT)
+def wikiprofile_robustness_report(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame,
                       wikiprofile_settings: WikiProfileSettings) -> dg.Output:
     """Table 2 at other thresholds (tau_enc, tau_know) (appendix D.2), and the bootstrap width
     of the share of questions with g > 0.5 for n = 2..16 samples, drawn from each question's
@@ -418,4 +420,5 @@ def robustness_report(context: dg.AssetExecutionContext, graded_responses: pl.Da
                                       **_thinking_metadata(sorted(sweep.filter(pl.col("thinking_run") == method.THINKING_MISSING)["model"].unique()))})
 
 
-wikiprofile_analysis_assets = [popularity_report, direction_report, thinking_report, robustness_report]
+wikiprofile_analysis_assets = [wikiprofile_popularity_report, wikiprofile_direction_report, wikiprofile_thinking_report,
+                               wikiprofile_robustness_report]

@@ -1,0 +1,2 @@
+"""RECOR as Track 2 of RETECO (SemEval-2027 Task 1) scores it: the task's rules for run and
+generation files and its tables (``rules``), and its generation judge (``steps``)."""
