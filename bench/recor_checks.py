@@ -56,14 +56,14 @@ def main() -> int:
     from assets.common.verdicts import VERDICT, yes_probability
     from assets.partitions import DOMAINS
     from assets.recor.settings import RecorSettings
-    from assets.recor.steps import _prompt
+    from assets.recor.steps import recor_prompt
     from resources.llm import LLMRequest, LLMResource
 
     settings = RecorSettings()
     loaded = {d: settings.load(d) for d in DOMAINS}
     positives = {d: [doc for doc in loaded[d].documents if doc["role"] == "positive"] for d in DOMAINS}
     cases: dict[str, list[tuple[bool, list[dict]]]] = {"aspect_suitability": [], "fact_check": []}
-    suitability, fact_check = _prompt("aspect_suitability"), _prompt("fact_check")
+    suitability, fact_check = recor_prompt("aspect_suitability"), recor_prompt("fact_check")
     for i, d in enumerate(DOMAINS):
         q = loaded[d].questions[0]
         for s in sentences(q["answer"])[: args.per_domain]:

@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from assets.common.parsing import parse_list, parse_permutation, parse_yes_no  # noqa: E402
 from assets.quit.rules import parse_type_label  # noqa: E402
-from assets.recor.steps import parse_aspects, parse_label  # noqa: E402
+from assets.recor.rules import parse_aspects, parse_label  # noqa: E402
 from assets.recor import rules as recor_rules  # noqa: E402
-from assets.wikiprofile.steps import parse_category, parse_names, parse_reverse  # noqa: E402
+from assets.wikiprofile.rules import parse_category, parse_names, parse_reverse  # noqa: E402
 
 TOPICS = [
     ("Which planet is known as the Red Planet?", "Mars", "Mars is the fourth planet from the Sun."),

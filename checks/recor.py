@@ -15,7 +15,7 @@ from assets.recor import rules, steps
 from assets.recor import sources as recor_sources
 from assets.recor.assets import wiring
 from assets.recor.rules import gold_outside, word_overlap
-from assets.recor.settings import RecorSettings
+from assets.recor.settings import RecorSettings, Thresholds
 from checks.factories import (
     WARN,
     broken,
@@ -311,7 +311,7 @@ def turn_sequence(turns: pl.DataFrame, aspects: pl.DataFrame, recor_settings: Re
     return rows_check(bad.with_columns(pl.format("{}#{}", *ids).alias("turn")), _text(SEQUENCE_RULES), "turn")
 
 
-def gold_problems(turns: pl.DataFrame, t: steps.Thresholds) -> pl.DataFrame:
+def gold_problems(turns: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     """Each turn's gold documents against the method (3.2.2, ``rules.select_documents``): 1 to
     ``max_docs_per_turn`` distinct documents, each rated in the turn's ``doc_scores``, best
     score first, and with binding verdicts each scored above ``doc_threshold``."""
@@ -507,9 +507,9 @@ REPORT_RULES = {"domain": "a RECOR domain", "scores": f"mean scores in {SCORE_RA
 def quality_report_ranges(quality_report: pl.DataFrame, turn_labels: pl.DataFrame) -> dg.AssetCheckResult:
     """Table 31's values within what the judge's scale and a normalized entropy allow; an
     entropy with no labelled turn is undefined (n/a), never 0."""
-    shorts = [short for _, short, _ in steps.LABELS.values()]
+    shorts = [short for _, short, _ in rules.LABELS.values()]
     labelled = turn_labels.group_by("domain").agg(pl.col(column).count().alias(f"labelled for {short}")
-                                                  for column, (_, short, _) in steps.LABELS.items())
+                                                  for column, (_, short, _) in rules.LABELS.items())
     report = quality_report.join(labelled, on="domain", how="left")
     bad = broken(report, ["domain"], domain=~pl.col("domain").is_in(DOMAINS),
                  scores=pl.any_horizontal(~pl.col(c).is_between(*SCORE_RANGE) for c in SCORE_COLUMNS),

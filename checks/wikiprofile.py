@@ -26,14 +26,14 @@ from checks.factories import (
 
 PREFIX = "wikiprofile"
 
-CATEGORY_NAMES = (*steps.CATEGORIES, steps.OTHER_CATEGORY)
+CATEGORY_NAMES = (*rules.CATEGORIES, rules.OTHER_CATEGORY)
 # Who made a row: the builder model, or the rules that stand in for an advisory builder.
 ORIGINS = ("model", "rules")
 # A page's category is the model's, or the source's where advisory verdicts defer to it.
 CATEGORY_ORIGINS = ("model", "reference")
 NATURAL_KINDS = ("contextual", "direct_natural", "reverse_natural")
 TASKS = ("completion", "contextual", *release.CLOSED_BOOK, *(f"mc_{kind}" for kind in release.CLOSED_BOOK))
-N_OPTIONS = 1 + steps.N_DISTRACTORS
+N_OPTIONS = 1 + rules.N_DISTRACTORS
 
 # The tables whose schema is written inline by their step (steps.categorize, steps.verify).
 CATEGORY_SCHEMA = {"page_id": pl.String, "category": pl.String, "parsed": pl.Boolean, "llm_category": pl.String,
@@ -70,7 +70,7 @@ def cut_before() -> pl.Expr:
 def named(text: str, answer: str) -> pl.Expr:
     """Whether a question column names an answer column, by the steps' own rule (``answer_leaks``)."""
     return pl.struct(text, answer).map_elements(
-        lambda r: None if r[text] is None or r[answer] is None else steps.answer_leaks(r[text], r[answer]), return_dtype=pl.Boolean)
+        lambda r: None if r[text] is None or r[answer] is None else rules.answer_leaks(r[text], r[answer]), return_dtype=pl.Boolean)
 
 
 # --- step 1: pages ------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ def one_category_per_page(categories: pl.DataFrame, source_pages: pl.DataFrame) 
         f"origin in {CATEGORY_ORIGINS}": pl.col("origin").is_in(CATEGORY_ORIGINS),
         "the category its origin gives": pl.when(pl.col("origin") == "reference")
         .then(pl.col("category") == pl.col("reference_category"))
-        .otherwise(pl.col("category") == pl.col("llm_category").fill_null(steps.OTHER_CATEGORY)),
+        .otherwise(pl.col("category") == pl.col("llm_category").fill_null(rules.OTHER_CATEGORY)),
         "a source page": pl.col("paged"),
     }, ids=["page_id"]), missing(source_pages, categories, ["page_id"], "page without a category")])
     return result(bad, "one known category per source page")

@@ -10,7 +10,7 @@ from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.partitions import recor_domain_partitions
-from assets.recor import release, steps
+from assets.recor import release, rules, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource
@@ -258,25 +258,25 @@ def quality_report(context: dg.AssetExecutionContext, quality_scores: pl.DataFra
     names the domains, conversations and turns covered; ``why_empty`` why Table 29 or 30 has
     no row."""
     table = steps.domain_table(quality_scores, turn_labels)
-    shown = steps.shown(table)
+    shown = rules.shown(table)
     distributions, empty = {}, {}
     for column, name in (("dependency", "table_29_dependency"), ("pattern", "table_30_pattern")):
-        label = steps.LABELS[column][0]
-        counts = steps.label_counts(turn_labels, column)
+        label = rules.LABELS[column][0]
+        counts = rules.label_counts(turn_labels, column)
         frame = pl.DataFrame({label: list(counts), "turns": list(counts.values())}, schema={label: pl.String, "turns": pl.Int64})
         distributions[name] = report_table(frame, {label: f"a {label} the judge named (appendix G)",
                                                    "turns": "turns given it, over every domain of the report"})
-        empty[name] = (frame, steps.why_unlabelled(turn_labels, column))
+        empty[name] = (frame, rules.why_unlabelled(turn_labels, column))
     return dg.Output(table, metadata={
         **table_metadata(shown, 11),
-        "slice": steps.quality_slice(table, run_profile(context), recor_settings.max_questions),
+        "slice": rules.quality_slice(table, run_profile(context), recor_settings.max_questions),
         "table_31": report_table(shown, steps.TABLE_31_DEFINITIONS),
         **distributions,
         **why_empty(empty),
-        "dependency_entropy": steps.label_entropy(turn_labels, "dependency"),
-        "pattern_entropy": steps.label_entropy(turn_labels, "pattern"),
-        **steps.unlabeled_turns(turn_labels),
-        "why_na": "; ".join(steps.not_applicable(table, turn_labels)) or "none",
+        "dependency_entropy": rules.label_entropy(turn_labels, "dependency"),
+        "pattern_entropy": rules.label_entropy(turn_labels, "pattern"),
+        **rules.unlabeled_turns(turn_labels),
+        "why_na": "; ".join(rules.not_applicable(table, turn_labels)) or "none",
     })
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -10,12 +11,48 @@ import yaml
 from assets.common.records import ROOT, project_path  # noqa: F401  (ROOT: where relative paths start)
 from assets.common.settings import ProfiledSettings
 from assets.partitions import DOMAINS
+from assets.recor.rules import MAX_TURNS, MIN_TURNS
 from assets.recor.sources import Loaded, load_bright, load_stackexchange
-from assets.recor.steps import Thresholds
 
 SOURCES_PATH = str(Path(__file__).with_name("sources.yaml"))
 # The fields of a source entry that name files.
 FILE_FIELDS = ("examples", "documents", "questions", "pool")
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The method's knobs; defaults follow the paper and its released configuration."""
+
+    # A gold document usually backs one part of the answer, so its coverage is the mean
+    # similarity of the answer sentences it covers best (``alignment_top`` of them). With
+    # MiniLM on the sample, positives score 0.63-0.82 (10th-90th percentile) and same-topic
+    # negatives 0.26-0.53 (bench/recor_checks.py).
+    alignment_min_coverage: float = 0.58
+    alignment_top: int = 3
+    aspect_overlap: float = 0.8
+    aspect_min_coverage: float = 0.5
+    max_aspects: int = 6
+    aspect_rounds: int = 2
+    max_facts: int = 3
+    fact_accept: float = 0.70  # similarity at which a fact passes without asking the LLM
+    fact_reject: float = 0.15  # similarity below which it fails without asking
+    doc_threshold: float = 4.0
+    max_docs_per_turn: int = 5
+    max_similarity: float = 0.58
+    min_new_words: int = 10
+    min_turns: int = MIN_TURNS
+    max_turns: int = MAX_TURNS
+    # Further tries at a turn's question (the question the aspect answers) after the
+    # first-turn or follow-up prompt gave an unusable or repeated one.
+    question_tries: int = 3
+    # Whether the builder's yes/no verdicts may reject (the registry's ``verdicts``). When
+    # they are advisory the encoder's evidence decides alone: an answer-covered document is
+    # aligned, a fact passes at ``fact_similarity``, a turn's gold documents are those that
+    # hold its verified facts (rated, and ordered by their score). The short verdicts
+    # (suitability, relevance, flow, coherence) are still asked and recorded; the two that
+    # read a whole document (alignment, fact check) are not asked.
+    binding_verdicts: bool = True
+    fact_similarity: float = 0.5
 
 
 def load_sources(path: str = SOURCES_PATH) -> dict[str, dict]:

@@ -40,7 +40,7 @@ its line and reason (``REASONS``), never dropped: a row whose field count differ
 header's, a missing field, an options literal that does not parse, a ``gbc`` that is not a
 number, a repeated ``fact_id``, an object type outside the 19, option lists without the gold
 or not four distinct options, and closed-book questions that name their answer (by the
-project's rule, ``steps.answer_leaks``, the one its benchmark check blocks on).
+project's rule, ``rules.answer_leaks``, the one its benchmark check blocks on).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ REQUIRED_COLUMNS = ("fact_id", "page_title", "item_id", "gbc", "category", "subj
 CONTEXTUAL = "contextual"
 # Fields a fact cannot do without (a Wikidata id is not needed to ask or grade anything).
 NOT_EMPTY = tuple(c for c in REQUIRED_COLUMNS if c != "item_id")
-N_OPTIONS = 1 + steps.N_DISTRACTORS
+N_OPTIONS = 1 + rules.N_DISTRACTORS
 TASKS = ("completion", "contextual", *release.CLOSED_BOOK, *(f"mc_{kind}" for kind in release.CLOSED_BOOK))
 # Each task's prompt, gold and option columns in the published file.
 TASK_COLUMNS = {
@@ -143,7 +143,7 @@ def fact_tasks(fact: dict[str, str]) -> tuple[list[dict], str | None, str | None
         options[column], reason, detail = _options(fact[column], gold)
         if reason:
             return [], reason, f"{column}: {detail}"
-    leaks = [kind for kind in release.CLOSED_BOOK if steps.answer_leaks(fact[kind], fact[TASK_COLUMNS[kind][1]])]
+    leaks = [kind for kind in release.CLOSED_BOOK if rules.answer_leaks(fact[kind], fact[TASK_COLUMNS[kind][1]])]
     if leaks:
         return [], "answer_in_question", f"{', '.join(leaks)} names its answer"
     contextual = fact.get(CONTEXTUAL)

@@ -4,6 +4,10 @@ NER prompt writes, the position rules an object must meet, and its left context.
 The NER prompt rewrites the text with ``{{entity name; TYPE}}`` around each entity. Only the
 names and types are taken from the rewrite: positions come from the original summary, so a
 model that also edits the surrounding words cannot move an entity or invent one.
+
+The readers of the model's other replies (a category, a list of names, a question, a reverse
+question, an answer type, the options) are here too, with the checks of a question's words
+against its answer and against the question it was edited from.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+
+from assets.common.parsing import python_literal
+from assets.common.text import words
+from resources.llm import ParseError
 
 ENTITY_TYPES = (
     "PERSON", "ORGANIZATION", "LOCATION", "EVENT", "WORK_OF_ART", "PRODUCT", "ORGANISM", "SUBSTANCE", "DATE",
@@ -326,3 +334,123 @@ def pool_options(gold: str, pool: Sequence[str], seed: str, n: int = 3) -> list[
     if len(usable) < n:
         return None
     return random.Random(seed).sample(usable, n)
+
+
+# --- the LLM's replies (notes, steps 2, 4, 7-13 and 19) -------------------------------------------
+
+
+# The categories a page is put in (notes, step 2).
+CATEGORIES = ("People", "History", "Geography", "Arts", "Philosophy & Religion", "Everyday Life", "Society", "Science",
+              "Technology")
+OTHER_CATEGORY = "Other"
+# Words a minimalism edit may add to mend grammar after its deletions.
+MAX_GRAMMAR_WORDS = 2
+# Distractors per closed-book question (step 19).
+N_DISTRACTORS = 3
+
+
+def parse_category(text: str) -> str | None:
+    """The first category named in the reply (``Philosophy and Religion`` is accepted)."""
+    reply = text.replace(" and ", " & ").lower()
+    hits = [(reply.find(c.lower()), c) for c in (*CATEGORIES, OTHER_CATEGORY) if c.lower() in reply]
+    return min(hits)[1] if hits else None
+
+
+def parse_names(text: str) -> list[str]:
+    """A Python list of names from the reply (the first bracketed list), else one per line.
+    Only strings and numbers are names: a list of anything else is read line by line."""
+    # The first "[" and the first "]" after it, found without a backtracking search.
+    start = text.find("[")
+    end = text.find("]", start) if start >= 0 else -1
+    if end >= 0:
+        value, _ = python_literal(text[start:end + 1])
+        names = [_listed_name(v) for v in value] if isinstance(value, list) else [None]
+        if None not in names:
+            return [n for n in names if n]
+    return [line.strip(" -*\"'") for line in text.splitlines() if line.strip(" -*\"'")]
+
+
+def _listed_name(value) -> str | None:
+    """A listed name: a string, or a number as written (a year); None for anything else,
+    and for an integer too long to write (a hex literal can be)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64):
+        return str(value)
+    return None
+
+
+# A label such as "Question 2:". Possessive: the spaces on either side of the number cannot
+# be traded back and forth, which took quadratic time on a long run of spaces.
+_QUESTION_LABEL = re.compile(r"^\s*+(?:question|q)\s*+\d*+\s*+[:.]\s*+", flags=re.I)
+
+
+def parse_question(text: str) -> str:
+    """The first line ending in a question mark, without a ``Question:`` label or quotes."""
+    for line in text.splitlines():
+        line = _QUESTION_LABEL.sub("", line).strip().strip('"“”')
+        if line.endswith("?") and len(line.split()) >= 3:
+            return line
+    raise ParseError(f"no question in {text[:80]!r}")
+
+
+def only_deletions(original: str, revised: str, allowance: int = MAX_GRAMMAR_WORDS) -> bool:
+    """Whether ``revised`` keeps ``original``'s words in order, adding at most ``allowance``
+    words (a mended article or verb form)."""
+    from difflib import SequenceMatcher
+
+    a, b = words(original), words(revised)
+    kept = sum(block.size for block in SequenceMatcher(a=a, b=b, autojunk=False).get_matching_blocks())
+    return len(b) - kept <= allowance
+
+
+def answer_leaks(question: str, target: str) -> bool:
+    """The answer, or every word of a multi-word answer, appears in the question."""
+    q, t = set(words(question)), [w for w in words(target) if len(w) > 2 or w.isdigit()]
+    return bool(t) and all(w in q for w in t)
+
+
+_SUBJECT = re.compile(r"subject\s*+:\s*+(.+)", flags=re.I)
+_QUESTION = re.compile(r"question\s*+:\s*+", flags=re.I)
+
+
+def parse_reverse(text: str) -> tuple[str, str] | None:
+    """(subject, reverse question) from ``Subject: ...`` / ``Question: ...``; None for REJECT.
+    The question runs from its label to the last question mark of that line."""
+    if re.search(r"\bREJECT\b", text):
+        return None
+    subject = _SUBJECT.search(text)
+    question, searched = None, 0
+    # Each line is searched for its last "?" once: a label after one that found none on its
+    # line finds none either (a pattern ``(.+\?)`` rescanned the line from every label).
+    for label in _QUESTION.finditer(text):
+        if label.start() < searched:
+            continue
+        end = text.find("\n", label.end())
+        searched = len(text) if end < 0 else end
+        mark = text.rfind("?", label.end() + 1, searched)
+        if mark >= 0:
+            question = text[label.end():mark + 1]
+            break
+    if not subject or question is None:
+        raise ParseError(f"no Subject and Question lines in {text[:80]!r}")
+    return subject.group(1).strip().strip('".'), question.strip().strip('"')
+
+
+def parse_entity_type(text: str) -> str | None:
+    found = [(text.upper().find(t), t) for t in ENTITY_TYPES if re.search(rf"\b{t}\b", text.upper())]
+    return min(found)[1] if found else None
+
+
+def parse_options(text: str, gold: str) -> list[str]:
+    """Three distractors from the reply's lines (numbering and bullets dropped; duplicates,
+    and lines that are, contain or lie inside the gold, left out)."""
+    seen, out = set(), []
+    for line in text.splitlines():
+        option = re.sub(r"^\s*(\d+[.)]|[A-Da-d][.)]|[-*•])\s*", "", line).strip().strip('"').rstrip(".")
+        if option and option.lower() not in seen and not overlaps_gold(option, gold):
+            seen.add(option.lower())
+            out.append(option)
+    if len(out) < N_DISTRACTORS:
+        raise ParseError(f"{len(out)} distractors in {text[:80]!r} (needs {N_DISTRACTORS})")
+    return out[:N_DISTRACTORS]

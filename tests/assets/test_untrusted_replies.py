@@ -18,9 +18,8 @@ from assets.common import parsing, verdicts
 from assets.eval.quit import steps as readers
 from assets.eval.wikiprofile import rules as profiling_rules
 from assets.quit import rules as quit_rules
-from assets.recor import steps as recor_steps
+from assets.recor import rules as recor_rules
 from assets.wikiprofile import rules as wp_rules
-from assets.wikiprofile import steps as wp_steps
 from resources.llm import ParseError
 
 REPLIES = settings(max_examples=2000, deadline=None)
@@ -92,18 +91,18 @@ PARSERS = {
     "is_question": parsing.is_question,
     "verdict": lambda t: verdicts.verdict(result(t)),
     "rating": lambda t: verdicts.rating(result(t)),
-    "wikiprofile.parse_category": wp_steps.parse_category,
-    "wikiprofile.parse_names": wp_steps.parse_names,
-    "wikiprofile.parse_question": wp_steps.parse_question,
-    "wikiprofile.parse_reverse": wp_steps.parse_reverse,
-    "wikiprofile.parse_entity_type": wp_steps.parse_entity_type,
-    "wikiprofile.parse_options": lambda t: wp_steps.parse_options(t, "Paris"),
+    "wikiprofile.parse_category": wp_rules.parse_category,
+    "wikiprofile.parse_names": wp_rules.parse_names,
+    "wikiprofile.parse_question": wp_rules.parse_question,
+    "wikiprofile.parse_reverse": wp_rules.parse_reverse,
+    "wikiprofile.parse_entity_type": wp_rules.parse_entity_type,
+    "wikiprofile.parse_options": lambda t: wp_rules.parse_options(t, "Paris"),
     "wikiprofile.parse_markup": lambda t: wp_rules.parse_markup(t, "Paris is the capital of France since 508."),
-    "recor.parse_aspects": lambda t: recor_steps.parse_aspects(t, 5),
-    "recor.parse_reasoning": recor_steps.parse_reasoning,
-    "recor.parse_question": recor_steps.parse_question,
-    "recor.parse_answer": recor_steps.parse_answer,
-    "recor.parse_label": lambda t: recor_steps.parse_label(t, ["topic_shift", "what_if", "why"]),
+    "recor.parse_aspects": lambda t: recor_rules.parse_aspects(t, 5),
+    "recor.parse_reasoning": recor_rules.parse_reasoning,
+    "recor.parse_question": recor_rules.parse_question,
+    "recor.parse_answer": recor_rules.parse_answer,
+    "recor.parse_label": lambda t: recor_rules.parse_label(t, ["topic_shift", "what_if", "why"]),
     "quit.parse_short_answer": quit_rules.parse_short_answer,
     "quit.parse_last_line_answer": quit_rules.parse_last_line_answer,
     "quit.parse_type_label": quit_rules.parse_type_label,
@@ -121,9 +120,9 @@ PARSERS = {
 
 
 def test_parse_names_on_an_unhashable_literal_and_a_run_of_minus_signs():
-    assert wp_steps.parse_names("[{{}: 1}]") == ["[{{}: 1}]"]
-    assert wp_steps.parse_names("[" + "-" * 100_000 + "1]") == ["[" + "-" * 100_000 + "1]"]
-    assert wp_steps.parse_names("['Mount Kenya', 'Nile']") == ["Mount Kenya", "Nile"]
+    assert wp_rules.parse_names("[{{}: 1}]") == ["[{{}: 1}]"]
+    assert wp_rules.parse_names("[" + "-" * 100_000 + "1]") == ["[" + "-" * 100_000 + "1]"]
+    assert wp_rules.parse_names("['Mount Kenya', 'Nile']") == ["Mount Kenya", "Nile"]
 
 
 def test_numbers_too_long_to_convert_are_no_numbers():
@@ -200,7 +199,7 @@ def test_permutations_and_lists_keep_their_sizes(text, n, limit):
     assert sorted(order) == list(range(n)) and isinstance(repaired, bool)
     items = parsed_or_rejected(lambda t: parsing.parse_list(t, limit), text)
     assert items is None or 0 < len(items) <= limit
-    aspects = parsed_or_rejected(lambda t: recor_steps.parse_aspects(t, limit), text)
+    aspects = parsed_or_rejected(lambda t: recor_rules.parse_aspects(t, limit), text)
     assert aspects is None or 0 < len(aspects) <= limit
     grades = parsed_or_rejected(lambda t: profiling_rules.parse_grades(t, limit), text)
     assert grades is None or len(grades) == limit

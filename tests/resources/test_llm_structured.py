@@ -11,9 +11,8 @@ from assets.common.parsing import parse_list, parse_permutation, parse_yes_no
 from assets.common.prompts import load_prompt
 from assets.eval.wikiprofile.rules import parse_grades
 from assets.quit.rules import parse_type_label
-from assets.recor.steps import parse_aspects, parse_reasoning
-from assets.wikiprofile.rules import parse_markup
-from assets.wikiprofile.steps import parse_category, parse_names, parse_options, parse_reverse
+from assets.recor.rules import parse_aspects, parse_reasoning
+from assets.wikiprofile.rules import parse_category, parse_markup, parse_names, parse_options, parse_reverse
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.structured import Output
 

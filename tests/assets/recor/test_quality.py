@@ -38,14 +38,14 @@ def test_quality_scores_and_labels_with_the_scripted_judge(scripted_llm):
 
 
 def test_parse_label():
-    assert quality.parse_label("Topic shift.", ["continuation", "topic_shift"]) == "topic_shift"
-    assert quality.parse_label("what-if, or maybe why", ["why", "what_if"]) == "what_if"
+    assert rules.parse_label("Topic shift.", ["continuation", "topic_shift"]) == "topic_shift"
+    assert rules.parse_label("what-if, or maybe why", ["why", "what_if"]) == "what_if"
     # a label that starts another is not the longer one's match (what_if is not what)
-    assert quality.parse_label("what_if", ["what", "what_if"]) == "what_if"
-    assert quality.parse_label("What if", ["what", "what_if"]) == "what_if"
-    assert quality.parse_label("what is asked", ["what", "what_if"]) == "what"
+    assert rules.parse_label("what_if", ["what", "what_if"]) == "what_if"
+    assert rules.parse_label("What if", ["what", "what_if"]) == "what_if"
+    assert rules.parse_label("what is asked", ["what", "what_if"]) == "what"
     with pytest.raises(ParseError):
-        quality.parse_label("no idea", ["why", "how"])
+        rules.parse_label("no idea", ["why", "how"])
 
 
 # --- the quality report on tiny tables (issue 31) ------------------------------------------------
@@ -78,7 +78,7 @@ def report(turn_labels: pl.DataFrame, quality_scores: pl.DataFrame | None = None
 def test_unlabeled_turns_count_each_turn_once():
     # turn 1 has neither label, turn 2 no pattern, turn 3 both
     mixed = labels((None, None), ("coreference", None), ("ellipsis", "how"))
-    assert quality.unlabeled_turns(mixed) == {"turns_without_dependency": 1, "turns_without_pattern": 2, "turns_missing_a_label": 2}
+    assert rules.unlabeled_turns(mixed) == {"turns_without_dependency": 1, "turns_without_pattern": 2, "turns_missing_a_label": 2}
     # the issue's demo domain: 3 turns, no label at all, was reported as 6 unlabeled turns
     meta = report(labels((None, None), (None, None), (None, None)))
     assert (meta["turns_missing_a_label"], meta["turns_without_dependency"], meta["turns_without_pattern"]) == (3, 3, 3)
@@ -124,6 +124,6 @@ def test_the_report_states_its_slice():
                              "profile not stated: the run has no benchfoundry/profile tag (launched outside the profile jobs "
                              "and make run)")
     two = pl.concat([scores(), scores(4).with_columns(domain=pl.lit("biology"), conversation_id=pl.lit("c2"))])
-    assert quality.quality_slice(quality.domain_table(two, labels(("ellipsis", "how"))), "paper", None) == (
+    assert rules.quality_slice(quality.domain_table(two, labels(("ellipsis", "how"))), "paper", None) == (
         "2 domains (biology, law), 2 conversations, 7 turns, every source question per domain (recor_settings of this run); "
         "profile paper (the run's benchfoundry/profile tag)")

@@ -6,9 +6,11 @@ import polars as pl
 import pytest
 
 from assets.common.text import tokens
-from assets.recor import steps
+from assets.common.verdicts import RATING, VERDICT, verdict
+from assets.recor import rules, steps
+from assets.recor.settings import Thresholds
 from assets.recor.sources import DOCUMENT_SCHEMA, QUESTION_SCHEMA
-from resources.llm import CallStats, LLMResult
+from resources.llm import CallStats, LLMResult, ParseError
 
 
 def bag_of_words(texts):
@@ -42,7 +44,7 @@ def frames():
 
 def test_decomposition_and_verification_end_to_end(scripted_llm):
     questions, documents = frames()
-    sim, t, stats = steps.Similarity(bag_of_words), steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
+    sim, t, stats = steps.Similarity(bag_of_words), Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
     aligned, rejects = steps.alignment(questions, documents, scripted_llm, "smollm2", sim, t, stats)
     assert aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"]
     assert [r["reason"] for r in rejects] == ["weak_document"] and rejects[0]["item"] == "d3"
@@ -80,25 +82,25 @@ def test_too_short_a_conversation_is_rejected_with_its_problems(scripted_llm):
                            "answer": "a", "gold_doc_ids": ["d1"], "doc_scores": "{}", "conversation_history": "",
                            "target": "", "relevance_signals": [], "irrelevance_signals": [], "facts": []} for i in (1, 2)],
                          schema=steps.TURN_SCHEMA)
-    convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", steps.Thresholds(), CallStats())
+    convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", Thresholds(), CallStats())
     assert convs["valid"].to_list() == [False]
     assert rejects[0]["detail"] == "2 turns (needs 3-12); every turn uses the same documents"
 
 
 def test_parsers():
-    assert steps.parse_reasoning("Target: ageing genes\nRelevant signals: a; b\nIrrelevant signals: c") == \
+    assert rules.parse_reasoning("Target: ageing genes\nRelevant signals: a; b\nIrrelevant signals: c") == \
         {"target": "ageing genes", "relevance_signals": ["a", "b"], "irrelevance_signals": ["c"]}
-    assert steps.parse_question('Question: "Why do genes that harm us late persist?"') == "Why do genes that harm us late persist?"
-    assert steps.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [("Mutation", "Harmful late mutations pile up")]
+    assert rules.parse_question('Question: "Why do genes that harm us late persist?"') == "Why do genes that harm us late persist?"
+    assert rules.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [("Mutation", "Harmful late mutations pile up")]
 
 
 def test_verdicts_come_from_first_token_probabilities():
     import math
 
     top = {"No": math.log(0.6), "Yes": math.log(0.3), "The": math.log(0.1)}
-    assert steps.verdict(LLMResult("k", "The", top_logprobs=top)) is False
-    assert steps.verdict(LLMResult("k", "Yes, it does", top_logprobs=None)) is True
-    assert steps.verdict(LLMResult("k", "Maybe", top_logprobs={"Maybe": -0.1})) is None
+    assert verdict(LLMResult("k", "The", top_logprobs=top)) is False
+    assert verdict(LLMResult("k", "Yes, it does", top_logprobs=None)) is True
+    assert verdict(LLMResult("k", "Maybe", top_logprobs={"Maybe": -0.1})) is None
 
 
 class SplitDigits:
@@ -122,14 +124,14 @@ def test_document_criteria_read_a_split_ten_as_ten():
     # 0.8 on 10 and 0.2 on 9 for each criterion; read from the first token alone, 10 was 1
     crit = out["a1"]["d1"]
     assert {c: crit[c] for c in steps.CRITERIA} == pytest.approx({c: 9.8 for c in steps.CRITERIA})
-    assert all(r.params is steps.RATING for r in llm.requests)
+    assert all(r.params is RATING for r in llm.requests)
 
 
 def test_release_records_follow_the_public_format(scripted_llm):
     from assets.recor import release
 
     questions, documents = frames()
-    sim, t, stats = steps.Similarity(bag_of_words), steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
+    sim, t, stats = steps.Similarity(bag_of_words), Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
     aligned, _ = steps.alignment(questions, documents, scripted_llm, "smollm2", sim, t, stats)
     aspects, _ = steps.aspects(questions, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
     facts, _ = steps.facts(questions, aspects, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
@@ -158,7 +160,7 @@ class NaySayer:
 
         answered = self.llm.run(alias, reqs, parse=parse, stats=stats, log=log, **kw)
         return [LLMResult(r.key, "No", top_logprobs={"No": math.log(0.9), "Yes": math.log(0.1)})
-                if q.params is steps.VERDICT and "yes or no" in q.messages[-1]["content"].lower() else r
+                if q.params is VERDICT and "yes or no" in q.messages[-1]["content"].lower() else r
                 for q, r in zip(reqs, answered)]
 
 
@@ -166,12 +168,12 @@ def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
     questions, documents = frames()
     sim, stats = steps.Similarity(bag_of_words), CallStats()
     llm = NaySayer(scripted_llm)
-    binding = steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3)
+    binding = Thresholds(min_new_words=2, aspect_min_coverage=0.3)
     aligned, _ = steps.alignment(questions, documents, llm, "smollm2", sim, binding, stats)
     aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, binding, stats)
     assert aspects.height == 0 and "unsuitable_aspect" in {r["reason"] for r in rejects}
 
-    advisory = steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3, alignment_min_coverage=0.2,
+    advisory = Thresholds(min_new_words=2, aspect_min_coverage=0.3, alignment_min_coverage=0.2,
                                 binding_verdicts=False, fact_similarity=0.3)
     aligned, rejects = steps.alignment(questions, documents, llm, "smollm2", sim, advisory, stats)
     # coverage alone decides, and the judge is not asked for a verdict that would not decide
@@ -195,14 +197,14 @@ def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
 
 
 def test_question_and_answer_parsing_of_small_model_output():
-    assert steps.parse_question('The person\'s first question is: "Why does my skin bump up in the cold?') == \
+    assert rules.parse_question('The person\'s first question is: "Why does my skin bump up in the cold?') == \
         "Why does my skin bump up in the cold?"
-    assert steps.parse_question('What is the answer to the question: "What is the only nerve supply of the muscles?"') == \
+    assert rules.parse_question('What is the answer to the question: "What is the only nerve supply of the muscles?"') == \
         "What is the only nerve supply of the muscles?"
-    with pytest.raises(steps.ParseError, match="repeats itself"):
-        steps.parse_answer("The muscles are " + "the parasympathetic nervous system's " * 12)
-    assert not steps.usable_answer("Why does my skin bump up in the cold?", "Why does my skin bump up in the cold?")
-    assert steps.usable_answer("Tiny muscles at each hair pull it upright when it is cold.", "Why does my skin bump up in the cold?")
+    with pytest.raises(ParseError, match="repeats itself"):
+        rules.parse_answer("The muscles are " + "the parasympathetic nervous system's " * 12)
+    assert not rules.usable_answer("Why does my skin bump up in the cold?", "Why does my skin bump up in the cold?")
+    assert rules.usable_answer("Tiny muscles at each hair pull it upright when it is cold.", "Why does my skin bump up in the cold?")
 
 
 class Parrot:
@@ -230,7 +232,7 @@ class Parrot:
 
 def test_unusable_questions_get_a_second_try_and_echoed_answers_give_way_to_the_facts(scripted_llm):
     questions, documents = frames()
-    sim, t, stats = steps.Similarity(bag_of_words), steps.Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
+    sim, t, stats = steps.Similarity(bag_of_words), Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
     llm = Parrot(scripted_llm)
     aligned, _ = steps.alignment(questions, documents, llm, "smollm2", sim, t, stats)
     aspects, _ = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, t, stats)
@@ -245,6 +247,6 @@ def test_unusable_questions_get_a_second_try_and_echoed_answers_give_way_to_the_
 
 
 def test_a_reply_without_a_question_mark_has_no_question():
-    with pytest.raises(steps.ParseError):
-        steps.parse_question('The answer to the question is: "The hypothalamus regulates the sympathetic nervous system.')
-    assert steps.parse_question("Question 2: Why do genes that harm us late persist? Because...") == "Why do genes that harm us late persist?"
+    with pytest.raises(ParseError):
+        rules.parse_question('The answer to the question is: "The hypothalamus regulates the sympathetic nervous system.')
+    assert rules.parse_question("Question 2: Why do genes that harm us late persist? Because...") == "Why do genes that harm us late persist?"

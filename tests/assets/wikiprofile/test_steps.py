@@ -4,9 +4,9 @@ import re
 import polars as pl
 import pytest
 
-from assets.wikiprofile import steps
+from assets.wikiprofile import rules, steps
 from assets.wikiprofile.sources import PAGE_SCHEMA
-from resources.llm import CallStats, LLMResult
+from resources.llm import CallStats, LLMResult, ParseError
 
 SUMMARY = ("Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
            "formed it with the bassist Bobby Paterson. Their second album, Strange Kind of Love, was produced by Gary Katz.")
@@ -53,9 +53,9 @@ def pages():
 
 
 def test_categories_are_parsed_from_the_reply():
-    assert steps.parse_category("Philosophy and Religion.") == "Philosophy & Religion"
-    assert steps.parse_category("I think Science, maybe Technology") == "Science"
-    assert steps.parse_category("no idea") is None
+    assert rules.parse_category("Philosophy and Religion.") == "Philosophy & Religion"
+    assert rules.parse_category("I think Science, maybe Technology") == "Science"
+    assert rules.parse_category("no idea") is None
     cats = steps.categorize(pages(), Fake(), "m", CallStats())
     assert cats.row(0, named=True) == {"page_id": "love_and_money", "category": "Arts", "parsed": True,
                                        "llm_category": "Arts", "origin": "model"}
@@ -124,13 +124,13 @@ def test_downsampling_balances_categories_and_type_groups():
 
 def test_deletions_only_and_answer_leaks():
     q = "What is the name of the bassist who, along with three former members of Friends Again, formed the band Love and Money?"
-    assert steps.only_deletions(q, "Which bassist formed the band Love and Money with three former members of Friends Again?") is False
+    assert rules.only_deletions(q, "Which bassist formed the band Love and Money with three former members of Friends Again?") is False
     # moving a clause is rewording, not deleting
-    assert not steps.only_deletions(q, "What is the name of the bassist who formed Love and Money with three former members of Friends Again?")
-    assert steps.only_deletions(q, "What is the name of the bassist who, with three former members of Friends Again, formed Love and Money?")
-    assert steps.only_deletions(q, "Who is the bassist who formed the band Love and Money?")  # one word mended
-    assert steps.answer_leaks("Which bassist, Bobby Paterson, formed the band?", "Bobby Paterson")
-    assert not steps.answer_leaks("Which bassist formed the band?", "Bobby Paterson")
+    assert not rules.only_deletions(q, "What is the name of the bassist who formed Love and Money with three former members of Friends Again?")
+    assert rules.only_deletions(q, "What is the name of the bassist who, with three former members of Friends Again, formed Love and Money?")
+    assert rules.only_deletions(q, "Who is the bassist who formed the band Love and Money?")  # one word mended
+    assert rules.answer_leaks("Which bassist, Bobby Paterson, formed the band?", "Bobby Paterson")
+    assert not rules.answer_leaks("Which bassist formed the band?", "Bobby Paterson")
 
 
 class Questions:
@@ -265,13 +265,13 @@ def test_contextual_questions_length_filter_and_options():
     assert steps.contextual_question("The band formed with the bassist", "Who?") == "Who?"
     problems = steps.length_problems({"direct": "Who? " * 41, "contextual": "long " * 80}, "too short")
     assert problems == ["direct has 41 words (at most 40)", "left context has 2 words (at least 30)"]
-    assert steps.parse_options("Bobby Paterson\n2. James Grant\n- Neil Cunningham\nbobby paterson\nStuart Kerr.", "Bobby Paterson") == \
+    assert rules.parse_options("Bobby Paterson\n2. James Grant\n- Neil Cunningham\nbobby paterson\nStuart Kerr.", "Bobby Paterson") == \
         ["James Grant", "Neil Cunningham", "Stuart Kerr"]
-    with pytest.raises(steps.ParseError):
-        steps.parse_options("Bobby Paterson\nJames Grant", "Bobby Paterson")
+    with pytest.raises(ParseError):
+        rules.parse_options("Bobby Paterson\nJames Grant", "Bobby Paterson")
     # a line that gives the answer away is no distractor
     reply = "The correct answer is: Mona Lisa (OTHER)\nThe Last Supper\nSalvator Mundi\nLady with an Ermine"
-    assert steps.parse_options(reply, "Mona Lisa") == ["The Last Supper", "Salvator Mundi", "Lady with an Ermine"]
+    assert rules.parse_options(reply, "Mona Lisa") == ["The Last Supper", "Salvator Mundi", "Lady with an Ermine"]
 
 
 class Rephraser:
