@@ -12,6 +12,8 @@ import random
 import re
 from collections.abc import Sequence
 
+import polars as pl
+
 ENTITY_TYPES = (
     "PERSON", "ORGANIZATION", "LOCATION", "EVENT", "WORK_OF_ART", "PRODUCT", "ORGANISM", "SUBSTANCE", "DATE",
     "NUMERIC_VALUE", "CONDITION", "TITLE", "LANGUAGE", "GROUP", "LAW", "IDEA", "CLASSIFICATION", "IDENTIFIER", "OTHER",
@@ -326,3 +328,8 @@ def pool_options(gold: str, pool: Sequence[str], seed: str, n: int = 3) -> list[
     if len(usable) < n:
         return None
     return random.Random(seed).sample(usable, n)
+
+
+def passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
+    """The ``questions`` whose fact a search filter's table (``filtered``) kept."""
+    return questions.filter(pl.col("fact_id").is_in(filtered.filter(pl.col("kept"))["fact_id"].implode()))
