@@ -6,7 +6,7 @@ alternately, best of ``--repeats`` (these machines are noisy: read the ratios).
   to ``--documents``. The streamed build (``encode_corpus`` into ``build_blocks``) at several
   batch sizes, against one encoder call per document and against one call over the whole list
   (the build before, batch 64). Then the streamed build on one thread against both.
-- ``quit/statistics``' semantic overlap (``rules.semantic_overlap``) against one call per
+- ``quit/statistics``' semantic overlap (``release.semantic_overlap``) against one call per
   question (the question and its 325 passages), on the sample's passages.
 - ``quit/question_metadata``'s difficulty (``steps.difficulties``) against one call per
   question, each with ``--references`` retrieved references.
@@ -124,7 +124,7 @@ def quit_tables(args) -> None:
 
     from assets.common.records import parse_json_list
     from assets.common.text import contains_phrase
-    from assets.quit import rules, sources, steps
+    from assets.quit import release, rules, sources, steps
     from assets.quit.settings import QuitSettings
     from resources.encoders import encode_texts
 
@@ -147,7 +147,7 @@ def quit_tables(args) -> None:
         return float(np.mean(sims))
 
     seconds, results = best({"per question (a call each, before)": per_question_overlap,
-                             "streamed blocks": lambda: rules.semantic_overlap(text, corpus, minilm)}, args.repeats)
+                             "streamed blocks": lambda: release.semantic_overlap(text, corpus, minilm)}, args.repeats)
     report("quit/statistics semantic overlap", corpus.height, "passages", seconds, results, "per question (a call each, before)")
 
     # Every question's references: passages of its own and of the next question, answer appended.

@@ -1,7 +1,7 @@
 """Peak memory of ``quit/statistics`` (Table 1) as the corpus grows, in two parts, each size in
 its own process.
 
-- ``table1``: ``rules.table1`` over a stored corpus of N synthetic questions x 325 passages
+- ``table1``: ``release.table1`` over a stored corpus of N synthetic questions x 325 passages
   (80-word texts, read from Parquet a block at a time as the asset reads it) with a stand-in
   encoder (constant unit vectors), so that only the step's own Python and the reading are
   measured: its peak RSS should not grow with N.
@@ -42,7 +42,7 @@ def table1_child(questions: int) -> dict:
     import numpy as np
     import polars as pl
 
-    from assets.quit import rules
+    from assets.quit import release
     from resources.storage import StoredTable, write_parquet_batches
 
     uri = os.path.join(tempfile.mkdtemp(), "corpus.parquet")
@@ -60,7 +60,7 @@ def table1_child(questions: int) -> dict:
     # The high-water mark from here on: writing the corpus is the bench's, not the step's.
     Path(f"/proc/{os.getpid()}/clear_refs").write_text("5")
     start = time.perf_counter()
-    rules.table1(qs, StoredTable((uri,)), pl.DataFrame({"label": [1]}),
+    release.table1(qs, StoredTable((uri,)), pl.DataFrame({"label": [1]}),
                  lambda texts: np.full((len(texts), 384), 384 ** -0.5, dtype=np.float32))
     os.remove(uri)
     return {"questions": questions, "passages": questions * 325, "seconds": round(time.perf_counter() - start, 1),

@@ -7,11 +7,10 @@ import polars as pl
 from assets.common.text import contains_phrase, normalize
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
 from assets.quit.assets import wiring
-from assets.quit.release import SPLITS
+from assets.quit.release import SPLITS, TABLE_1_SCHEMA
 from assets.quit.rules import (
     CANDIDATE_SCHEMA,
     PASSAGES_PER_QUESTION,
-    TABLE_1_SCHEMA,
     TOP_HINTS,
     UNDETERMINED,
 )
@@ -299,7 +298,7 @@ def release_files_written(release_files: pl.DataFrame, benchmark_questions: pl.D
     return problems_result(problems, release_files.height)
 
 
-# Table 1's rows (rules.table1) that the checks below read.
+# Table 1's rows (release.table1) that the checks below read.
 TOTAL_PASSAGES, LABEL_2, LABEL_1 = "Total Passages", "Label-2 Passages", "Label-1 Passages"
 COUNT_ROWS = ("Total Questions", TOTAL_PASSAGES, LABEL_2, LABEL_1)
 ANSWER_CONTAINMENT, WHOLE_WORDS = "Answer Containment", "Answer Containment (whole words)"

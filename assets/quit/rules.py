@@ -15,14 +15,11 @@ import pyarrow.compute as pc
 
 from assets.common.text import (
     contains_phrase,
-    english_stopwords,
     exact_match,
     normalize,
-    normalize_once,
     tokens,
 )
 from resources.llm import ParseError
-from resources.storage import FrameTable, StoredTable, as_table
 
 NO_ANSWER = "NO ANSWER"
 TOP_HINTS = 5
@@ -68,17 +65,17 @@ def parse_last_line_answer(text: str) -> str | None:
 READER_PARSES = {"last_line": parse_last_line_answer, "first_line": parse_short_answer}
 
 
-TAXONOMY = {
-    "ABBR": {"abb", "exp"},
-    "DESC": {"def", "desc", "manner", "reason"},
-    "ENTY": {"animal", "body", "color", "cremat", "currency", "dismed", "event", "food", "instru",
-             "lang", "letter", "other", "plant", "product", "religion", "sport", "substance",
-             "symbol", "techmeth", "termeq", "veh", "word"},
-    "HUM": {"desc", "gr", "ind", "title"},
-    "LOC": {"city", "country", "mount", "other", "state"},
-    "NUM": {"code", "count", "date", "dist", "money", "ord", "other", "perc", "period", "speed",
-            "temp", "volsize", "weight"},
-}
+# Li and Roth's question taxonomy: each coarse class and its fine classes, written as one string
+# of codes.
+TAXONOMY = {coarse: set(fine.split()) for coarse, fine in {
+    "ABBR": "abb exp",
+    "DESC": "def desc manner reason",
+    "ENTY": "animal body color cremat currency dismed event food instru lang letter other plant product religion sport "
+            "substance symbol techmeth termeq veh word",
+    "HUM": "desc gr ind title",
+    "LOC": "city country mount other state",
+    "NUM": "code count date dist money ord other perc period speed temp volsize weight",
+}.items()}
 
 
 def parse_type_label(text: str) -> tuple[str, str]:
@@ -245,6 +242,61 @@ def passage_label(correct_by_labeler: list[bool | None]) -> int | None:
     return 2 if any(correct_by_labeler) else 1
 
 
+LABEL_SCHEMA = {"passage_id": pl.String, "question_id": pl.String, "num_hints": pl.Int8, "labelers": pl.UInt32,
+                "label": pl.Int8, "error": pl.String}
+
+
+def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Passage labels and each question's pool of valid answers (gold, aliases and every
+    generated answer judged correct).
+
+    A passage is labeled 2 if any labeler was correct, else 1, once every labeler's answer on
+    it is decided. A passage with an undecided answer (a failed call, ``steps._graded``) gets
+    no label (null) and an ``error`` naming each failed call. A rerun asks only those calls.
+    """
+    # The failures are joined on the few undecided answers alone: a string aggregation over
+    # all 7.2M answers of the papers' size cost more memory than the rest of the step.
+    failure = pl.format("{}: {}", "model", pl.coalesce("error", pl.format("judge: {}", "judge_error")))
+    errors = answers.filter(pl.col("correct").is_null()).group_by("passage_id").agg(
+        failure.drop_nulls().str.join("; ").alias("error"))
+    decided = answers.group_by("passage_id").agg(
+        pl.col("correct").any().alias("any_correct"),
+        pl.col("model").n_unique().alias("labelers"),
+    ).join(errors, on="passage_id", how="left").with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
+    labels = (
+        passages.select("passage_id", "question_id", "num_hints")
+        .join(decided, on="passage_id", how="left")
+        .with_columns(pl.when(pl.col("error").is_null()).then(pl.when(pl.col("any_correct")).then(2).otherwise(1))
+                      .cast(pl.Int8).alias("label"))
+        .select(list(LABEL_SCHEMA))
+    )
+    generated = (
+        answers.filter(pl.col("correct") & pl.col("answer").is_not_null())
+        .group_by("question_id").agg(pl.col("answer").unique().sort().alias("generated_correct"))
+    )
+    pool = (
+        questions.select("question_id", "answer", "aliases")
+        .join(generated, on="question_id", how="left")
+        .with_columns(pl.col("generated_correct").fill_null([]))
+        .with_columns(
+            pl.struct("aliases", "generated_correct")
+            .map_elements(lambda s: _merge_answers(s["aliases"], s["generated_correct"]), return_dtype=pl.List(pl.String))
+            .alias("answer_pool")
+        )
+    )
+    return labels, pool
+
+
+def _merge_answers(golds: list[str], extra: list[str]) -> list[str]:
+    seen, out = set(), []
+    for a in list(golds) + list(extra):
+        k = normalize(a)
+        if k and k not in seen:
+            seen.add(k)
+            out.append(a)
+    return out
+
+
 # Hint-permutation passages: every ordered non-empty subset of a question's 5 hints.
 # sum_{k=1..5} C(5,k) k! = 325 passages per question. A passage id encodes its hints and their order
 # as the public release does: ``<question_id>_<mask>_<order>``, where the mask has one 0/1
@@ -347,184 +399,6 @@ def passages_frame(questions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# Table 1 of the QUIT paper: the benchmark's statistical summary, with the definitions of the
-# release's results/statistics/dataset_statistics.py. Its words are the pieces of a text split
-# on single spaces (``str.split(" ")``), as written: no lower-casing, punctuation attached.
-
-TABLE_1_SCHEMA = {"metric": pl.String, "value": pl.Float64, "definition": pl.String}
-
-
-def space_words(text: str) -> list[str]:
-    """A text's words as the release counts them: split on each single space."""
-    return text.split(" ")
-
-
-def lexical_overlap(question: str, passage: str) -> float:
-    """Jaccard overlap of the space-split word sets of question and passage, NLTK's English
-    stop words removed, case kept ("The" is not the stop word "the"); 0 when both are only
-    stop words (the release would divide by zero)."""
-    stop = english_stopwords()
-    q = {w for w in space_words(question) if w not in stop}
-    p = {w for w in space_words(passage) if w not in stop}
-    return len(q & p) / len(q | p) if q | p else 0.0
-
-
-def contains_answer(passage: str, answers: list[str]) -> bool:
-    """Whether any answer occurs in the passage as a substring, both lower-cased ("Paris"
-    is contained in "Parisian"); blank answers are skipped (one would be in every passage)."""
-    text = passage.lower()
-    return any(a.strip() and a.lower() in text for a in answers)
-
-
-class _SemanticOverlap:
-    """The running sum of question-passage cosines, a block of passages at a time: each
-    distinct question text is encoded once, and memory holds one block's vectors, not 2.4M
-    of them. Blocks span many questions, so the encoder's length-sorted batches pad less than
-    a call per question did; the model's arithmetic, not the calls, is most of the cost
-    (bench/encoding_bench.py)."""
-
-    def __init__(self, question_texts: dict[str, str], asked: list[str], encode):
-        # The distinct question texts, in the order asked (Table 1 counts and measures them).
-        self.texts = texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
-        self.row = {text: i for i, text in enumerate(texts)}
-        self.question_texts = question_texts
-        self.encode = encode
-        self.question_vecs = np.asarray(encode(texts), dtype=np.float32) if texts else None
-        self.total, self.done = 0.0, 0
-
-    def add(self, question_ids: list[str], texts: list[str]) -> None:
-        if not texts:
-            return
-        passage_vecs = np.asarray(self.encode(texts), dtype=np.float32)
-        paired = self.question_vecs[[self.row[self.question_texts[qid]] for qid in question_ids]]
-        self.total += float(np.einsum("ij,ij->i", passage_vecs, paired).astype(np.float64).sum())
-        self.done += len(texts)
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.done if self.done else 0.0
-
-
-def semantic_overlap(question_texts: dict[str, str], corpus: pl.DataFrame | StoredTable | FrameTable, encode,
-                     block_size: int = 8192, log=None) -> float:
-    """Mean cosine of every corpus passage (``question_id``, ``text``: a frame, or a stored
-    table read a block at a time) with its question's text, ``encode`` returning unit vectors
-    (:class:`_SemanticOverlap`, blocks of ``block_size`` passages). ``log`` (a callable taking
-    a line) hears the progress."""
-    corpus = as_table(corpus)
-    height = corpus.height
-    overlap = _SemanticOverlap(question_texts, corpus.read("question_id")["question_id"].unique(maintain_order=True).to_list(),
-                               encode)
-    for block in corpus.batches("question_id", "text", rows=block_size):
-        overlap.add(block["question_id"].to_list(), block["text"].to_list())
-        if log:
-            log(f"semantic overlap: {overlap.done:,} of {height:,} passages encoded")
-    return overlap.mean
-
-
-def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTable, qrels: pl.DataFrame, encode,
-           block_size: int = 8192, log=None) -> pl.DataFrame:
-    """Table 1 over the (question, passage) pairs: every corpus passage with its question's
-    text and answer pool (``answers``), as the release's statistics script reads them. The
-    corpus is a frame or a stored table, read in one pass a block of ``block_size`` passages
-    at a time (its texts are never held whole).
-
-    - Total Questions: distinct question texts among the pairs (a question without passages
-      is not counted; two ids with the same wording count once).
-    - Total Passages: the pairs (corpus passages of the questions).
-    - Avg. Question Length: space-split words per distinct question text.
-    - Avg. Passage Length: space-split words per passage.
-    - Avg. Answer Length: space-split words per answer string, every answer of a question's
-      pool counted once for each of its passages.
-    - Query-Passage Lexical Overlap: mean over the pairs of :func:`lexical_overlap`.
-    - Answer Containment: share of the pairs whose passage contains an answer
-      (:func:`contains_answer`, the release's lower-cased substring rule).
-    - Query-Passage Semantic Overlap: mean over the pairs of the cosine similarity of
-      question and passage embeddings (``encode`` returns unit vectors; :class:`_SemanticOverlap`;
-      ``log`` hears the progress).
-
-    Two rows are the project's: Answer Containment (whole words), the share with an answer
-    on word boundaries after ``normalize`` (the rule hints are screened with, so 0 by
-    construction), and the Label-2 / Label-1 passage counts of the qrels. Each row's
-    ``definition`` says what it counts."""
-    corpus = as_table(corpus)
-    q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
-    asked = corpus.read("question_id")["question_id"].unique(maintain_order=True)
-    missing = sorted(set(asked) - set(q))
-    if missing:
-        raise ValueError(f"corpus passages of questions not in the benchmark questions: {missing[:5]}")
-    # Sums over the pairs, a block of passages at a time, not a list of every pair and of
-    # each value (0.23 KB a passage more, about 0.55 GB at 2.4M; and 16% slower).
-    sums = {"pairs": 0, "passage_words": 0, "answers": 0, "answer_words": 0, "lexical": 0.0, "contained": 0,
-            "whole_words": 0}
-    pool_words = {qid: (len(r["answers"] or []), sum(len(space_words(a)) for a in r["answers"] or []))
-                  for qid, r in q.items()}
-    # Whole-word containment (contains_phrase) with each answer normalized once per question
-    # and each passage once, uncached: a passage is read once.
-    pool_phrases = {qid: [f" {p} " for p in (normalize(a) for a in r["answers"] or []) if p] for qid, r in q.items()}
-    question_texts = {qid: r["question"] for qid, r in q.items()}
-    semantic = _SemanticOverlap(question_texts, asked.to_list(), encode)
-    height = corpus.height
-    for block in corpus.batches("question_id", "text", rows=block_size):
-        question_ids, texts = block["question_id"].to_list(), block["text"].to_list()
-        for qid, text in zip(question_ids, texts):
-            question, pool = q[qid]["question"], q[qid]["answers"] or []
-            sums["pairs"] += 1
-            sums["passage_words"] += len(space_words(text))
-            sums["answers"] += pool_words[qid][0]
-            sums["answer_words"] += pool_words[qid][1]
-            sums["lexical"] += lexical_overlap(question, text)
-            sums["contained"] += contains_answer(text, pool)
-            padded = f" {normalize_once(text)} " if pool_phrases[qid] else ""
-            sums["whole_words"] += any(p in padded for p in pool_phrases[qid])
-        semantic.add(question_ids, texts)
-        if log:
-            log(f"table 1: {semantic.done:,} of {height:,} passages read and encoded")
-    texts = semantic.texts
-
-    def avg(total: float, count: int) -> float:
-        return float(total / count) if count else 0.0
-
-    n = sums["pairs"]
-    space = "split on single spaces"
-    rows = [
-        ("Total Questions", len(texts), "distinct question texts with passages"),
-        ("Total Passages", n, "question-passage pairs"),
-        ("Avg. Question Length (words)", avg(sum(len(space_words(t)) for t in texts), len(texts)),
-         f"per distinct question, {space}"),
-        ("Avg. Passage Length (words)", avg(sums["passage_words"], n), f"per passage, {space}"),
-        ("Avg. Answer Length (words)", avg(sums["answer_words"], sums["answers"]),
-         f"per pool answer, once per passage of its question, {space}"),
-        ("Query-Passage Lexical Overlap", avg(sums["lexical"], n),
-         f"Jaccard of word sets ({space}, case kept, NLTK English stop words removed)"),
-        ("Answer Containment", avg(sums["contained"], n),
-         "share of pairs with a pool answer as a lower-cased substring of the passage"),
-        ("Answer Containment (whole words)", avg(sums["whole_words"], n),
-         "share of pairs with a pool answer on word boundaries after normalize (project's rule)"),
-        ("Query-Passage Semantic Overlap", semantic.mean, "mean cosine of question and passage embeddings"),
-        ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0, "qrels with label 2 (project's row)"),
-        ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0, "qrels with label 1 (project's row)"),
-    ]
-    return pl.DataFrame([(m, float(v), d) for m, v, d in rows], schema=TABLE_1_SCHEMA, orient="row")
-
-
-def hint_count_plot(corpus: pl.DataFrame | StoredTable | FrameTable, qrels: pl.DataFrame):
-    """Share of label-2 passages by number of hints (the shape behind Figure 6)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    joined = as_table(corpus).read("passage_id", "num_hints").join(qrels.select("passage_id", "label"), on="passage_id")
-    by = joined.group_by("num_hints").agg(pl.len().alias("n"), (pl.col("label") == 2).mean().alias("share")).sort("num_hints")
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.bar(by["num_hints"].to_list(), by["share"].to_list(), color="#4c72b0")
-    ax.set_xlabel("hints in passage")
-    ax.set_ylabel("share labeled 2")
-    ax.set_title("Fully relevant passages by number of hints")
-    return fig
-
-
 # Human verification (appendix A.1): the distinct generated answers a person decides on.
 CANDIDATE_SCHEMA = {
     "question_id": pl.String,
@@ -576,3 +450,75 @@ def gold_keys(questions: pl.DataFrame) -> pl.DataFrame:
     golds = questions.select("question_id", "aliases").explode("aliases").drop_nulls("aliases")
     return (golds.select("question_id", normalized(golds["aliases"]).alias("key"))
             .filter(pl.col("key") != "").unique())
+
+
+# The label update of 3.2.4 from the human verification decisions (``{question_id: {"accepted":
+# [...], "rejected": [...]}}``), computed on columns: 7.2M answers at the papers' size.
+
+
+def decided(decisions: dict[str, dict], kind: str) -> dict[str, set[str]]:
+    """Each question's ``kind`` answers (``accepted`` or ``rejected``), normalized."""
+    return {q: {normalize(a) for a in d.get(kind, [])} for q, d in decisions.items()}
+
+
+def relabeled(decisions: dict[str, dict], answers: pl.DataFrame, labels: pl.DataFrame,
+              questions: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The passage labels after the decisions, and how many went from 2 to 1."""
+    accepted, rejected = decided(decisions, "accepted"), decided(decisions, "rejected")
+    # An answer stays correct when it matches a gold answer; otherwise, for a question with
+    # decisions, when it was accepted, or judged correct and not rejected; for one without,
+    # when it was judged correct.
+    verdicts = pl.DataFrame(
+        [(q, key, True, False) for q, keys in accepted.items() for key in keys]
+        + [(q, key, False, True) for q, keys in rejected.items() for key in keys],
+        schema={"question_id": pl.String, "key": pl.String, "accepted": pl.Boolean, "rejected": pl.Boolean}, orient="row",
+    ).group_by("question_id", "key").agg(pl.col("accepted").any(), pl.col("rejected").any())
+    given = answers.select("passage_id", "question_id", "answer", "correct")
+    judged_correct = pl.col("correct").fill_null(False)
+    any_correct = (
+        given.with_columns(normalized(given["answer"]).alias("key"))
+        .join(gold_keys(questions).with_columns(pl.lit(True).alias("exact")), on=["question_id", "key"], how="left")
+        .join(verdicts, on=["question_id", "key"], how="left")
+        .select("passage_id", pl.when(pl.col("answer").is_null()).then(False)
+                .when(pl.col("exact").fill_null(False)).then(True)
+                .when(~pl.col("question_id").is_in(list(decisions))).then(judged_correct)
+                .otherwise(pl.col("accepted").fill_null(False) | (judged_correct & ~pl.col("rejected").fill_null(False)))
+                .alias("correct"))
+        .group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
+    )
+    # A passage left without a label by a failed call stays without one: no decision fills it.
+    new_labels = (
+        labels.join(any_correct, on="passage_id", how="left")
+        .with_columns(pl.when(pl.col("label").is_not_null()).then(pl.when(pl.col("ok")).then(2).otherwise(1))
+                      .cast(pl.Int8).alias("label")).drop("ok")
+    )
+    demoted = int(labels.join(new_labels.select("passage_id", pl.col("label").alias("new")), on="passage_id")
+                  .filter((pl.col("label") == 2) & (pl.col("new") == 1)).height)
+    return new_labels, demoted
+
+
+def revised_pools(decisions: dict[str, dict], pools: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """The answer pools after the decisions: a rejected answer leaves its question's pool
+    unless it matches a gold answer, and accepted answers not yet in it join it."""
+    golds = {r["question_id"]: r["aliases"] for r in questions.select("question_id", "aliases").iter_rows(named=True)}
+    rejected = decided(decisions, "rejected")
+
+    def pool_for(qid: str, pool: list[str]) -> list[str]:
+        if qid not in decisions:
+            return pool
+        kept = [a for a in pool if exact_match(a, golds.get(qid, [])) or normalize(a) not in rejected[qid]]
+        extra = [a for a in decisions[qid].get("accepted", []) if normalize(a) not in {normalize(k) for k in kept}]
+        return kept + extra
+
+    return pools.with_columns(
+        pl.struct("question_id", "answer_pool").map_elements(lambda s: pool_for(s["question_id"], list(s["answer_pool"])),
+                                                             return_dtype=pl.List(pl.String)).alias("answer_pool")
+    )
+
+
+def newly_accepted(decisions: dict[str, dict], pools: pl.DataFrame, questions: pl.DataFrame) -> list[str]:
+    """The questions with an accepted answer their pool did not hold."""
+    asked = set(questions["question_id"])
+    accepted = decided(decisions, "accepted")
+    pooled = {q: {normalize(a) for a in pool or [] if a is not None} for q, pool in pools.select("question_id", "answer_pool").iter_rows()}
+    return [q for q in decisions if q in asked and accepted[q] - pooled.get(q, set())]

@@ -390,61 +390,6 @@ def passage_answers(passages: pl.DataFrame | Iterable[pl.DataFrame], questions: 
     return frame.rename({"item": "passage_id"})
 
 
-LABEL_SCHEMA = {"passage_id": pl.String, "question_id": pl.String, "num_hints": pl.Int8, "labelers": pl.UInt32,
-                "label": pl.Int8, "error": pl.String}
-
-
-def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Passage labels and each question's pool of valid answers (gold, aliases and every
-    generated answer judged correct).
-
-    A passage is labeled 2 if any labeler was correct, else 1, once every labeler's answer on
-    it is decided. A passage with an undecided answer (a failed call, :func:`_graded`) gets
-    no label (null) and an ``error`` naming each failed call. A rerun asks only those calls.
-    """
-    # The failures are joined on the few undecided answers alone: a string aggregation over
-    # all 7.2M answers of the papers' size cost more memory than the rest of the step.
-    failure = pl.format("{}: {}", "model", pl.coalesce("error", pl.format("judge: {}", "judge_error")))
-    errors = answers.filter(pl.col("correct").is_null()).group_by("passage_id").agg(
-        failure.drop_nulls().str.join("; ").alias("error"))
-    decided = answers.group_by("passage_id").agg(
-        pl.col("correct").any().alias("any_correct"),
-        pl.col("model").n_unique().alias("labelers"),
-    ).join(errors, on="passage_id", how="left").with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
-    labels = (
-        passages.select("passage_id", "question_id", "num_hints")
-        .join(decided, on="passage_id", how="left")
-        .with_columns(pl.when(pl.col("error").is_null()).then(pl.when(pl.col("any_correct")).then(2).otherwise(1))
-                      .cast(pl.Int8).alias("label"))
-        .select(list(LABEL_SCHEMA))
-    )
-    generated = (
-        answers.filter(pl.col("correct") & pl.col("answer").is_not_null())
-        .group_by("question_id").agg(pl.col("answer").unique().sort().alias("generated_correct"))
-    )
-    pool = (
-        questions.select("question_id", "answer", "aliases")
-        .join(generated, on="question_id", how="left")
-        .with_columns(pl.col("generated_correct").fill_null([]))
-        .with_columns(
-            pl.struct("aliases", "generated_correct")
-            .map_elements(lambda s: _merge_answers(s["aliases"], s["generated_correct"]), return_dtype=pl.List(pl.String))
-            .alias("answer_pool")
-        )
-    )
-    return labels, pool
-
-
-def _merge_answers(golds: list[str], extra: list[str]) -> list[str]:
-    seen, out = set(), []
-    for a in list(golds) + list(extra):
-        k = normalize(a)
-        if k and k not in seen:
-            seen.add(k)
-            out.append(a)
-    return out
-
-
 # The label update of 3.2.4 from the human verification decisions.
 @dataclasses.dataclass
 class Verified:
@@ -461,60 +406,13 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
     empty_rejects = REJECTS.empty()
     if not decisions:
         return Verified(labels, pools, empty_rejects, False, 0, 0)
-    golds = {r["question_id"]: r["aliases"] for r in questions.select("question_id", "aliases").iter_rows(named=True)}
-    accepted = {q: {normalize(a) for a in d.get("accepted", [])} for q, d in decisions.items()}
-    rejected = {q: {normalize(a) for a in d.get("rejected", [])} for q, d in decisions.items()}
-    # An answer stays correct when it matches a gold answer; otherwise, for a question with
-    # decisions, when it was accepted, or judged correct and not rejected; for one without,
-    # when it was judged correct. On columns: 7.2M answers at the papers' size.
-    verdicts = pl.DataFrame(
-        [(q, key, True, False) for q, keys in accepted.items() for key in keys]
-        + [(q, key, False, True) for q, keys in rejected.items() for key in keys],
-        schema={"question_id": pl.String, "key": pl.String, "accepted": pl.Boolean, "rejected": pl.Boolean}, orient="row",
-    ).group_by("question_id", "key").agg(pl.col("accepted").any(), pl.col("rejected").any())
-    given = answers.select("passage_id", "question_id", "answer", "correct")
-    judged_correct = pl.col("correct").fill_null(False)
-    any_correct = (
-        given.with_columns(rules.normalized(given["answer"]).alias("key"))
-        .join(rules.gold_keys(questions).with_columns(pl.lit(True).alias("exact")), on=["question_id", "key"], how="left")
-        .join(verdicts, on=["question_id", "key"], how="left")
-        .select("passage_id", pl.when(pl.col("answer").is_null()).then(False)
-                .when(pl.col("exact").fill_null(False)).then(True)
-                .when(~pl.col("question_id").is_in(list(decisions))).then(judged_correct)
-                .otherwise(pl.col("accepted").fill_null(False) | (judged_correct & ~pl.col("rejected").fill_null(False)))
-                .alias("correct"))
-        .group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
-    )
-    # A passage left without a label by a failed call stays without one: no decision fills it.
-    new_labels = (
-        labels.join(any_correct, on="passage_id", how="left")
-        .with_columns(pl.when(pl.col("label").is_not_null()).then(pl.when(pl.col("ok")).then(2).otherwise(1))
-                      .cast(pl.Int8).alias("label")).drop("ok")
-    )
-    demoted = int(labels.join(new_labels.select("passage_id", pl.col("label").alias("new")), on="passage_id")
-                  .filter((pl.col("label") == 2) & (pl.col("new") == 1)).height)
-
-    def pool_for(qid: str, pool: list[str]) -> list[str]:
-        if qid not in decisions:
-            return pool
-        kept = [a for a in pool if exact_match(a, golds.get(qid, [])) or normalize(a) not in rejected[qid]]
-        extra = [a for a in decisions[qid].get("accepted", []) if normalize(a) not in {normalize(k) for k in kept}]
-        return kept + extra
-
-    new_pools = pools.with_columns(
-        pl.struct("question_id", "answer_pool").map_elements(lambda s: pool_for(s["question_id"], list(s["answer_pool"])),
-                                                             return_dtype=pl.List(pl.String)).alias("answer_pool")
-    )
+    new_labels, demoted = rules.relabeled(decisions, answers, labels, questions)
+    new_pools = rules.revised_pools(decisions, pools, questions)
     # Newly accepted answers may leak through a hint: screen those questions again.
-    pooled = {q: {normalize(a) for a in pool or [] if a is not None} for q, pool in pools.select("question_id", "answer_pool").iter_rows()}
-    newly = [q for q in decisions if q in golds and accepted[q] - pooled.get(q, set())]
+    newly = rules.newly_accepted(decisions, pools, questions)
     rejects = empty_rejects
     if newly:
         recheck = questions.filter(pl.col("question_id").is_in(newly)).drop("aliases").join(
             new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
         _, rejects, _ = screen_leakage(recheck, llm, judge_alias, stats, step="human_verification", log=log, binding=binding)
     return Verified(new_labels, new_pools, rejects, True, len(decisions), demoted)
-
-
-# --- the annotation page -------------------------------------------------------------------------
-

@@ -16,7 +16,7 @@ from resources.encoders import encode_texts
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 from resources.search import DocumentSearchResource
-from resources.storage import StorageResource, join, write_bytes
+from resources.storage import StorageResource
 
 PREFIX = "recor"
 GROUP = "recor"
@@ -25,12 +25,6 @@ wiring = Wiring(PREFIX, GROUP)
 
 def _builder(llm: LLMResource) -> str:
     return llm.role("recor.builder")[0]
-
-
-
-
-
-
 
 
 def _similarity(settings: RecorSettings) -> steps.Similarity:
@@ -211,17 +205,11 @@ def benchmark(context: dg.AssetExecutionContext, turns: pl.DataFrame, conversati
     valid = set(conversations.filter(pl.col("valid"))["conversation_id"])
     kept = turns.filter(pl.col("conversation_id").is_in(valid)).sort("conversation_id", "turn_id")
     kept = kept.with_columns(pl.format("{}_turn_{}", "conversation_id", "turn_id").alias("qid"))
-    name = release.release_name(domain)
     folder = storage.path(PREFIX, "release")
-    sources_of = dict(source_questions.select("question_id", "source").iter_rows())
-    records = release.conversation_records(kept, source_questions, sources_of)
-    write_bytes(join(folder, f"{name}_benchmark.jsonl"), release.jsonl(records).encode())
-    docs = [{"doc_id": d, "content": c} for d, c in corpus.select("doc_id", "content").iter_rows()]
-    write_bytes(join(folder, f"{name}_documents.jsonl"), release.jsonl(docs).encode())
-    write_bytes(join(folder, f"{name}_qrels.txt"), release.qrels_lines(kept).encode())
+    conversations_written, documents = release.export(kept, source_questions, corpus, folder, domain)
     return dg.Output(kept, metadata={
         **table_metadata(kept.select("qid", "query", "gold_doc_ids")),
-        "conversations": len(records), "turns": kept.height, "documents": len(docs),
+        "conversations": conversations_written, "turns": kept.height, "documents": documents,
         "release_folder": dg.MetadataValue.path(folder),
     })
 
@@ -290,34 +278,14 @@ def statistics(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, aspec
     from assets.partitions import DOMAINS
 
     built = [d for d in DOMAINS if d in set(corpus["domain"])]
-    rows = []
-    for domain in built:
-        b = benchmark.filter(pl.col("domain") == domain)
-        convs = b["conversation_id"].unique().to_list()
-        a = aspects.filter(pl.col("question_id").is_in(convs))
-        c = corpus.filter(pl.col("domain") == domain)
-        rows.append({"domain": domain, "#Conv.": len(convs), "#Turns": b.height,
-                     "Avg #T": b.height / len(convs) if convs else None,
-                     "Avg #A": a.height / len(convs) if convs else None,
-                     "Avg #D": float(b["gold_doc_ids"].list.len().mean()) if b.height else None,
-                     "positives": c.filter(pl.col("role") == "positive").height,
-                     "negatives": c.filter(pl.col("role") == "negative").height})
-    table = pl.DataFrame(rows, schema=STATISTICS_SCHEMA)
+    table = rules.domain_statistics(benchmark, aspects, corpus, built)
     return dg.Output(table, metadata={**table_metadata(table, 11),
                                       "slice": report_slice(f"{len(built)} RECOR domains built ({', '.join(built) or 'none'})",
                                                             run_profile(context)),
-                                      "table_2": report_table(table, TABLE_2_DEFINITIONS),
+                                      "table_2": report_table(table, rules.TABLE_2_DEFINITIONS),
                                       **why_empty({"table_2": (table, "no domain is built: materialize recor/corpus for one")}),
                                       "conversations": int(table["#Conv."].sum()), "turns": int(table["#Turns"].sum()),
                                       "domains_not_built": ", ".join(d for d in DOMAINS if d not in built) or "none"})
-
-
-STATISTICS_SCHEMA = {"domain": pl.String, "#Conv.": pl.Int64, "#Turns": pl.Int64, "Avg #T": pl.Float64, "Avg #A": pl.Float64,
-                     "Avg #D": pl.Float64, "positives": pl.Int64, "negatives": pl.Int64}
-TABLE_2_DEFINITIONS = {"domain": "a RECOR domain (BRIGHT's)", "#Conv.": "valid conversations in the benchmark",
-                       "#Turns": "their turns", "Avg #T": "turns per conversation", "Avg #A": "aspects per conversation",
-                       "Avg #D": "gold documents per turn", "positives": "corpus documents that are a question's gold",
-                       "negatives": "corpus documents added as hard negatives"}
 
 
 recor_assets = [source_files, sources, hard_negatives, corpus, aligned_documents, aspects, facts, turns, conversations, benchmark,

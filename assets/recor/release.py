@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from resources.storage import join, write_bytes
+
 # Split names of the public release where they differ from the partition keys.
 RELEASE_NAMES = {"drones": "Drones", "medical_sciences": "medicalsciences"}
 VERSION = "benchfoundry_v1"
@@ -127,3 +129,17 @@ def qrels_lines(turns: pl.DataFrame) -> str:
     lines = [f"{turn_qid(t['conversation_id'], t['turn_id'])} 0 {d} 1"
              for t in turns.sort("conversation_id", "turn_id").iter_rows(named=True) for d in t["gold_doc_ids"]]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def export(turns: pl.DataFrame, questions: pl.DataFrame, corpus: pl.DataFrame, folder: str, domain: str) -> tuple[int, int]:
+    """Writes the domain's release files into ``folder``: ``{name}_benchmark.jsonl`` (the
+    conversations of ``turns``), ``{name}_documents.jsonl`` (the corpus) and
+    ``{name}_qrels.txt``; returns how many conversations and documents were written."""
+    name = release_name(domain)
+    sources_of = dict(questions.select("question_id", "source").iter_rows())
+    records = conversation_records(turns, questions, sources_of)
+    write_bytes(join(folder, f"{name}_benchmark.jsonl"), jsonl(records).encode())
+    docs = [{"doc_id": d, "content": c} for d, c in corpus.select("doc_id", "content").iter_rows()]
+    write_bytes(join(folder, f"{name}_documents.jsonl"), jsonl(docs).encode())
+    write_bytes(join(folder, f"{name}_qrels.txt"), qrels_lines(turns).encode())
+    return len(records), len(docs)

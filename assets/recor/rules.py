@@ -299,3 +299,29 @@ def shown(table: pl.DataFrame) -> pl.DataFrame:
     numbers = [name for name, dtype in table.schema.items() if dtype == pl.Float64]
     return table.with_columns(pl.col(name).map_elements(lambda v: f"{v:.4g}", return_dtype=pl.String).fill_null("n/a")
                               for name in numbers)
+# Table 2 of the paper: per-domain statistics of the benchmark.
+STATISTICS_SCHEMA = {"domain": pl.String, "#Conv.": pl.Int64, "#Turns": pl.Int64, "Avg #T": pl.Float64, "Avg #A": pl.Float64,
+                     "Avg #D": pl.Float64, "positives": pl.Int64, "negatives": pl.Int64}
+TABLE_2_DEFINITIONS = {"domain": "a RECOR domain (BRIGHT's)", "#Conv.": "valid conversations in the benchmark",
+                       "#Turns": "their turns", "Avg #T": "turns per conversation", "Avg #A": "aspects per conversation",
+                       "Avg #D": "gold documents per turn", "positives": "corpus documents that are a question's gold",
+                       "negatives": "corpus documents added as hard negatives"}
+
+
+def domain_statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame, domains: list[str]) -> pl.DataFrame:
+    """Table 2's row of each of ``domains``: conversations, turns, average turns per
+    conversation, aspects per conversation and documents per turn, with corpus sizes (a domain
+    that kept no conversation has a row of zeros)."""
+    rows = []
+    for domain in domains:
+        b = benchmark.filter(pl.col("domain") == domain)
+        convs = b["conversation_id"].unique().to_list()
+        a = aspects.filter(pl.col("question_id").is_in(convs))
+        c = corpus.filter(pl.col("domain") == domain)
+        rows.append({"domain": domain, "#Conv.": len(convs), "#Turns": b.height,
+                     "Avg #T": b.height / len(convs) if convs else None,
+                     "Avg #A": a.height / len(convs) if convs else None,
+                     "Avg #D": float(b["gold_doc_ids"].list.len().mean()) if b.height else None,
+                     "positives": c.filter(pl.col("role") == "positive").height,
+                     "negatives": c.filter(pl.col("role") == "negative").height})
+    return pl.DataFrame(rows, schema=STATISTICS_SCHEMA)

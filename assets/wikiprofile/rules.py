@@ -16,6 +16,8 @@ import random
 import re
 from collections.abc import Sequence
 
+import polars as pl
+
 from assets.common.parsing import python_literal
 from assets.common.text import words
 from resources.llm import ParseError
@@ -454,3 +456,6 @@ def parse_options(text: str, gold: str) -> list[str]:
     if len(out) < N_DISTRACTORS:
         raise ParseError(f"{len(out)} distractors in {text[:80]!r} (needs {N_DISTRACTORS})")
     return out[:N_DISTRACTORS]
+def passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
+    """The ``questions`` whose fact a search filter's table (``filtered``) kept."""
+    return questions.filter(pl.col("fact_id").is_in(filtered.filter(pl.col("kept"))["fact_id"].implode()))

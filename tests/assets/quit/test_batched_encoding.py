@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from assets.common.text import contains_phrase
-from assets.quit import rules, steps
+from assets.quit import release, rules, steps
 
 
 def text_vectors(texts):
@@ -60,12 +60,12 @@ def test_semantic_overlap_streams_blocks_and_matches_per_question_calls():
     questions, corpus = quit_questions([[f"Q{i} hint {j} about topic {i * j}." for j in range(5)] for i in range(3)],
                                        ["Which river?", "Which mountain?", "Which river?"])
     encode, lines = Counted(text_vectors), []
-    got = rules.semantic_overlap(dict(questions.iter_rows()), corpus, encode, block_size=300, log=lines.append)
+    got = release.semantic_overlap(dict(questions.iter_rows()), corpus, encode, block_size=300, log=lines.append)
     assert got == pytest.approx(per_question_overlap(questions, corpus, text_vectors), rel=1e-6)
     # the two distinct question texts once, then 975 passages in blocks of 300 (blocks cross questions)
     assert encode.calls == [2, 300, 300, 300, 75]
     assert lines[-1] == "semantic overlap: 975 of 975 passages encoded"
-    assert rules.semantic_overlap({}, corpus.clear(), encode) == 0.0
+    assert release.semantic_overlap({}, corpus.clear(), encode) == 0.0
 
 
 def test_difficulties_encode_every_distinct_text_once_and_match_per_question_calls():
@@ -120,7 +120,7 @@ def test_batched_minilm_gives_the_per_question_numbers_on_the_sample():
     corpus = rules.passages_frame(sample.select("question_id", "hints")).filter(pl.int_range(pl.len()).over("question_id") < 40)
     questions = sample.select("question_id", "question")
     assert corpus.height == 80
-    batched = rules.semantic_overlap(dict(questions.iter_rows()), corpus, minilm, block_size=30)
+    batched = release.semantic_overlap(dict(questions.iter_rows()), corpus, minilm, block_size=30)
     assert batched == pytest.approx(per_question_overlap(questions, corpus, minilm), abs=1e-6)
 
     # references with the answer in them (so each similarity counts), some shared by both questions

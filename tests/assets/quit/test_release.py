@@ -8,13 +8,22 @@ from pathlib import Path
 
 import boto3
 import dagster as dg
+import numpy as np
 import polars as pl
 import pytest
 
 from assets.quit import release, rules, sources
 from assets.quit.assets import benchmark, release_files
 from assets.quit.settings import QuitSettings
-from resources.storage import ParquetIOManager, StorageResource, read_bytes, read_parquet, write_parquet, write_parquet_batches
+from resources.storage import (
+    ParquetIOManager,
+    StorageResource,
+    StoredTable,
+    read_bytes,
+    read_parquet,
+    write_parquet,
+    write_parquet_batches,
+)
 
 # Texts JSON escapes (quotes, backslash, control characters), non-ASCII kept as is
 # (ensure_ascii=False) and the line separators Python does not escape.
@@ -174,3 +183,85 @@ def test_export_streams_to_s3(s3_server, monkeypatch, tmp_path):
         assert read_bytes(path) == (tmp_path / name).read_bytes(), name
     write_parquet("s3://quit-release/quit/benchmark_corpus.parquet", corpus)
     assert read_parquet("s3://quit-release/quit/benchmark_corpus.parquet", ["passage_id"]).equals(corpus.select("passage_id"))
+
+
+# --- Table 1 (the release's results/statistics/dataset_statistics.py definitions) ----------------
+
+T1_QUESTIONS = pl.DataFrame({
+    "question_id": ["q1", "q2", "q3", "q4"],
+    "question": ["What is the capital of France?", "Who wrote Hamlet?", "Who wrote Hamlet?", "A question without passages"],
+    "answers": [["Paris", "City of Light"], ["Shakespeare"], ["William Shakespeare"], ["x"]],
+})
+T1_CORPUS = pl.DataFrame({
+    "passage_id": ["c1", "c2", "c3", "c4"],
+    "question_id": ["q1", "q1", "q2", "q3"],
+    "text": ["It is a Parisian city.", "The capital  of France lies on the Seine.", "He was an English playwright.",
+             "He wrote Hamlet in Stratford."],
+})
+T1_QRELS = pl.DataFrame({"question_id": ["q1", "q1", "q2", "q3"], "passage_id": ["c1", "c2", "c3", "c4"], "label": [2, 1, 1, 1]})
+
+
+def cosine_six_tenths(texts):
+    # unit vectors by text, however the calls are batched: a question [1, 0], a passage [0.6, 0.8]
+    asked = set(T1_QUESTIONS["question"])
+    return np.array([[1.0, 0.0] if t in asked else [0.6, 0.8] for t in texts])
+
+
+def test_table_1_follows_the_released_definitions():
+    table = release.table1(T1_QUESTIONS, T1_CORPUS, T1_QRELS, cosine_six_tenths)
+    got = dict(table.select("metric", "value").iter_rows())
+    # q2 and q3 share their wording, q4 has no passage: 2 distinct question texts
+    assert got["Total Questions"] == 2 and got["Total Passages"] == 4
+    # split(" "): 6 and 3 words
+    assert got["Avg. Question Length (words)"] == 4.5
+    # 5, 9 (the double space makes an empty word), 5, 5
+    assert got["Avg. Passage Length (words)"] == 6
+    # q1's pool (1 + 3 words) once per passage (2), q2's 1, q3's 2: 11 words / 6 answers
+    assert got["Avg. Answer Length (words)"] == pytest.approx(11 / 6)
+    # c1: {What, capital, France?} vs {It, Parisian, city.} -> 0
+    # c2: {The, capital, "", France, lies, Seine.} ("of", "on", "the" dropped, "The" kept): 1 / 8
+    # c3: {Who, wrote, Hamlet?} vs {He, English, playwright.} -> 0
+    # c4: vs {He, wrote, Hamlet, Stratford.}: "wrote" of 6 -> 1 / 6;  mean (1/8 + 1/6) / 4 = 7/96
+    assert got["Query-Passage Lexical Overlap"] == pytest.approx(7 / 96)
+    # "paris" is a substring of "parisian" (c1) but not a whole word
+    assert got["Answer Containment"] == 0.25 and got["Answer Containment (whole words)"] == 0
+    assert got["Query-Passage Semantic Overlap"] == pytest.approx(0.6)
+    assert got["Label-2 Passages"] == 1 and got["Label-1 Passages"] == 3
+    assert table["definition"].null_count() == 0
+
+
+def test_table_1_from_a_stored_table_read_in_small_batches_is_the_same(tmp_path):
+    uri = str(tmp_path / "corpus.parquet")
+    write_parquet_batches(uri, T1_CORPUS.iter_slices(3))
+    calls = []
+
+    def encode(texts):
+        calls.append(len(texts))
+        return cosine_six_tenths(texts)
+
+    stored = release.table1(T1_QUESTIONS, StoredTable((uri,)), T1_QRELS, encode, block_size=1)
+    assert stored.equals(release.table1(T1_QUESTIONS, T1_CORPUS, T1_QRELS, cosine_six_tenths))
+    # the questions once, then the four passages a block of one at a time
+    assert calls == [2, 1, 1, 1, 1]
+
+
+def test_table_1_counts_an_answer_on_word_boundaries_after_normalize():
+    questions = pl.DataFrame({"question_id": ["q1"], "question": ["Which tower?"], "answers": [["Eiffel Tower", " "]]})
+    corpus = pl.DataFrame({"passage_id": ["a", "b", "c"], "question_id": ["q1"] * 3,
+                           "text": ["The eiffel-tower stands.", "Eiffel Towers stand.", "Gustave Eiffel's tower."]})
+    table = release.table1(questions, corpus, pl.DataFrame({"label": [1]}), lambda texts: np.ones((len(texts), 2)) / np.sqrt(2))
+    got = dict(table.select("metric", "value").iter_rows())
+    # "eiffel tower stands" holds it; "eiffel towers", "gustave eiffel tower" (possessive dropped) do not / do
+    assert got["Answer Containment (whole words)"] == pytest.approx(2 / 3)
+    assert got["Answer Containment"] == pytest.approx(1 / 3)  # lower-cased substring: only "Eiffel Towers"
+
+
+def test_table_1_rules_on_their_own():
+    assert release.lexical_overlap("the of", "is a") == 0.0  # only stop words: nothing to compare
+    assert release.lexical_overlap("Paris France", "paris France") == pytest.approx(1 / 3)  # case kept
+    assert release.contains_answer("Born in the U.S.A.", ["u.s."]) and not release.contains_answer("Anything", [" ", ""])
+
+
+def test_table_1_names_passages_of_unknown_questions():
+    with pytest.raises(ValueError, match="q9"):
+        release.table1(T1_QUESTIONS, T1_CORPUS.with_columns(pl.lit("q9").alias("question_id")), T1_QRELS, cosine_six_tenths)

@@ -1,6 +1,6 @@
 import polars as pl
 
-from assets.quit import steps
+from assets.quit import rules, steps
 from assets.quit.rules import passages_frame
 from assets.quit.sources import questions_frame
 from resources.llm import CallStats, LLMResult
@@ -79,7 +79,7 @@ def test_passage_labels_and_answer_pool(scripted_llm):
     stats = CallStats()
     answers = steps.passage_answers(ps, qs, scripted_llm, "smollm2", "smollm2", stats)
     assert answers.height == 325 and stats.calls == 325  # exact matches need no judge
-    labels, pool = steps.labels_and_pool(answers, ps, qs)
+    labels, pool = rules.labels_and_pool(answers, ps, qs)
     counts = dict(labels.group_by("label").len().iter_rows())
     assert counts == {2: 300, 1: 25}  # passages with 3+ hints are answered by the script
     assert pool["answer_pool"][0].to_list() == ["Mount Everest", "Everest"]
@@ -173,7 +173,7 @@ def test_a_passage_with_an_undecided_answer_gets_no_label():
     passages = pl.DataFrame({"passage_id": ["p1", "p2", "p3"], "question_id": ["q"] * 3,
                              "num_hints": pl.Series([1, 2, 3], dtype=pl.Int8)})
     qs = questions_frame([question("q")])
-    labels, pool = steps.labels_and_pool(answers, passages, qs)
+    labels, pool = rules.labels_and_pool(answers, passages, qs)
     got = {r["passage_id"]: (r["label"], r["error"]) for r in labels.iter_rows(named=True)}
     # a labeler was correct on p1, but another's answer is unknown: no label rather than a partial one
     assert got == {"p1": (None, f"b: {GAVE_UP}"), "p2": (None, f"b: judge: {GAVE_UP}"), "p3": (2, None)}
