@@ -40,12 +40,12 @@ from assets.eval.training import LOG_FILE, log_problems, read_log
 from assets.eval.wikiprofile import SAMPLE_SCHEMA
 from assets.partitions import (
     DOMAINS,
+    domain_partitions,
+    domain_retriever_partitions,
     finetune_base_partitions,
     quit_reader_partitions,
-    recor_domain_partitions,
-    recor_eval_partitions,
-    rerank_partitions,
     retriever_partitions,
+    retriever_reranker_partitions,
     subject_partitions,
 )
 from assets.quit import published as quit_release
@@ -270,7 +270,7 @@ def quit_qrels_references(quit_qrels: pl.DataFrame, quit_questions: pl.DataFrame
 quit_source_rejects_reasons = rejects_check(eval_key("quit_source_rejects"), quit_release.REASONS, quit_release.REJECTS.keys)
 
 
-@dg.asset_check(asset=eval_key("recor_turns"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_turns"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 additional_ins={"recor_corpus": dg.AssetIn(key=eval_key("recor_corpus"))},
                 description="Unique turn ids (<conversation>_turn_<n>) of one domain, turns numbered from 1, "
                             "every gold document in the domain's corpus.")
@@ -289,9 +289,9 @@ def recor_turns_schema(recor_turns: pl.DataFrame, recor_corpus: pl.DataFrame) ->
 
 
 recor_corpus_schema = table_check(eval_key("recor_corpus"), {"doc_id": pl.String, "content": pl.String}, unique=("doc_id",),
-                                  not_null=("doc_id", "content"), partitions_def=recor_domain_partitions)
+                                  not_null=("doc_id", "content"), partitions_def=domain_partitions)
 recor_source_rejects_reasons = rejects_check(eval_key("recor_source_rejects"), recor_release.REASONS, recor_release.REJECTS.keys,
-                                             partitions_def=recor_domain_partitions)
+                                             partitions_def=domain_partitions)
 
 TASK_COLUMNS = {c: wikiprofile_tasks_schema[c] for c in ("fact_id", "page_id", "task", "question", "answer", "options")}
 
@@ -407,13 +407,13 @@ def split_problems(frame: pl.DataFrame, system: str) -> list[str]:
             + unmatched(frame, [system], overall, [system], f"{system}s without an {SPLITS[0]!r} row"))
 
 
-@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=RANKS, blocking=True, partitions_def=rerank_partitions,
+@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=RANKS, blocking=True, partitions_def=retriever_reranker_partitions,
                 description="Ranks 1..n per question, each passage once, scores not rising down the list, a registered retriever+reranker.")
 def quit_reranked_runs_ranks(quit_reranked_runs: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(run_problems(quit_reranked_runs, reranked_systems()), quit_reranked_runs.height)
 
 
-@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=SAME_PASSAGES, blocking=True, partitions_def=rerank_partitions,
+@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=SAME_PASSAGES, blocking=True, partitions_def=retriever_reranker_partitions,
                 additional_ins={"quit_runs": dg.AssetIn(key=eval_key("quit_runs").path,
                                                         partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever"))},
                 description="The retrieved passages of each question, none added or lost, and below the reranker's top_k in their retrieved places.")
@@ -519,7 +519,7 @@ QUERY_SCHEMA = {"domain": pl.String, "qid": pl.String, "conversation_id": pl.Str
                 "strategy": pl.String, "query": pl.String, "fallback": pl.Boolean}
 
 
-@dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 description="Each turn's query under each strategy of assets.eval.conversational.STRATEGIES, none empty, in a known domain.")
 def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_queries
@@ -534,7 +534,7 @@ def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(problems, frame.height)
 
 
-@dg.asset_check(asset=eval_key("recor_queries"), name=REFERENCES, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_queries"), name=REFERENCES, blocking=True, partitions_def=domain_partitions,
                 additional_ins={"benchmark": RECOR_BENCHMARK},
                 description="Queries for exactly the domain's benchmark turns.")
 def recor_queries_references(recor_queries: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
@@ -546,7 +546,7 @@ def recor_queries_references(recor_queries: pl.DataFrame, benchmark: pl.DataFram
 RECOR_RUN_SCHEMA = {**RUN_SCHEMA, "strategy": pl.String, "domain": pl.String}
 
 
-@dg.asset_check(asset=eval_key("recor_runs"), name=RANKS, blocking=True, partitions_def=recor_eval_partitions,
+@dg.asset_check(asset=eval_key("recor_runs"), name=RANKS, blocking=True, partitions_def=domain_retriever_partitions,
                 description="Per turn and strategy: ranks 1..n, each document once, scores not rising; a registered retriever, known strategy and domain.")
 def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
     problems = run_problems(recor_runs, retriever_aliases(with_oracle=False), ("question_id", "strategy"), RECOR_RUN_SCHEMA)
@@ -555,7 +555,7 @@ def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(problems, recor_runs.height)
 
 
-@dg.asset_check(asset=eval_key("recor_runs"), name=REFERENCES, blocking=True, partitions_def=recor_eval_partitions,
+@dg.asset_check(asset=eval_key("recor_runs"), name=REFERENCES, blocking=True, partitions_def=domain_retriever_partitions,
                 additional_ins={"recor_queries": dg.AssetIn(key=eval_key("recor_queries").path, partition_mapping=BY_DOMAIN),
                                 "corpus": dg.AssetIn(key=eval_key("recor_corpus"), partition_mapping=BY_DOMAIN)},
                 description="Every turn and strategy searched is one of the domain's queries; every document is in the domain's corpus.")
@@ -676,7 +676,7 @@ def reteco_run_files(benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetC
 RETECO_GENERATION_KEY = ("qid", "system", "subtrack")
 
 
-@dg.asset_check(asset=eval_key("reteco_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("reteco_generation"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 description="One row per target turn, system and sub-track (2b, 2c); every system scores every target turn "
                             "of the domain; each dimension a normalized 1-5 integer, (s - 1) / 4 in {0, 0.25, ..., 1}; a turn "
                             "without an answer 0 on every dimension; 2c rows name their run and carry its nDCG@10, MAP@10, "
@@ -742,7 +742,7 @@ GENERATION_KEY = ("qid", "generator", "mode")
 NO_RETRIEVAL = "no_retrieval"
 
 
-@dg.asset_check(asset=eval_key("recor_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_generation"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 description="One answer per turn, generator and mode; judged dimensions, ROUGE-L and METEOR in [0, 1], BERTScore F1 in [-1, 1]; no faithfulness without passages, no score without an answer, every answer (an empty one too) scored against the reference.")
 def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_generation
@@ -759,7 +759,7 @@ def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResu
     return problems_result(problems, frame.height)
 
 
-@dg.asset_check(asset=eval_key("recor_generation"), name=REFERENCES, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_generation"), name=REFERENCES, blocking=True, partitions_def=domain_partitions,
                 additional_ins={"benchmark": RECOR_BENCHMARK},
                 description="Answers to the domain's benchmark turns, every turn in every mode by every generator.")
 def recor_generation_references(recor_generation: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
@@ -1050,15 +1050,15 @@ def robustness_report_shares(robustness_report: pl.DataFrame) -> dg.AssetCheckRe
 # --- LLM accounting of every LLM-bound step ------------------------------------------------------
 
 llm_accounting = [
-    llm_accounting_check(eval_key("quit_reranked_runs"), partitions_def=rerank_partitions),
+    llm_accounting_check(eval_key("quit_reranked_runs"), partitions_def=retriever_reranker_partitions),
     llm_accounting_check(eval_key("quit_reader_answers"), partitions_def=quit_reader_partitions,
                          failed_items=errored, item_column="question_id"),
-    llm_accounting_check(eval_key("recor_queries"), partitions_def=recor_domain_partitions,
+    llm_accounting_check(eval_key("recor_queries"), partitions_def=domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("fallback")), item_column="qid"),
-    llm_accounting_check(eval_key("recor_generation"), partitions_def=recor_domain_partitions,
+    llm_accounting_check(eval_key("recor_generation"), partitions_def=domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("answer").is_null() | pl.col("correctness").is_null()),
                          item_column="qid"),
-    llm_accounting_check(eval_key("reteco_generation"), partitions_def=recor_domain_partitions,
+    llm_accounting_check(eval_key("reteco_generation"), partitions_def=domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("judge_failures") > 0), item_column="qid"),
     llm_accounting_check(wikiprofile_key("responses"), partitions_def=subject_partitions,
                          failed_items=errored, item_column="fact_id"),
