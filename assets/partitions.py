@@ -28,6 +28,13 @@ from resources.retrieval import (
     load_retrievers,
 )
 
+# Each set of partitions has one name: its ``NAMED`` key, its variable here (the name in the
+# singular, then ``_partitions``), the partitions of a stage (``pipelines.jobs``, which
+# ``make run`` runs) and the suffix of its checks-only job (``pipelines.jobs.recheck_jobs``,
+# where one job keeps an older name). A dynamic set's Dagster name is what the instance
+# stores its keys under, so it stays as it was (``wikiprofile_subjects`` is the set named
+# ``subjects``); a product of two dimensions is named after both.
+
 # QUIT: labelers label passages, readers answer from them; the parametric (closed-book)
 # answers are asked of both.
 quit_labeler_partitions = dg.DynamicPartitionsDefinition(name="quit_labelers")
@@ -39,17 +46,19 @@ BRIGHT_DOMAINS = ["biology", "earth_science", "economics", "psychology", "roboti
 STACKEXCHANGE_DOMAINS = ["drones", "hardware", "law", "medical_sciences", "politics"]
 DOMAINS = BRIGHT_DOMAINS + STACKEXCHANGE_DOMAINS
 
-recor_domain_partitions = dg.StaticPartitionsDefinition(DOMAINS)
+domain_partitions = dg.StaticPartitionsDefinition(DOMAINS)
 
 # Retrieval evaluation: one partition per retriever (QUIT) and per retriever x reranker.
 retriever_partitions = dg.DynamicPartitionsDefinition(name="retrievers")
 reranker_partitions = dg.DynamicPartitionsDefinition(name="rerankers")
-rerank_partitions = dg.MultiPartitionsDefinition({"retriever": retriever_partitions, "reranker": reranker_partitions})
+retriever_reranker_partitions = dg.MultiPartitionsDefinition({"retriever": retriever_partitions,
+                                                              "reranker": reranker_partitions})
 
 # RECOR's evaluation: domain x retriever; the oracle is not a retriever of conversations, and
 # a retriever trained on QUIT's train split is QUIT's experiment, not RECOR's.
 recor_retriever_partitions = dg.DynamicPartitionsDefinition(name="recor_retrievers")
-recor_eval_partitions = dg.MultiPartitionsDefinition({"domain": recor_domain_partitions, "retriever": recor_retriever_partitions})
+domain_retriever_partitions = dg.MultiPartitionsDefinition({"domain": domain_partitions,
+                                                            "retriever": recor_retriever_partitions})
 
 # WikiProfile's subject models, from the registry's ``wikiprofile.subjects``.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
@@ -57,11 +66,12 @@ subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
 # QUIT's fine-tuned models, one per base model of ``resources/finetuning.yaml``.
 finetune_base_partitions = dg.DynamicPartitionsDefinition(name="finetune_bases")
 
-# Every partitions definition by a short name (job names, the UI).
+# Every set of partitions that an asset is partitioned by, by its name (job names, the UI,
+# ``make run``). ``rerankers`` and ``recor_retrievers`` are dimensions of a product alone.
 NAMED = {
     "quit_readers": quit_reader_partitions, "quit_labelers": quit_labeler_partitions, "quit_models": quit_model_partitions,
-    "domains": recor_domain_partitions, "retrievers": retriever_partitions, "rerankers": rerank_partitions,
-    "domain_retrievers": recor_eval_partitions, "subjects": subject_partitions,
+    "domains": domain_partitions, "retrievers": retriever_partitions, "retriever_rerankers": retriever_reranker_partitions,
+    "domain_retrievers": domain_retriever_partitions, "subjects": subject_partitions,
     "finetune_bases": finetune_base_partitions,
 }
 DYNAMIC = [quit_labeler_partitions, quit_reader_partitions, quit_model_partitions, retriever_partitions,

@@ -91,7 +91,7 @@ def stage_plan(bench: str, stage: str, args: dict):
     keys = registered_keys()
     name, _, part = stage.partition(":")
     if bench == "quit":
-        statistics = jobs.quit_assets("statistics")
+        statistics = jobs.select("quit", "statistics")
         plans = {"prepare": (jobs.QUIT_PREPARE, [None]), "parametric": (jobs.QUIT_PARAMETRIC, keys["quit_models"]),
                  "passages": (jobs.QUIT_PASSAGES, [None]), "labeling": (jobs.QUIT_LABELING, [part]),
                  "finalize": (jobs.QUIT_FINALIZE - statistics, [None]), "statistics": (statistics, [None])}
@@ -106,7 +106,7 @@ def stage_plan(bench: str, stage: str, args: dict):
             return (jobs.recor_retrieval_job.selection,
                     [dg.MultiPartitionKey({"domain": d, "retriever": part}) for d in domains], {})
         if name == "reteco":  # the retrieval side: the leaderboard waits for the judged generation, not probed
-            return jobs.eval_assets("reteco_retrieval"), [None], {}
+            return jobs.select("eval", "reteco_retrieval"), [None], {}
         return jobs.recor_retrieval_report_job.selection, [None], {}
     return jobs.wikiprofile_build_job.selection, [None], {}
 

@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common.text import normalize
-from assets.partitions import DOMAINS, recor_domain_partitions
+from assets.partitions import DOMAINS, domain_partitions
 from assets.recor import rules, steps
 from assets.recor import sources as recor_sources
 from assets.recor.assets import wiring
@@ -28,7 +28,7 @@ from checks.factories import (
 )
 from resources.llm import LLMResource
 
-PARTS = dict(partitions_def=recor_domain_partitions)
+PARTS = dict(partitions_def=domain_partitions)
 
 
 key = wiring.key

@@ -9,15 +9,16 @@ from assets.common.settings import DEMO, PAPER
 from pipelines.plan import estimate, profile_plan
 
 
-def quit_assets(*names: str) -> dg.AssetSelection:
-    return dg.AssetSelection.assets(*(["quit", n] for n in names))
+def select(prefix: str, *names: str) -> dg.AssetSelection:
+    """The assets keyed ``prefix/<name>`` for each of ``names``."""
+    return dg.AssetSelection.assets(*([prefix, n] for n in names))
 
 
-QUIT_PREPARE = quit_assets("source_questions", "source_rejects", "screened_questions", "leakage_rejects", "reference_index",
-                           "hint_convergence", "selected_questions", "question_metadata")
-QUIT_PARAMETRIC = quit_assets("parametric_answers")
-QUIT_PASSAGES = quit_assets("splits", "passages")
-QUIT_LABELING = quit_assets("passage_answers")
+QUIT_PREPARE = select("quit", "source_questions", "source_rejects", "screened_questions", "leakage_rejects",
+                      "reference_index", "hint_convergence", "selected_questions", "question_metadata")
+QUIT_PARAMETRIC = select("quit", "parametric_answers")
+QUIT_PASSAGES = select("quit", "splits", "passages")
+QUIT_LABELING = select("quit", "passage_answers")
 QUIT_FINALIZE = dg.AssetSelection.groups("quit") - QUIT_PREPARE - QUIT_PARAMETRIC - QUIT_PASSAGES - QUIT_LABELING
 
 quit_prepare_job = dg.define_asset_job(
@@ -37,51 +38,51 @@ quit_finalize_job = dg.define_asset_job(
     "quit_finalize", selection=QUIT_FINALIZE,
     description="Labels, human verification update, final benchmark, release files and statistics.",
 )
-def eval_assets(*names: str) -> dg.AssetSelection:
-    return dg.AssetSelection.assets(*(["eval", n] for n in names))
-
 
 # The benchmark each evaluation reads, built or released (assets.eval.sources): its own
 # stage, so that an evaluation of a release runs these and the evaluation stages alone.
 quit_eval_source_job = dg.define_asset_job(
-    "quit_eval_source", selection=eval_assets("quit_questions", "quit_corpus", "quit_qrels", "quit_source_rejects"),
+    "quit_eval_source", selection=select("eval", "quit_questions", "quit_corpus", "quit_qrels", "quit_source_rejects"),
     description="The QUIT questions, corpus and qrels the evaluation reads: the build's (default) or a published release's (config source).",
 )
 quit_retrieval_job = dg.define_asset_job(
-    "quit_retrieval", selection=eval_assets("quit_index", "quit_runs"),
+    "quit_retrieval", selection=select("eval", "quit_index", "quit_runs"),
     description="Index the QUIT corpus and retrieve the top-100 passages per question (partition = retriever alias).",
 )
 quit_rerank_job = dg.define_asset_job(
-    "quit_rerank", selection=eval_assets("quit_reranked_runs"),
+    "quit_rerank", selection=select("eval", "quit_reranked_runs"),
     description="One retriever's run reranked by one reranker (partition = retriever x reranker).",
 )
 quit_readers_job = dg.define_asset_job(
-    "quit_readers", selection=eval_assets("quit_reader_answers"),
+    "quit_readers", selection=select("eval", "quit_reader_answers"),
     description="One reader's answers from the top-k passages of every run (partition = model alias).",
 )
 quit_eval_report_job = dg.define_asset_job(
-    "quit_eval_report", selection=eval_assets("quit_retrieval_metrics", "quit_rerank_metrics", "quit_reader_metrics"),
+    "quit_eval_report", selection=select("eval", "quit_retrieval_metrics", "quit_rerank_metrics", "quit_reader_metrics"),
     description="Retrieval and reader metrics with the report tables and plots.",
 )
 quit_verification_job = dg.define_asset_job(
     "quit_verification",
     # the QUIT assets only: the evaluation is partitioned and is rerun through its own jobs
-    selection=quit_assets("verified_labels").required_multi_asset_neighbors().downstream() & dg.AssetSelection.groups("quit"),
+    selection=select("quit", "verified_labels").required_multi_asset_neighbors().downstream() & dg.AssetSelection.groups("quit"),
     description="Re-applies human verification decisions and rebuilds what depends on them.",
 )
 
+# A stage is a job and the name of the partitions it runs over (``assets.partitions.NAMED``;
+# ``make run`` runs it once per key), or None for a job run once (recor_observe observes
+# every domain in one run).
 QUIT_BUILD_STAGES = [
     ("quit_prepare", None),
-    ("quit_parametric", "models"),
+    ("quit_parametric", "quit_models"),
     ("quit_passages", None),
-    ("quit_labeling", "labelers"),
+    ("quit_labeling", "quit_labelers"),
     ("quit_finalize", None),
 ]
 QUIT_EVAL_STAGES = [
     ("quit_eval_source", None),
     ("quit_retrieval", "retrievers"),
-    ("quit_rerank", "reranks"),
-    ("quit_readers", "readers"),
+    ("quit_rerank", "retriever_rerankers"),
+    ("quit_readers", "quit_readers"),
     ("quit_eval_report", None),
 ]
 QUIT_STAGES = QUIT_BUILD_STAGES + QUIT_EVAL_STAGES
@@ -92,17 +93,17 @@ FINETUNED_MODELS = ("quit_dense_model", "quit_colbert_model", "quit_rerank_model
 # base (partition = base model alias), which register as a retriever and a reranker; the
 # evaluation stages after them evaluate those like any other, and the report compares them.
 quit_finetune_data_job = dg.define_asset_job(
-    "quit_finetune_data", selection=eval_assets("quit_finetune_data", "quit_finetune_rejects"),
+    "quit_finetune_data", selection=select("eval", "quit_finetune_data", "quit_finetune_rejects"),
     description="QUIT's fine-tuning data: (question, positive, negative) pairs of the train split, hard negatives from BM25.",
 )
 quit_finetune_job = dg.define_asset_job(
-    "quit_finetune", selection=eval_assets(*FINETUNED_MODELS),
+    "quit_finetune", selection=select("eval", *FINETUNED_MODELS),
     description="A bi-encoder and a late-interaction (ColBERT-style) retriever and a cross-encoder reranker fine-tuned on "
                 "QUIT's train pairs from one base model (partition = base), one of each per count of positives, "
                 "registered as retrievers and a reranker.",
 )
 quit_finetune_report_job = dg.define_asset_job(
-    "quit_finetune_report", selection=eval_assets("quit_finetune_report"),
+    "quit_finetune_report", selection=select("eval", "quit_finetune_report"),
     description="Vanilla against fine-tuned retrievers, rerankers and reader contexts on the held-out questions (Tables 10-12).",
 )
 QUIT_FINETUNE_STAGES = [("quit_finetune_data", None), ("quit_finetune", "finetune_bases")]
@@ -119,13 +120,9 @@ def quit_eval_stages(finetune: bool) -> list[tuple[str, str | None]]:
     return [*QUIT_EVAL_STAGES[:1], *QUIT_FINETUNE_STAGES, *QUIT_EVAL_STAGES[1:], ("quit_finetune_report", None)]
 
 
-def recor_assets(*names: str) -> dg.AssetSelection:
-    return dg.AssetSelection.assets(*(["recor", n] for n in names))
-
-
-RECOR_REPORTS = recor_assets("quality_report", "statistics")
+RECOR_REPORTS = select("recor", "quality_report", "statistics")
 recor_observe_job = dg.define_asset_job(
-    "recor_observe", selection=recor_assets("source_files"),
+    "recor_observe", selection=select("recor", "source_files"),
     description="Observe every domain's source files (a content hash per domain), as the UI's Observe button does: "
                 "a build records the hash it read, so editing a domain's files later marks only its partitions stale.",
 )
@@ -137,45 +134,45 @@ recor_report_job = dg.define_asset_job(
     "recor_report", selection=RECOR_REPORTS, description="RECOR statistics (Table 2) and quality report (Table 31).",
 )
 recor_eval_source_job = dg.define_asset_job(
-    "recor_eval_source", selection=eval_assets("recor_turns", "recor_corpus", "recor_source_rejects"),
+    "recor_eval_source", selection=select("eval", "recor_turns", "recor_corpus", "recor_source_rejects"),
     description="One domain's turns and corpus the evaluation reads: the build's (default) or a published release's (config source).",
 )
 recor_queries_job = dg.define_asset_job(
-    "recor_queries", selection=eval_assets("recor_queries"), description="The five query strategies for one domain's turns.",
+    "recor_queries", selection=select("eval", "recor_queries"), description="The five query strategies for one domain's turns.",
 )
 recor_retrieval_job = dg.define_asset_job(
-    "recor_retrieval", selection=eval_assets("recor_runs"),
+    "recor_retrieval", selection=select("eval", "recor_runs"),
     description="One domain's corpus indexed and searched by one retriever (partition = domain x retriever).",
 )
 recor_retrieval_report_job = dg.define_asset_job(
-    "recor_retrieval_report", selection=eval_assets("recor_retrieval_metrics"),
+    "recor_retrieval_report", selection=select("eval", "recor_retrieval_metrics"),
     description="RECOR retrieval metrics: Tables 3, 4, 17-20 and Figure 2.",
 )
 reteco_generation_job = dg.define_asset_job(
-    "reteco_generation", selection=eval_assets("reteco_generation"),
+    "reteco_generation", selection=select("eval", "reteco_generation"),
     description="One domain's answers judged as SemEval-2027 RETECO Track 2 judges them: the generators' Oracle answers "
                 "as 2b, their Retrieved answers as 2c, and any generation files in the run config (submissions); five "
                 "focused prompts, integer 1-5 scores normalized (s - 1) / 4 (partition = domain).",
 )
 reteco_report_job = dg.define_asset_job(
-    "reteco_report", selection=eval_assets("reteco_retrieval", "reteco_leaderboard"),
+    "reteco_report", selection=select("eval", "reteco_retrieval", "reteco_leaderboard"),
     description="RECOR's runs scored as SemEval-2027 RETECO Track 2 scores a submission: binary nDCG@10 macro-averaged "
                 "over the target turns (official), MAP@10, Recall@10, MRR, per domain and by depth T1-T4, T5+; and the "
                 "leaderboard, one row per sub-track (2a, 2b, 2c) and run. "
                 "Participants' files: python -m pipelines.reteco check/score/judge (README).",
 )
 recor_generation_job = dg.define_asset_job(
-    "recor_generation", selection=eval_assets("recor_generation"),
+    "recor_generation", selection=select("eval", "recor_generation"),
     description="RAG generation in three modes for one domain, judged (partition = domain).",
 )
 recor_generation_report_job = dg.define_asset_job(
-    "recor_generation_report", selection=eval_assets("recor_generation_metrics"),
+    "recor_generation_report", selection=select("eval", "recor_generation_metrics"),
     description="RECOR generation quality: Tables 7, 8, 21-23.",
 )
 
-WIKIPROFILE_PROFILING = eval_assets("wikiprofile_responses", "wikiprofile_graded_responses", "wikiprofile_profiles")
-WIKIPROFILE_REPORTS = eval_assets("wikiprofile_profile_report", "wikiprofile_popularity_report", "wikiprofile_direction_report",
-                                  "wikiprofile_thinking_report", "wikiprofile_robustness_report")
+WIKIPROFILE_PROFILING = select("eval", "wikiprofile_responses", "wikiprofile_graded_responses", "wikiprofile_profiles")
+WIKIPROFILE_REPORTS = select("eval", "wikiprofile_profile_report", "wikiprofile_popularity_report", "wikiprofile_direction_report",
+                             "wikiprofile_thinking_report", "wikiprofile_robustness_report")
 wikiprofile_build_job = dg.define_asset_job(
     "wikiprofile_build", selection=dg.AssetSelection.groups("wikiprofile") - WIKIPROFILE_PROFILING - WIKIPROFILE_REPORTS,
     description="WikiProfile construction: facts from page summaries, ten tasks each (steps 1-19).",
@@ -188,7 +185,7 @@ wikiprofile_report_job = dg.define_asset_job(
     "wikiprofile_report", selection=WIKIPROFILE_REPORTS, description="WikiProfile Table 2 over every profiled model.",
 )
 wikiprofile_eval_source_job = dg.define_asset_job(
-    "wikiprofile_eval_source", selection=eval_assets("wikiprofile_tasks", "wikiprofile_pages", "wikiprofile_source_rejects"),
+    "wikiprofile_eval_source", selection=select("eval", "wikiprofile_tasks", "wikiprofile_pages", "wikiprofile_source_rejects"),
     description="The WikiProfile tasks and pages the profiling reads: the build's (default) or a published release's (config source).",
 )
 WIKIPROFILE_BUILD_STAGES = [("wikiprofile_build", None)]
@@ -203,7 +200,7 @@ RECOR_BUILD_STAGES = [
 RECOR_EVAL_STAGES = [
     ("recor_eval_source", "domains"),
     ("recor_queries", "domains"),
-    ("recor_retrieval", "recor_runs"),
+    ("recor_retrieval", "domain_retrievers"),
     ("recor_retrieval_report", None),
     ("recor_generation", "domains"),
     ("recor_generation_report", None),
@@ -220,15 +217,22 @@ jobs = [quit_prepare_job, quit_parametric_job, quit_passages_job, quit_labeling_
         wikiprofile_profile_job, wikiprofile_report_job]
 
 
+# The checks-only job of the retriever x reranker partitions keeps the name it was given when
+# they were named ``rerankers`` (since a dimension's name): schedules, bookmarks and run history
+# name a job.
+RECHECK_SUFFIXES = {"retriever_rerankers": "rerankers"}
+
+
 def recheck_jobs(checks: list[dg.AssetChecksDefinition], partitions: dict[str, dg.PartitionsDefinition]) -> list:
     """Checks-only jobs: the checks of one key prefix (``quit``, ``recor``, ``wikiprofile``,
     ``eval``) and one partitioning, run over the stored tables without materializing anything,
     so that a changed threshold (``CheckSettings``) re-judges a build without asking any model
     again. ``<prefix>_checks`` for unpartitioned assets, ``<prefix>_checks_<partitions>`` for
-    the others (``partitions`` names each partitions definition). A run of a partitioned one
-    checks the partition in its ``dagster/partition`` tag (the launchpad's tags). A group whose
-    checks read a profiled settings resource also comes as ``_demo`` and ``_paper`` jobs."""
-    named = {id(p): name for name, p in partitions.items()}
+    the others (``partitions`` names each partitions definition; :data:`RECHECK_SUFFIXES` keeps
+    an older name). A run of a partitioned one checks the partition in its ``dagster/partition``
+    tag (the launchpad's tags). A group whose checks read a profiled settings resource also
+    comes as ``_demo`` and ``_paper`` jobs."""
+    named = {id(p): RECHECK_SUFFIXES.get(name, name) for name, p in partitions.items()}
     groups: dict[str, list[dg.AssetChecksDefinition]] = {}
     for check in checks:
         prefix = next(iter(check.check_keys)).asset_key.path[0]
@@ -254,7 +258,7 @@ def recheck_jobs(checks: list[dg.AssetChecksDefinition], partitions: dict[str, d
 # The leaderboard reads whichever report tables are stored, so it runs after the report
 # stages of any benchmark (or of none: it then names every benchmark as not evaluated).
 eval_leaderboard_job = dg.define_asset_job(
-    "eval_leaderboard", selection=eval_assets("leaderboard"),
+    "eval_leaderboard", selection=select("eval", "leaderboard"),
     description="Every evaluated system on every benchmark it was run on, one row per system, as a table, CSV and plot.",
 )
 LEADERBOARD_STAGES = [("eval_leaderboard", None)]

@@ -10,6 +10,7 @@ release, up to the task's official table."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -40,30 +41,29 @@ from pipelines.jobs import (
     WIKIPROFILE_STAGES,
     quit_eval_stages,
 )
-from resources.llm import role_aliases
-from resources.storage import exists, join, read_parquet, table_uri
-
+from resources.storage import StorageResource, exists, read_parquet, table_uri
 
 
 def stage_partitions(**registries: str) -> dict[str, list]:
-    """Each partitioned stage's keys: the registries' aliases (``registries`` names other
+    """The keys of each set of partitions a stage runs over, by its name
+    (:data:`assets.partitions.NAMED`): the registries' aliases (``registries`` names other
     registry files, as :func:`assets.partitions.registered_keys` takes them), which
     ``sync_partitions`` adds to the instance before the stages run, and RECOR's domains."""
     registered = registered_keys(**registries)
-    return {"models": registered["quit_models"], "labelers": registered["quit_labelers"],
-            "readers": registered["quit_readers"], "retrievers": registered["retrievers"],
-            "reranks": [dg.MultiPartitionKey({"retriever": r, "reranker": k})
-                        for r in registered["retrievers"] for k in registered["rerankers"]],
+    return {"quit_models": registered["quit_models"], "quit_labelers": registered["quit_labelers"],
+            "quit_readers": registered["quit_readers"], "retrievers": registered["retrievers"],
+            "retriever_rerankers": [dg.MultiPartitionKey({"retriever": r, "reranker": k})
+                                    for r in registered["retrievers"] for k in registered["rerankers"]],
             "finetune_bases": registered["finetune_bases"],
             "domains": DOMAINS,
-            "recor_runs": [dg.MultiPartitionKey({"domain": d, "retriever": r})
-                           for d in DOMAINS for r in registered["recor_retrievers"]]}
+            "domain_retrievers": [dg.MultiPartitionKey({"domain": d, "retriever": r})
+                                  for d in DOMAINS for r in registered["recor_retrievers"]],
+            "subjects": registered["wikiprofile_subjects"]}
 
 
-PARTITIONS = stage_partitions()
 # What a stage that registers trained models changes: QUIT's retrievers and rerankers (a
 # model trained on QUIT is left out of RECOR's retrievers).
-REGISTERED_BY_TRAINING = ("retrievers", "reranks")
+REGISTERED_BY_TRAINING = ("retrievers", "retriever_rerankers")
 # ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples: the
 # settings' demo profile, and a preset on top of it. The quick preset is sized to finish in
 # under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the embedded model labels about
@@ -117,9 +117,13 @@ DEMO_EVALUATION = {"quick": {"quit": {"splits": ["test"]}, "wikiprofile": {"fact
 # the generators' answers judged as 2b and 2c, and the task's leaderboard. The leaderboard of
 # every benchmark is left out.
 RETECO_STAGES = list(RECOR_EVAL_STAGES)
+# Lines of the summary a run prints at its end, in more than one of its forms.
+QUIT_REPORTS = "QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)"
+WIKIPROFILE_REPORTS = ("WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
+                       "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)")
+WEB_UI = "web UI:                   make ui   then open http://127.0.0.1:3000"
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-
 
 # The stages of the evaluation's source assets (assets.eval.sources) and the step each runs.
 SOURCE_STAGES = {"quit_eval_source": "eval_quit_source", "recor_eval_source": "eval_recor_source",
@@ -156,20 +160,22 @@ def demo_configs(preset: str) -> dict[str, dict]:
 
 def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
                configs: dict[str, dict] | None = None, registries: dict[str, str] | None = None,
-               tags: dict[str, str] | None = None) -> bool:
-    """Execute the stage jobs in order, each partitioned stage once per partition key, a
-    stage with its entry of ``configs`` (run config) when it has one, every run with ``tags``
-    (``make run`` names its profile in ``PROFILE_TAG``, as the profile jobs do). After a stage that
-    registers trained models, the instance's partitions and QUIT's retriever and reranker
-    keys are read again from the registries (``registries``: other registry files)."""
-    for job_name, partitions in stages:
+               tags: dict[str, str] | None = None, partitions: dict[str, list] | None = None) -> bool:
+    """Execute the stage jobs in order, each partitioned stage once per key of its partitions
+    (``partitions``; by default :func:`stage_partitions` of the project's registries), a stage
+    with its entry of ``configs`` (run config) when it has one, every run with ``tags``
+    (``make run`` names its profile in ``PROFILE_TAG``, as the profile jobs do). After a stage
+    that registers trained models, the instance's partitions and QUIT's retriever and
+    reranker keys are read again from the registries (``registries``: other registry files)."""
+    partitions = dict(partitions if partitions is not None else stage_partitions())
+    for job_name, named in stages:
         job = defs.resolve_job_def(job_name)
         run_config = {**QUIET, **(configs or {}).get(job_name, {})}
-        for key in PARTITIONS[partitions] if partitions else [None]:
+        for key in partitions[named] if named else [None]:
             label = f"{job_name}[{key}]" if key else job_name
             t = time.monotonic()
             result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=run_config,
-                                          tags=tags)
+                                            tags=tags)
             log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
             if not result.success:
                 for event in result.all_events:
@@ -178,7 +184,8 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
                 return False
         if job_name in REGISTERING_STAGES:
             sync_partitions(instance, **(registries or {}))
-            PARTITIONS.update({k: v for k, v in stage_partitions(**(registries or {})).items() if k in REGISTERED_BY_TRAINING})
+            retrained = stage_partitions(**(registries or {}))
+            partitions.update({name: retrained[name] for name in REGISTERED_BY_TRAINING})
     return True
 
 
@@ -252,7 +259,36 @@ def profiled(cls: type[ProfiledSettings], profile: str, **flags: int | None) -> 
     return cls(profile=profile, **knobs)
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """What ``make run`` was asked for (:func:`parse`): the flags checked and completed by the preset."""
+
+    profile: str
+    preset: str | None
+    wanted: list[str]
+    domains: list[str]
+    from_release: bool
+    reteco: str | None
+    finetune: bool
+    plan_only: bool
+    quit: QuitSettings
+    recor: RecorSettings
+    wikiprofile: WikiProfileSettings
+    evaluated: dict[str, dict]  # what a built demo evaluates of the release samples (DEMO_EVALUATION)
+    slices: dict[str, dict]  # how a release run cuts the release samples (RELEASE_SLICES)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """What a run materializes (:func:`plan`): the stages, the keys of their partitions by name, their configs."""
+
+    stages: list[tuple[str, str | None]]
+    partitions: dict[str, list]
+    configs: dict[str, dict]
+
+
+def arguments() -> argparse.ArgumentParser:
+    """``make run``'s flags."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--profile", choices=("demo", "paper"), default="demo",
                         help="demo: the settings' demo slice, cut further by a preset; paper: the papers' configuration, "
@@ -281,12 +317,20 @@ def main(argv: list[str] | None = None) -> int:
                              "s3:// prefix holding data/benchmark/<domain>_benchmark.jsonl and data/corpus/<domain>_documents.jsonl; "
                              "every conversation of every domain it holds, or of --recor-domains) with the registry's retrievers, "
                              "score the runs by the task's rules and print the official table")
+    demo_quit = {preset: named_splits(evaluated["quit"]) for preset, evaluated in DEMO_EVALUATION.items()}
     parser.add_argument("--finetune", action=argparse.BooleanOptionalAction,
                         help="train QUIT's fine-tuned retriever and reranker on the train split before the evaluation, "
                              "evaluate them and report them against the vanilla systems (Tables 10-12). Default: on with "
-                             "--from-release and --profile paper; off for a demo run, whose QUIT evaluation (the release sample's "
-                             "train questions in the quick preset) holds no question to score them on")
+                             "--from-release and --profile paper; off for a demo run, whose QUIT evaluation (the release "
+                             f"sample's {demo_quit['quick'].removeprefix('the ')} in the quick preset, "
+                             f"{demo_quit['full']} in the full one) holds no train question to train them on")
     parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
+    return parser
+
+
+def parse(argv: list[str] | None = None) -> RunOptions:
+    """``argv`` as :class:`RunOptions`; a flag that cannot be is an error (exit status 2)."""
+    parser = arguments()
     args = parser.parse_args(argv)
     # --reteco evaluates every domain of its release unless the domains are named: not the preset's
     named_domains = args.recor_domains
@@ -301,11 +345,34 @@ def main(argv: list[str] | None = None) -> int:
         for name, value in PRESETS[args.preset].items():
             if getattr(args, name) is None:
                 setattr(args, name, value)
-    args.recor_domains = args.recor_domains or "all"
     wanted = [b.strip() for b in (args.benchmarks or ",".join(BENCHMARKS)).split(",") if b.strip()]
-    unknown = set(wanted) - set(BENCHMARKS)
-    if unknown:
+    if unknown := set(wanted) - set(BENCHMARKS):
         parser.error(f"unknown benchmarks {sorted(unknown)} ({', '.join(BENCHMARKS)})")
+    domains = recor_domains(parser, args, wanted, named_domains)
+    if args.reteco:
+        wanted = ["recor"]
+    if args.quit_distractors is not None and args.quit_distractors < 1:
+        parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
+    if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
+        parser.error("--wikiprofile-samples must be a positive multiple of 4 (the gold sits in each of 4 option slots equally often)")
+    return RunOptions(
+        profile=args.profile, preset=args.preset, wanted=wanted, domains=domains, from_release=args.from_release,
+        reteco=args.reteco, plan_only=args.plan,
+        finetune=args.finetune if args.finetune is not None else args.from_release or args.profile == "paper",
+        quit=profiled(QuitSettings, args.profile, max_labeled_questions=args.max_labeled_questions,
+                      distractors=args.quit_distractors),
+        recor=profiled(RecorSettings, args.profile, max_questions=args.recor_questions),
+        wikiprofile=profiled(WikiProfileSettings, args.profile, max_pages=args.wikiprofile_pages,
+                             downsample_to=args.wikiprofile_facts, n_samples=args.wikiprofile_samples),
+        evaluated=DEMO_EVALUATION[args.preset] if args.profile == "demo" and not (args.from_release or args.reteco) else {},
+        slices=RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {})
+
+
+def recor_domains(parser: argparse.ArgumentParser, args: argparse.Namespace, wanted: list[str],
+                  named_domains: str | None) -> list[str]:
+    """The RECOR domains a run builds or evaluates: ``--recor-domains`` (the preset's, or all), of them those the
+    release holds when it reads one (all it holds when ``--reteco`` names none). Makes ``args.reteco`` absolute."""
+    args.recor_domains = args.recor_domains or "all"
     domains = list(DOMAINS) if args.recor_domains == "all" else [d.strip() for d in args.recor_domains.split(",") if d.strip()]
     if not domains or set(domains) - set(DOMAINS):
         parser.error(f"--recor-domains: unknown domains {sorted(set(domains) - set(DOMAINS))} (known: {', '.join(DOMAINS)}, or all)")
@@ -315,7 +382,6 @@ def main(argv: list[str] | None = None) -> int:
         if not domains:
             parser.error(f"--recor-domains: the bundled RECOR release holds {', '.join(released)} only")
     if args.reteco:
-        wanted = ["recor"]
         args.reteco = args.reteco if "://" in args.reteco else os.path.abspath(os.path.expanduser(args.reteco))
         released = release_domains(args.reteco)
         if not released:
@@ -324,117 +390,152 @@ def main(argv: list[str] | None = None) -> int:
         domains = [d for d in domains if d in released] if named_domains else released
         if not domains:
             parser.error(f"--recor-domains: the release at {args.reteco} holds {', '.join(released)} only")
-    if args.quit_distractors is not None and args.quit_distractors < 1:
-        parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
-    if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
-        parser.error("--wikiprofile-samples must be a positive multiple of 4 (the gold sits in each of 4 option slots equally often)")
+    return domains
 
-    settings = profiled(QuitSettings, args.profile, max_labeled_questions=args.max_labeled_questions,
-                        distractors=args.quit_distractors)
-    recor = profiled(RecorSettings, args.profile, max_questions=args.recor_questions)
-    wikiprofile = profiled(WikiProfileSettings, args.profile, max_pages=args.wikiprofile_pages,
-                           downsample_to=args.wikiprofile_facts, n_samples=args.wikiprofile_samples)
-    evaluated = DEMO_EVALUATION[args.preset] if args.profile == "demo" and not (args.from_release or args.reteco) else {}
-    built = "; ".join(describe(settings, recor, wikiprofile, domains, wanted, evaluated))
-    if args.from_release:
-        cut = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
+
+def plan(options: RunOptions) -> RunPlan:
+    """The stages of the run ``options`` asks for, the partitions of the registries and of
+    the run's RECOR domains, and the source stages' configs."""
+    partitions = stage_partitions()
+    partitions["domains"] = options.domains
+    partitions["domain_retrievers"] = [k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] in options.domains]
+    stages = RETECO_STAGES if options.reteco else run_plan(options.wanted, options.from_release, options.finetune)
+    configs = (reteco_configs(options.reteco) if options.reteco else release_configs(options.slices) if options.from_release
+               else demo_configs(options.preset) if options.evaluated else {})
+    return RunPlan(stages, partitions, configs)
+
+
+def announce(options: RunOptions) -> None:
+    """The lines a run prints first: what it builds and evaluates, and how large."""
+    built = "; ".join(describe(options.quit, options.recor, options.wikiprofile, options.domains, options.wanted,
+                               options.evaluated))
+    if options.from_release:
+        cut = options.slices
         sizes = {"quit": f"QUIT {named_splits(cut['quit'])} (tables on the test split)" if "quit" in cut
                          else "QUIT every question (tables on the test split)",
                  "recor": (f"RECOR {cut['recor']['max_conversations']} conversation" if "recor" in cut else "RECOR every conversation")
-                          + f" of {', '.join(domains)}",
+                          + f" of {', '.join(options.domains)}",
                  "wikiprofile": f"WikiProfile {cut['wikiprofile']['max_facts']} facts" if "wikiprofile" in cut else "WikiProfile every fact"}
-        built = f"the evaluation alone, on the published releases' samples in data/releases/: {'; '.join(sizes[b] for b in wanted)}"
-    if args.reteco:
-        print(f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {args.reteco} "
-              f"(every conversation of {', '.join(domains)}): every retriever of the registry under each query strategy, "
+        built = f"the evaluation alone, on the published releases' samples in data/releases/: {'; '.join(sizes[b] for b in options.wanted)}"
+    if options.reteco:
+        print(f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {options.reteco} "
+              f"(every conversation of {', '.join(options.domains)}): every retriever of the registry under each query strategy, "
               "then the official table (binary nDCG@10 macro-averaged over the target turns).")
         print("  the full published release takes hours on CPU: each turn's queries are rewritten by the LLM, and the dense "
               "retrievers encode every document")
-    elif args.profile == "demo":
-        print(f"make run, the demo slice (preset {args.preset}; the papers' configuration: make run ARGS=\"--profile paper\", "
+    elif options.profile == "demo":
+        print(f"make run, the demo slice (preset {options.preset}; the papers' configuration: make run ARGS=\"--profile paper\", "
               f"or materialize from the web UI with no config): {built}.")
     else:
         print(f"make run, the papers' configuration (hours with the embedded model): {built}.")
-    if args.preset == "quick" and not args.reteco:
+    if options.preset == "quick" and not options.reteco:
         print('  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
               'builds and what each flag does)')
-    PARTITIONS["domains"] = domains
-    PARTITIONS["recor_runs"] = [k for k in PARTITIONS["recor_runs"] if k.keys_by_dimension["domain"] in domains]
-    if "wikiprofile" in wanted:
-        PARTITIONS["subjects"] = role_aliases("wikiprofile.subjects")
-    if args.finetune is None:
-        args.finetune = args.from_release or args.profile == "paper"
-    if args.finetune and "quit" in wanted:
-        counts = FinetuneSettings(profile=args.profile).positives
+    if options.finetune and "quit" in options.wanted:
+        counts = FinetuneSettings(profile=options.profile).positives
         print("  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split "
               f"with {', '.join(map(str, counts))} positives a question ({len(counts)} of each), evaluated beside the "
               "vanilla ones on the held-out splits (eval/quit_finetune_report)")
-    stages = RETECO_STAGES if args.reteco else run_plan(wanted, args.from_release, args.finetune)
-    slices = RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {}
-    configs = (reteco_configs(args.reteco) if args.reteco else release_configs(slices) if args.from_release
-               else demo_configs(args.preset) if evaluated else {})
-    if args.plan:
-        for job_name, partitions in stages:
-            keys = PARTITIONS[partitions] if partitions else []
-            print(f"{job_name}" + (f" x {len(keys)}: {', '.join(map(str, keys))}" if partitions else ""))
-        if args.finetune and "quit" in wanted:
-            print("(quit_retrieval and quit_rerank also run the retriever and reranker that quit_finetune registers)")
-        return 0
-    defs = build_defs(quit_settings=settings, recor_settings=recor, wikiprofile_settings=wikiprofile,
-                      finetune_settings=FinetuneSettings(profile=args.profile))
+
+
+def print_plan(options: RunOptions, planned: RunPlan) -> None:
+    """``--plan``: each stage, with the keys of its partitions."""
+    for job_name, named in planned.stages:
+        keys = planned.partitions[named] if named else []
+        print(f"{job_name}" + (f" x {len(keys)}: {', '.join(map(str, keys))}" if named else ""))
+    if options.finetune and "quit" in options.wanted:
+        print("(quit_retrieval and quit_rerank also run the retriever and reranker that quit_finetune registers)")
+
+
+def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
+    """Materializes ``planned`` into the project's instance; the storage it wrote to, or
+    None when a stage failed."""
+    defs = build_defs(quit_settings=options.quit, recor_settings=options.recor, wikiprofile_settings=options.wikiprofile,
+                      finetune_settings=FinetuneSettings(profile=options.profile))
     instance = dg.DagsterInstance.get()
-    # The registries' aliases are the partitions (the registry sensor adds them too when the
-    # daemon runs).
+    # The registries' aliases are the partitions (the registry sensor adds them too when the daemon runs).
     sync_partitions(instance)
     started = time.monotonic()
-    if not run_stages(defs, instance, stages, configs=configs, tags={PROFILE_TAG: args.profile}):
-        return 1
-    root = defs.resources["storage"].root
+    if not run_stages(defs, instance, planned.stages, configs=planned.configs, tags={PROFILE_TAG: options.profile},
+                      partitions=planned.partitions):
+        return None
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
-    print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
-    if args.reteco:
-        print_reteco(root, args.reteco, domains)
+    return defs.resources["storage"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(argv)
+    announce(options)
+    planned = plan(options)
+    if options.plan_only:
+        print_plan(options, planned)
         return 0
-    if args.from_release:
-        print_evaluation(root, wanted)
-        return 0
-    if "quit" in wanted:
-        release = settings.export_dir or join(root, "quit", "release")
-        table = read_parquet(join(root, "quit", "statistics.parquet"))
-        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
-            print("\nQUIT statistics (Table 1 of the paper):")
-            print(table)
-        print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
-        print(f"QUIT statistics table:    {join(root, 'quit', 'statistics.parquet')}")
-        print(f"QUIT rejected records:    {join(root, 'quit', 'source_rejects.parquet')}, {join(root, 'quit', 'leakage_rejects.parquet')}")
-        sample = f"the release sample {RELEASE_SAMPLES['quit']}" if "quit" in evaluated else "the built questions"
-        print_quit_retrieval(root, f"QUIT retrieval (Table 2 of the paper), {HEADLINE_SPLIT} split, {sample}:")
-        print("QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)")
-    if "recor" in wanted:
-        table = read_parquet(join(root, "recor", "statistics.parquet"))
-        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True):
-            print("\nRECOR statistics (Table 2 of the paper):")
-            print(table)
-        print(f"RECOR benchmark files:    {join(root, 'recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
-        print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)")
-    if "wikiprofile" in wanted:
-        table = read_parquet(join(root, "eval", "wikiprofile_profile_report.parquet"))
-        facts = read_parquet(join(root, "eval", "wikiprofile_tasks.parquet"))["fact_id"].n_unique()
-        sample = f" of the release sample {RELEASE_SAMPLES['wikiprofile']}" if "wikiprofile" in evaluated else ""
-        # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
-        measures = table.select("model", *[c for c, t in table.schema.items() if t.is_numeric()])
-        wide = measures.with_columns(pl.exclude("model").cast(pl.Float64)).transpose(
-            include_header=True, header_name="measure", column_names="model")
-        with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=3):
-            print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):")
-            print(wide)
-        print(f"WikiProfile benchmark:    {join(root, 'wikiprofile', 'benchmark.parquet')}  (funnel: wikiprofile/benchmark in the web UI)")
-        print("WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
-              "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)")
-    print(f"leaderboard:              {join(root, 'eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
-    print("web UI:                   make ui   then open http://127.0.0.1:3000")
-    print("human verification page:  make verify   then open http://127.0.0.1:8765")
+    if (storage := run(options, planned)) is None:
+        return 1
+    summarize(options, storage)
     return 0
+
+
+def summarize(options: RunOptions, storage: StorageResource) -> None:
+    """Where a finished run's tables and files are, with the tables a reader looks at first."""
+    root = storage.root
+    print(f"asset tables (Parquet):   {os.path.abspath(root) if '://' not in root else root}")
+    if options.reteco:
+        print_reteco(storage, options.reteco, options.domains)
+        return
+    if options.from_release:
+        print_evaluation(storage, options.wanted)
+        return
+    if "quit" in options.wanted:
+        print_quit_build(storage, options.quit, "quit" in options.evaluated)
+    if "recor" in options.wanted:
+        print_recor_build(storage)
+    if "wikiprofile" in options.wanted:
+        print_wikiprofile_build(storage, "wikiprofile" in options.evaluated)
+    print(f"leaderboard:              {storage.path('eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
+    print(WEB_UI)
+    print("human verification page:  make verify   then open http://127.0.0.1:8765")
+
+
+def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_evaluated: bool) -> None:
+    """QUIT's statistics, retrieval table and files, after a build."""
+    root = storage.root
+    release = settings.export_dir or storage.path("quit", "release")
+    statistics = table_uri(root, ["quit", "statistics"])
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
+        print("\nQUIT statistics (Table 1 of the paper):")
+        print(read_parquet(statistics))
+    print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
+    print(f"QUIT statistics table:    {statistics}")
+    print(f"QUIT rejected records:    {table_uri(root, ['quit', 'source_rejects'])}, {table_uri(root, ['quit', 'leakage_rejects'])}")
+    sample = f"the release sample {RELEASE_SAMPLES['quit']}" if sample_evaluated else "the built questions"
+    print_quit_retrieval(storage, f"QUIT retrieval (Table 2 of the paper), {HEADLINE_SPLIT} split, {sample}:")
+    print(QUIT_REPORTS)
+
+
+def print_recor_build(storage: StorageResource) -> None:
+    """RECOR's statistics and files, after a build."""
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True):
+        print("\nRECOR statistics (Table 2 of the paper):")
+        print(read_parquet(table_uri(storage.root, ["recor", "statistics"])))
+    print(f"RECOR benchmark files:    {storage.path('recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
+    print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)")
+
+
+def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) -> None:
+    """WikiProfile's profiles (Table 2) and files, after a build."""
+    table = read_parquet(table_uri(storage.root, ["eval", "wikiprofile_profile_report"]))
+    facts = read_parquet(table_uri(storage.root, ["eval", "wikiprofile_tasks"]))["fact_id"].n_unique()
+    sample = f" of the release sample {RELEASE_SAMPLES['wikiprofile']}" if sample_evaluated else ""
+    # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
+    measures = table.select("model", *[c for c, t in table.schema.items() if t.is_numeric()])
+    by_model = measures.with_columns(pl.exclude("model").cast(pl.Float64)).transpose(
+        include_header=True, header_name="measure", column_names="model")
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=3):
+        print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):")
+        print(by_model)
+    print(f"WikiProfile benchmark:    {table_uri(storage.root, ['wikiprofile', 'benchmark'])}  (funnel: wikiprofile/benchmark in the web UI)")
+    print(WIKIPROFILE_REPORTS)
 
 
 def print_finetuning(report: pl.DataFrame) -> None:
@@ -448,51 +549,52 @@ def print_finetuning(report: pl.DataFrame) -> None:
     print("QUIT fine-tuning report:  eval/quit_finetune_report (rerankers, Table 12, and the reader's EM: web UI)")
 
 
-def print_reteco(root: str, release: str, domains: list[str]) -> None:
+def print_reteco(storage: StorageResource, release: str, domains: list[str]) -> None:
     """Where the task's tables are, then the official table of the release's domains (the
     materialized table may hold domains an earlier run evaluated: they are left out here)."""
-    scores = read_parquet(join(root, "eval", "reteco_retrieval.parquet")).filter(pl.col("domain").is_in(domains))
+    retrieval = table_uri(storage.root, ["eval", "reteco_retrieval"])
+    scores = read_parquet(retrieval).filter(pl.col("domain").is_in(domains))
     print("RETECO tables:            eval/reteco_retrieval in the web UI (official, by_domain, by_depth, runs_read); "
-          f"per-turn scores {join(root, 'eval', 'reteco_retrieval.parquet')}")
-    print(f"run files:                {join(root, 'eval', 'runs', 'recor')}/<domain>/<retriever>.<strategy>.trec  "
+          f"per-turn scores {retrieval}")
+    print(f"run files:                {storage.path('eval', 'runs', 'recor')}/<domain>/<retriever>.<strategy>.trec  "
           f"(python -m pipelines.reteco score --release {release} FILE ...)")
-    print("web UI:                   make ui   then open http://127.0.0.1:3000")
+    print(WEB_UI)
     with pl.Config(tbl_rows=50, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=4,
                    tbl_formatting="MARKDOWN"):
         print(f"\nRETECO Track 2 official table, {scores.select('domain', 'qid').n_unique()} target turns of {', '.join(domains)} "
               "(nDCG@10 official; MAP@10, Recall@10, MRR diagnostic):")
         print(reteco.official_table(scores))
-        judged = pl.concat([read_parquet(table_uri(root, ["eval", "reteco_generation"], d)) for d in domains])
+        judged = pl.concat([read_parquet(table_uri(storage.root, ["eval", "reteco_generation"], d)) for d in domains])
         board = reteco_judge.leaderboard(scores, judged)
         print(f"\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
               "five judge dimensions; eval/reteco_leaderboard in the web UI):")
         print(board.filter(pl.col("subtrack") != "2a").drop("turns", "MAP@10", "Recall@10", "MRR"))
 
 
-def print_quit_retrieval(root: str, title: str) -> None:
+def print_quit_retrieval(storage: StorageResource, title: str) -> None:
     """QUIT's retrieval table on the test split (the headline tables'), under ``title``."""
-    table = read_parquet(join(root, "eval", "quit_retrieval_metrics.parquet")).filter(pl.col("split") == HEADLINE_SPLIT)
+    table = read_parquet(table_uri(storage.root, ["eval", "quit_retrieval_metrics"])).filter(pl.col("split") == HEADLINE_SPLIT)
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
         print(f"\n{title}")
         print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
 
 
-def print_evaluation(root: str, wanted: list[str]) -> None:
-    """Where a release evaluation's reports are, with QUIT's retrieval table and WikiProfile's profiles."""
+def print_evaluation(storage: StorageResource, wanted: list[str]) -> None:
+    """Where a release evaluation's reports are, with QUIT's retrieval table and its fine-tuning report's."""
     if "quit" in wanted:
-        print_quit_retrieval(root, f"QUIT release sample, retrieval (Table 2 of the paper), {HEADLINE_SPLIT} split:")
-        print("QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)")
-        if exists(join(root, "eval", "quit_finetune_report.parquet")):
-            print_finetuning(read_parquet(join(root, "eval", "quit_finetune_report.parquet")))
+        print_quit_retrieval(storage, f"QUIT release sample, retrieval (Table 2 of the paper), {HEADLINE_SPLIT} split:")
+        print(QUIT_REPORTS)
+        finetuning = table_uri(storage.root, ["eval", "quit_finetune_report"])
+        if exists(finetuning):
+            print_finetuning(read_parquet(finetuning))
     if "recor" in wanted:
         print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics (web UI)")
     if "wikiprofile" in wanted:
-        print("WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
-              "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)")
+        print(WIKIPROFILE_REPORTS)
     print("sources:                  eval/quit_questions, eval/recor_turns, eval/wikiprofile_tasks name the release they read; "
           "their *_source_rejects hold what the loaders refused")
-    print(f"leaderboard:              {join(root, 'eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
-    print("web UI:                   make ui   then open http://127.0.0.1:3000")
+    print(f"leaderboard:              {storage.path('eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
+    print(WEB_UI)
 
 
 if __name__ == "__main__":

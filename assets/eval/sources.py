@@ -21,7 +21,7 @@ from pydantic import Field
 from assets.common.metadata import counts_md, table_metadata
 from assets.common.records import project_path
 from assets.common.wiring import Wiring
-from assets.partitions import recor_domain_partitions
+from assets.partitions import domain_partitions
 from assets.quit import published as quit_release
 from assets.recor import published as recor_release
 from assets.wikiprofile import published as wikiprofile_release
@@ -151,7 +151,7 @@ def quit_source(config: QuitSource, storage: StorageResource):
     yield wiring.rejects("quit_source_rejects", quit_release.REJECTS, rejects)
 
 
-@dg.multi_asset(name="eval_recor_source", group_name=GROUP, partitions_def=recor_domain_partitions, outs={
+@dg.multi_asset(name="eval_recor_source", group_name=GROUP, partitions_def=domain_partitions, outs={
     "recor_turns": wiring.out("One domain's RECOR turns the evaluation reads (query, answer, gold documents, history).", {"polars"}),
     "recor_corpus": wiring.out("One domain's RECOR documents the retrievers index.", {"polars"}),
     "recor_source_rejects": wiring.out("Release records the loader could not use, with the reason (none from a build).", {"polars"}),

@@ -9,7 +9,7 @@ from assets.common.metadata import counts_md, report_slice, report_table, run_pr
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
-from assets.partitions import recor_domain_partitions
+from assets.partitions import domain_partitions
 from assets.recor import release, rules, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
@@ -31,7 +31,7 @@ def _similarity(settings: RecorSettings) -> steps.Similarity:
     return steps.Similarity(lambda texts: encode_texts(settings.encoder, texts, "passage"))
 
 
-STEP = dict(partitions_def=recor_domain_partitions, code_version="1")
+STEP = dict(partitions_def=domain_partitions, code_version="1")
 
 
 def _prompted(rules: str, *prompts: str) -> dict:
@@ -39,7 +39,7 @@ def _prompted(rules: str, *prompts: str) -> dict:
     return {**STEP, "code_version": code_version(rules, *prompts)}
 
 
-@dg.observable_source_asset(key=[PREFIX, "source_files"], group_name=GROUP, partitions_def=recor_domain_partitions,
+@dg.observable_source_asset(key=[PREFIX, "source_files"], group_name=GROUP, partitions_def=domain_partitions,
                             required_resource_keys={"recor_settings"},
                             description="Each domain's source files, observed as a content hash per domain.")
 def source_files(context) -> dg.DataVersionsByPartition:
@@ -47,7 +47,7 @@ def source_files(context) -> dg.DataVersionsByPartition:
     content hash per domain: editing one domain's files makes only that domain's
     partitions stale in the UI."""
     settings: RecorSettings = context.resources.recor_settings
-    return dg.DataVersionsByPartition({d: dg.DataVersion(settings.fingerprint(d)) for d in recor_domain_partitions.get_partition_keys()})
+    return dg.DataVersionsByPartition({d: dg.DataVersion(settings.fingerprint(d)) for d in domain_partitions.get_partition_keys()})
 
 
 @dg.multi_asset(outs={

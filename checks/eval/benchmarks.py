@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 
 from assets.eval.sources import PAGES_SCHEMA as PAGE_COLUMNS
-from assets.partitions import recor_domain_partitions
+from assets.partitions import domain_partitions
 from assets.quit import published as quit_release
 from assets.recor import published as recor_release
 from assets.recor.rules import gold_outside
@@ -83,7 +83,7 @@ def quit_qrels_references(quit_qrels: pl.DataFrame, quit_questions: pl.DataFrame
 quit_source_rejects_reasons = rejects_check(eval_key("quit_source_rejects"), quit_release.REASONS, quit_release.REJECTS.keys)
 
 
-@dg.asset_check(asset=eval_key("recor_turns"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_turns"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 additional_ins={"recor_corpus": dg.AssetIn(key=eval_key("recor_corpus"))},
                 description="Unique turn ids (<conversation>_turn_<n>) of one domain, turns numbered from 1, "
                             "every gold document in the domain's corpus.")
@@ -102,9 +102,9 @@ def recor_turns_schema(recor_turns: pl.DataFrame, recor_corpus: pl.DataFrame) ->
 
 
 recor_corpus_schema = table_check(eval_key("recor_corpus"), {"doc_id": pl.String, "content": pl.String}, unique=("doc_id",),
-                                  not_null=("doc_id", "content"), partitions_def=recor_domain_partitions)
+                                  not_null=("doc_id", "content"), partitions_def=domain_partitions)
 recor_source_rejects_reasons = rejects_check(eval_key("recor_source_rejects"), recor_release.REASONS, recor_release.REJECTS.keys,
-                                             partitions_def=recor_domain_partitions)
+                                             partitions_def=domain_partitions)
 
 TASK_COLUMNS = {c: wikiprofile_tasks_schema[c] for c in ("fact_id", "page_id", "task", "question", "answer", "options")}
 

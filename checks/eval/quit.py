@@ -11,7 +11,7 @@ from assets.eval.quit.rules import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.quit.steps import ANSWER_SCHEMA, CUTOFFS
 from assets.partitions import (
     quit_reader_partitions,
-    rerank_partitions,
+    retriever_reranker_partitions,
     retriever_partitions,
 )
 from checks.eval.shared import (
@@ -129,13 +129,13 @@ def split_problems(frame: pl.DataFrame, system: str) -> list[str]:
             + unmatched(frame, [system], overall, [system], f"{system}s without an {SPLITS[0]!r} row"))
 
 
-@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=RANKS, blocking=True, partitions_def=rerank_partitions,
+@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=RANKS, blocking=True, partitions_def=retriever_reranker_partitions,
                 description="Ranks 1..n per question, each passage once, scores not rising down the list, a registered retriever+reranker.")
 def quit_reranked_runs_ranks(quit_reranked_runs: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(run_problems(quit_reranked_runs, reranked_systems()), quit_reranked_runs.height)
 
 
-@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=SAME_PASSAGES, blocking=True, partitions_def=rerank_partitions,
+@dg.asset_check(asset=eval_key("quit_reranked_runs"), name=SAME_PASSAGES, blocking=True, partitions_def=retriever_reranker_partitions,
                 additional_ins={"quit_runs": dg.AssetIn(key=eval_key("quit_runs").path,
                                                         partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever"))},
                 description="The retrieved passages of each question, none added or lost, and below the reranker's top_k in their retrieved places.")
@@ -240,7 +240,7 @@ quit_eval_checks = [
     quit_index_files, quit_runs_ranks, quit_runs_references, quit_runs_coverage, quit_retrieval_metrics_ranges,
     quit_reranked_runs_ranks, quit_reranked_same_passages, quit_rerank_metrics_ranges,
     quit_reader_answers_schema, quit_reader_answers_references, quit_reader_metrics_ranges,
-    llm_accounting_check(eval_key("quit_reranked_runs"), partitions_def=rerank_partitions),
+    llm_accounting_check(eval_key("quit_reranked_runs"), partitions_def=retriever_reranker_partitions),
     llm_accounting_check(eval_key("quit_reader_answers"), partitions_def=quit_reader_partitions,
                          failed_items=errored, item_column="question_id"),
 ]

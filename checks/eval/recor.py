@@ -17,7 +17,7 @@ from assets.eval.recor.rules import STRATEGIES as QUERY_STRATEGIES
 from assets.eval.recor.rules import TURN_METRICS
 from assets.eval.recor.steps import DIMENSIONS, MODES, REFERENCE_METRICS
 from assets.eval.runs import RUN_SCHEMA
-from assets.partitions import DOMAINS, recor_domain_partitions, recor_eval_partitions
+from assets.partitions import DOMAINS, domain_partitions, domain_retriever_partitions
 from checks.eval.shared import (
     METRICS,
     RANKS,
@@ -58,7 +58,7 @@ QUERY_SCHEMA = {"domain": pl.String, "qid": pl.String, "conversation_id": pl.Str
                 "strategy": pl.String, "query": pl.String, "fallback": pl.Boolean}
 
 
-@dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_queries"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 description="Each turn's query under each strategy of assets.eval.recor.rules.STRATEGIES, none empty, in a known domain.")
 def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_queries
@@ -73,7 +73,7 @@ def recor_queries_schema(recor_queries: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(problems, frame.height)
 
 
-@dg.asset_check(asset=eval_key("recor_queries"), name=REFERENCES, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_queries"), name=REFERENCES, blocking=True, partitions_def=domain_partitions,
                 additional_ins={"benchmark": RECOR_BENCHMARK},
                 description="Queries for exactly the domain's benchmark turns.")
 def recor_queries_references(recor_queries: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
@@ -85,7 +85,7 @@ def recor_queries_references(recor_queries: pl.DataFrame, benchmark: pl.DataFram
 RECOR_RUN_SCHEMA = {**RUN_SCHEMA, "strategy": pl.String, "domain": pl.String}
 
 
-@dg.asset_check(asset=eval_key("recor_runs"), name=RANKS, blocking=True, partitions_def=recor_eval_partitions,
+@dg.asset_check(asset=eval_key("recor_runs"), name=RANKS, blocking=True, partitions_def=domain_retriever_partitions,
                 description="Per turn and strategy: ranks 1..n, each document once, scores not rising; a registered retriever, known strategy and domain.")
 def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
     problems = run_problems(recor_runs, retriever_aliases(with_oracle=False), ("question_id", "strategy"), RECOR_RUN_SCHEMA)
@@ -94,7 +94,7 @@ def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
     return problems_result(problems, recor_runs.height)
 
 
-@dg.asset_check(asset=eval_key("recor_runs"), name=REFERENCES, blocking=True, partitions_def=recor_eval_partitions,
+@dg.asset_check(asset=eval_key("recor_runs"), name=REFERENCES, blocking=True, partitions_def=domain_retriever_partitions,
                 additional_ins={"recor_queries": dg.AssetIn(key=eval_key("recor_queries").path, partition_mapping=BY_DOMAIN),
                                 "corpus": dg.AssetIn(key=eval_key("recor_corpus"), partition_mapping=BY_DOMAIN)},
                 description="Every turn and strategy searched is one of the domain's queries; every document is in the domain's corpus.")
@@ -215,7 +215,7 @@ def reteco_run_files(benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.AssetC
 RETECO_GENERATION_KEY = ("qid", "system", "subtrack")
 
 
-@dg.asset_check(asset=eval_key("reteco_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("reteco_generation"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 description="One row per target turn, system and sub-track (2b, 2c); every system scores every target turn "
                             "of the domain; each dimension a normalized 1-5 integer, (s - 1) / 4 in {0, 0.25, ..., 1}; a turn "
                             "without an answer 0 on every dimension; 2c rows name their run and carry its nDCG@10, MAP@10, "
@@ -281,7 +281,7 @@ GENERATION_KEY = ("qid", "generator", "mode")
 NO_RETRIEVAL = "no_retrieval"
 
 
-@dg.asset_check(asset=eval_key("recor_generation"), name=SCHEMA, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_generation"), name=SCHEMA, blocking=True, partitions_def=domain_partitions,
                 description="One answer per turn, generator and mode; judged dimensions, ROUGE-L and METEOR in [0, 1], BERTScore F1 in [-1, 1]; no faithfulness without passages, no score without an answer, every answer (an empty one too) scored against the reference.")
 def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_generation
@@ -298,7 +298,7 @@ def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResu
     return problems_result(problems, frame.height)
 
 
-@dg.asset_check(asset=eval_key("recor_generation"), name=REFERENCES, blocking=True, partitions_def=recor_domain_partitions,
+@dg.asset_check(asset=eval_key("recor_generation"), name=REFERENCES, blocking=True, partitions_def=domain_partitions,
                 additional_ins={"benchmark": RECOR_BENCHMARK},
                 description="Answers to the domain's benchmark turns, every turn in every mode by every generator.")
 def recor_generation_references(recor_generation: pl.DataFrame, benchmark: pl.DataFrame) -> dg.AssetCheckResult:
@@ -328,11 +328,11 @@ recor_eval_checks = [
     recor_queries_schema, recor_queries_references, recor_runs_ranks, recor_runs_references, recor_retrieval_metrics_ranges,
     reteco_retrieval_ranges, reteco_run_files, reteco_generation_schema, reteco_leaderboard_ranges,
     recor_generation_schema, recor_generation_references, recor_generation_metrics_ranges,
-    llm_accounting_check(eval_key("recor_queries"), partitions_def=recor_domain_partitions,
+    llm_accounting_check(eval_key("recor_queries"), partitions_def=domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("fallback")), item_column="qid"),
-    llm_accounting_check(eval_key("recor_generation"), partitions_def=recor_domain_partitions,
+    llm_accounting_check(eval_key("recor_generation"), partitions_def=domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("answer").is_null() | pl.col("correctness").is_null()),
                          item_column="qid"),
-    llm_accounting_check(eval_key("reteco_generation"), partitions_def=recor_domain_partitions,
+    llm_accounting_check(eval_key("reteco_generation"), partitions_def=domain_partitions,
                          failed_items=lambda frame: frame.filter(pl.col("judge_failures") > 0), item_column="qid"),
 ]

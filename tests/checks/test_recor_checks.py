@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from assets.partitions import recor_domain_partitions
+from assets.partitions import domain_partitions
 from assets.recor import sources, steps
 from assets.recor.assets import source_files
 from assets.recor.settings import RecorSettings
@@ -312,7 +312,7 @@ def test_llm_accounting_reads_the_output_that_called_the_model(check):
     table = sound()[check_key.asset_key.path[-1]]
 
     def accounted(errors: int) -> dg.AssetsDefinition:
-        @dg.asset(key=check_key.asset_key, partitions_def=recor_domain_partitions)
+        @dg.asset(key=check_key.asset_key, partitions_def=domain_partitions)
         def stand_in() -> dg.Output:
             return dg.Output(table, metadata={"llm/calls": 10, "llm/errors": errors, "llm/parse_failures": 0})
 
@@ -354,12 +354,12 @@ def test_the_source_files_check_warns_until_a_domain_is_observed_as_it_is(tmp_pa
 
 def test_a_partitioned_check_reads_the_other_table_of_its_own_domain(tmp_path):
     """Each domain's turns are checked against that domain's corpus, not every domain's."""
-    @dg.asset(key=c.key("corpus"), partitions_def=recor_domain_partitions)
+    @dg.asset(key=c.key("corpus"), partitions_def=domain_partitions)
     def corpus(context) -> pl.DataFrame:
         return sound()["corpus"].with_columns(pl.lit(context.partition_key).alias("domain"),
                                               pl.format("{}_{}", pl.lit(context.partition_key), "doc_id").alias("doc_id"))
 
-    @dg.asset(key=c.key("turns"), partitions_def=recor_domain_partitions)
+    @dg.asset(key=c.key("turns"), partitions_def=domain_partitions)
     def turns() -> pl.DataFrame:
         return edit("turns", gold_doc_ids=[[f"{DOMAIN}_{d}" for d in GOLD]] * 3)
 
@@ -379,7 +379,7 @@ def test_the_quality_steps_label_failures_are_named_on_the_labels():
     whose label the judge did not give, are on the labels (the scores' check named none)."""
     table = sound()["turn_labels"]
 
-    @dg.asset(key=c.key("turn_labels"), partitions_def=recor_domain_partitions)
+    @dg.asset(key=c.key("turn_labels"), partitions_def=domain_partitions)
     def stand_in() -> dg.Output:
         return dg.Output(table, metadata={"llm/calls": 6, "llm/errors": 0, "llm/parse_failures": 4})
 

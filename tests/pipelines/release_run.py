@@ -104,14 +104,14 @@ def main() -> int:
                       wikiprofile_settings=WikiProfileSettings(profile="demo"))
     instance = dg.DagsterInstance.from_config(os.environ["BENCHFOUNDRY_STAGE_HOME"])
     sync_partitions(instance, models=SCRIPTED_REGISTRY)
-    partitions = run_default.PARTITIONS
+    partitions = run_default.stage_partitions()
     partitions["domains"] = [DOMAIN]
-    partitions["recor_runs"] = [k for k in partitions["recor_runs"] if k.keys_by_dimension["domain"] == DOMAIN]
+    partitions["domain_retrievers"] = [k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] == DOMAIN]
     partitions["subjects"] = [SUBJECT]
     slices = run_default.RELEASE_SLICES["quick"]
     configs = run_default.release_configs(slices)
     stages = run_default.run_plan(**PLAN)
-    return 0 if run_default.run_stages(defs, instance, stages, configs=configs,
+    return 0 if run_default.run_stages(defs, instance, stages, configs=configs, partitions=partitions,
                                        registries={"models": SCRIPTED_REGISTRY}) else 1
 
 

@@ -86,6 +86,20 @@ def test_jobs_cover_the_graph_in_stages():
     assert covered == {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
 
 
+def test_a_stage_names_the_partitions_of_its_job_as_the_partitions_module_does():
+    """One name per set of partitions: a stage's (``make run``), ``NAMED``'s key and the set
+    ``make run`` reads the keys of."""
+    from assets.partitions import NAMED
+    from pipelines.definitions import defs
+    from pipelines.run_default import RETECO_STAGES, run_plan, stage_partitions
+
+    assert set(stage_partitions()) == set(NAMED)
+    partitioned = {name: named for name, named in {*run_plan(finetune=True), *RETECO_STAGES} if named}
+    assert {"retriever_rerankers", "domain_retrievers", "quit_models"} <= set(partitioned.values())
+    for name, named in partitioned.items():
+        assert defs.resolve_job_def(name).partitions_def is NAMED[named], name
+
+
 def test_the_default_run_and_the_release_run_hold_every_check_between_them():
     """The end-to-end test sees every check of the default run's stages run, and the release
     run's test every check of its own (QUIT's fine-tuning among them): together, all."""

@@ -19,8 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def plan(monkeypatch, capsys):
-    """``main(args + --plan)``'s output lines; the partitions it narrows are its own."""
-    monkeypatch.setattr(run_default, "PARTITIONS", dict(run_default.PARTITIONS))
+    """``main(args + --plan)``'s output lines."""
     monkeypatch.chdir(ROOT)
 
     def run(*args: str) -> list[str]:
@@ -106,7 +105,6 @@ def test_the_first_line_says_what_the_demo_evaluates(plan):
 def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(monkeypatch):
     """What ``main`` passes to :func:`run_default.run_stages` for the default run."""
     seen = {}
-    monkeypatch.setattr(run_default, "PARTITIONS", dict(run_default.PARTITIONS))
     monkeypatch.setattr(run_default, "build_defs", lambda **_: None)
     monkeypatch.setattr(run_default, "sync_partitions", lambda *_, **__: None)
     monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(lambda: None))

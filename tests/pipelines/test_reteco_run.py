@@ -7,15 +7,15 @@ import dagster as dg
 import pytest
 
 from pipelines import run_default
+from resources.storage import StorageResource
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "releases" / "recor"
 
 
 @pytest.fixture
-def plan(monkeypatch, capsys):
-    """``main(args + --plan)``'s exit status and output; the partitions it narrows are its own."""
-    monkeypatch.setattr(run_default, "PARTITIONS", dict(run_default.PARTITIONS))
+def plan(capsys):
+    """``main(args + --plan)``'s exit status and output."""
 
     def run(*args: str) -> tuple[int, str, str]:
         try:
@@ -87,7 +87,7 @@ def test_the_run_ends_with_the_official_table_of_the_release_domains(tmp_path, c
         *(pl.Series(d, [0.5, 0.0]) for d in reteco.DIMENSIONS), pl.Series("answered", [True, False]),
         pl.lit(0, dtype=pl.UInt32).alias("judge_failures"), *(pl.lit(0.5).alias(m) for m in ("rouge_l", "meteor", "bertscore_f1")))
     judged.write_parquet(tmp_path / "eval" / "reteco_generation" / "law.parquet")
-    run_default.print_reteco(str(tmp_path), "/data/RECOR", ["law"])
+    run_default.print_reteco(StorageResource(root=str(tmp_path)), "/data/RECOR", ["law"])
     out = capsys.readouterr().out
     assert "python -m pipelines.reteco score --release /data/RECOR FILE" in out
     assert "official table, 2 target turns of law" in out

@@ -102,13 +102,13 @@ def test_registry_aliases_become_partitions_once(scripted_llm):
 
 def _evaluations():
     """An asset per retriever and one per retriever x reranker, as the evaluation's are."""
-    from assets.partitions import rerank_partitions, retriever_partitions
+    from assets.partitions import retriever_partitions, retriever_reranker_partitions
 
     @dg.asset(partitions_def=retriever_partitions)
     def retrieval_scores() -> None:
         return None
 
-    @dg.asset(partitions_def=rerank_partitions)
+    @dg.asset(partitions_def=retriever_reranker_partitions)
     def rerank_scores() -> None:
         return None
 

@@ -21,8 +21,8 @@ from assets.eval.quit import steps as readers
 from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
 from assets.partitions import (
     quit_reader_partitions,
-    rerank_partitions,
     retriever_partitions,
+    retriever_reranker_partitions,
 )
 from assets.quit import rules as quit_rules
 from assets.quit import steps as quit_steps
@@ -173,7 +173,7 @@ def quit_retrieval_metrics(context: dg.AssetExecutionContext, config: QuitReport
     })
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=rerank_partitions,
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_reranker_partitions,
           ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"],
                                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
                "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},

@@ -18,7 +18,7 @@ from assets.eval.recor import steps as generation
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.recor.reteco import steps as reteco_judge
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
-from assets.partitions import recor_domain_partitions, recor_eval_partitions
+from assets.partitions import domain_partitions, domain_retriever_partitions
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.registry import llm_pool
@@ -65,7 +65,7 @@ def truncated(spec, texts: list[str]) -> int:
     return sum(n > limit for n in token_counts(spec.encoder, texts, "query", query_prefix=spec.query_prefix))
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions, ins={"benchmark": BENCHMARK},
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_partitions, ins={"benchmark": BENCHMARK},
           kinds={"litellm"}, pool=llm_pool("recor"), code_version=code_version("2", "eval/query_rewrite", "eval/search_reasoning"))
 def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource) -> dg.Output:
     """Every turn's query under each strategy (4.1.1), laid out as the published retrieval
@@ -95,7 +95,7 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
                                       "strategies": counts_md(conversational.STRATEGY_TEXT, "strategy", "query text"), **stats.as_metadata()})
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_eval_partitions,
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_retriever_partitions,
           ins={"corpus": dg.AssetIn(key=[PREFIX, "recor_corpus"], partition_mapping=BY_DOMAIN),
                "recor_queries": dg.AssetIn(key=[PREFIX, "recor_queries"], partition_mapping=BY_DOMAIN)},
           kinds={"lucene", "faiss"}, code_version="2", op_tags=GPU_STEP_TAGS)
@@ -232,7 +232,7 @@ def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
     return row["retriever"], row["strategy"]
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions,
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_partitions,
           ins={"benchmark": BENCHMARK, "corpus": CORPUS,
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
@@ -407,7 +407,7 @@ def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> 
     return sub.name or sub.path.rsplit("/", 1)[-1], sub.subtrack, checked.answers, run
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=recor_domain_partitions,
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_partitions,
           ins={"benchmark": BENCHMARK, "corpus": CORPUS, "recor_generation": wiring.input("recor_generation"),
                "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
                "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},

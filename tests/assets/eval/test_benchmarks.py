@@ -24,10 +24,10 @@ def materialize(asset, storage: StorageResource, config: dict | None = None, par
 
     instance = dg.DagsterInstance.ephemeral()
     if partition is not None:
-        from assets.partitions import recor_domain_partitions
+        from assets.partitions import domain_partitions
 
-        if isinstance(recor_domain_partitions, dg.DynamicPartitionsDefinition):
-            instance.add_dynamic_partitions(recor_domain_partitions.name, [partition])
+        if isinstance(domain_partitions, dg.DynamicPartitionsDefinition):
+            instance.add_dynamic_partitions(domain_partitions.name, [partition])
     run_config = {"ops": {asset.op.name: {"config": config}}} if config else None
     return dg.materialize([asset], instance=instance, partition_key=partition, run_config=run_config,
                           resources={"storage": storage, "io_manager": parquet_io_manager})
