@@ -68,10 +68,13 @@ def suite_check(frame: pl.DataFrame, expectations: list, name: str,
     )
 
 
-def rows_check(offending: pl.DataFrame, what: str, id_column: str,
+def rows_check(offending: pl.DataFrame, what: str, id_column: str | None = None,
                severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR) -> dg.AssetCheckResult:
-    """A plain rule: passes when ``offending`` is empty; otherwise names the rows and why."""
+    """A plain rule: passes when ``offending`` is empty; otherwise names the rows (by
+    ``id_column``, else by the first column) and why."""
     from assets.common.metadata import md_table
+
+    id_column = id_column or offending.columns[0]
 
     return dg.AssetCheckResult(
         passed=offending.height == 0,
@@ -89,6 +92,11 @@ def broken(frame: pl.DataFrame, ids: Sequence[str], **rules: pl.Expr) -> pl.Data
                       for name, expr in rules.items()])
 
 
+def rules_text(rules: Mapping[str, str]) -> str:
+    """A check's rules in one description, each as its name (``broken``'s ``rule``) and what it asks."""
+    return "; ".join(f"{name}: {what}" for name, what in rules.items())
+
+
 def unmet(frame: pl.DataFrame, conditions: Mapping[str, pl.Expr], ids: Sequence[str]) -> pl.DataFrame:
     """``broken`` for rules phrased as what a sound row satisfies, named in words: a row
     breaks a condition that is false or null on it (a missing value does not pass)."""
@@ -99,6 +107,11 @@ def missing(expected: pl.DataFrame, found: pl.DataFrame, on: Sequence[str], rule
     """The ``on`` keys of ``expected`` that ``found`` lacks, once each, with ``rule``."""
     keys = expected.select(on).unique(maintain_order=True)
     return keys.join(found.select(on).unique(), on=list(on), how="anti").with_columns(pl.lit(rule).alias("rule"))
+
+
+def flags(frame: pl.DataFrame, rule: Callable[..., bool], *columns: str) -> pl.Series:
+    """A rule in Python over ``columns`` of each row (the method's own functions), as a column."""
+    return pl.Series([rule(*row) for row in frame.select(columns).iter_rows()], dtype=pl.Boolean)
 
 
 # --- problems: rules over a table's rows, each giving a list of what is wrong (empty: sound) -----

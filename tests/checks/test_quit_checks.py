@@ -4,7 +4,10 @@ import pytest
 
 from assets.quit.rules import CANDIDATE_SCHEMA
 from assets.quit.sources import REJECTS
-from checks import quit as qc
+from checks.quit import quit_checks
+from checks.quit import release as qrelease
+from checks.quit import sources as qsources
+from checks.quit import steps as qsteps
 
 
 def run(check, **inputs) -> dg.AssetCheckResult:
@@ -15,9 +18,9 @@ def test_passages_check_names_questions_with_wrong_counts():
     from assets.quit.rules import passages_frame
 
     good = passages_frame(pl.DataFrame({"question_id": ["a", "b"], "hints": [[f"{q}{i}." for i in range(5)] for q in "ab"]}))
-    assert run(qc.passages_per_question, passages=good).passed
+    assert run(qsteps.passages_per_question, passages=good).passed
     bad = good.filter(~((pl.col("question_id") == "b") & (pl.col("num_hints") == 5)))
-    result = run(qc.passages_per_question, passages=bad)
+    result = run(qsteps.passages_per_question, passages=bad)
     assert not result.passed
     assert result.metadata["offending_ids"].value == "b"
     assert result.metadata["offending_rows"].value == 1
@@ -31,7 +34,7 @@ def test_passages_check_fails_on_a_repeated_passage_id():
     repeated = good.with_columns(pl.when(pl.col("passage_id") == good["passage_id"][1]).then(pl.lit(good["passage_id"][0]))
                                  .otherwise(pl.col("passage_id")).alias("passage_id"))
     assert repeated.height == 325
-    result = run(qc.passages_per_question, passages=repeated)
+    result = run(qsteps.passages_per_question, passages=repeated)
     assert not result.passed and result.metadata["offending_ids"].value == "a"
 
 
@@ -39,22 +42,22 @@ def test_corpus_leakage_check_finds_the_passage():
     corpus = pl.DataFrame({"passage_id": ["p1", "p2"], "question_id": ["q", "q"],
                            "text": ["A tall peak.", "Climbers love Chomolungma."]})
     questions = pl.DataFrame({"question_id": ["q"], "answers": [["Mount Everest", "Chomolungma"]]})
-    result = run(qc.corpus_no_leakage, benchmark_corpus=corpus, benchmark_questions=questions)
+    result = run(qrelease.corpus_no_leakage, benchmark_corpus=corpus, benchmark_questions=questions)
     assert not result.passed and result.metadata["offending_ids"].value == "p2"
 
 
 def test_qrels_must_point_into_the_corpus():
     corpus = pl.DataFrame({"passage_id": ["p1"], "question_id": ["q"]})
     qrels = pl.DataFrame({"question_id": ["q", "q"], "passage_id": ["p1", "ghost"], "label": pl.Series([2, 1], dtype=pl.Int8)})
-    result = run(qc.qrels_in_corpus, benchmark_qrels=qrels, benchmark_corpus=corpus)
+    result = run(qrelease.qrels_in_corpus, benchmark_qrels=qrels, benchmark_corpus=corpus)
     assert not result.passed and "ghost" in result.metadata["offending_ids"].value
-    ok = run(qc.qrels_in_corpus, benchmark_qrels=qrels.head(1), benchmark_corpus=corpus)
+    ok = run(qrelease.qrels_in_corpus, benchmark_qrels=qrels.head(1), benchmark_corpus=corpus)
     assert ok.passed
 
 
 def test_great_expectations_suite_reports_failed_expectations():
     frame = pl.DataFrame({"question_id": ["a", "a"], "split": ["train", "holiday"], "answers": [["x"], []], "question": ["?", "?"]})
-    result = run(qc.benchmark_questions_suite, benchmark_questions=frame)
+    result = run(qrelease.benchmark_questions_suite, benchmark_questions=frame)
     assert not result.passed
     failures = result.metadata["failures"].value
     assert "expect_column_values_to_be_unique(question_id)" in failures
@@ -65,19 +68,19 @@ def test_great_expectations_suite_reports_failed_expectations():
 def test_labels_suite_passes_good_labels():
     labels = pl.DataFrame({"passage_id": ["p1", "p2"], "question_id": ["q", "q"], "num_hints": [1, 2],
                            "labelers": [3, 3], "label": pl.Series([1, 2], dtype=pl.Int8)})
-    assert run(qc.labels_suite, passage_labels=labels).passed
+    assert run(qsteps.labels_suite, passage_labels=labels).passed
     partial = labels.with_columns(pl.Series("labelers", [3, 2]))
-    assert not run(qc.labels_suite, passage_labels=partial).passed
+    assert not run(qsteps.labels_suite, passage_labels=partial).passed
     # no label beside a failed call is label_errors' business, not a bad label
     unlabeled = labels.with_columns(pl.Series("label", [1, None], dtype=pl.Int8), pl.Series("error", [None, "m: gave up"]))
-    assert run(qc.labels_suite, passage_labels=unlabeled).passed
+    assert run(qsteps.labels_suite, passage_labels=unlabeled).passed
 
 
 # --- rejects, pools, verification, release ---------------------------------------------------
 
 
-@pytest.mark.parametrize("check, reason", [(qc.source_rejects_reasons, "too_few_hints"), (qc.leakage_rejects_reasons, "answer_leakage"),
-                                           (qc.verification_rejects_reasons, "answer_leakage")])
+@pytest.mark.parametrize("check, reason", [(qsources.source_rejects_reasons, "too_few_hints"), (qsteps.leakage_rejects_reasons, "answer_leakage"),
+                                           (qsteps.verification_rejects_reasons, "answer_leakage")])
 def test_rejects_carry_a_reason_their_step_gives(check, reason):
     good = REJECTS.frame([REJECTS.row("triviahg:1", "triviahg", "ingest", reason, "why", {"q": 1})])
     assert run(check, frame=good).passed
@@ -91,7 +94,7 @@ def test_rejects_carry_a_reason_their_step_gives(check, reason):
 def pools(*rows: tuple) -> pl.DataFrame:
     """Answer pools from (question, gold, generated judged correct, pool)."""
     return pl.DataFrame([{"question_id": q, "answer": a, "aliases": [a], "generated_correct": g, "answer_pool": p} for q, a, g, p in rows],
-                        schema=qc.POOL_SCHEMA)
+                        schema=qsteps.POOL_SCHEMA)
 
 
 POOLS = pools(("q1", "Canberra", ["canberra city"], ["Canberra", "Canberra City"]), ("q2", "Paris", [], ["Paris"]))
@@ -104,18 +107,18 @@ POOLS = pools(("q1", "Canberra", ["canberra city"], ["Canberra", "Canberra City"
     (pl.concat([POOLS, POOLS.head(1)]), "repeated question_id"),
 ])
 def test_an_answer_pool_holds_the_gold_and_every_answer_judged_correct_once(broken, words):
-    assert run(qc.answer_pools_complete, answer_pools=POOLS).passed
-    result = run(qc.answer_pools_complete, answer_pools=broken)
+    assert run(qsteps.answer_pools_complete, answer_pools=POOLS).passed
+    result = run(qsteps.answer_pools_complete, answer_pools=broken)
     assert not result.passed and words in result.metadata["problems"].value
 
 
 def test_verified_pools_keep_every_question_and_its_gold():
     # a deselected generated answer leaves the pool but stays in generated_correct: that is sound here
     verified = POOLS.with_columns(pl.Series("answer_pool", [["Canberra"], ["Paris"]]))
-    assert run(qc.verified_pools_complete, verified_pools=verified, answer_pools=POOLS).passed
-    lost = run(qc.verified_pools_complete, verified_pools=verified.head(1), answer_pools=POOLS)
+    assert run(qsteps.verified_pools_complete, verified_pools=verified, answer_pools=POOLS).passed
+    lost = run(qsteps.verified_pools_complete, verified_pools=verified.head(1), answer_pools=POOLS)
     assert not lost.passed and "1 questions pooled but lost in verification (e.g. q2)" in lost.metadata["problems"].value
-    goldless = run(qc.verified_pools_complete, verified_pools=verified.with_columns(pl.Series("answer_pool", [["Sydney"], ["Paris"]])),
+    goldless = run(qsteps.verified_pools_complete, verified_pools=verified.with_columns(pl.Series("answer_pool", [["Sydney"], ["Paris"]])),
                    answer_pools=POOLS)
     assert not goldless.passed and "not in the pool" in goldless.metadata["problems"].value
 
@@ -126,11 +129,11 @@ CANDIDATES = pl.DataFrame({"question_id": ["q1", "q1"], "question": ["Capital?"]
 
 
 def test_verification_candidates_are_distinct_and_an_exact_match_is_preselected():
-    assert run(qc.candidates_distinct, verification_candidates=CANDIDATES).passed
+    assert run(qsteps.candidates_distinct, verification_candidates=CANDIDATES).passed
     for broken, words in [(CANDIDATES.with_columns(pl.Series("judged_correct", [False, False])), "q1/Canberra"),
                           (CANDIDATES.with_columns(pl.Series("occurrences", [3, 0])), "q1/Sydney: 0 occurrences"),
                           (CANDIDATES.with_columns(pl.Series("candidate", ["Sydney", "Sydney"])), "repeated question_id+candidate")]:
-        result = run(qc.candidates_distinct, verification_candidates=broken)
+        result = run(qsteps.candidates_distinct, verification_candidates=broken)
         assert not result.passed and words in result.metadata["problems"].value
 
 
@@ -142,17 +145,17 @@ FAILED = "m: gave up after 5 tries: refused"
 
 def test_verified_labels_are_one_or_two_for_exactly_the_labeled_passages():
     demoted = LABELS.with_columns(pl.Series("label", [1, 1], dtype=pl.Int8))
-    assert run(qc.verified_labels_kept, verified_labels=demoted, passage_labels=LABELS).passed
+    assert run(qsteps.verified_labels_kept, verified_labels=demoted, passage_labels=LABELS).passed
     for broken, words in [(LABELS.with_columns(pl.Series("label", [2, 0], dtype=pl.Int8)), "labels not in [1, 2]"),
                           (LABELS.with_columns(pl.Series("labelers", [2, 1], dtype=pl.UInt32)), "labeler counts differ"),
                           (LABELS.head(1), "labeled but lost in verification (e.g. p2)"),
                           (LABELS.with_columns(pl.Series("passage_id", ["p1", "p9"])), "verified but never labeled (e.g. p9)"),
                           (LABELS.with_columns(pl.Series("label", [2, None], dtype=pl.Int8)), "labels not in [1, 2] (e.g. p2)")]:
-        result = run(qc.verified_labels_kept, verified_labels=broken, passage_labels=LABELS)
+        result = run(qsteps.verified_labels_kept, verified_labels=broken, passage_labels=LABELS)
         assert not result.passed and words in result.metadata["problems"].value
     # no label, where a call failed, is kept as it is
     failed = LABELS.with_columns(pl.Series("label", [2, None], dtype=pl.Int8), pl.Series("error", [None, FAILED]))
-    assert run(qc.verified_labels_kept, verified_labels=failed, passage_labels=failed).passed
+    assert run(qsteps.verified_labels_kept, verified_labels=failed, passage_labels=failed).passed
 
 
 def labels_with_failures(failed: int, total: int = 200) -> pl.DataFrame:
@@ -168,27 +171,27 @@ def test_labels_left_by_failed_calls_fail_the_check_above_the_configured_rate():
 
     paper = QuitSettings()
     assert paper.max_label_error_rate == 0.01
-    assert run(qc.label_errors, passage_labels=labels_with_failures(0), quit_settings=paper).passed
-    assert run(qc.label_errors, passage_labels=labels_with_failures(2), quit_settings=paper).passed  # 1%
-    result = run(qc.label_errors, passage_labels=labels_with_failures(3), quit_settings=paper)
+    assert run(qsteps.label_errors, passage_labels=labels_with_failures(0), quit_settings=paper).passed
+    assert run(qsteps.label_errors, passage_labels=labels_with_failures(2), quit_settings=paper).passed  # 1%
+    result = run(qsteps.label_errors, passage_labels=labels_with_failures(3), quit_settings=paper)
     assert not result.passed and result.metadata["error_rate"].value == 0.015
     assert result.metadata["offending_ids"].value == "p0, p1, p2"
     assert FAILED in result.metadata["examples"].value
-    assert run(qc.label_errors, passage_labels=labels_with_failures(3), quit_settings=QuitSettings(max_label_error_rate=0.02)).passed
+    assert run(qsteps.label_errors, passage_labels=labels_with_failures(3), quit_settings=QuitSettings(max_label_error_rate=0.02)).passed
     # a missing label without its error, or an error beside a label, is silent: it fails at any rate
     for silent in (labels_with_failures(0).with_columns(pl.Series("label", [None] + [1] * 199, dtype=pl.Int8)),
                    labels_with_failures(1).with_columns(pl.lit(1, pl.Int8).alias("label"))):
-        result = run(qc.label_errors, passage_labels=silent, quit_settings=QuitSettings(max_label_error_rate=0.5))
+        result = run(qsteps.label_errors, passage_labels=silent, quit_settings=QuitSettings(max_label_error_rate=0.5))
         assert not result.passed and result.metadata["labels_and_errors_disagree"].value == "p0"
 
 
 def test_splits_put_undetermined_questions_in_no_split():
     splits = pl.DataFrame({"question_id": ["a", "b", "c"], "parametric_answerable": [True, False, None],
                            "split": ["train", "test", "undetermined"]})
-    assert run(qc.splits_rule, splits=splits).passed
+    assert run(qsteps.splits_rule, splits=splits).passed
     for q, split in (("c", "dev"), ("c", "train"), ("b", "undetermined")):
         broken = splits.with_columns(pl.when(pl.col("question_id") == q).then(pl.lit(split)).otherwise(pl.col("split")).alias("split"))
-        result = run(qc.splits_rule, splits=broken)
+        result = run(qsteps.splits_rule, splits=broken)
         assert not result.passed and result.metadata["offending_ids"].value == q
 
 
@@ -202,13 +205,13 @@ def test_release_files_are_written_with_the_benchmark_counts(tmp_path):
     qrels = pl.DataFrame({"question_id": ["a", "b", "b"], "passage_id": ["a_1", "b_1", "b_2"], "label": [2, 1, 1]})
     manifest = export(questions, corpus, qrels, str(tmp_path))
     inputs = dict(benchmark_questions=questions, benchmark_corpus=corpus, benchmark_qrels=qrels)
-    assert run(qc.release_files_written, release_files=manifest, **inputs).passed
+    assert run(qrelease.release_files_written, release_files=manifest, **inputs).passed
     (tmp_path / "test.json").unlink()
-    gone = run(qc.release_files_written, release_files=manifest, **inputs)
+    gone = run(qrelease.release_files_written, release_files=manifest, **inputs)
     assert not gone.passed and "test.json: nothing at" in gone.metadata["problems"].value
-    short = run(qc.release_files_written, release_files=manifest.filter(pl.col("file") != "qrels.dev.txt"), **inputs)
+    short = run(qrelease.release_files_written, release_files=manifest.filter(pl.col("file") != "qrels.dev.txt"), **inputs)
     assert not short.passed and "qrels.dev.txt is not in the manifest" in short.metadata["problems"].value
-    stale = run(qc.release_files_written, release_files=manifest, **{**inputs, "benchmark_corpus": corpus.head(2)})
+    stale = run(qrelease.release_files_written, release_files=manifest, **{**inputs, "benchmark_corpus": corpus.head(2)})
     assert not stale.passed and "corpus.jsonl: 3 records, the benchmark has 2" in stale.metadata["problems"].value
 
 
@@ -226,15 +229,15 @@ TABLE_1 = pl.DataFrame({"metric": ["Total Questions", "Total Passages", "Query-P
     ("Query-Passage Lexical Overlap", 1.2, "outside [0, 1]"),
 ])
 def test_table_1_counts_whole_shares_in_range_and_no_answer_contained(metric, value, words):
-    assert run(qc.statistics_table_1, statistics=TABLE_1).passed
+    assert run(qrelease.statistics_table_1, statistics=TABLE_1).passed
     broken = TABLE_1.with_columns(pl.when(pl.col("metric") == metric).then(value).otherwise(pl.col("value")).alias("value"))
-    result = run(qc.statistics_table_1, statistics=broken)
+    result = run(qrelease.statistics_table_1, statistics=broken)
     assert not result.passed and words in result.metadata["problems"].value
-    missing = run(qc.statistics_table_1, statistics=TABLE_1.filter(pl.col("metric") != "Answer Containment"))
+    missing = run(qrelease.statistics_table_1, statistics=TABLE_1.filter(pl.col("metric") != "Answer Containment"))
     assert not missing.passed and "row 'Answer Containment' is missing" in missing.metadata["problems"].value
 
 
-@pytest.mark.parametrize("check", qc.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
+@pytest.mark.parametrize("check", qsteps.llm_accounting, ids=lambda c: next(iter(c.check_specs)).asset_key.to_user_string())
 def test_every_llm_step_of_quit_warns_above_the_failure_rate(check):
     from tests.checks.test_eval_checks import accounting_evaluation
 
@@ -246,21 +249,21 @@ def test_every_llm_step_of_quit_warns_above_the_failure_rate(check):
 
 def test_failed_calls_name_answers_whose_own_or_judge_call_failed():
     answers = pl.DataFrame({"item": ["ok", "own", "judge"], "error": [None, "gave up", None], "judge_error": [None, None, "gave up"]})
-    assert qc.failed_calls(answers)["item"].to_list() == ["own", "judge"]
-    assert qc.failed_calls(answers.drop("judge_error"))["item"].to_list() == ["own"]
+    assert qsteps.failed_calls(answers)["item"].to_list() == ["own", "judge"]
+    assert qsteps.failed_calls(answers.drop("judge_error"))["item"].to_list() == ["own"]
 
 
 def test_checks_of_partitioned_assets_run_per_partition():
     from assets.quit.assets import quit_assets
 
     partitions = {k: a.partitions_def for a in quit_assets for k in a.keys}
-    for check in qc.quit_checks:
+    for check in quit_checks:
         for spec in check.check_specs:
             assert spec.partitions_def == partitions[spec.asset_key], spec.key
 
 
 def test_check_names_are_unique_per_asset():
-    names = [spec.key for c in qc.quit_checks for spec in c.check_specs]
+    names = [spec.key for c in quit_checks for spec in c.check_specs]
     assert len(names) == len(set(names))
 
 
@@ -274,7 +277,7 @@ def _reference_index(tmp_path, contents: list[str], indexed: bool):
         frame = pl.DataFrame({"id": [f"r{i}" for i in range(len(contents))], "contents": contents})
         return dg.Output(frame, metadata={"index": dg.MetadataValue.path(str(index))})
 
-    result = dg.materialize([reference_index, qc.reference_index_schema, qc.reference_index_complete],
+    result = dg.materialize([reference_index, qsources.reference_index_schema, qsources.reference_index_complete],
                             resources={"io_manager": dg.mem_io_manager}, raise_on_error=False)
     return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
@@ -284,4 +287,4 @@ def test_reference_passages_need_a_text_and_their_index(tmp_path):
         {"schema": True, "reference_index_complete": True}
     assert not _reference_index(tmp_path / "b", ["Everest is the highest.", "  "], indexed=True)["reference_index_complete"]
     assert not _reference_index(tmp_path / "c", ["Everest is the highest."], indexed=False)["reference_index_complete"]
-    assert not qc.reference_index_schema(pl.DataFrame({"id": ["r1", "r1"], "contents": ["a", "b"]})).passed
+    assert not qsources.reference_index_schema(pl.DataFrame({"id": ["r1", "r1"], "contents": ["a", "b"]})).passed

@@ -14,7 +14,11 @@ from assets.partitions import domain_partitions
 from assets.recor import sources, steps
 from assets.recor.assets import source_files
 from assets.recor.settings import RecorSettings
-from checks import recor as c
+from checks.recor import recor_checks
+from checks.recor import release as rrelease
+from checks.recor import sources as rsources
+from checks.recor import steps as rsteps
+from checks.recor.shared import key
 from checks.factories import CheckSettings
 from resources.llm import LLMResource
 from tests.conftest import SCRIPTED_REGISTRY
@@ -61,29 +65,29 @@ def sound() -> dict[str, pl.DataFrame]:
         "negative_rejects": rejects.frame([rejects.row(DOMAIN, QID, "law_pool_2#0", "negatives", "overlaps_positive", "0.90 > 0.5")]),
         "corpus": pl.concat([documents.filter(pl.col("role") == "positive"), negatives]),
         "aligned_documents": pl.DataFrame([{"domain": DOMAIN, "question_id": QID, "doc_id": d, "llm_supports": None, "coverage": 0.8,
-                                            "kept": True} for d in GOLD], schema=c.ALIGNED_SCHEMA),
+                                            "kept": True} for d in GOLD], schema=rsteps.ALIGNED_SCHEMA),
         "alignment_rejects": rejects.frame([]),
         "aspects": pl.DataFrame([{"domain": DOMAIN, "question_id": QID, "aspect_id": a, "position": i, "title": f"Point {i}",
                                   "text": f"Point {i} of the rules.", "coverage": 0.6, "origin": "answer_segment", "llm_suitable": True}
-                                 for i, a in enumerate(ASPECTS, start=1)], schema=c.ASPECT_SCHEMA),
+                                 for i, a in enumerate(ASPECTS, start=1)], schema=rsteps.ASPECT_SCHEMA),
         "aspect_rejects": rejects.frame([rejects.row(DOMAIN, QID, "Off: topic", "aspects", "low_coverage", "coverage 0.20")]),
         "facts": pl.DataFrame([{"domain": DOMAIN, "question_id": QID, "aspect_id": a, "fact_id": f"{a}_f1", "fact": f"Fact {i}.",
                                 "similarity": 0.8, "doc_id": "law_1_p1", "llm_supports": None, "verified": True}
-                               for i, a in enumerate(ASPECTS, start=1)], schema=c.FACT_SCHEMA),
+                               for i, a in enumerate(ASPECTS, start=1)], schema=rsteps.FACT_SCHEMA),
         "fact_rejects": rejects.frame([rejects.row(DOMAIN, QID, f"{QID}_a1_f2", "facts", "unsupported_fact", "similarity 0.10")]),
         "turns": turns,
         "turn_rejects": rejects.frame([rejects.row(DOMAIN, QID, f"{QID}_a4", "turns", "repetitive_question", "overlap 0.9")]),
         "conversations": pl.DataFrame([{"domain": DOMAIN, "conversation_id": QID, "num_turns": 3, "coherent": True, "valid": True,
-                                        "problems": ""}], schema=c.CONVERSATION_SCHEMA),
+                                        "problems": ""}], schema=rsteps.CONVERSATION_SCHEMA),
         "conversation_rejects": rejects.frame([]),
         "benchmark": benchmark,
         "quality_scores": pl.DataFrame([{"domain": DOMAIN, "conversation_id": QID, "turns": 3, "naturalness": 4.2, "coherence": 3.9,
-                                         "question_quality": 4.0, "groundedness": 4.5}], schema=c.SCORE_SCHEMA),
+                                         "question_quality": 4.0, "groundedness": 4.5}], schema=rrelease.SCORE_SCHEMA),
         "turn_labels": pl.DataFrame([{"domain": DOMAIN, "conversation_id": QID, "turn_id": i, "dependency": d, "pattern": p}
                                      for i, d, p in ((1, "self_contained", "what"), (2, "coreference", "how"), (3, "ellipsis", None))],
-                                    schema=c.LABEL_SCHEMA),
+                                    schema=rrelease.LABEL_SCHEMA),
         "quality_report": pl.DataFrame([{"domain": DOMAIN, "#C": 1, "#T": 3, "Nat": 4.2, "Coh": 3.9, "QQ": 4.0, "Grd": 4.5,
-                                         "DE": 1.0, "QE": 0.32}], schema=c.REPORT_SCHEMA),
+                                         "DE": 1.0, "QE": 0.32}], schema=rrelease.REPORT_SCHEMA),
         "statistics": pl.DataFrame([{"domain": "biology", "#Conv.": 0, "#Turns": 0, "Avg #T": None, "Avg #A": None, "Avg #D": None,
                                      "positives": 6, "negatives": 22},
                                     {"domain": DOMAIN, "#Conv.": 1, "#Turns": 3, "Avg #T": 3.0, "Avg #A": 3.0, "Avg #D": 4 / 3,
@@ -233,7 +237,7 @@ def test_a_domain_without_labels_passes_with_entropies_na():
 
 
 def by_name(asset: str, name: str) -> dg.AssetChecksDefinition:
-    return next(ch for ch in c.recor_checks if dg.AssetCheckKey(c.key(asset), name) in ch.check_keys)
+    return next(ch for ch in recor_checks if dg.AssetCheckKey(key(asset), name) in ch.check_keys)
 
 
 def direct(check: dg.AssetChecksDefinition) -> bool:
@@ -244,20 +248,20 @@ def direct(check: dg.AssetChecksDefinition) -> bool:
 def test_every_recor_asset_has_a_check_and_names_are_unique_per_asset():
     from assets.recor.assets import recor_assets
 
-    keys = [k for ch in c.recor_checks for k in ch.check_keys]
+    keys = [k for ch in recor_checks for k in ch.check_keys]
     assets = {k for a in recor_assets for k in (a.keys if isinstance(a, dg.AssetsDefinition) else [a.key])}
     assert len(assets) == 22 and {k.asset_key for k in keys} == assets
     assert len(set(keys)) == len(keys)
 
 
-@pytest.mark.parametrize("check", [ch for ch in c.recor_checks if direct(ch)], ids=lambda ch: next(iter(ch.check_keys)).to_user_string())
+@pytest.mark.parametrize("check", [ch for ch in recor_checks if direct(ch)], ids=lambda ch: next(iter(ch.check_keys)).to_user_string())
 def test_a_sound_domain_passes(check):
     assert run(check).passed
 
 
 def test_every_check_on_tables_has_a_broken_case():
     covered = {(a, n) for a, n, *_ in BROKEN}
-    assert covered == {(k.asset_key.path[-1], k.name) for ch in c.recor_checks if direct(ch) for k in ch.check_keys}
+    assert covered == {(k.asset_key.path[-1], k.name) for ch in recor_checks if direct(ch) for k in ch.check_keys}
 
 
 @pytest.mark.parametrize(("asset", "name", "why", "tables"), BROKEN, ids=[f"{a}:{n}:{w}" for a, n, w, _ in BROKEN])
@@ -301,11 +305,11 @@ def test_the_conversation_problems_of_the_rules_are_known():
 
     problems = rules.conversation_problems([[], []]) + ["judged incoherent"]
     assert len(problems) == 4
-    conversations = edit("conversations", valid=False, problems=c.PROBLEM_SEPARATOR.join(problems))
+    conversations = edit("conversations", valid=False, problems=rsteps.PROBLEM_SEPARATOR.join(problems))
     assert run(by_name("conversations", "validation"), conversations=conversations).passed
 
 
-@pytest.mark.parametrize("check", [ch for ch in c.recor_checks if next(iter(ch.check_keys)).name == "llm_accounting"],
+@pytest.mark.parametrize("check", [ch for ch in recor_checks if next(iter(ch.check_keys)).name == "llm_accounting"],
                          ids=lambda ch: next(iter(ch.check_keys)).to_user_string())
 def test_llm_accounting_reads_the_output_that_called_the_model(check):
     (check_key,) = check.check_keys
@@ -334,9 +338,9 @@ def test_the_source_files_check_warns_until_a_domain_is_observed_as_it_is(tmp_pa
     copied.write_bytes((ROOT / "data" / "recor" / "stackexchange" / "law.json").read_bytes())
     registry = tmp_path / "sources.yaml"
     registry.write_text((ROOT / "assets" / "recor" / "sources.yaml").read_text().replace("data/recor/stackexchange/law.json", str(copied)))
-    defs = dg.Definitions(assets=[source_files], asset_checks=[c.observed_versions],
+    defs = dg.Definitions(assets=[source_files], asset_checks=[rsources.observed_versions],
                           jobs=[dg.define_asset_job("observe", selection=dg.AssetSelection.assets(source_files.key)),
-                                dg.define_asset_job("check", selection=dg.AssetSelection.checks(c.observed_versions))],
+                                dg.define_asset_job("check", selection=dg.AssetSelection.checks(rsources.observed_versions))],
                           resources={"recor_settings": RecorSettings(sources_path=str(registry))})
     instance = dg.DagsterInstance.ephemeral()
 
@@ -354,12 +358,12 @@ def test_the_source_files_check_warns_until_a_domain_is_observed_as_it_is(tmp_pa
 
 def test_a_partitioned_check_reads_the_other_table_of_its_own_domain(tmp_path):
     """Each domain's turns are checked against that domain's corpus, not every domain's."""
-    @dg.asset(key=c.key("corpus"), partitions_def=domain_partitions)
+    @dg.asset(key=key("corpus"), partitions_def=domain_partitions)
     def corpus(context) -> pl.DataFrame:
         return sound()["corpus"].with_columns(pl.lit(context.partition_key).alias("domain"),
                                               pl.format("{}_{}", pl.lit(context.partition_key), "doc_id").alias("doc_id"))
 
-    @dg.asset(key=c.key("turns"), partitions_def=domain_partitions)
+    @dg.asset(key=key("turns"), partitions_def=domain_partitions)
     def turns() -> pl.DataFrame:
         return edit("turns", gold_doc_ids=[[f"{DOMAIN}_{d}" for d in GOLD]] * 3)
 
@@ -379,11 +383,11 @@ def test_the_quality_steps_label_failures_are_named_on_the_labels():
     whose label the judge did not give, are on the labels (the scores' check named none)."""
     table = sound()["turn_labels"]
 
-    @dg.asset(key=c.key("turn_labels"), partitions_def=domain_partitions)
+    @dg.asset(key=key("turn_labels"), partitions_def=domain_partitions)
     def stand_in() -> dg.Output:
         return dg.Output(table, metadata={"llm/calls": 6, "llm/errors": 0, "llm/parse_failures": 4})
 
-    result = dg.materialize([stand_in, c.turn_labels_llm], partition_key=DOMAIN, instance=dg.DagsterInstance.ephemeral(),
+    result = dg.materialize([stand_in, rrelease.turn_labels_llm], partition_key=DOMAIN, instance=dg.DagsterInstance.ephemeral(),
                             resources={"check_settings": CheckSettings(), "io_manager": dg.mem_io_manager})
     (evaluation,) = result.get_asset_check_evaluations()
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN

@@ -8,10 +8,14 @@ import pytest
 from assets.wikiprofile import release, rules, sources, steps
 from assets.wikiprofile.assets import wikiprofile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
-from checks import wikiprofile as w
+from checks.wikiprofile import release as wrelease
+from checks.wikiprofile import sources as wsources
+from checks.wikiprofile import steps as wsteps
+from checks.wikiprofile import wikiprofile_checks
+from checks.wikiprofile.shared import key
 from checks.factories import CheckSettings
 
-CHECKS = {(k.asset_key.path[-1], k.name): d for d in w.wikiprofile_checks for k in d.check_keys}
+CHECKS = {(k.asset_key.path[-1], k.name): d for d in wikiprofile_checks for k in d.check_keys}
 SETTINGS = WikiProfileSettings()
 
 TITLE, PAGE, FACT = "Roald Amundsen", "roald_amundsen", "roald_amundsen_o1"
@@ -78,13 +82,13 @@ def built() -> dict[str, pl.DataFrame]:
         "source_pages": frame([{"page_id": PAGE, "title": TITLE, "summary": SUMMARY, "words": len(SUMMARY.split()), "months": 12,
                                 "mean_monthly_views": 1500.0, "reference_category": "People"}], sources.PAGE_SCHEMA),
         "page_index": frame([{"doc_id": PAGE, "content": f"{TITLE}. {SUMMARY}"}, {"doc_id": "fram", "content": "Fram. A ship."}],
-                            w.PAGE_INDEX_SCHEMA),
+                            wsources.PAGE_INDEX_SCHEMA),
         "categories": frame([{"page_id": PAGE, "category": "People", "parsed": True, "llm_category": "People", "origin": "model"}],
-                            w.CATEGORY_SCHEMA),
+                            wsteps.CATEGORY_SCHEMA),
         "entities": frame(entity, steps.ENTITY_SCHEMA),
         "object_candidates": frame([candidate], steps.OBJECT_SCHEMA),
-        "verified_objects": frame([verified], w.VERIFIED_SCHEMA),
-        "facts": frame([{**verified, "category": "People", "type_group": rules.type_group("PRODUCT")}], w.FACT_SCHEMA),
+        "verified_objects": frame([verified], wsteps.VERIFIED_SCHEMA),
+        "facts": frame([{**verified, "category": "People", "type_group": rules.type_group("PRODUCT")}], wsteps.FACT_SCHEMA),
         "direct_questions": frame([question_row("direct")], steps.QUESTION_SCHEMA),
         "direct_search_filter": frame(search_rows(["direct"]), steps.SEARCH_SCHEMA),
         "reverse_questions": frame([reverse], steps.REVERSE_SCHEMA),
@@ -111,7 +115,7 @@ def fails(result: dg.AssetCheckResult, words: str) -> None:
 
 def test_every_construction_asset_has_a_check_and_names_are_unique_per_asset():
     construction = {k for a in wikiprofile_assets for k in a.keys}
-    checked = [k for d in w.wikiprofile_checks for k in d.check_keys]
+    checked = [k for d in wikiprofile_checks for k in d.check_keys]
     assert construction - {k.asset_key for k in checked} == set()
     assert len(checked) == len(set(checked))
 
@@ -331,7 +335,7 @@ def test_ten_tasks_per_fact(built):
     bench = built["benchmark"]
     fails(run("benchmark", "ten_tasks_per_fact", built, benchmark=bench.filter(pl.col("task") != "mc_reverse")), "tasks, each once")
     fails(run("benchmark", "ten_tasks_per_fact", built, benchmark=options(bench, "mc_direct", ["Italia", "Norge", "Hindenburg"])),
-          f"{w.N_OPTIONS} options")
+          f"{wrelease.N_OPTIONS} options")
     fails(run("benchmark", "ten_tasks_per_fact", built, benchmark=options(bench, "direct", OPTIONS["direct"])), "none on the others")
     fails(run("benchmark", "ten_tasks_per_fact", built, benchmark=options(bench, "mc_direct", ["Norge", "Italia", "Hindenburg",
                                                                                                "Graf Zeppelin"])), "the gold first")
@@ -397,7 +401,7 @@ def accounted(tables: dict[str, pl.DataFrame], parse_failures: int) -> dict[str,
     """Each LLM step's check over a stand-in asset whose accounting has ``parse_failures``
     unparsable replies of 4 calls."""
     def stand_in(name: str):
-        @dg.asset(key=w.key(name))
+        @dg.asset(key=key(name))
         def _asset() -> dg.Output:
             return dg.Output(tables[name], metadata={"llm/calls": 4, "llm/errors": 0, "llm/parse_failures": parse_failures})
         return _asset

@@ -12,7 +12,7 @@ from assets.quit.assets import passage_answers, passage_labels
 from assets.quit.rules import passages_frame
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import questions_frame
-from checks.quit import label_errors
+from checks.quit.steps import label_errors
 from resources.llm import LLMResource, register_provider
 from resources.storage import StorageResource, parquet_io_manager
 from tests import scripted

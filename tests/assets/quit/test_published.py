@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 
 from assets.common.records import SourceFormatError
-from assets.quit import published, release, rules, sources
-from checks import quit as qc
+from assets.quit import published, release, rules, sources, steps
+from checks.quit import release as qrelease
+from checks.quit import steps as qsteps
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "releases" / "quit"
 LABELERS = ("gemma-3-1b", "qwen-3-4b", "llama-31-8b")
@@ -88,10 +89,10 @@ def test_the_committed_sample_is_the_generators_output():
 
 def test_the_sample_passes_the_benchmark_checks(sample):
     questions, corpus, qrels, _ = sample
-    assert qc.benchmark_questions_suite(benchmark_questions=questions).passed
-    assert qc.qrels_in_corpus(benchmark_qrels=qrels, benchmark_corpus=corpus).passed
-    assert qc.corpus_no_leakage(benchmark_corpus=corpus, benchmark_questions=questions).passed
-    assert qc.passages_per_question(passages=corpus).passed
+    assert qrelease.benchmark_questions_suite(benchmark_questions=questions).passed
+    assert qrelease.qrels_in_corpus(benchmark_qrels=qrels, benchmark_corpus=corpus).passed
+    assert qrelease.corpus_no_leakage(benchmark_corpus=corpus, benchmark_questions=questions).passed
+    assert qsteps.passages_per_question(passages=corpus).passed
 
 
 def test_the_sample_ids_follow_the_projects_passage_codes(sample):
@@ -110,7 +111,7 @@ def built_benchmark() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     passages = rules.passages_frame(selected.select("question_id", "hints"))
     labels = passages.select("passage_id", "question_id", "num_hints").with_columns(
         pl.lit(3, pl.UInt32).alias("labelers"), pl.lit(1, pl.Int8).alias("label"), pl.lit(None, pl.String).alias("error"))
-    assert dict(labels.schema) == rules.LABEL_SCHEMA
+    assert dict(labels.schema) == steps.LABEL_SCHEMA
     pools = pl.DataFrame({"question_id": ["q"], "answer_pool": [["Paris"]]})
     return release.assemble(selected, splits, metadata, passages, labels, pools, sources.REJECTS.empty())
 
@@ -258,8 +259,8 @@ def test_a_malformed_copy_of_the_sample_is_rejected_with_reasons_while_the_rest_
     assert questions["question_id"].to_list() == sample.questions["question_id"].to_list()
     assert questions.filter(pl.col("question_id") == "sample_train_01")["split"].to_list() == ["train"]
     assert corpus.height == qrels.height == 1949
-    assert qc.qrels_in_corpus(benchmark_qrels=qrels, benchmark_corpus=corpus).passed
-    assert qc.benchmark_questions_suite(benchmark_questions=questions).passed
+    assert qrelease.qrels_in_corpus(benchmark_qrels=qrels, benchmark_corpus=corpus).passed
+    assert qrelease.benchmark_questions_suite(benchmark_questions=questions).passed
 
 
 def test_passage_ids_must_be_the_question_id_and_a_permutation_code(tmp_path):

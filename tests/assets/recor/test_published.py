@@ -241,18 +241,19 @@ def test_the_loaded_tables_pass_the_benchmark_checks_and_feed_the_evaluation():
     from assets.eval.recor import rules as conversational
     from assets.eval.recor import steps as generation
     from assets.recor.settings import RecorSettings
-    from checks import recor as c
+    from checks.recor import release as rrelease
+    from checks.recor import steps as rsteps
 
     for domain in ("biology", "law"):
         benchmark, corpus, _ = load_release(str(SAMPLE), domain)
         conversations = (benchmark.group_by("domain", "conversation_id").agg(pl.len().cast(pl.Int32).alias("num_turns"))
                          .with_columns(pl.lit(True).alias("coherent"), pl.lit(True).alias("valid"), pl.lit("").alias("problems"))
-                         .select(list(c.CONVERSATION_SCHEMA)))
-        results = {"benchmark schema": c.benchmark_schema(frame=benchmark),
-                   "benchmark conversations": c.benchmark_conversations(benchmark=benchmark, conversations=conversations,
+                         .select(list(rsteps.CONVERSATION_SCHEMA)))
+        results = {"benchmark schema": rrelease.benchmark_schema(frame=benchmark),
+                   "benchmark conversations": rrelease.benchmark_conversations(benchmark=benchmark, conversations=conversations,
                                                                         recor_settings=RecorSettings(profile="demo")),
-                   "gold in corpus": c.benchmark_gold_in_corpus(benchmark=benchmark, corpus=corpus),
-                   "corpus schema": c.corpus_schema(frame=corpus)}
+                   "gold in corpus": rrelease.benchmark_gold_in_corpus(benchmark=benchmark, corpus=corpus),
+                   "corpus schema": rsteps.corpus_schema(frame=corpus)}
         assert {name: r.passed for name, r in results.items()} == dict.fromkeys(results, True), \
             {name: r.metadata for name, r in results.items() if not r.passed}
         # the evaluation's own readers take the tables as they are: the history it composes is the one released

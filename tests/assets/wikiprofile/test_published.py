@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from assets.wikiprofile import published, release, sources
-from checks import wikiprofile as checks
 from checks.factories import rejects_check
+from checks.wikiprofile import release as wrelease
 
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "releases" / "wikiprofile" / "wikiprofile.csv"
 
@@ -73,11 +73,11 @@ def test_the_bundled_sample_loads_whole_as_ten_tasks_per_fact():
 
 def test_the_loaded_sample_passes_the_benchmark_checks():
     benchmark, _ = published.load_release(str(SAMPLE))
-    for check in (checks.benchmark_schema, checks.ten_tasks_per_fact, checks.lengths, checks.distractors_apart_from_gold):
+    for check in (wrelease.benchmark_schema, wrelease.ten_tasks_per_fact, wrelease.lengths, wrelease.distractors_apart_from_gold):
         result = run(check, benchmark)
         assert result.passed, (check, result.metadata)
     broken = benchmark.filter(pl.col("task") != "contextual")
-    assert not run(checks.ten_tasks_per_fact, broken).passed
+    assert not run(wrelease.ten_tasks_per_fact, broken).passed
 
 
 def test_popularity_is_the_page_count_per_month_for_the_popularity_tiers():
@@ -137,7 +137,7 @@ def test_bad_records_are_rejected_with_their_reason_and_line_while_the_rest_load
     # A gold that is not first in the file is moved first; the other options keep their order.
     mc = benchmark.filter((pl.col("fact_id") == "2") & (pl.col("task") == "mc_direct_natural")).row(0, named=True)
     assert mc["options"] == ["Lake Tana", "Lake Victoria", "Lake Albert", "Lake Turkana"]
-    assert run(checks.ten_tasks_per_fact, benchmark).passed
+    assert run(wrelease.ten_tasks_per_fact, benchmark).passed
 
 
 def test_without_a_contextual_column_the_contextual_question_is_built_by_rule(tmp_path):
@@ -151,7 +151,7 @@ def test_without_a_contextual_column_the_contextual_question_is_built_by_rule(tm
                                       "Albert Einstein born in 1879?")
     assert contextual["question_origin"] == "rules" and contextual["answer"] == "Ulm"
     assert benchmark.filter(pl.col("question_origin") == "rules")["task"].unique().to_list() == ["contextual"]
-    assert run(checks.ten_tasks_per_fact, benchmark).passed
+    assert run(wrelease.ten_tasks_per_fact, benchmark).passed
 
 
 def test_a_file_without_the_published_columns_is_an_error_naming_them(tmp_path):
@@ -172,6 +172,6 @@ def test_the_field_mapping_uses_the_published_column_names():
     assert {t: c[2] for t, c in published.TASK_COLUMNS.items() if c[2]} == {
         "mc_direct": "direct_choices", "mc_direct_natural": "direct_choices",
         "mc_reverse": "reverse_choices", "mc_reverse_natural": "reverse_choices"}
-    assert set(published.TASK_COLUMNS) == set(checks.TASKS)
+    assert set(published.TASK_COLUMNS) == set(wrelease.TASKS)
     header, _ = sample_rows()
     assert set(header) == {*published.REQUIRED_COLUMNS, published.CONTEXTUAL}

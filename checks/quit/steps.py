@@ -1,21 +1,16 @@
-"""Checks on the QUIT assets. Blocking where a bad table must not flow downstream."""
+"""Checks of QUIT's construction steps (``assets.quit.steps`` and the rules they apply): the
+leakage screening, hint convergence and selection, question metadata, closed-book answers and
+splits, the passages, their labels and answer pools, and the human verification."""
 
 import dagster as dg
 import great_expectations.expectations as gxe
 import polars as pl
 
-from assets.common.text import contains_phrase, normalize
+from assets.common.text import normalize
 from assets.partitions import quit_labeler_partitions, quit_model_partitions
-from assets.quit.assets import wiring
-from assets.quit.release import SPLITS, TABLE_1_SCHEMA
-from assets.quit.rules import (
-    CANDIDATE_SCHEMA,
-    PASSAGES_PER_QUESTION,
-    TOP_HINTS,
-    UNDETERMINED,
-)
+from assets.quit.rules import CANDIDATE_SCHEMA, PASSAGES_PER_QUESTION, TOP_HINTS, UNDETERMINED
 from assets.quit.settings import QuitSettings
-from assets.quit.sources import MIN_HINTS, REFERENCE_SCHEMA, REJECTS, SOURCE_REASONS
+from assets.quit.sources import REJECTS
 from assets.quit.steps import LEAKAGE_REASONS
 from checks.factories import (
     WARN,
@@ -25,41 +20,13 @@ from checks.factories import (
     rejects_check,
     rows_check,
     suite_check,
-    table_check,
     table_problems,
 )
-from resources.storage import exists
+from checks.quit.shared import key, leaks
+
 
 LABELS = (1, 2)
 
-
-key = wiring.key
-
-
-def leaks(frame: pl.DataFrame, text_col: str, answers_col: str) -> pl.DataFrame:
-    """Rows whose text (a string or a list of strings) names any of the answers."""
-    def leaking(row) -> bool:
-        texts = row[text_col] if isinstance(row[text_col], list) else [row[text_col]]
-        return any(contains_phrase(t, a) for t in texts for a in (row[answers_col] or []))
-
-    mask = [leaking(r) for r in frame.select(text_col, answers_col).iter_rows(named=True)]
-    return frame.filter(pl.Series(mask, dtype=pl.Boolean))
-
-
-@dg.asset_check(asset=key("source_questions"), blocking=True, description="Schema, unique ids, at least 5 usable hints.")
-def source_questions_suite(source_questions: pl.DataFrame) -> dg.AssetCheckResult:
-    frame = source_questions.with_columns(pl.col("hints").list.len().alias("hint_count")).drop(
-        "hints", "aliases", "hint_convergence", "candidate_answers")
-    return suite_check(frame, [
-        gxe.ExpectColumnValuesToBeUnique(column="question_id"),
-        gxe.ExpectColumnValuesToNotBeNull(column="question"),
-        gxe.ExpectColumnValuesToNotBeNull(column="answer"),
-        gxe.ExpectColumnValuesToBeInSet(column="source", value_set=["triviahg", "wikihint"]),
-        gxe.ExpectColumnValuesToBeBetween(column="hint_count", min_value=MIN_HINTS),
-    ], "quit_source_questions")
-
-
-source_rejects_reasons = rejects_check(key("source_rejects"), SOURCE_REASONS, REJECTS.keys)
 leakage_rejects_reasons = rejects_check(key("leakage_rejects"), LEAKAGE_REASONS, REJECTS.keys)
 
 
@@ -156,35 +123,6 @@ def label_errors(passage_labels: pl.DataFrame, quit_settings: QuitSettings) -> d
     })
 
 
-@dg.asset_check(asset=key("benchmark_questions"), blocking=True, description="Unique ids, known splits, non-empty answer pools.")
-def benchmark_questions_suite(benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
-    frame = benchmark_questions.with_columns(pl.col("answers").list.len().alias("answer_count")).select(
-        "question_id", "split", "answer_count", "question")
-    return suite_check(frame, [
-        gxe.ExpectColumnValuesToBeUnique(column="question_id"),
-        gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "dev", "test"]),
-        gxe.ExpectColumnValuesToBeBetween(column="answer_count", min_value=1),
-    ], "quit_benchmark_questions")
-
-
-@dg.asset_check(asset=key("benchmark_qrels"), blocking=True, additional_ins={"benchmark_corpus": dg.AssetIn(key=key("benchmark_corpus"))},
-                description="Every qrel points into the corpus and every corpus passage has a qrel.")
-def qrels_in_corpus(benchmark_qrels: pl.DataFrame, benchmark_corpus: pl.DataFrame) -> dg.AssetCheckResult:
-    dangling = benchmark_qrels.join(benchmark_corpus.select("passage_id"), on="passage_id", how="anti")
-    unlabeled = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id", how="anti").select(
-        pl.col("question_id"), pl.col("passage_id"), pl.lit(None, pl.Int8).alias("label"))
-    bad = pl.concat([dangling.select("question_id", "passage_id", pl.col("label").cast(pl.Int8)), unlabeled])
-    return rows_check(bad, "qrels and corpus cover the same passages", "passage_id")
-
-
-@dg.asset_check(asset=key("benchmark_corpus"), blocking=True, additional_ins={"benchmark_questions": dg.AssetIn(key=key("benchmark_questions"))},
-                description="No passage contains any valid answer of its question (the inferential invariant).")
-def corpus_no_leakage(benchmark_corpus: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
-    joined = benchmark_corpus.join(benchmark_questions.select("question_id", "answers"), on="question_id")
-    bad = leaks(joined, "text", "answers")
-    return rows_check(bad.select("passage_id", "answers", "text"), "no passage names a valid answer", "passage_id")
-
-
 POOL_SCHEMA = {"question_id": pl.String, "answer": pl.String, "aliases": pl.List(pl.String),
                "generated_correct": pl.List(pl.String), "answer_pool": pl.List(pl.String)}
 
@@ -266,65 +204,6 @@ def verified_pools_complete(verified_pools: pl.DataFrame, answer_pools: pl.DataF
 
 verification_rejects_reasons = rejects_check(key("verification_rejects"), LEAKAGE_REASONS, REJECTS.keys)
 
-RELEASE_SCHEMA = {"file": pl.String, "records": pl.Int64, "path": pl.String}
-
-
-def release_records(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame) -> dict[str, int]:
-    """What each release file must hold: the corpus, each split's questions and its qrels."""
-    split_qrels = qrels.join(questions.select("question_id", "split"), on="question_id")
-    records = {"corpus.jsonl": corpus.height}
-    for split in SPLITS:
-        records[f"{split}.json"] = questions.filter(pl.col("split") == split).height
-        records[f"qrels.{split}.txt"] = split_qrels.filter(pl.col("split") == split).height
-    return records
-
-
-@dg.asset_check(asset=key("release_files"), additional_ins={name: dg.AssetIn(key=key(name)) for name in
-                                                            ("benchmark_questions", "benchmark_corpus", "benchmark_qrels")},
-                description="Every release file written, where the manifest says, with the benchmark's record counts.")
-def release_files_written(release_files: pl.DataFrame, benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame,
-                          benchmark_qrels: pl.DataFrame) -> dg.AssetCheckResult:
-    problems = table_problems(release_files, RELEASE_SCHEMA, unique=("file",), not_null=tuple(RELEASE_SCHEMA))
-    if not problems:
-        written = {r["file"]: r for r in release_files.iter_rows(named=True)}
-        for name, records in release_records(benchmark_questions, benchmark_corpus, benchmark_qrels).items():
-            row = written.get(name)
-            if row is None:
-                problems.append(f"{name} is not in the manifest")
-            elif row["records"] != records:
-                problems.append(f"{name}: {row['records']} records, the benchmark has {records}")
-            elif not exists(row["path"]):
-                problems.append(f"{name}: nothing at {row['path']}")
-    return problems_result(problems, release_files.height)
-
-
-# Table 1's rows (release.table1) that the checks below read.
-TOTAL_PASSAGES, LABEL_2, LABEL_1 = "Total Passages", "Label-2 Passages", "Label-1 Passages"
-COUNT_ROWS = ("Total Questions", TOTAL_PASSAGES, LABEL_2, LABEL_1)
-ANSWER_CONTAINMENT, WHOLE_WORDS = "Answer Containment", "Answer Containment (whole words)"
-SHARE_ROWS = ("Query-Passage Lexical Overlap", ANSWER_CONTAINMENT, WHOLE_WORDS)
-
-
-@dg.asset_check(asset=key("statistics"),
-                description="Table 1: whole counts, shares in [0, 1], no passage containing an answer on word boundaries, labels adding up to the passages.")
-def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
-    """Answer containment on whole words is 0 by construction (the inferential invariant the
-    corpus check enforces); a non-zero one means the table and the corpus disagree. The
-    release's substring containment may be above 0 ("Paris" in "Parisian") and is only
-    bounded."""
-    problems = table_problems(statistics, TABLE_1_SCHEMA, unique=("metric",), not_null=("metric", "value"))
-    if not problems:
-        values = dict(statistics.select("metric", "value").iter_rows())
-        problems += [f"row {m!r} is missing" for m in (*COUNT_ROWS, *SHARE_ROWS) if m not in values]
-        if not problems:
-            problems += [f"{m} is {values[m]}, not a count" for m in COUNT_ROWS if values[m] < 0 or not float(values[m]).is_integer()]
-            problems += [f"{m} is {values[m]}, outside [0, 1]" for m in SHARE_ROWS if not 0 <= values[m] <= 1]
-            if values[WHOLE_WORDS]:
-                problems.append(f"{WHOLE_WORDS} is {values[WHOLE_WORDS]}: some passage names a valid answer")
-            if values[LABEL_1] + values[LABEL_2] != values[TOTAL_PASSAGES]:
-                problems.append(f"{LABEL_1} + {LABEL_2} = {values[LABEL_1] + values[LABEL_2]}, {TOTAL_PASSAGES} = {values[TOTAL_PASSAGES]}")
-    return problems_result(problems, statistics.height)
-
 
 def failed_calls(answers: pl.DataFrame) -> pl.DataFrame:
     """Answers whose own call or judge call failed or did not parse (both kept with the row);
@@ -342,23 +221,7 @@ llm_accounting = [
 ]
 
 
-reference_index_schema = table_check(key("reference_index"), REFERENCE_SCHEMA, unique=["id"], not_null=["id", "contents"])
-
-
-@dg.asset_check(asset=key("reference_index"), blocking=True,
-                description="The reference passages have a text and are all in the BM25 index difficulty searches.")
-def reference_index_complete(context, reference_index: pl.DataFrame) -> dg.AssetCheckResult:
-    empty = reference_index.filter(pl.col("contents").str.strip_chars() == "")
-    event = context.instance.get_latest_materialization_event(key("reference_index"))
-    where = event.asset_materialization.metadata.get("index") if event and event.asset_materialization else None
-    problems = [f"{empty.height} passages without text (e.g. {', '.join(empty['id'].head(5).to_list())})"] if empty.height else []
-    if where is not None and not exists(where.value):
-        problems.append(f"no index at {where.value}")
-    return problems_result(problems, reference_index.height)
-
-
-quit_checks = [source_questions_suite, reference_index_schema, reference_index_complete, source_rejects_reasons, leakage_rejects_reasons, screened_no_leakage, convergence_suite,
-               five_hints, metadata_suite, parametric_parse_failures, splits_rule, passages_per_question,
-               passage_answer_parse_failures, labels_suite, label_errors, answer_pools_complete, candidates_distinct,
-               verified_labels_kept, verified_pools_complete, verification_rejects_reasons, benchmark_questions_suite,
-               qrels_in_corpus, corpus_no_leakage, release_files_written, statistics_table_1, *llm_accounting]
+step_checks = [leakage_rejects_reasons, screened_no_leakage, convergence_suite, five_hints, metadata_suite, parametric_parse_failures,
+               splits_rule, passages_per_question, passage_answer_parse_failures, labels_suite, label_errors,
+               answer_pools_complete, candidates_distinct, verified_labels_kept, verified_pools_complete,
+               verification_rejects_reasons, *llm_accounting]

@@ -1,30 +1,17 @@
-"""Data-quality checks of WikiProfile's construction assets (notes, section 2): every table's
-shape and ids, the method's rules and counts, each table's references to the tables it was
-built from, every rejects table's vocabulary and the LLM steps' accounting. The rules and
-references block, so a bad table does not flow on; the LLM accounting and distractors that
-overlap the gold warn."""
+"""Checks of WikiProfile's construction steps (``assets.wikiprofile.steps``, steps 2-17):
+categories, entities, object candidates and their verification, the facts, the direct,
+reverse, natural and contextual questions, and the search-grounded filters between them."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import dagster as dg
 import polars as pl
 
-from assets.wikiprofile import release, rules, sources, steps
-from assets.wikiprofile.assets import wiring
+from assets.wikiprofile import rules, steps
 from assets.wikiprofile.settings import WikiProfileSettings
-from checks.factories import (
-    WARN,
-    llm_accounting_check,
-    missing,
-    rejects_check,
-    rows_check,
-    table_check,
-    unmet,
-)
+from checks.factories import flags, llm_accounting_check, missing, rejects_check, rows_check, table_check, unmet
+from checks.wikiprofile.shared import ins, key, named
 
-PREFIX = "wikiprofile"
 
 CATEGORY_NAMES = (*rules.CATEGORIES, rules.OTHER_CATEGORY)
 # Who made a row: the builder model, or the rules that stand in for an advisory builder.
@@ -32,8 +19,6 @@ ORIGINS = ("model", "rules")
 # A page's category is the model's, or the source's where advisory verdicts defer to it.
 CATEGORY_ORIGINS = ("model", "reference")
 NATURAL_KINDS = ("contextual", "direct_natural", "reverse_natural")
-TASKS = ("completion", "contextual", *release.CLOSED_BOOK, *(f"mc_{kind}" for kind in release.CLOSED_BOOK))
-N_OPTIONS = 1 + rules.N_DISTRACTORS
 
 # The tables whose schema is written inline by their step (steps.categorize, steps.verify).
 CATEGORY_SCHEMA = {"page_id": pl.String, "category": pl.String, "parsed": pl.Boolean, "llm_category": pl.String,
@@ -42,77 +27,11 @@ VERIFIED_SCHEMA = {**steps.OBJECT_SCHEMA, "with_target": pl.Boolean, "left_conte
                    "difficulty": pl.Boolean, "verified": pl.Boolean}
 FACT_SCHEMA = {**VERIFIED_SCHEMA, "category": pl.String, "type_group": pl.String}
 VERDICTS = ("with_target", "left_context_alone", "difficulty")
-# sources.search_collection's documents.
-PAGE_INDEX_SCHEMA = {"doc_id": pl.String, "content": pl.String}
-
-
-key = wiring.key
-
-
-def ins(*names: str) -> dict[str, dg.AssetIn]:
-    return {name: dg.AssetIn(key=key(name)) for name in names}
-
-
-def flags(frame: pl.DataFrame, rule: Callable[..., bool], *columns: str) -> pl.Series:
-    """A rule in Python over ``columns`` of each row (the method's own functions), as a column."""
-    return pl.Series([rule(*row) for row in frame.select(columns).iter_rows()], dtype=pl.Boolean)
-
-
-def result(offending: pl.DataFrame, what: str) -> dg.AssetCheckResult:
-    return rows_check(offending, what, offending.columns[0])
 
 
 def cut_before() -> pl.Expr:
     """The summary cut immediately before the object (``rules.left_context``)."""
     return pl.col("summary").str.slice(0, pl.col("start")).str.strip_chars_end()
-
-
-def named(text: str, answer: str) -> pl.Expr:
-    """Whether a question column names an answer column, by the steps' own rule (``answer_leaks``)."""
-    return pl.struct(text, answer).map_elements(
-        lambda r: None if r[text] is None or r[answer] is None else rules.answer_leaks(r[text], r[answer]), return_dtype=pl.Boolean)
-
-
-# --- step 1: pages ------------------------------------------------------------------------------
-
-source_pages_schema = table_check(key("source_pages"), sources.PAGE_SCHEMA, unique=["page_id"],
-                                  not_null=["page_id", "title", "summary", "words", "months", "mean_monthly_views"])
-
-
-@dg.asset_check(asset=key("source_pages"), blocking=True,
-                description="Summaries of at least the configured words (the paper's 50), counted right; ids from the titles; "
-                            "views over at least one month, none negative.")
-def page_rules(source_pages: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.AssetCheckResult:
-    least = wikiprofile_settings.min_words
-    frame = source_pages.with_columns(flags(source_pages, lambda pid, title: pid == sources.page_id(title), "page_id", "title")
-                                      .alias("id_of_title"))
-    bad = unmet(frame, {
-        f"at least {least} words": pl.col("words") >= least,
-        "words counts the summary's words": pl.col("words") == pl.col("summary").str.count_matches(r"\S+"),
-        "page_id made from the title": pl.col("id_of_title"),
-        "views over at least one month, none negative": (pl.col("months") >= 1) & (pl.col("mean_monthly_views") >= 0),
-    }, ids=["page_id"])
-    return result(bad, "pages as the method samples them")
-
-
-source_rejects_reasons = rejects_check(key("source_rejects"), sources.SOURCE_REASONS, sources.REJECTS.keys)
-
-
-# --- the page collection the search filters search ---------------------------------------------
-
-page_index_schema = table_check(key("page_index"), PAGE_INDEX_SCHEMA, unique=["doc_id"], not_null=list(PAGE_INDEX_SCHEMA))
-
-
-@dg.asset_check(asset=key("page_index"), blocking=True, additional_ins=ins("source_pages"),
-                description="Every source page is in the collection as its title and summary: a web search would find it.")
-def source_pages_indexed(page_index: pl.DataFrame, source_pages: pl.DataFrame) -> dg.AssetCheckResult:
-    frame = source_pages.join(page_index, left_on="page_id", right_on="doc_id", how="left")
-    bad = unmet(frame, {"indexed as its title and summary": pl.col("content") == pl.format("{}. {}", "title", "summary")},
-                ids=["page_id"])
-    return result(bad, "the source pages are searchable")
-
-
-page_index_rejects_reasons = rejects_check(key("page_index_rejects"), sources.SEARCH_PAGE_REASONS, sources.REJECTS.keys)
 
 
 # --- step 2: categories -------------------------------------------------------------------------
@@ -137,7 +56,7 @@ def one_category_per_page(categories: pl.DataFrame, source_pages: pl.DataFrame) 
         .otherwise(pl.col("category") == pl.col("llm_category").fill_null(rules.OTHER_CATEGORY)),
         "a source page": pl.col("paged"),
     }, ids=["page_id"]), missing(source_pages, categories, ["page_id"], "page without a category")])
-    return result(bad, "one known category per source page")
+    return rows_check(bad, "one known category per source page")
 
 
 categories_llm = llm_accounting_check(key("categories"), failed_items=lambda t: t.filter(~pl.col("parsed")), item_column="page_id")
@@ -162,7 +81,7 @@ def entity_rules(entities: pl.DataFrame, source_pages: pl.DataFrame) -> dg.Asset
         f"at most {rules.MAX_ENTITY_WORDS} words": pl.col("name").str.count_matches(r"\S+") <= rules.MAX_ENTITY_WORDS,
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
     }, ids=["entity_id"])
-    return result(bad, "entities as step 3 tags them")
+    return rows_check(bad, "entities as step 3 tags them")
 
 
 # Pages whose tags the model got wrong got the rule-based entities.
@@ -197,7 +116,7 @@ def object_rules(object_candidates: pl.DataFrame, source_pages: pl.DataFrame,
         "one of the entity types": pl.col("type").is_in(rules.ENTITY_TYPES),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
     }, ids=["fact_id"])
-    return result(bad, "object candidates as step 4 selects them")
+    return rows_check(bad, "object candidates as step 4 selects them")
 
 
 # Pages whose ranking the model did not give got the rule-ranked entities.
@@ -223,7 +142,7 @@ def one_verdict_per_candidate(verified_objects: pl.DataFrame, object_candidates:
         "turned down only by a verdict that is not yes": pl.col("verified") | ~pl.all_horizontal(
             [pl.col(v).fill_null(False) for v in VERDICTS]),
     }, ids=["fact_id"]), missing(object_candidates, verified_objects, ["fact_id"], "candidate without verdicts")])
-    return result(bad, "each candidate's verdicts")
+    return rows_check(bad, "each candidate's verdicts")
 
 
 verified_objects_llm = llm_accounting_check(key("verified_objects"), item_column="fact_id", failed_items=lambda t: t.filter(
@@ -252,7 +171,7 @@ def fact_rules(facts: pl.DataFrame, source_pages: pl.DataFrame, wikiprofile_sett
         "left context is its page's summary cut before it": pl.col("left_context") == cut_before(),
         f"within the downsampling target ({target})": pl.lit(True) if target is None else pl.int_range(pl.len()) < target,
     }, ids=["fact_id"])
-    return result(bad, "facts as step 6 keeps them")
+    return rows_check(bad, "facts as step 6 keeps them")
 
 
 # --- steps 7-9: direct questions ----------------------------------------------------------------
@@ -272,7 +191,7 @@ def direct_questions_of_facts(direct_questions: pl.DataFrame, facts: pl.DataFram
         "does not name the object": ~named("question", "object"),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
     }, ids=["fact_id"])
-    return result(bad, "direct questions of the facts")
+    return rows_check(bad, "direct questions of the facts")
 
 
 # The facts whose model question failed got the sentence's cloze.
@@ -298,7 +217,7 @@ def search_filter_checks(stage: str, questions: str) -> list[dg.AssetChecksDefin
             f"at most {steps.SEARCH_K} hits": pl.col("search_hits").list.len() <= steps.SEARCH_K,
             "a question of its stage, searched as asked": pl.col("question") == pl.col("asked"),
         }, ids=["fact_id", "kind"]), missing(questions, frame, ["fact_id", "kind"], "question not searched")])
-        return result(bad, f"the {stage} search filter keeps what its verdicts pass")
+        return rows_check(bad, f"the {stage} search filter keeps what its verdicts pass")
 
     return [
         table_check(table, steps.SEARCH_SCHEMA, unique=["fact_id", "kind"], not_null=["fact_id", "kind", "question", "search_hits", "kept"]),
@@ -332,7 +251,7 @@ def reverse_questions_of_facts(reverse_questions: pl.DataFrame, facts: pl.DataFr
         "the subject's type is one of the entity types": pl.col("subject_type").is_in(rules.ENTITY_TYPES),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
     }, ids=["fact_id"])
-    return result(bad, "reverse questions of the facts")
+    return rows_check(bad, "reverse questions of the facts")
 
 
 # The facts whose model reply failed the rules got the reverse cloze.
@@ -363,7 +282,7 @@ def natural_questions_of_facts(natural_questions: pl.DataFrame, facts: pl.DataFr
         "a rephrasing does not name its answer": (pl.col("kind") == "contextual") | ~named("question", "answer"),
         f"origin in {ORIGINS}": pl.col("origin").is_in(ORIGINS),
     }, ids=["fact_id", "kind"])
-    return result(bad, "natural and contextual questions of the facts")
+    return rows_check(bad, "natural and contextual questions of the facts")
 
 
 # The rephrasings made by rule (the contextual question always is).
@@ -372,84 +291,7 @@ natural_questions_llm = llm_accounting_check(key("natural_questions"), item_colu
 natural_question_rejects_reasons = rejects_check(key("natural_question_rejects"), steps.NATURAL_QUESTION_REASONS, steps.REJECTS.keys)
 
 
-# --- steps 18-19: the benchmark -----------------------------------------------------------------
-
-benchmark_schema = table_check(key("benchmark"), release.BENCHMARK_SCHEMA, unique=["fact_id", "task"],
-                               not_null=[c for c in release.BENCHMARK_SCHEMA if c not in ("options", "options_origin")])
-
-
-@dg.asset_check(asset=key("benchmark"), blocking=True,
-                description=f"The ten tasks ({', '.join(TASKS)}) once per fact; {N_OPTIONS} distinct options with the gold once, stored first, on the "
-                            "multiple-choice tasks and none on the others; no answer in a closed-book question.")
-def ten_tasks_per_fact(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    tasks = benchmark.group_by("fact_id").agg(pl.col("task").sort().alias("tasks"))
-    wrong = tasks.filter(pl.col("tasks") != pl.lit(sorted(TASKS), pl.List(pl.String))).select(
-        "fact_id", pl.lit(None, pl.String).alias("task"), pl.lit(f"the {len(TASKS)} tasks, each once").alias("rule"))
-    mc = pl.col("task").str.starts_with("mc_")
-    bad = unmet(benchmark, {
-        f"{N_OPTIONS} options on a multiple-choice task, none on the others":
-            pl.when(mc).then(pl.col("options").list.len() == N_OPTIONS).otherwise(pl.col("options").is_null()),
-        # Profiling shuffles the options per sample around the gold at index 0 (mc_orders).
-        "the gold first": ~mc | (pl.col("options").list.first() == pl.col("answer")),
-        "the gold once, no option repeated": ~mc | (pl.col("options").list.eval(pl.element().str.strip_chars().str.to_lowercase())
-                                                    .list.n_unique() == pl.col("options").list.len()),
-        "a closed-book question does not name its answer": ~pl.col("task").is_in(release.CLOSED_BOOK) | ~named("question", "answer"),
-    }, ids=["fact_id", "task"])
-    return result(pl.concat([wrong, bad]), "the ten tasks of every fact")
-
-
-def overlaps_gold(options: list[str]) -> bool:
-    """Whether a distractor holds the gold or lies inside it (``rules.overlaps_gold``, the
-    rule the distractor steps apply): the model's lists sometimes repeat the gold in a sentence."""
-    return any(rules.overlaps_gold(o.strip(), options[0].strip()) for o in options[1:])
-
-
-@dg.asset_check(asset=key("benchmark"), description="No distractor holds the gold or lies inside it; a warning, since the "
-                                                     "task still has its gold once as an option.")
-def distractors_apart_from_gold(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    mc = benchmark.filter(pl.col("task").str.starts_with("mc_") & (pl.col("options").list.len() > 1))
-    bad = mc.filter(flags(mc, overlaps_gold, "options")).select("fact_id", "task", "options_origin", "options")
-    return rows_check(bad, "distractors apart from the gold", "fact_id", WARN)
-
-
-@dg.asset_check(asset=key("benchmark"), blocking=True,
-                description=f"Step 18: every question at most {steps.MAX_QUESTION_WORDS} words (the contextual one aside), "
-                            f"every left context (the completion prompt) at least {steps.MIN_LEFT_CONTEXT_WORDS}.")
-def lengths(benchmark: pl.DataFrame) -> dg.AssetCheckResult:
-    n = pl.col("question").str.count_matches(r"\S+")
-    bad = unmet(benchmark, {
-        f"at most {steps.MAX_QUESTION_WORDS} words": pl.col("task").is_in(["completion", "contextual"]) | (n <= steps.MAX_QUESTION_WORDS),
-        f"a left context of at least {steps.MIN_LEFT_CONTEXT_WORDS} words": (pl.col("task") != "completion")
-        | (n >= steps.MIN_LEFT_CONTEXT_WORDS),
-    }, ids=["fact_id", "task"])
-    return result(bad, "the length filter")
-
-
-@dg.asset_check(asset=key("benchmark"), blocking=True, additional_ins=ins("facts"),
-                description="Every task of a fact, with its page, category, type group and object; the completion prompt is "
-                            "its left context; the answer is the object on direct tasks and the subject on reverse ones.")
-def benchmark_of_facts(benchmark: pl.DataFrame, facts: pl.DataFrame) -> dg.AssetCheckResult:
-    frame = benchmark.join(facts.select("fact_id", "page_id", "category", "type_group", "object", "left_context"), on="fact_id",
-                           how="left", suffix="_fact")
-    bad = unmet(frame, {
-        "a fact, with its page, category, type group and object": pl.all_horizontal(
-            [pl.col(c) == pl.col(f"{c}_fact") for c in ("page_id", "category", "type_group", "object")]),
-        "the completion prompt is the left context": (pl.col("task") != "completion") | (pl.col("question") == pl.col("left_context")),
-        "the answer is the object, or the subject on reverse tasks": pl.col("answer") == pl.when(
-            pl.col("task").str.contains("reverse")).then("subject").otherwise("object"),
-    }, ids=["fact_id", "task"])
-    return result(bad, "the benchmark's tasks are its facts'")
-
-
-# The closed-book questions whose distractors came from the sample's names.
-benchmark_llm = llm_accounting_check(key("benchmark"), item_column="fact_id", failed_items=lambda t: t.filter(
-    pl.col("options_origin") == "rules").unique("fact_id", maintain_order=True))
-final_rejects_reasons = rejects_check(key("final_rejects"), release.FINAL_REASONS, steps.REJECTS.keys)
-
-
-wikiprofile_checks = [
-    source_pages_schema, page_rules, source_rejects_reasons,
-    page_index_schema, source_pages_indexed, page_index_rejects_reasons,
+step_checks = [
     categories_schema, one_category_per_page, categories_llm,
     entities_schema, entity_rules, entities_llm, entity_rejects_reasons,
     object_candidates_schema, object_rules, object_candidates_llm, object_rejects_reasons,
@@ -461,5 +303,4 @@ wikiprofile_checks = [
     *search_filter_checks("reverse", "reverse_questions"),
     natural_questions_schema, natural_questions_of_facts, natural_questions_llm, natural_question_rejects_reasons,
     *search_filter_checks("natural", "natural_questions"),
-    benchmark_schema, ten_tasks_per_fact, distractors_apart_from_gold, lengths, benchmark_of_facts, benchmark_llm, final_rejects_reasons,
 ]
