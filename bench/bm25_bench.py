@@ -139,44 +139,61 @@ def run_cli(module: str, argv: list[str]) -> None:
 
 
 def child(variant: str, scratch: str, threads: int, out: dict) -> None:
-    corpus, topics = os.path.join(scratch, "corpus"), os.path.join(scratch, "topics.tsv")
-    start = time.perf_counter()
     if variant == "bm25s":
-        import bm25s
-        import polars as pl
-        import Stemmer
+        bm25s_child(scratch, threads, out)
+    else:
+        lucene_child(variant, scratch, threads, out)
 
-        frame = pl.scan_ndjson(os.path.join(corpus, "*.jsonl")).collect()
-        ids, texts = frame["id"].to_list(), frame["contents"].to_list()
-        del frame
-        queries, qids = read_topics(scratch)
-        out["input_rss_mib"] = peak_rss_mib()
-        stemmer = Stemmer.Stemmer("porter")  # Lucene's English analyzer stems with Porter
-        t = time.perf_counter()
-        # The numba backend is bm25s's fast path (numpy is its default); numba is installed here.
-        model = bm25s.BM25(k1=0.9, b=0.4, method="lucene", backend="numba")
-        model.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
-        out["index_s"] = time.perf_counter() - t
-        warm_up = bm25s.tokenize(queries[:1], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
-        model.retrieve(warm_up, k=TOP_K, n_threads=threads, show_progress=False)  # JIT compilation, before the clock
-        t = time.perf_counter()
-        tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
-        docs, scores = model.retrieve(tokens, k=TOP_K, n_threads=threads, show_progress=False)
-        out["search_s"] = time.perf_counter() - t
-        with open(os.path.join(scratch, "run.bm25s.trec"), "w") as f:
-            for qid, row, row_scores in zip(qids, docs, scores):
-                f.writelines(f"{qid} Q0 {ids[d]} {r + 1} {s:.6f} bm25s\n" for r, (d, s) in enumerate(zip(row, row_scores)))
-        return
 
+def bm25s_child(scratch: str, threads: int, out: dict) -> None:
+    """bm25s: index the texts and retrieve top-100 for every query, writing its TREC run."""
+    import bm25s
+    import polars as pl
+    import Stemmer
+
+    frame = pl.scan_ndjson(os.path.join(scratch, "corpus", "*.jsonl")).collect()
+    ids, texts = frame["id"].to_list(), frame["contents"].to_list()
+    del frame
+    queries, qids = read_topics(scratch)
+    out["input_rss_mib"] = peak_rss_mib()
+    stemmer = Stemmer.Stemmer("porter")  # Lucene's English analyzer stems with Porter
+    t = time.perf_counter()
+    # The numba backend is bm25s's fast path (numpy is its default); numba is installed here.
+    model = bm25s.BM25(k1=0.9, b=0.4, method="lucene", backend="numba")
+    model.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    out["index_s"] = time.perf_counter() - t
+    warm_up = bm25s.tokenize(queries[:1], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
+    model.retrieve(warm_up, k=TOP_K, n_threads=threads, show_progress=False)  # JIT compilation, before the clock
+    t = time.perf_counter()
+    tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
+    docs, scores = model.retrieve(tokens, k=TOP_K, n_threads=threads, show_progress=False)
+    out["search_s"] = time.perf_counter() - t
+    with open(os.path.join(scratch, "run.bm25s.trec"), "w") as f:
+        for qid, row, row_scores in zip(qids, docs, scores):
+            f.writelines(f"{qid} Q0 {ids[d]} {r + 1} {s:.6f} bm25s\n" for r, (d, s) in enumerate(zip(row, row_scores)))
+
+
+def lucene_child(variant: str, scratch: str, threads: int, out: dict) -> None:
+    """One Lucene variant (pipeline or CLI, index or search) after the JVM start, which is
+    timed apart as ``setup_s``."""
+    start = time.perf_counter()
     from resources.lucene import start_jvm
 
     start_jvm()
     if variant.endswith("index"):
         import pyserini.index.lucene  # noqa: F401  (JVM start and class loading, before the clock)
+
+        run = lucene_index
     else:
         # Everything the search CLI imports (transformers, the writers), also before the clock.
         import pyserini.search.lucene.__main__  # noqa: F401
-    index_dir = os.path.join(scratch, f"index.{variant.split('-')[0]}")
+
+        run = lucene_search
+    run(variant, scratch, os.path.join(scratch, f"index.{variant.split('-')[0]}"), threads, out, start)
+
+
+def lucene_index(variant: str, scratch: str, index_dir: str, threads: int, out: dict, start: float) -> None:
+    corpus = os.path.join(scratch, "corpus")
     if variant == "pipeline-index":
         import polars as pl
 
@@ -189,14 +206,17 @@ def child(variant: str, scratch: str, threads: int, out: dict) -> None:
         t = time.perf_counter()
         out["docs"] = build_index(docs, index_dir, threads=threads)
         out["wall_s"] = time.perf_counter() - t
-    elif variant == "cli-index":
+    else:
         shutil.rmtree(index_dir, ignore_errors=True)
         out["setup_s"] = time.perf_counter() - start
         t = time.perf_counter()
         run_cli("pyserini.index.lucene", ["--collection", "JsonCollection", "--input", corpus, "--index", index_dir,
                                           "--generator", "DefaultLuceneDocumentGenerator", "--threads", str(threads)])
         out["wall_s"] = time.perf_counter() - t
-    elif variant == "pipeline-search":
+
+
+def lucene_search(variant: str, scratch: str, index_dir: str, threads: int, out: dict, start: float) -> None:
+    if variant == "pipeline-search":
         from assets.eval.runs import run_frame, trec_run
         from resources.lucene import BM25Searcher
 
@@ -213,9 +233,10 @@ def child(variant: str, scratch: str, threads: int, out: dict) -> None:
     else:
         out["setup_s"] = time.perf_counter() - start
         t = time.perf_counter()
-        run_cli("pyserini.search.lucene", ["--index", index_dir, "--topics", topics, "--output",
-                                           os.path.join(scratch, "run.cli.trec"), "--bm25", "--k1", "0.9", "--b", "0.4",
-                                           "--hits", str(TOP_K), "--threads", str(threads), "--batch-size", "64"])
+        run_cli("pyserini.search.lucene", ["--index", index_dir, "--topics", os.path.join(scratch, "topics.tsv"),
+                                           "--output", os.path.join(scratch, "run.cli.trec"), "--bm25", "--k1", "0.9",
+                                           "--b", "0.4", "--hits", str(TOP_K), "--threads", str(threads),
+                                           "--batch-size", "64"])
         out["wall_s"] = time.perf_counter() - t
 
 

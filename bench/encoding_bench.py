@@ -120,24 +120,35 @@ def dense_index(args) -> None:
 
 
 def quit_tables(args) -> None:
-    import polars as pl
+    sample = quit_sample(max(args.questions, args.difficulty_questions))
+    text = dict(sample.select("question_id", "question").iter_rows())
+    quit_overlap(sample.head(args.questions), text, args.repeats)
+    quit_difficulty(sample.head(args.difficulty_questions), text, args.references, args.repeats)
 
+
+def quit_sample(n: int):
+    """The bundled QUIT sample's first ``n`` questions, five hints each."""
     from assets.common.records import parse_json_list
-    from assets.common.text import contains_phrase
-    from assets.quit import release, rules, sources, steps
+    from assets.quit import sources
     from assets.quit.settings import QuitSettings
-    from resources.encoders import encode_texts
 
     s = QuitSettings()
     loaded = [(name, parse_json_list(open(path).read(), path))
               for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
-    sample = sources.questions_frame(sources.ingest(loaded).rows).head(max(args.questions, args.difficulty_questions))
-    sample = sample.with_columns(sample["hints"].list.head(5))
-    corpus = rules.passages_frame(sample.head(args.questions).select("question_id", "hints"))
-    text = dict(sample.select("question_id", "question").iter_rows())
+    sample = sources.questions_frame(sources.ingest(loaded).rows).head(n)
+    return sample.with_columns(sample["hints"].list.head(5))
 
-    def minilm(texts):
-        return encode_texts("minilm", texts, "passage")
+
+def minilm(texts: list[str]) -> np.ndarray:
+    from resources.encoders import encode_texts
+
+    return encode_texts("minilm", texts, "passage")
+
+
+def quit_overlap(sample, text: dict[str, str], repeats: int) -> None:
+    from assets.quit import release, rules
+
+    corpus = rules.passages_frame(sample.select("question_id", "hints"))
 
     def per_question_overlap():
         sims = []
@@ -147,14 +158,19 @@ def quit_tables(args) -> None:
         return float(np.mean(sims))
 
     seconds, results = best({"per question (a call each, before)": per_question_overlap,
-                             "streamed blocks": lambda: release.semantic_overlap(text, corpus, minilm)}, args.repeats)
+                             "streamed blocks": lambda: release.semantic_overlap(text, corpus, minilm)}, repeats)
     report("quit/statistics semantic overlap", corpus.height, "passages", seconds, results, "per question (a call each, before)")
 
+
+def quit_difficulty(sample, text: dict[str, str], k: int, repeats: int) -> None:
+    import polars as pl
+
+    from assets.common.text import contains_phrase
+    from assets.quit import rules, steps
+
     # Every question's references: passages of its own and of the next question, answer appended.
-    sample = sample.head(args.difficulty_questions)
     texts = rules.passages_frame(sample.select("question_id", "hints"))["text"].to_list()
     qids, answers = sample["question_id"].to_list(), sample["answer"].to_list()
-    k = args.references
     hits = {q: [f"{t} {answers[i]}." for t in texts[i * 325 : i * 325 + k // 2]]
             + [f"{t} {answers[i]}." for t in texts[((i + 1) % len(qids)) * 325 :][: k - k // 2]] for i, q in enumerate(qids)}
     frame = sample.select("question_id", "question", "aliases", pl.lit(None, pl.String).alias("difficulty"))
@@ -171,7 +187,7 @@ def quit_tables(args) -> None:
 
     seconds, results = best({"per question (a call each, before)": per_question_difficulty,
                              "one call": lambda: steps.difficulties(frame, hits, minilm)["reference_complexity"].to_list()},
-                            args.repeats)
+                            repeats)
     report(f"quit/question_metadata difficulty ({k} references each)", len(qids), "questions", seconds, results,
            "per question (a call each, before)")
 

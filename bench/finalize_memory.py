@@ -50,13 +50,36 @@ def prepare(root: str, passages_wanted: int, seed: int = 7) -> dict:
     """Writes every input of the finalize steps under ``root``; returns what was made."""
     import polars as pl
 
-    from assets.quit import steps
     from assets.quit.rules import PASSAGES_PER_QUESTION, passage_batches
-    from assets.quit.sources import questions_frame
     from resources.storage import table_uri, write_parquet, write_parquet_batches
 
-    rng = random.Random(seed)
     n = max(1, round(passages_wanted / PASSAGES_PER_QUESTION))
+    selected, splits, metadata = synthetic_questions(n, random.Random(seed))
+    ids = selected["question_id"].to_list()
+
+    def uri(*key):
+        return table_uri(root, ["quit", *key])
+
+    write_parquet(uri("selected_questions"), selected)
+    write_parquet(uri("splits"), splits)
+    write_parquet(uri("question_metadata"), metadata)
+    passages = write_parquet_batches(uri("passages"), passage_batches(selected.select("question_id", "hints")))
+    pids = iter(pl.read_parquet(uri("passages"), columns=["passage_id"])["passage_id"].to_list())
+    pids = [[next(pids) for _ in range(PASSAGES_PER_QUESTION)] for _ in ids]
+    for li, model in enumerate(LABELERS):
+        frame = labeler_answers(ids, pids, model, random.Random(seed * 100 + li))
+        write_parquet(table_uri(root, ["quit", "passage_answers"], model), frame)
+    with open(os.path.join(root, "decisions.json"), "w") as f:
+        json.dump(verification_decisions(ids), f)
+    return {"questions": n, "passages": passages}
+
+
+def synthetic_questions(n: int, rng: random.Random) -> tuple:
+    """``n`` selected questions with five hints each, their splits and their metadata."""
+    import polars as pl
+
+    from assets.quit.sources import questions_frame
+
     vocab = [f"w{i}" for i in range(5000)]
     rows = []
     for i in range(n):
@@ -77,55 +100,50 @@ def prepare(root: str, passages_wanted: int, seed: int = 7) -> dict:
                              "reference_complexity": [None] * n, "references_with_answer": [0] * n,
                              "references_retrieved": [0] * n},
                             schema_overrides={"type_raw": pl.String, "reference_complexity": pl.Float64})
+    return selected, splits, metadata
 
-    def uri(*key):
-        return table_uri(root, ["quit", *key])
 
-    write_parquet(uri("selected_questions"), selected)
-    write_parquet(uri("splits"), splits)
-    write_parquet(uri("question_metadata"), metadata)
-    passages = write_parquet_batches(uri("passages"), passage_batches(selected.select("question_id", "hints")))
-    # Three labelers' answers per passage, as steps.passage_answers stores them: the gold or
-    # an alias (exact match), a paraphrase the judge accepted, one of the question's wrong
-    # answers, NO ANSWER, or (rarely) a failed call.
-    pids = iter(pl.read_parquet(uri("passages"), columns=["passage_id"])["passage_id"].to_list())
-    pids = [[next(pids) for _ in range(PASSAGES_PER_QUESTION)] for _ in ids]
-    for li, model in enumerate(LABELERS):
-        lr = random.Random(seed * 100 + li)
-        cols = {c: [] for c in steps.ANSWER_SCHEMA}
-        for qi, qid in enumerate(ids):
-            for pid in pids[qi]:
-                x = lr.random()
-                answer, error, em, judge, correct = None, None, False, None, False
-                if x < 0.40:
-                    answer, em, correct = lr.choice([f"Gold {qi}", f"the gold {qi}"]), True, True
-                elif x < 0.48:
-                    answer, judge, correct = f"Paraphrase {lr.randrange(4)} of gold {qi}", True, True
-                elif x < 0.85:
-                    answer, judge = f"Wrong answer {lr.randrange(WRONG_PER_QUESTION)} for {qi}", False
-                elif x < 0.999:
-                    pass
-                else:
-                    error, correct = "APIConnectionError: timed out", None
-                cols["question_id"].append(qid)
-                cols["model"].append(model)
-                cols["item"].append(pid)
-                cols["raw"].append(None if error else f"Answer: {answer or 'NO ANSWER'}")
-                cols["answer"].append(answer)
-                cols["error"].append(error)
-                cols["exact_match"].append(em)
-                cols["judge"].append(judge)
-                cols["judge_error"].append(None)
-                cols["correct"].append(correct)
-        frame = pl.DataFrame(cols, schema=steps.ANSWER_SCHEMA).rename({"item": "passage_id"})
-        write_parquet(table_uri(root, ["quit", "passage_answers"], model), frame)
-    # Decisions for every question: a paraphrase rejected, one accepted, and for one question
-    # in ten a wrong answer newly accepted (screened for leakage again).
-    decisions = {qid: {"accepted": [f"Gold {qi}", f"Paraphrase 0 of gold {qi}"] + ([f"Wrong answer 1 for {qi}"] if qi % 10 == 0 else []),
-                       "rejected": [f"Paraphrase 1 of gold {qi}", f"Wrong answer 2 for {qi}"]} for qi, qid in enumerate(ids)}
-    with open(os.path.join(root, "decisions.json"), "w") as f:
-        json.dump(decisions, f)
-    return {"questions": n, "passages": passages}
+def labeler_answers(ids: list[str], pids: list[list[str]], model: str, lr: random.Random):
+    """One labeler's answers per passage, as steps.passage_answers stores them: the gold or
+    an alias (exact match), a paraphrase the judge accepted, one of the question's wrong
+    answers, NO ANSWER, or (rarely) a failed call."""
+    import polars as pl
+
+    from assets.quit import steps
+
+    cols = {c: [] for c in steps.ANSWER_SCHEMA}
+    for qi, qid in enumerate(ids):
+        for pid in pids[qi]:
+            x = lr.random()
+            answer, error, em, judge, correct = None, None, False, None, False
+            if x < 0.40:
+                answer, em, correct = lr.choice([f"Gold {qi}", f"the gold {qi}"]), True, True
+            elif x < 0.48:
+                answer, judge, correct = f"Paraphrase {lr.randrange(4)} of gold {qi}", True, True
+            elif x < 0.85:
+                answer, judge = f"Wrong answer {lr.randrange(WRONG_PER_QUESTION)} for {qi}", False
+            elif x < 0.999:
+                pass
+            else:
+                error, correct = "APIConnectionError: timed out", None
+            cols["question_id"].append(qid)
+            cols["model"].append(model)
+            cols["item"].append(pid)
+            cols["raw"].append(None if error else f"Answer: {answer or 'NO ANSWER'}")
+            cols["answer"].append(answer)
+            cols["error"].append(error)
+            cols["exact_match"].append(em)
+            cols["judge"].append(judge)
+            cols["judge_error"].append(None)
+            cols["correct"].append(correct)
+    return pl.DataFrame(cols, schema=steps.ANSWER_SCHEMA).rename({"item": "passage_id"})
+
+
+def verification_decisions(ids: list[str]) -> dict:
+    """Decisions for every question: a paraphrase rejected, one accepted, and for one question
+    in ten a wrong answer newly accepted (screened for leakage again)."""
+    return {qid: {"accepted": [f"Gold {qi}", f"Paraphrase 0 of gold {qi}"] + ([f"Wrong answer 1 for {qi}"] if qi % 10 == 0 else []),
+                  "rejected": [f"Paraphrase 1 of gold {qi}", f"Wrong answer 2 for {qi}"]} for qi, qid in enumerate(ids)}
 
 
 # --- one step in its own process -----------------------------------------------------------

@@ -140,9 +140,35 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
     """Every stage of ``bench`` at ``size``, each in a fresh process, over a fresh instance,
     storage and LLM cache."""
     work = scratch / f"{bench}-{size}"
+    labelers = LABELERS[:opts.labelers]
+    env = prepare_work(bench, size, opts, server, work, labelers)
+    out = {"size": size, "stages": []}
+    skipped = set(filter(None, opts.skip.split(",")))
+    for stage in (s for s in stages_of(bench, labelers, opts.recor_retrievers, opts.recor_release) if s not in skipped):
+        label = f"{bench}:{stage}"
+        record, log_path = run_stage(label, stage, work, env, server)
+        out["stages"].append(record)
+        exit_code = record["exit_code"]
+        status = "ok" if record["ok"] and exit_code == 0 else f"FAILED (exit {exit_code}; log {log_path})"
+        print(f"  {label} at {size:,}: {status} in {record['wall_s']:.0f}s, CPU {record['cpu_s']:.0f}s, "
+              f"peak RSS {record.get('peak_rss_mb', 0):,.0f} MB, {record['requests_answered']:,} requests, "
+              f"load {record['load_avg']:.1f}", flush=True)
+        if status != "ok":
+            tail = log_path.read_text(errors="replace").splitlines()[-25:]
+            print("\n".join("    | " + line for line in tail), flush=True)
+            out["failed"] = stage
+            break
+    out["x"] = size_measured(bench, out) or size
+    if not opts.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def prepare_work(bench: str, size: int, opts, server: StandInServer, work: Path, labelers: list[str]) -> dict:
+    """A fresh scratch folder for one size: the registries pointing at the stand-in, a Dagster
+    home, the synthetic inputs (``args.json`` names them); returns the stages' environment."""
     shutil.rmtree(work, ignore_errors=True)
     (work / "inputs").mkdir(parents=True)
-    labelers = LABELERS[:opts.labelers]
     (work / "models.yaml").write_text(registry_yaml(server.url, labelers, opts.llm_mode))
     (work / "retrievers.yaml").write_text(retrievers_yaml(opts.recor_retrievers))
     (work / "rerankers.yaml").write_text(rerankers_yaml())
@@ -161,45 +187,33 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
     else:
         inputs["pages"] = wikiprofile_pages(size, work / "inputs")
     (work / "args.json").write_text(json.dumps(inputs))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHFOUNDRY_MODELS": str(work / "models.yaml"),
-           "BENCHFOUNDRY_RETRIEVERS": str(work / "retrievers.yaml"), "BENCHFOUNDRY_RERANKERS": str(work / "rerankers.yaml"),
-           "BENCHFOUNDRY_STORAGE": str(work / "storage"), "BENCHFOUNDRY_CACHE": str(work / "cache"),
-           "DAGSTER_HOME": str(work / "home"),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
-           "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used")}
-    out = {"size": size, "stages": []}
-    skipped = set(filter(None, opts.skip.split(",")))
-    for stage in (s for s in stages_of(bench, labelers, opts.recor_retrievers, opts.recor_release) if s not in skipped):
-        label = f"{bench}:{stage}"
-        result_path, log_path = work / f"{stage.replace(':', '_')}.json", work / f"{stage.replace(':', '_')}.log"
-        before, load = server.count(), os.getloadavg()[0]
-        t = time.time()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", label, "--child-args",
-                                     str(work / "args.json"), "--child-out", str(result_path)],
-                                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-            _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.time() - t
-        record = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False, "steps": []}
-        # the process's own CPU: wait4 counts the subprocesses it waited for too (a batch runner)
-        record.update({"stage": stage, "exit_code": proc.returncode, "wall_s": wall,
-                       "cpu_s": usage.ru_utime + usage.ru_stime - record.get("cpu_children_s", 0.0),
-                       "requests_answered": server.count() - before, "load_avg": (load + os.getloadavg()[0]) / 2})
-        out["stages"].append(record)
-        status = "ok" if record["ok"] and proc.returncode == 0 else f"FAILED (exit {proc.returncode}; log {log_path})"
-        print(f"  {label} at {size:,}: {status} in {wall:.0f}s, CPU {record['cpu_s']:.0f}s, "
-              f"peak RSS {record.get('peak_rss_mb', 0):,.0f} MB, {record['requests_answered']:,} requests, "
-              f"load {record['load_avg']:.1f}", flush=True)
-        if status != "ok":
-            tail = log_path.read_text(errors="replace").splitlines()[-25:]
-            print("\n".join("    | " + line for line in tail), flush=True)
-            out["failed"] = stage
-            break
-    out["x"] = size_measured(bench, out) or size
-    if not opts.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    return out
+    return {**os.environ, "PYTHONPATH": str(ROOT), "BENCHFOUNDRY_MODELS": str(work / "models.yaml"),
+            "BENCHFOUNDRY_RETRIEVERS": str(work / "retrievers.yaml"), "BENCHFOUNDRY_RERANKERS": str(work / "rerankers.yaml"),
+            "BENCHFOUNDRY_STORAGE": str(work / "storage"), "BENCHFOUNDRY_CACHE": str(work / "cache"),
+            "DAGSTER_HOME": str(work / "home"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
+            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used")}
+
+
+def run_stage(label: str, stage: str, work: Path, env: dict, server: StandInServer) -> tuple[dict, Path]:
+    """One stage in its own process (``--child``): the steps it reported, with the process's
+    totals and the requests the stand-in answered meanwhile; and the process's log."""
+    result_path, log_path = work / f"{stage.replace(':', '_')}.json", work / f"{stage.replace(':', '_')}.log"
+    before, load = server.count(), os.getloadavg()[0]
+    t = time.time()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", label, "--child-args",
+                                 str(work / "args.json"), "--child-out", str(result_path)],
+                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.time() - t
+    record = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False, "steps": []}
+    # the process's own CPU: wait4 counts the subprocesses it waited for too (a batch runner)
+    record.update({"stage": stage, "exit_code": proc.returncode, "wall_s": wall,
+                   "cpu_s": usage.ru_utime + usage.ru_stime - record.get("cpu_children_s", 0.0),
+                   "requests_answered": server.count() - before, "load_avg": (load + os.getloadavg()[0]) / 2})
+    return record, log_path
 
 
 def size_measured(bench: str, run: dict) -> float | None:
@@ -215,7 +229,7 @@ def size_measured(bench: str, run: dict) -> float | None:
 
 
 
-def main() -> int:
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10,100,500", help="QUIT: labeled questions")
     parser.add_argument("--recor-docs", default=f"10000,50000,{RECOR_LARGEST_DOMAIN}", help="RECOR: documents in the domain")
@@ -239,7 +253,11 @@ def main() -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-args", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
-    opts = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    opts = argument_parser().parse_args()
     if opts.child:
         bench, _, stage = opts.child.partition(":")
         return child(bench, stage, opts.child_args, opts.child_out)

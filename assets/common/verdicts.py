@@ -117,11 +117,7 @@ def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[st
     prefix, p_path = "", 1.0
     for i in range(start, len(tokens)):
         pattern = _STARTS if i == start else _GOES_ON
-        steps: dict[tuple[str, bool], float] = {}
-        for token, lp in listed_at(i).items():
-            if m := pattern.match(token):
-                key = (m.group(1), bool(m.group(2)))  # the digits, and whether the token ends the number
-                steps[key] = steps.get(key, 0.0) + probability(lp)
+        steps = _number_steps(listed_at(i), pattern)
         if i > start:
             add(prefix, p_path * max(0.0, 1.0 - sum(steps.values())))
         m = pattern.match(tokens[i][offset:] if i == start else tokens[i])
@@ -137,6 +133,17 @@ def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[st
             break
     add(prefix or None, p_path)
     return mass
+
+
+def _number_steps(listed: Mapping[str, float], pattern: re.Pattern) -> dict[tuple[str, bool], float]:
+    """The probability of each way the listed tokens begin or continue the number (``pattern``
+    matching): by the digits, and whether the token ends the number."""
+    steps: dict[tuple[str, bool], float] = {}
+    for token, lp in listed.items():
+        if m := pattern.match(token):
+            key = (m.group(1), bool(m.group(2)))
+            steps[key] = steps.get(key, 0.0) + probability(lp)
+    return steps
 
 
 # A rating has a few digits; a longer run is no rating (and int() refuses past 4300 digits).

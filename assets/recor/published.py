@@ -134,18 +134,7 @@ def parse_release(domain: str, conversations: Sequence[tuple[str, Any]], documen
     keeps its other gold documents. A turn left with no gold document stays in its
     conversation and is named by a ``no_gold`` reject: no metric can score it."""
     rejects: list[dict] = []
-    texts: dict[str, str] = {}
-    for where, rec in documents:
-        try:
-            doc_id, content = _document(rec)
-        except _Bad as e:
-            rejects.append(REJECTS.row(domain, None, where, STEP, e.reason, f"{where}: {e}", rec))
-            continue
-        if doc_id in texts:
-            rejects.append(REJECTS.row(domain, None, doc_id, STEP, "duplicate_document", f"{where}: doc_id {doc_id!r} seen before", rec))
-        else:
-            texts[doc_id] = content
-
+    texts = _document_texts(domain, documents, rejects)
     rows: list[dict] = []
     seen: set[str] = set()
     fallbacks = derived = 0
@@ -161,26 +150,48 @@ def parse_release(domain: str, conversations: Sequence[tuple[str, Any]], documen
             continue
         seen.add(cid)
         for n, t in enumerate(turns):
-            qid = turn_qid(cid, t["turn_id"])
             fallbacks += t.pop("from_supporting")
             if t["conversation_history"] is None:
                 t["conversation_history"] = history_text(turns[:n])
                 derived += 1
-            outside = [d for d in t["gold_doc_ids"] if d not in texts]
-            for d in outside:
-                rejects.append(REJECTS.row(domain, cid, qid, STEP, "gold_not_in_corpus",
-                                           f"{where}: gold document {d!r} of turn {t['turn_id']} is not in the documents file"))
-            gold = [d for d in t["gold_doc_ids"] if d not in outside]
-            if not gold:
-                # Kept, since the later turns' history reads it, but no metric can score it:
-                # named here rather than left to drop out of the means unseen.
-                why = "its gold documents are all outside the documents file" if outside else \
-                    f"its 'gold_doc_ids' and {GOLD_FALLBACK!r} are empty or absent"
-                rejects.append(REJECTS.row(domain, cid, qid, STEP, "no_gold",
-                                           f"{where}: turn {t['turn_id']} has no gold document ({why}); no metric scores it"))
-            rows.append({**t, "domain": domain, "conversation_id": cid, "qid": qid, "gold_doc_ids": gold})
+            rows.append(_turn_row(domain, cid, where, t, texts, rejects))
     benchmark = pl.DataFrame(rows, schema=RELEASE_SCHEMA).sort("conversation_id", "turn_id")
     return Release(benchmark, corpus_frame(domain, texts, benchmark), REJECTS.frame(rejects), fallbacks, derived)
+
+
+def _document_texts(domain: str, documents: Sequence[tuple[str, Any]], rejects: list[dict]) -> dict[str, str]:
+    """Each usable document's text by its id; a bad or repeated document is added to ``rejects``."""
+    texts: dict[str, str] = {}
+    for where, rec in documents:
+        try:
+            doc_id, content = _document(rec)
+        except _Bad as e:
+            rejects.append(REJECTS.row(domain, None, where, STEP, e.reason, f"{where}: {e}", rec))
+            continue
+        if doc_id in texts:
+            rejects.append(REJECTS.row(domain, None, doc_id, STEP, "duplicate_document", f"{where}: doc_id {doc_id!r} seen before", rec))
+        else:
+            texts[doc_id] = content
+    return texts
+
+
+def _turn_row(domain: str, cid: str, where: str, t: dict, texts: dict[str, str], rejects: list[dict]) -> dict:
+    """The turn's row of the benchmark, its gold ids those in the documents; a gold id outside
+    them, and a turn left with no gold, are added to ``rejects``."""
+    qid = turn_qid(cid, t["turn_id"])
+    outside = [d for d in t["gold_doc_ids"] if d not in texts]
+    for d in outside:
+        rejects.append(REJECTS.row(domain, cid, qid, STEP, "gold_not_in_corpus",
+                                   f"{where}: gold document {d!r} of turn {t['turn_id']} is not in the documents file"))
+    gold = [d for d in t["gold_doc_ids"] if d not in outside]
+    if not gold:
+        # Kept, since the later turns' history reads it, but no metric can score it:
+        # named here rather than left to drop out of the means unseen.
+        why = "its gold documents are all outside the documents file" if outside else \
+            f"its 'gold_doc_ids' and {GOLD_FALLBACK!r} are empty or absent"
+        rejects.append(REJECTS.row(domain, cid, qid, STEP, "no_gold",
+                                   f"{where}: turn {t['turn_id']} has no gold document ({why}); no metric scores it"))
+    return {**t, "domain": domain, "conversation_id": cid, "qid": qid, "gold_doc_ids": gold}
 
 
 def corpus_frame(domain: str, texts: dict[str, str], benchmark: pl.DataFrame) -> pl.DataFrame:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 
 import polars as pl
 
@@ -169,28 +170,11 @@ def parse_release(text: str, source: str = FILE_NAME) -> tuple[pl.DataFrame, pl.
     ``source_pages``), and a reject per record that cannot be a fact. A header without the
     required columns is an error: the file is not this release."""
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise ValueError(f"{source} is empty: expected a header with {', '.join(REQUIRED_COLUMNS)}") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise ValueError(f"{source} is not the published WikiProfile file: its header lacks {', '.join(missing)}")
+    header = _header(reader, source)
     wanted = [*REQUIRED_COLUMNS, *([CONTEXTUAL] if CONTEXTUAL in header else [])]
     where = {c: header.index(c) for c in wanted}
     rows, pages, rejects, seen = [], {}, [], {}
-    line = reader.line_num
-    while True:
-        start = line + 1
-        try:
-            fields = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            raise ValueError(f"{source} line {start}: not CSV ({e})") from e
-        line = reader.line_num
-        if not fields:
-            continue
+    for start, fields in _records(reader, source):
         at = f"{source} line {start}"
         if len(fields) != len(header):
             rejects.append(REJECTS.row(None, start, STEP, "malformed_record",
@@ -224,6 +208,35 @@ def parse_release(text: str, source: str = FILE_NAME) -> tuple[pl.DataFrame, pl.
                           "months": POPULARITY_MONTHS, "mean_monthly_views": gbc / POPULARITY_MONTHS}
     return (pl.DataFrame(rows, schema=release.BENCHMARK_SCHEMA), pl.DataFrame(list(pages.values()), schema=PAGES_SCHEMA),
             REJECTS.frame(rejects))
+
+
+def _header(reader, source: str) -> list[str]:
+    """The header's column names; an error where it lacks a required column."""
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise ValueError(f"{source} is empty: expected a header with {', '.join(REQUIRED_COLUMNS)}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise ValueError(f"{source} is not the published WikiProfile file: its header lacks {', '.join(missing)}")
+    return header
+
+
+def _records(reader, source: str) -> Iterator[tuple[int, list[str]]]:
+    """Each non-empty record after the header with the line it starts on (a quoted field may
+    span lines); text that is not CSV is an error."""
+    line = reader.line_num
+    while True:
+        start = line + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise ValueError(f"{source} line {start}: not CSV ({e})") from e
+        line = reader.line_num
+        if fields:
+            yield start, fields
 
 
 def load_release(path: str) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -221,21 +221,7 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
 
     reader = threading.Thread(target=pump, name="batch-runner-log", daemon=True)
     reader.start()
-    timed_out = False
-    deadline = started + timeout
-    while True:  # log lines on the caller's thread, as they come
-        try:
-            line = lines.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
-        except queue.Empty:
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            continue
-        if line is None:
-            break
-        tail.append(_trim(line))
-        if log is not None:
-            log(redact(line))  # the runner's output reaches the event log
+    timed_out = _relay(lines, started + timeout, tail, log)
     if timed_out:
         _kill_group(proc, grace)
     code = proc.wait()
@@ -243,9 +229,7 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
     while not lines.empty():
         line = lines.get_nowait()
         if line is not None:
-            tail.append(_trim(line))
-            if log is not None:
-                log(redact(line))
+            _keep(line, tail, log)
     seconds = time.monotonic() - started
     shown = redact("\n".join(tail))
     if timed_out:
@@ -257,6 +241,28 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
     if not os.path.exists(output_path):
         raise BatchRunError(f"batch runner exited 0 but wrote no {output_path}; the last lines of its log:\n{shown}")
     return seconds
+
+
+def _relay(lines: queue.Queue[str | None], deadline: float, tail: collections.deque[str],
+           log: Callable[[str], None] | None) -> bool:
+    """Log the runner's lines on the caller's thread, as they come, until its output ends;
+    True if ``deadline`` (a ``time.monotonic`` time) passed first."""
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        except queue.Empty:
+            if time.monotonic() >= deadline:
+                return True
+            continue
+        if line is None:
+            return False
+        _keep(line, tail, log)
+
+
+def _keep(line: str, tail: collections.deque[str], log: Callable[[str], None] | None) -> None:
+    tail.append(_trim(line))
+    if log is not None:
+        log(redact(line))  # the runner's output reaches the event log
 
 
 def _kill_group(proc: subprocess.Popen, grace: float) -> None:
