@@ -86,7 +86,7 @@ def stage_plan(bench: str, stage: str, args: dict):
 
     from assets.partitions import registered_keys
     from pipelines import jobs
-    from pipelines.run_default import release_config
+    from pipelines.stages import release_config
 
     keys = registered_keys()
     name, _, part = stage.partition(":")
@@ -132,7 +132,7 @@ def child(bench: str, stage: str, args_path: str, out_path: str) -> int:
     from assets.quit.settings import QuitSettings
     from assets.wikiprofile.settings import WikiProfileSettings
     from pipelines.definitions import build_defs
-    from pipelines.run_default import QUIET
+    from pipelines.stages import QUIET
 
     args = json.loads(Path(args_path).read_text())
     selection, partition_keys, config = stage_plan(bench, stage, args)

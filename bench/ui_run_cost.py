@@ -79,7 +79,7 @@ def main() -> None:
     started = time.perf_counter()
     from assets.partitions import sync_partitions
     from pipelines.definitions import defs
-    from pipelines.run_default import QUIET, RELEASE_SAMPLES, release_config
+    from pipelines.stages import QUIET, RELEASE_SAMPLES, release_config
     imported = time.perf_counter() - started
 
     instance = dg.DagsterInstance.get()

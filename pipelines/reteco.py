@@ -129,7 +129,8 @@ def default_llm() -> LLMResource:
     return LLMResource(cache_dir=os.path.join(os.environ.get("BENCHFOUNDRY_CACHE", ".cache"), "llm"))
 
 
-def main(argv: list[str] | None = None, llm: LLMResource | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The commands and their flags."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (("check", "validate run or generation files"), ("score", "score run files"),
@@ -152,6 +153,11 @@ def main(argv: list[str] | None = None, llm: LLMResource | None = None) -> int:
             command.add_argument("--no-diagnostics", action="store_true",
                                  help="skip ROUGE-L, METEOR and BERTScore (they load WordNet and an encoder)")
         command.add_argument("files", nargs="*" if name == "export" else "+")
+    return parser
+
+
+def main(argv: list[str] | None = None, llm: LLMResource | None = None) -> int:
+    parser = arguments()
     args = parser.parse_args(argv)
     if args.command == "export" and not args.out:
         parser.error("export needs --out")
@@ -177,14 +183,23 @@ def main(argv: list[str] | None = None, llm: LLMResource | None = None) -> int:
     if out:
         out.mkdir(parents=True, exist_ok=True)
     if args.command == "export":
-        (out / "qrels.txt").write_text(reteco.qrels_text(targets), encoding="utf-8")
-        for c in checked:
-            lines = [f"{reteco.to_task_qid(q)} Q0 {d} {rank} {1.0 / rank:.6f} {c.run_id}"
-                     for q, docs in sorted(c.rankings.items()) for rank, d in enumerate(docs, start=1)]
-            (out / Path(c.source).name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        _print(f"wrote {out / 'qrels.txt'} and {len(checked)} run files under {out}")
-        return 0
+        return _export(out, targets, checked)
+    return _score(out, targets, checked)
 
+
+def _export(out: Path, targets: reteco.Targets, checked: list[reteco.Checked]) -> int:
+    """``export``: the qrels and the checked runs under ``out``, with the task's query ids."""
+    (out / "qrels.txt").write_text(reteco.qrels_text(targets), encoding="utf-8")
+    for c in checked:
+        lines = [f"{reteco.to_task_qid(q)} Q0 {d} {rank} {1.0 / rank:.6f} {c.run_id}"
+                 for q, docs in sorted(c.rankings.items()) for rank, d in enumerate(docs, start=1)]
+        (out / Path(c.source).name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    _print(f"wrote {out / 'qrels.txt'} and {len(checked)} run files under {out}")
+    return 0
+
+
+def _score(out: Path | None, targets: reteco.Targets, checked: list[reteco.Checked]) -> int:
+    """``score``: the official and diagnostic tables of the checked runs, printed and, with ``out``, written there."""
     for c in checked:
         print(c.summary(), file=sys.stderr)
     scores = reteco.score_runs((c.run_id or c.source, c, targets) for c in checked)

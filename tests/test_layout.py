@@ -109,7 +109,7 @@ def test_imports_go_one_way_only():
 @pytest.mark.parametrize("importer, imported", [
     ("assets/recor/steps.py", "assets.quit.rules"),     # sideways across benchmarks
     ("assets/common/verdicts.py", "assets.eval.rerankers"),  # upward from common
-    ("assets/eval/recor/assets.py", "checks.recor"),    # evaluation reaching into checks
+    ("assets/eval/recor/assets/retrieval.py", "checks.recor"),  # evaluation reaching into checks
     ("resources/storage.py", "assets.common.records"),  # a resource importing an asset module
     ("assets/eval/metrics.py", "assets.eval.quit.assets"),           # the eval root reaching into a benchmark
     ("assets/eval/retrieve.py", "assets.eval.recor.reteco"),         # ... or into a nested package
@@ -142,6 +142,9 @@ def eval_floor_plan_problems(root: Path) -> list[str]:
     stack, packages other than the expected ones, modules named outside each package's plan."""
     problems = [f"{root.name}/{p.name}: not in the shared stack" for p in sorted(root.glob("*.py")) if p.stem not in EVAL_ROOT]
     found = {p.parent.relative_to(root).as_posix() for p in root.rglob("__init__.py") if p.parent != root}
+    # a role grown past one file is a package of the role's name (a module per stage), as in the construction packages
+    found -= {name for name in found if (split := name.rpartition("/"))[0] in EVAL_PACKAGES
+              and split[2] in FLOOR_PLAN | EVAL_PACKAGES[split[0]]}
     problems += [f"{root.name}/{name}: unexpected package" for name in sorted(found - set(EVAL_PACKAGES))]
     problems += [f"{root.name}/{name}: missing package" for name in sorted(set(EVAL_PACKAGES) - found)]
     for name in sorted(found & set(EVAL_PACKAGES)):
@@ -166,6 +169,18 @@ def test_a_module_against_the_eval_floor_plan_is_found(tmp_path, stray):
     (root / stray).parent.mkdir(parents=True, exist_ok=True)
     (root / stray).write_text("", encoding="utf-8")
     assert eval_floor_plan_problems(root), f"{stray} went unnoticed"
+
+
+def test_a_role_grown_into_a_package_of_its_name_fits_the_eval_floor_plan(tmp_path):
+    root = tmp_path / "eval"
+    for name in [*(f"{m}.py" for m in EVAL_ROOT), *(f"{p}/__init__.py" for p in EVAL_PACKAGES), "recor/assets/__init__.py",
+                 "recor/assets/retrieval.py"]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("", encoding="utf-8")
+    assert not eval_floor_plan_problems(root)
+    (root / "recor" / "readers").mkdir()
+    (root / "recor" / "readers" / "__init__.py").write_text("", encoding="utf-8")
+    assert eval_floor_plan_problems(root) == ["eval/recor/readers: unexpected package"]
 
 
 def test_the_llm_resource_is_a_package():

@@ -36,7 +36,7 @@ RERANKERS = """rerankers:
 """
 DOMAIN = "law"
 SUBJECT = "smollm2"
-# make run --from-release's stages (run_default.run_plan): QUIT's models fine-tuned on the
+# make run --from-release's stages (stages.run_plan): QUIT's models fine-tuned on the
 # slice's train questions first
 PLAN = {"from_release": True, "finetune": True}
 # Training steps of each fine-tuned model: the demo profile's 20 teach the scripted run
@@ -90,7 +90,7 @@ def main() -> int:
     from assets.quit.settings import FinetuneSettings, QuitSettings
     from assets.recor.settings import RecorSettings
     from assets.wikiprofile.settings import WikiProfileSettings
-    from pipelines import run_default
+    from pipelines import run_default, stages
     from pipelines.definitions import build_defs
     from resources.llm import LLMResource
     from resources.storage import StorageResource
@@ -104,14 +104,14 @@ def main() -> int:
                       wikiprofile_settings=WikiProfileSettings(profile="demo"))
     instance = dg.DagsterInstance.from_config(os.environ["BENCHFOUNDRY_STAGE_HOME"])
     sync_partitions(instance, models=SCRIPTED_REGISTRY)
-    partitions = run_default.stage_partitions()
+    partitions = stages.stage_partitions()
     partitions["domains"] = [DOMAIN]
     partitions["domain_retrievers"] = [k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] == DOMAIN]
     partitions["subjects"] = [SUBJECT]
-    slices = run_default.RELEASE_SLICES["quick"]
-    configs = run_default.release_configs(slices)
-    stages = run_default.run_plan(**PLAN)
-    return 0 if run_default.run_stages(defs, instance, stages, configs=configs, partitions=partitions,
+    slices = stages.RELEASE_SLICES["quick"]
+    configs = stages.release_configs(slices)
+    planned = stages.run_plan(**PLAN)
+    return 0 if run_default.run_stages(defs, instance, planned, configs=configs, partitions=partitions,
                                        registries={"models": SCRIPTED_REGISTRY}) else 1
 
 

@@ -76,7 +76,7 @@ def test_every_asset_has_a_description_and_a_check():
 
 def test_jobs_cover_the_graph_in_stages():
     from pipelines.definitions import defs
-    from pipelines.run_default import run_plan
+    from pipelines.stages import run_plan
 
     covered = set()
     for name, _ in run_plan(finetune=True):
@@ -91,7 +91,7 @@ def test_a_stage_names_the_partitions_of_its_job_as_the_partitions_module_does()
     ``make run`` reads the keys of."""
     from assets.partitions import NAMED
     from pipelines.definitions import defs
-    from pipelines.run_default import RETECO_STAGES, run_plan, stage_partitions
+    from pipelines.stages import RETECO_STAGES, run_plan, stage_partitions
 
     assert set(stage_partitions()) == set(NAMED)
     partitioned = {name: named for name, named in {*run_plan(finetune=True), *RETECO_STAGES} if named}
@@ -104,7 +104,7 @@ def test_the_default_run_and_the_release_run_hold_every_check_between_them():
     """The end-to-end test sees every check of the default run's stages run, and the release
     run's test every check of its own (QUIT's fine-tuning among them): together, all."""
     from pipelines.definitions import defs
-    from pipelines.run_default import run_plan
+    from pipelines.stages import run_plan
     from tests.pipelines.checks_ran import checks_of_stages
     from tests.pipelines.release_run import PLAN
 

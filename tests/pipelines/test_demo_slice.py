@@ -1,5 +1,5 @@
 """What the default ``make run`` evaluates: QUIT's evaluation reads a slice of the bundled
-release sample (``pipelines.run_default.DEMO_EVALUATION``), whose passages carry both
+release sample (``pipelines.stages.DEMO_EVALUATION``), whose passages carry both
 labels, and WikiProfile's profiling a slice of its sample that holds a fact the embedded
 model knows, while RECOR's reads its build. Checked on the plan and the run config, and on
 the slice as the project's own loader reads it (in process, nothing run)."""
@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from assets.eval.sources import QuitSource, WikiProfileSource, quit_source, wikiprofile_source
-from pipelines import run_default
+from pipelines import run_default, stages
 from resources.storage import StorageResource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,14 +32,14 @@ def plan(monkeypatch, capsys):
 def quit_evaluated(preset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The questions and qrels that the demo's QUIT evaluation reads: the source asset run on
     the config ``make run`` gives it."""
-    config = run_default.demo_configs(preset)["quit_eval_source"]["ops"]["eval_quit_source"]["config"]
+    config = stages.demo_configs(preset)["quit_eval_source"]["ops"]["eval_quit_source"]["config"]
     outputs = {o.output_name: o.value for o in quit_source(config=QuitSource(**config), storage=StorageResource(root=str(ROOT)))}
     return outputs["quit_questions"], outputs["quit_qrels"]
 
 
 def wikiprofile_profiled(preset: str) -> pl.DataFrame:
     """The tasks that the demo's WikiProfile profiling reads, as its source asset gives them."""
-    config = run_default.demo_configs(preset)["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"]
+    config = stages.demo_configs(preset)["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"]
     outputs = {o.output_name: o.value for o in wikiprofile_source(config=WikiProfileSource(**config),
                                                                    storage=StorageResource(root=str(ROOT)))}
     return outputs["wikiprofile_tasks"]
@@ -79,11 +79,11 @@ def test_the_demo_profiles_the_wikiprofile_fact_the_embedded_model_knows(monkeyp
 
 
 def test_recor_is_evaluated_on_its_build_and_a_release_run_keeps_its_own_slices():
-    assert set(run_default.demo_configs("quick")) == set(run_default.demo_configs("full")) == \
+    assert set(stages.demo_configs("quick")) == set(stages.demo_configs("full")) == \
         {"quit_eval_source", "wikiprofile_eval_source"}
-    assert run_default.release_configs(run_default.RELEASE_SLICES["quick"])["quit_eval_source"] == \
-        run_default.release_config("quit_eval_source", "data/releases/quit", splits=["train", "test"])
-    assert set(run_default.release_configs({})) == set(run_default.SOURCE_STAGES)
+    assert stages.release_configs(stages.RELEASE_SLICES["quick"])["quit_eval_source"] == \
+        stages.release_config("quit_eval_source", "data/releases/quit", splits=["train", "test"])
+    assert set(stages.release_configs({})) == set(stages.SOURCE_STAGES)
 
 
 def test_the_first_line_says_what_the_demo_evaluates(plan):
@@ -111,7 +111,7 @@ def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(m
     monkeypatch.setattr(run_default, "run_stages", lambda defs, instance, stages, configs=None, **_: seen.update(configs) or False)
     monkeypatch.chdir(ROOT)
     assert run_default.main([]) == 1
-    assert seen == run_default.demo_configs("quick")
+    assert seen == stages.demo_configs("quick")
     assert seen["quit_eval_source"]["ops"]["eval_quit_source"]["config"] == \
         {"source": "release", "release_path": "data/releases/quit", "splits": ["test"]}
     assert seen["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"] == \

@@ -302,7 +302,7 @@ def test_every_check_of_the_default_run_ran_and_passed_or_only_warned(default_ru
     fine-tuning stages are the release run's (``test_release_evaluation``), and
     ``test_definitions`` holds that the two runs' stages cover every check of the graph."""
     from pipelines.definitions import defs
-    from pipelines.run_default import run_plan
+    from pipelines.stages import run_plan
     from tests.pipelines.checks_ran import checks_of_stages, failed_and_missing_checks
 
     failed, missing = failed_and_missing_checks(default_run.instance(), checks_of_stages(defs, run_plan()))

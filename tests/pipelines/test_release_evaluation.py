@@ -7,10 +7,10 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines import run_default
+from pipelines import stages
 from tests.pipelines.release_run import DOMAIN, PLAN, SUBJECT, ReleaseRun
 
-SLICES = run_default.RELEASE_SLICES["quick"]
+SLICES = stages.RELEASE_SLICES["quick"]
 # The QUIT slice's splits (train and test) hold 2 questions each in the sample.
 QUIT_KEPT, QUIT_TEST = 4, 2
 FINE_TUNED, FINE_TUNED_COLBERT, FINE_TUNED_RERANKER = "ft-dpr-minilm", "ft-colbert-minilm", "ft-ce-minilm"
@@ -68,7 +68,7 @@ def test_every_check_of_the_release_run_ran_and_passed_or_only_warned(release_ru
     from pipelines.definitions import defs
     from tests.pipelines.checks_ran import checks_of_stages, failed_and_missing_checks
 
-    failed, missing = failed_and_missing_checks(release_run.instance(), checks_of_stages(defs, run_default.run_plan(**PLAN)))
+    failed, missing = failed_and_missing_checks(release_run.instance(), checks_of_stages(defs, stages.run_plan(**PLAN)))
     assert not failed, failed
     assert not missing, missing
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines import run_default
+from pipelines import run_default, stages, summary
 from resources.storage import StorageResource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def test_a_reteco_run_that_cannot_be_is_refused_before_anything_runs(plan, args,
 def test_the_reteco_source_config_reads_the_whole_release():
     from pipelines.definitions import defs
 
-    config = run_default.reteco_configs(str(SAMPLE))
+    config = stages.reteco_configs(str(SAMPLE))
     assert config == {"recor_eval_source": {"ops": {"eval_recor_source": {"config": {"source": "release",
                                                                                       "release_path": str(SAMPLE)}}}}}
     job = defs.resolve_job_def("recor_eval_source")
@@ -87,7 +87,7 @@ def test_the_run_ends_with_the_official_table_of_the_release_domains(tmp_path, c
         *(pl.Series(d, [0.5, 0.0]) for d in reteco.DIMENSIONS), pl.Series("answered", [True, False]),
         pl.lit(0, dtype=pl.UInt32).alias("judge_failures"), *(pl.lit(0.5).alias(m) for m in ("rouge_l", "meteor", "bertscore_f1")))
     judged.write_parquet(tmp_path / "eval" / "reteco_generation" / "law.parquet")
-    run_default.print_reteco(StorageResource(root=str(tmp_path)), "/data/RECOR", ["law"])
+    summary.print_reteco(StorageResource(root=str(tmp_path)), "/data/RECOR", ["law"])
     out = capsys.readouterr().out
     assert "python -m pipelines.reteco score --release /data/RECOR FILE" in out
     assert "official table, 2 target turns of law" in out

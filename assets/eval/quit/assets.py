@@ -73,17 +73,6 @@ def headline_split(config: QuitReport) -> str:
     return config.split
 
 
-def split_ids(questions: pl.DataFrame) -> list[tuple[str, list[str]]]:
-    """("all", every question id), then each split with its question ids, in name order."""
-    per_split = [(s, g["question_id"].to_list()) for (s,), g in questions.sort("split").group_by("split", maintain_order=True)]
-    return [("all", questions["question_id"].to_list()), *per_split]
-
-
-def on_split(table: pl.DataFrame, split: str) -> pl.DataFrame:
-    """A report's rows of one split, without the split column (a headline table's)."""
-    return table.filter(pl.col("split") == split).drop("split")
-
-
 @dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
           ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1", op_tags=GPU_STEP_TAGS)
 def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame, lucene: LuceneResource,
@@ -144,27 +133,22 @@ def quit_retrieval_metrics(context: dg.AssetExecutionContext, config: QuitReport
     questions and retrievers counted and the run's profile."""
     split = headline_split(config)
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
-    rows = []
-    for part, ids in split_ids(benchmark_questions):
-        qrels = benchmark_qrels.filter(pl.col("question_id").is_in(ids))
-        for system in sorted(quit_runs["system"].unique().to_list()):
-            run = quit_runs.filter(pl.col("system") == system)
-            rows.append({"retriever": system, "split": part, "questions": len(ids), **eval_metrics.evaluate_run(qrels, run)})
+    rows = readers.scores_by_split(quit_runs, benchmark_qrels, benchmark_questions, lambda system: {"retriever": system})
     # with no retriever's run the columns stay, so the tables and why_empty still show
     table = pl.DataFrame(rows, schema={"retriever": pl.String, "split": pl.String, "questions": pl.Int64,
                                        **{m: pl.Float64 for m in eval_metrics.RETRIEVAL_METRICS}})
-    headline = on_split(table, split)
+    headline = readers.on_split(table, split)
     retrievers = sorted(quit_runs["system"].unique().to_list())
     column = f"a retriever alias (resources/retrievers.yaml), on the {split} split; the Oracle retriever left out"
     return dg.Output(table, metadata={
         **table_metadata(table),
-        "slice": report_slice(f"{questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
+        "slice": report_slice(f"{readers.questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
                               f"({', '.join(retrievers) or 'none'}), the Oracle left out; tables on the {split} split",
                               run_profile(context)),
         "split": split,
         "table_2": reports.share_table(headline, "retriever", TABLE_2, column),
         "table_4": reports.share_table(headline, "retriever", TABLE_4, column),
-        **why_empty({name: (headline, no_rows(benchmark_questions, split, "no retriever's run other than the Oracle's is "
+        **why_empty({name: (headline, readers.no_rows(benchmark_questions, split, "no retriever's run other than the Oracle's is "
                                                                          "materialized"))
                      for name in ("table_2", "table_4")}),
         **definition_metadata(),
@@ -230,17 +214,14 @@ def quit_rerank_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
     extra = [eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)]
     metrics = [*eval_metrics.RETRIEVAL_METRICS, *extra]
     oracles = oracle_aliases()
-    rows = []
-    for part, ids in split_ids(benchmark_questions):
-        qrels = benchmark_qrels.filter(pl.col("question_id").is_in(ids))
-        for system in sorted(quit_reranked_runs["system"].unique().to_list()):
-            retriever, reranker = system.split("+", 1)
-            scores = eval_metrics.evaluate_run(qrels, quit_reranked_runs.filter(pl.col("system") == system), metrics)
-            rows.append({"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles,
-                         "split": part, "questions": len(ids), **scores})
+    def labels(system: str) -> dict:
+        retriever, reranker = system.split("+", 1)
+        return {"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles}
+
+    rows = readers.scores_by_split(quit_reranked_runs, benchmark_qrels, benchmark_questions, labels, metrics)
     table = pl.DataFrame(rows, schema={"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean,
                                        "split": pl.String, "questions": pl.Int64, **{m: pl.Float64 for m in metrics}})
-    headline = on_split(table, split)
+    headline = readers.on_split(table, split)
     retrieved, oracle = headline.filter(~pl.col("oracle")), headline.filter(pl.col("oracle"))
     systems = sorted(quit_reranked_runs["system"].unique().to_list())
     return dg.Output(table, metadata={
@@ -253,9 +234,9 @@ def quit_rerank_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
         "table_6": reports.share_table(retrieved, "system", TABLE_4, f"{RERANKED_COLUMN}, on the {split} split"),
         "table_7": reports.share_table(oracle, "reranker", TABLE_7, "a reranker alias (resources/rerankers.yaml), reordering "
                                                                    f"the Oracle retriever's passages, on the {split} split"),
-        **why_empty({"table_5": (retrieved, no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
-                     "table_6": (retrieved, no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
-                     "table_7": (oracle, no_rows(benchmark_questions, split,
+        **why_empty({"table_5": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
+                     "table_6": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
+                     "table_7": (oracle, readers.no_rows(benchmark_questions, split,
                                                  "no reranked run of the Oracle retriever is materialized"))}),
         **definition_metadata(),
     })
@@ -326,12 +307,12 @@ def quit_reader_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
     published RAG inputs hold the test questions only."""
     split = headline_split(config)
     rows = []
-    for part, ids in split_ids(benchmark_questions):
+    for part, ids in readers.split_ids(benchmark_questions):
         answered = quit_reader_answers.filter(pl.col("question_id").is_in(ids))
         shares = readers.em_table(answered.filter(pl.col("system") != "optimal"), answered.filter(pl.col("system") == "optimal"))
         rows.append(shares.with_columns(pl.lit(part).alias("split"), pl.lit(len(ids), pl.Int64).alias("questions")))
     table = pl.concat(rows, how="vertical_relaxed")
-    headline = on_split(table, split).drop("questions")
+    headline = readers.on_split(table, split).drop("questions")
 
     def table_8(values: str, definition: str) -> dg.TableMetadataValue:
         wide = reports.table_8(headline, values)
@@ -347,7 +328,7 @@ def quit_reader_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
                                  "(lower case; accents, punctuation, possessive 's and articles removed)"),
         "table_8_em_raw": table_8("em_raw", "EM (raw, as released): the reader's output after the release's "
                                             "clean_responses equals a gold answer as written, case included"),
-        **why_empty({name: (headline, no_rows(benchmark_questions, split, "no reader's answers are materialized"))
+        **why_empty({name: (headline, readers.no_rows(benchmark_questions, split, "no reader's answers are materialized"))
                      for name in ("table_8", "table_8_em_raw")}),
         "figure_6": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
                                                            benchmark_corpus, benchmark_qrels)),
@@ -363,20 +344,6 @@ TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
 TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
 NO_RERANKED_RUN = "no reranked run of a retriever other than the Oracle is materialized"
 RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a reranker (resources/rerankers.yaml)"
-
-
-def no_rows(questions: pl.DataFrame, split: str, otherwise: str) -> str:
-    """Why a headline table is empty: its split has no question in the evaluated slice, or
-    ``otherwise``."""
-    if questions.filter(pl.col("split") == split).is_empty():
-        return f"no {split} question in the evaluated questions (report another split with the report's config: split)"
-    return otherwise
-
-
-def questions_covered(questions: pl.DataFrame) -> str:
-    """How many QUIT questions a report counts, per split."""
-    splits = ", ".join(f"{s}: {n}" for s, n in sorted(questions.group_by("split").len().iter_rows()))
-    return f"{questions.height} QUIT questions ({splits or 'no split'})"
 
 
 def definition_metadata() -> dict[str, str]:

@@ -11,10 +11,13 @@ kept: ``em``, the answer parsed by ``rules.parse_short_answer`` equal after
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from assets.common.prompts import load_prompt
 from assets.common.text import exact_match, normalize
+from assets.eval import metrics as eval_metrics
 from assets.eval.quit.rules import STRATEGIES, passage_units
 from assets.quit import rules, steps
 from resources.llm import CallStats, LLMRequest
@@ -120,3 +123,42 @@ def em_table(answers: pl.DataFrame, optimal_rows: pl.DataFrame) -> pl.DataFrame:
             .with_columns(pl.lit("Optimal").alias("system"), pl.lit(None, pl.Int32).alias("k"), pl.lit("oracle").alias("strategy")))
     rest = answers.group_by("system", "k", "strategy", "reader").agg(shares)
     return pl.concat([best.select(rest.columns), rest.sort("system", "k", "strategy")], how="vertical_relaxed")
+
+
+def split_ids(questions: pl.DataFrame) -> list[tuple[str, list[str]]]:
+    """("all", every question id), then each split with its question ids, in name order."""
+    per_split = [(s, g["question_id"].to_list()) for (s,), g in questions.sort("split").group_by("split", maintain_order=True)]
+    return [("all", questions["question_id"].to_list()), *per_split]
+
+
+def on_split(table: pl.DataFrame, split: str) -> pl.DataFrame:
+    """A report's rows of one split, without the split column (a headline table's)."""
+    return table.filter(pl.col("split") == split).drop("split")
+
+
+def no_rows(questions: pl.DataFrame, split: str, otherwise: str) -> str:
+    """Why a headline table is empty: its split has no question in the evaluated slice, or
+    ``otherwise``."""
+    if questions.filter(pl.col("split") == split).is_empty():
+        return f"no {split} question in the evaluated questions (report another split with the report's config: split)"
+    return otherwise
+
+
+def questions_covered(questions: pl.DataFrame) -> str:
+    """How many QUIT questions a report counts, per split."""
+    splits = ", ".join(f"{s}: {n}" for s, n in sorted(questions.group_by("split").len().iter_rows()))
+    return f"{questions.height} QUIT questions ({splits or 'no split'})"
+
+
+def scores_by_split(runs: pl.DataFrame, qrels: pl.DataFrame, questions: pl.DataFrame, labels: Callable[[str], dict],
+                    metrics: list[str] = eval_metrics.RETRIEVAL_METRICS) -> list[dict]:
+    """The rows of a QUIT metrics table: for "all" and each split (:func:`split_ids`), each
+    system of ``runs`` with its ``labels`` columns, the split, its question count and the
+    ``metrics`` (ranx) over the split's questions."""
+    rows = []
+    for part, ids in split_ids(questions):
+        on_part = qrels.filter(pl.col("question_id").is_in(ids))
+        for system in sorted(runs["system"].unique().to_list()):
+            scores = eval_metrics.evaluate_run(on_part, runs.filter(pl.col("system") == system), metrics)
+            rows.append({**labels(system), "split": part, "questions": len(ids), **scores})
+    return rows

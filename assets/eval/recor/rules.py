@@ -274,3 +274,10 @@ def paired_t(a: Sequence[float], b: Sequence[float], comparison: str = "") -> di
 def turn_bucket(turn_id: int, last: int = 5) -> str:
     """Turn position label for the turn-position table: T1 ... T4, then T5+."""
     return f"T{turn_id}" if turn_id < last else f"T{last}+"
+
+
+def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
+    """The retriever and strategy with the highest macro-averaged nDCG@10."""
+    table = macro(scores, ["retriever", "strategy"]).sort(["ndcg@10", "retriever", "strategy"], descending=[True, False, False])
+    row = table.row(0, named=True)
+    return row["retriever"], row["strategy"]

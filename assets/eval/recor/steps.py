@@ -81,6 +81,7 @@ def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: 
 
 # --- reference metrics ------------------------------------------------------------------------
 
+
 # Debian's wordnet-base: WordNet 3.0, the version nltk's downloader serves (Debian adds one
 # missing space in data.adj).
 WORDNET_DIR = "/usr/share/wordnet"
@@ -221,3 +222,53 @@ def bertscore_f1(references: list[str], candidates: list[str | None]) -> list[fl
             # float32 cosines can put a text matched against itself a hair above 1.
             out[n] = min(float(value), 1.0)
     return out
+
+
+def report_tables(recor_generation: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, tuple[pl.DataFrame, dict[str, str], str]]]:
+    """The generation report of the answers ``recor_generation`` holds: the overall score (mean of
+    the judged dimensions) and every dimension and reference metric by generator and mode,
+    macro-averaged over domains; and its tables by name, each with its columns' definitions
+    and why it would be empty (Tables 7, 8, 21, 22, 23 and 25, and every mode's dimensions)."""
+    dims = list(DIMENSIONS)
+    columns = [*dims, "overall", *REFERENCE_METRICS]
+    scored = recor_generation.with_columns(pl.mean_horizontal(*dims).alias("overall"))
+    per_domain = scored.group_by(["domain", "generator", "mode"]).agg([pl.col(c).mean() for c in columns])
+    overall = per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in columns]).sort("generator", "mode")
+    generators = sorted(recor_generation["generator"].unique().to_list())
+
+    def wide(mode: str) -> pl.DataFrame:
+        part = per_domain.filter(pl.col("mode") == mode)
+        if part.is_empty():
+            return pl.DataFrame(schema={"domain": pl.String, **{g: pl.Float64 for g in generators}})
+        return part.pivot(on="generator", index="domain", values="overall", sort_columns=True).sort("domain")
+
+    def by_generator(mode: str) -> str:
+        return {"domain": "a RECOR domain; each other column a generator's overall judge score in "
+                          f"{mode} mode (the mean of its dimensions, 1-5 normalized to [0, 1]), the mean over the domain's turns"}
+
+    table8 = overall.pivot(on="generator", index="mode", values="overall", sort_columns=True).sort("mode") if overall.height else \
+        pl.DataFrame(schema={"mode": pl.String})
+    dimension = {"generator": "a generator alias (registry role recor.generators)", "mode": ", ".join(MODES),
+                 **{d: f"{text} (judged 1-5, normalized to [0, 1]; blank in no_retrieval for faithfulness)"
+                    for d, text in DIMENSIONS.items()}}
+    lexical = {"generator": dimension["generator"], "mode": dimension["mode"],
+               "rouge_l": ROUGE_DEFINITION, "meteor": METEOR_DEFINITION,
+               "bertscore_f1": BERTSCORE_DEFINITION}
+    none, retrieved = "recor_generation has no answer materialized", "no answer in retrieved mode"
+    tables = {
+        "table_7": (wide("retrieved"), by_generator("retrieved"), retrieved),
+        "table_8": (table8, {"mode": dimension["mode"], **{g: f"{g}'s overall judge score, macro-averaged over domains, "
+                                                              "a share in [0, 1]" for g in generators}}, none),
+        "table_21_oracle": (wide("oracle"), by_generator("oracle"), "no answer in oracle mode"),
+        "table_22_no_retrieval": (wide("no_retrieval"), by_generator("no_retrieval"), "no answer in no_retrieval mode"),
+        "table_23_dimensions": (overall.filter(pl.col("mode") == "retrieved").select("generator", *dims), dimension, retrieved),
+        "dimensions": (overall.select("generator", "mode", *dims), dimension, none),
+        "table_25_lexical": (overall.select("generator", "mode", *REFERENCE_METRICS), lexical, none),
+    }
+    return overall, tables
+
+
+def reference_metric_definitions() -> dict:
+    """Which computation each reference-answer score column is, for the tables' metadata."""
+    return {"definition/rouge_l": ROUGE_DEFINITION, "definition/meteor": METEOR_DEFINITION,
+            "definition/bertscore_f1": BERTSCORE_DEFINITION}

@@ -94,7 +94,8 @@ def test_no_wikiprofile_report_text_says_percent():
     # plot axes and the code that scaled shares by 100
     root = Path(__file__).resolve().parents[3]
     code = re.compile(r"(?<!\d)% of|\(%\)|\bin percent\b|100(\.0)? \* |\* 100\b|/ 100\b|\bpct\b")
-    sources = ["assets/eval/wikiprofile/assets.py", "assets/eval/wikiprofile/analysis.py", "assets/eval/wikiprofile/rules.py",
+    sources = ["assets/eval/wikiprofile/assets/profiles.py", "assets/eval/wikiprofile/assets/analyses.py",
+               "assets/eval/wikiprofile/assets/common.py", "assets/eval/wikiprofile/analysis.py", "assets/eval/wikiprofile/rules.py",
                "assets/eval/leaderboard.py", "checks/eval/wikiprofile.py", "checks/eval/leaderboard.py"]
     assert not [f"{s}:{n}" for s in sources for n, line in enumerate((root / s).read_text().splitlines(), 1) if code.search(line)]
     assert "WikiProfile's Table 2 and analysis tables still show percentages" not in (root / "README.md").read_text()

@@ -129,7 +129,7 @@ def with_tfidf(monkeypatch):
     """The registry with the bundled example entry point registered as ``tfidf`` (the
     default registry lists it as a commented example: the default run does not evaluate it)."""
     from assets.eval.quit import assets as quit
-    from assets.eval.recor import assets as recor
+    from assets.eval.recor.assets import retrieval as recor
 
     specs = {**load_retrievers(), "tfidf": RetrieverSpec(alias="tfidf", kind="entrypoint", function="examples.retrievers:tfidf")}
     for module in (quit, recor):
@@ -186,7 +186,7 @@ def test_the_entry_point_retriever_runs_through_the_recor_assets(storage, with_t
 
 
 def test_a_run_file_retriever_answers_one_recor_strategy(tmp_path, storage, monkeypatch):
-    from assets.eval.recor import assets as recor
+    from assets.eval.recor.assets import retrieval as recor
 
     # the task's query ids (RETECO) beside the project's: both name the same turns
     (tmp_path / "law.trec").write_text("c1#turn1 Q0 law3 1 0.2 me\nc1#turn1 Q0 law1 2 0.9 me\nc9_turn_1 Q0 law1 1 1 me\n")
@@ -219,7 +219,7 @@ def test_a_recor_run_file_is_read_as_the_reteco_scorer_reads_it(tmp_path, storag
     """A repeated document keeps its first line, a document outside the corpus is discarded,
     both counted and named by file and line in the run's metadata; a turn left with nothing is
     missing. The rankings and counts are the ones ``reteco.check_run`` gives the same file."""
-    from assets.eval.recor import assets as recor
+    from assets.eval.recor.assets import retrieval as recor
     from assets.eval.recor.reteco import rules as reteco
 
     run = (tmp_path / "law.trec")

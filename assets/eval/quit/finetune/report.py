@@ -20,7 +20,7 @@ from assets.common.wiring import Wiring
 from assets.eval import metrics as eval_metrics
 from assets.eval import reports
 from assets.eval.quit import steps as readers
-from assets.eval.quit.assets import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, oracle_aliases, questions_covered
+from assets.eval.quit.assets import QUIT_QRELS, QUIT_QUESTIONS, TABLE_4, oracle_aliases
 from assets.eval.quit.finetune.rules import TRAIN
 from resources.retrieval import load_rerankers, load_retrievers
 
@@ -247,7 +247,7 @@ def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFr
               "reader_em": (READER, READER_METRICS)}
     return dg.Output(frame, metadata={
         **table_metadata(frame),
-        "slice": report_slice(f"{questions_covered(benchmark_questions)}, the held-out ones counted "
+        "slice": report_slice(f"{readers.questions_covered(benchmark_questions)}, the held-out ones counted "
                               f"({sum(map(len, splits.values()))})", run_profile(context)),
         "held_out_questions": dg.MetadataValue.text(", ".join(f"{s}: {len(ids)}" for s, ids in splits.items()) or "none"),
         "fine_tuned_systems": dg.MetadataValue.text(", ".join(evaluated) or "none"),

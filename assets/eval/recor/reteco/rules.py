@@ -256,6 +256,46 @@ def _unknown_turn(problems: _Problems, number: int, qid: str, what: str) -> None
         problems.add(number, "unknown_turn", f"{what} {_shown(qid)} is no target turn of the release; the line is ignored")
 
 
+def _run_line(number: int, columns: list[str], problems: _Problems) -> tuple[str, str, str, int, float, str] | None:
+    """A run line's six columns with its rank and score read; None, with an error, for a line
+    that is not six columns, a rank that is not a positive integer or a score that is not finite."""
+    if len(columns) != 6:
+        problems.add(number, "columns", f"{len(columns)} columns; a run line is six: query_id Q0 doc_id rank score run_id",
+                     fatal=True)
+        return None
+    qid, q0, doc, rank_text, score_text, run_id = columns
+    try:
+        rank = int(rank_text)
+    except ValueError:
+        rank = 0
+    if rank < 1:
+        problems.add(number, "rank", f"rank {_shown(rank_text)} is not a positive integer", fatal=True)
+        return None
+    try:
+        score = float(score_text)
+    except ValueError:
+        score = math.nan
+    if not math.isfinite(score):
+        problems.add(number, "score", f"score {_shown(score_text)} is not a finite number", fatal=True)
+        return None
+    return qid, q0, doc, rank, score, run_id
+
+
+def _rankings(kept: dict[str, dict[str, tuple[float, int, int]]], problems: _Problems) -> dict[str, list[str]]:
+    """Each turn's kept documents ordered by score (the scorer's order), with a warning where
+    the rank column gives another order."""
+    rankings = {}
+    for turn, docs in kept.items():
+        ordered = [d for d, _ in trec_order({d: s for d, (s, _, _) in docs.items()})]
+        by_rank = sorted(docs, key=lambda d: (docs[d][1], docs[d][2]))
+        if by_rank != ordered:
+            line = next(docs[a][2] for a, b in zip(by_rank, ordered) if a != b)
+            problems.add(line, "order", f"{to_task_qid(turn)}: the rank column and the scores give different "
+                                        "orders; the scorer orders by score (ties by document id, descending)")
+        rankings[turn] = ordered
+    return rankings
+
+
 def check_run(data: bytes, source: str, targets: Targets) -> Checked:
     """A TREC run file read under the task's rules (module docstring). Errors, which make the
     file unscorable: not UTF-8, a line that is not six columns, a rank that is not a positive
@@ -276,25 +316,9 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
         columns = line.split()
         if not columns:
             continue
-        if len(columns) != 6:
-            problems.add(number, "columns", f"{len(columns)} columns; a run line is six: query_id Q0 doc_id rank score run_id",
-                         fatal=True)
+        if (parsed := _run_line(number, columns, problems)) is None:
             continue
-        qid, q0, doc, rank_text, score_text, run_id = columns
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            rank = 0
-        if rank < 1:
-            problems.add(number, "rank", f"rank {_shown(rank_text)} is not a positive integer", fatal=True)
-            continue
-        try:
-            score = float(score_text)
-        except ValueError:
-            score = math.nan
-        if not math.isfinite(score):
-            problems.add(number, "score", f"score {_shown(score_text)} is not a finite number", fatal=True)
-            continue
+        qid, q0, doc, rank, score, run_id = parsed
         run_ids.setdefault(run_id, number)
         if q0 != "Q0":
             problems.add(number, "q0", f"second column is {_shown(q0)}, not Q0; read anyway")
@@ -314,15 +338,7 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
     if len(run_ids) > 1:
         named = ", ".join(f"{_shown(r)} (from line {n})" for r, n in list(run_ids.items())[:5])
         problems.add(None, "run_id", f"{len(run_ids)} run ids ({named}); a run file holds one run", fatal=True)
-    rankings = {}
-    for turn, docs in kept.items():
-        ordered = [d for d, _ in trec_order({d: s for d, (s, _, _) in docs.items()})]
-        by_rank = sorted(docs, key=lambda d: (docs[d][1], docs[d][2]))
-        if by_rank != ordered:
-            line = next(docs[a][2] for a, b in zip(by_rank, ordered) if a != b)
-            problems.add(line, "order", f"{to_task_qid(turn)}: the rank column and the scores give different "
-                                        "orders; the scorer orders by score (ties by document id, descending)")
-        rankings[turn] = ordered
+    rankings = _rankings(kept, problems)
     missing = problems.missing(targets, rankings, "no line", "each scores 0")
     return Checked(source, "run", list(problems), problems.counts(rankings, missing), next(iter(run_ids), None),
                    rankings=rankings, missing=missing)

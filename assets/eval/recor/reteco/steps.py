@@ -342,3 +342,48 @@ def leaderboard(retrieval: pl.DataFrame, generation: pl.DataFrame) -> pl.DataFra
     # each sub-track ranked by its own official figure: 2a by nDCG@10, 2b and 2c by the macro
     ranked_by = pl.when(pl.col("subtrack") == "2a").then(pl.col(reteco.METRIC_NAMES[reteco.OFFICIAL])).otherwise(pl.col("macro"))
     return pl.concat(frames).sort("subtrack", ranked_by, "run", descending=[False, True, False], nulls_last=True)
+
+
+def generator_systems(answers: pl.DataFrame, best_run: reteco.Checked) -> tuple[list[tuple], dict[tuple[str, str], pl.DataFrame]]:
+    """RECOR's generators as the task's systems, from ``eval/recor_generation``'s ``answers``:
+    each one's Oracle answers a 2b system, its Retrieved answers a 2c system answered from
+    ``best_run``, as (system, sub-track, answers by turn, run or None); and each system's
+    diagnostics (ROUGE-L, METEOR, BERTScore F1) as the generation step computed them."""
+    systems, diagnostics = [], {}
+    for (generator, mode), answered in answers.filter(pl.col("mode") != "no_retrieval").group_by(
+            ["generator", "mode"], maintain_order=True):
+        subtrack = "2b" if mode == "oracle" else "2c"
+        # a failed generation call has no answer: the task scores the turn 0
+        by_turn = dict(answered.filter(pl.col("answer").is_not_null()).select("qid", "answer").iter_rows())
+        systems.append((generator, subtrack, by_turn, best_run if subtrack == "2c" else None))
+        diagnostics[generator, subtrack] = answered.select("qid", *DIAGNOSTICS)
+    return systems, diagnostics
+
+
+def judge_systems(systems: Sequence[tuple], given: Mapping[tuple[str, str], pl.DataFrame], turns: pl.DataFrame,
+                  targets: reteco.Targets, text: Mapping[str, str], llm, alias: str, stats: CallStats,
+                  log=None) -> tuple[list[pl.DataFrame], pl.DataFrame]:
+    """Each system (as :func:`generator_systems` gives them) judged by ``alias`` on its
+    sub-track's passages (``text``: each document's content): one frame of per-turn scores a
+    system, beside the retrieval figures of the run a 2c system answered from (blank for 2b),
+    and every judgment with its system and sub-track. Diagnostics a system lacks in
+    ``given`` (as :func:`generator_systems` gives them) are computed from its answers."""
+    frames, judged_all, retrieved = [], [], {}
+    for system, subtrack, answers, run in systems:
+        passages = passage_ids(turns, subtrack, run.rankings if run else None)
+        items = judge_items(turns, answers, passages, text)
+        judgments = judge(items, llm, alias, stats, log)
+        judged_all.append(judgments.with_columns(pl.lit(system).alias("system"), pl.lit(subtrack).alias("subtrack")))
+        diagnostic = given.get((system, subtrack))
+        scores = turn_scores(judged_turns(judgments), targets, system, subtrack,
+                             diagnostic if diagnostic is not None else diagnostics(items))
+        if run is not None and run.source not in retrieved:
+            # every generator's 2c answers come from the one best configuration: scored once
+            retrieved[run.source] = reteco.score_runs([(run.source, run, targets)]).select("qid", *reteco.METRICS)
+        retrieval = (retrieved[run.source] if run else
+                     pl.DataFrame({"qid": targets.turns["qid"]}).with_columns(pl.lit(None, dtype=pl.Float64).alias(m)
+                                                                               for m in reteco.METRICS))
+        frames.append(scores.with_columns(pl.lit(run.source if run else None, dtype=pl.String).alias("run"))
+                      .join(retrieval, on="qid", how="left"))
+    return frames, pl.concat(judged_all) if judged_all else pl.DataFrame()
+

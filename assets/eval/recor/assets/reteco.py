@@ -1,0 +1,173 @@
+"""RECOR's evaluation as SemEval-2027 RETECO Track 2 scores it: the retrieval runs read and
+scored by the task's rules (2a), the answers judged as 2b and 2c systems beside submitted
+generation files, and the task's leaderboard."""
+
+import dagster as dg
+import polars as pl
+
+from assets.common.metadata import md_table, table_metadata
+from assets.common.placement import GPU_STEP_TAGS
+from assets.eval.recor import rules as conversational
+from assets.eval.recor import steps as generation
+from assets.eval.recor.assets.common import BENCHMARK, BY_DOMAIN, CORPUS, GROUP, PREFIX, wiring
+from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco import steps as reteco_judge
+from assets.eval.runs import trec_run
+from assets.partitions import domain_partitions
+from resources.llm import CallStats, LLMResource
+from resources.llm.registry import llm_pool
+from resources.storage import MATERIALIZED_PARTITIONS, read_bytes
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns"),
+               "corpus": dg.AssetIn(key=[PREFIX, "recor_corpus"], partition_mapping=dg.AllPartitionMapping(),
+                                    metadata={**MATERIALIZED_PARTITIONS, "columns": ["domain", "doc_id"]})},
+          kinds={"ranx"}, code_version="1")
+def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+    """RECOR's runs scored as SemEval-2027 RETECO Track 2 (sub-tracks 2a and 2c) scores a
+    submission (``assets/eval/recor/reteco/rules.py``): each retriever x strategy of ``recor_runs`` is one
+    run, written as a TREC file and read by the task's rules against its domain's turns and
+    documents (a domain at a time). Per target turn: binary nDCG@10 (official), MAP@10, Recall@10 and MRR;
+    the official table (macro over the turns), per domain and by depth T1..T4, T5+. The same
+    rules as ``python -m pipelines.reteco score``."""
+    # One domain at a time: BRIGHT numbers its questions per domain, so two domains may hold one
+    # conversation id, which a task query id cannot tell apart (the command refuses them together).
+    frames, notes, turns, documents = [], {}, 0, 0
+    domains = sorted(set(benchmark["domain"]))
+    for domain in domains:
+        targets = reteco.Targets.from_tables(benchmark.filter(pl.col("domain") == domain),
+                                             corpus.filter(pl.col("domain") == domain)["doc_id"])
+        turns, documents = turns + targets.turns.height, documents + len(targets.documents)
+        checked = []
+        for (system, strategy), run in recor_runs.filter(pl.col("domain") == domain).group_by(["system", "strategy"],
+                                                                                             maintain_order=True):
+            name = f"{system}/{strategy}"
+            checked.append((name, reteco.check_run(trec_run(run.drop("strategy", "domain")).encode(), f"{domain}: {name}",
+                                                   targets), targets))
+            notes[f"{domain}: {name}"] = checked[-1][1].summary()
+        # a domain's runs scored together (a ranx call costs seconds before its first line), and
+        # their rankings let go before the next domain's
+        frames.append(reteco.score_runs(checked))
+    scores = (pl.concat(frames) if frames else reteco.score_runs([])).with_columns(
+        pl.col("run").str.extract(r"^(.*)/[^/]*$").alias("retriever"), pl.col("run").str.extract(r"/([^/]*)$").alias("strategy"))
+    slice_ = f"{turns} target turns of {len(domains)} domains ({', '.join(domains)}), {documents:,} documents"
+    return dg.Output(scores, metadata={
+        **table_metadata(scores, 5),
+        "covers": slice_,
+        "official": dg.MetadataValue.md("Binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn "
+                                        f"scores 0); {slice_}\n\n{md_table(reteco.official_table(scores), 50)}"),
+        "by_domain": dg.MetadataValue.md(f"nDCG@10, mean over each domain's target turns (diagnostic)\n\n"
+                                         f"{md_table(reteco.domain_table(scores), 20)}"),
+        "by_depth": dg.MetadataValue.md(f"nDCG@10 by conversation depth (diagnostic)\n\n{md_table(reteco.depth_table(scores), 10)}"),
+        "runs_read": dg.MetadataValue.md("\n\n".join(f"```\n{note}\n```" for note in notes.values()) or "none"),
+    })
+
+
+class ReTeCoSubmission(dg.Config):
+    """A participant's generation file, judged beside the configured generators."""
+
+    path: str  # JSONL (turn_id, answer), local or s3://; every domain's answers in one file
+    subtrack: str = "2b"  # 2b: judged faithful to the gold passages; 2c: to the run's top five
+    run: str | None = None  # 2c: the TREC run file the answers were generated from
+    name: str | None = None  # the row's name (default: the file's name)
+
+
+class ReTeCoGeneration(dg.Config):
+    submissions: list[ReTeCoSubmission] = []
+
+
+def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> tuple:
+    """A submission as (system, sub-track, answers, checked run or None): each file read by the
+    task's rules against the domain's turns (another domain's turns are the file's other
+    answers, left to their partitions); an unscorable file fails the step with its problems."""
+    if sub.subtrack not in reteco_judge.SUBTRACKS or (sub.subtrack == "2c") != bool(sub.run):
+        raise dg.Failure(f"submission {sub.path}: sub-track {sub.subtrack!r} with run {sub.run!r}; 2b takes no run, "
+                         "2c needs the run file its answers came from")
+    checked = reteco.check_generation(read_bytes(sub.path), sub.path, targets)
+    run = reteco.check_run(read_bytes(sub.run), sub.run, targets) if sub.run else None
+    for c in filter(None, (checked, run)):
+        if not c.ok:
+            fatal = [str(p) for p in c.problems if p.fatal][:10]
+            raise dg.Failure(f"{domain}: {c.summary()}", metadata={"problems": dg.MetadataValue.md("\n".join(fatal))})
+    return sub.name or sub.path.rsplit("/", 1)[-1], sub.subtrack, checked.answers, run
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_partitions,
+          ins={"benchmark": BENCHMARK, "corpus": CORPUS, "recor_generation": wiring.input("recor_generation"),
+               "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
+               "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
+          kinds={"litellm"}, pool=llm_pool("recor"), code_version=reteco_judge.CODE_VERSION, op_tags=GPU_STEP_TAGS)
+def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneration, benchmark: pl.DataFrame,
+                      corpus: pl.DataFrame, recor_generation: pl.DataFrame, recor_runs: pl.DataFrame,
+                      recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
+    """RECOR's answers judged as SemEval-2027 RETECO Track 2 judges them
+    (``assets/eval/recor/reteco/steps.py``): each configured generator's Oracle answers as a 2b
+    system (faithful to the gold passages) and its Retrieved answers as a 2c system (faithful
+    to the top five of the best retrieval configuration, whose per-turn nDCG@10 it carries),
+    plus the generation files given in the run config (``submissions``). Five focused judge
+    prompts, integer 1-5 scores normalized (s - 1) / 4; a turn without an answer, or a
+    dimension the judge did not score, is 0. ROUGE-L, METEOR and BERTScore F1 as diagnostics
+    (the generators' from ``eval/recor_generation``)."""
+    domain = context.partition_key
+    targets = reteco.Targets.from_tables(benchmark, corpus["doc_id"])
+    turns = reteco_judge.table_turns(benchmark, targets)
+    retriever, strategy = conversational.best_configuration(recor_retrieval_metrics)
+    best = f"{retriever}/{strategy}"
+    chosen = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy))
+    best_run = reteco.check_run(trec_run(chosen.drop("strategy", "domain")).encode(), best, targets)
+    systems, diagnostics = reteco_judge.generator_systems(recor_generation, best_run)
+    systems += [_submission(sub, targets, domain) for sub in config.submissions]
+
+    stats = CallStats()
+    text = dict(corpus.select("doc_id", "content").iter_rows())
+    frames, judgments = reteco_judge.judge_systems(systems, diagnostics, turns, targets, text, llm,
+                                                   llm.role("recor.judge")[0], stats, context.log.info)
+    scores = pl.concat(frames) if frames else pl.DataFrame(schema=RETECO_GENERATION_SCHEMA)
+    failed = judgments.filter(pl.col("score").is_null()) if judgments.height else judgments
+    table = reteco_judge.judge_table(scores) if scores.height else pl.DataFrame()
+    return dg.Output(scores.select(list(RETECO_GENERATION_SCHEMA)), metadata={
+        **table_metadata(scores.select("qid", "system", "subtrack", *reteco.DIMENSIONS), 5),
+        "covers": f"{domain}: {targets.turns.height} target turns, {len(systems)} systems "
+                  f"({len(config.submissions)} submitted); 2c generators answered from {best}",
+        "generation": dg.MetadataValue.md("Each dimension's judged 1-5 score normalized (s - 1) / 4, the mean over the "
+                                          "target turns (a turn without an answer or a score is 0), and their macro "
+                                          f"average; ROUGE-L, METEOR, BERTScore F1 are diagnostics\n\n{md_table(table, 40)}"),
+        "judge_failures": failed.height,
+        # a weak judge (the embedded model) often writes no number: its log-probabilities say which it meant
+        **{f"scores_read_from/{where}": judgments.filter(pl.col("read_from") == where).height if judgments.height else 0
+           for where in reteco_judge.READ_FROM},
+        "judge_failure_examples": dg.MetadataValue.md(md_table(failed.select("system", "subtrack", "qid", "dimension",
+                                                                             "reason", "reply").head(10), 10)
+                                                      if failed.height else "none"),
+        **generation.reference_metric_definitions(), **stats.as_metadata(),
+    })
+
+
+RETECO_GENERATION_SCHEMA = {**reteco.TURN_SCHEMA, "system": pl.String, "subtrack": pl.String, "run": pl.String,
+                            **{d: pl.Float64 for d in reteco.DIMENSIONS}, "answered": pl.Boolean,
+                            "judge_failures": pl.UInt32, **{m: pl.Float64 for m in reteco_judge.DIAGNOSTICS},
+                            **{m: pl.Float64 for m in reteco.METRICS}}
+
+
+@dg.asset(key_prefix=PREFIX, group_name=GROUP,
+          ins={"reteco_retrieval": wiring.materialized("reteco_retrieval"),
+               "reteco_generation": wiring.materialized("reteco_generation")},
+          kinds={"polars"}, code_version="1")
+def reteco_leaderboard(reteco_retrieval: pl.DataFrame, reteco_generation: pl.DataFrame) -> dg.Output:
+    """RETECO Track 2's results, one row per sub-track and run: 2a each retrieval run
+    (retriever / strategy) by nDCG@10 with MAP@10, Recall@10 and MRR; 2b and 2c each system
+    by the macro average of its five normalized judge dimensions, 2c beside the retrieval
+    figures of the run it answered from. Never combined into one number, as the task rules."""
+    board = reteco_judge.leaderboard(reteco_retrieval, reteco_generation)
+    turns = reteco_retrieval.select("domain", "qid").unique()
+    covers = (f"{turns.height} target turns of {turns['domain'].n_unique()} domains "
+              f"({', '.join(sorted(turns['domain'].unique()))})")
+    tables = {f"subtrack_{st}": dg.MetadataValue.md(f"{what}; {covers}\n\n"
+                                                     f"{md_table(board.filter(pl.col('subtrack') == st).drop(drop), 60)}")
+              for st, what, drop in (
+                  ("2a", "Conversational retrieval, ranked by nDCG@10 (official)", ["subtrack", "retrieval_run", *reteco.DIMENSIONS, "macro"]),
+                  ("2b", "Gold-passage generation, ranked by the macro average of the five dimensions",
+                   ["subtrack", "retrieval_run", *(reteco.METRIC_NAMES[m] for m in reteco.METRICS)]),
+                  ("2c", "Full conversational RAG: the macro (ranking) beside its run's retrieval figures", ["subtrack"]))}
+    return dg.Output(board, metadata={**table_metadata(board, 10), "covers": covers, **tables})
