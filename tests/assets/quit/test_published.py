@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from assets.common.records import SourceFormatError
-from assets.quit import published, release, rules, sources, steps
+from assets.quit import published, release, rules, sources
 from checks.quit import release as qrelease
 from checks.quit import steps as qsteps
 
@@ -111,7 +111,7 @@ def built_benchmark() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     passages = rules.passages_frame(selected.select("question_id", "hints"))
     labels = passages.select("passage_id", "question_id", "num_hints").with_columns(
         pl.lit(3, pl.UInt32).alias("labelers"), pl.lit(1, pl.Int8).alias("label"), pl.lit(None, pl.String).alias("error"))
-    assert dict(labels.schema) == steps.LABEL_SCHEMA
+    assert dict(labels.schema) == rules.LABEL_SCHEMA
     pools = pl.DataFrame({"question_id": ["q"], "answer_pool": [["Paris"]]})
     return release.assemble(selected, splits, metadata, passages, labels, pools, sources.REJECTS.empty())
 
