@@ -21,12 +21,7 @@ import dagster as dg
 from resources.finetuning import BASES_PATH, load_bases
 from resources.llm import REGISTRY_PATH, role_aliases
 from resources.names import check_name
-from resources.retrieval import (
-    RERANKERS_PATH,
-    RETRIEVERS_PATH,
-    load_rerankers,
-    load_retrievers,
-)
+from resources.retrieval import RERANKERS_PATH, RETRIEVERS_PATH, load_rerankers, load_retrievers
 
 # Each set of partitions has one name: its ``NAMED`` key, its variable here (the name in the
 # singular, then ``_partitions``), the partitions of a stage (``pipelines.jobs``, which
@@ -51,14 +46,16 @@ domain_partitions = dg.StaticPartitionsDefinition(DOMAINS)
 # Retrieval evaluation: one partition per retriever (QUIT) and per retriever x reranker.
 retriever_partitions = dg.DynamicPartitionsDefinition(name="retrievers")
 reranker_partitions = dg.DynamicPartitionsDefinition(name="rerankers")
-retriever_reranker_partitions = dg.MultiPartitionsDefinition({"retriever": retriever_partitions,
-                                                              "reranker": reranker_partitions})
+retriever_reranker_partitions = dg.MultiPartitionsDefinition(
+    {"retriever": retriever_partitions, "reranker": reranker_partitions}
+)
 
 # RECOR's evaluation: domain x retriever; the oracle is not a retriever of conversations, and
 # a retriever trained on QUIT's train split is QUIT's experiment, not RECOR's.
 recor_retriever_partitions = dg.DynamicPartitionsDefinition(name="recor_retrievers")
-domain_retriever_partitions = dg.MultiPartitionsDefinition({"domain": domain_partitions,
-                                                            "retriever": recor_retriever_partitions})
+domain_retriever_partitions = dg.MultiPartitionsDefinition(
+    {"domain": domain_partitions, "retriever": recor_retriever_partitions}
+)
 
 # WikiProfile's subject models, from the registry's ``wikiprofile.subjects``.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
@@ -69,17 +66,34 @@ finetune_base_partitions = dg.DynamicPartitionsDefinition(name="finetune_bases")
 # Every set of partitions that an asset is partitioned by, by its name (job names, the UI,
 # ``make run``). ``rerankers`` and ``recor_retrievers`` are dimensions of a product alone.
 NAMED = {
-    "quit_readers": quit_reader_partitions, "quit_labelers": quit_labeler_partitions, "quit_models": quit_model_partitions,
-    "domains": domain_partitions, "retrievers": retriever_partitions, "retriever_rerankers": retriever_reranker_partitions,
-    "domain_retrievers": domain_retriever_partitions, "subjects": subject_partitions,
+    "quit_readers": quit_reader_partitions,
+    "quit_labelers": quit_labeler_partitions,
+    "quit_models": quit_model_partitions,
+    "domains": domain_partitions,
+    "retrievers": retriever_partitions,
+    "retriever_rerankers": retriever_reranker_partitions,
+    "domain_retrievers": domain_retriever_partitions,
+    "subjects": subject_partitions,
     "finetune_bases": finetune_base_partitions,
 }
-DYNAMIC = [quit_labeler_partitions, quit_reader_partitions, quit_model_partitions, retriever_partitions,
-           recor_retriever_partitions, reranker_partitions, subject_partitions, finetune_base_partitions]
+DYNAMIC = [
+    quit_labeler_partitions,
+    quit_reader_partitions,
+    quit_model_partitions,
+    retriever_partitions,
+    recor_retriever_partitions,
+    reranker_partitions,
+    subject_partitions,
+    finetune_base_partitions,
+]
 
 
-def registered_keys(models: str = REGISTRY_PATH, retrievers: str = RETRIEVERS_PATH,
-                    rerankers: str = RERANKERS_PATH, bases: str = BASES_PATH) -> dict[str, list[str]]:
+def registered_keys(
+    models: str = REGISTRY_PATH,
+    retrievers: str = RETRIEVERS_PATH,
+    rerankers: str = RERANKERS_PATH,
+    bases: str = BASES_PATH,
+) -> dict[str, list[str]]:
     """The keys each dynamic partitions definition (by name) should have: what the
     registries list now. Retrievers and rerankers in alias order, models in role order, base
     models in alias order."""
@@ -90,8 +104,9 @@ def registered_keys(models: str = REGISTRY_PATH, retrievers: str = RETRIEVERS_PA
         quit_reader_partitions.name: readers,
         quit_model_partitions.name: sorted(set(labelers) | set(readers)),
         retriever_partitions.name: sorted(specs),
-        recor_retriever_partitions.name: sorted(a for a, s in specs.items()
-                                                if s.kind != "oracle" and s.trained_on in (None, "recor")),
+        recor_retriever_partitions.name: sorted(
+            a for a, s in specs.items() if s.kind != "oracle" and s.trained_on in (None, "recor")
+        ),
         reranker_partitions.name: sorted(load_rerankers(rerankers, models)),
         subject_partitions.name: role_aliases("wikiprofile.subjects", models),
         finetune_base_partitions.name: sorted(load_bases(bases)),
@@ -142,43 +157,56 @@ def without_materializations(changes: PartitionChanges, materialized: dict[str, 
     return PartitionChanges(changes.new, gone, stray)
 
 
-def materialized_keys(instance: dg.DagsterInstance, assets: Iterable[dg.AssetsDefinition],
-                      candidates: dict[str, list[str]]) -> dict[str, set[str]]:
+def materialized_keys(
+    instance: dg.DagsterInstance, assets: Iterable[dg.AssetsDefinition], candidates: dict[str, list[str]]
+) -> dict[str, set[str]]:
     """Of ``candidates`` (keys by dynamic partitions name), those that some asset of
     ``assets`` has materialized, as its partition or as one dimension of its multi-partition
     key."""
     assets = list(assets)
 
     def materialized(name: str, key: str) -> bool:
-        return any(instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=partitions),
-                                                   limit=1).records
-                   for assets_def in assets
-                   if (partitions := _partitions_with(assets_def.partitions_def, name, key, instance))
-                   for asset_key in assets_def.keys)
+        return any(
+            instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=partitions), limit=1
+            ).records
+            for assets_def in assets
+            if (partitions := _partitions_with(assets_def.partitions_def, name, key, instance))
+            for asset_key in assets_def.keys
+        )
 
     return {name: {key for key in keys if materialized(name, key)} for name, keys in candidates.items()}
 
 
-def _partitions_with(pdef: dg.PartitionsDefinition | None, name: str, key: str,
-                     instance: dg.DagsterInstance) -> list[str]:
+def _partitions_with(
+    pdef: dg.PartitionsDefinition | None, name: str, key: str, instance: dg.DagsterInstance
+) -> list[str]:
     """The partition keys of ``pdef`` that hold ``key`` of the dynamic partitions ``name``."""
     if isinstance(pdef, dg.DynamicPartitionsDefinition):
         return [key] if pdef.name == name else []
     if not isinstance(pdef, dg.MultiPartitionsDefinition):
         return []
-    dimensions = [d.name for d in pdef.partitions_defs
-                  if isinstance(d.partitions_def, dg.DynamicPartitionsDefinition) and d.partitions_def.name == name]
-    return [str(k) for k in pdef.get_partition_keys(dynamic_partitions_store=instance)
-            if any(k.keys_by_dimension[d] == key for d in dimensions)]
+    dimensions = [
+        d.name
+        for d in pdef.partitions_defs
+        if isinstance(d.partitions_def, dg.DynamicPartitionsDefinition) and d.partitions_def.name == name
+    ]
+    return [
+        str(k)
+        for k in pdef.get_partition_keys(dynamic_partitions_store=instance)
+        if any(k.keys_by_dimension[d] == key for d in dimensions)
+    ]
 
 
-def pending_changes(instance: dg.DagsterInstance, assets: Iterable[dg.AssetsDefinition] | None = None,
-                    **paths: str) -> PartitionChanges:
+def pending_changes(
+    instance: dg.DagsterInstance, assets: Iterable[dg.AssetsDefinition] | None = None, **paths: str
+) -> PartitionChanges:
     """The registries (``registered_keys``'s paths) against the instance's partitions. Given
     the ``assets`` that use the partitions, a gone partition none of them has materialized
     is ``stray``; without them every gone partition counts as kept."""
-    changes = partition_changes(registered_keys(**paths),
-                                {pdef.name: list(instance.get_dynamic_partitions(pdef.name)) for pdef in DYNAMIC})
+    changes = partition_changes(
+        registered_keys(**paths), {pdef.name: list(instance.get_dynamic_partitions(pdef.name)) for pdef in DYNAMIC}
+    )
     if assets is None:
         return changes
     return without_materializations(changes, materialized_keys(instance, list(assets), changes.gone))

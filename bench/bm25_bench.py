@@ -45,9 +45,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 # Lucene's English stop set, in rough English frequency order: the most frequent ranks.
-STOPWORDS = ["the", "of", "and", "to", "a", "in", "is", "that", "for", "it", "was", "on", "with", "as", "be", "at",
-             "by", "this", "are", "or", "not", "but", "they", "their", "there", "will", "an", "if", "no", "into",
-             "then", "these", "such"]
+STOPWORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "was",
+    "on",
+    "with",
+    "as",
+    "be",
+    "at",
+    "by",
+    "this",
+    "are",
+    "or",
+    "not",
+    "but",
+    "they",
+    "their",
+    "there",
+    "will",
+    "an",
+    "if",
+    "no",
+    "into",
+    "then",
+    "these",
+    "such",
+]
 VOCAB_SIZE = 500_000
 SHARDS = 16
 TOP_K = 100
@@ -98,8 +130,7 @@ def write_data(scratch: str, passages: int, queries: int, seed: int) -> None:
         rng = np.random.default_rng([seed, shard])
         ids = pa.array([f"P{i:07d}" for i in range(bounds[shard], bounds[shard + 1])])
         # Contents are lowercase letters and spaces: no JSON escaping needed.
-        lines = pc.binary_join_element_wise('{"id": "', ids, '", "contents": "',
-                                            texts(rng, len(ids), 45, 71), '"}', "")
+        lines = pc.binary_join_element_wise('{"id": "', ids, '", "contents": "', texts(rng, len(ids), 45, 71), '"}', "")
         with open(os.path.join(scratch, "corpus", f"part{shard:02d}.jsonl"), "w") as f:
             f.write("\n".join(lines.to_pylist()) + "\n")
     rng = np.random.default_rng([seed, SHARDS])
@@ -210,8 +241,21 @@ def lucene_index(variant: str, scratch: str, index_dir: str, threads: int, out: 
         shutil.rmtree(index_dir, ignore_errors=True)
         out["setup_s"] = time.perf_counter() - start
         t = time.perf_counter()
-        run_cli("pyserini.index.lucene", ["--collection", "JsonCollection", "--input", corpus, "--index", index_dir,
-                                          "--generator", "DefaultLuceneDocumentGenerator", "--threads", str(threads)])
+        run_cli(
+            "pyserini.index.lucene",
+            [
+                "--collection",
+                "JsonCollection",
+                "--input",
+                corpus,
+                "--index",
+                index_dir,
+                "--generator",
+                "DefaultLuceneDocumentGenerator",
+                "--threads",
+                str(threads),
+            ],
+        )
         out["wall_s"] = time.perf_counter() - t
 
 
@@ -233,18 +277,52 @@ def lucene_search(variant: str, scratch: str, index_dir: str, threads: int, out:
     else:
         out["setup_s"] = time.perf_counter() - start
         t = time.perf_counter()
-        run_cli("pyserini.search.lucene", ["--index", index_dir, "--topics", os.path.join(scratch, "topics.tsv"),
-                                           "--output", os.path.join(scratch, "run.cli.trec"), "--bm25", "--k1", "0.9",
-                                           "--b", "0.4", "--hits", str(TOP_K), "--threads", str(threads),
-                                           "--batch-size", "64"])
+        run_cli(
+            "pyserini.search.lucene",
+            [
+                "--index",
+                index_dir,
+                "--topics",
+                os.path.join(scratch, "topics.tsv"),
+                "--output",
+                os.path.join(scratch, "run.cli.trec"),
+                "--bm25",
+                "--k1",
+                "0.9",
+                "--b",
+                "0.4",
+                "--hits",
+                str(TOP_K),
+                "--threads",
+                str(threads),
+                "--batch-size",
+                "64",
+            ],
+        )
         out["wall_s"] = time.perf_counter() - t
 
 
 def spawn(variant: str, args) -> dict:
     result = os.path.join(args.scratch, f"result.{variant}.json")
     with open(os.path.join(args.scratch, f"log.{variant}.txt"), "w") as log:
-        subprocess.run([sys.executable, __file__, "--child", variant, "--scratch", args.scratch, "--threads",
-                        str(args.threads), "--result", result], stdout=log, stderr=subprocess.STDOUT, check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                variant,
+                "--scratch",
+                args.scratch,
+                "--threads",
+                str(args.threads),
+                "--result",
+                result,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=True,
+            cwd=ROOT,
+        )
     with open(result) as f:
         out = json.load(f)
     print(variant, {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}, flush=True)
@@ -286,8 +364,11 @@ def main() -> None:
 
     t = time.perf_counter()
     write_data(args.scratch, args.passages, args.queries, args.seed)
-    print(f"data: {args.passages:,} passages, {args.queries:,} queries under {args.scratch} "
-          f"({time.perf_counter() - t:.0f} s, reused when sizes match)", flush=True)
+    print(
+        f"data: {args.passages:,} passages, {args.queries:,} queries under {args.scratch} "
+        f"({time.perf_counter() - t:.0f} s, reused when sizes match)",
+        flush=True,
+    )
     r = {v: spawn(v, args) for v in ("pipeline-index", "cli-index")}
     for v in ("pipeline", "cli"):
         size, segments = index_stats(os.path.join(args.scratch, f"index.{v}"))
@@ -300,22 +381,30 @@ def main() -> None:
     r["bm25s"] = spawn("bm25s", args)
 
     pipe, cli = r["pipeline-index"], r["cli-index"]
-    print(f"index: pipeline {pipe['wall_s']:.1f} s vs CLI {cli['wall_s']:.1f} s -> {pipe['wall_s'] / cli['wall_s']:.2f}x; "
-          f"peak RSS {pipe['peak_rss_mib']:,.0f} MiB (input frame {pipe['input_rss_mib']:,.0f}) vs {cli['peak_rss_mib']:,.0f} MiB")
+    print(
+        f"index: pipeline {pipe['wall_s']:.1f} s vs CLI {cli['wall_s']:.1f} s -> {pipe['wall_s'] / cli['wall_s']:.2f}x; "
+        f"peak RSS {pipe['peak_rss_mib']:,.0f} MiB (input frame {pipe['input_rss_mib']:,.0f}) vs {cli['peak_rss_mib']:,.0f} MiB"
+    )
     pipe, cli = r["pipeline-search"], r["cli-search"]
-    print(f"search (best of {args.repeats}): pipeline {pipe['wall_s']:.2f} s (batch_search {pipe['batch_search_s']:.2f} s) "
-          f"vs CLI {cli['wall_s']:.2f} s -> {pipe['wall_s'] / cli['wall_s']:.2f}x; "
-          f"peak RSS {pipe['peak_rss_mib']:,.0f} vs {cli['peak_rss_mib']:,.0f} MiB")
+    print(
+        f"search (best of {args.repeats}): pipeline {pipe['wall_s']:.2f} s (batch_search {pipe['batch_search_s']:.2f} s) "
+        f"vs CLI {cli['wall_s']:.2f} s -> {pipe['wall_s'] / cli['wall_s']:.2f}x; "
+        f"peak RSS {pipe['peak_rss_mib']:,.0f} vs {cli['peak_rss_mib']:,.0f} MiB"
+    )
     runs = {v: read_run(os.path.join(args.scratch, f"run.{v}.trec")) for v in ("pipeline", "cli", "bm25s")}
     pairs, same, top1 = agreement(runs["pipeline"], runs["cli"], TOP_K)
-    print(f"pipeline vs CLI top-{TOP_K}: {pairs:.4f} of (qid, docid) pairs shared, {same:.4f} of lists identical, "
-          f"{top1:.4f} same top-1")
+    print(
+        f"pipeline vs CLI top-{TOP_K}: {pairs:.4f} of (qid, docid) pairs shared, {same:.4f} of lists identical, "
+        f"{top1:.4f} same top-1"
+    )
     bm = r["bm25s"]
     pairs10, _, top1 = agreement(runs["cli"], runs["bm25s"], 10)
     pairs100, _, _ = agreement(runs["cli"], runs["bm25s"], TOP_K)
-    print(f"bm25s: index {bm['index_s']:.1f} s, search {bm['search_s']:.1f} s, peak RSS {bm['peak_rss_mib']:,.0f} MiB "
-          f"(texts in memory {bm['input_rss_mib']:,.0f}); overlap with Lucene: top-10 {pairs10:.4f}, "
-          f"top-100 {pairs100:.4f}, top-1 {top1:.4f}")
+    print(
+        f"bm25s: index {bm['index_s']:.1f} s, search {bm['search_s']:.1f} s, peak RSS {bm['peak_rss_mib']:,.0f} MiB "
+        f"(texts in memory {bm['input_rss_mib']:,.0f}); overlap with Lucene: top-10 {pairs10:.4f}, "
+        f"top-100 {pairs100:.4f}, top-1 {top1:.4f}"
+    )
 
 
 if __name__ == "__main__":

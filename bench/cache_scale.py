@@ -30,13 +30,22 @@ CHUNK = 4096  # the LLM resource's chunk: the keys it looks up together
 
 
 def answer(i: int) -> dict:
-    return {"text": f"The answer number {i} is here", "prompt_tokens": 352, "completion_tokens": 8,
-            "tokens": None, "token_logprobs": None}
+    return {
+        "text": f"The answer number {i} is here",
+        "prompt_tokens": 352,
+        "completion_tokens": 8,
+        "tokens": None,
+        "token_logprobs": None,
+    }
 
 
 def key(i: int) -> str:
-    return cache_key("chat", "hosted_vllm/labeler", [{"role": "user", "content": f"passage {i}"}],
-                     {"temperature": 0.0, "max_tokens": 24, "seed": 0})
+    return cache_key(
+        "chat",
+        "hosted_vllm/labeler",
+        [{"role": "user", "content": f"passage {i}"}],
+        {"temperature": 0.0, "max_tokens": 24, "seed": 0},
+    )
 
 
 def main() -> None:
@@ -66,9 +75,13 @@ def main() -> None:
 
     print(f"entries written            {args.entries:,}")
     print(f"entries read back          {found:,} ({args.entries - found:,} missing, {wrong:,} wrong)")
-    print(f"cache entries / size       {stats['entries']:,} / {stats['bytes'] / 2**30:.2f} GiB "
-          f"({stats['bytes'] / max(stats['entries'], 1):.0f} B an answer; diskcache's old default: 1 GiB)")
-    print(f"write                      {wrote:.0f} s, {wrote / args.entries * 1e6:.1f} us an answer (key hash included)")
+    print(
+        f"cache entries / size       {stats['entries']:,} / {stats['bytes'] / 2**30:.2f} GiB "
+        f"({stats['bytes'] / max(stats['entries'], 1):.0f} B an answer; diskcache's old default: 1 GiB)"
+    )
+    print(
+        f"write                      {wrote:.0f} s, {wrote / args.entries * 1e6:.1f} us an answer (key hash included)"
+    )
     print(f"read                       {read:.0f} s, {read / args.entries * 1e6:.1f} us an answer (key hash included)")
     print(f"peak RSS                   {peak:.0f} MiB")
     if not args.dir:

@@ -31,13 +31,20 @@ from tests.conftest import SCRIPTED_REGISTRY  # noqa: E402
 
 
 def build(with_checks: bool, scratch: Path) -> tuple[float, int]:
-    resources = {"storage": StorageResource(root=str(scratch / "storage")), "io_manager": parquet_io_manager,
-                 "llm": LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(scratch / "llm"), backoff_seconds=0.01),
-                 "wikiprofile_settings": WikiProfileSettings(downsample_to=20), "search": DocumentSearchResource(),
-                 "check_settings": CheckSettings()}
+    resources = {
+        "storage": StorageResource(root=str(scratch / "storage")),
+        "io_manager": parquet_io_manager,
+        "llm": LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(scratch / "llm"), backoff_seconds=0.01),
+        "wikiprofile_settings": WikiProfileSettings(downsample_to=20),
+        "search": DocumentSearchResource(),
+        "check_settings": CheckSettings(),
+    }
     started = time.perf_counter()
-    result = dg.materialize([*wikiprofile_assets, *(wikiprofile_checks if with_checks else [])], resources=resources,
-                            instance=dg.DagsterInstance.ephemeral())
+    result = dg.materialize(
+        [*wikiprofile_assets, *(wikiprofile_checks if with_checks else [])],
+        resources=resources,
+        instance=dg.DagsterInstance.ephemeral(),
+    )
     assert result.success
     return time.perf_counter() - started, len(result.get_asset_check_evaluations())
 
@@ -57,9 +64,13 @@ def main() -> None:
                 times[with_checks].append(seconds)
                 checks = max(checks, n)
     plain, checked = statistics.median(times[False]), statistics.median(times[True])
-    print(f"WikiProfile construction, {len(wikiprofile_assets)} asset definitions, scripted LLM, median of {args.repeats}:")
+    print(
+        f"WikiProfile construction, {len(wikiprofile_assets)} asset definitions, scripted LLM, median of {args.repeats}:"
+    )
     print(f"  without checks  {plain:6.1f} s")
-    print(f"  with {checks} checks {checked:6.1f} s   ratio {checked / plain:.2f}  ({(checked - plain) / checks * 1000:.0f} ms a check)")
+    print(
+        f"  with {checks} checks {checked:6.1f} s   ratio {checked / plain:.2f}  ({(checked - plain) / checks * 1000:.0f} ms a check)"
+    )
 
 
 if __name__ == "__main__":

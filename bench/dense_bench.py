@@ -45,8 +45,10 @@ def sample_passages(n: int, seed: int) -> list[str]:
     from assets.quit.settings import QuitSettings
 
     s = QuitSettings()
-    loaded = [(name, parse_json_list(open(path).read(), path))
-              for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
+    loaded = [
+        (name, parse_json_list(open(path).read(), path))
+        for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))
+    ]
     questions = sources.questions_frame(sources.ingest(loaded).rows)
     questions = questions.with_columns(questions["hints"].list.head(5))
     texts = passages_frame(questions.select("question_id", "hints"))["text"]
@@ -72,8 +74,11 @@ def encoder_ratio(label: str, pipeline, bare, texts: list[str], repeats: int) ->
             best[name] = min(best[name], seconds)
     diff = np.abs(vecs["pipeline"] - np.asarray(vecs["bare"], dtype=np.float32).reshape(len(texts), -1)).max()
     fast, slow = len(texts) / best["pipeline"], len(texts) / best["bare"]
-    print(f"{label}: pipeline {fast:.1f} passages/s vs bare {slow:.1f} -> {fast / slow:.2f}x "
-          f"(best of {repeats}, {len(texts):,} passages; max |vector diff| {diff:.1e})", flush=True)
+    print(
+        f"{label}: pipeline {fast:.1f} passages/s vs bare {slow:.1f} -> {fast / slow:.2f}x "
+        f"(best of {repeats}, {len(texts):,} passages; max |vector diff| {diff:.1e})",
+        flush=True,
+    )
 
 
 def encoders(args) -> None:
@@ -89,11 +94,21 @@ def encoders(args) -> None:
     spec = BUNDLED["minilm"]
     # Loaded the way resources/encoders.py loads it: the bundled folder, on the CPU.
     minilm = SentenceTransformer(str(importlib.resources.files(spec["package"]) / spec["subdir"]), device="cpu")
-    encoder_ratio("minilm", lambda t: encode_texts("minilm", t, "passage"),
-                  lambda t: minilm.encode(t, batch_size=64), texts, args.repeats)
+    encoder_ratio(
+        "minilm",
+        lambda t: encode_texts("minilm", t, "passage"),
+        lambda t: minilm.encode(t, batch_size=64),
+        texts,
+        args.repeats,
+    )
     if args.e5_passages:
-        encoder_ratio("e5-small", lambda t: encode_texts("e5-small", t, "passage"), E5().passage,
-                      texts[: args.e5_passages], args.repeats)
+        encoder_ratio(
+            "e5-small",
+            lambda t: encode_texts("e5-small", t, "passage"),
+            E5().passage,
+            texts[: args.e5_passages],
+            args.repeats,
+        )
 
 
 def unit_vectors(n: int, seed: int):
@@ -158,13 +173,31 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",") if s):
         # flat first: its exact top-100 is the truth the approximate kinds are scored against.
         for kind in ["flat", "ivf"] + (["hnsw"] if size in hnsw else []):
-            proc = subprocess.run([sys.executable, __file__, "--faiss-child", f"{kind}:{size}", "--queries",
-                                   str(args.queries), "--scratch", args.scratch, "--seed", str(args.seed)],
-                                  capture_output=True, text=True, check=True, cwd=ROOT)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--faiss-child",
+                    f"{kind}:{size}",
+                    "--queries",
+                    str(args.queries),
+                    "--scratch",
+                    args.scratch,
+                    "--seed",
+                    str(args.seed),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             recall = f", recall@100 {r['recall@100']:.3f}" if "recall@100" in r else ""
-            print(f"faiss {kind} {size:,}: build {r['build_s']:.1f} s, search {args.queries:,} queries "
-                  f"{r['search_s']:.2f} s{recall}, peak RSS {r['peak_rss_mib']:,.0f} MiB", flush=True)
+            print(
+                f"faiss {kind} {size:,}: build {r['build_s']:.1f} s, search {args.queries:,} queries "
+                f"{r['search_s']:.2f} s{recall}, peak RSS {r['peak_rss_mib']:,.0f} MiB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

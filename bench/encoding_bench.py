@@ -37,8 +37,10 @@ import numpy as np  # noqa: E402
 
 
 def recor_documents(n: int) -> list[str]:
-    files = sorted(glob.glob(os.path.join(ROOT, "data/recor/bright/*/documents.jsonl"))
-                   + glob.glob(os.path.join(ROOT, "data/recor/stackexchange/*_pool.jsonl")))
+    files = sorted(
+        glob.glob(os.path.join(ROOT, "data/recor/bright/*/documents.jsonl"))
+        + glob.glob(os.path.join(ROOT, "data/recor/stackexchange/*_pool.jsonl"))
+    )
     docs = [json.loads(line)["content"] for f in files for line in open(f, encoding="utf-8")]
     return (docs * (n // len(docs) + 1))[:n]
 
@@ -62,8 +64,11 @@ def report(title: str, n: int, unit: str, seconds: dict, results: dict, base: st
     ref = results[base]
     for name, (wall, cpu) in seconds.items():
         diff = float(np.max(np.abs(np.asarray(results[name]) - np.asarray(ref)))) if np.size(ref) else 0.0
-        print(f"  {name:<40} {n / wall:8.1f} {unit}/s {seconds[base][0] / wall:5.2f}x   {n / cpu:8.1f} {unit}/CPU-s "
-              f"{seconds[base][1] / cpu:5.2f}x   max |diff| {diff:.1e}", flush=True)
+        print(
+            f"  {name:<40} {n / wall:8.1f} {unit}/s {seconds[base][0] / wall:5.2f}x   {n / cpu:8.1f} {unit}/CPU-s "
+            f"{seconds[base][1] / cpu:5.2f}x   max |diff| {diff:.1e}",
+            flush=True,
+        )
 
 
 def dense_index(args) -> None:
@@ -76,9 +81,12 @@ def dense_index(args) -> None:
     docs = recor_documents(args.documents)
     model = _load("minilm", None)
     tokens = [len(ids) for ids in model.tokenizer(docs[:300])["input_ids"]]
-    print(f"documents: {np.mean(tokens):.0f} MiniLM tokens on average ({sum(t > model.max_seq_length for t in tokens)} "
-          f"of {len(tokens)} over max_seq_length {model.max_seq_length}); torch threads {torch.get_num_threads()}, "
-          f"device {model.device}", flush=True)
+    print(
+        f"documents: {np.mean(tokens):.0f} MiniLM tokens on average ({sum(t > model.max_seq_length for t in tokens)} "
+        f"of {len(tokens)} over max_seq_length {model.max_seq_length}); torch threads {torch.get_num_threads()}, "
+        f"device {model.device}",
+        flush=True,
+    )
     res = FaissIndexResource()
 
     def vectors(index):
@@ -88,12 +96,23 @@ def dense_index(args) -> None:
         spec = RetrieverSpec(alias="minilm", kind="dense", encoder="minilm", batch_size=batch_size)
         return lambda: vectors(res.build_blocks(encode_corpus(spec, docs)))
 
-    ways = {"per document (a call each)": lambda: vectors(res.build(np.concatenate([encode_texts("minilm", [d]) for d in docs]))),
-            "whole list, batch 64 (before)": lambda: vectors(res.build(encode_texts("minilm", docs, block_size=len(docs))))}
+    ways = {
+        "per document (a call each)": lambda: vectors(
+            res.build(np.concatenate([encode_texts("minilm", [d]) for d in docs]))
+        ),
+        "whole list, batch 64 (before)": lambda: vectors(res.build(encode_texts("minilm", docs, block_size=len(docs)))),
+    }
     ways |= {f"streamed, batch {b}": streamed(b) for b in args.batch_sizes}
     encode_texts("minilm", docs[:64])  # warm up: first-call allocations
     seconds, results = best(ways, args.repeats)
-    report("RECOR dense index, MiniLM, encoded and indexed", len(docs), "docs", seconds, results, "per document (a call each)")
+    report(
+        "RECOR dense index, MiniLM, encoded and indexed",
+        len(docs),
+        "docs",
+        seconds,
+        results,
+        "per document (a call each)",
+    )
 
     threads = torch.get_num_threads()
     fastest = min(args.batch_sizes, key=lambda b: seconds[f"streamed, batch {b}"][0])
@@ -112,8 +131,13 @@ def dense_index(args) -> None:
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 return np.concatenate(list(encode_corpus(spec, docs)))
 
-        seconds, results = best({"float32 (the project)": lambda: np.concatenate(list(encode_corpus(spec, docs))),
-                                 "bfloat16 autocast (not used)": bf16}, args.repeats)
+        seconds, results = best(
+            {
+                "float32 (the project)": lambda: np.concatenate(list(encode_corpus(spec, docs))),
+                "bfloat16 autocast (not used)": bf16,
+            },
+            args.repeats,
+        )
         report("precision", len(docs), "docs", seconds, results, "float32 (the project)")
         a, b = results["float32 (the project)"], results["bfloat16 autocast (not used)"]
         print(f"  bfloat16: cosine to the float32 vector min {float(np.min(np.sum(a * b, axis=1))):.5f}", flush=True)
@@ -133,8 +157,10 @@ def quit_sample(n: int):
     from assets.quit.settings import QuitSettings
 
     s = QuitSettings()
-    loaded = [(name, parse_json_list(open(path).read(), path))
-              for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
+    loaded = [
+        (name, parse_json_list(open(path).read(), path))
+        for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))
+    ]
     sample = sources.questions_frame(sources.ingest(loaded).rows).head(n)
     return sample.with_columns(sample["hints"].list.head(5))
 
@@ -157,9 +183,21 @@ def quit_overlap(sample, text: dict[str, str], repeats: int) -> None:
             sims.extend((vecs[1:] @ vecs[0]).tolist())
         return float(np.mean(sims))
 
-    seconds, results = best({"per question (a call each, before)": per_question_overlap,
-                             "streamed blocks": lambda: release.semantic_overlap(text, corpus, minilm)}, repeats)
-    report("quit/statistics semantic overlap", corpus.height, "passages", seconds, results, "per question (a call each, before)")
+    seconds, results = best(
+        {
+            "per question (a call each, before)": per_question_overlap,
+            "streamed blocks": lambda: release.semantic_overlap(text, corpus, minilm),
+        },
+        repeats,
+    )
+    report(
+        "quit/statistics semantic overlap",
+        corpus.height,
+        "passages",
+        seconds,
+        results,
+        "per question (a call each, before)",
+    )
 
 
 def quit_difficulty(sample, text: dict[str, str], k: int, repeats: int) -> None:
@@ -171,8 +209,11 @@ def quit_difficulty(sample, text: dict[str, str], k: int, repeats: int) -> None:
     # Every question's references: passages of its own and of the next question, answer appended.
     texts = rules.passages_frame(sample.select("question_id", "hints"))["text"].to_list()
     qids, answers = sample["question_id"].to_list(), sample["answer"].to_list()
-    hits = {q: [f"{t} {answers[i]}." for t in texts[i * 325 : i * 325 + k // 2]]
-            + [f"{t} {answers[i]}." for t in texts[((i + 1) % len(qids)) * 325 :][: k - k // 2]] for i, q in enumerate(qids)}
+    hits = {
+        q: [f"{t} {answers[i]}." for t in texts[i * 325 : i * 325 + k // 2]]
+        + [f"{t} {answers[i]}." for t in texts[((i + 1) % len(qids)) * 325 :][: k - k // 2]]
+        for i, q in enumerate(qids)
+    }
     frame = sample.select("question_id", "question", "aliases", pl.lit(None, pl.String).alias("difficulty"))
     aliases = dict(frame.select("question_id", "aliases").iter_rows())
 
@@ -181,15 +222,28 @@ def quit_difficulty(sample, text: dict[str, str], k: int, repeats: int) -> None:
         for qid in qids:
             docs = hits[qid]
             vecs = minilm([text[qid]] + docs)
-            out.append(rules.reference_complexity([any(contains_phrase(d, a) for a in aliases[qid]) for d in docs],
-                                                  (vecs[1:] @ vecs[0]).tolist()))
+            out.append(
+                rules.reference_complexity(
+                    [any(contains_phrase(d, a) for a in aliases[qid]) for d in docs], (vecs[1:] @ vecs[0]).tolist()
+                )
+            )
         return out
 
-    seconds, results = best({"per question (a call each, before)": per_question_difficulty,
-                             "one call": lambda: steps.difficulties(frame, hits, minilm)["reference_complexity"].to_list()},
-                            repeats)
-    report(f"quit/question_metadata difficulty ({k} references each)", len(qids), "questions", seconds, results,
-           "per question (a call each, before)")
+    seconds, results = best(
+        {
+            "per question (a call each, before)": per_question_difficulty,
+            "one call": lambda: steps.difficulties(frame, hits, minilm)["reference_complexity"].to_list(),
+        },
+        repeats,
+    )
+    report(
+        f"quit/question_metadata difficulty ({k} references each)",
+        len(qids),
+        "questions",
+        seconds,
+        results,
+        "per question (a call each, before)",
+    )
 
 
 def main() -> None:

@@ -36,8 +36,14 @@ def labeling_asset(items: int):
     @dg.asset(key=["bench", "labels"])
     def labels(llm: LLMResource) -> dg.Output:
         stats = CallStats()
-        reqs = [LLMRequest(f"passage {i}", [{"role": "user", "content": f"Does passage {i} name the answer?"}],
-                           params={"max_tokens": 64}) for i in range(items)]
+        reqs = [
+            LLMRequest(
+                f"passage {i}",
+                [{"role": "user", "content": f"Does passage {i} name the answer?"}],
+                params={"max_tokens": 64},
+            )
+            for i in range(items)
+        ]
         out = llm.run("labeler", reqs, stats=stats)
         frame = pl.DataFrame({"item": [r.key for r in out], "error": [r.error for r in out]})
         return dg.Output(frame, metadata=stats.as_metadata())
@@ -46,16 +52,18 @@ def labeling_asset(items: int):
 
 
 def one(fault: str, items: int, scratch: Path) -> dict:
-    server = None if fault == "dead" else Server(free_port(), name=fault, always=fault,
-                                                  log=scratch / f"{fault}.log")
+    server = None if fault == "dead" else Server(free_port(), name=fault, always=fault, log=scratch / f"{fault}.log")
     url = server.url if server else f"http://127.0.0.1:{free_port()}/v1"
     registry = scratch / f"{fault}.yaml"
     registry.write_text(f"models:\n  labeler: {{model: hosted_vllm/labeler, backend: vllm, api_base: '{url}'}}\n")
     llm = LLMResource(registry_path=str(registry), cache_dir=str(scratch / f"cache-{fault}"))
     start = time.monotonic()
     try:
-        result = dg.materialize([labeling_asset(items), llm_accounting_check("bench/labels")], raise_on_error=False,
-                                resources={"llm": llm, "check_settings": CheckSettings(), "io_manager": dg.mem_io_manager})
+        result = dg.materialize(
+            [labeling_asset(items), llm_accounting_check("bench/labels")],
+            raise_on_error=False,
+            resources={"llm": llm, "check_settings": CheckSettings(), "io_manager": dg.mem_io_manager},
+        )
         took = time.monotonic() - start
         asked = sum(server.seen()["asked"].values()) if server else None
     finally:
@@ -69,12 +77,21 @@ def one(fault: str, items: int, scratch: Path) -> dict:
     else:
         step = "materialized"
     checks = result.get_asset_check_evaluations()
-    check = ("not run (no table)" if not checks else
-             "passed" if checks[0].passed else
-             f"{checks[0].severity.value}: error rate {checks[0].metadata['error_rate'].value}, "
-             f"failure rate {checks[0].metadata['failure_rate'].value}")
-    return {"fault": fault, "per_item": None if asked is None else asked / items, "seconds": took, "step": step,
-            "check": check}
+    check = (
+        "not run (no table)"
+        if not checks
+        else "passed"
+        if checks[0].passed
+        else f"{checks[0].severity.value}: error rate {checks[0].metadata['error_rate'].value}, "
+        f"failure rate {checks[0].metadata['failure_rate'].value}"
+    )
+    return {
+        "fault": fault,
+        "per_item": None if asked is None else asked / items,
+        "seconds": took,
+        "step": step,
+        "check": check,
+    }
 
 
 def main() -> int:

@@ -84,22 +84,51 @@ def synthetic_questions(n: int, rng: random.Random) -> tuple:
     rows = []
     for i in range(n):
         qid = f"tqa_{i:05d}"
-        rows.append({"question_id": qid, "source": "triviahg", "source_id": qid, "question": f"Which thing number {i} is this?",
-                     "answer": f"Gold {i}", "aliases": [f"Gold {i}", f"The Gold {i}"],
-                     "hints": [" ".join(rng.choices(vocab, k=rng.randint(9, 14))) + "." for _ in range(5)],
-                     "hint_convergence": None, "candidate_answers": [], "major_type": "ENTY", "minor_type": "other",
-                     "difficulty": "medium", "popularity": None, "snippet": None})
+        rows.append(
+            {
+                "question_id": qid,
+                "source": "triviahg",
+                "source_id": qid,
+                "question": f"Which thing number {i} is this?",
+                "answer": f"Gold {i}",
+                "aliases": [f"Gold {i}", f"The Gold {i}"],
+                "hints": [" ".join(rng.choices(vocab, k=rng.randint(9, 14))) + "." for _ in range(5)],
+                "hint_convergence": None,
+                "candidate_answers": [],
+                "major_type": "ENTY",
+                "minor_type": "other",
+                "difficulty": "medium",
+                "popularity": None,
+                "snippet": None,
+            }
+        )
     selected = questions_frame(rows).with_columns(
-        pl.Series("hint_convergence", [[0.9, 0.8, 0.7, 0.6, 0.5]] * n, dtype=pl.List(pl.Float64)))
+        pl.Series("hint_convergence", [[0.9, 0.8, 0.7, 0.6, 0.5]] * n, dtype=pl.List(pl.Float64))
+    )
     ids = selected["question_id"].to_list()
     split = ["test" if i % 4 == 0 else "dev" if i % 4 == 1 else "train" for i in range(n)]
-    splits = pl.DataFrame({"question_id": ids, "parametric_answerable": [s == "train" for s in split], "split": split,
-                           "labeled": [True] * n})
-    metadata = pl.DataFrame({"question_id": ids, "question_type": ["ENTY:other"] * n, "type_origin": ["source"] * n,
-                             "type_raw": [None] * n, "difficulty": ["medium"] * n, "difficulty_origin": ["source"] * n,
-                             "reference_complexity": [None] * n, "references_with_answer": [0] * n,
-                             "references_retrieved": [0] * n},
-                            schema_overrides={"type_raw": pl.String, "reference_complexity": pl.Float64})
+    splits = pl.DataFrame(
+        {
+            "question_id": ids,
+            "parametric_answerable": [s == "train" for s in split],
+            "split": split,
+            "labeled": [True] * n,
+        }
+    )
+    metadata = pl.DataFrame(
+        {
+            "question_id": ids,
+            "question_type": ["ENTY:other"] * n,
+            "type_origin": ["source"] * n,
+            "type_raw": [None] * n,
+            "difficulty": ["medium"] * n,
+            "difficulty_origin": ["source"] * n,
+            "reference_complexity": [None] * n,
+            "references_with_answer": [0] * n,
+            "references_retrieved": [0] * n,
+        },
+        schema_overrides={"type_raw": pl.String, "reference_complexity": pl.Float64},
+    )
     return selected, splits, metadata
 
 
@@ -142,8 +171,14 @@ def labeler_answers(ids: list[str], pids: list[list[str]], model: str, lr: rando
 def verification_decisions(ids: list[str]) -> dict:
     """Decisions for every question: a paraphrase rejected, one accepted, and for one question
     in ten a wrong answer newly accepted (screened for leakage again)."""
-    return {qid: {"accepted": [f"Gold {qi}", f"Paraphrase 0 of gold {qi}"] + ([f"Wrong answer 1 for {qi}"] if qi % 10 == 0 else []),
-                  "rejected": [f"Paraphrase 1 of gold {qi}", f"Wrong answer 2 for {qi}"]} for qi, qid in enumerate(ids)}
+    return {
+        qid: {
+            "accepted": [f"Gold {qi}", f"Paraphrase 0 of gold {qi}"]
+            + ([f"Wrong answer 1 for {qi}"] if qi % 10 == 0 else []),
+            "rejected": [f"Paraphrase 1 of gold {qi}", f"Wrong answer 2 for {qi}"],
+        }
+        for qi, qid in enumerate(ids)
+    }
 
 
 # --- one step in its own process -----------------------------------------------------------
@@ -199,10 +234,12 @@ def child(step: str, root: str) -> None:
     baseline = _rss_mib()
     t, cpu = time.perf_counter(), time.process_time()
     inputs = _load(asset, root)
-    settings = QuitSettings(decisions_path=os.path.join(root, "decisions.json"), export_dir=os.path.join(root, "release"))
+    settings = QuitSettings(
+        decisions_path=os.path.join(root, "decisions.json"), export_dir=os.path.join(root, "release")
+    )
     resources = {"quit_settings": settings, "storage": StorageResource(root=root), "llm": ScriptedJudge()}
     fn = asset.op.compute_fn.decorated_fn
-    params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+    params = fn.__code__.co_varnames[: fn.__code__.co_argcount]
     kwargs = {p: inputs[p] if p in inputs else resources[p] for p in params if p != "context"}
     if "context" in params:
         kwargs["context"] = dg.build_asset_context()
@@ -212,8 +249,17 @@ def child(step: str, root: str) -> None:
         name = out.output_name if out.output_name != "result" else step
         _store(root, ["quit", name], out.value)
     del outputs, result, inputs, kwargs
-    print(json.dumps({"step": step, "wall_s": round(time.perf_counter() - t, 2), "cpu_s": round(time.process_time() - cpu, 2),
-                      "baseline_mib": round(baseline, 1), "peak_rss_mib": round(_rss_mib(), 1)}))
+    print(
+        json.dumps(
+            {
+                "step": step,
+                "wall_s": round(time.perf_counter() - t, 2),
+                "cpu_s": round(time.process_time() - cpu, 2),
+                "baseline_mib": round(baseline, 1),
+                "peak_rss_mib": round(_rss_mib(), 1),
+            }
+        )
+    )
 
 
 def job(root: str) -> None:
@@ -230,22 +276,41 @@ def job(root: str) -> None:
     from tests.conftest import SCRIPTED_REGISTRY
 
     scripted.install()
-    settings = QuitSettings(decisions_path=os.path.join(root, "decisions.json"), export_dir=os.path.join(root, "release"))
-    full = build_defs(storage=StorageResource(root=root), quit_settings=settings,
-                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(root, "llm-cache")))
-    finalize = dg.define_asset_job("finalize", selection=QUIT_FINALIZE - dg.AssetSelection.assets(["quit", "statistics"]))
+    settings = QuitSettings(
+        decisions_path=os.path.join(root, "decisions.json"), export_dir=os.path.join(root, "release")
+    )
+    full = build_defs(
+        storage=StorageResource(root=root),
+        quit_settings=settings,
+        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(root, "llm-cache")),
+    )
+    finalize = dg.define_asset_job(
+        "finalize", selection=QUIT_FINALIZE - dg.AssetSelection.assets(["quit", "statistics"])
+    )
     defs = dg.Definitions(assets=full.assets, asset_checks=full.asset_checks, jobs=[finalize], resources=full.resources)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("quit_labelers", list(LABELERS))
     baseline = _rss_mib()
     t, cpu = time.perf_counter(), time.process_time()
     result = defs.resolve_job_def("finalize").execute_in_process(
-        instance=instance, raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+        instance=instance,
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
     failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
     if not result.success or failed:
         raise SystemExit(f"the finalize job failed: {failed or [e.message for e in result.all_events if e.is_failure]}")
-    print(json.dumps({"step": JOB, "wall_s": round(time.perf_counter() - t, 2), "cpu_s": round(time.process_time() - cpu, 2),
-                      "baseline_mib": round(baseline, 1), "peak_rss_mib": round(_rss_mib(), 1)}))
+    print(
+        json.dumps(
+            {
+                "step": JOB,
+                "wall_s": round(time.perf_counter() - t, 2),
+                "cpu_s": round(time.process_time() - cpu, 2),
+                "baseline_mib": round(baseline, 1),
+                "peak_rss_mib": round(_rss_mib(), 1),
+            }
+        )
+    )
 
 
 def run_child(*args: str) -> dict:
@@ -283,8 +348,11 @@ def main() -> None:
             r = run_child("--child", step, "--root", root)
             step = r["step"]
             results[made["passages"]][step] = r
-            print(f"{made['passages']:>9,} passages  {step:<24} peak {r['peak_rss_mib']:>8.1f} MiB  "
-                  f"(after imports {r['baseline_mib']:.1f})  wall {r['wall_s']:.1f} s  cpu {r['cpu_s']:.1f} s", flush=True)
+            print(
+                f"{made['passages']:>9,} passages  {step:<24} peak {r['peak_rss_mib']:>8.1f} MiB  "
+                f"(after imports {r['baseline_mib']:.1f})  wall {r['wall_s']:.1f} s  cpu {r['cpu_s']:.1f} s",
+                flush=True,
+            )
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     sizes = sorted(results)

@@ -33,9 +33,13 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=2)
     args = parser.parse_args()
     s = QuitSettings()
-    loaded = [(n, parse_json_list(open(p).read(), p)) for n, p in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
-    qs = sources.questions_frame(sources.ingest(loaded).rows).filter(
-        pl.col("source") == "wikihint").head(args.questions)
+    loaded = [
+        (n, parse_json_list(open(p).read(), p))
+        for n, p in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))
+    ]
+    qs = (
+        sources.questions_frame(sources.ingest(loaded).rows).filter(pl.col("source") == "wikihint").head(args.questions)
+    )
     qs = qs.with_columns(qs["hints"].list.head(5))
     ps = passages_frame(qs.select("question_id", "hints"))
     llm = LLMResource(cache_dir=tempfile.mkdtemp())
@@ -48,10 +52,12 @@ def main() -> None:
             steps.passage_answers(ps, qs, llm, alias, judge, stats)
         wall = time.perf_counter() - t
         sent = stats.calls - stats.cached
-        print(f"{attempt}: {ps.height} passages x {len(labelers)} labeler(s): {stats.calls} calls "
-              f"({sent} sent to the model, {stats.cached} from cache) in {wall:.0f}s; "
-              f"{sent / ps.height:.2f} model calls per passage; naive with these labelers "
-              f"{2 * len(labelers)}, the paper's 3 labelers {6}; {ps.height * len(labelers) / wall:.1f} passages/s")
+        print(
+            f"{attempt}: {ps.height} passages x {len(labelers)} labeler(s): {stats.calls} calls "
+            f"({sent} sent to the model, {stats.cached} from cache) in {wall:.0f}s; "
+            f"{sent / ps.height:.2f} model calls per passage; naive with these labelers "
+            f"{2 * len(labelers)}, the paper's 3 labelers {6}; {ps.height * len(labelers) / wall:.1f} passages/s"
+        )
 
 
 if __name__ == "__main__":

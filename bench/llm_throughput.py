@@ -31,10 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # A labeling prompt's size: the instruction, five hints and the question (about 180 tokens).
-PROMPT = ("Read the clues and name what they describe. Answer with the name only.\n\n"
-          "Clues: It is the highest mountain above sea level. It lies on the border of two countries. "
-          "Its summit was first reached in the spring of a year after a world war. "
-          "Climbers call its upper slopes a death zone. It is named after a surveyor. Request {i}.\n\nAnswer:")
+PROMPT = (
+    "Read the clues and name what they describe. Answer with the name only.\n\n"
+    "Clues: It is the highest mountain above sea level. It lies on the border of two countries. "
+    "Its summit was first reached in the spring of a year after a world war. "
+    "Climbers call its upper slopes a death zone. It is named after a surveyor. Request {i}.\n\nAnswer:"
+)
 QUIT_LABELER_CALLS = 7_200_000
 
 
@@ -65,8 +67,10 @@ def resource_run(url: str, n: int, concurrency: int, offset: int, cache: str, se
     from resources.llm import CallStats, LLMRequest, LLMResource
 
     registry = Path(cache) / "models.yaml"
-    registry.write_text(f"models:\n  m: {{model: hosted_vllm/{served_name}, backend: vllm, api_base: '{url}', "
-                        f"max_concurrency: {concurrency}, sampling: {{max_tokens: 8, temperature: 0.0}}}}\n")
+    registry.write_text(
+        f"models:\n  m: {{model: hosted_vllm/{served_name}, backend: vllm, api_base: '{url}', "
+        f"max_concurrency: {concurrency}, sampling: {{max_tokens: 8, temperature: 0.0}}}}\n"
+    )
     llm = LLMResource(registry_path=str(registry), cache_dir=str(Path(cache) / "llm"))
     reqs = [LLMRequest(str(i), messages(offset + i)) for i in range(n)]
     stats = CallStats()
@@ -88,8 +92,9 @@ def standin_figures(args, out: dict) -> None:
             # each round asks new requests, so neither side meets the other's answers
             offset = round_ * 2 * args.requests
             raw.append(asyncio.run(raw_client(server.url, args.requests, args.concurrency, offset)))
-            wall, cpu, stats, llm, reqs = resource_run(server.url, args.requests, args.concurrency,
-                                                       offset + args.requests, tempfile.mkdtemp(dir=tmp))
+            wall, cpu, stats, llm, reqs = resource_run(
+                server.url, args.requests, args.concurrency, offset + args.requests, tempfile.mkdtemp(dir=tmp)
+            )
             assert stats.cached == 0
             ours.append((wall, cpu))
         best_raw, (best_ours, cpu_ours) = min(raw), min(ours)
@@ -102,7 +107,9 @@ def standin_figures(args, out: dict) -> None:
         cache_wall, cache_cpu = time.perf_counter() - t, time.process_time() - cpu
         assert stats.cached == len(reqs) and all(r.ok for r in again)
     out["standin"] = {
-        "requests": args.requests, "concurrency": args.concurrency, "latency_s": args.latency,
+        "requests": args.requests,
+        "concurrency": args.concurrency,
+        "latency_s": args.latency,
         "raw_calls_per_s": [round(args.requests / w, 1) for w in raw],
         "resource_calls_per_s": [round(args.requests / w, 1) for w, _ in ours],
         "ratio_best_of_two": round(best_raw / best_ours, 3),
@@ -131,8 +138,14 @@ def vllm_figures(args, out: dict) -> None:
             server.wait()
             out["vllm"] = {"startup_s": round(time.perf_counter() - t, 1)}
             for concurrency, n in ((1, args.vllm_requests // 4), (16, args.vllm_requests)):
-                wall, *_ = resource_run(server.base_url, n, concurrency, 10_000_000 * concurrency,
-                                        tempfile.mkdtemp(dir=tmp), served_name="smollm2")
+                wall, *_ = resource_run(
+                    server.base_url,
+                    n,
+                    concurrency,
+                    10_000_000 * concurrency,
+                    tempfile.mkdtemp(dir=tmp),
+                    served_name="smollm2",
+                )
                 out["vllm"][f"concurrency_{concurrency}"] = {"requests": n, "calls_per_s": round(n / wall, 2)}
         finally:
             server.stop()
@@ -147,22 +160,40 @@ def replay_figures(args, out: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp, start_postgres() as postgres:
         registry = Path(tmp) / "models.yaml"
         # Nothing listens at the entry's URL: every answer has to come from the cache.
-        registry.write_text("models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: 'http://127.0.0.1:9/v1', "
-                            "sampling: {max_tokens: 8, temperature: 0.0}}\n")
-        caches = {"disk": LLMResource(registry_path=str(registry), cache_dir=str(Path(tmp) / "llm")),
-                  "postgres": LLMResource(registry_path=str(registry), cache_dir=str(Path(tmp) / "llm-pg"),
-                                          cache_type="postgres", cache_url=postgres.url)}
+        registry.write_text(
+            "models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: 'http://127.0.0.1:9/v1', "
+            "sampling: {max_tokens: 8, temperature: 0.0}}\n"
+        )
+        caches = {
+            "disk": LLMResource(registry_path=str(registry), cache_dir=str(Path(tmp) / "llm")),
+            "postgres": LLMResource(
+                registry_path=str(registry),
+                cache_dir=str(Path(tmp) / "llm-pg"),
+                cache_type="postgres",
+                cache_url=postgres.url,
+            ),
+        }
         spec = caches["disk"].spec("m")
         reqs = [LLMRequest(str(i), messages(i)) for i in range(n)]
         # The keys the resource computes; answers as a labeling call's, without log-probabilities.
-        answers = [(cache_key("chat", spec.model, r.messages, caches["disk"].params(spec, r)),
-                    {"text": f"Mount Everest {i}", "prompt_tokens": 180, "completion_tokens": 4, "tokens": None,
-                     "token_logprobs": None}) for i, r in enumerate(reqs)]
+        answers = [
+            (
+                cache_key("chat", spec.model, r.messages, caches["disk"].params(spec, r)),
+                {
+                    "text": f"Mount Everest {i}",
+                    "prompt_tokens": 180,
+                    "completion_tokens": 4,
+                    "tokens": None,
+                    "token_logprobs": None,
+                },
+            )
+            for i, r in enumerate(reqs)
+        ]
         fill = {}
         for name, llm in caches.items():
             t = time.perf_counter()
             for start in range(0, n, 512):  # the AnswerWriter's groups
-                llm.cache.put_many(answers[start:start + 512])
+                llm.cache.put_many(answers[start : start + 512])
             fill[name] = round(n / (time.perf_counter() - t), 1)
         rates: dict[str, list[float]] = {name: [] for name in caches}
         cpu: dict[str, list[float]] = {name: [] for name in caches}
@@ -175,9 +206,14 @@ def replay_figures(args, out: dict) -> None:
                 assert stats.cached == n and all(r.ok for r in served), f"{name}: {n - stats.cached} calls missed"
                 rates[name].append(round(n / wall, 1))
                 cpu[name].append(round(1000 * c / n, 4))
-        out["replay"] = {"requests": n, "put_answers_per_s": fill, "calls_per_s": rates,
-                         "client_cpu_ms_per_call": cpu, "cache": {k: v.cache.stats() for k, v in caches.items()},
-                         "postgres_over_disk_best": round(max(rates["postgres"]) / max(rates["disk"]), 3)}
+        out["replay"] = {
+            "requests": n,
+            "put_answers_per_s": fill,
+            "calls_per_s": rates,
+            "client_cpu_ms_per_call": cpu,
+            "cache": {k: v.cache.stats() for k, v in caches.items()},
+            "postgres_over_disk_best": round(max(rates["postgres"]) / max(rates["disk"]), 3),
+        }
 
 
 def main() -> None:

@@ -50,8 +50,15 @@ def run_naive(questions, out: str) -> int:
             for order in permutations(range(5), k):
                 mask = "".join("1" if i in order else "0" for i in range(5))
                 code = "".join(map(str, order))
-                rows.append({"passage_id": f"{qid}_{mask}_{code}", "question_id": qid, "hint_order": code,
-                             "num_hints": k, "text": " ".join(hints[i] for i in order)})
+                rows.append(
+                    {
+                        "passage_id": f"{qid}_{mask}_{code}",
+                        "question_id": qid,
+                        "hint_order": code,
+                        "num_hints": k,
+                        "text": " ".join(hints[i] for i in order),
+                    }
+                )
     pl.DataFrame(rows).write_parquet(out, compression="zstd")
     return len(rows)
 
@@ -65,8 +72,17 @@ def child(variant: str, n: int) -> None:
     rows = (run_fast if variant == "pipeline" else run_naive)(questions, out)
     wall = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB
-    print(json.dumps({"variant": variant, "rows": rows, "wall_s": round(wall, 2), "peak_rss_mib": round(rss, 1),
-                      "file_mib": round(os.path.getsize(out) / 2**20, 1)}))
+    print(
+        json.dumps(
+            {
+                "variant": variant,
+                "rows": rows,
+                "wall_s": round(wall, 2),
+                "peak_rss_mib": round(rss, 1),
+                "file_mib": round(os.path.getsize(out) / 2**20, 1),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -79,14 +95,21 @@ def main() -> None:
         return
     results = {}
     for variant in ("pipeline", "naive"):
-        out = subprocess.run([sys.executable, __file__, "--child", variant, "--questions", str(args.questions)],
-                             capture_output=True, text=True, check=True, cwd=ROOT)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", variant, "--questions", str(args.questions)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
         results[variant] = json.loads(out.stdout.strip().splitlines()[-1])
         print(results[variant])
     fast, naive = results["pipeline"], results["naive"]
     print(f"wall: {fast['wall_s']} s vs {naive['wall_s']} s naive -> {naive['wall_s'] / fast['wall_s']:.1f}x faster")
-    print(f"peak RSS: {fast['peak_rss_mib']} MiB vs {naive['peak_rss_mib']} MiB naive -> "
-          f"{naive['peak_rss_mib'] / fast['peak_rss_mib']:.1f}x less")
+    print(
+        f"peak RSS: {fast['peak_rss_mib']} MiB vs {naive['peak_rss_mib']} MiB naive -> "
+        f"{naive['peak_rss_mib'] / fast['peak_rss_mib']:.1f}x less"
+    )
 
 
 if __name__ == "__main__":

@@ -88,8 +88,10 @@ def main() -> int:
         junk = p[[not ok for ok, _ in items]]
         sound, junk = sound[~np.isnan(sound)], junk[~np.isnan(junk)]
         auc = mannwhitneyu(sound, junk).statistic / (len(sound) * len(junk))
-        print(f"| {check} | {len(sound)}, {sound.mean():.3f} | {len(junk)}, {junk.mean():.3f} | {auc:.2f} | "
-              f"{(sound > 0.5).mean():.0%} / {(junk > 0.5).mean():.0%} |")
+        print(
+            f"| {check} | {len(sound)}, {sound.mean():.3f} | {len(junk)}, {junk.mean():.3f} | {auc:.2f} | "
+            f"{(sound > 0.5).mean():.0%} / {(junk > 0.5).mean():.0%} |"
+        )
     alignment(loaded, settings.encoder)
     return 0
 
@@ -108,7 +110,11 @@ def alignment(loaded: dict, encoder: str) -> None:
         by_id = {d["doc_id"]: d for d in data.documents}
         for q in data.questions:
             answer = sentences(q["answer"])
-            negatives = [d for d in data.documents if d["role"] == "negative" and d.get("question_id") in (None, q["question_id"])][:6]
+            negatives = [
+                d
+                for d in data.documents
+                if d["role"] == "negative" and d.get("question_id") in (None, q["question_id"])
+            ][:6]
             for kind, docs in (("positive", [by_id[g] for g in q["gold_ids"] if g in by_id]), ("negative", negatives)):
                 for doc in docs:
                     best = np.array([sim.best(s, sentences(doc["content"]))[0] for s in answer])

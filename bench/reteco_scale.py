@@ -32,20 +32,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # The release's counts per domain (published split names): conversations, turns, documents.
 COUNTS = {
-    "biology": (85, 362, 57_359), "earth_science": (98, 454, 121_249), "economics": (74, 288, 50_220),
-    "psychology": (84, 333, 52_835), "robotics": (68, 259, 61_961), "sustainable_living": (78, 319, 60_792),
-    "Drones": (37, 142, 16_381), "hardware": (46, 188, 26_308), "law": (50, 230, 20_027),
-    "medicalsciences": (44, 183, 23_297), "politics": (43, 213, 16_712),
+    "biology": (85, 362, 57_359),
+    "earth_science": (98, 454, 121_249),
+    "economics": (74, 288, 50_220),
+    "psychology": (84, 333, 52_835),
+    "robotics": (68, 259, 61_961),
+    "sustainable_living": (78, 319, 60_792),
+    "Drones": (37, 142, 16_381),
+    "hardware": (46, 188, 26_308),
+    "law": (50, 230, 20_027),
+    "medicalsciences": (44, 183, 23_297),
+    "politics": (43, 213, 16_712),
 }
 RUN_DEPTH = 100
 
 
 def sample() -> tuple[list[dict], list[dict]]:
     base = ROOT / "data/releases/recor/data"
-    docs = [json.loads(line) for f in sorted((base / "corpus").glob("*_documents.jsonl"))
-            for line in f.read_text().splitlines() if line.strip()]
-    conversations = [json.loads(line) for f in sorted((base / "benchmark").glob("*_benchmark.jsonl"))
-                     for line in f.read_text().splitlines() if line.strip()]
+    docs = [
+        json.loads(line)
+        for f in sorted((base / "corpus").glob("*_documents.jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip()
+    ]
+    conversations = [
+        json.loads(line)
+        for f in sorted((base / "benchmark").glob("*_benchmark.jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip()
+    ]
     return docs, conversations
 
 
@@ -109,14 +124,19 @@ def write_run(path: Path, turns_of: dict, seed: int = 13) -> dict[str, int]:
 def timed(command: list[str]) -> dict:
     """Wall and CPU seconds and peak RSS of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     output = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    return {"status": os.waitstatus_to_exitcode(status), "wall_s": round(wall, 1),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
-            "output": output}
+    return {
+        "status": os.waitstatus_to_exitcode(status),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        "output": output,
+    }
 
 
 def main() -> None:
@@ -124,8 +144,11 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--scratch", default="/tmp/reteco_scale")
     parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--write-only", action="store_true",
-                        help="write the release and the run file under --scratch and stop (for bench/scale.py --recor-release)")
+    parser.add_argument(
+        "--write-only",
+        action="store_true",
+        help="write the release and the run file under --scratch and stop (for bench/scale.py --recor-release)",
+    )
     args = parser.parse_args()
     scratch = Path(args.scratch)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -134,14 +157,25 @@ def main() -> None:
     run = write_run(scratch / "bench.trec", turns_of)
     size = sum(f.stat().st_size for f in (scratch / "release").rglob("*.jsonl"))
     documents = sum(len(ids) for _, ids in turns_of.values())
-    print(f"release: {len(turns_of)} domains, {run['turns']:,} turns, {documents:,} documents, {size / 2**20:,.0f} MiB "
-          f"({time.perf_counter() - t:.0f}s to write); run: {run['lines']:,} lines, {run['left_out']} turns left out")
+    print(
+        f"release: {len(turns_of)} domains, {run['turns']:,} turns, {documents:,} documents, {size / 2**20:,.0f} MiB "
+        f"({time.perf_counter() - t:.0f}s to write); run: {run['lines']:,} lines, {run['left_out']} turns left out"
+    )
     if args.write_only:
         print(f"release at {scratch / 'release'}, run file {scratch / 'bench.trec'}")
         return
     for command in ("check", "score"):
-        result = timed([sys.executable, "-m", "pipelines.reteco", command, "--release", str(scratch / "release"),
-                        str(scratch / "bench.trec")])
+        result = timed(
+            [
+                sys.executable,
+                "-m",
+                "pipelines.reteco",
+                command,
+                "--release",
+                str(scratch / "release"),
+                str(scratch / "bench.trec"),
+            ]
+        )
         tail = "\n".join(result.pop("output").strip().splitlines()[-14:])
         print(f"{command}: {result}\n{tail}\n")
     print(f"this process: peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")

@@ -107,8 +107,14 @@ class StandInServer:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        proc = subprocess.Popen([sys.executable, "-m", "bench.scale_standin", "--port", str(port)], cwd=ROOT, env=env,
-                                stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.scale_standin", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=open(log, "wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -132,7 +138,13 @@ def stages_of(bench: str, labelers: list[str], retrievers: list[str], release: s
     if bench == "quit":
         return ["prepare", "parametric", "passages", *(f"labeling:{a}" for a in labelers), "finalize", "statistics"]
     if bench == "recor":
-        return ["source", "queries", *(f"retrieval:{r}" for r in retrievers), "report", *(["reteco"] if release else [])]
+        return [
+            "source",
+            "queries",
+            *(f"retrieval:{r}" for r in retrievers),
+            "report",
+            *(["reteco"] if release else []),
+        ]
     return ["build"]
 
 
@@ -140,7 +152,7 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
     """Every stage of ``bench`` at ``size``, each in a fresh process, over a fresh instance,
     storage and LLM cache."""
     work = scratch / f"{bench}-{size}"
-    labelers = LABELERS[:opts.labelers]
+    labelers = LABELERS[: opts.labelers]
     env = prepare_work(bench, size, opts, server, work, labelers)
     out = {"size": size, "stages": []}
     skipped = set(filter(None, opts.skip.split(",")))
@@ -150,9 +162,12 @@ def run_size(bench: str, size: int, opts, server: StandInServer, scratch: Path) 
         out["stages"].append(record)
         exit_code = record["exit_code"]
         status = "ok" if record["ok"] and exit_code == 0 else f"FAILED (exit {exit_code}; log {log_path})"
-        print(f"  {label} at {size:,}: {status} in {record['wall_s']:.0f}s, CPU {record['cpu_s']:.0f}s, "
-              f"peak RSS {record.get('peak_rss_mb', 0):,.0f} MB, {record['requests_answered']:,} requests, "
-              f"load {record['load_avg']:.1f}", flush=True)
+        print(
+            f"  {label} at {size:,}: {status} in {record['wall_s']:.0f}s, CPU {record['cpu_s']:.0f}s, "
+            f"peak RSS {record.get('peak_rss_mb', 0):,.0f} MB, {record['requests_answered']:,} requests, "
+            f"load {record['load_avg']:.1f}",
+            flush=True,
+        )
         if status != "ok":
             tail = log_path.read_text(errors="replace").splitlines()[-25:]
             print("\n".join("    | " + line for line in tail), flush=True)
@@ -187,12 +202,19 @@ def prepare_work(bench: str, size: int, opts, server: StandInServer, work: Path,
     else:
         inputs["pages"] = wikiprofile_pages(size, work / "inputs")
     (work / "args.json").write_text(json.dumps(inputs))
-    return {**os.environ, "PYTHONPATH": str(ROOT), "BENCHFOUNDRY_MODELS": str(work / "models.yaml"),
-            "BENCHFOUNDRY_RETRIEVERS": str(work / "retrievers.yaml"), "BENCHFOUNDRY_RERANKERS": str(work / "rerankers.yaml"),
-            "BENCHFOUNDRY_STORAGE": str(work / "storage"), "BENCHFOUNDRY_CACHE": str(work / "cache"),
-            "DAGSTER_HOME": str(work / "home"),
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
-            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used")}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "BENCHFOUNDRY_MODELS": str(work / "models.yaml"),
+        "BENCHFOUNDRY_RETRIEVERS": str(work / "retrievers.yaml"),
+        "BENCHFOUNDRY_RERANKERS": str(work / "rerankers.yaml"),
+        "BENCHFOUNDRY_STORAGE": str(work / "storage"),
+        "BENCHFOUNDRY_CACHE": str(work / "cache"),
+        "DAGSTER_HOME": str(work / "home"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used"),
+    }
 
 
 def run_stage(label: str, stage: str, work: Path, env: dict, server: StandInServer) -> tuple[dict, Path]:
@@ -202,54 +224,103 @@ def run_stage(label: str, stage: str, work: Path, env: dict, server: StandInServ
     before, load = server.count(), os.getloadavg()[0]
     t = time.time()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", label, "--child-args",
-                                 str(work / "args.json"), "--child-out", str(result_path)],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--child",
+                label,
+                "--child-args",
+                str(work / "args.json"),
+                "--child-out",
+                str(result_path),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.time() - t
     record = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False, "steps": []}
     # the process's own CPU: wait4 counts the subprocesses it waited for too (a batch runner)
-    record.update({"stage": stage, "exit_code": proc.returncode, "wall_s": wall,
-                   "cpu_s": usage.ru_utime + usage.ru_stime - record.get("cpu_children_s", 0.0),
-                   "requests_answered": server.count() - before, "load_avg": (load + os.getloadavg()[0]) / 2})
+    record.update(
+        {
+            "stage": stage,
+            "exit_code": proc.returncode,
+            "wall_s": wall,
+            "cpu_s": usage.ru_utime + usage.ru_stime - record.get("cpu_children_s", 0.0),
+            "requests_answered": server.count() - before,
+            "load_avg": (load + os.getloadavg()[0]) / 2,
+        }
+    )
     return record, log_path
 
 
 def size_measured(bench: str, run: dict) -> float | None:
     """What the size turned out to be: QUIT's labeled questions, RECOR's documents,
     WikiProfile's pages."""
-    asset, field = {"quit": ("quit/splits", "labeled_questions"), "recor": ("eval/recor_corpus", "dagster/row_count"),
-                    "wikiprofile": ("wikiprofile/source_pages", "dagster/row_count")}[bench]
+    asset, field = {
+        "quit": ("quit/splits", "labeled_questions"),
+        "recor": ("eval/recor_corpus", "dagster/row_count"),
+        "wikiprofile": ("wikiprofile/source_pages", "dagster/row_count"),
+    }[bench]
     if bench == "recor":  # one partition per domain: the corpus is their sum
-        counts = [step["metadata"][asset][field] for stage in run["stages"] for step in stage["steps"]
-                  if field in step["metadata"].get(asset, {})]
+        counts = [
+            step["metadata"][asset][field]
+            for stage in run["stages"]
+            for step in stage["steps"]
+            if field in step["metadata"].get(asset, {})
+        ]
         return sum(counts) or None
     return _asset_meta(run, asset, field)
-
 
 
 def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10,100,500", help="QUIT: labeled questions")
-    parser.add_argument("--recor-docs", default=f"10000,50000,{RECOR_LARGEST_DOMAIN}", help="RECOR: documents in the domain")
-    parser.add_argument("--recor-turns", type=int, default=450, help="RECOR: turns in the domain (issue 27's probe: 450)")
-    parser.add_argument("--recor-retrievers", default="bm25,minilm",
-                        help="RECOR: retrievers to run (bm25, minilm, e5-small, minilm-static)")
-    parser.add_argument("--recor-release", help="RECOR: evaluate this release (every domain) instead of a synthetic "
-                                                "domain; --recor-docs is then the label of the one size")
+    parser.add_argument(
+        "--recor-docs", default=f"10000,50000,{RECOR_LARGEST_DOMAIN}", help="RECOR: documents in the domain"
+    )
+    parser.add_argument(
+        "--recor-turns", type=int, default=450, help="RECOR: turns in the domain (issue 27's probe: 450)"
+    )
+    parser.add_argument(
+        "--recor-retrievers",
+        default="bm25,minilm",
+        help="RECOR: retrievers to run (bm25, minilm, e5-small, minilm-static)",
+    )
+    parser.add_argument(
+        "--recor-release",
+        help="RECOR: evaluate this release (every domain) instead of a synthetic "
+        "domain; --recor-docs is then the label of the one size",
+    )
     parser.add_argument("--wikiprofile-pages", default="100,1000", help="WikiProfile: page summaries")
     parser.add_argument("--labelers", type=int, default=3, choices=(1, 2, 3), help="QUIT labelers (the paper: 3)")
     parser.add_argument("--only", choices=("quit", "recor", "wikiprofile"), help="one benchmark")
-    parser.add_argument("--llm-mode", choices=("http", "batch"), default="http",
-                        help="how the labelers are asked: the HTTP client, or the offline batch mode (registry mode: batch)")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke check: " +
-                        ", ".join(f"{k.replace('_', '-')} {v}" for k, v in QUICK.items()))
+    parser.add_argument(
+        "--llm-mode",
+        choices=("http", "batch"),
+        default="http",
+        help="how the labelers are asked: the HTTP client, or the offline batch mode (registry mode: batch)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes, a smoke check: " + ", ".join(f"{k.replace('_', '-')} {v}" for k, v in QUICK.items()),
+    )
     parser.add_argument("--scratch", default="/tmp/benchfoundry_scale", help="where the inputs, storage and caches go")
-    parser.add_argument("--skip", default="", help="stages to leave out, comma separated (e.g. statistics): only the last "
-                                                       "stages, since each reads what the earlier ones stored")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="stages to leave out, comma separated (e.g. statistics): only the last "
+        "stages, since each reads what the earlier ones stored",
+    )
     parser.add_argument("--keep", action="store_true", help="keep each size's scratch folder (logs, storage)")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "scale_results.json"), help="raw measurements and fits (JSON)")
+    parser.add_argument(
+        "--out", default=str(ROOT / "bench" / "scale_results.json"), help="raw measurements and fits (JSON)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-args", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -270,9 +341,15 @@ def main() -> int:
     benches = [opts.only] if opts.only else ["quit", "recor", "wikiprofile"]
     scratch = Path(opts.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
-    results = {"machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
-                           "platform": platform.platform()},
-               "options": {k: v for k, v in vars(opts).items() if not k.startswith("child")}, "benchmarks": {}}
+    results = {
+        "machine": {
+            "cpus": len(os.sched_getaffinity(0)),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "options": {k: v for k, v in vars(opts).items() if not k.startswith("child")},
+        "benchmarks": {},
+    }
     server = StandInServer.start(scratch / "standin.log")
     started = time.time()
     try:

@@ -92,9 +92,14 @@ def stage_plan(bench: str, stage: str, args: dict):
     name, _, part = stage.partition(":")
     if bench == "quit":
         statistics = jobs.select("quit", "statistics")
-        plans = {"prepare": (jobs.QUIT_PREPARE, [None]), "parametric": (jobs.QUIT_PARAMETRIC, keys["quit_models"]),
-                 "passages": (jobs.QUIT_PASSAGES, [None]), "labeling": (jobs.QUIT_LABELING, [part]),
-                 "finalize": (jobs.QUIT_FINALIZE - statistics, [None]), "statistics": (statistics, [None])}
+        plans = {
+            "prepare": (jobs.QUIT_PREPARE, [None]),
+            "parametric": (jobs.QUIT_PARAMETRIC, keys["quit_models"]),
+            "passages": (jobs.QUIT_PASSAGES, [None]),
+            "labeling": (jobs.QUIT_LABELING, [part]),
+            "finalize": (jobs.QUIT_FINALIZE - statistics, [None]),
+            "statistics": (statistics, [None]),
+        }
         return (*plans[name], {})
     if bench == "recor":
         domains = args.get("domains", [RECOR_DOMAIN])
@@ -103,8 +108,11 @@ def stage_plan(bench: str, stage: str, args: dict):
         if name == "queries":
             return jobs.recor_queries_job.selection, domains, {}
         if name == "retrieval":
-            return (jobs.recor_retrieval_job.selection,
-                    [dg.MultiPartitionKey({"domain": d, "retriever": part}) for d in domains], {})
+            return (
+                jobs.recor_retrieval_job.selection,
+                [dg.MultiPartitionKey({"domain": d, "retriever": part}) for d in domains],
+                {},
+            )
         if name == "reteco":  # the retrieval side: the leaderboard waits for the judged generation, not probed
             return jobs.select("eval", "reteco_retrieval"), [None], {}
         return jobs.recor_retrieval_report_job.selection, [None], {}
@@ -140,8 +148,9 @@ def child(bench: str, stage: str, args_path: str, out_path: str) -> int:
     if bench == "quit":
         overrides["quit_settings"] = QuitSettings(triviahg_path=args["triviahg"], wikihint_path=args["wikihint"])
     if bench == "wikiprofile":
-        overrides["wikiprofile_settings"] = WikiProfileSettings(pages_path=args["pages"],
-                                                                search_pages_path=str(ROOT / "data/wikiprofile/search_pages.jsonl"))
+        overrides["wikiprofile_settings"] = WikiProfileSettings(
+            pages_path=args["pages"], search_pages_path=str(ROOT / "data/wikiprofile/search_pages.jsonl")
+        )
     job = dg.define_asset_job("scale_probe", selection=selection)
     defs = dg.Definitions.merge(build_defs(**overrides), dg.Definitions(jobs=[job]))
     instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
@@ -151,8 +160,9 @@ def child(bench: str, stage: str, args_path: str, out_path: str) -> int:
     t_ready = time.time()
     runs, ok = [], True
     for key in partition_keys:
-        result = resolved.execute_in_process(instance=instance, partition_key=key, raise_on_error=False,
-                                             run_config={**QUIET, **config})
+        result = resolved.execute_in_process(
+            instance=instance, partition_key=key, raise_on_error=False, run_config={**QUIET, **config}
+        )
         runs.append((str(key) if key is not None else None, result.run_id, result.success))
         if not result.success:
             ok = False
@@ -163,13 +173,21 @@ def child(bench: str, stage: str, args_path: str, out_path: str) -> int:
     sampler.stop()
     steps = step_measures(instance, runs, sampler)
     t_end, times = time.time(), os.times()
-    Path(out_path).write_text(json.dumps({
-        "ok": ok, "setup_s": t_ready - t_start, "run_wall_s": t_end - t_ready,
-        "cpu_self_s": times.user + times.system, "cpu_children_s": times.children_user + times.children_system,
-        "peak_rss_mb": max(sampler.start_peak_kb, *(p for _, _, p, _ in sampler.samples)) / 1024,
-        "rss_peak_resets": sampler.resets,
-        "runs": [{"partition": p, "run_id": r, "ok": s} for p, r, s in runs], "steps": steps,
-    }))
+    Path(out_path).write_text(
+        json.dumps(
+            {
+                "ok": ok,
+                "setup_s": t_ready - t_start,
+                "run_wall_s": t_end - t_ready,
+                "cpu_self_s": times.user + times.system,
+                "cpu_children_s": times.children_user + times.children_system,
+                "peak_rss_mb": max(sampler.start_peak_kb, *(p for _, _, p, _ in sampler.samples)) / 1024,
+                "rss_peak_resets": sampler.resets,
+                "runs": [{"partition": p, "run_id": r, "ok": s} for p, r, s in runs],
+                "steps": steps,
+            }
+        )
+    )
     return 0 if ok else 1
 
 
@@ -179,8 +197,12 @@ def step_measures(instance, runs: list[tuple], sampler: Sampler) -> list[dict]:
     import dagster as dg
 
     steps = []
-    wanted = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
-              dg.DagsterEventType.ASSET_MATERIALIZATION}
+    wanted = {
+        dg.DagsterEventType.STEP_START,
+        dg.DagsterEventType.STEP_SUCCESS,
+        dg.DagsterEventType.STEP_FAILURE,
+        dg.DagsterEventType.ASSET_MATERIALIZATION,
+    }
     for partition, run_id, _ in runs:
         by_step: dict[str, dict] = {}
         for entry in instance.all_logs(run_id, of_type=wanted):
@@ -193,25 +215,32 @@ def step_measures(instance, runs: list[tuple], sampler: Sampler) -> list[dict]:
             elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
                 m = entry.asset_materialization
                 step["assets"]["/".join(m.asset_key.path)] = {
-                    k: v.value for k, v in m.metadata.items() if isinstance(getattr(v, "value", None), (int, float))
-                    and not isinstance(v.value, bool)}
+                    k: v.value
+                    for k, v in m.metadata.items()
+                    if isinstance(getattr(v, "value", None), (int, float)) and not isinstance(v.value, bool)
+                }
             else:
                 step["end"], step["ok"] = entry.timestamp, kind == dg.DagsterEventType.STEP_SUCCESS
         for key, s in by_step.items():
             if "start" not in s or "end" not in s:
                 continue
             metas = s["assets"].values()
-            steps.append({
-                "step": step_label(key, sorted(s["assets"])), "partition": partition, "ok": s["ok"],
-                # a step that materializes nothing runs asset checks (``checks/``)
-                "kind": "asset" if s["assets"] else "checks",
-                "assets": sorted(s["assets"]), "wall_s": s["end"] - s["start"],
-                "cpu_s": sampler.cpu_at(s["end"]) - sampler.cpu_at(s["start"]),
-                "cpu_children_s": sampler.cpu_at(s["end"], 3) - sampler.cpu_at(s["start"], 3),
-                "peak_rss_mb": sampler.peak_kb(s["start"], s["end"]) / 1024,
-                # a multi-asset reports its step's calls on one of its outputs (or each): the largest
-                "llm_calls": max((m.get("llm/calls", 0) for m in metas), default=0),
-                "llm_sent": max((m.get("llm/sent_to_model", 0) for m in metas), default=0),
-                "metadata": s["assets"],
-            })
+            steps.append(
+                {
+                    "step": step_label(key, sorted(s["assets"])),
+                    "partition": partition,
+                    "ok": s["ok"],
+                    # a step that materializes nothing runs asset checks (``checks/``)
+                    "kind": "asset" if s["assets"] else "checks",
+                    "assets": sorted(s["assets"]),
+                    "wall_s": s["end"] - s["start"],
+                    "cpu_s": sampler.cpu_at(s["end"]) - sampler.cpu_at(s["start"]),
+                    "cpu_children_s": sampler.cpu_at(s["end"], 3) - sampler.cpu_at(s["start"], 3),
+                    "peak_rss_mb": sampler.peak_kb(s["start"], s["end"]) / 1024,
+                    # a multi-asset reports its step's calls on one of its outputs (or each): the largest
+                    "llm_calls": max((m.get("llm/calls", 0) for m in metas), default=0),
+                    "llm_sent": max((m.get("llm/sent_to_model", 0) for m in metas), default=0),
+                    "metadata": s["assets"],
+                }
+            )
     return steps

@@ -64,8 +64,8 @@ def quit_sources(n: int, folder: Path) -> tuple[str, str]:
             clean_trivia.append(r)
         seen.add(r["Q_ID"])
     clean_wiki = [r for r in wiki if r["id"] not in SELF_REJECTED]
-    order = [r for i in range(len(clean_wiki)) for r in (*clean_trivia[2 * i:2 * i + 2], clean_wiki[i])]
-    order += clean_trivia[2 * len(clean_wiki):]
+    order = [r for i in range(len(clean_wiki)) for r in (*clean_trivia[2 * i : 2 * i + 2], clean_wiki[i])]
+    order += clean_trivia[2 * len(clean_wiki) :]
     out_trivia, out_wiki = [], []
     for i in range(n):
         k, record = divmod(i, len(order))[0], json.loads(json.dumps(order[i % len(order)]))
@@ -97,10 +97,18 @@ def recor_release(documents: int, turns: int, folder: Path) -> str:
     text), and its conversations copied until they hold ``turns`` turns, copy c's gold
     documents those of document copy c."""
     sample = ROOT / "data/releases/recor/data"
-    docs = [json.loads(line) for f in sorted((sample / "corpus").glob("*_documents.jsonl"))
-            for line in f.read_text().splitlines() if line.strip()]
-    conversations = [json.loads(line) for f in sorted((sample / "benchmark").glob("*_benchmark.jsonl"))
-                     for line in f.read_text().splitlines() if line.strip()]
+    docs = [
+        json.loads(line)
+        for f in sorted((sample / "corpus").glob("*_documents.jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip()
+    ]
+    conversations = [
+        json.loads(line)
+        for f in sorted((sample / "benchmark").glob("*_benchmark.jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip()
+    ]
     copies = max(1, documents // len(docs))
 
     def doc_id(k: int, original: str) -> str:
@@ -111,8 +119,12 @@ def recor_release(documents: int, turns: int, folder: Path) -> str:
     with open(folder / "data/corpus" / f"{RECOR_DOMAIN}_documents.jsonl", "w") as f:
         for i in range(documents):
             k, d = divmod(i, len(docs))
-            f.write(json.dumps({"doc_id": doc_id(k, docs[d]["doc_id"]),
-                                "content": docs[d]["content"] + (f" (r{k})" if k else "")}) + "\n")
+            f.write(
+                json.dumps(
+                    {"doc_id": doc_id(k, docs[d]["doc_id"]), "content": docs[d]["content"] + (f" (r{k})" if k else "")}
+                )
+                + "\n"
+            )
     written = 0
     with open(folder / "data/benchmark" / f"{RECOR_DOMAIN}_benchmark.jsonl", "w") as f:
         for c in itertools.count():
@@ -132,7 +144,9 @@ def recor_release(documents: int, turns: int, folder: Path) -> str:
 def wikiprofile_pages(n: int, folder: Path) -> str:
     """``n`` page summaries: the sample's 45, copy k >= 1 with a pseudo-word after the title,
     in the title and wherever the summary names it."""
-    pages = [json.loads(line) for line in (ROOT / "data/wikiprofile/pages.jsonl").read_text().splitlines() if line.strip()]
+    pages = [
+        json.loads(line) for line in (ROOT / "data/wikiprofile/pages.jsonl").read_text().splitlines() if line.strip()
+    ]
     path = folder / "pages.jsonl"
     with open(path, "w") as f:
         for i in range(n):
@@ -152,20 +166,31 @@ def registry_yaml(url: str, labelers: list[str], mode: str) -> str:
     """Every role's alias a ``vllm`` entry at the stand-in; the labelers in ``mode``."""
 
     def entry(alias: str) -> str:
-        fields = [f"model: hosted_vllm/{alias}", "backend: vllm", f"api_base: '{url}'", "thinking: cot",
-                  "sampling: {temperature: 0.0, max_tokens: 64}"]
+        fields = [
+            f"model: hosted_vllm/{alias}",
+            "backend: vllm",
+            f"api_base: '{url}'",
+            "thinking: cot",
+            "sampling: {temperature: 0.0, max_tokens: 64}",
+        ]
         if mode == "batch" and alias in labelers:
             fields += ["mode: batch", f"batch_command: {json.dumps(BATCH_COMMAND)}"]
         return f"  {alias}: {{{', '.join(fields)}}}"
 
     models = [*labelers, *READERS, JUDGE, BUILDER]
-    return "\n".join([
-        "models:", *map(entry, models),
-        "roles:",
-        f"  quit: {{labelers: [{', '.join(labelers)}], readers: [{', '.join(READERS)}], judge: {JUDGE}}}",
-        f"  recor: {{builder: {BUILDER}, judge: {JUDGE}, generators: [{READERS[-1]}]}}",
-        f"  wikiprofile: {{builder: {BUILDER}, grader: {BUILDER}, subjects: [{READERS[-1]}]}}",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "models:",
+                *map(entry, models),
+                "roles:",
+                f"  quit: {{labelers: [{', '.join(labelers)}], readers: [{', '.join(READERS)}], judge: {JUDGE}}}",
+                f"  recor: {{builder: {BUILDER}, judge: {JUDGE}, generators: [{READERS[-1]}]}}",
+                f"  wikiprofile: {{builder: {BUILDER}, grader: {BUILDER}, subjects: [{READERS[-1]}]}}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def rerankers_yaml() -> str:
@@ -181,6 +206,10 @@ def rerankers_yaml() -> str:
 
 
 def retrievers_yaml(names: list[str]) -> str:
-    specs = {"bm25": "{kind: bm25, k1: 0.9, b: 0.4}", "minilm": "{kind: dense, encoder: minilm}",
-             "e5-small": "{kind: dense, encoder: e5-small}", "minilm-static": "{kind: dense, encoder: minilm-static}"}
+    specs = {
+        "bm25": "{kind: bm25, k1: 0.9, b: 0.4}",
+        "minilm": "{kind: dense, encoder: minilm}",
+        "e5-small": "{kind: dense, encoder: e5-small}",
+        "minilm-static": "{kind: dense, encoder: minilm-static}",
+    }
     return "retrievers:\n" + "".join(f"  {n}: {specs[n]}\n" for n in names)

@@ -40,11 +40,13 @@ TOPICS = [
 
 def _strict(parse):
     """A parser that must find something: a reader that returns None counts as unparsed."""
+
     def read(text):
         value = parse(text)
         if value is None or value == []:
             raise ValueError("nothing read")
         return value
+
     return read
 
 
@@ -54,28 +56,60 @@ def _permutation(n):
         if repaired:
             raise ValueError("order needed repair")
         return order
+
     return read
 
 
 # (prompt, fields of item i, the step's parser, request parameters as the step sends them)
 CASES = [
-    ("quit/judge", lambda q, a, s: {"question": q, "gold": a, "candidate": a.split()[0]}, parse_yes_no,
-     {"max_tokens": 3}),
+    (
+        "quit/judge",
+        lambda q, a, s: {"question": q, "gold": a, "candidate": a.split()[0]},
+        parse_yes_no,
+        {"max_tokens": 3},
+    ),
     ("quit/question_type", lambda q, a, s: {"question": q}, parse_type_label, {"max_tokens": 16}),
     ("wikiprofile/categorize", lambda q, a, s: {"title": a, "summary": s}, _strict(parse_category), {"max_tokens": 60}),
-    ("recor/dependency_type", lambda q, a, s: {"history": f"User: {q}\nExpert: {s}", "query": "And why is that?"},
-     lambda t: parse_label(t, recor_rules.DEPENDENCY_TYPES), {"max_tokens": 8, "temperature": 0.0}),
-    ("quit/distractors", lambda q, a, s: {"question": q, "answer": a, "count": "4"}, lambda t: parse_list(t, 8),
-     {"max_tokens": 120}),
-    ("recor/aspects", lambda q, a, s: {"question": q, "answer": f"{a}. {s}", "accepted": "", "n": "3"},
-     lambda t: parse_aspects(t, 3), {"max_tokens": 300}),
-    ("eval/rankgpt", lambda q, a, s: {"question": q, "listing": f"[1] {s}\n[2] Bread is baked in an oven.\n"
-                                      "[3] The weather was mild in spring.", "count": "3"}, _permutation(3),
-     {"max_tokens": 60}),
-    ("wikiprofile/select_objects", lambda q, a, s: {"summary": s, "candidates": a, "n": "1"}, _strict(parse_names),
-     {"max_tokens": 60}),
-    ("wikiprofile/reverse_question", lambda q, a, s: {"context": s, "question": q, "target": a}, _strict(parse_reverse),
-     {"max_tokens": 120}),
+    (
+        "recor/dependency_type",
+        lambda q, a, s: {"history": f"User: {q}\nExpert: {s}", "query": "And why is that?"},
+        lambda t: parse_label(t, recor_rules.DEPENDENCY_TYPES),
+        {"max_tokens": 8, "temperature": 0.0},
+    ),
+    (
+        "quit/distractors",
+        lambda q, a, s: {"question": q, "answer": a, "count": "4"},
+        lambda t: parse_list(t, 8),
+        {"max_tokens": 120},
+    ),
+    (
+        "recor/aspects",
+        lambda q, a, s: {"question": q, "answer": f"{a}. {s}", "accepted": "", "n": "3"},
+        lambda t: parse_aspects(t, 3),
+        {"max_tokens": 300},
+    ),
+    (
+        "eval/rankgpt",
+        lambda q, a, s: {
+            "question": q,
+            "listing": f"[1] {s}\n[2] Bread is baked in an oven.\n[3] The weather was mild in spring.",
+            "count": "3",
+        },
+        _permutation(3),
+        {"max_tokens": 60},
+    ),
+    (
+        "wikiprofile/select_objects",
+        lambda q, a, s: {"summary": s, "candidates": a, "n": "1"},
+        _strict(parse_names),
+        {"max_tokens": 60},
+    ),
+    (
+        "wikiprofile/reverse_question",
+        lambda q, a, s: {"context": s, "question": q, "target": a},
+        _strict(parse_reverse),
+        {"max_tokens": 120},
+    ),
 ]
 
 
@@ -89,8 +123,15 @@ def requests(n: int, constrained: bool):
     for name, fields, _, params in CASES:
         prompt = load_prompt(*name.split("/"))
         topics = [TOPICS[i % len(TOPICS)] for i in range(n)]
-        out[name] = [LLMRequest(f"{name} {i}", prompt.messages(**fields(*t)), params={"temperature": 0.0, **params},
-                                output=prompt.output if constrained else None) for i, t in enumerate(topics)]
+        out[name] = [
+            LLMRequest(
+                f"{name} {i}",
+                prompt.messages(**fields(*t)),
+                params={"temperature": 0.0, **params},
+                output=prompt.output if constrained else None,
+            )
+            for i, t in enumerate(topics)
+        ]
     return out
 
 
@@ -148,8 +189,10 @@ def main() -> None:
             print(f"{len(CASES)} prompts x {args.n} items, each asked twice, in {time.monotonic() - t0:.0f}s\n")
             print(f"{'prompt':30} {'free text':>10} {'structured':>11} {'read structured':>16}")
             for name, *_ in CASES:
-                print(f"{name:30} {free[name][0]:>10.0%} {held[name][0]:>11.0%} "
-                      f"{held[name][1]:>8}/{held[name][1] + held[name][2]}")
+                print(
+                    f"{name:30} {free[name][0]:>10.0%} {held[name][0]:>11.0%} "
+                    f"{held[name][1]:>8}/{held[name][1] + held[name][2]}"
+                )
             total = lambda d: sum(v[0] for v in d.values()) / len(d)  # noqa: E731
             print(f"{'overall':30} {total(free):>10.0%} {total(held):>11.0%}")
         finally:

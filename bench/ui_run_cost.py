@@ -73,19 +73,28 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="ui_run_cost_"))
     (scratch / "home").mkdir()
     (scratch / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    os.environ.update(DAGSTER_HOME=str(scratch / "home"), BENCHFOUNDRY_STORAGE=str(scratch / "storage"),
-                      BENCHFOUNDRY_CACHE=str(scratch / "cache"), HF_HUB_OFFLINE="1")
+    os.environ.update(
+        DAGSTER_HOME=str(scratch / "home"),
+        BENCHFOUNDRY_STORAGE=str(scratch / "storage"),
+        BENCHFOUNDRY_CACHE=str(scratch / "cache"),
+        HF_HUB_OFFLINE="1",
+    )
 
     started = time.perf_counter()
     from assets.partitions import sync_partitions
     from pipelines.definitions import defs
     from pipelines.stages import QUIET, RELEASE_SAMPLES, release_config
+
     imported = time.perf_counter() - started
 
     instance = dg.DagsterInstance.get()
     sync_partitions(instance)
     source = release_config("quit_eval_source", RELEASE_SAMPLES["quit"], max_questions=QUESTIONS)
-    assert defs.resolve_job_def("quit_eval_source").execute_in_process(instance=instance, run_config={**QUIET, **source}).success
+    assert (
+        defs.resolve_job_def("quit_eval_source")
+        .execute_in_process(instance=instance, run_config={**QUIET, **source})
+        .success
+    )
 
     times: dict[str, list[float]] = {"in_process": [], "ui": [], "per_step": []}
     for _ in range(args.repeats):
@@ -93,11 +102,16 @@ def main() -> None:
             t = time.perf_counter()
             if mode == "in_process":
                 result = defs.resolve_job_def(args.job).execute_in_process(
-                    instance=instance, partition_key=args.partition or None, run_config=QUIET)
+                    instance=instance, partition_key=args.partition or None, run_config=QUIET
+                )
                 assert result.success
             else:
-                subprocess.run([sys.executable, __file__, "--worker", mode, "--job", args.job,
-                                "--partition", args.partition], check=True, cwd=ROOT, capture_output=True)
+                subprocess.run(
+                    [sys.executable, __file__, "--worker", mode, "--job", args.job, "--partition", args.partition],
+                    check=True,
+                    cwd=ROOT,
+                    capture_output=True,
+                )
             times[mode].append(time.perf_counter() - t)
 
     base = statistics.median(times["in_process"])

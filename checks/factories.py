@@ -47,8 +47,9 @@ def validate(frame: pl.DataFrame, expectations: list, name: str):
         return batch.validate(suite, result_format="SUMMARY")
 
 
-def suite_check(frame: pl.DataFrame, expectations: list, name: str,
-                severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR) -> dg.AssetCheckResult:
+def suite_check(
+    frame: pl.DataFrame, expectations: list, name: str, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
+) -> dg.AssetCheckResult:
     """One check result for a whole suite; a failure lists each failed expectation with
     its column and example offending values."""
     result = validate(frame, expectations, name)
@@ -63,13 +64,20 @@ def suite_check(frame: pl.DataFrame, expectations: list, name: str,
     return dg.AssetCheckResult(
         passed=bool(result.success),
         severity=severity,
-        metadata={"expectations": len(expectations), "failed": len(failures),
-                  "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in failures) or "none")},
+        metadata={
+            "expectations": len(expectations),
+            "failed": len(failures),
+            "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in failures) or "none"),
+        },
     )
 
 
-def rows_check(offending: pl.DataFrame, what: str, id_column: str | None = None,
-               severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR) -> dg.AssetCheckResult:
+def rows_check(
+    offending: pl.DataFrame,
+    what: str,
+    id_column: str | None = None,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+) -> dg.AssetCheckResult:
     """A plain rule: passes when ``offending`` is empty; otherwise names the rows (by
     ``id_column``, else by the first column) and why."""
     from assets.common.metadata import md_table
@@ -79,17 +87,23 @@ def rows_check(offending: pl.DataFrame, what: str, id_column: str | None = None,
     return dg.AssetCheckResult(
         passed=offending.height == 0,
         severity=severity,
-        metadata={"rule": what, "offending_rows": offending.height,
-                  "offending_ids": dg.MetadataValue.text(", ".join(map(str, offending[id_column].head(20).to_list())) if offending.height else ""),
-                  "examples": dg.MetadataValue.md(md_table(offending, 10) if offending.height else "none")},
+        metadata={
+            "rule": what,
+            "offending_rows": offending.height,
+            "offending_ids": dg.MetadataValue.text(
+                ", ".join(map(str, offending[id_column].head(20).to_list())) if offending.height else ""
+            ),
+            "examples": dg.MetadataValue.md(md_table(offending, 10) if offending.height else "none"),
+        },
     )
 
 
 def broken(frame: pl.DataFrame, ids: Sequence[str], **rules: pl.Expr) -> pl.DataFrame:
     """The rows of ``frame`` that break each rule (an expression true on a broken row; a null
     is not a break), by their ``ids``, with the rule's name in ``rule``: one row per break."""
-    return pl.concat([frame.filter(expr.fill_null(False)).select(*ids, pl.lit(name).alias("rule"))
-                      for name, expr in rules.items()])
+    return pl.concat(
+        [frame.filter(expr.fill_null(False)).select(*ids, pl.lit(name).alias("rule")) for name, expr in rules.items()]
+    )
 
 
 def rules_text(rules: Mapping[str, str]) -> str:
@@ -139,8 +153,13 @@ def where(frame: pl.DataFrame, mask: pl.Expr, what: str, ids: Sequence[str]) -> 
     return [f"{bad.height} rows {what} (e.g. {_examples(bad, ids)})"] if bad.height else []
 
 
-def outside(frame: pl.DataFrame, columns: Iterable[str], bounds: tuple[float, float], ids: Sequence[str],
-            missing_ok: bool = True) -> list[str]:
+def outside(
+    frame: pl.DataFrame,
+    columns: Iterable[str],
+    bounds: tuple[float, float],
+    ids: Sequence[str],
+    missing_ok: bool = True,
+) -> list[str]:
     """Values outside ``bounds``; null and NaN count as in range only when ``missing_ok``."""
     lo, hi = bounds
     problems = []
@@ -157,10 +176,13 @@ def not_in(frame: pl.DataFrame, column: str, vocabulary: Iterable, ids: Sequence
     return where(frame, ~pl.col(column).is_in(known).fill_null(False), f"with {column} not in {known}", ids)
 
 
-def unmatched(frame: pl.DataFrame, columns: Sequence[str], reference: pl.DataFrame, reference_columns: Sequence[str],
-              what: str) -> list[str]:
+def unmatched(
+    frame: pl.DataFrame, columns: Sequence[str], reference: pl.DataFrame, reference_columns: Sequence[str], what: str
+) -> list[str]:
     """Distinct ``columns`` of ``frame`` that ``reference`` lacks (read as ``reference_columns``)."""
-    absent = [c for c in columns if c not in frame.columns] + [c for c in reference_columns if c not in reference.columns]
+    absent = [c for c in columns if c not in frame.columns] + [
+        c for c in reference_columns if c not in reference.columns
+    ]
     if absent:
         return [f"column {c!r} is missing" for c in absent]
     ref = reference.select([pl.col(r).alias(c) for c, r in zip(columns, reference_columns)]).unique()
@@ -186,8 +208,9 @@ def _key(asset: str | Sequence[str] | dg.AssetKey) -> dg.AssetKey:
     return dg.AssetKey(asset.split("/") if isinstance(asset, str) else list(asset))
 
 
-def table_problems(frame: pl.DataFrame, columns: Mapping[str, Any], unique: Sequence[str] = (),
-                   not_null: Sequence[str] = ()) -> list[str]:
+def table_problems(
+    frame: pl.DataFrame, columns: Mapping[str, Any], unique: Sequence[str] = (), not_null: Sequence[str] = ()
+) -> list[str]:
     """What is wrong with a table's shape: missing columns or wrong types (a type of None
     accepts any), repeated ids over ``unique`` (one key, possibly of several columns), nulls
     in ``not_null`` columns. Empty when the table is sound."""
@@ -201,7 +224,9 @@ def table_problems(frame: pl.DataFrame, columns: Mapping[str, Any], unique: Sequ
     if unique and len(present) == len(unique) and frame.height:
         repeated = frame.group_by(list(unique)).len().filter(pl.col("len") > 1)
         if repeated.height:
-            examples = ", ".join("/".join(str(v) for v in row) for row in repeated.select(list(unique)).head(5).iter_rows())
+            examples = ", ".join(
+                "/".join(str(v) for v in row) for row in repeated.select(list(unique)).head(5).iter_rows()
+            )
             problems.append(f"{repeated.height} repeated {'+'.join(unique)} (e.g. {examples})")
     for name in not_null:
         if name in frame.columns and frame[name].null_count():
@@ -209,19 +234,39 @@ def table_problems(frame: pl.DataFrame, columns: Mapping[str, Any], unique: Sequ
     return problems
 
 
-def problems_result(problems: list[str], rows: int, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
-                    **metadata: Any) -> dg.AssetCheckResult:
-    return dg.AssetCheckResult(passed=not problems, severity=severity, metadata={
-        "rows": rows, "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"), **metadata})
+def problems_result(
+    problems: list[str], rows: int, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR, **metadata: Any
+) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=not problems,
+        severity=severity,
+        metadata={
+            "rows": rows,
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
+            **metadata,
+        },
+    )
 
 
-def table_check(asset, columns: Mapping[str, Any], unique: Sequence[str] = (), not_null: Sequence[str] = (), *,
-                name: str = "schema", blocking: bool = True, partitions_def: dg.PartitionsDefinition | None = None,
-                description: str | None = None) -> dg.AssetChecksDefinition:
+def table_check(
+    asset,
+    columns: Mapping[str, Any],
+    unique: Sequence[str] = (),
+    not_null: Sequence[str] = (),
+    *,
+    name: str = "schema",
+    blocking: bool = True,
+    partitions_def: dg.PartitionsDefinition | None = None,
+    description: str | None = None,
+) -> dg.AssetChecksDefinition:
     """Schema, unique key and required values of one asset's table."""
     key = _key(asset)
-    text = description or (f"Columns {', '.join(columns)}" + (f"; {'+'.join(unique)} unique" if unique else "")
-                           + (f"; {', '.join(not_null)} never null" if not_null else "") + ".")
+    text = description or (
+        f"Columns {', '.join(columns)}"
+        + (f"; {'+'.join(unique)} unique" if unique else "")
+        + (f"; {', '.join(not_null)} never null" if not_null else "")
+        + "."
+    )
 
     @dg.asset_check(asset=key, name=name, blocking=blocking, partitions_def=partitions_def, description=text)
     def _check(frame: pl.DataFrame) -> dg.AssetCheckResult:
@@ -236,16 +281,26 @@ def unknown_reasons(frame: pl.DataFrame, reasons: Iterable[str]) -> pl.DataFrame
     return frame.filter(~pl.col("reason").is_in(known) | pl.col("reason").is_null() | pl.col("step").is_null())
 
 
-def rejects_check(asset, reasons: Iterable[str], keys: Sequence[str], *, partitions_def: dg.PartitionsDefinition | None = None,
-                  name: str = "reasons") -> dg.AssetChecksDefinition:
+def rejects_check(
+    asset,
+    reasons: Iterable[str],
+    keys: Sequence[str],
+    *,
+    partitions_def: dg.PartitionsDefinition | None = None,
+    name: str = "reasons",
+) -> dg.AssetChecksDefinition:
     """A rejects table has the common shape (``assets.common.rejects``) and every reason is
     one its step gives: an unknown one means a step changed without its vocabulary, or a
     table written by something else."""
     key, vocabulary = _key(asset), frozenset(reasons)
     columns = {**{k: pl.String for k in keys}, **{f: pl.String for f in ("step", "reason", "detail", "record")}}
 
-    @dg.asset_check(asset=key, name=name, partitions_def=partitions_def,
-                    description=f"The rejects shape; reasons from {', '.join(sorted(vocabulary))}.")
+    @dg.asset_check(
+        asset=key,
+        name=name,
+        partitions_def=partitions_def,
+        description=f"The rejects shape; reasons from {', '.join(sorted(vocabulary))}.",
+    )
     def _check(frame: pl.DataFrame) -> dg.AssetCheckResult:
         problems = table_problems(frame, columns, not_null=("step", "reason"))
         if problems:
@@ -262,7 +317,10 @@ LLM_COUNTS = ("llm/calls", "llm/errors", "llm/parse_failures")
 def llm_failure_rate(metadata: Mapping[str, Any]) -> tuple[int, int, float]:
     """``(calls, failed, rate)`` from a materialization's LLM accounting (``CallStats``):
     errors and unparsable replies over calls."""
-    calls, failed = _count(metadata, "llm/calls"), _count(metadata, "llm/errors") + _count(metadata, "llm/parse_failures")
+    calls, failed = (
+        _count(metadata, "llm/calls"),
+        _count(metadata, "llm/errors") + _count(metadata, "llm/parse_failures"),
+    )
     return calls, failed, failed / calls if calls else 0.0
 
 
@@ -289,9 +347,13 @@ class CheckSettings(dg.ConfigurableResource):
     max_llm_error_rate: float = 0.1
 
 
-def llm_accounting_check(asset, *, partitions_def: dg.PartitionsDefinition | None = None,
-                         failed_items: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
-                         item_column: str | None = None) -> dg.AssetChecksDefinition:
+def llm_accounting_check(
+    asset,
+    *,
+    partitions_def: dg.PartitionsDefinition | None = None,
+    failed_items: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+    item_column: str | None = None,
+) -> dg.AssetChecksDefinition:
     """The step's LLM accounting (from its materialization's metadata), two rates:
 
     - calls that got no answer (``llm/errors``) over calls above
@@ -304,14 +366,28 @@ def llm_accounting_check(asset, *, partitions_def: dg.PartitionsDefinition | Non
     step's own list of failed calls (``llm/failed_items``) names them."""
     key = _key(asset)
 
-    @dg.asset_check(asset=key, name="llm_accounting", partitions_def=partitions_def, blocking=True,
-                    description="Calls without an answer under the error rate (blocking); errors and unparsable "
-                                "replies under the failure rate (a warning); naming the failed items.")
+    @dg.asset_check(
+        asset=key,
+        name="llm_accounting",
+        partitions_def=partitions_def,
+        blocking=True,
+        description="Calls without an answer under the error rate (blocking); errors and unparsable "
+        "replies under the failure rate (a warning); naming the failed items.",
+    )
     def _check(context, frame: pl.DataFrame, check_settings: CheckSettings) -> dg.AssetCheckResult:
         partition = context.partition_key if context.has_partition_key else None
-        event = context.instance.get_latest_materialization_event(key) if partition is None else next(iter(
-            context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]),
-                                                    limit=1).records), None)
+        event = (
+            context.instance.get_latest_materialization_event(key)
+            if partition is None
+            else next(
+                iter(
+                    context.instance.fetch_materializations(
+                        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
+                    ).records
+                ),
+                None,
+            )
+        )
         meta = event.asset_materialization.metadata if event is not None and event.asset_materialization else {}
         calls, failed, rate = llm_failure_rate(meta)
         errors = _count(meta, "llm/errors")
@@ -322,9 +398,17 @@ def llm_accounting_check(asset, *, partitions_def: dg.PartitionsDefinition | Non
         broken = error_rate > check_settings.max_llm_error_rate
         return dg.AssetCheckResult(
             passed=not broken and rate <= check_settings.max_llm_failure_rate,
-            severity=dg.AssetCheckSeverity.ERROR if broken else WARN, metadata={
-                "calls": calls, "errors": errors, "error_rate": round(error_rate, 4),
-                "max_error_rate": check_settings.max_llm_error_rate, "failed": failed, "failure_rate": round(rate, 4),
-                "max_failure_rate": check_settings.max_llm_failure_rate, "failed_items": dg.MetadataValue.text(names)})
+            severity=dg.AssetCheckSeverity.ERROR if broken else WARN,
+            metadata={
+                "calls": calls,
+                "errors": errors,
+                "error_rate": round(error_rate, 4),
+                "max_error_rate": check_settings.max_llm_error_rate,
+                "failed": failed,
+                "failure_rate": round(rate, 4),
+                "max_failure_rate": check_settings.max_llm_failure_rate,
+                "failed_items": dg.MetadataValue.text(names),
+            },
+        )
 
     return _check

@@ -43,7 +43,7 @@ def tfidf(queries: dict[str, str], corpus: dict[str, str], k: int) -> dict[str, 
     qids = list(queries)
     out: dict[str, list[tuple[str, float]]] = {}
     for start in range(0, len(qids), BATCH):
-        batch = qids[start:start + BATCH]
+        batch = qids[start : start + BATCH]
         scores = (vectorizer.transform([queries[q] for q in batch]) @ matrix.T).toarray()
         for qid, row in zip(batch, scores):
             matched = np.flatnonzero(row > 0)

@@ -10,10 +10,7 @@ from assets.eval.quit.finetune.assets import finetune_data_assets, finetune_mode
 from assets.eval.quit.finetune.report import finetune_report_assets
 from assets.eval.recor.assets import recor_eval_assets
 from assets.eval.sources import benchmark_assets
-from assets.eval.wikiprofile.assets import (
-    wikiprofile_analysis_assets,
-    wikiprofile_profile_assets,
-)
+from assets.eval.wikiprofile.assets import wikiprofile_analysis_assets, wikiprofile_profile_assets
 from assets.partitions import NAMED
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
@@ -42,9 +39,20 @@ def build_defs(executor: dg.ExecutorDefinition = dg.in_process_executor, **resou
     backfills) and, on a cluster, from the step-per-worker executors (``pipelines.cluster``,
     ``pipelines.cluster_k8s``)."""
     return dg.Definitions(
-        assets=[*quit_assets, *benchmark_assets, *quit_eval_assets, *finetune_data_assets, *finetune_model_assets,
-                *finetune_report_assets, *recor_assets, *recor_eval_assets, *wikiprofile_assets,
-                *wikiprofile_profile_assets, *wikiprofile_analysis_assets, *leaderboard_assets],
+        assets=[
+            *quit_assets,
+            *benchmark_assets,
+            *quit_eval_assets,
+            *finetune_data_assets,
+            *finetune_model_assets,
+            *finetune_report_assets,
+            *recor_assets,
+            *recor_eval_assets,
+            *wikiprofile_assets,
+            *wikiprofile_profile_assets,
+            *wikiprofile_analysis_assets,
+            *leaderboard_assets,
+        ],
         asset_checks=CHECKS,
         jobs=[*jobs, *recheck_jobs(CHECKS, NAMED)],
         sensors=sensors,

@@ -102,11 +102,15 @@ def quit_plan(settings: QuitSettings, roles: dict, backends: dict[str, str], que
     passages = labeled * (settings.labeled_passages_per_question or PASSAGES_PER_QUESTION)
     stages = []
     for model in sorted(set(labelers) | set(readers)):
-        stages += [Stage("quit_parametric", "closed-book answers", model, model, backends[model], answers),
-                   Stage("quit_parametric", "their grades (at most)", model, judge, backends[judge], answers)]
+        stages += [
+            Stage("quit_parametric", "closed-book answers", model, model, backends[model], answers),
+            Stage("quit_parametric", "their grades (at most)", model, judge, backends[judge], answers),
+        ]
     for labeler in labelers:
-        stages += [Stage("quit_labeling", "passage answers", labeler, labeler, backends[labeler], passages),
-                   Stage("quit_labeling", "their grades (at most)", labeler, judge, backends[judge], passages)]
+        stages += [
+            Stage("quit_labeling", "passage answers", labeler, labeler, backends[labeler], passages),
+            Stage("quit_labeling", "their grades (at most)", labeler, judge, backends[judge], passages),
+        ]
     return stages
 
 
@@ -122,18 +126,35 @@ def wikiprofile_plan(settings: WikiProfileSettings, roles: dict, backends: dict[
     objects = read * settings.objects_per_page
     facts = objects if settings.downsample_to is None else min(objects, settings.downsample_to)
     responses = facts * QUESTIONS_PER_FACT * settings.n_samples
-    stages = [Stage("wikiprofile_build", "page categories, entities, objects", None, builder, backends[builder],
-                    read * CALLS_PER_PAGE),
-              Stage("wikiprofile_build", "object verification (at most)", None, builder, backends[builder],
-                    objects * len(VERIFICATIONS))]
+    stages = [
+        Stage(
+            "wikiprofile_build",
+            "page categories, entities, objects",
+            None,
+            builder,
+            backends[builder],
+            read * CALLS_PER_PAGE,
+        ),
+        Stage(
+            "wikiprofile_build",
+            "object verification (at most)",
+            None,
+            builder,
+            backends[builder],
+            objects * len(VERIFICATIONS),
+        ),
+    ]
     for subject in wiki["subjects"]:
-        stages += [Stage("wikiprofile_profile", "sampled responses", subject, subject, backends[subject], responses),
-                   Stage("wikiprofile_profile", "their grades (at most)", subject, grader, backends[grader], responses)]
+        stages += [
+            Stage("wikiprofile_profile", "sampled responses", subject, subject, backends[subject], responses),
+            Stage("wikiprofile_profile", "their grades (at most)", subject, grader, backends[grader], responses),
+        ]
     return stages
 
 
-def recor_plan(settings: RecorSettings, roles: dict, backends: dict[str, str], binding: bool, questions: int,
-               gold: int) -> list[Stage]:
+def recor_plan(
+    settings: RecorSettings, roles: dict, backends: dict[str, str], binding: bool, questions: int, gold: int
+) -> list[Stage]:
     """RECOR's build and evaluation of one domain of ``questions`` source questions with
     ``gold`` gold documents each, at most: a conversation has a turn per aspect (at most
     ``max_aspects``, and at most 12 turns), every turn's question retried ``question_tries``
@@ -148,25 +169,43 @@ def recor_plan(settings: RecorSettings, roles: dict, backends: dict[str, str], b
     t = settings.thresholds(binding)
     turns = min(settings.max_aspects, MAX_TURNS)
     per_turn = questions * turns
-    stages = [(builder, "hard-negative queries (StackExchange)", questions),
-              (builder, "gold document alignment", questions * gold if binding else 0),
-              (builder, "aspects and their order", questions * (t.aspect_rounds + 1)),
-              (builder, "facts (at most)", per_turn),
-              (builder, "fact checks (at most)", per_turn * settings.max_facts if binding else 0),
-              (builder, "turn questions and retries (at most)", per_turn * (1 + t.question_tries)),
-              (builder, "turn relevance and flow (at most)", per_turn * 2),
-              (builder, "document ratings (at most)", per_turn * gold * len(CRITERIA)),
-              (builder, "turn reasoning and answers (at most)", per_turn * 2),
-              (builder, "conversation checks", questions),
-              (judge, "quality scores and turn labels (at most)", questions * len(QUALITY_DIMENSIONS) + per_turn * 2)]
+    stages = [
+        (builder, "hard-negative queries (StackExchange)", questions),
+        (builder, "gold document alignment", questions * gold if binding else 0),
+        (builder, "aspects and their order", questions * (t.aspect_rounds + 1)),
+        (builder, "facts (at most)", per_turn),
+        (builder, "fact checks (at most)", per_turn * settings.max_facts if binding else 0),
+        (builder, "turn questions and retries (at most)", per_turn * (1 + t.question_tries)),
+        (builder, "turn relevance and flow (at most)", per_turn * 2),
+        (builder, "document ratings (at most)", per_turn * gold * len(CRITERIA)),
+        (builder, "turn reasoning and answers (at most)", per_turn * 2),
+        (builder, "conversation checks", questions),
+        (judge, "quality scores and turn labels (at most)", questions * len(QUALITY_DIMENSIONS) + per_turn * 2),
+    ]
     plan = [Stage("recor_build", what, "a domain", alias, backends[alias], n) for alias, what, n in stages if n]
-    plan.append(Stage("recor_queries", "rewrites and search rationales (at most)", "a domain", builder,
-                      backends[builder], per_turn * 2))
+    plan.append(
+        Stage(
+            "recor_queries",
+            "rewrites and search rationales (at most)",
+            "a domain",
+            builder,
+            backends[builder],
+            per_turn * 2,
+        )
+    )
     grades = len(ANSWER_DIMENSIONS) * len(MODES) - 1  # no faithfulness without passages
     for generator in generators:
-        plan += [Stage("recor_generation", "answers, three modes (at most)", "a domain", generator, backends[generator],
-                       per_turn * len(MODES)),
-                 Stage("recor_generation", "their grades (at most)", "a domain", judge, backends[judge], per_turn * grades)]
+        plan += [
+            Stage(
+                "recor_generation",
+                "answers, three modes (at most)",
+                "a domain",
+                generator,
+                backends[generator],
+                per_turn * len(MODES),
+            ),
+            Stage("recor_generation", "their grades (at most)", "a domain", judge, backends[judge], per_turn * grades),
+        ]
     return plan
 
 
@@ -180,14 +219,17 @@ def finetune_plan(settings: FinetuneSettings, bases: list[str], train_questions:
     plan = []
     for base in bases:
         for model, rows in TRAINED.items():
-            steps = sum(settings.max_steps or settings.epochs * math.ceil(train_questions * n * rows / settings.batch_size)
-                        for n in settings.positives)
+            steps = sum(
+                settings.max_steps or settings.epochs * math.ceil(train_questions * n * rows / settings.batch_size)
+                for n in settings.positives
+            )
             plan.append(Stage("quit_finetune", f"{model} training steps", base, base, device, steps, unit="steps"))
     return plan
 
 
-def registry_plans(quit: QuitSettings, wikiprofile: WikiProfileSettings, quit_questions: int, pages: int,
-                   path: str = REGISTRY_PATH) -> list[Stage]:
+def registry_plans(
+    quit: QuitSettings, wikiprofile: WikiProfileSettings, quit_questions: int, pages: int, path: str = REGISTRY_PATH
+) -> list[Stage]:
     """QUIT's and WikiProfile's plans with the roles and backends of the registry at ``path``."""
     roles = load_roles(path)
     backends = {alias: spec.backend for alias, spec in load_registry(path).items()}
@@ -201,11 +243,24 @@ def profile_plan(profile: str, path: str = REGISTRY_PATH, bases: str = BASES_PAT
     registry = load_registry(path)
     backends = {alias: spec.backend for alias, spec in registry.items()}
     builder = roles["recor"]["builder"]
-    return (registry_plans(QuitSettings(profile=profile), WikiProfileSettings(profile=profile), QUIT_QUESTIONS[profile],
-                           WIKIPROFILE_PAGES[profile], path)
-            + recor_plan(RecorSettings(profile=profile), roles, backends, registry[builder].verdicts == "binding",
-                         RECOR_QUESTIONS[profile], RECOR_GOLD[profile])
-            + finetune_plan(FinetuneSettings(profile=profile), sorted(load_bases(bases)), TRAIN_QUESTIONS[profile]))
+    return (
+        registry_plans(
+            QuitSettings(profile=profile),
+            WikiProfileSettings(profile=profile),
+            QUIT_QUESTIONS[profile],
+            WIKIPROFILE_PAGES[profile],
+            path,
+        )
+        + recor_plan(
+            RecorSettings(profile=profile),
+            roles,
+            backends,
+            registry[builder].verdicts == "binding",
+            RECOR_QUESTIONS[profile],
+            RECOR_GOLD[profile],
+        )
+        + finetune_plan(FinetuneSettings(profile=profile), sorted(load_bases(bases)), TRAIN_QUESTIONS[profile])
+    )
 
 
 def basis(job_name: str, profile: str) -> str:
@@ -215,9 +270,11 @@ def basis(job_name: str, profile: str) -> str:
     if job_name.startswith("quit"):
         return f"{QUIT_QUESTIONS[profile]:,} questions"
     if job_name.startswith("recor"):
-        return (f"{RECOR_QUESTIONS[profile]:,} source questions a domain with {RECOR_GOLD[profile]} gold documents each; "
-                "RECOR's replies are longer than the labeling calls the rates were measured on, so take an embedded "
-                "model's time as a lower bound")
+        return (
+            f"{RECOR_QUESTIONS[profile]:,} source questions a domain with {RECOR_GOLD[profile]} gold documents each; "
+            "RECOR's replies are longer than the labeling calls the rates were measured on, so take an embedded "
+            "model's time as a lower bound"
+        )
     return f"{WIKIPROFILE_PAGES[profile]:,} pages"
 
 
@@ -231,11 +288,15 @@ def estimate(stages: list[Stage], job_name: str, profile: str, path: str = REGIS
     ``profile_plan``) as a table, with its basis and the registry it was computed from; empty
     where the job asks no model and trains none."""
     jobs = ESTIMATED_WITH.get(job_name, (job_name,))
-    mine = [s if s.job == job_name else dataclasses.replace(s, stage=f"{s.job}: {s.stage}") for s in stages if s.job in jobs]
+    mine = [
+        s if s.job == job_name else dataclasses.replace(s, stage=f"{s.job}: {s.stage}") for s in stages if s.job in jobs
+    ]
     if not mine:
         return ""
-    return (f"\n\nEstimate for the {profile} profile at {basis(job_name, profile)} (pipelines.plan), "
-            f"models from the registry {path}:\n\n{plan_table(mine)}")
+    return (
+        f"\n\nEstimate for the {profile} profile at {basis(job_name, profile)} (pipelines.plan), "
+        f"models from the registry {path}:\n\n{plan_table(mine)}"
+    )
 
 
 def duration(seconds: float) -> str:
@@ -251,7 +312,10 @@ def plan_table(stages: list[Stage]) -> str:
     rows = ["| stage | partition | model | LLM calls or steps | wall time |", "|---|---|---|---|---|"]
     for s in stages:
         span = s.seconds()
-        time = (f"not measured ({s.backend})" if s.unit == "steps" else "not measured") if span is None \
+        time = (
+            (f"not measured ({s.backend})" if s.unit == "steps" else "not measured")
+            if span is None
             else f"{duration(span[0])} - {duration(span[1])} ({s.backend})"
+        )
         rows.append(f"| {s.stage} | {s.partition or '-'} | {s.alias} | {s.calls:,} | {time} |")
     return "\n".join(rows)

@@ -26,7 +26,9 @@ def default_resources() -> dict:
         "storage": StorageResource(root=storage_root(), local_index_root=os.path.join(cache, "indexes")),
         # The IO manager reads its root from ``storage``: one setting moves every file.
         "io_manager": parquet_io_manager,
-        "llm": LLMResource(cache_dir=os.path.join(cache, "llm"), cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk")),
+        "llm": LLMResource(
+            cache_dir=os.path.join(cache, "llm"), cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk")
+        ),
         "lucene": LuceneResource(),
         "encoder": EncoderResource(),
         "faiss_index": FaissIndexResource(),

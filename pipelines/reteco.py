@@ -63,8 +63,15 @@ def _check(path: str, targets: reteco.Targets, generation: bool) -> reteco.Check
 
 
 def _table(frame: pl.DataFrame) -> str:
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=4, tbl_hide_dataframe_shape=True,
-                   tbl_hide_column_data_types=True, tbl_formatting="MARKDOWN"):
+    with pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=200,
+        float_precision=4,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_formatting="MARKDOWN",
+    ):
         return str(frame)
 
 
@@ -75,15 +82,21 @@ def _system_names(checked: list[reteco.Checked]) -> list[str]:
     return stems if len(set(stems)) == len(stems) else [c.source for c in checked]
 
 
-def _judge(args: argparse.Namespace, targets: reteco.Targets, checked: list[reteco.Checked],
-           run: reteco.Checked | None, llm: LLMResource) -> int:
+def _judge(
+    args: argparse.Namespace,
+    targets: reteco.Targets,
+    checked: list[reteco.Checked],
+    run: reteco.Checked | None,
+    llm: LLMResource,
+) -> int:
     """Judge each checked generation file, print the table and write the CSVs."""
     err = sys.stderr
     alias = args.judge or llm.role("recor.judge")[0]
     turns = reteco_judge.release_turns(args.release, targets)
     passages = reteco_judge.passage_ids(turns, args.subtrack, run.rankings if run else None)
-    texts = reteco_judge.passage_texts(args.release, turns["domain"].unique(maintain_order=True),
-                                       {d for ids in passages.values() for d in ids})
+    texts = reteco_judge.passage_texts(
+        args.release, turns["domain"].unique(maintain_order=True), {d for ids in passages.values() for d in ids}
+    )
     stats = CallStats()
     scores, judgments = [], []
     for c, system in zip(checked, _system_names(checked)):
@@ -92,27 +105,41 @@ def _judge(args: argparse.Namespace, targets: reteco.Targets, checked: list[rete
         print(f"{system}: judging {len(items):,} answers on {len(reteco.DIMENSIONS)} dimensions with {alias}", file=err)
         judged = reteco_judge.judge(items, llm, alias, stats, log=lambda line: print(line, file=err))
         diagnostic = None if args.no_diagnostics else reteco_judge.diagnostics(items)
-        scores.append(reteco_judge.turn_scores(reteco_judge.judged_turns(judged), targets, system, args.subtrack, diagnostic))
+        scores.append(
+            reteco_judge.turn_scores(reteco_judge.judged_turns(judged), targets, system, args.subtrack, diagnostic)
+        )
         judgments.append(judged.with_columns(pl.lit(system).alias("system")))
     scores, judgments = pl.concat(scores), pl.concat(judgments)
     table = reteco_judge.judge_table(scores)
     failed = judgments.filter(pl.col("score").is_null())
     for row in failed.head(SHOWN_PER_KIND).iter_rows(named=True):
-        print(f"{row['system']}: {reteco.to_task_qid(row['qid'])} {row['dimension']}: no score ({row['reason']}); "
-              "scored 0", file=err)
+        print(
+            f"{row['system']}: {reteco.to_task_qid(row['qid'])} {row['dimension']}: no score ({row['reason']}); "
+            "scored 0",
+            file=err,
+        )
     if failed.height > SHOWN_PER_KIND:
         print(f"... {failed.height - SHOWN_PER_KIND:,} more dimensions without a score", file=err)
     read = {where: judgments.filter(pl.col("read_from") == where).height for where in reteco_judge.READ_FROM}
-    print(f"judge calls: {stats.calls:,} ({stats.cached:,} from the cache), {stats.parse_failures:,} unparsable "
-          f"replies ({read['log-probs']:,} of them read from the log-probabilities), {stats.errors:,} failed calls",
-          file=err)
-    evidence = "the turn's gold passages" if args.subtrack == "2b" else f"the top {reteco_judge.TOP_K} passages of {run.source}"
-    _print(f"Sub-track {args.subtrack}: five judged dimensions, each 1-5 normalized as (s - 1) / 4 and averaged over "
-           "the target turns (a turn without an answer, or a dimension without a score, is 0); macro: their mean. "
-           f"Faithfulness to {evidence}.",
-           "ROUGE-L, METEOR, BERTScore F1 against the reference answer: diagnostics" +
-           (" (not computed: --no-diagnostics)" if args.no_diagnostics else " (a turn without an answer is 0)"),
-           "", _table(table))
+    print(
+        f"judge calls: {stats.calls:,} ({stats.cached:,} from the cache), {stats.parse_failures:,} unparsable "
+        f"replies ({read['log-probs']:,} of them read from the log-probabilities), {stats.errors:,} failed calls",
+        file=err,
+    )
+    evidence = (
+        "the turn's gold passages"
+        if args.subtrack == "2b"
+        else f"the top {reteco_judge.TOP_K} passages of {run.source}"
+    )
+    _print(
+        f"Sub-track {args.subtrack}: five judged dimensions, each 1-5 normalized as (s - 1) / 4 and averaged over "
+        "the target turns (a turn without an answer, or a dimension without a score, is 0); macro: their mean. "
+        f"Faithfulness to {evidence}.",
+        "ROUGE-L, METEOR, BERTScore F1 against the reference answer: diagnostics"
+        + (" (not computed: --no-diagnostics)" if args.no_diagnostics else " (a turn without an answer is 0)"),
+        "",
+        _table(table),
+    )
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -133,25 +160,43 @@ def arguments() -> argparse.ArgumentParser:
     """The commands and their flags."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("check", "validate run or generation files"), ("score", "score run files"),
-                       ("export", "write the qrels and runs with the task's query ids"),
-                       ("judge", "judge generation files (sub-tracks 2b, 2c)")):
+    for name, text in (
+        ("check", "validate run or generation files"),
+        ("score", "score run files"),
+        ("export", "write the qrels and runs with the task's query ids"),
+        ("judge", "judge generation files (sub-tracks 2b, 2c)"),
+    ):
         command = commands.add_parser(name, help=text)
-        command.add_argument("--release", required=True, help="the release: a folder or s3:// prefix in the published layout")
-        command.add_argument("--domain", action="append", help="a domain to check against (repeatable; default: every "
-                                                                "domain the release holds)")
+        command.add_argument(
+            "--release", required=True, help="the release: a folder or s3:// prefix in the published layout"
+        )
+        command.add_argument(
+            "--domain",
+            action="append",
+            help="a domain to check against (repeatable; default: every domain the release holds)",
+        )
         if name == "check":
             command.add_argument("--generation", action="store_true", help="the files are generation files (JSONL)")
         if name in ("score", "export", "judge"):
             command.add_argument("--out", help="folder for the tables (score, judge) or the files (export)")
         if name == "judge":
-            command.add_argument("--subtrack", required=True, choices=reteco_judge.SUBTRACKS,
-                                 help="2b: faithfulness to the gold passages; 2c: to the top five of --run")
-            command.add_argument("--run", help="2c: the system's run file (TREC), whose top five passages per turn "
-                                               "the answers were generated from")
+            command.add_argument(
+                "--subtrack",
+                required=True,
+                choices=reteco_judge.SUBTRACKS,
+                help="2b: faithfulness to the gold passages; 2c: to the top five of --run",
+            )
+            command.add_argument(
+                "--run",
+                help="2c: the system's run file (TREC), whose top five passages per turn "
+                "the answers were generated from",
+            )
             command.add_argument("--judge", help="model alias of the judge (default: the registry's recor.judge)")
-            command.add_argument("--no-diagnostics", action="store_true",
-                                 help="skip ROUGE-L, METEOR and BERTScore (they load WordNet and an encoder)")
+            command.add_argument(
+                "--no-diagnostics",
+                action="store_true",
+                help="skip ROUGE-L, METEOR and BERTScore (they load WordNet and an encoder)",
+            )
         command.add_argument("files", nargs="*" if name == "export" else "+")
     return parser
 
@@ -191,8 +236,11 @@ def _export(out: Path, targets: reteco.Targets, checked: list[reteco.Checked]) -
     """``export``: the qrels and the checked runs under ``out``, with the task's query ids."""
     (out / "qrels.txt").write_text(reteco.qrels_text(targets), encoding="utf-8")
     for c in checked:
-        lines = [f"{reteco.to_task_qid(q)} Q0 {d} {rank} {1.0 / rank:.6f} {c.run_id}"
-                 for q, docs in sorted(c.rankings.items()) for rank, d in enumerate(docs, start=1)]
+        lines = [
+            f"{reteco.to_task_qid(q)} Q0 {d} {rank} {1.0 / rank:.6f} {c.run_id}"
+            for q, docs in sorted(c.rankings.items())
+            for rank, d in enumerate(docs, start=1)
+        ]
         (out / Path(c.source).name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     _print(f"wrote {out / 'qrels.txt'} and {len(checked)} run files under {out}")
     return 0
@@ -203,11 +251,24 @@ def _score(out: Path | None, targets: reteco.Targets, checked: list[reteco.Check
     for c in checked:
         print(c.summary(), file=sys.stderr)
     scores = reteco.score_runs((c.run_id or c.source, c, targets) for c in checked)
-    tables = {"official": reteco.official_table(scores), "by_domain": reteco.domain_table(scores),
-              "by_depth": reteco.depth_table(scores)}
-    _print("Official: binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn scores 0)", "",
-           _table(tables["official"]), "", "nDCG@10 per domain (diagnostic)", "", _table(tables["by_domain"]), "",
-           "nDCG@10 by conversation depth (diagnostic)", "", _table(tables["by_depth"]))
+    tables = {
+        "official": reteco.official_table(scores),
+        "by_domain": reteco.domain_table(scores),
+        "by_depth": reteco.depth_table(scores),
+    }
+    _print(
+        "Official: binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn scores 0)",
+        "",
+        _table(tables["official"]),
+        "",
+        "nDCG@10 per domain (diagnostic)",
+        "",
+        _table(tables["by_domain"]),
+        "",
+        "nDCG@10 by conversation depth (diagnostic)",
+        "",
+        _table(tables["by_depth"]),
+    )
     if out:
         for name, table in tables.items():
             table.write_csv(out / f"{name}.csv")

@@ -59,19 +59,40 @@ PRESETS = {
     # scripted model, --preset full with this one.) WikiProfile: 6 pages drawn at random
     # (seeded), 2 facts (each costs about 45 s of profiling), 4 samples per question and
     # thinking setting.
-    "quick": {"max_labeled_questions": 1, "quit_distractors": 2, "recor_domains": "law", "recor_questions": 1,
-              "wikiprofile_pages": 6, "wikiprofile_facts": 2, "wikiprofile_samples": 4},
+    "quick": {
+        "max_labeled_questions": 1,
+        "quit_distractors": 2,
+        "recor_domains": "law",
+        "recor_questions": 1,
+        "wikiprofile_pages": 6,
+        "wikiprofile_facts": 2,
+        "wikiprofile_samples": 4,
+    },
     # The demo profile as it is, measured at 51m31s (BENCHMARKS.md): every RECOR domain, the
     # passages of 3 QUIT questions, 12 pages and 8 facts. 0 on any flag takes every record
     # of the sample instead (hours with the embedded model).
-    "full": {"max_labeled_questions": 3, "quit_distractors": 3, "recor_domains": "all", "recor_questions": 1,
-             "wikiprofile_pages": 12, "wikiprofile_facts": 8, "wikiprofile_samples": 4},
+    "full": {
+        "max_labeled_questions": 3,
+        "quit_distractors": 3,
+        "recor_domains": "all",
+        "recor_questions": 1,
+        "wikiprofile_pages": 12,
+        "wikiprofile_facts": 8,
+        "wikiprofile_samples": 4,
+    },
 }
 
 
-def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_STAGES, log=print,
-               configs: dict[str, dict] | None = None, registries: dict[str, str] | None = None,
-               tags: dict[str, str] | None = None, partitions: dict[str, list] | None = None) -> bool:
+def run_stages(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    stages=QUIT_STAGES,
+    log=print,
+    configs: dict[str, dict] | None = None,
+    registries: dict[str, str] | None = None,
+    tags: dict[str, str] | None = None,
+    partitions: dict[str, list] | None = None,
+) -> bool:
     """Execute the stage jobs in order, each partitioned stage once per key of its partitions
     (``partitions``; by default :func:`stage_partitions` of the project's registries), a stage
     with its entry of ``configs`` (run config) when it has one, every run with ``tags``
@@ -85,8 +106,9 @@ def run_stages(defs: dg.Definitions, instance: dg.DagsterInstance, stages=QUIT_S
         for key in partitions[named] if named else [None]:
             label = f"{job_name}[{key}]" if key else job_name
             t = time.monotonic()
-            result = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False, run_config=run_config,
-                                            tags=tags)
+            result = job.execute_in_process(
+                instance=instance, partition_key=key, raise_on_error=False, run_config=run_config, tags=tags
+            )
             log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
             if not result.success:
                 for event in result.all_events:
@@ -143,41 +165,74 @@ class RunPlan:
 def arguments() -> argparse.ArgumentParser:
     """``make run``'s flags."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--profile", choices=("demo", "paper"), default="demo",
-                        help="demo: the settings' demo slice, cut further by a preset; paper: the papers' configuration, "
-                             "what the web UI runs with no config (hours with the embedded model)")
-    parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a slice of the demo profile. quick (the default): every stage on a slice (under 20 minutes); "
-                             "full: every RECOR domain, more QUIT questions and WikiProfile pages (about 52 minutes). "
-                             "The flags below override it")
+    parser.add_argument(
+        "--profile",
+        choices=("demo", "paper"),
+        default="demo",
+        help="demo: the settings' demo slice, cut further by a preset; paper: the papers' configuration, "
+        "what the web UI runs with no config (hours with the embedded model)",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a slice of the demo profile. quick (the default): every stage on a slice (under 20 minutes); "
+        "full: every RECOR domain, more QUIT questions and WikiProfile pages (about 52 minutes). "
+        "The flags below override it",
+    )
     parser.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
-    parser.add_argument("--quit-distractors", type=int,
-                        help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)")
-    parser.add_argument("--recor-domains", help=f"comma-separated RECOR domains to build and evaluate, or all ({', '.join(DOMAINS)})")
-    parser.add_argument("--recor-questions", type=int,
-                        help="source questions per RECOR domain to build conversations from (0 = all)")
-    parser.add_argument("--wikiprofile-pages", type=int, help="WikiProfile page summaries to extract facts from (0 = all)")
-    parser.add_argument("--wikiprofile-facts", type=int, help="WikiProfile facts kept by the balanced downsampling (0 = all)")
-    parser.add_argument("--wikiprofile-samples", type=int,
-                        help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)")
-    parser.add_argument("--benchmarks", help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)} "
-                                             "(the default: all three)")
-    parser.add_argument("--from-release", action="store_true",
-                        help="evaluate on the published releases' bundled samples (data/releases/) instead of building "
-                             "the benchmarks: the evaluation stages alone, their source assets set to source: release")
-    parser.add_argument("--reteco", metavar="RELEASE",
-                        help="SemEval-2027 RETECO Track 2: evaluate RECOR alone from the release at RELEASE (a folder or "
-                             "s3:// prefix holding data/benchmark/<domain>_benchmark.jsonl and data/corpus/<domain>_documents.jsonl; "
-                             "every conversation of every domain it holds, or of --recor-domains) with the registry's retrievers, "
-                             "score the runs by the task's rules and print the official table")
+    parser.add_argument(
+        "--quit-distractors",
+        type=int,
+        help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)",
+    )
+    parser.add_argument(
+        "--recor-domains", help=f"comma-separated RECOR domains to build and evaluate, or all ({', '.join(DOMAINS)})"
+    )
+    parser.add_argument(
+        "--recor-questions", type=int, help="source questions per RECOR domain to build conversations from (0 = all)"
+    )
+    parser.add_argument(
+        "--wikiprofile-pages", type=int, help="WikiProfile page summaries to extract facts from (0 = all)"
+    )
+    parser.add_argument(
+        "--wikiprofile-facts", type=int, help="WikiProfile facts kept by the balanced downsampling (0 = all)"
+    )
+    parser.add_argument(
+        "--wikiprofile-samples",
+        type=int,
+        help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)",
+    )
+    parser.add_argument(
+        "--benchmarks",
+        help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)} (the default: all three)",
+    )
+    parser.add_argument(
+        "--from-release",
+        action="store_true",
+        help="evaluate on the published releases' bundled samples (data/releases/) instead of building "
+        "the benchmarks: the evaluation stages alone, their source assets set to source: release",
+    )
+    parser.add_argument(
+        "--reteco",
+        metavar="RELEASE",
+        help="SemEval-2027 RETECO Track 2: evaluate RECOR alone from the release at RELEASE (a folder or "
+        "s3:// prefix holding data/benchmark/<domain>_benchmark.jsonl and data/corpus/<domain>_documents.jsonl; "
+        "every conversation of every domain it holds, or of --recor-domains) with the registry's retrievers, "
+        "score the runs by the task's rules and print the official table",
+    )
     demo_quit = {preset: named_splits(evaluated["quit"]) for preset, evaluated in DEMO_EVALUATION.items()}
-    parser.add_argument("--finetune", action=argparse.BooleanOptionalAction,
-                        help="train QUIT's fine-tuned retriever and reranker on the train split before the evaluation, "
-                             "evaluate them and report them against the vanilla systems (Tables 10-12). Default: on with "
-                             "--from-release and --profile paper; off for a demo run, whose QUIT evaluation (the release "
-                             f"sample's {demo_quit['quick'].removeprefix('the ')} in the quick preset, "
-                             f"{demo_quit['full']} in the full one) holds no train question to train them on")
-    parser.add_argument("--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop")
+    parser.add_argument(
+        "--finetune",
+        action=argparse.BooleanOptionalAction,
+        help="train QUIT's fine-tuned retriever and reranker on the train split before the evaluation, "
+        "evaluate them and report them against the vanilla systems (Tables 10-12). Default: on with "
+        "--from-release and --profile paper; off for a demo run, whose QUIT evaluation (the release "
+        f"sample's {demo_quit['quick'].removeprefix('the ')} in the quick preset, "
+        f"{demo_quit['full']} in the full one) holds no train question to train them on",
+    )
+    parser.add_argument(
+        "--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop"
+    )
     return parser
 
 
@@ -207,28 +262,54 @@ def parse(argv: list[str] | None = None) -> RunOptions:
     if args.quit_distractors is not None and args.quit_distractors < 1:
         parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
     if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
-        parser.error("--wikiprofile-samples must be a positive multiple of 4 (the gold sits in each of 4 option slots equally often)")
+        parser.error(
+            "--wikiprofile-samples must be a positive multiple of 4 (the gold sits in each of 4 option slots equally often)"
+        )
     return RunOptions(
-        profile=args.profile, preset=args.preset, wanted=wanted, domains=domains, from_release=args.from_release,
-        reteco=args.reteco, plan_only=args.plan,
+        profile=args.profile,
+        preset=args.preset,
+        wanted=wanted,
+        domains=domains,
+        from_release=args.from_release,
+        reteco=args.reteco,
+        plan_only=args.plan,
         finetune=args.finetune if args.finetune is not None else args.from_release or args.profile == "paper",
-        quit=profiled(QuitSettings, args.profile, max_labeled_questions=args.max_labeled_questions,
-                      distractors=args.quit_distractors),
+        quit=profiled(
+            QuitSettings,
+            args.profile,
+            max_labeled_questions=args.max_labeled_questions,
+            distractors=args.quit_distractors,
+        ),
         recor=profiled(RecorSettings, args.profile, max_questions=args.recor_questions),
-        wikiprofile=profiled(WikiProfileSettings, args.profile, max_pages=args.wikiprofile_pages,
-                             downsample_to=args.wikiprofile_facts, n_samples=args.wikiprofile_samples),
-        evaluated=DEMO_EVALUATION[args.preset] if args.profile == "demo" and not (args.from_release or args.reteco) else {},
-        slices=RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {})
+        wikiprofile=profiled(
+            WikiProfileSettings,
+            args.profile,
+            max_pages=args.wikiprofile_pages,
+            downsample_to=args.wikiprofile_facts,
+            n_samples=args.wikiprofile_samples,
+        ),
+        evaluated=DEMO_EVALUATION[args.preset]
+        if args.profile == "demo" and not (args.from_release or args.reteco)
+        else {},
+        slices=RELEASE_SLICES.get(args.preset, {}) if args.profile == "demo" else {},
+    )
 
 
-def recor_domains(parser: argparse.ArgumentParser, args: argparse.Namespace, wanted: list[str],
-                  named_domains: str | None) -> list[str]:
+def recor_domains(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, wanted: list[str], named_domains: str | None
+) -> list[str]:
     """The RECOR domains a run builds or evaluates: ``--recor-domains`` (the preset's, or all), of them those the
     release holds when it reads one (all it holds when ``--reteco`` names none). Makes ``args.reteco`` absolute."""
     args.recor_domains = args.recor_domains or "all"
-    domains = list(DOMAINS) if args.recor_domains == "all" else [d.strip() for d in args.recor_domains.split(",") if d.strip()]
+    domains = (
+        list(DOMAINS)
+        if args.recor_domains == "all"
+        else [d.strip() for d in args.recor_domains.split(",") if d.strip()]
+    )
     if not domains or set(domains) - set(DOMAINS):
-        parser.error(f"--recor-domains: unknown domains {sorted(set(domains) - set(DOMAINS))} (known: {', '.join(DOMAINS)}, or all)")
+        parser.error(
+            f"--recor-domains: unknown domains {sorted(set(domains) - set(DOMAINS))} (known: {', '.join(DOMAINS)}, or all)"
+        )
     if args.from_release and "recor" in wanted:
         released = release_domains(RELEASE_SAMPLES["recor"])
         domains = [d for d in domains if d in released] if args.recor_domains != "all" else released
@@ -238,8 +319,10 @@ def recor_domains(parser: argparse.ArgumentParser, args: argparse.Namespace, wan
         args.reteco = args.reteco if "://" in args.reteco else os.path.abspath(os.path.expanduser(args.reteco))
         released = release_domains(args.reteco)
         if not released:
-            parser.error(f"--reteco: no RECOR domain under {args.reteco} (expected data/benchmark/<domain>_benchmark.jsonl "
-                         "and data/corpus/<domain>_documents.jsonl)")
+            parser.error(
+                f"--reteco: no RECOR domain under {args.reteco} (expected data/benchmark/<domain>_benchmark.jsonl "
+                "and data/corpus/<domain>_documents.jsonl)"
+            )
         domains = [d for d in domains if d in released] if named_domains else released
         if not domains:
             parser.error(f"--recor-domains: the release at {args.reteco} holds {', '.join(released)} only")
@@ -251,24 +334,43 @@ def plan(options: RunOptions) -> RunPlan:
     the run's RECOR domains, and the source stages' configs."""
     partitions = stage_partitions()
     partitions["domains"] = options.domains
-    partitions["domain_retrievers"] = [k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] in options.domains]
+    partitions["domain_retrievers"] = [
+        k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] in options.domains
+    ]
     stages = RETECO_STAGES if options.reteco else run_plan(options.wanted, options.from_release, options.finetune)
-    configs = (reteco_configs(options.reteco) if options.reteco else release_configs(options.slices) if options.from_release
-               else demo_configs(options.preset) if options.evaluated else {})
+    configs = (
+        reteco_configs(options.reteco)
+        if options.reteco
+        else release_configs(options.slices)
+        if options.from_release
+        else demo_configs(options.preset)
+        if options.evaluated
+        else {}
+    )
     return RunPlan(stages, partitions, configs)
 
 
 def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
     """Materializes ``planned`` into the project's instance; the storage it wrote to, or
     None when a stage failed."""
-    defs = build_defs(quit_settings=options.quit, recor_settings=options.recor, wikiprofile_settings=options.wikiprofile,
-                      finetune_settings=FinetuneSettings(profile=options.profile))
+    defs = build_defs(
+        quit_settings=options.quit,
+        recor_settings=options.recor,
+        wikiprofile_settings=options.wikiprofile,
+        finetune_settings=FinetuneSettings(profile=options.profile),
+    )
     instance = dg.DagsterInstance.get()
     # The registries' aliases are the partitions (the registry sensor adds them too when the daemon runs).
     sync_partitions(instance)
     started = time.monotonic()
-    if not run_stages(defs, instance, planned.stages, configs=planned.configs, tags={PROFILE_TAG: options.profile},
-                      partitions=planned.partitions):
+    if not run_stages(
+        defs,
+        instance,
+        planned.stages,
+        configs=planned.configs,
+        tags={PROFILE_TAG: options.profile},
+        partitions=planned.partitions,
+    ):
         return None
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
     return defs.resources["storage"]

@@ -43,40 +43,61 @@ def requested_before(instance: dg.DagsterInstance, schedule_name: str) -> set[st
     return {run.tags["dagster/partition"] for run in runs if "dagster/partition" in run.tags}
 
 
-def model_backfill_schedule(name: str, job, asset_key: dg.AssetKey, partitions_def: dg.PartitionsDefinition,
-                            description: str, profile: str = EVAL_PROFILE) -> dg.ScheduleDefinition:
+def model_backfill_schedule(
+    name: str,
+    job,
+    asset_key: dg.AssetKey,
+    partitions_def: dg.PartitionsDefinition,
+    description: str,
+    profile: str = EVAL_PROFILE,
+) -> dg.ScheduleDefinition:
     """A schedule of ``job`` over the model partitions of ``asset_key`` not yet evaluated,
     each run with ``profile``'s run config and tag."""
     run_config, tags = profile_config(profile), {PROFILE_TAG: profile}
 
-    @dg.schedule(name=name, cron_schedule=EVAL_CRON, job=job, default_status=dg.DefaultScheduleStatus.STOPPED,
-                 description=f"{description} Runs profile {profile} (BENCHFOUNDRY_EVAL_PROFILE), as run config and "
-                             f"the tag {PROFILE_TAG}.")
+    @dg.schedule(
+        name=name,
+        cron_schedule=EVAL_CRON,
+        job=job,
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description=f"{description} Runs profile {profile} (BENCHFOUNDRY_EVAL_PROFILE), as run config and "
+        f"the tag {PROFILE_TAG}.",
+    )
     def _schedule(context: dg.ScheduleEvaluationContext):
         keys = partitions_def.get_partition_keys(dynamic_partitions_store=context.instance)
         materialized = context.instance.get_materialized_partitions(asset_key)
         missing = unevaluated(keys, materialized, requested_before(context.instance, name))
         if not missing:
             waiting = unevaluated(keys, materialized)
-            return dg.SkipReason(f"every model partition of {asset_key.to_user_string()} is materialized ({len(keys)})"
-                                 if not waiting else
-                                 f"{len(waiting)} model partitions of {asset_key.to_user_string()} were requested at an "
-                                 f"earlier tick and have no materialization yet (a run still going, or one that failed "
-                                 f"and waits for a rerun): {', '.join(waiting)}")
+            return dg.SkipReason(
+                f"every model partition of {asset_key.to_user_string()} is materialized ({len(keys)})"
+                if not waiting
+                else f"{len(waiting)} model partitions of {asset_key.to_user_string()} were requested at an "
+                f"earlier tick and have no materialization yet (a run still going, or one that failed "
+                f"and waits for a rerun): {', '.join(waiting)}"
+            )
         context.log.info(f"{asset_key.to_user_string()}: new model partitions {', '.join(missing)}")
-        return [dg.RunRequest(run_key=f"{name}:{key}", partition_key=key, run_config=run_config, tags=tags)
-                for key in missing]
+        return [
+            dg.RunRequest(run_key=f"{name}:{key}", partition_key=key, run_config=run_config, tags=tags)
+            for key in missing
+        ]
 
     return _schedule
 
 
 quit_readers_schedule = model_backfill_schedule(
-    "quit_readers_backfill", quit_readers_job, dg.AssetKey(["eval", "quit_reader_answers"]), quit_reader_partitions,
+    "quit_readers_backfill",
+    quit_readers_job,
+    dg.AssetKey(["eval", "quit_reader_answers"]),
+    quit_reader_partitions,
     "Runs the QUIT readers for every reader partition (added by the registry sensor) whose answers are not materialized yet. "
     "The readers read no settings: the questions the QUIT build stored set its size, and the profile tags the run.",
 )
 wikiprofile_profiles_schedule = model_backfill_schedule(
-    "wikiprofile_profiles_backfill", wikiprofile_profile_job, dg.AssetKey(["eval", "wikiprofile_profiles"]), subject_partitions,
+    "wikiprofile_profiles_backfill",
+    wikiprofile_profile_job,
+    dg.AssetKey(["eval", "wikiprofile_profiles"]),
+    subject_partitions,
     "Profiles every WikiProfile subject partition (added by the registry sensor) that has no profiles yet. "
     f"Demo: {PROFILE_SIZES['wikiprofile'][DEMO]} Paper: {PROFILE_SIZES['wikiprofile'][PAPER]}",
 )

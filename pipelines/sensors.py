@@ -26,9 +26,15 @@ def decisions_version(path: str) -> str | None:
     return str(info.mtime_ns)
 
 
-@dg.sensor(job=quit_verification_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Runs the QUIT label update when annotators save new verification decisions.")
-def quit_verification_sensor(context: dg.SensorEvaluationContext, quit_settings: QuitSettings, storage: StorageResource):
+@dg.sensor(
+    job=quit_verification_job,
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Runs the QUIT label update when annotators save new verification decisions.",
+)
+def quit_verification_sensor(
+    context: dg.SensorEvaluationContext, quit_settings: QuitSettings, storage: StorageResource
+):
     version = decisions_version(decisions_path(quit_settings, storage))
     if version is None:
         return dg.SkipReason("no verification decisions saved yet")
@@ -40,9 +46,11 @@ def quit_verification_sensor(context: dg.SensorEvaluationContext, quit_settings:
 
 # The paths come from the environment the code location started with, which a running
 # `make ui` cannot change; the files themselves are read again at every tick.
-REGISTRY_NOTE = ("The files are read again at every tick, so an edit shows within 30 s; which files is fixed when `make ui` "
-                 "starts (BENCHFOUNDRY_MODELS, BENCHFOUNDRY_RETRIEVERS, BENCHFOUNDRY_RERANKERS in its environment): to "
-                 "use other files, set them and restart `make ui`.")
+REGISTRY_NOTE = (
+    "The files are read again at every tick, so an edit shows within 30 s; which files is fixed when `make ui` "
+    "starts (BENCHFOUNDRY_MODELS, BENCHFOUNDRY_RETRIEVERS, BENCHFOUNDRY_RERANKERS in its environment): to "
+    "use other files, set them and restart `make ui`."
+)
 
 
 def registry_files(models: str) -> str:
@@ -50,19 +58,24 @@ def registry_files(models: str) -> str:
     return f"models {models}, retrievers {RETRIEVERS_PATH}, rerankers {RERANKERS_PATH}, base models {BASES_PATH}"
 
 
-@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Keeps the model and retriever partitions in step with the registries: adds every alias of "
-                       "QUIT's labelers and readers, the retrievers, rerankers, WikiProfile's subjects and the "
-                       "fine-tuning base models that is no partition yet, and removes a partition no registry lists "
-                       "that nothing has materialized (one added by hand in the partition picker). A partition with "
-                       "materializations stays when its alias leaves a registry. Reads "
-                       + registry_files(f"{REGISTRY_PATH} (the `llm` resource's registry_path)") + ". "
-                       + REGISTRY_NOTE)
+@dg.sensor(
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Keeps the model and retriever partitions in step with the registries: adds every alias of "
+    "QUIT's labelers and readers, the retrievers, rerankers, WikiProfile's subjects and the "
+    "fine-tuning base models that is no partition yet, and removes a partition no registry lists "
+    "that nothing has materialized (one added by hand in the partition picker). A partition with "
+    "materializations stays when its alias leaves a registry. Reads "
+    + registry_files(f"{REGISTRY_PATH} (the `llm` resource's registry_path)")
+    + ". "
+    + REGISTRY_NOTE,
+)
 def registry_partitions_sensor(context: dg.SensorEvaluationContext, llm: LLMResource):
     # the model registry the runs ask through, which a deployment may point elsewhere
     files = registry_files(llm.registry_path)
-    changes = pending_changes(context.instance, assets=context.repository_def.assets_defs_by_key.values(),
-                              models=llm.registry_path)
+    changes = pending_changes(
+        context.instance, assets=context.repository_def.assets_defs_by_key.values(), models=llm.registry_path
+    )
     # a kept alias is reported once, when the set of them changes, not on every tick
     gone = json.dumps(changes.gone, sort_keys=True)
     if changes.gone and gone != context.cursor:
@@ -74,13 +87,21 @@ def registry_partitions_sensor(context: dg.SensorEvaluationContext, llm: LLMReso
     if changes.new:
         context.log.info(f"new partitions, from {files}: {changes.describe('new')}")
     if changes.stray:
-        context.log.info(f"removed partitions, in no registry ({files}) and never materialized: "
-                         f"{changes.describe('stray')}")
-    return dg.SensorResult(dynamic_partitions_requests=[
-        *(dg.AddDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys)
-          for name, keys in changes.new.items()),
-        *(dg.DeleteDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys)
-          for name, keys in changes.stray.items())])
+        context.log.info(
+            f"removed partitions, in no registry ({files}) and never materialized: {changes.describe('stray')}"
+        )
+    return dg.SensorResult(
+        dynamic_partitions_requests=[
+            *(
+                dg.AddDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys)
+                for name, keys in changes.new.items()
+            ),
+            *(
+                dg.DeleteDynamicPartitionsRequest(partitions_def_name=name, partition_keys=keys)
+                for name, keys in changes.stray.items()
+            ),
+        ]
+    )
 
 
 sensors = [quit_verification_sensor, registry_partitions_sensor]

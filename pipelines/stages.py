@@ -24,15 +24,23 @@ def stage_partitions(**registries: str) -> dict[str, list]:
     registry files, as :func:`assets.partitions.registered_keys` takes them), which
     ``sync_partitions`` adds to the instance before the stages run, and RECOR's domains."""
     registered = registered_keys(**registries)
-    return {"quit_models": registered["quit_models"], "quit_labelers": registered["quit_labelers"],
-            "quit_readers": registered["quit_readers"], "retrievers": registered["retrievers"],
-            "retriever_rerankers": [dg.MultiPartitionKey({"retriever": r, "reranker": k})
-                                    for r in registered["retrievers"] for k in registered["rerankers"]],
-            "finetune_bases": registered["finetune_bases"],
-            "domains": DOMAINS,
-            "domain_retrievers": [dg.MultiPartitionKey({"domain": d, "retriever": r})
-                                  for d in DOMAINS for r in registered["recor_retrievers"]],
-            "subjects": registered["wikiprofile_subjects"]}
+    return {
+        "quit_models": registered["quit_models"],
+        "quit_labelers": registered["quit_labelers"],
+        "quit_readers": registered["quit_readers"],
+        "retrievers": registered["retrievers"],
+        "retriever_rerankers": [
+            dg.MultiPartitionKey({"retriever": r, "reranker": k})
+            for r in registered["retrievers"]
+            for k in registered["rerankers"]
+        ],
+        "finetune_bases": registered["finetune_bases"],
+        "domains": DOMAINS,
+        "domain_retrievers": [
+            dg.MultiPartitionKey({"domain": d, "retriever": r}) for d in DOMAINS for r in registered["recor_retrievers"]
+        ],
+        "subjects": registered["wikiprofile_subjects"],
+    }
 
 
 # What a stage that registers trained models changes: QUIT's retrievers and rerankers (a
@@ -40,7 +48,11 @@ def stage_partitions(**registries: str) -> dict[str, list]:
 REGISTERED_BY_TRAINING = ("retrievers", "retriever_rerankers")
 BENCHMARKS = ("quit", "recor", "wikiprofile")
 # The bundled samples of the published releases, in their published formats.
-RELEASE_SAMPLES = {"quit": "data/releases/quit", "recor": "data/releases/recor", "wikiprofile": "data/releases/wikiprofile"}
+RELEASE_SAMPLES = {
+    "quit": "data/releases/quit",
+    "recor": "data/releases/recor",
+    "wikiprofile": "data/releases/wikiprofile",
+}
 # --from-release on the quick preset evaluates a slice of each sample, sized as the built
 # slice is: without the build, the reader's Optimal bound asks about every relevant passage
 # (about 300 a question, 80 s with the embedded model), and each RECOR turn's generations
@@ -48,9 +60,14 @@ RELEASE_SAMPLES = {"quit": "data/releases/quit", "recor": "data/releases/recor",
 # models learn from them: a train split of one has no negative to draw) and its 2 test
 # questions, which the tables score (the test split, as the paper's). The full preset
 # evaluates the samples whole.
-RELEASE_SLICES = {"quick": {"quit": {"splits": ["train", "test"]}, "recor": {"max_conversations": 1},
-                            "wikiprofile": {"max_facts": 2}},
-                  "full": {}}
+RELEASE_SLICES = {
+    "quick": {
+        "quit": {"splits": ["train", "test"]},
+        "recor": {"max_conversations": 1},
+        "wikiprofile": {"max_facts": 2},
+    },
+    "full": {},
+}
 # A demo run builds all three benchmarks, but evaluates QUIT on a slice of its bundled
 # sample: the embedded model labels every passage it builds 1, so every retriever and
 # reranker would score 100%. The quick preset evaluates the sample's 2 test questions, which
@@ -62,8 +79,10 @@ RELEASE_SLICES = {"quick": {"quit": {"splits": ["train", "test"]}, "recor": {"ma
 # known) and fact 8, the capital of Japan, which it knows (3 or 4 of the 4 samples right on
 # each of the four questions), at the cost of the 2 built facts they replace; the full preset
 # profiles the whole sample. RECOR evaluates its build.
-DEMO_EVALUATION = {"quick": {"quit": {"splits": ["test"]}, "wikiprofile": {"fact_ids": ["0", "8"]}},
-                   "full": {"quit": {"splits": ["dev", "test"]}, "wikiprofile": {}}}
+DEMO_EVALUATION = {
+    "quick": {"quit": {"splits": ["test"]}, "wikiprofile": {"fact_ids": ["0", "8"]}},
+    "full": {"quit": {"splits": ["dev", "test"]}, "wikiprofile": {}},
+}
 # make run --reteco: RECOR's evaluation from a release up to the task's tables: retrieval (2a),
 # the generators' answers judged as 2b and 2c, and the task's leaderboard. The leaderboard of
 # every benchmark is left out.
@@ -71,8 +90,11 @@ RETECO_STAGES = list(RECOR_EVAL_STAGES)
 # Step events stay in the instance (the UI shows them); the terminal gets INFO and above.
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 # The stages of the evaluation's source assets (assets.eval.sources) and the step each runs.
-SOURCE_STAGES = {"quit_eval_source": "eval_quit_source", "recor_eval_source": "eval_recor_source",
-                 "wikiprofile_eval_source": "eval_wikiprofile_source"}
+SOURCE_STAGES = {
+    "quit_eval_source": "eval_quit_source",
+    "recor_eval_source": "eval_recor_source",
+    "wikiprofile_eval_source": "eval_wikiprofile_source",
+}
 
 
 def release_config(job_name: str, path: str | None = None, **slice_: int | list[str]) -> dict:
@@ -81,7 +103,13 @@ def release_config(job_name: str, path: str | None = None, **slice_: int | list[
     ``fact_ids``); empty for the other stages."""
     if job_name not in SOURCE_STAGES:
         return {}
-    return {"ops": {SOURCE_STAGES[job_name]: {"config": {"source": "release", **({"release_path": path} if path else {}), **slice_}}}}
+    return {
+        "ops": {
+            SOURCE_STAGES[job_name]: {
+                "config": {"source": "release", **({"release_path": path} if path else {}), **slice_}
+            }
+        }
+    }
 
 
 def reteco_configs(release: str) -> dict[str, dict]:
@@ -93,8 +121,11 @@ def release_configs(slices: dict[str, dict], benchmarks=BENCHMARKS) -> dict[str,
     """The run config of the source stages of ``benchmarks`` (every one by default), each
     pointed at its benchmark's bundled release sample and sliced by ``slices`` (by benchmark,
     as :data:`RELEASE_SLICES` has them)."""
-    return {job: release_config(job, RELEASE_SAMPLES[job.split("_")[0]], **slices.get(job.split("_")[0], {}))
-            for job in SOURCE_STAGES if job.split("_")[0] in benchmarks}
+    return {
+        job: release_config(job, RELEASE_SAMPLES[job.split("_")[0]], **slices.get(job.split("_")[0], {}))
+        for job in SOURCE_STAGES
+        if job.split("_")[0] in benchmarks
+    }
 
 
 def demo_configs(preset: str) -> dict[str, dict]:
@@ -109,6 +140,9 @@ def run_plan(wanted=BENCHMARKS, from_release: bool = False, finetune: bool = Fal
     leaderboard last, over every system on every benchmark the run evaluated. ``run_plan()``
     is the default ``make run``."""
     quit = quit_eval_stages(finetune) if from_release else QUIT_BUILD_STAGES + quit_eval_stages(finetune)
-    per_benchmark = {"quit": quit, "recor": RECOR_EVAL_STAGES if from_release else RECOR_STAGES,
-                     "wikiprofile": WIKIPROFILE_EVAL_STAGES if from_release else WIKIPROFILE_STAGES}
+    per_benchmark = {
+        "quit": quit,
+        "recor": RECOR_EVAL_STAGES if from_release else RECOR_STAGES,
+        "wikiprofile": WIKIPROFILE_EVAL_STAGES if from_release else WIKIPROFILE_STAGES,
+    }
     return [stage for b in BENCHMARKS if b in wanted for stage in per_benchmark[b]] + LEADERBOARD_STAGES

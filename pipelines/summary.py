@@ -25,9 +25,13 @@ if TYPE_CHECKING:
 
 
 # Lines of the summary a run prints at its end, in more than one of its forms.
-QUIT_REPORTS = "QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)"
-WIKIPROFILE_REPORTS = ("WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
-                       "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)")
+QUIT_REPORTS = (
+    "QUIT reports:             eval/quit_retrieval_metrics, eval/quit_rerank_metrics, eval/quit_reader_metrics (web UI)"
+)
+WIKIPROFILE_REPORTS = (
+    "WikiProfile reports:      eval/wikiprofile_profile_report, wikiprofile_popularity_report, wikiprofile_direction_report, "
+    "wikiprofile_thinking_report, wikiprofile_robustness_report (web UI)"
+)
 WEB_UI = "web UI:                   make ui   then open http://127.0.0.1:3000"
 
 
@@ -52,63 +56,102 @@ def named_facts(cut: dict) -> str:
     return f"fact {ids[0]}" if len(ids) == 1 else f"facts {', '.join(ids[:-1])} and {ids[-1]}"
 
 
-def describe(quit: QuitSettings, recor: RecorSettings, wikiprofile: WikiProfileSettings, domains: list[str],
-             wanted: list[str], evaluated: dict[str, dict] | None = None) -> list[str]:
+def describe(
+    quit: QuitSettings,
+    recor: RecorSettings,
+    wikiprofile: WikiProfileSettings,
+    domains: list[str],
+    wanted: list[str],
+    evaluated: dict[str, dict] | None = None,
+) -> list[str]:
     """What the run builds, one phrase per benchmark, for the line it prints first; and what
     it evaluates where that is a slice of a release sample (``evaluated``, as
     :data:`DEMO_EVALUATION` has it)."""
     evaluated = evaluated or {}
     parts = []
     if "quit" in wanted:
-        parts.append(f"QUIT labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
-                     f"(convergence over {quit.distractors} wrong candidates)"
-                     + (f" and evaluates {named_splits(evaluated['quit'])} of the release sample "
-                        f"{RELEASE_SAMPLES['quit']} (passages of both labels; tables on the test split)"
-                        if "quit" in evaluated else ""))
+        parts.append(
+            f"QUIT labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
+            f"(convergence over {quit.distractors} wrong candidates)"
+            + (
+                f" and evaluates {named_splits(evaluated['quit'])} of the release sample "
+                f"{RELEASE_SAMPLES['quit']} (passages of both labels; tables on the test split)"
+                if "quit" in evaluated
+                else ""
+            )
+        )
     if "recor" in wanted:
         named = "all 11 domains" if len(domains) == len(DOMAINS) else ", ".join(domains)
-        parts.append(f"RECOR builds and evaluates {named} from {every(recor.max_questions, 'source questions')} each "
-                     f"(at most {recor.max_aspects} aspects of {recor.max_facts} facts)")
+        parts.append(
+            f"RECOR builds and evaluates {named} from {every(recor.max_questions, 'source questions')} each "
+            f"(at most {recor.max_aspects} aspects of {recor.max_facts} facts)"
+        )
     if "wikiprofile" in wanted:
-        parts.append(f"WikiProfile reads {every(wikiprofile.max_pages, 'pages', 'up to ')}, keeps "
-                     f"{every(wikiprofile.downsample_to, 'facts', 'up to ')}"
-                     + (f", profiles {named_facts(evaluated['wikiprofile'])} of the release sample "
-                        f"{RELEASE_SAMPLES['wikiprofile']}" if "wikiprofile" in evaluated else "")
-                     + f" and samples each question {wikiprofile.n_samples} times")
+        parts.append(
+            f"WikiProfile reads {every(wikiprofile.max_pages, 'pages', 'up to ')}, keeps "
+            f"{every(wikiprofile.downsample_to, 'facts', 'up to ')}"
+            + (
+                f", profiles {named_facts(evaluated['wikiprofile'])} of the release sample "
+                f"{RELEASE_SAMPLES['wikiprofile']}"
+                if "wikiprofile" in evaluated
+                else ""
+            )
+            + f" and samples each question {wikiprofile.n_samples} times"
+        )
     return parts
 
 
 def announce(options: RunOptions) -> None:
     """The lines a run prints first: what it builds and evaluates, and how large."""
-    built = "; ".join(describe(options.quit, options.recor, options.wikiprofile, options.domains, options.wanted,
-                               options.evaluated))
+    built = "; ".join(
+        describe(options.quit, options.recor, options.wikiprofile, options.domains, options.wanted, options.evaluated)
+    )
     if options.from_release:
         cut = options.slices
-        sizes = {"quit": f"QUIT {named_splits(cut['quit'])} (tables on the test split)" if "quit" in cut
-                         else "QUIT every question (tables on the test split)",
-                 "recor": (f"RECOR {cut['recor']['max_conversations']} conversation" if "recor" in cut else "RECOR every conversation")
-                          + f" of {', '.join(options.domains)}",
-                 "wikiprofile": f"WikiProfile {cut['wikiprofile']['max_facts']} facts" if "wikiprofile" in cut else "WikiProfile every fact"}
+        sizes = {
+            "quit": f"QUIT {named_splits(cut['quit'])} (tables on the test split)"
+            if "quit" in cut
+            else "QUIT every question (tables on the test split)",
+            "recor": (
+                f"RECOR {cut['recor']['max_conversations']} conversation"
+                if "recor" in cut
+                else "RECOR every conversation"
+            )
+            + f" of {', '.join(options.domains)}",
+            "wikiprofile": f"WikiProfile {cut['wikiprofile']['max_facts']} facts"
+            if "wikiprofile" in cut
+            else "WikiProfile every fact",
+        }
         built = f"the evaluation alone, on the published releases' samples in data/releases/: {'; '.join(sizes[b] for b in options.wanted)}"
     if options.reteco:
-        print(f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {options.reteco} "
-              f"(every conversation of {', '.join(options.domains)}): every retriever of the registry under each query strategy, "
-              "then the official table (binary nDCG@10 macro-averaged over the target turns).")
-        print("  the full published release takes hours on CPU: each turn's queries are rewritten by the LLM, and the dense "
-              "retrievers encode every document")
+        print(
+            f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {options.reteco} "
+            f"(every conversation of {', '.join(options.domains)}): every retriever of the registry under each query strategy, "
+            "then the official table (binary nDCG@10 macro-averaged over the target turns)."
+        )
+        print(
+            "  the full published release takes hours on CPU: each turn's queries are rewritten by the LLM, and the dense "
+            "retrievers encode every document"
+        )
     elif options.profile == "demo":
-        print(f"make run, the demo slice (preset {options.preset}; the papers' configuration: make run ARGS=\"--profile paper\", "
-              f"or materialize from the web UI with no config): {built}.")
+        print(
+            f'make run, the demo slice (preset {options.preset}; the papers\' configuration: make run ARGS="--profile paper", '
+            f"or materialize from the web UI with no config): {built}."
+        )
     else:
         print(f"make run, the papers' configuration (hours with the embedded model): {built}.")
     if options.preset == "quick" and not options.reteco:
-        print('  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
-              'builds and what each flag does)')
+        print(
+            '  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
+            "builds and what each flag does)"
+        )
     if options.finetune and "quit" in options.wanted:
         counts = FinetuneSettings(profile=options.profile).positives
-        print("  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split "
-              f"with {', '.join(map(str, counts))} positives a question ({len(counts)} of each), evaluated beside the "
-              "vanilla ones on the held-out splits (eval/quit_finetune_report)")
+        print(
+            "  QUIT fine-tuning: two retrievers (DPR- and ColBERT-style) and a reranker trained on the train split "
+            f"with {', '.join(map(str, counts))} positives a question ({len(counts)} of each), evaluated beside the "
+            "vanilla ones on the held-out splits (eval/quit_finetune_report)"
+        )
 
 
 def print_plan(options: RunOptions, planned: RunPlan) -> None:
@@ -151,7 +194,9 @@ def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_ev
         print(read_parquet(statistics))
     print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
     print(f"QUIT statistics table:    {statistics}")
-    print(f"QUIT rejected records:    {table_uri(root, ['quit', 'source_rejects'])}, {table_uri(root, ['quit', 'leakage_rejects'])}")
+    print(
+        f"QUIT rejected records:    {table_uri(root, ['quit', 'source_rejects'])}, {table_uri(root, ['quit', 'leakage_rejects'])}"
+    )
     sample = f"the release sample {RELEASE_SAMPLES['quit']}" if sample_evaluated else "the built questions"
     print_quit_retrieval(storage, f"QUIT retrieval (Table 2 of the paper), {HEADLINE_SPLIT} split, {sample}:")
     print(QUIT_REPORTS)
@@ -162,8 +207,12 @@ def print_recor_build(storage: StorageResource) -> None:
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True):
         print("\nRECOR statistics (Table 2 of the paper):")
         print(read_parquet(table_uri(storage.root, ["recor", "statistics"])))
-    print(f"RECOR benchmark files:    {storage.path('recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)")
-    print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)")
+    print(
+        f"RECOR benchmark files:    {storage.path('recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)"
+    )
+    print(
+        "RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)"
+    )
 
 
 def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) -> None:
@@ -174,11 +223,16 @@ def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) ->
     # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
     measures = table.select("model", *[c for c, t in table.schema.items() if t.is_numeric()])
     by_model = measures.with_columns(pl.exclude("model").cast(pl.Float64)).transpose(
-        include_header=True, header_name="measure", column_names="model")
+        include_header=True, header_name="measure", column_names="model"
+    )
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=3):
-        print(f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):")
+        print(
+            f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):"
+        )
         print(by_model)
-    print(f"WikiProfile benchmark:    {table_uri(storage.root, ['wikiprofile', 'benchmark'])}  (funnel: wikiprofile/benchmark in the web UI)")
+    print(
+        f"WikiProfile benchmark:    {table_uri(storage.root, ['wikiprofile', 'benchmark'])}  (funnel: wikiprofile/benchmark in the web UI)"
+    )
     print(WIKIPROFILE_REPORTS)
 
 
@@ -198,26 +252,41 @@ def print_reteco(storage: StorageResource, release: str, domains: list[str]) -> 
     materialized table may hold domains an earlier run evaluated: they are left out here)."""
     retrieval = table_uri(storage.root, ["eval", "reteco_retrieval"])
     scores = read_parquet(retrieval).filter(pl.col("domain").is_in(domains))
-    print("RETECO tables:            eval/reteco_retrieval in the web UI (official, by_domain, by_depth, runs_read); "
-          f"per-turn scores {retrieval}")
-    print(f"run files:                {storage.path('eval', 'runs', 'recor')}/<domain>/<retriever>.<strategy>.trec  "
-          f"(python -m pipelines.reteco score --release {release} FILE ...)")
+    print(
+        "RETECO tables:            eval/reteco_retrieval in the web UI (official, by_domain, by_depth, runs_read); "
+        f"per-turn scores {retrieval}"
+    )
+    print(
+        f"run files:                {storage.path('eval', 'runs', 'recor')}/<domain>/<retriever>.<strategy>.trec  "
+        f"(python -m pipelines.reteco score --release {release} FILE ...)"
+    )
     print(WEB_UI)
-    with pl.Config(tbl_rows=50, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=4,
-                   tbl_formatting="MARKDOWN"):
-        print(f"\nRETECO Track 2 official table, {scores.select('domain', 'qid').n_unique()} target turns of {', '.join(domains)} "
-              "(nDCG@10 official; MAP@10, Recall@10, MRR diagnostic):")
+    with pl.Config(
+        tbl_rows=50,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        float_precision=4,
+        tbl_formatting="MARKDOWN",
+    ):
+        print(
+            f"\nRETECO Track 2 official table, {scores.select('domain', 'qid').n_unique()} target turns of {', '.join(domains)} "
+            "(nDCG@10 official; MAP@10, Recall@10, MRR diagnostic):"
+        )
         print(reteco.official_table(scores))
         judged = pl.concat([read_parquet(table_uri(storage.root, ["eval", "reteco_generation"], d)) for d in domains])
         board = reteco_judge.leaderboard(scores, judged)
-        print(f"\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
-              "five judge dimensions; eval/reteco_leaderboard in the web UI):")
+        print(
+            f"\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
+            "five judge dimensions; eval/reteco_leaderboard in the web UI):"
+        )
         print(board.filter(pl.col("subtrack") != "2a").drop("turns", "MAP@10", "Recall@10", "MRR"))
 
 
 def print_quit_retrieval(storage: StorageResource, title: str) -> None:
     """QUIT's retrieval table on the test split (the headline tables'), under ``title``."""
-    table = read_parquet(table_uri(storage.root, ["eval", "quit_retrieval_metrics"])).filter(pl.col("split") == HEADLINE_SPLIT)
+    table = read_parquet(table_uri(storage.root, ["eval", "quit_retrieval_metrics"])).filter(
+        pl.col("split") == HEADLINE_SPLIT
+    )
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
         print(f"\n{title}")
         print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
@@ -232,10 +301,14 @@ def print_evaluation(storage: StorageResource, wanted: list[str]) -> None:
         if exists(finetuning):
             print_finetuning(read_parquet(finetuning))
     if "recor" in wanted:
-        print("RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics (web UI)")
+        print(
+            "RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics (web UI)"
+        )
     if "wikiprofile" in wanted:
         print(WIKIPROFILE_REPORTS)
-    print("sources:                  eval/quit_questions, eval/recor_turns, eval/wikiprofile_tasks name the release they read; "
-          "their *_source_rejects hold what the loaders refused")
+    print(
+        "sources:                  eval/quit_questions, eval/recor_turns, eval/wikiprofile_tasks name the release they read; "
+        "their *_source_rejects hold what the loaders refused"
+    )
     print(f"leaderboard:              {storage.path('eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
     print(WEB_UI)

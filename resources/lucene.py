@@ -70,7 +70,9 @@ def write_collection(docs, folder: Path, shards: int) -> int:
     n = 0
     try:
         for n, d in enumerate(docs, start=1):
-            files[n % shards].write(json.dumps({"id": str(d["id"]), "contents": d["contents"]}, ensure_ascii=False) + "\n")
+            files[n % shards].write(
+                json.dumps({"id": str(d["id"]), "contents": d["contents"]}, ensure_ascii=False) + "\n"
+            )
     finally:
         for f in files:
             f.close()
@@ -98,10 +100,20 @@ def build_index(docs, index_dir: str, threads: int = 2) -> int:
         raise ValueError(f"no documents to index into {index_dir}")
     Path(index_dir).mkdir(parents=True, exist_ok=True)
     try:
-        autoclass("io.anserini.index.IndexCollection").main([
-            "-collection", "JsonCollection", "-input", str(collection), "-index", index_dir,
-            "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads),
-        ])
+        autoclass("io.anserini.index.IndexCollection").main(
+            [
+                "-collection",
+                "JsonCollection",
+                "-input",
+                str(collection),
+                "-index",
+                index_dir,
+                "-generator",
+                "DefaultLuceneDocumentGenerator",
+                "-threads",
+                str(threads),
+            ]
+        )
     finally:
         shutil.rmtree(collection, ignore_errors=True)
     indexed = int(LuceneIndexReader(index_dir).stats()["documents"])
@@ -136,10 +148,7 @@ class BM25Searcher:
         if not queries:
             return {}
         raw = self._searcher.batch_search(queries, qids, k=k, threads=self.threads)
-        return {
-            qid: [Hit(h.docid, float(h.score), i + 1) for i, h in enumerate(raw.get(qid, []))]
-            for qid in qids
-        }
+        return {qid: [Hit(h.docid, float(h.score), i + 1) for i, h in enumerate(raw.get(qid, []))] for qid in qids}
 
 
 class LuceneResource(dg.ConfigurableResource):

@@ -125,7 +125,7 @@ def search(path: str, index: TokenIndex, queries: list[str], qids: list[str], k:
     documents = index.documents()
     out: dict[str, list[Hit]] = {}
     for start in range(0, len(queries), QUERY_BATCH):
-        batch = encode(path, queries[start:start + QUERY_BATCH], "query")
-        for qid, row in zip(qids[start:start + QUERY_BATCH], maxsim(batch, documents)):
+        batch = encode(path, queries[start : start + QUERY_BATCH], "query")
+        for qid, row in zip(qids[start : start + QUERY_BATCH], maxsim(batch, documents)):
             out[qid] = top_hits(row, index.ids, k)
     return out

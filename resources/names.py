@@ -13,8 +13,10 @@ import re
 
 MAX_LENGTH = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-RULE = (f"a name is letters, digits, '.', '_' and '-', starts with a letter or digit, has no '..' "
-        f"and at most {MAX_LENGTH} characters")
+RULE = (
+    f"a name is letters, digits, '.', '_' and '-', starts with a letter or digit, has no '..' "
+    f"and at most {MAX_LENGTH} characters"
+)
 
 
 def check_name(name: object, what: str) -> str:

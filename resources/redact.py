@@ -22,13 +22,17 @@ import os
 import re
 from collections.abc import Mapping
 
-SECRET_NAME = re.compile(r"(API|ACCESS|SECRET|PRIVATE|AUTH|SIGNING|ENCRYPTION)[_-]?KEY|TOKEN(?![A-Za-z])|SECRET"
-                         r"|PASSW(OR)?D|CREDENTIAL", re.I)
+SECRET_NAME = re.compile(
+    r"(API|ACCESS|SECRET|PRIVATE|AUTH|SIGNING|ENCRYPTION)[_-]?KEY|TOKEN(?![A-Za-z])|SECRET"
+    r"|PASSW(OR)?D|CREDENTIAL",
+    re.I,
+)
 # Values shorter than this are too likely to be ordinary words or numbers ("1", "none").
 MIN_SECRET_LENGTH = 6
 # NAME=value (shell, .env, `env` output) and "NAME": "value" (JSON, YAML); NAME a credential's.
 _ASSIGNED = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*=\s*|["']?\s*:\s*["']?)(?P<value>[^\s"',;&]+)""")
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>\s*=\s*|["']?\s*:\s*["']?)(?P<value>[^\s"',;&]+)"""
+)
 _BEARER = re.compile(r"(Bearer\s+)[^\s\"',;]+", re.I)
 MASK = "[redacted]"
 
@@ -37,8 +41,9 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, s
     """``(name, value)`` of the environment's credentials, longest value first (so a value
     that contains another is masked whole)."""
     env = os.environ if environ is None else environ
-    found = [(name, value) for name, value in env.items()
-             if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH]
+    found = [
+        (name, value) for name, value in env.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
+    ]
     return sorted(found, key=lambda nv: -len(nv[1]))
 
 

@@ -53,8 +53,11 @@ class WebSearcher:
         url = f"{self.endpoint}?{urllib.parse.urlencode(params)}"
         with urllib.request.urlopen(url, timeout=self.timeout) as response:
             items = json.loads(response.read()).get("items") or []
-        found = [(str(i.get("link") or i.get("id")), str(i.get("snippet") or i.get("text") or "")) for i in items
-                 if (i.get("link") or i.get("id")) and (i.get("snippet") or i.get("text"))]
+        found = [
+            (str(i.get("link") or i.get("id")), str(i.get("snippet") or i.get("text") or ""))
+            for i in items
+            if (i.get("link") or i.get("id")) and (i.get("snippet") or i.get("text"))
+        ]
         # a web API gives an order, not scores: the score is the reciprocal rank
         return [Hit(doc, 1.0 / rank, rank, text) for rank, (doc, text) in enumerate(found[:k], start=1)]
 

@@ -38,8 +38,15 @@ def token_id(tokenizer, token: str) -> int:
     return ids[0]
 
 
-def score(path: str, inputs: list[str], true_token: str = "true", false_token: str = "false",
-          mode: str = "softmax", batch_size: int = 16, max_length: int = 512) -> list[float]:
+def score(
+    path: str,
+    inputs: list[str],
+    true_token: str = "true",
+    false_token: str = "false",
+    mode: str = "softmax",
+    batch_size: int = 16,
+    max_length: int = 512,
+) -> list[float]:
     """One relevance score per input text (``mode``: ``softmax`` for monoT5, ``logit`` for
     RankT5)."""
     import torch
@@ -53,8 +60,9 @@ def score(path: str, inputs: list[str], true_token: str = "true", false_token: s
     out: list[float] = []
     with torch.inference_mode():
         for i in range(0, len(inputs), batch_size):
-            enc = tokenizer(inputs[i : i + batch_size], padding=True, truncation=True, max_length=max_length,
-                            return_tensors="pt")
+            enc = tokenizer(
+                inputs[i : i + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            )
             decoder = torch.full((enc["input_ids"].shape[0], 1), start, dtype=torch.long)
             logits = model(**enc, decoder_input_ids=decoder).logits[:, 0, :]
             if mode == "softmax":

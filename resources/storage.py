@@ -76,13 +76,16 @@ def inside_root(root: str, uri: str) -> str:
     resolved, but tools that copy them to disk do resolve them)."""
     if "://" in root:
         prefix = root.rstrip("/") + "/"
-        if not uri.startswith(prefix) or ".." in uri[len(prefix):].split("/"):
-            raise ValueError(f"{uri} is outside the storage root {root}: a key under it extends the root's and has "
-                             "no '..' segment")
+        if not uri.startswith(prefix) or ".." in uri[len(prefix) :].split("/"):
+            raise ValueError(
+                f"{uri} is outside the storage root {root}: a key under it extends the root's and has no '..' segment"
+            )
         return uri
     real_root, real = os.path.realpath(root), os.path.realpath(uri)
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise ValueError(f"{uri} resolves outside the storage root {root} (to {real}): nothing is read or written there")
+        raise ValueError(
+            f"{uri} resolves outside the storage root {root} (to {real}): nothing is read or written there"
+        )
     return uri
 
 
@@ -98,7 +101,7 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
                 scheme=endpoint.split("://", 1)[0] if "://" in endpoint else "https",
                 region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
             )
-            return fs, uri[len("s3://"):]
+            return fs, uri[len("s3://") :]
         return pafs.FileSystem.from_uri(uri)
     return pafs.LocalFileSystem(), os.path.abspath(uri)
 
@@ -306,10 +309,14 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             if context.definition_metadata.get("partitions") == MATERIALIZED_PARTITIONS["partitions"]:
                 missing = [str(k) for k, uri in uris.items() if not exists(uri)]
                 if uris and len(missing) == len(uris):
-                    raise FileNotFoundError(f"no partition of {key.to_user_string()} is materialized: materialize one first")
+                    raise FileNotFoundError(
+                        f"no partition of {key.to_user_string()} is materialized: materialize one first"
+                    )
                 if missing:
-                    context.log.warning(f"{key.to_user_string()}: {len(missing)} of {len(uris)} partitions not materialized, "
-                                        f"read without them: {', '.join(sorted(missing))}")
+                    context.log.warning(
+                        f"{key.to_user_string()}: {len(missing)} of {len(uris)} partitions not materialized, "
+                        f"read without them: {', '.join(sorted(missing))}"
+                    )
                 uris = {k: uri for k, uri in uris.items() if str(k) not in missing}
             if stream:
                 return StoredTable(tuple(uris.values()))

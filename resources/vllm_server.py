@@ -109,8 +109,9 @@ class VLLMServerResource(dg.ConfigurableResource):
     @classmethod
     def _model_id(cls, value: str) -> str:
         if value and not _MODEL.fullmatch(value):
-            raise ValueError(f"model {value!r}: a model id or folder (letters, digits and ._/:@+-; not starting "
-                             "with a dash)")
+            raise ValueError(
+                f"model {value!r}: a model id or folder (letters, digits and ._/:@+-; not starting with a dash)"
+            )
         return value
 
     @field_validator("host")
@@ -137,10 +138,14 @@ class VLLMServerResource(dg.ConfigurableResource):
 
     def options(self) -> list[str]:
         """The vetted fields as the server's options, one argument per value."""
-        flags = {"--dtype": self.dtype, "--max-model-len": self.max_model_len,
-                 "--gpu-memory-utilization": self.gpu_memory_utilization,
-                 "--tensor-parallel-size": self.tensor_parallel_size, "--max-num-seqs": self.max_num_seqs,
-                 "--served-model-name": self.served_model_name}
+        flags = {
+            "--dtype": self.dtype,
+            "--max-model-len": self.max_model_len,
+            "--gpu-memory-utilization": self.gpu_memory_utilization,
+            "--tensor-parallel-size": self.tensor_parallel_size,
+            "--max-num-seqs": self.max_num_seqs,
+            "--served-model-name": self.served_model_name,
+        }
         return [part for flag, value in flags.items() if value is not None for part in (flag, str(value))]
 
     _proc: subprocess.Popen | None = PrivateAttr(default=None)

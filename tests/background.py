@@ -61,8 +61,9 @@ class Build:
     def start(self) -> Build:
         self.started = time.monotonic()
         with self.log.open("w") as out:
-            self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         return self
 
     def wait(self) -> str:
@@ -102,8 +103,12 @@ def _starter(fixture: str) -> Callable[[Path], Build]:
     from tests.pipelines.release_run import start_release_run
     from tests.servers import start_vllm
 
-    return {"scripted_recor": start_scripted_recor, "operations_prebuild": start_prebuild,
-            "vllm_server": start_vllm, "release_run": start_release_run}[fixture]
+    return {
+        "scripted_recor": start_scripted_recor,
+        "operations_prebuild": start_prebuild,
+        "vllm_server": start_vllm,
+        "release_run": start_release_run,
+    }[fixture]
 
 
 @pytest.fixture(scope="session", autouse=True)

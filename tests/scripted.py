@@ -94,19 +94,29 @@ def recor_reply(prompt: str) -> str | None:
         return f"Which statement says that {' '.join(_field(prompt, 'Statement').split()[:8])}?"
     if "Write the person's next question" in prompt:
         return f"And how does {' '.join(_field(prompt, 'The next thing they want to understand').split()[:8])} fit in?"
-    if "Does the question ask about the intended point" in prompt or "Could a person naturally ask this next question" in prompt:
+    if (
+        "Does the question ask about the intended point" in prompt
+        or "Could a person naturally ask this next question" in prompt
+    ):
         return "yes"
     if "Rate the document on this criterion" in prompt:
         facts = prompt.split("Facts the answer must contain:")[1].split("Document:")[0]
         document = prompt.split("Document:")[1].split("Criterion --")[0].lower()
         shared = any(len(w) > 6 and w.lower().strip(".,") in document for w in facts.split())
         criterion = re.search(r"Criterion -- (\w+)", prompt).group(1)
-        good, bad = {"support": 8, "completeness": 7, "clarity": 7, "misleading": 0}, {"support": 2, "completeness": 1, "clarity": 5, "misleading": 3}
+        good, bad = (
+            {"support": 8, "completeness": 7, "clarity": 7, "misleading": 0},
+            {"support": 2, "completeness": 1, "clarity": 5, "misleading": 3},
+        )
         return str((good if shared else bad)[criterion])
     if "Reply in exactly three lines" in prompt:
         return f"Target: {_field(prompt, 'Question')[:40]}\nRelevant signals: mechanism; evidence; example\nIrrelevant signals: history; trivia"
     if "using these facts and nothing else" in prompt:
-        return " ".join(line.strip("- ") for line in prompt.split("Facts:")[1].split("Answer the question")[0].splitlines() if line.strip())
+        return " ".join(
+            line.strip("- ")
+            for line in prompt.split("Facts:")[1].split("Answer the question")[0].splitlines()
+            if line.strip()
+        )
     if "Does each question follow sensibly" in prompt:
         return "yes"
     if "Reply with the number only." in prompt and "Rate from 1" in prompt:
@@ -132,12 +142,20 @@ def wikiprofile_reply(prompt: str) -> str | None:
     after the first word; the first three candidates are chosen; verdicts say yes."""
     if "Which one of these categories" in prompt:
         summary = _field(prompt, "Opening paragraph")
-        return "People" if re.search(r"\b(was|is) an? [\w -]*(player|writer|scientist|painter|composer|politician|explorer|singer)", summary) else "Science"
+        return (
+            "People"
+            if re.search(
+                r"\b(was|is) an? [\w -]*(player|writer|scientist|painter|composer|politician|explorer|singer)", summary
+            )
+            else "Science"
+        )
     if "wrapping each of its most important entities" in prompt:
         paragraph = _field(prompt, "Paragraph")
         head, _, rest = paragraph.partition(" ")
         tagged = re.sub(r"\b(1[0-9]{3}|20[0-9]{2})\b", r"{{\1; DATE}}", rest)
-        tagged = re.sub(r"(?<=[a-z,] )((?:[A-Z][a-z]+ ?){1,3})(?=[ ,.])", lambda m: "{{" + m.group(1).strip() + "; OTHER}}", tagged)
+        tagged = re.sub(
+            r"(?<=[a-z,] )((?:[A-Z][a-z]+ ?){1,3})(?=[ ,.])", lambda m: "{{" + m.group(1).strip() + "; OTHER}}", tagged
+        )
         return head + " " + tagged
     if "Pick up to" in prompt and "Candidate entities" in prompt:
         names = _field(prompt, "Candidate entities \\(in order of appearance\\)").split("; ")
@@ -149,7 +167,9 @@ def wikiprofile_reply(prompt: str) -> str | None:
     if "Reply with the question or REJECT only." in prompt:
         return "REJECT" if "Text" in _field(prompt, "Question") else _field(prompt, "Question")
     if "First name the subject" in prompt:
-        return f"Subject: {_field(prompt, 'Text').split()[0]}\nQuestion: Which page mentions {_field(prompt, 'Answer')}?"
+        return (
+            f"Subject: {_field(prompt, 'Text').split()[0]}\nQuestion: Which page mentions {_field(prompt, 'Answer')}?"
+        )
     if "Which type is the answer" in prompt:
         return "OTHER"
     if "Is this a good pair" in prompt:
@@ -160,18 +180,26 @@ def wikiprofile_reply(prompt: str) -> str | None:
         gold = _field(prompt, "Correct answer").rsplit(" (", 1)[0]
         # the gold first and a line that names it, as small models write: neither is a distractor
         return "\n".join([gold, f"The correct answer is {gold}", "First decoy", "Second decoy", "Third decoy"])
-    if "Respond only with the letter of the correct answer" in prompt or "followed by the letter of the correct answer" in prompt:
+    if (
+        "Respond only with the letter of the correct answer" in prompt
+        or "followed by the letter of the correct answer" in prompt
+    ):
         return "A"
-    if "Respond only with the completion of the last sentence" in prompt or "Respond only with the answer to the question" in prompt \
-            or 'End your response with "Answer: "' in prompt:
+    if (
+        "Respond only with the completion of the last sentence" in prompt
+        or "Respond only with the answer to the question" in prompt
+        or 'End your response with "Answer: "' in prompt
+    ):
         names = re.findall(r"\b[A-Z][a-z]+\b", prompt.split("\n\n")[0])
         guess = names[-1] if names else "nothing"
         return f"Let me think. Answer: {guess}" if "Think step by step" in prompt else guess
     if "Answers to grade:" in prompt or "Completions to grade:" in prompt:
         gold = _field(prompt, "Gold (?:answer|continuation)").lower()
         lines = re.findall(r"^(Answer|Completion) (\d+): (.*)$", prompt, flags=re.M)
-        labels = ["OTHER" if text == "(no answer)" else "CORRECT" if gold and gold in text.lower() else "INCORRECT"
-                  for _, _, text in lines]
+        labels = [
+            "OTHER" if text == "(no answer)" else "CORRECT" if gold and gold in text.lower() else "INCORRECT"
+            for _, _, text in lines
+        ]
         return "\n".join(f"{kind} {n}: {label}" for (kind, n, _), label in zip(lines, labels))
     if "Answer the question from the search results" in prompt:
         first = re.search(r"\[1\] (.*)", prompt)
@@ -215,15 +243,21 @@ def greedy(answers: dict[str, float], model: str, top: int, max_tokens: int) -> 
     while len(path) < max_tokens:
         following: dict[str, float] = {}
         for a, toks in split.items():
-            if toks[:len(path)] == path:
+            if toks[: len(path)] == path:
                 following[toks[len(path)]] = following.get(toks[len(path)], 0.0) + answers[a]
         total = sum(following.values())
         ranked = sorted(following.items(), key=lambda kv: (-kv[1], kv[0]))
         token, p = ranked[0]
         if token == END:
             break
-        content.append({"token": token, "logprob": math.log(p / total), "bytes": None,
-                        "top_logprobs": [{"token": t, "logprob": math.log(q / total), "bytes": None} for t, q in ranked[:top]]})
+        content.append(
+            {
+                "token": token,
+                "logprob": math.log(p / total),
+                "bytes": None,
+                "top_logprobs": [{"token": t, "logprob": math.log(q / total), "bytes": None} for t, q in ranked[:top]],
+            }
+        )
         path.append(token)
     return "".join(path), content
 
@@ -234,11 +268,15 @@ def ruled_logprobs(text: str, model: str) -> list[dict]:
     tokens = tokenize(text, model) or [""]
     first = tokens[0]
     other = {"yes": "no", "no": "yes"}.get(first.strip().lower(), "The")
-    top = [{"token": first, "logprob": math.log(0.8), "bytes": None},
-           {"token": other, "logprob": math.log(0.15), "bytes": None},
-           {"token": "The", "logprob": math.log(0.05), "bytes": None}]
-    rest = [{"token": t, "logprob": 0.0, "bytes": None, "top_logprobs": [{"token": t, "logprob": 0.0, "bytes": None}]}
-            for t in tokens[1:]]
+    top = [
+        {"token": first, "logprob": math.log(0.8), "bytes": None},
+        {"token": other, "logprob": math.log(0.15), "bytes": None},
+        {"token": "The", "logprob": math.log(0.05), "bytes": None},
+    ]
+    rest = [
+        {"token": t, "logprob": 0.0, "bytes": None, "top_logprobs": [{"token": t, "logprob": 0.0, "bytes": None}]}
+        for t in tokens[1:]
+    ]
     return [{"token": first, "logprob": math.log(0.8), "bytes": None, "top_logprobs": top}, *rest]
 
 
@@ -252,7 +290,9 @@ class Scripted(litellm.CustomLLM):
         model = kwargs["model"]
         answers = distribution(prompt)
         if answers:
-            text, content = greedy(answers, model, int(params.get("top_logprobs") or 20), int(params.get("max_tokens") or 16))
+            text, content = greedy(
+                answers, model, int(params.get("top_logprobs") or 20), int(params.get("max_tokens") or 16)
+            )
         else:
             text = reply(prompt)
             content = ruled_logprobs(text, model)

@@ -71,8 +71,9 @@ def binary(name: str, pattern: str = "") -> str:
     return found
 
 
-def wait_until(ready: Callable[[], bool], what: str, process: subprocess.Popen | None = None,
-               log: Path | None = None) -> None:
+def wait_until(
+    ready: Callable[[], bool], what: str, process: subprocess.Popen | None = None, log: Path | None = None
+) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -122,13 +123,16 @@ def start_postgres() -> Iterator[Postgres]:
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     data, log = root / "data", root / "server.log"
-    server = Postgres(host="127.0.0.1", port=free_port(), user="benchfoundry", password="benchfoundry",
-                      database="dagster")
-    run(_as_postgres_user([initdb, "-D", str(data), "-U", server.user, "--auth=trust", "--encoding=UTF8",
-                           "--no-sync"]))
+    server = Postgres(
+        host="127.0.0.1", port=free_port(), user="benchfoundry", password="benchfoundry", database="dagster"
+    )
+    run(_as_postgres_user([initdb, "-D", str(data), "-U", server.user, "--auth=trust", "--encoding=UTF8", "--no-sync"]))
     options = f"-k {root} -p {server.port} -c listen_addresses={server.host} -c fsync=off"
-    run(_as_postgres_user([pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w",
-                           "-t", str(STARTUP_SECONDS), "start"]))
+    run(
+        _as_postgres_user(
+            [pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", str(STARTUP_SECONDS), "start"]
+        )
+    )
     try:
         import psycopg2
 
@@ -139,8 +143,9 @@ def start_postgres() -> Iterator[Postgres]:
         conn.close()
         yield server
     finally:
-        subprocess.run(_as_postgres_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                       capture_output=True)
+        subprocess.run(
+            _as_postgres_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]), capture_output=True
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -168,9 +173,22 @@ def redis_server() -> Iterator[Redis]:
     log = root / "server.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [redis_bin, "--port", str(server.port), "--bind", server.host, "--dir", str(root),
-             "--save", "", "--appendonly", "no"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                redis_bin,
+                "--port",
+                str(server.port),
+                "--bind",
+                server.host,
+                "--dir",
+                str(root),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         import redis
@@ -189,13 +207,23 @@ def s3_server() -> Iterator[S3]:
     root = Path(tempfile.mkdtemp(prefix="benchfoundry-moto-"))
     log = root / "server.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                   cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            cwd=root,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         import boto3
 
-        client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name=server.region,
-                              aws_access_key_id="testing", aws_secret_access_key="testing")
+        client = boto3.client(
+            "s3",
+            endpoint_url=server.endpoint_url,
+            region_name=server.region,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         wait_until(lambda: client.list_buckets() is not None, "moto S3", process, log)
         yield server
     finally:
@@ -234,8 +262,9 @@ class ModelServer:
 
         with urllib.request.urlopen(self.url.removesuffix("/v1") + "/metrics", timeout=10) as r:
             lines = r.read().decode().splitlines()
-        return round(sum(float(line.rsplit(" ", 1)[1]) for line in lines
-                         if line.startswith("vllm:request_success_total{")))
+        return round(
+            sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("vllm:request_success_total{"))
+        )
 
 
 def vllm_missing() -> str | None:
@@ -249,8 +278,13 @@ def vllm_missing() -> str | None:
 def start_vllm(folder: Path) -> VLLMServerResource:
     """The session's vLLM server, launched without waiting (``tests.background`` starts it
     when the session begins; the ``vllm_server`` fixture waits for it)."""
-    server = VLLMServerResource(model=str(VLLM_MODEL), port=free_port(), aliases=["smollm2"],
-                                startup_timeout=VLLM_STARTUP_SECONDS, log_path=str(folder / "server.log"))
+    server = VLLMServerResource(
+        model=str(VLLM_MODEL),
+        port=free_port(),
+        aliases=["smollm2"],
+        startup_timeout=VLLM_STARTUP_SECONDS,
+        log_path=str(folder / "server.log"),
+    )
     if vllm_missing() is None:
         server.start(command=VLLM_CPU_COMMAND)
     return server

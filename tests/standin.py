@@ -35,8 +35,16 @@ ALWAYS = ("hang", "500", "429", "400", "garbage", "close", "empty")
 
 
 class StandIn:
-    def __init__(self, name: str, latency: float, faults: float, stall: float, reply: str | None = None,
-                 always: str | None = None, fail_first: int = 0):
+    def __init__(
+        self,
+        name: str,
+        latency: float,
+        faults: float,
+        stall: float,
+        reply: str | None = None,
+        always: str | None = None,
+        fail_first: int = 0,
+    ):
         self.name, self.latency, self.faults, self.stall, self.fixed = name, latency, faults, stall, reply
         self.always, self.fail_first, self.received = always, fail_first, 0
         self.auth = collections.Counter()  # Authorization header -> times sent
@@ -121,13 +129,28 @@ class StandIn:
         choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
         if body.get("logprobs"):
             chars = list(text[: int(body.get("max_tokens") or len(text)) or None]) or [""]
-            choice["logprobs"] = {"content": [
-                {"token": c, "logprob": -0.1, "bytes": None,
-                 "top_logprobs": [{"token": c, "logprob": -0.1, "bytes": None},
-                                  {"token": "x", "logprob": -2.4, "bytes": None}]} for c in chars]}
-        return {"id": "standin", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
-                "choices": [choice],
-                "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text)), "total_tokens": 10 + len(text)}}
+            choice["logprobs"] = {
+                "content": [
+                    {
+                        "token": c,
+                        "logprob": -0.1,
+                        "bytes": None,
+                        "top_logprobs": [
+                            {"token": c, "logprob": -0.1, "bytes": None},
+                            {"token": "x", "logprob": -2.4, "bytes": None},
+                        ],
+                    }
+                    for c in chars
+                ]
+            }
+        return {
+            "id": "standin",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [choice],
+            "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text)), "total_tokens": 10 + len(text)},
+        }
 
     async def models_list(self, request):
         from aiohttp import web
@@ -137,9 +160,17 @@ class StandIn:
     async def seen(self, request):
         from aiohttp import web
 
-        return web.json_response({"asked": dict(self.asked), "answered": dict(self.answered), "auth": dict(self.auth),
-                                  "faulted": dict(self.faulted), "models": dict(self.models), "peak": self.peak,
-                                  "bodies": self.bodies[-50:]})
+        return web.json_response(
+            {
+                "asked": dict(self.asked),
+                "answered": dict(self.answered),
+                "auth": dict(self.auth),
+                "faulted": dict(self.faulted),
+                "models": dict(self.models),
+                "peak": self.peak,
+                "bodies": self.bodies[-50:],
+            }
+        )
 
 
 def main() -> None:
@@ -167,19 +198,47 @@ def main() -> None:
 class Server:
     """A stand-in started as a process; ``seen()`` is what it recorded."""
 
-    def __init__(self, port: int, name: str = "standin", latency: float = 0.0, faults: float = 0.0,
-                 stall: float = 30.0, log: Path | None = None, reply: str | None = None, always: str | None = None,
-                 fail_first: int = 0):
+    def __init__(
+        self,
+        port: int,
+        name: str = "standin",
+        latency: float = 0.0,
+        faults: float = 0.0,
+        stall: float = 30.0,
+        log: Path | None = None,
+        reply: str | None = None,
+        always: str | None = None,
+        fail_first: int = 0,
+    ):
         self.port, self.name = port, name
         self.url = f"http://127.0.0.1:{port}/v1"
         root = Path(__file__).resolve().parents[1]
         out = open(log, "wb") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.standin", "--port", str(port), "--name", name, "--latency", str(latency),
-             "--faults", str(faults), "--stall", str(stall), *(["--reply", reply] if reply is not None else []),
-             *(["--always", always] if always else []), *(["--fail-first", str(fail_first)] if fail_first else [])],
-            cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "tests.standin",
+                "--port",
+                str(port),
+                "--name",
+                name,
+                "--latency",
+                str(latency),
+                "--faults",
+                str(faults),
+                "--stall",
+                str(stall),
+                *(["--reply", reply] if reply is not None else []),
+                *(["--always", always] if always else []),
+                *(["--fail-first", str(fail_first)] if fail_first else []),
+            ],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         from resources.vllm_server import wait_healthy
 
         wait_healthy(self.url, timeout=60, proc=self.proc)

@@ -40,8 +40,14 @@ def answer(standin: StandIn, line: str, position: int, fail_every: int) -> dict:
     if fail_every and position % fail_every == 0:
         # vLLM writes the engine's ErrorResponse in ``error`` and no body
         out["response"] = {"status_code": 400, "request_id": request_id, "body": None}
-        out["error"] = {"error": {"message": f"stand-in failure for request {position}", "type": "BadRequestError",
-                                  "param": None, "code": 400}}
+        out["error"] = {
+            "error": {
+                "message": f"stand-in failure for request {position}",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+        }
         return out
     completion = standin.completion(body, standin.reply(body))
     completion["id"] = f"chatcmpl-{uuid.uuid4().hex}"

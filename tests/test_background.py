@@ -7,12 +7,7 @@ import types
 
 import pytest
 
-from tests.background import (
-    LATE_FIXTURES,
-    Build,
-    instance_home,
-    pytest_collection_modifyitems,
-)
+from tests.background import LATE_FIXTURES, Build, instance_home, pytest_collection_modifyitems
 
 
 def item(name: str, *fixtures: str):
@@ -20,8 +15,14 @@ def item(name: str, *fixtures: str):
 
 
 def test_tests_of_a_background_build_run_after_the_others_and_the_end_to_end_run_last():
-    items = [item("e2e_a", "default_run"), item("unit"), item("served", "vllm_server"), item("recor", "scripted_recor"),
-             item("e2e_b", "default_run"), item("other", "tmp_path")]
+    items = [
+        item("e2e_a", "default_run"),
+        item("unit"),
+        item("served", "vllm_server"),
+        item("recor", "scripted_recor"),
+        item("e2e_b", "default_run"),
+        item("other", "tmp_path"),
+    ]
     pytest_collection_modifyitems(items)
     assert [i.name for i in items] == ["unit", "other", "recor", "served", "e2e_a", "e2e_b"]
     assert LATE_FIXTURES[-1] == "default_run"
@@ -32,7 +33,10 @@ def build(tmp_path, code: str, timeout: float = 60) -> Build:
 
 
 def test_a_finished_build_hands_out_its_output(tmp_path):
-    assert build(tmp_path, "print('built', flush=True); import sys; print('and warned', file=sys.stderr)").wait() == "built\nand warned\n"
+    assert (
+        build(tmp_path, "print('built', flush=True); import sys; print('and warned', file=sys.stderr)").wait()
+        == "built\nand warned\n"
+    )
 
 
 def test_a_failed_build_fails_the_waiting_test_with_its_log(tmp_path):

@@ -23,10 +23,10 @@ EVAL_SUMMIT = ("leaderboard",)
 # plan; a module whose role no floor-plan name fits is named here, with the reason.
 EVAL_PACKAGES = {
     "quit": set(),
-    "quit/finetune": {"report"},        # the fine-tuning report (Tables 10-12), an asset of its own
+    "quit/finetune": {"report"},  # the fine-tuning report (Tables 10-12), an asset of its own
     "recor": set(),
     "recor/reteco": set(),
-    "wikiprofile": {"analysis"},        # the analyses over profiled models (section 5, appendices B and D)
+    "wikiprofile": {"analysis"},  # the analyses over profiled models (section 5, appendices B and D)
 }
 
 
@@ -93,7 +93,9 @@ def violations(path: Path) -> list[str]:
         if t_rank >= rank:
             found.append(f"{path.relative_to(ROOT)}:{line} imports {target} ({t_unit} may not be imported from {unit})")
         elif unit.startswith("eval.") and t_unit in BENCHMARKS and unit != f"eval.{t_unit}" and rank < 3.75:
-            found.append(f"{path.relative_to(ROOT)}:{line} imports {target} (another benchmark's construction, from {unit})")
+            found.append(
+                f"{path.relative_to(ROOT)}:{line} imports {target} (another benchmark's construction, from {unit})"
+            )
     return found
 
 
@@ -106,18 +108,21 @@ def test_imports_go_one_way_only():
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("importer, imported", [
-    ("assets/recor/steps.py", "assets.quit.rules"),     # sideways across benchmarks
-    ("assets/common/verdicts.py", "assets.eval.rerankers"),  # upward from common
-    ("assets/eval/recor/assets/retrieval.py", "checks.recor"),  # evaluation reaching into checks
-    ("resources/storage.py", "assets.common.records"),  # a resource importing an asset module
-    ("assets/eval/metrics.py", "assets.eval.quit.assets"),           # the eval root reaching into a benchmark
-    ("assets/eval/retrieve.py", "assets.eval.recor.reteco"),         # ... or into a nested package
-    ("assets/eval/recor/steps.py", "assets.eval.wikiprofile.rules"),  # sideways across evaluation packages
-    ("assets/eval/quit/finetune/rules.py", "assets.eval.recor.reteco.rules"),  # sideways from a nested package
-    ("assets/eval/wikiprofile/analysis.py", "assets.recor.release"),  # into another benchmark's construction
-    ("assets/eval/quit/assets.py", "assets.eval.leaderboard"),       # a benchmark reading the summit
-])
+@pytest.mark.parametrize(
+    "importer, imported",
+    [
+        ("assets/recor/steps.py", "assets.quit.rules"),  # sideways across benchmarks
+        ("assets/common/verdicts.py", "assets.eval.rerankers"),  # upward from common
+        ("assets/eval/recor/assets/retrieval.py", "checks.recor"),  # evaluation reaching into checks
+        ("resources/storage.py", "assets.common.records"),  # a resource importing an asset module
+        ("assets/eval/metrics.py", "assets.eval.quit.assets"),  # the eval root reaching into a benchmark
+        ("assets/eval/retrieve.py", "assets.eval.recor.reteco"),  # ... or into a nested package
+        ("assets/eval/recor/steps.py", "assets.eval.wikiprofile.rules"),  # sideways across evaluation packages
+        ("assets/eval/quit/finetune/rules.py", "assets.eval.recor.reteco.rules"),  # sideways from a nested package
+        ("assets/eval/wikiprofile/analysis.py", "assets.recor.release"),  # into another benchmark's construction
+        ("assets/eval/quit/assets.py", "assets.eval.leaderboard"),  # a benchmark reading the summit
+    ],
+)
 def test_an_import_against_the_order_is_found(tmp_path, importer, imported):
     path = ROOT / importer
     fake = path.with_name("_layout_probe.py")
@@ -133,24 +138,34 @@ def test_each_benchmark_has_the_same_floor_plan(benchmark):
     package = ROOT / "assets" / benchmark
     # a role grown past one file is a package of the role's name (recor's steps, a module per stage)
     modules = {p.stem for p in package.glob("*.py")} | {p.parent.name for p in package.glob("*/__init__.py")}
-    assert modules == FLOOR_PLAN, f"assets/{benchmark}: extra {sorted(modules - FLOOR_PLAN)}, missing {sorted(FLOOR_PLAN - modules)}"
+    assert modules == FLOOR_PLAN, (
+        f"assets/{benchmark}: extra {sorted(modules - FLOOR_PLAN)}, missing {sorted(FLOOR_PLAN - modules)}"
+    )
     assert (package / "prompts").is_dir() and any((package / "prompts").glob("*.yaml"))
 
 
 def eval_floor_plan_problems(root: Path) -> list[str]:
     """How the evaluation folder departs from its floor plan: root modules outside the shared
     stack, packages other than the expected ones, modules named outside each package's plan."""
-    problems = [f"{root.name}/{p.name}: not in the shared stack" for p in sorted(root.glob("*.py")) if p.stem not in EVAL_ROOT]
+    problems = [
+        f"{root.name}/{p.name}: not in the shared stack" for p in sorted(root.glob("*.py")) if p.stem not in EVAL_ROOT
+    ]
     found = {p.parent.relative_to(root).as_posix() for p in root.rglob("__init__.py") if p.parent != root}
     # a role grown past one file is a package of the role's name (a module per stage), as in the construction packages
-    found -= {name for name in found if (split := name.rpartition("/"))[0] in EVAL_PACKAGES
-              and split[2] in FLOOR_PLAN | EVAL_PACKAGES[split[0]]}
+    found -= {
+        name
+        for name in found
+        if (split := name.rpartition("/"))[0] in EVAL_PACKAGES and split[2] in FLOOR_PLAN | EVAL_PACKAGES[split[0]]
+    }
     problems += [f"{root.name}/{name}: unexpected package" for name in sorted(found - set(EVAL_PACKAGES))]
     problems += [f"{root.name}/{name}: missing package" for name in sorted(set(EVAL_PACKAGES) - found)]
     for name in sorted(found & set(EVAL_PACKAGES)):
         allowed = FLOOR_PLAN | EVAL_PACKAGES[name]
-        problems += [f"{root.name}/{name}/{p.name}: outside the floor plan" for p in sorted((root / name).glob("*.py"))
-                     if p.stem not in allowed]
+        problems += [
+            f"{root.name}/{name}/{p.name}: outside the floor plan"
+            for p in sorted((root / name).glob("*.py"))
+            if p.stem not in allowed
+        ]
     return problems
 
 
@@ -162,7 +177,10 @@ def test_the_evaluation_has_the_floor_plan():
 @pytest.mark.parametrize("stray", ["profiling.py", "quit/readers.py", "recor/reteco/judge.py", "scores/__init__.py"])
 def test_a_module_against_the_eval_floor_plan_is_found(tmp_path, stray):
     root = tmp_path / "eval"
-    for name in [*(f"{m}.py" for m in EVAL_ROOT), *(f"{p}/{m}.py" for p in EVAL_PACKAGES for m in ("__init__", "assets"))]:
+    for name in [
+        *(f"{m}.py" for m in EVAL_ROOT),
+        *(f"{p}/{m}.py" for p in EVAL_PACKAGES for m in ("__init__", "assets")),
+    ]:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("", encoding="utf-8")
     assert not eval_floor_plan_problems(root)
@@ -173,8 +191,12 @@ def test_a_module_against_the_eval_floor_plan_is_found(tmp_path, stray):
 
 def test_a_role_grown_into_a_package_of_its_name_fits_the_eval_floor_plan(tmp_path):
     root = tmp_path / "eval"
-    for name in [*(f"{m}.py" for m in EVAL_ROOT), *(f"{p}/__init__.py" for p in EVAL_PACKAGES), "recor/assets/__init__.py",
-                 "recor/assets/retrieval.py"]:
+    for name in [
+        *(f"{m}.py" for m in EVAL_ROOT),
+        *(f"{p}/__init__.py" for p in EVAL_PACKAGES),
+        "recor/assets/__init__.py",
+        "recor/assets/retrieval.py",
+    ]:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("", encoding="utf-8")
     assert not eval_floor_plan_problems(root)

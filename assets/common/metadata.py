@@ -32,8 +32,13 @@ def md_table(frame: pl.DataFrame, limit: int = 10) -> str:
 
 
 # Dagster's column types for the polars dtypes a report holds; the rest are shown as text.
-_COLUMN_TYPES = {pl.Boolean: "bool", pl.String: "string", pl.Float32: "float", pl.Float64: "float",
-                 **{t: "int" for t in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)}}
+_COLUMN_TYPES = {
+    pl.Boolean: "bool",
+    pl.String: "string",
+    pl.Float32: "float",
+    pl.Float64: "float",
+    **{t: "int" for t in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)},
+}
 
 
 def _record_value(v) -> str | int | float | bool | None:
@@ -55,18 +60,17 @@ def report_table(frame: pl.DataFrame, definitions: Mapping[str, str] | None = No
     page (markdown sits behind a link and is cut off when wide); each column's description
     is its entry in ``definitions``, shown when hovering its header."""
     definitions = definitions or {}
-    columns = [dg.TableColumn(name, _COLUMN_TYPES.get(dtype.base_type(), "string"), description=definitions.get(name))
-               for name, dtype in frame.schema.items()]
+    columns = [
+        dg.TableColumn(name, _COLUMN_TYPES.get(dtype.base_type(), "string"), description=definitions.get(name))
+        for name, dtype in frame.schema.items()
+    ]
     records = [dg.TableRecord({k: _record_value(v) for k, v in row.items()}) for row in frame.iter_rows(named=True)]
     return dg.MetadataValue.table(records, dg.TableSchema(columns))
 
 
 def table_metadata(frame: pl.DataFrame, preview: int = 10) -> dict:
     """Row count and a preview: the minimum every table asset reports."""
-    return {
-        "dagster/row_count": frame.height,
-        "preview": dg.MetadataValue.md(md_table(frame, preview)),
-    }
+    return {"dagster/row_count": frame.height, "preview": dg.MetadataValue.md(md_table(frame, preview))}
 
 
 def png_markdown(fig) -> dg.MetadataValue:

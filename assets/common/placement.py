@@ -40,5 +40,5 @@ GPU_STEP_TAGS = {
             "node_selector": {POOL_LABEL: GPU_POOL},
             "tolerations": [{"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
         },
-    },
+    }
 }

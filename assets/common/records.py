@@ -37,7 +37,10 @@ def read_records(uri: str) -> list[tuple[str, Any]]:
         return [(f"{uri} row {i}", r) for i, r in enumerate(frame.to_dicts())]
     if uri.endswith(".json"):
         return [(f"{uri} record {i}", r) for i, r in enumerate(parse_json_list(decode(data, uri), uri))]
-    return [(f"{uri} line {n}", value if problem is None else f"{problem}: {value}") for n, value, problem in json_lines(data)]
+    return [
+        (f"{uri} line {n}", value if problem is None else f"{problem}: {value}")
+        for n, value, problem in json_lines(data)
+    ]
 
 
 def json_lines(data: bytes) -> Iterator[tuple[int, Any, str | None]]:

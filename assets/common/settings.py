@@ -30,7 +30,7 @@ class ProfiledSettings(dg.ConfigurableResource):
     profile: Literal["paper", "demo"] = Field(
         default=PAPER,
         description="paper: the paper's configuration (every default shown here); demo: a slice that runs in "
-                    "minutes on 2 CPU cores, for every knob left at its paper default",
+        "minutes on 2 CPU cores, for every knob left at its paper default",
     )
 
     # The knobs the demo slice changes, with their demo values.
@@ -46,5 +46,6 @@ class ProfiledSettings(dg.ConfigurableResource):
         if pinned:
             raise ValueError(
                 f"{cls.__name__}: profile demo with {', '.join(f'{n}={defaults[n]!r}' for n in pinned)}, the paper's "
-                "value: a run would read it as not set and use the demo slice's; use profile paper and set the knobs to change")
+                "value: a run would read it as not set and use the demo slice's; use profile paper and set the knobs to change"
+            )
         return {**cls.DEMO_SLICE, **data}

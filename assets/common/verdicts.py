@@ -57,8 +57,9 @@ _GOES_ON = re.compile(r"([0-9]+)(.*)", re.S)
 _WRITTEN = re.compile(r"[0-9]+")
 
 
-def number_distribution(tokens: Sequence[str], alternatives: Sequence[Mapping[str, float] | None],
-                        low: int = 0, high: int = 10) -> dict[int, float]:
+def number_distribution(
+    tokens: Sequence[str], alternatives: Sequence[Mapping[str, float] | None], low: int = 0, high: int = 10
+) -> dict[int, float]:
     """The model's distribution over the whole numbers in ``[low, high]``, from the tokens it
     generated (``tokens``) and each position's most likely alternatives (``alternatives[i]``:
     token -> log-probability, conditional on ``tokens[:i]``, as OpenAI's ``top_logprobs``).
@@ -180,7 +181,7 @@ def first_token_only(text: str, top: Mapping[str, float] | None) -> tuple[list[s
         return [text], [None]
     starts = [t for t in top if t and text.startswith(t)]
     first = max(starts or top, key=lambda t: top[t])
-    rest = text[len(first):] if text.startswith(first) else ""
+    rest = text[len(first) :] if text.startswith(first) else ""
     if not rest:
         return [first], [top]
     return [first, rest], [top, None]

@@ -34,15 +34,21 @@ class Wiring:
     def materialized(self, name: str, prefix: str | None = None) -> dg.AssetIn:
         """Every materialized partition of ``<prefix>/<name>``: a report covers what is built so
         far (some domains, a backfill under way, a subject not yet profiled) and names the rest."""
-        return dg.AssetIn(key=[prefix or self.prefix, name], partition_mapping=dg.AllPartitionMapping(),
-                          metadata=MATERIALIZED_PARTITIONS)
+        return dg.AssetIn(
+            key=[prefix or self.prefix, name],
+            partition_mapping=dg.AllPartitionMapping(),
+            metadata=MATERIALIZED_PARTITIONS,
+        )
 
     def rejects(self, name: str, shape: Rejects, rows: list[dict] | pl.DataFrame) -> dg.Output:
         """A step's rejects output: the rows (or the frame a step built) in the common shape,
         counted by reason."""
         frame = shape.frame(rows) if isinstance(rows, list) else rows.select(list(shape.schema))
-        return dg.Output(frame, output_name=name, metadata={
-            **table_metadata(frame.select(*shape.keys, "reason", "detail")),
-            "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
-        })
-
+        return dg.Output(
+            frame,
+            output_name=name,
+            metadata={
+                **table_metadata(frame.select(*shape.keys, "reason", "detail")),
+                "by_reason": counts_md(dict(frame.group_by("reason").len().sort("reason").iter_rows())),
+            },
+        )

@@ -23,13 +23,7 @@ from assets.eval.quit.assets import oracle_aliases
 from assets.eval.recor import rules as conversational
 from assets.eval.reports import _plt
 from assets.eval.wikiprofile import rules as method
-from resources.storage import (
-    StorageResource,
-    exists,
-    read_parquet,
-    table_uri,
-    write_bytes,
-)
+from resources.storage import StorageResource, exists, read_parquet, table_uri, write_bytes
 
 PREFIX = GROUP = "eval"
 
@@ -54,8 +48,14 @@ QUIT_SCORES = [*(f"quit/{m}" for m in QUIT_METRICS), QUIT_EM]
 RECOR_SCORES = [f"recor/{RECOR_METRIC}/{s}" for s in conversational.STRATEGIES]
 WIKIPROFILE_SCORES = [f"wikiprofile/{m}" for m in WIKIPROFILE_SHARES]
 SCORES = [*QUIT_SCORES, *RECOR_SCORES, *WIKIPROFILE_SCORES]
-SCHEMA = {"system": pl.String, "kind": pl.String, "benchmarks": pl.String, **{c: pl.Float64 for c in QUIT_SCORES},
-          QUIT_EM_SETTING: pl.String, **{c: pl.Float64 for c in [*RECOR_SCORES, *WIKIPROFILE_SCORES]}}
+SCHEMA = {
+    "system": pl.String,
+    "kind": pl.String,
+    "benchmarks": pl.String,
+    **{c: pl.Float64 for c in QUIT_SCORES},
+    QUIT_EM_SETTING: pl.String,
+    **{c: pl.Float64 for c in [*RECOR_SCORES, *WIKIPROFILE_SCORES]},
+}
 
 # The report tables read, by asset key, with the benchmark each scores.
 QUIT_RETRIEVAL = dg.AssetKey([PREFIX, "quit_retrieval_metrics"])
@@ -63,8 +63,13 @@ QUIT_RERANK = dg.AssetKey([PREFIX, "quit_rerank_metrics"])
 QUIT_READER = dg.AssetKey([PREFIX, "quit_reader_metrics"])
 RECOR_RETRIEVAL = dg.AssetKey([PREFIX, "recor_retrieval_metrics"])
 WIKIPROFILE_REPORT = dg.AssetKey(["eval", "wikiprofile_profile_report"])
-REPORTS = {QUIT_RETRIEVAL: "quit", QUIT_RERANK: "quit", QUIT_READER: "quit", RECOR_RETRIEVAL: "recor",
-           WIKIPROFILE_REPORT: "wikiprofile"}
+REPORTS = {
+    QUIT_RETRIEVAL: "quit",
+    QUIT_RERANK: "quit",
+    QUIT_READER: "quit",
+    RECOR_RETRIEVAL: "recor",
+    WIKIPROFILE_REPORT: "wikiprofile",
+}
 
 
 def benchmark_of(column: str) -> str:
@@ -80,14 +85,20 @@ def on_quit_split(metrics: pl.DataFrame) -> pl.DataFrame:
 def quit_retrievers(metrics: pl.DataFrame) -> pl.DataFrame:
     """Retrievers from ``eval/quit_retrieval_metrics`` (the test split; no Oracle there)."""
     return on_quit_split(metrics).select(
-        pl.col("retriever").alias("system"), pl.lit(RETRIEVER).alias("kind"), *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS])
+        pl.col("retriever").alias("system"),
+        pl.lit(RETRIEVER).alias("kind"),
+        *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS],
+    )
 
 
 def quit_reranked(metrics: pl.DataFrame) -> pl.DataFrame:
     """Retriever+reranker runs from ``eval/quit_rerank_metrics``; a reranker over the Oracle
     retriever's passages (Table 7) orders the qrels, so it is no system to rank."""
-    return on_quit_split(metrics).filter(~pl.col("oracle")).select(
-        "system", pl.lit(RERANKED).alias("kind"), *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS])
+    return (
+        on_quit_split(metrics)
+        .filter(~pl.col("oracle"))
+        .select("system", pl.lit(RERANKED).alias("kind"), *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS])
+    )
 
 
 def quit_readers(metrics: pl.DataFrame, oracles: Collection[str] = ()) -> pl.DataFrame:
@@ -96,13 +107,21 @@ def quit_readers(metrics: pl.DataFrame, oracles: Collection[str] = ()) -> pl.Dat
     order. The Optimal bound and runs over the Oracle retriever's passages are left out:
     both read the relevant passages the qrels name."""
     retriever = pl.col("system").str.split("+").list.first()
-    settings = on_quit_split(metrics).filter((pl.col("system") != OPTIMAL) & ~retriever.is_in(list(oracles))
-                                             & pl.col("em").is_not_null())
-    best = (settings.sort(["reader", "em", "system", "k", "strategy"], descending=[False, True, False, False, False])
-            .group_by("reader", maintain_order=True).first())
+    settings = on_quit_split(metrics).filter(
+        (pl.col("system") != OPTIMAL) & ~retriever.is_in(list(oracles)) & pl.col("em").is_not_null()
+    )
+    best = (
+        settings.sort(["reader", "em", "system", "k", "strategy"], descending=[False, True, False, False, False])
+        .group_by("reader", maintain_order=True)
+        .first()
+    )
     setting = pl.format("{}, top-{}, {}", "system", "k", "strategy")
-    return best.select(pl.col("reader").alias("system"), pl.lit(READER).alias("kind"), pl.col("em").alias(QUIT_EM),
-                       setting.alias(QUIT_EM_SETTING))
+    return best.select(
+        pl.col("reader").alias("system"),
+        pl.lit(READER).alias("kind"),
+        pl.col("em").alias(QUIT_EM),
+        setting.alias(QUIT_EM_SETTING),
+    )
 
 
 def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> pl.DataFrame:
@@ -110,60 +129,84 @@ def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> 
     strategy, macro-averaged over the domains with ``averaging``."""
     table = conversational.macro(scores, ["retriever", "strategy"], RECOR_METRIC, averaging)
     wide = table.pivot(on="strategy", index="retriever", values=RECOR_METRIC)
-    return wide.select(pl.col("retriever").alias("system"), pl.lit(RETRIEVER).alias("kind"),
-                       *[pl.col(s).alias(f"recor/{RECOR_METRIC}/{s}") for s in conversational.STRATEGIES if s in wide.columns])
+    return wide.select(
+        pl.col("retriever").alias("system"),
+        pl.lit(RETRIEVER).alias("kind"),
+        *[pl.col(s).alias(f"recor/{RECOR_METRIC}/{s}") for s in conversational.STRATEGIES if s in wide.columns],
+    )
 
 
 def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
     """Subject models from ``eval/wikiprofile_profile_report`` (Table 2, shares). A share over no
     facts (NaN) or without a thinking run (null) is left empty."""
-    return report.select(pl.col("model").alias("system"), pl.lit(SUBJECT).alias("kind"),
-                         *[pl.col(m).fill_nan(None).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES])
+    return report.select(
+        pl.col("model").alias("system"),
+        pl.lit(SUBJECT).alias("kind"),
+        *[pl.col(m).fill_nan(None).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES],
+    )
 
 
-def leaderboard_table(reports: Mapping[dg.AssetKey, pl.DataFrame], oracles: Collection[str] = (),
-                      averaging: str = RECOR_AVERAGING) -> pl.DataFrame:
+def leaderboard_table(
+    reports: Mapping[dg.AssetKey, pl.DataFrame], oracles: Collection[str] = (), averaging: str = RECOR_AVERAGING
+) -> pl.DataFrame:
     """One row per system over the report tables at hand (keyed as :data:`REPORTS`; an
     absent or empty one adds nothing), in the shape of :data:`SCHEMA`, sorted by kind, then
     system. ``oracles``: the Oracle retriever aliases; ``averaging``: RECOR's."""
-    rows = {QUIT_RETRIEVAL: quit_retrievers, QUIT_RERANK: quit_reranked,
-            QUIT_READER: lambda f: quit_readers(f, oracles), RECOR_RETRIEVAL: lambda f: recor_retrievers(f, averaging),
-            WIKIPROFILE_REPORT: wikiprofile_subjects}
-    parts = [rows[key](frame).with_columns(pl.lit(REPORTS[key]).alias("benchmark"))
-             for key, frame in reports.items() if frame.height]
+    rows = {
+        QUIT_RETRIEVAL: quit_retrievers,
+        QUIT_RERANK: quit_reranked,
+        QUIT_READER: lambda f: quit_readers(f, oracles),
+        RECOR_RETRIEVAL: lambda f: recor_retrievers(f, averaging),
+        WIKIPROFILE_REPORT: wikiprofile_subjects,
+    }
+    parts = [
+        rows[key](frame).with_columns(pl.lit(REPORTS[key]).alias("benchmark"))
+        for key, frame in reports.items()
+        if frame.height
+    ]
     if not parts:
         return pl.DataFrame(schema=SCHEMA)
     long = pl.concat(parts, how="diagonal_relaxed").with_columns(
         pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int32).alias("kind_rank"),
-        pl.col("benchmark").replace_strict({b: i for i, b in enumerate(BENCHMARKS)}, return_dtype=pl.Int32).alias("benchmark_rank"))
+        pl.col("benchmark")
+        .replace_strict({b: i for i, b in enumerate(BENCHMARKS)}, return_dtype=pl.Int32)
+        .alias("benchmark_rank"),
+    )
     present = [c for c in SCHEMA if c in long.columns and c not in ("system", "kind", "benchmarks")]
     merged = long.group_by("system").agg(
         pl.col("kind").sort_by("kind_rank").unique(maintain_order=True).str.join(", "),
         pl.col("benchmark").sort_by("benchmark_rank").unique(maintain_order=True).str.join(", ").alias("benchmarks"),
         pl.col("kind_rank").min(),
         # Each score comes from one report table: the system's one non-null value.
-        *[pl.col(c).drop_nulls().first() for c in present])
-    return (merged.sort("kind_rank", "system")
-            .select(*[pl.col(c) if c in merged.columns else pl.lit(None, t).alias(c) for c, t in SCHEMA.items()])
-            .cast(SCHEMA))
+        *[pl.col(c).drop_nulls().first() for c in present],
+    )
+    return (
+        merged.sort("kind_rank", "system")
+        .select(*[pl.col(c) if c in merged.columns else pl.lit(None, t).alias(c) for c, t in SCHEMA.items()])
+        .cast(SCHEMA)
+    )
 
 
 def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
     """What each column of the leaderboard computes."""
-    quit_metric = {m: f"{eval_metrics.metric_label(m)} over the QUIT {QUIT_SPLIT} split's questions; {eval_metrics.RELEVANCE}"
-                   for m in QUIT_METRICS}
+    quit_metric = {
+        m: f"{eval_metrics.metric_label(m)} over the QUIT {QUIT_SPLIT} split's questions; {eval_metrics.RELEVANCE}"
+        for m in QUIT_METRICS
+    }
     return {
         "system": "a retriever alias (resources/retrievers.yaml), <retriever>+<reranker>, or a model alias (resources/models.yaml)",
         "kind": f"the parts it was evaluated in, of {', '.join(KINDS)}",
         "benchmarks": "the benchmarks it has scores on",
         **{f"quit/{m}": text for m, text in quit_metric.items()},
         QUIT_EM: "EM (normalized: lower case; accents, punctuation, possessive 's and articles removed) of the reader's "
-                 "best setting: the run read, top-k passages and context strategy with the highest EM; the Optimal bound "
-                 f"and the Oracle retriever's runs left out; over the QUIT {QUIT_SPLIT} split's questions",
+        "best setting: the run read, top-k passages and context strategy with the highest EM; the Optimal bound "
+        f"and the Oracle retriever's runs left out; over the QUIT {QUIT_SPLIT} split's questions",
         QUIT_EM_SETTING: "that setting: run, top-k, context strategy",
-        **{f"recor/{RECOR_METRIC}/{s}": f"nDCG@10 ({eval_metrics.GAIN_LABELS['ndcg']}), query: {text}; "
-                                        f"averaging: {conversational.AVERAGING[averaging]}"
-           for s, text in conversational.STRATEGY_TEXT.items()},
+        **{
+            f"recor/{RECOR_METRIC}/{s}": f"nDCG@10 ({eval_metrics.GAIN_LABELS['ndcg']}), query: {text}; "
+            f"averaging: {conversational.AVERAGING[averaging]}"
+            for s, text in conversational.STRATEGY_TEXT.items()
+        },
         **{f"wikiprofile/{m}": method.DEFINITIONS[m] for m in WIKIPROFILE_SHARES},
     }
 
@@ -199,11 +242,15 @@ def leaderboard_slice(reports: Mapping[dg.AssetKey, pl.DataFrame]) -> str:
     if QUIT_RETRIEVAL in reports:
         quit = on_quit_split(reports[QUIT_RETRIEVAL])
         # tables stored before the questions column name no count
-        parts.append(f"QUIT: {int(quit['questions'].max() or 0) if 'questions' in quit.columns else 'no'} {QUIT_SPLIT} questions")
+        parts.append(
+            f"QUIT: {int(quit['questions'].max() or 0) if 'questions' in quit.columns else 'no'} {QUIT_SPLIT} questions"
+        )
     if RECOR_RETRIEVAL in reports:
         recor = reports[RECOR_RETRIEVAL]
-        parts.append(f"RECOR: {recor['domain'].n_unique()} domains ({', '.join(sorted(recor['domain'].unique()))}), "
-                     f"{recor['qid'].n_unique()} turns")
+        parts.append(
+            f"RECOR: {recor['domain'].n_unique()} domains ({', '.join(sorted(recor['domain'].unique()))}), "
+            f"{recor['qid'].n_unique()} turns"
+        )
     if WIKIPROFILE_REPORT in reports:
         wiki = reports[WIKIPROFILE_REPORT]
         parts.append(f"WikiProfile: {wiki.height} subject models, {int(wiki['facts'].max() or 0)} facts each at most")
@@ -235,21 +282,25 @@ def leaderboard(storage: StorageResource) -> dg.Output:
     csv = storage.path(PREFIX, "leaderboard.csv")
     write_bytes(csv, table.write_csv().encode())
     columns = definitions()
-    return dg.Output(table, metadata={
-        "dagster/row_count": table.height,
-        "slice": leaderboard_slice(reports),
-        "leaderboard": report_table(leaderboard_shown(table), columns),
-        **why_empty({"leaderboard": (table, "no report table is materialized (not_evaluated names them)")}),
-        "benchmarks_evaluated": ", ".join(evaluated) or "none",
-        "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
-        "not_evaluated": ", ".join(missing) or "none",
-        "recor_averaging": conversational.AVERAGING[RECOR_AVERAGING],
-        "definitions": dg.MetadataValue.md(md_table(pl.DataFrame({"column": list(columns), "definition": list(columns.values())}),
-                                                    len(columns))),
-        "csv": dg.MetadataValue.path(csv),
-        "parquet": dg.MetadataValue.path(table_uri(storage.root, [PREFIX, "leaderboard"])),
-        **({"leaderboard_plot": png_markdown(leaderboard_plot(table))} if table.height else {}),
-    })
+    return dg.Output(
+        table,
+        metadata={
+            "dagster/row_count": table.height,
+            "slice": leaderboard_slice(reports),
+            "leaderboard": report_table(leaderboard_shown(table), columns),
+            **why_empty({"leaderboard": (table, "no report table is materialized (not_evaluated names them)")}),
+            "benchmarks_evaluated": ", ".join(evaluated) or "none",
+            "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
+            "not_evaluated": ", ".join(missing) or "none",
+            "recor_averaging": conversational.AVERAGING[RECOR_AVERAGING],
+            "definitions": dg.MetadataValue.md(
+                md_table(pl.DataFrame({"column": list(columns), "definition": list(columns.values())}), len(columns))
+            ),
+            "csv": dg.MetadataValue.path(csv),
+            "parquet": dg.MetadataValue.path(table_uri(storage.root, [PREFIX, "leaderboard"])),
+            **({"leaderboard_plot": png_markdown(leaderboard_plot(table))} if table.height else {}),
+        },
+    )
 
 
 leaderboard_assets = [leaderboard]

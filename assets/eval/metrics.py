@@ -47,8 +47,18 @@ def ndcg(k: int, gain: str = QUIT_GAIN) -> str:
 
 def retrieval_metrics(gain: str = QUIT_GAIN, cuts: tuple[int, ...] = (10, 100)) -> list[str]:
     """The metrics of QUIT's Tables 2 and 4, nDCG with ``gain``."""
-    return ["hit_rate@1", "hit_rate@5", "hit_rate@10", "hit_rate@50", "hit_rate@100",
-            "recall@5", "recall@10", "recall@50", "mrr", *(ndcg(k, gain) for k in cuts)]
+    return [
+        "hit_rate@1",
+        "hit_rate@5",
+        "hit_rate@10",
+        "hit_rate@50",
+        "hit_rate@100",
+        "recall@5",
+        "recall@10",
+        "recall@50",
+        "mrr",
+        *(ndcg(k, gain) for k in cuts),
+    ]
 
 
 # QUIT's metric columns: the release's exponential-gain nDCG for the tables, and the linear
@@ -62,8 +72,10 @@ def parse_metric(name: str) -> tuple[str, int]:
     ``hit@5`` with a message naming only part of it)."""
     match = METRIC.match(name) if isinstance(name, str) else None
     if match is None:
-        raise ValueError(f"metric {name!r} does not parse: use one of {', '.join(METRIC_NAMES)}, "
-                         f"optionally with a cut-off @k (k >= 1), e.g. ndcg_burges@10 or recall@100")
+        raise ValueError(
+            f"metric {name!r} does not parse: use one of {', '.join(METRIC_NAMES)}, "
+            f"optionally with a cut-off @k (k >= 1), e.g. ndcg_burges@10 or recall@100"
+        )
     return match.group(1), int(match.group(2) or 0)
 
 
@@ -86,8 +98,10 @@ def _comparable(qrels: pl.DataFrame, run: pl.DataFrame, metrics: list[str]) -> t
         # Some questions without passages score 0, but a run that covers none of them is a
         # filter or id mismatch: its zeros would read as a result.
         seen = sorted(run["question_id"].unique().to_list())[:3]
-        raise ValueError(f"the run has no passage for any of the {len(q)} questions of the qrels "
-                         f"(run questions: {seen or 'none, the run is empty'}; qrels questions e.g. {sorted(q)[:3]})")
+        raise ValueError(
+            f"the run has no passage for any of the {len(q)} questions of the qrels "
+            f"(run questions: {seen or 'none, the run is empty'}; qrels questions e.g. {sorted(q)[:3]})"
+        )
     return q, r
 
 
@@ -110,8 +124,13 @@ GROUP_SEPARATOR = "\x1f"
 LINES_PER_EVALUATION = 500_000
 
 
-def grouped_per_question_metrics(qrels: pl.DataFrame, run: pl.DataFrame, by: Sequence[str], metrics: list[str],
-                                 lines_per_evaluation: int = LINES_PER_EVALUATION) -> pl.DataFrame:
+def grouped_per_question_metrics(
+    qrels: pl.DataFrame,
+    run: pl.DataFrame,
+    by: Sequence[str],
+    metrics: list[str],
+    lines_per_evaluation: int = LINES_PER_EVALUATION,
+) -> pl.DataFrame:
     """Each of ``metrics`` for every question of ``qrels`` and every group of ``run`` (its
     ``by`` columns, such as a system and a query strategy): one row per group and question,
     0 where the group's run has no passage for it. ``qrels`` holds either one set for every
@@ -120,24 +139,32 @@ def grouped_per_question_metrics(qrels: pl.DataFrame, run: pl.DataFrame, by: Seq
     seconds a call before its first line, and its memory grows with the lines."""
     by = list(by)
     groups = run.group_by(by, maintain_order=True).len().with_row_index("_group")
-    groups = groups.with_columns((pl.col("len").cum_sum() - pl.col("len")).floordiv(max(lines_per_evaluation, 1))
-                                 .alias("_batch")).drop("len")
+    groups = groups.with_columns(
+        (pl.col("len").cum_sum() - pl.col("len")).floordiv(max(lines_per_evaluation, 1)).alias("_batch")
+    ).drop("len")
     own = all(c in qrels.columns for c in by)
-    keyed_qrels = (groups.join(qrels, on=by, how="inner") if own else groups.join(qrels, how="cross"))
+    keyed_qrels = groups.join(qrels, on=by, how="inner") if own else groups.join(qrels, how="cross")
     key = (pl.col("_group").cast(pl.String) + GROUP_SEPARATOR + pl.col("question_id")).alias("_key")
     keyed_qrels = keyed_qrels.with_columns(key)
     values: dict[str, dict[str, float]] = {m: {} for m in metrics}
     for batch in range(groups["_batch"].max() + 1 if groups.height else 0):
         q = keyed_qrels.filter(pl.col("_batch") == batch).drop("question_id").rename({"_key": "question_id"})
         # keyed a batch at a time: a keyed copy of the whole run would double the step's peak
-        r = (run.join(groups.filter(pl.col("_batch") == batch), on=by, how="inner").with_columns(key)
-             .drop("question_id").rename({"_key": "question_id"}))
+        r = (
+            run.join(groups.filter(pl.col("_batch") == batch), on=by, how="inner")
+            .with_columns(key)
+            .drop("question_id")
+            .rename({"_key": "question_id"})
+        )
         for m, scores in per_question_metrics(q, r, metrics).items():
             values[m].update(scores)
     # the groups in the run's order, each one's questions sorted
     rows = keyed_qrels.select("_group", *by, "question_id", "_key").unique().sort("_group", "question_id")
-    return rows.select(*by, "question_id", *(pl.col("_key").replace_strict(values[m], default=0.0, return_dtype=pl.Float64)
-                                             .alias(m) for m in metrics))
+    return rows.select(
+        *by,
+        "question_id",
+        *(pl.col("_key").replace_strict(values[m], default=0.0, return_dtype=pl.Float64).alias(m) for m in metrics),
+    )
 
 
 def per_question(qrels: pl.DataFrame, run: pl.DataFrame, metric: str) -> dict[str, float]:
@@ -161,11 +188,13 @@ def compile_metrics(metrics: list[str] | None = None) -> list[str]:
     metric with numba on its first use (about a minute for the set on 2 cores) and caches
     the machine code beside the package, so a new environment pays that once, here, and
     not inside the first evaluation of a real run. Returns the metrics compiled."""
-    metrics = metrics or sorted({*RETRIEVAL_METRICS, *(ndcg(k, g) for g in GAINS for k in (5, 50)),
-                                 "map@10", "recall@10", "recall@100", "mrr"})
+    metrics = metrics or sorted(
+        {*RETRIEVAL_METRICS, *(ndcg(k, g) for g in GAINS for k in (5, 50)), "map@10", "recall@10", "recall@100", "mrr"}
+    )
     qrels = pl.DataFrame({"question_id": ["q1", "q1", "q2"], "passage_id": ["a", "b", "c"], "label": [2, 1, 1]})
-    run = pl.DataFrame({"question_id": ["q1", "q1", "q2"], "passage_id": ["a", "x", "c"], "rank": [1, 2, 1],
-                        "score": [1.0, 0.5, 1.0]})
+    run = pl.DataFrame(
+        {"question_id": ["q1", "q1", "q2"], "passage_id": ["a", "x", "c"], "rank": [1, 2, 1], "score": [1.0, 0.5, 1.0]}
+    )
     evaluate_run(qrels, run, metrics)
     for metric in metrics:
         per_question(qrels, run, metric)

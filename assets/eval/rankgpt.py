@@ -32,8 +32,17 @@ def prompt_messages(query: str, passages: list[str], max_words: int = 100) -> li
     return load_prompt("eval", "rankgpt").messages(question=query, listing=listing, count=str(len(passages)))
 
 
-def rerank(llm, alias: str, queries: dict[str, str], ranked: dict[str, list[str]], texts: dict[str, str],
-           window: int, step: int, stats, log=None) -> tuple[dict[str, list[str]], int]:
+def rerank(
+    llm,
+    alias: str,
+    queries: dict[str, str],
+    ranked: dict[str, list[str]],
+    texts: dict[str, str],
+    window: int,
+    step: int,
+    stats,
+    log=None,
+) -> tuple[dict[str, list[str]], int]:
     """Rerank every question's list; windows at the same depth are sent together (they are
     independent across questions), deeper ones after. Returns the new lists and how many
     model answers needed repair."""
@@ -46,8 +55,12 @@ def rerank(llm, alias: str, queries: dict[str, str], ranked: dict[str, list[str]
     for level in range(depth):
         todo = [(q, plans[q][level]) for q in sorted(lists) if level < len(plans[q])]
         output = load_prompt("eval", "rankgpt").output
-        reqs = [LLMRequest(f"{q} window {s}-{e}", prompt_messages(queries[q], [texts[d] for d in lists[q][s:e]]), output=output)
-                for q, (s, e) in todo]
+        reqs = [
+            LLMRequest(
+                f"{q} window {s}-{e}", prompt_messages(queries[q], [texts[d] for d in lists[q][s:e]]), output=output
+            )
+            for q, (s, e) in todo
+        ]
         results = llm.run(alias, reqs, stats=stats, log=log)
         for (q, (s, e)), r in zip(todo, results):
             span = lists[q][s:e]

@@ -27,7 +27,9 @@ def metric_definition(metric: str) -> str:
 def share_table(frame: pl.DataFrame, key: str, metrics: list[str], key_definition: str) -> dg.TableMetadataValue:
     """One row per ``key`` value with its QUIT metrics as shares in [0, 1] (the papers print
     percent), each header described by :func:`metric_definition`; rendered inline in the UI."""
-    return report_table(frame.select(key, *metrics), {key: key_definition, **{m: metric_definition(m) for m in metrics}})
+    return report_table(
+        frame.select(key, *metrics), {key: key_definition, **{m: metric_definition(m) for m in metrics}}
+    )
 
 
 def _plt():
@@ -77,18 +79,21 @@ def hit_by_relevant(runs: pl.DataFrame, qrels: pl.DataFrame):
 def table_8(table: pl.DataFrame, values: str) -> pl.DataFrame:
     """Table 8: one row per (retriever, k, strategy), Optimal first, one column per reader
     holding its ``values`` (a share of questions)."""
-    return (table.pivot(on="reader", index=["system", "k", "strategy"], values=values, maintain_order=True)
-            .rename({"system": "retriever"}))
+    return table.pivot(on="reader", index=["system", "k", "strategy"], values=values, maintain_order=True).rename(
+        {"system": "retriever"}
+    )
 
 
 def table_8_definitions(wide: pl.DataFrame, em: str) -> dict[str, str]:
     """Table 8's headers: the row keys, and each reader's column as ``em`` defines it."""
     readers = [c for c in wide.columns if c not in ("retriever", "k", "strategy")]
-    return {"retriever": "a retriever alias, <retriever>+<reranker>, or Optimal (the reader on every relevant passage)",
-            "k": "passages given to the reader (blank for Optimal)",
-            "strategy": "how the top-k passages' hints become the context: union_norm or union_freq (equation 1); "
-                        "oracle for Optimal",
-            **{r: f"reader {r}: {em}; a share of questions in [0, 1]" for r in readers}}
+    return {
+        "retriever": "a retriever alias, <retriever>+<reranker>, or Optimal (the reader on every relevant passage)",
+        "k": "passages given to the reader (blank for Optimal)",
+        "strategy": "how the top-k passages' hints become the context: union_norm or union_freq (equation 1); "
+        "oracle for Optimal",
+        **{r: f"reader {r}: {em}; a share of questions in [0, 1]" for r in readers},
+    }
 
 
 def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame):
@@ -96,8 +101,10 @@ def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFr
     relevant passages (Figure 6)."""
     plt = _plt()
     hints = corpus.select("passage_id", "num_hints")
-    series = {system: runs.filter((pl.col("system") == system) & (pl.col("rank") <= 5)).join(hints, on="passage_id")
-              for system in sorted(runs["system"].unique().to_list())}
+    series = {
+        system: runs.filter((pl.col("system") == system) & (pl.col("rank") <= 5)).join(hints, on="passage_id")
+        for system in sorted(runs["system"].unique().to_list())
+    }
     series["label 2 (optimal)"] = qrels.filter(pl.col("label") == 2).join(hints, on="passage_id")
     fig, ax = plt.subplots(figsize=(6, 3.2))
     width = 0.8 / len(series)

@@ -17,12 +17,7 @@ from assets.common.prompts import load_prompt
 from assets.common.verdicts import yes_probability
 from assets.eval import rankgpt
 from resources.llm import CallStats, LLMRequest, ScoreRequest
-from resources.retrieval import (
-    ENTRYPOINT,
-    checked_ranking,
-    load_function,
-    read_run_files,
-)
+from resources.retrieval import ENTRYPOINT, checked_ranking, load_function, read_run_files
 
 
 @dataclasses.dataclass
@@ -58,8 +53,10 @@ def pointwise(llm, alias: str, queries, head, texts, top_logprobs: int, stats: C
     prompt = load_prompt("eval", "relevance")
     pairs = _pairs(queries, head, texts)
     params = {"logprobs": True, "top_logprobs": top_logprobs, "max_tokens": 1, "temperature": 0.0}
-    reqs = [LLMRequest(f"{q} {pid}", prompt.messages(question=query, passage=text), params=params)
-            for q, pid, query, text in pairs]
+    reqs = [
+        LLMRequest(f"{q} {pid}", prompt.messages(question=query, passage=text), params=params)
+        for q, pid, query, text in pairs
+    ]
     results = llm.run(alias, reqs, stats=stats, log=log)
     scores = {(q, pid): (yes_probability(r.top_logprobs) if r.ok else None) for (q, pid, *_), r in zip(pairs, results)}
     return Reranked(_regroup(head, scores), unscored=sum(s is None for s in scores.values()))
@@ -68,8 +65,10 @@ def pointwise(llm, alias: str, queries, head, texts, top_logprobs: int, stats: C
 def upr(llm, alias: str, queries, head, texts, stats: CallStats, log=None) -> Reranked:
     prompt = load_prompt("eval", "upr")
     pairs = _pairs(queries, head, texts)
-    reqs = [ScoreRequest(f"{q} {pid}", prompt.user.format(passage=text), prompt.continuation.format(question=query))
-            for q, pid, query, text in pairs]
+    reqs = [
+        ScoreRequest(f"{q} {pid}", prompt.user.format(passage=text), prompt.continuation.format(question=query))
+        for q, pid, query, text in pairs
+    ]
     results = llm.score(alias, reqs, stats=stats, log=log)
     scores = {(q, pid): (mean_logprob(r.value) if r.ok else None) for (q, pid, *_), r in zip(pairs, results)}
     return Reranked(_regroup(head, scores), unscored=sum(s is None for s in scores.values()))
@@ -80,8 +79,14 @@ def seq2seq(spec, queries, head, texts) -> Reranked:
 
     template = load_prompt("eval", "seq2seq").user
     pairs = _pairs(queries, head, texts)
-    values = s2s.score(spec.model, [template.format(question=query, passage=text) for _, _, query, text in pairs],
-                       spec.true_token, spec.false_token, spec.score, spec.batch_size)
+    values = s2s.score(
+        spec.model,
+        [template.format(question=query, passage=text) for _, _, query, text in pairs],
+        spec.true_token,
+        spec.false_token,
+        spec.score,
+        spec.batch_size,
+    )
     scores = {(q, pid): v for (q, pid, *_), v in zip(pairs, values)}
     return Reranked(_regroup(head, scores))
 
@@ -114,7 +119,9 @@ def entrypoint(spec, queries, head, texts) -> Reranked:
     return Reranked(lists, unscored=unscored)
 
 
-def from_run_files(spec, retriever: str, benchmark: str, parts: dict[str, list[str]], head: dict[str, list[str]]) -> Reranked:
+def from_run_files(
+    spec, retriever: str, benchmark: str, parts: dict[str, list[str]], head: dict[str, list[str]]
+) -> Reranked:
     """Each head reordered by the reranker's run file for this retriever and part (its
     template may name ``{retriever}``), in the file's order as trec_eval reads it (score
     descending, ties by docid descending). A head passage the file does not list sinks below
@@ -134,8 +141,9 @@ def from_run_files(spec, retriever: str, benchmark: str, parts: dict[str, list[s
     return Reranked(lists, unscored=unscored, found={**files.metadata(), "run_rows_outside_head": outside})
 
 
-def rerank(spec, llm, queries: dict[str, str], head: dict[str, list[str]], texts: dict[str, str],
-           stats: CallStats, log=None) -> Reranked:
+def rerank(
+    spec, llm, queries: dict[str, str], head: dict[str, list[str]], texts: dict[str, str], stats: CallStats, log=None
+) -> Reranked:
     """Reorder every question's head with the reranker ``spec`` describes (a run file
     reranker needs the retriever and split: :func:`from_run_files`)."""
     if spec.kind == ENTRYPOINT:

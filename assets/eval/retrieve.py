@@ -44,8 +44,9 @@ def ids_uri(storage: StorageResource, corpus: str, alias: str) -> str:
     return storage.index_path("faiss", corpus, f"{alias}.ids.parquet")
 
 
-def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_index, storage: StorageResource,
-          log=None) -> tuple[int, str]:
+def build(
+    spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_index, storage: StorageResource, log=None
+) -> tuple[int, str]:
     """Index ``docs`` (``id``, ``contents``) as ``corpus`` for one retriever; returns the
     document count and where the index is. A dense retriever's vectors stream from the
     encoder into the index block by block, ``log`` hearing the progress."""
@@ -64,8 +65,16 @@ def build(spec: RetrieverSpec, corpus: str, docs: pl.DataFrame, lucene, faiss_in
     return index.ntotal, where
 
 
-def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str], k: int, lucene,
-           faiss_index, storage: StorageResource) -> dict[str, list[Hit]]:
+def search(
+    spec: RetrieverSpec,
+    corpus: str,
+    queries: list[str],
+    qids: list[str],
+    k: int,
+    lucene,
+    faiss_index,
+    storage: StorageResource,
+) -> dict[str, list[Hit]]:
     """Top-k hits per query id from the index ``build`` made (an entry point: its function
     called on the queries and the kept corpus; a multi-vector retriever: exhaustive MaxSim over
     the saved token vectors). Run files are read by :func:`from_run_files`."""
@@ -83,9 +92,16 @@ def search(spec: RetrieverSpec, corpus: str, queries: list[str], qids: list[str]
     return dense_search(spec, faiss_index, faiss_index.load(where), doc_ids, queries, qids, k)
 
 
-def from_run_files(spec: RetrieverSpec, benchmark: str, corpus: str, parts: dict[str, list[str]], k: int,
-                   storage: StorageResource, query_id: Callable[[str], str] | None = None,
-                   lenient: bool = False) -> RunFiles:
+def from_run_files(
+    spec: RetrieverSpec,
+    benchmark: str,
+    corpus: str,
+    parts: dict[str, list[str]],
+    k: int,
+    storage: StorageResource,
+    query_id: Callable[[str], str] | None = None,
+    lenient: bool = False,
+) -> RunFiles:
     """The top-k hits of every query in ``parts`` (a QUIT split or RECOR domain -> query
     ids) from the retriever's run files, their documents checked against the corpus
     ``build`` kept. ``query_id`` and ``lenient`` are the benchmark's reading of a file

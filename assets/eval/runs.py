@@ -6,7 +6,13 @@ import polars as pl
 
 from resources.lucene import Hit
 
-RUN_SCHEMA = {"question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32, "score": pl.Float64, "system": pl.String}
+RUN_SCHEMA = {
+    "question_id": pl.String,
+    "passage_id": pl.String,
+    "rank": pl.Int32,
+    "score": pl.Float64,
+    "system": pl.String,
+}
 
 
 def run_frame(hits: dict[str, list[Hit]], system: str) -> pl.DataFrame:
@@ -31,18 +37,26 @@ def oracle_run(qrels: pl.DataFrame, system: str, seed: int = 0) -> pl.DataFrame:
 
 def trec_run(run: pl.DataFrame) -> str:
     """TREC run format: ``qid Q0 docid rank score system``."""
-    lines = [f"{r['question_id']} Q0 {r['passage_id']} {r['rank']} {r['score']:.6f} {r['system']}"
-             for r in run.sort("question_id", "rank").iter_rows(named=True)]
+    lines = [
+        f"{r['question_id']} Q0 {r['passage_id']} {r['rank']} {r['score']:.6f} {r['system']}"
+        for r in run.sort("question_id", "rank").iter_rows(named=True)
+    ]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _repeats(frame: pl.DataFrame, key: list[str], what: str, shown: str) -> None:
     """A ValueError naming the first questions whose ``key`` repeats, with their ``shown``."""
-    repeated = (frame.group_by(key).agg(pl.col(shown).sort().alias("shown"), pl.len().alias("n"))
-                .filter(pl.col("n") > 1).sort(key))
+    repeated = (
+        frame.group_by(key)
+        .agg(pl.col(shown).sort().alias("shown"), pl.len().alias("n"))
+        .filter(pl.col("n") > 1)
+        .sort(key)
+    )
     if repeated.height:
-        examples = "; ".join(f"{'/'.join(str(row[c]) for c in key)}: {', '.join(map(str, row['shown']))}"
-                             for row in repeated.head(5).iter_rows(named=True))
+        examples = "; ".join(
+            f"{'/'.join(str(row[c]) for c in key)}: {', '.join(map(str, row['shown']))}"
+            for row in repeated.head(5).iter_rows(named=True)
+        )
         raise ValueError(f"{repeated.height} {what} ({examples})")
 
 
@@ -50,8 +64,12 @@ def qrels_dict(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
     """``{question: {passage: label}}``; a passage given two different labels for one
     question is an error (which one counts would depend on row order); a repeated identical
     row is the same judgement."""
-    _repeats(qrels.unique(["question_id", "passage_id", "label"]), ["question_id", "passage_id"],
-             "question/passage pairs with conflicting labels", "label")
+    _repeats(
+        qrels.unique(["question_id", "passage_id", "label"]),
+        ["question_id", "passage_id"],
+        "question/passage pairs with conflicting labels",
+        "label",
+    )
     out: dict[str, dict[str, int]] = {}
     for qid, pid, label in qrels.select("question_id", "passage_id", "label").iter_rows():
         out.setdefault(qid, {})[pid] = int(label)
@@ -69,8 +87,10 @@ def run_dict(run: pl.DataFrame) -> dict[str, dict[str, float]]:
     bad = run.filter(pl.col("rank").is_null() | (pl.col("rank") < 1))
     if bad.height:
         row = bad.row(0, named=True)
-        raise ValueError(f"{bad.height} run rows with a rank below 1 or missing "
-                         f"(e.g. question {row['question_id']}, passage {row['passage_id']}, rank {row['rank']})")
+        raise ValueError(
+            f"{bad.height} run rows with a rank below 1 or missing "
+            f"(e.g. question {row['question_id']}, passage {row['passage_id']}, rank {row['rank']})"
+        )
     _repeats(run, ["question_id", "rank"], "question/rank pairs holding several passages", "passage_id")
     _repeats(run, ["question_id", "passage_id"], "question/passage pairs ranked more than once", "rank")
     out: dict[str, dict[str, float]] = {}

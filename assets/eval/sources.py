@@ -11,7 +11,6 @@ The built tables are read from storage, not loaded as inputs, so that a release 
 nothing built: the build assets are ``deps`` (lineage in the UI, and a built source waits
 for them when both are in one run)."""
 
-
 from typing import Literal
 
 import dagster as dg
@@ -37,33 +36,56 @@ PAGES_SCHEMA = {"page_id": pl.String, "title": pl.String, "mean_monthly_views": 
 
 class BenchmarkSource(dg.Config):
     source: Literal["built", "release"] = Field(
-        default=BUILT, description="built: this project's build of the benchmark (from the storage root); "
-                                   "release: the published release at release_path")
-    release_path: str = Field(default="", description="the published release: a folder or s3:// prefix "
-                                                      "(relative paths from the project root)")
+        default=BUILT,
+        description="built: this project's build of the benchmark (from the storage root); "
+        "release: the published release at release_path",
+    )
+    release_path: str = Field(
+        default="", description="the published release: a folder or s3:// prefix (relative paths from the project root)"
+    )
 
 
 class QuitSource(BenchmarkSource):
-    release_path: str = Field(default="data/releases/quit", description="a folder or s3:// prefix holding corpus/corpus.jsonl "
-                                                                        "and train.json, dev.json, test.json")
-    splits: list[str] | None = Field(default=None, description="the questions of these splits (train, dev, test) only, before "
-                                                           "max_questions (a demo slice); none: every split")
-    max_questions: int | None = Field(default=None, description="the first n questions (train, dev, test in file order) with "
-                                                                "their qrels, over the whole corpus (a demo slice); none: all")
+    release_path: str = Field(
+        default="data/releases/quit",
+        description="a folder or s3:// prefix holding corpus/corpus.jsonl and train.json, dev.json, test.json",
+    )
+    splits: list[str] | None = Field(
+        default=None,
+        description="the questions of these splits (train, dev, test) only, before "
+        "max_questions (a demo slice); none: every split",
+    )
+    max_questions: int | None = Field(
+        default=None,
+        description="the first n questions (train, dev, test in file order) with "
+        "their qrels, over the whole corpus (a demo slice); none: all",
+    )
 
 
 class RecorSource(BenchmarkSource):
-    release_path: str = Field(default="data/releases/recor", description="a folder or s3:// prefix holding "
-                                                                         "{domain}_benchmark.jsonl and {domain}_documents.jsonl")
-    max_conversations: int | None = Field(default=None, description="the first n conversations of the domain with all their "
-                                                                    "turns (a demo slice; the corpus stays whole); none: all")
+    release_path: str = Field(
+        default="data/releases/recor",
+        description="a folder or s3:// prefix holding {domain}_benchmark.jsonl and {domain}_documents.jsonl",
+    )
+    max_conversations: int | None = Field(
+        default=None,
+        description="the first n conversations of the domain with all their "
+        "turns (a demo slice; the corpus stays whole); none: all",
+    )
 
 
 class WikiProfileSource(BenchmarkSource):
-    release_path: str = Field(default="data/releases/wikiprofile", description="wikiprofile.csv, or the folder holding it")
-    max_facts: int | None = Field(default=None, description="the first n facts with their ten tasks (a demo slice); none: all")
-    fact_ids: list[str] | None = Field(default=None, description="these facts (by fact_id, wherever they are in the file) with "
-                                                                 "their ten tasks, before max_facts (a demo slice); none: all")
+    release_path: str = Field(
+        default="data/releases/wikiprofile", description="wikiprofile.csv, or the folder holding it"
+    )
+    max_facts: int | None = Field(
+        default=None, description="the first n facts with their ten tasks (a demo slice); none: all"
+    )
+    fact_ids: list[str] | None = Field(
+        default=None,
+        description="these facts (by fact_id, wherever they are in the file) with "
+        "their ten tasks, before max_facts (a demo slice); none: all",
+    )
 
 
 # QUIT's splits in the order the release names them (train.json, dev.json, test.json).
@@ -103,20 +125,33 @@ def _origin(config: BenchmarkSource, built: str) -> str:
 
 
 def _source_metadata(config: BenchmarkSource, built: str, rejects: pl.DataFrame) -> dict:
-    return {"source": _origin(config, built), "rejects": rejects.height,
-            "rejects_by_reason": counts_md(dict(rejects.group_by("reason").len().sort("reason").iter_rows()))}
+    return {
+        "source": _origin(config, built),
+        "rejects": rejects.height,
+        "rejects_by_reason": counts_md(dict(rejects.group_by("reason").len().sort("reason").iter_rows())),
+    }
 
 
 def _with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
 
 
-@dg.multi_asset(name="eval_quit_source", group_name=GROUP, outs={
-    "quit_questions": wiring.out("The QUIT questions the evaluation reads (question, split, answer pool, hints).", {"polars"}),
-    "quit_corpus": wiring.out("The QUIT passages the retrievers index.", {"polars"}),
-    "quit_qrels": wiring.out("Graded labels (2/1) of each question's passages.", {"polars"}),
-    "quit_source_rejects": wiring.out("Release records the loader could not use, with the reason (none from a build).", {"polars"}),
-}, deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]], code_version="3")
+@dg.multi_asset(
+    name="eval_quit_source",
+    group_name=GROUP,
+    outs={
+        "quit_questions": wiring.out(
+            "The QUIT questions the evaluation reads (question, split, answer pool, hints).", {"polars"}
+        ),
+        "quit_corpus": wiring.out("The QUIT passages the retrievers index.", {"polars"}),
+        "quit_qrels": wiring.out("Graded labels (2/1) of each question's passages.", {"polars"}),
+        "quit_source_rejects": wiring.out(
+            "Release records the loader could not use, with the reason (none from a build).", {"polars"}
+        ),
+    },
+    deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]],
+    code_version="3",
+)
 def quit_source(config: QuitSource, storage: StorageResource):
     """QUIT's questions, corpus and qrels for the evaluation: the build's final tables, or
     the published release (:func:`assets.quit.published.load_release`: labels from the
@@ -137,25 +172,45 @@ def quit_source(config: QuitSource, storage: StorageResource):
         if unknown:
             raise ValueError(f"QUIT splits {unknown} do not exist: name some of {', '.join(SPLIT_ORDER)}")
         in_order = in_order.filter(pl.col("split").is_in(config.splits))
-    questions = questions.join(first(in_order, "question_id", config.max_questions).select("question_id"),
-                               on="question_id", how="semi")
+    questions = questions.join(
+        first(in_order, "question_id", config.max_questions).select("question_id"), on="question_id", how="semi"
+    )
     qrels = qrels.join(questions.select("question_id"), on="question_id", how="semi")
     origin = {**_source_metadata(config, "quit/benchmark_*", rejects), **_sliced(total, questions.height, "questions")}
     splits = counts_md(dict(questions.group_by("split").len().sort("split").iter_rows()), "split")
-    yield dg.Output(questions, output_name="quit_questions",
-                    metadata={**table_metadata(questions.select("question_id", "split", "question", "answer")), **origin,
-                              "splits": splits})
-    yield dg.Output(corpus, output_name="quit_corpus", metadata={**table_metadata(corpus.select("passage_id", "text")), **origin})
+    yield dg.Output(
+        questions,
+        output_name="quit_questions",
+        metadata={
+            **table_metadata(questions.select("question_id", "split", "question", "answer")),
+            **origin,
+            "splits": splits,
+        },
+    )
+    yield dg.Output(
+        corpus, output_name="quit_corpus", metadata={**table_metadata(corpus.select("passage_id", "text")), **origin}
+    )
     labels = counts_md(dict(qrels.group_by("label").len().sort("label").iter_rows()), "label")
     yield dg.Output(qrels, output_name="quit_qrels", metadata={**table_metadata(qrels), **origin, "labels": labels})
     yield wiring.rejects("quit_source_rejects", quit_release.REJECTS, rejects)
 
 
-@dg.multi_asset(name="eval_recor_source", group_name=GROUP, partitions_def=domain_partitions, outs={
-    "recor_turns": wiring.out("One domain's RECOR turns the evaluation reads (query, answer, gold documents, history).", {"polars"}),
-    "recor_corpus": wiring.out("One domain's RECOR documents the retrievers index.", {"polars"}),
-    "recor_source_rejects": wiring.out("Release records the loader could not use, with the reason (none from a build).", {"polars"}),
-}, deps=[["recor", "benchmark"], ["recor", "corpus"]], code_version="1")
+@dg.multi_asset(
+    name="eval_recor_source",
+    group_name=GROUP,
+    partitions_def=domain_partitions,
+    outs={
+        "recor_turns": wiring.out(
+            "One domain's RECOR turns the evaluation reads (query, answer, gold documents, history).", {"polars"}
+        ),
+        "recor_corpus": wiring.out("One domain's RECOR documents the retrievers index.", {"polars"}),
+        "recor_source_rejects": wiring.out(
+            "Release records the loader could not use, with the reason (none from a build).", {"polars"}
+        ),
+    },
+    deps=[["recor", "benchmark"], ["recor", "corpus"]],
+    code_version="1",
+)
 def recor_source(context: dg.AssetExecutionContext, config: RecorSource, storage: StorageResource):
     """One domain's turns and corpus for the evaluation (partition = domain): the build's
     ``recor/benchmark`` and ``recor/corpus``, or the published ``{domain}_benchmark.jsonl``
@@ -173,26 +228,52 @@ def recor_source(context: dg.AssetExecutionContext, config: RecorSource, storage
     total = turns["conversation_id"].n_unique()
     turns = first(turns, "conversation_id", config.max_conversations)
     conversations = turns["conversation_id"].n_unique()
-    origin = {**_source_metadata(config, "recor/benchmark, recor/corpus", rejects), **_sliced(total, conversations, "conversations")}
-    yield dg.Output(turns, output_name="recor_turns",
-                    metadata={**table_metadata(turns.select("qid", "query", "answer")), **origin, **extra,
-                              "conversations": conversations})
-    yield dg.Output(corpus, output_name="recor_corpus", metadata={**table_metadata(corpus.select("doc_id", "content")), **origin})
+    origin = {
+        **_source_metadata(config, "recor/benchmark, recor/corpus", rejects),
+        **_sliced(total, conversations, "conversations"),
+    }
+    yield dg.Output(
+        turns,
+        output_name="recor_turns",
+        metadata={
+            **table_metadata(turns.select("qid", "query", "answer")),
+            **origin,
+            **extra,
+            "conversations": conversations,
+        },
+    )
+    yield dg.Output(
+        corpus, output_name="recor_corpus", metadata={**table_metadata(corpus.select("doc_id", "content")), **origin}
+    )
     yield wiring.rejects("recor_source_rejects", recor_release.REJECTS, rejects)
 
 
-@dg.multi_asset(name="eval_wikiprofile_source", group_name=GROUP, outs={
-    "wikiprofile_tasks": wiring.out("The WikiProfile facts with their ten tasks each, as the profiling reads them.", {"polars"}),
-    "wikiprofile_pages": wiring.out("The facts' pages with their mean monthly views (the popularity tiers).", {"polars"}),
-    "wikiprofile_source_rejects": wiring.out("Release rows the loader could not use, with the reason (none from a build).", {"polars"}),
-}, deps=[["wikiprofile", "benchmark"], ["wikiprofile", "source_pages"]], code_version="1")
+@dg.multi_asset(
+    name="eval_wikiprofile_source",
+    group_name=GROUP,
+    outs={
+        "wikiprofile_tasks": wiring.out(
+            "The WikiProfile facts with their ten tasks each, as the profiling reads them.", {"polars"}
+        ),
+        "wikiprofile_pages": wiring.out(
+            "The facts' pages with their mean monthly views (the popularity tiers).", {"polars"}
+        ),
+        "wikiprofile_source_rejects": wiring.out(
+            "Release rows the loader could not use, with the reason (none from a build).", {"polars"}
+        ),
+    },
+    deps=[["wikiprofile", "benchmark"], ["wikiprofile", "source_pages"]],
+    code_version="1",
+)
 def wikiprofile_source(config: WikiProfileSource, storage: StorageResource):
     """WikiProfile's tasks for the profiling: the build's ``wikiprofile/benchmark`` with its
     page summaries' views, or the published ``wikiprofile.csv``
     (:func:`assets.wikiprofile.published.parse_release`: popularity from its 29-month ``gbc``
     view counts)."""
     if config.source == RELEASE:
-        tasks, pages, rejects = wikiprofile_release.parse_release(*wikiprofile_release.read_release(config.release_path))
+        tasks, pages, rejects = wikiprofile_release.parse_release(
+            *wikiprofile_release.read_release(config.release_path)
+        )
     else:
         tasks, pages = _built(storage, "wikiprofile", "benchmark"), _built(storage, "wikiprofile", "source_pages")
         rejects = wikiprofile_release.REJECTS.empty()
@@ -200,11 +281,19 @@ def wikiprofile_source(config: WikiProfileSource, storage: StorageResource):
     where = config.release_path if config.source == RELEASE else "the build's wikiprofile/benchmark"
     tasks = first(named(tasks, "fact_id", config.fact_ids, where), "fact_id", config.max_facts)
     pages = _with_schema(pages, PAGES_SCHEMA)
-    origin = {**_source_metadata(config, "wikiprofile/benchmark, wikiprofile/source_pages", rejects),
-              **_sliced(total, tasks["fact_id"].n_unique(), "facts")}
-    yield dg.Output(tasks, output_name="wikiprofile_tasks",
-                    metadata={**table_metadata(tasks.select("fact_id", "task", "question")), **origin,
-                              "facts": tasks["fact_id"].n_unique()})
+    origin = {
+        **_source_metadata(config, "wikiprofile/benchmark, wikiprofile/source_pages", rejects),
+        **_sliced(total, tasks["fact_id"].n_unique(), "facts"),
+    }
+    yield dg.Output(
+        tasks,
+        output_name="wikiprofile_tasks",
+        metadata={
+            **table_metadata(tasks.select("fact_id", "task", "question")),
+            **origin,
+            "facts": tasks["fact_id"].n_unique(),
+        },
+    )
     yield dg.Output(pages, output_name="wikiprofile_pages", metadata={**table_metadata(pages), **origin})
     yield wiring.rejects("wikiprofile_source_rejects", wikiprofile_release.REJECTS, rejects)
 

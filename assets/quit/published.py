@@ -45,18 +45,39 @@ HINTS_PER_QUESTION = 5
 # Columns of the built tables the release does not carry: always null here. ``answer`` (the
 # gold answer) is not among them: the release's pool has no separate gold, so the first
 # answer of the pool stands for it.
-NOT_IN_RELEASE = ("hint_convergence", "question_type", "difficulty", "reference_complexity", "source", "source_id",
-                  "parametric_answerable")
+NOT_IN_RELEASE = (
+    "hint_convergence",
+    "question_type",
+    "difficulty",
+    "reference_complexity",
+    "source",
+    "source_id",
+    "parametric_answerable",
+)
 
 # The schemas of the built tables (assets.quit.release.assemble over the pipeline's frames).
 QUESTIONS_SCHEMA = {
-    "question_id": pl.String, "split": pl.String, "question": pl.String, "answer": pl.String,
-    "answers": pl.List(pl.String), "hints": pl.List(pl.String), "hint_convergence": pl.List(pl.Float64),
-    "question_type": pl.String, "difficulty": pl.String, "reference_complexity": pl.Float64,
-    "source": pl.String, "source_id": pl.String, "parametric_answerable": pl.Boolean,
+    "question_id": pl.String,
+    "split": pl.String,
+    "question": pl.String,
+    "answer": pl.String,
+    "answers": pl.List(pl.String),
+    "hints": pl.List(pl.String),
+    "hint_convergence": pl.List(pl.Float64),
+    "question_type": pl.String,
+    "difficulty": pl.String,
+    "reference_complexity": pl.Float64,
+    "source": pl.String,
+    "source_id": pl.String,
+    "parametric_answerable": pl.Boolean,
 }
-CORPUS_SCHEMA = {"passage_id": pl.String, "question_id": pl.String, "num_hints": pl.Int8, "hint_order": pl.String,
-                 "text": pl.String}
+CORPUS_SCHEMA = {
+    "passage_id": pl.String,
+    "question_id": pl.String,
+    "num_hints": pl.Int8,
+    "hint_order": pl.String,
+    "text": pl.String,
+}
 QRELS_SCHEMA = {"question_id": pl.String, "passage_id": pl.String, "label": pl.Int8}
 
 # A rejected question names only its question; a rejected passage or label names both. The
@@ -65,8 +86,16 @@ REJECTS = Rejects(("question_id", "passage_id"))
 MALFORMED, MISSING_FIELD, DUPLICATE_ID = "malformed", "missing_field", "duplicate_id"
 BAD_PASSAGE_ID, UNKNOWN_QUESTION, UNLABELED_PASSAGE = "bad_passage_id", "unknown_question", "unlabeled_passage"
 QREL_NOT_IN_CORPUS, NO_PASSAGES = "qrel_not_in_corpus", "no_passages"
-REASONS = (MALFORMED, MISSING_FIELD, DUPLICATE_ID, BAD_PASSAGE_ID, UNKNOWN_QUESTION, UNLABELED_PASSAGE,
-           QREL_NOT_IN_CORPUS, NO_PASSAGES)
+REASONS = (
+    MALFORMED,
+    MISSING_FIELD,
+    DUPLICATE_ID,
+    BAD_PASSAGE_ID,
+    UNKNOWN_QUESTION,
+    UNLABELED_PASSAGE,
+    QREL_NOT_IN_CORPUS,
+    NO_PASSAGES,
+)
 
 # ``<mask>_<order>`` after the question id: five 0/1 digits, then the 0-based hint ranks in
 # passage order (index.py: ``f'{q_id}_{subset}_{perm}'``, texts from ``hints[int(idx)] for
@@ -116,7 +145,9 @@ class _Loader:
     def question(self, split: str, where: str, rec: Any) -> None:
         file = QUESTION_FILES[split]
         if not isinstance(rec, dict):
-            return self.reject(None, None, file, MALFORMED, f"{where}: a question must be a JSON object, not {type(rec).__name__}", rec)
+            return self.reject(
+                None, None, file, MALFORMED, f"{where}: a question must be a JSON object, not {type(rec).__name__}", rec
+            )
         qid = rec.get("id")
         name = qid if isinstance(qid, str) else None
         missing = [f for f in PUBLISHED_FIELDS["question"] if f not in rec]
@@ -128,17 +159,31 @@ class _Loader:
             self.refused.add(name)
             return self.reject(name, None, file, MALFORMED, f"{where}: {problem}", rec)
         if qid in self.questions:
-            return self.reject(qid, None, file, DUPLICATE_ID,
-                               f"{where}: question {qid} is already in {self.files[qid]}; the first one is kept", rec)
-        self.questions[qid] = {"question_id": qid, "split": split, "question": rec["question"], "answer": rec["answers"][0],
-                               "answers": rec["answers"], "hints": [h["hint"] for h in rec["hints"]]}
+            return self.reject(
+                qid,
+                None,
+                file,
+                DUPLICATE_ID,
+                f"{where}: question {qid} is already in {self.files[qid]}; the first one is kept",
+                rec,
+            )
+        self.questions[qid] = {
+            "question_id": qid,
+            "split": split,
+            "question": rec["question"],
+            "answer": rec["answers"][0],
+            "answers": rec["answers"],
+            "hints": [h["hint"] for h in rec["hints"]],
+        }
         self.files[qid] = file
         self.label(qid, rec, file)
 
     def label(self, qid: str, rec: dict, file: str) -> None:
         for mask, orders in rec["subsets"].items():
             if not isinstance(orders, dict):
-                self.reject(qid, None, file, MALFORMED, f"subsets[{mask!r}] must map hint orders to answers", {mask: orders})
+                self.reject(
+                    qid, None, file, MALFORMED, f"subsets[{mask!r}] must map hint orders to answers", {mask: orders}
+                )
                 continue
             for order, given in orders.items():
                 pid = f"{qid}_{mask}_{order}"
@@ -147,14 +192,30 @@ class _Loader:
                 if problem:
                     self.reject(qid, pid, file, BAD_PASSAGE_ID, f"subsets entry {mask}/{order}: {problem}", entry)
                 elif not isinstance(given, dict):
-                    self.reject(qid, pid, file, MALFORMED, f"subsets entry {mask}/{order} must map models to answers", entry)
+                    self.reject(
+                        qid, pid, file, MALFORMED, f"subsets entry {mask}/{order} must map models to answers", entry
+                    )
                 elif missing := [m for m in LABELERS if m not in given]:
-                    self.reject(qid, pid, file, MISSING_FIELD, f"subsets entry {mask}/{order}: no answer of {', '.join(missing)}", entry)
+                    self.reject(
+                        qid,
+                        pid,
+                        file,
+                        MISSING_FIELD,
+                        f"subsets entry {mask}/{order}: no answer of {', '.join(missing)}",
+                        entry,
+                    )
                 elif wrong := [m for m in LABELERS if not isinstance(given[m], str)]:
                     # The rule reads null or a number as a wrong answer: the label would be 1
                     # where the file may have meant 2. Rejected, not guessed.
-                    self.reject(qid, pid, file, MALFORMED, f"subsets entry {mask}/{order}: the answer of "
-                                f"{', '.join(f'{m} ({type(given[m]).__name__})' for m in wrong)} is not a string", entry)
+                    self.reject(
+                        qid,
+                        pid,
+                        file,
+                        MALFORMED,
+                        f"subsets entry {mask}/{order}: the answer of "
+                        f"{', '.join(f'{m} ({type(given[m]).__name__})' for m in wrong)} is not a string",
+                        entry,
+                    )
                 else:
                     self.labels[pid] = (qid, release_label([given[m] for m in LABELERS], rec["answers"]))
 
@@ -175,7 +236,14 @@ class _Loader:
 
     def passage(self, rec: Any, where: str, seen: dict[str, int], n: int) -> dict | None:
         if not isinstance(rec, dict):
-            return self.reject(None, None, CORPUS_FILE, MALFORMED, f"{where}: a passage must be a JSON object, not {type(rec).__name__}", rec)
+            return self.reject(
+                None,
+                None,
+                CORPUS_FILE,
+                MALFORMED,
+                f"{where}: a passage must be a JSON object, not {type(rec).__name__}",
+                rec,
+            )
         pid, qid = rec.get("id"), rec.get("title")
         names = (qid if isinstance(qid, str) else None, pid if isinstance(pid, str) else None)
         missing = [f for f in PUBLISHED_FIELDS["corpus"] if f not in rec]
@@ -183,21 +251,46 @@ class _Loader:
             return self.reject(*names, CORPUS_FILE, MISSING_FIELD, f"{where}: no {', '.join(missing)}", rec)
         wrong = [f for f in PUBLISHED_FIELDS["corpus"] if not isinstance(rec[f], str) or not rec[f].strip()]
         if wrong:
-            return self.reject(*names, CORPUS_FILE, MALFORMED, f"{where}: {', '.join(wrong)} must be non-empty strings", rec)
+            return self.reject(
+                *names, CORPUS_FILE, MALFORMED, f"{where}: {', '.join(wrong)} must be non-empty strings", rec
+            )
         if pid in seen:
-            return self.reject(qid, pid, CORPUS_FILE, DUPLICATE_ID, f"{where}: passage {pid} is already on line {seen[pid]}; the first one is kept", rec)
+            return self.reject(
+                qid,
+                pid,
+                CORPUS_FILE,
+                DUPLICATE_ID,
+                f"{where}: passage {pid} is already on line {seen[pid]}; the first one is kept",
+                rec,
+            )
         seen[pid] = n
         if qid not in self.questions:
             why = "was rejected" if qid in self.refused else "is in no question file"
             return self.reject(qid, pid, CORPUS_FILE, UNKNOWN_QUESTION, f"{where}: its question {qid} {why}", rec)
         mask, _, order = pid.removeprefix(f"{qid}_").partition("_")
-        problem = f"{pid} does not start with its question id {qid}" if not pid.startswith(f"{qid}_") else passage_code(mask, order)
+        problem = (
+            f"{pid} does not start with its question id {qid}"
+            if not pid.startswith(f"{qid}_")
+            else passage_code(mask, order)
+        )
         if problem:
             return self.reject(qid, pid, CORPUS_FILE, BAD_PASSAGE_ID, f"{where}: {problem}", rec)
         if pid not in self.labels:
-            return self.reject(qid, pid, CORPUS_FILE, UNLABELED_PASSAGE,
-                               f"{where}: {self.files[qid]} gives no usable labeler answers for {mask}/{order}", rec)
-        return {"passage_id": pid, "question_id": qid, "num_hints": len(order), "hint_order": order, "text": rec["contents"]}
+            return self.reject(
+                qid,
+                pid,
+                CORPUS_FILE,
+                UNLABELED_PASSAGE,
+                f"{where}: {self.files[qid]} gives no usable labeler answers for {mask}/{order}",
+                rec,
+            )
+        return {
+            "passage_id": pid,
+            "question_id": qid,
+            "num_hints": len(order),
+            "hint_order": order,
+            "text": rec["contents"],
+        }
 
 
 def _question_problem(rec: dict) -> str | None:
@@ -254,7 +347,9 @@ def load_release(root: str) -> Release:
         if pid in in_corpus:
             qrels.append((qid, pid, label))
         else:
-            loader.reject(qid, pid, loader.files[qid], QREL_NOT_IN_CORPUS, f"labeled passage {pid} is not in {CORPUS_FILE}")
+            loader.reject(
+                qid, pid, loader.files[qid], QREL_NOT_IN_CORPUS, f"labeled passage {pid} is not in {CORPUS_FILE}"
+            )
     with_passages = {p["question_id"] for p in passages}
     for qid, q in loader.questions.items():
         if qid not in with_passages:

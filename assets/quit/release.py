@@ -22,7 +22,9 @@ CORPUS_COLUMNS = ("passage_id", "question_id", "num_hints", "hint_order", "text"
 BATCH_ROWS = 100_000
 
 
-def assemble(selected, splits, metadata, passages, labels, pools, rejects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def assemble(
+    selected, splits, metadata, passages, labels, pools, rejects
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Questions (labeled, in a split, not removed by verification), their corpus and qrels,
     each one frame (the ``benchmark`` asset streams the corpus: :func:`corpus_batches`)."""
     questions = benchmark_questions(selected, splits, metadata, pools, rejects)
@@ -37,9 +39,26 @@ def benchmark_questions(selected, splits, metadata, pools, rejects) -> pl.DataFr
         selected.join(splits.filter(pl.col("labeled") & pl.col("split").is_in(SPLITS)), on="question_id")
         .filter(~pl.col("question_id").is_in(removed))
         .join(pools.select("question_id", pl.col("answer_pool").alias("answers")), on="question_id")
-        .join(metadata.select("question_id", "question_type", "difficulty", "reference_complexity"), on="question_id", how="left")
-        .select("question_id", "split", "question", "answer", "answers", "hints", "hint_convergence",
-                "question_type", "difficulty", "reference_complexity", "source", "source_id", "parametric_answerable")
+        .join(
+            metadata.select("question_id", "question_type", "difficulty", "reference_complexity"),
+            on="question_id",
+            how="left",
+        )
+        .select(
+            "question_id",
+            "split",
+            "question",
+            "answer",
+            "answers",
+            "hints",
+            "hint_convergence",
+            "question_type",
+            "difficulty",
+            "reference_complexity",
+            "source",
+            "source_id",
+            "parametric_answerable",
+        )
         .sort("split", "question_id")
     )
 
@@ -49,7 +68,8 @@ def in_corpus(passages: pl.DataFrame, questions: pl.DataFrame, labels: pl.DataFr
     run that labels a slice of each question's passages must not leave the rest in the
     corpus, where they would read as irrelevant (label 0)."""
     return passages.select(
-        pl.col("question_id").is_in(questions["question_id"]) & pl.col("passage_id").is_in(labels["passage_id"])).to_series()
+        pl.col("question_id").is_in(questions["question_id"]) & pl.col("passage_id").is_in(labels["passage_id"])
+    ).to_series()
 
 
 def corpus_batches(passages: pl.DataFrame, keep: pl.Series, batch_rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
@@ -68,8 +88,11 @@ def corpus_batches(passages: pl.DataFrame, keep: pl.Series, batch_rows: int = BA
 
 def benchmark_qrels(questions: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """The labels of the benchmark's questions, by question and passage."""
-    return labels.filter(pl.col("question_id").is_in(questions["question_id"])).select("question_id", "passage_id", "label").sort(
-        "question_id", "passage_id")
+    return (
+        labels.filter(pl.col("question_id").is_in(questions["question_id"]))
+        .select("question_id", "passage_id", "label")
+        .sort("question_id", "passage_id")
+    )
 
 
 def question_record(row: dict) -> dict:
@@ -84,8 +107,9 @@ def question_record(row: dict) -> dict:
     }
 
 
-def export(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, target: str,
-           batch_rows: int = BATCH_ROWS) -> pl.DataFrame:
+def export(
+    questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, target: str, batch_rows: int = BATCH_ROWS
+) -> pl.DataFrame:
     """Writes corpus.jsonl, {train,dev,test}.json and qrels.{split}.txt under ``target``
     (a local folder or an s3:// prefix); returns a manifest of what was written. The corpus
     and the qrels are written ``batch_rows`` lines at a time."""
@@ -96,16 +120,24 @@ def export(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, t
         write_bytes(join(target, f"{split}.json"), json.dumps(records, ensure_ascii=False, indent=1).encode())
         files.append((f"{split}.json", len(records)))
         split_qrels = qrels.filter(pl.col("question_id").is_in(part["question_id"]))
-        files.append((f"qrels.{split}.txt", _write_lines(join(target, f"qrels.{split}.txt"), _qrel_lines(split_qrels, batch_rows))))
-    return pl.DataFrame({"file": [f for f, _ in files], "records": [n for _, n in files],
-                         "path": [join(target, f) for f, _ in files]})
+        files.append(
+            (
+                f"qrels.{split}.txt",
+                _write_lines(join(target, f"qrels.{split}.txt"), _qrel_lines(split_qrels, batch_rows)),
+            )
+        )
+    return pl.DataFrame(
+        {"file": [f for f, _ in files], "records": [n for _, n in files], "path": [join(target, f) for f, _ in files]}
+    )
 
 
 def _corpus_lines(corpus: pl.DataFrame, batch_rows: int) -> Iterator[list[str]]:
     """The release's corpus records, one JSON object a line (``json.dumps``'s spacing)."""
     for batch in corpus.iter_slices(batch_rows):
-        yield [json.dumps({"id": p, "contents": t, "title": q}, ensure_ascii=False)
-               for p, t, q in zip(batch["passage_id"].to_list(), batch["text"].to_list(), batch["question_id"].to_list())]
+        yield [
+            json.dumps({"id": p, "contents": t, "title": q}, ensure_ascii=False)
+            for p, t, q in zip(batch["passage_id"].to_list(), batch["text"].to_list(), batch["question_id"].to_list())
+        ]
 
 
 def _qrel_lines(qrels: pl.DataFrame, batch_rows: int) -> Iterator[list[str]]:
@@ -183,16 +215,22 @@ class _SemanticOverlap:
         return self.total / self.done if self.done else 0.0
 
 
-def semantic_overlap(question_texts: dict[str, str], corpus: pl.DataFrame | StoredTable | FrameTable, encode,
-                     block_size: int = 8192, log=None) -> float:
+def semantic_overlap(
+    question_texts: dict[str, str],
+    corpus: pl.DataFrame | StoredTable | FrameTable,
+    encode,
+    block_size: int = 8192,
+    log=None,
+) -> float:
     """Mean cosine of every corpus passage (``question_id``, ``text``: a frame, or a stored
     table read a block at a time) with its question's text, ``encode`` returning unit vectors
     (:class:`_SemanticOverlap`, blocks of ``block_size`` passages). ``log`` (a callable taking
     a line) hears the progress."""
     corpus = as_table(corpus)
     height = corpus.height
-    overlap = _SemanticOverlap(question_texts, corpus.read("question_id")["question_id"].unique(maintain_order=True).to_list(),
-                               encode)
+    overlap = _SemanticOverlap(
+        question_texts, corpus.read("question_id")["question_id"].unique(maintain_order=True).to_list(), encode
+    )
     for block in corpus.batches("question_id", "text", rows=block_size):
         overlap.add(block["question_id"].to_list(), block["text"].to_list())
         if log:
@@ -200,8 +238,14 @@ def semantic_overlap(question_texts: dict[str, str], corpus: pl.DataFrame | Stor
     return overlap.mean
 
 
-def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTable, qrels: pl.DataFrame, encode,
-           block_size: int = 8192, log=None) -> pl.DataFrame:
+def table1(
+    questions: pl.DataFrame,
+    corpus: pl.DataFrame | StoredTable | FrameTable,
+    qrels: pl.DataFrame,
+    encode,
+    block_size: int = 8192,
+    log=None,
+) -> pl.DataFrame:
     """Table 1 over the (question, passage) pairs: every corpus passage with its question's
     text and answer pool (``answers``), as the release's statistics script reads them. The
     corpus is a frame or a stored table, read in one pass a block of ``block_size`` passages
@@ -233,20 +277,30 @@ def table1(questions: pl.DataFrame, corpus: pl.DataFrame | StoredTable | FrameTa
         raise ValueError(f"corpus passages of questions not in the benchmark questions: {missing[:5]}")
     semantic = _SemanticOverlap({qid: r["question"] for qid, r in q.items()}, asked.to_list(), encode)
     sums = _pair_sums(q, corpus, semantic, block_size, log)
-    return pl.DataFrame([(m, float(v), d) for m, v, d in _table1_rows(sums, semantic, qrels)], schema=TABLE_1_SCHEMA,
-                        orient="row")
+    return pl.DataFrame(
+        [(m, float(v), d) for m, v, d in _table1_rows(sums, semantic, qrels)], schema=TABLE_1_SCHEMA, orient="row"
+    )
 
 
-def _pair_sums(q: dict[str, dict], corpus: StoredTable | FrameTable, semantic: _SemanticOverlap, block_size: int,
-               log=None) -> dict[str, float]:
+def _pair_sums(
+    q: dict[str, dict], corpus: StoredTable | FrameTable, semantic: _SemanticOverlap, block_size: int, log=None
+) -> dict[str, float]:
     """Table 1's sums over the (question, passage) pairs of ``corpus``, ``q`` holding each
     question by id; each block's passages are encoded into ``semantic`` as they are read."""
     # Sums over the pairs, a block of passages at a time, not a list of every pair and of
     # each value (0.23 KB a passage more, about 0.55 GB at 2.4M; and 16% slower).
-    sums = {"pairs": 0, "passage_words": 0, "answers": 0, "answer_words": 0, "lexical": 0.0, "contained": 0,
-            "whole_words": 0}
-    pool_words = {qid: (len(r["answers"] or []), sum(len(space_words(a)) for a in r["answers"] or []))
-                  for qid, r in q.items()}
+    sums = {
+        "pairs": 0,
+        "passage_words": 0,
+        "answers": 0,
+        "answer_words": 0,
+        "lexical": 0.0,
+        "contained": 0,
+        "whole_words": 0,
+    }
+    pool_words = {
+        qid: (len(r["answers"] or []), sum(len(space_words(a)) for a in r["answers"] or [])) for qid, r in q.items()
+    }
     # Whole-word containment (contains_phrase) with each answer normalized once per question
     # and each passage once, uncached: a passage is read once.
     pool_phrases = {qid: [f" {p} " for p in (normalize(a) for a in r["answers"] or []) if p] for qid, r in q.items()}
@@ -273,7 +327,9 @@ def _avg(total: float, count: int) -> float:
     return float(total / count) if count else 0.0
 
 
-def _table1_rows(sums: dict[str, float], semantic: _SemanticOverlap, qrels: pl.DataFrame) -> list[tuple[str, float, str]]:
+def _table1_rows(
+    sums: dict[str, float], semantic: _SemanticOverlap, qrels: pl.DataFrame
+) -> list[tuple[str, float, str]]:
     """Table 1's rows, ``(metric, value, definition)``, from the pairs' sums."""
     texts = semantic.texts
     n = sums["pairs"]
@@ -281,20 +337,43 @@ def _table1_rows(sums: dict[str, float], semantic: _SemanticOverlap, qrels: pl.D
     return [
         ("Total Questions", len(texts), "distinct question texts with passages"),
         ("Total Passages", n, "question-passage pairs"),
-        ("Avg. Question Length (words)", _avg(sum(len(space_words(t)) for t in texts), len(texts)),
-         f"per distinct question, {space}"),
+        (
+            "Avg. Question Length (words)",
+            _avg(sum(len(space_words(t)) for t in texts), len(texts)),
+            f"per distinct question, {space}",
+        ),
         ("Avg. Passage Length (words)", _avg(sums["passage_words"], n), f"per passage, {space}"),
-        ("Avg. Answer Length (words)", _avg(sums["answer_words"], sums["answers"]),
-         f"per pool answer, once per passage of its question, {space}"),
-        ("Query-Passage Lexical Overlap", _avg(sums["lexical"], n),
-         f"Jaccard of word sets ({space}, case kept, NLTK English stop words removed)"),
-        ("Answer Containment", _avg(sums["contained"], n),
-         "share of pairs with a pool answer as a lower-cased substring of the passage"),
-        ("Answer Containment (whole words)", _avg(sums["whole_words"], n),
-         "share of pairs with a pool answer on word boundaries after normalize (project's rule)"),
+        (
+            "Avg. Answer Length (words)",
+            _avg(sums["answer_words"], sums["answers"]),
+            f"per pool answer, once per passage of its question, {space}",
+        ),
+        (
+            "Query-Passage Lexical Overlap",
+            _avg(sums["lexical"], n),
+            f"Jaccard of word sets ({space}, case kept, NLTK English stop words removed)",
+        ),
+        (
+            "Answer Containment",
+            _avg(sums["contained"], n),
+            "share of pairs with a pool answer as a lower-cased substring of the passage",
+        ),
+        (
+            "Answer Containment (whole words)",
+            _avg(sums["whole_words"], n),
+            "share of pairs with a pool answer on word boundaries after normalize (project's rule)",
+        ),
         ("Query-Passage Semantic Overlap", semantic.mean, "mean cosine of question and passage embeddings"),
-        ("Label-2 Passages", int((qrels["label"] == 2).sum()) if qrels.height else 0, "qrels with label 2 (project's row)"),
-        ("Label-1 Passages", int((qrels["label"] == 1).sum()) if qrels.height else 0, "qrels with label 1 (project's row)"),
+        (
+            "Label-2 Passages",
+            int((qrels["label"] == 2).sum()) if qrels.height else 0,
+            "qrels with label 2 (project's row)",
+        ),
+        (
+            "Label-1 Passages",
+            int((qrels["label"] == 1).sum()) if qrels.height else 0,
+            "qrels with label 1 (project's row)",
+        ),
     ]
 
 
@@ -306,7 +385,11 @@ def hint_count_plot(corpus: pl.DataFrame | StoredTable | FrameTable, qrels: pl.D
     import matplotlib.pyplot as plt
 
     joined = as_table(corpus).read("passage_id", "num_hints").join(qrels.select("passage_id", "label"), on="passage_id")
-    by = joined.group_by("num_hints").agg(pl.len().alias("n"), (pl.col("label") == 2).mean().alias("share")).sort("num_hints")
+    by = (
+        joined.group_by("num_hints")
+        .agg(pl.len().alias("n"), (pl.col("label") == 2).mean().alias("share"))
+        .sort("num_hints")
+    )
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.bar(by["num_hints"].to_list(), by["share"].to_list(), color="#4c72b0")
     ax.set_xlabel("hints in passage")

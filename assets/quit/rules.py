@@ -13,12 +13,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assets.common.text import (
-    contains_phrase,
-    exact_match,
-    normalize,
-    tokens,
-)
+from assets.common.text import contains_phrase, exact_match, normalize, tokens
 from resources.llm import ParseError
 
 NO_ANSWER = "NO ANSWER"
@@ -67,15 +62,18 @@ READER_PARSES = {"last_line": parse_last_line_answer, "first_line": parse_short_
 
 # Li and Roth's question taxonomy: each coarse class and its fine classes, written as one string
 # of codes.
-TAXONOMY = {coarse: set(fine.split()) for coarse, fine in {
-    "ABBR": "abb exp",
-    "DESC": "def desc manner reason",
-    "ENTY": "animal body color cremat currency dismed event food instru lang letter other plant product religion sport "
-            "substance symbol techmeth termeq veh word",
-    "HUM": "desc gr ind title",
-    "LOC": "city country mount other state",
-    "NUM": "code count date dist money ord other perc period speed temp volsize weight",
-}.items()}
+TAXONOMY = {
+    coarse: set(fine.split())
+    for coarse, fine in {
+        "ABBR": "abb exp",
+        "DESC": "def desc manner reason",
+        "ENTY": "animal body color cremat currency dismed event food instru lang letter other plant product religion sport "
+        "substance symbol techmeth termeq veh word",
+        "HUM": "desc gr ind title",
+        "LOC": "city country mount other state",
+        "NUM": "code count date dist money ord other perc period speed temp volsize weight",
+    }.items()
+}
 
 
 def parse_type_label(text: str) -> tuple[str, str]:
@@ -93,8 +91,14 @@ def coarse_type(major: str | None) -> str | None:
     if not major:
         return None
     head = major.split(":")[0].strip().upper()
-    aliases = {"HUMAN": "HUM", "LOCATION": "LOC", "ENTITY": "ENTY", "NUMERIC": "NUM",
-               "DESCRIPTION": "DESC", "ABBREVIATION": "ABBR"}
+    aliases = {
+        "HUMAN": "HUM",
+        "LOCATION": "LOC",
+        "ENTITY": "ENTY",
+        "NUMERIC": "NUM",
+        "DESCRIPTION": "DESC",
+        "ABBREVIATION": "ABBR",
+    }
     return aliases.get(head, head)
 
 
@@ -200,9 +204,7 @@ def parametric_answerable(correct: list[bool | None]) -> bool | None:
     return None if any(c is None for c in correct) else False
 
 
-def assign_splits(
-    answerable: dict[str, bool | None], train_size: int, test_size: int, seed: int
-) -> dict[str, str]:
+def assign_splits(answerable: dict[str, bool | None], train_size: int, test_size: int, seed: int) -> dict[str, str]:
     """train: sampled from parametrically answerable questions; test: sampled from the
     non-answerable ones; dev: the rest of the non-answerable. Answerable questions beyond
     ``train_size`` are left out (split ``unused``), as in the paper, and so are undetermined
@@ -242,11 +244,19 @@ def passage_label(correct_by_labeler: list[bool | None]) -> int | None:
     return 2 if any(correct_by_labeler) else 1
 
 
-LABEL_SCHEMA = {"passage_id": pl.String, "question_id": pl.String, "num_hints": pl.Int8, "labelers": pl.UInt32,
-                "label": pl.Int8, "error": pl.String}
+LABEL_SCHEMA = {
+    "passage_id": pl.String,
+    "question_id": pl.String,
+    "num_hints": pl.Int8,
+    "labelers": pl.UInt32,
+    "label": pl.Int8,
+    "error": pl.String,
+}
 
 
-def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def labels_and_pool(
+    answers: pl.DataFrame, passages: pl.DataFrame, questions: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Passage labels and each question's pool of valid answers (gold, aliases and every
     generated answer judged correct).
 
@@ -257,22 +267,32 @@ def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl
     # The failures are joined on the few undecided answers alone: a string aggregation over
     # all 7.2M answers of the papers' size cost more memory than the rest of the step.
     failure = pl.format("{}: {}", "model", pl.coalesce("error", pl.format("judge: {}", "judge_error")))
-    errors = answers.filter(pl.col("correct").is_null()).group_by("passage_id").agg(
-        failure.drop_nulls().str.join("; ").alias("error"))
-    decided = answers.group_by("passage_id").agg(
-        pl.col("correct").any().alias("any_correct"),
-        pl.col("model").n_unique().alias("labelers"),
-    ).join(errors, on="passage_id", how="left").with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
+    errors = (
+        answers.filter(pl.col("correct").is_null())
+        .group_by("passage_id")
+        .agg(failure.drop_nulls().str.join("; ").alias("error"))
+    )
+    decided = (
+        answers.group_by("passage_id")
+        .agg(pl.col("correct").any().alias("any_correct"), pl.col("model").n_unique().alias("labelers"))
+        .join(errors, on="passage_id", how="left")
+        .with_columns(pl.when(pl.col("error") != "").then(pl.col("error")).alias("error"))
+    )
     labels = (
         passages.select("passage_id", "question_id", "num_hints")
         .join(decided, on="passage_id", how="left")
-        .with_columns(pl.when(pl.col("error").is_null()).then(pl.when(pl.col("any_correct")).then(2).otherwise(1))
-                      .cast(pl.Int8).alias("label"))
+        .with_columns(
+            pl.when(pl.col("error").is_null())
+            .then(pl.when(pl.col("any_correct")).then(2).otherwise(1))
+            .cast(pl.Int8)
+            .alias("label")
+        )
         .select(list(LABEL_SCHEMA))
     )
     generated = (
         answers.filter(pl.col("correct") & pl.col("answer").is_not_null())
-        .group_by("question_id").agg(pl.col("answer").unique().sort().alias("generated_correct"))
+        .group_by("question_id")
+        .agg(pl.col("answer").unique().sort().alias("generated_correct"))
     )
     pool = (
         questions.select("question_id", "answer", "aliases")
@@ -280,7 +300,9 @@ def labels_and_pool(answers: pl.DataFrame, passages: pl.DataFrame, questions: pl
         .with_columns(pl.col("generated_correct").fill_null([]))
         .with_columns(
             pl.struct("aliases", "generated_correct")
-            .map_elements(lambda s: _merge_answers(s["aliases"], s["generated_correct"]), return_dtype=pl.List(pl.String))
+            .map_elements(
+                lambda s: _merge_answers(s["aliases"], s["generated_correct"]), return_dtype=pl.List(pl.String)
+            )
             .alias("answer_pool")
         )
     )
@@ -394,8 +416,10 @@ def passage_batches(questions: pl.DataFrame, batch_questions: int = 256) -> Iter
 
 
 def passages_frame(questions: pl.DataFrame) -> pl.DataFrame:
-    return pl.concat(list(passage_batches(questions)), rechunk=True) if questions.height else pl.from_arrow(
-        PASSAGE_SCHEMA.empty_table()
+    return (
+        pl.concat(list(passage_batches(questions)), rechunk=True)
+        if questions.height
+        else pl.from_arrow(PASSAGE_SCHEMA.empty_table())
     )
 
 
@@ -417,10 +441,13 @@ def candidates(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     ties in the order they first occur. Computed on columns (7.2M answers at the papers' size)."""
     asked = questions.select("question_id", "question", pl.col("answer").alias("gold"))
     given = answers.filter(pl.col("answer").is_not_null() & pl.col("question_id").is_in(asked["question_id"])).select(
-        "question_id", "answer", "correct")
+        "question_id", "answer", "correct"
+    )
     groups = (
-        given.with_columns(normalized(given["answer"]).alias("key")).with_row_index("row")
-        .group_by("question_id", "key").agg(
+        given.with_columns(normalized(given["answer"]).alias("key"))
+        .with_row_index("row")
+        .group_by("question_id", "key")
+        .agg(
             pl.col("answer").first().alias("candidate"),
             pl.len().alias("occurrences"),
             pl.col("correct").fill_null(False).any().alias("judged_correct"),
@@ -429,10 +456,13 @@ def candidates(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     )
     return (
         groups.join(asked, on="question_id")
-        .join(gold_keys(questions).with_columns(pl.lit(True).alias("exact_match")), on=["question_id", "key"], how="left")
+        .join(
+            gold_keys(questions).with_columns(pl.lit(True).alias("exact_match")), on=["question_id", "key"], how="left"
+        )
         .with_columns(pl.col("exact_match").fill_null(False))
         .sort(["question_id", "occurrences", "first"], descending=[False, True, False])
-        .select(list(CANDIDATE_SCHEMA)).cast(CANDIDATE_SCHEMA)
+        .select(list(CANDIDATE_SCHEMA))
+        .cast(CANDIDATE_SCHEMA)
     )
 
 
@@ -448,8 +478,7 @@ def gold_keys(questions: pl.DataFrame) -> pl.DataFrame:
     left out. An answer whose normalized ``key`` is among its question's is an
     :func:`exact_match`."""
     golds = questions.select("question_id", "aliases").explode("aliases").drop_nulls("aliases")
-    return (golds.select("question_id", normalized(golds["aliases"]).alias("key"))
-            .filter(pl.col("key") != "").unique())
+    return golds.select("question_id", normalized(golds["aliases"]).alias("key")).filter(pl.col("key") != "").unique()
 
 
 # The label update of 3.2.4 from the human verification decisions (``{question_id: {"accepted":
@@ -461,39 +490,60 @@ def decided(decisions: dict[str, dict], kind: str) -> dict[str, set[str]]:
     return {q: {normalize(a) for a in d.get(kind, [])} for q, d in decisions.items()}
 
 
-def relabeled(decisions: dict[str, dict], answers: pl.DataFrame, labels: pl.DataFrame,
-              questions: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+def relabeled(
+    decisions: dict[str, dict], answers: pl.DataFrame, labels: pl.DataFrame, questions: pl.DataFrame
+) -> tuple[pl.DataFrame, int]:
     """The passage labels after the decisions, and how many went from 2 to 1."""
     accepted, rejected = decided(decisions, "accepted"), decided(decisions, "rejected")
     # An answer stays correct when it matches a gold answer; otherwise, for a question with
     # decisions, when it was accepted, or judged correct and not rejected; for one without,
     # when it was judged correct.
-    verdicts = pl.DataFrame(
-        [(q, key, True, False) for q, keys in accepted.items() for key in keys]
-        + [(q, key, False, True) for q, keys in rejected.items() for key in keys],
-        schema={"question_id": pl.String, "key": pl.String, "accepted": pl.Boolean, "rejected": pl.Boolean}, orient="row",
-    ).group_by("question_id", "key").agg(pl.col("accepted").any(), pl.col("rejected").any())
+    verdicts = (
+        pl.DataFrame(
+            [(q, key, True, False) for q, keys in accepted.items() for key in keys]
+            + [(q, key, False, True) for q, keys in rejected.items() for key in keys],
+            schema={"question_id": pl.String, "key": pl.String, "accepted": pl.Boolean, "rejected": pl.Boolean},
+            orient="row",
+        )
+        .group_by("question_id", "key")
+        .agg(pl.col("accepted").any(), pl.col("rejected").any())
+    )
     given = answers.select("passage_id", "question_id", "answer", "correct")
     judged_correct = pl.col("correct").fill_null(False)
     any_correct = (
         given.with_columns(normalized(given["answer"]).alias("key"))
         .join(gold_keys(questions).with_columns(pl.lit(True).alias("exact")), on=["question_id", "key"], how="left")
         .join(verdicts, on=["question_id", "key"], how="left")
-        .select("passage_id", pl.when(pl.col("answer").is_null()).then(False)
-                .when(pl.col("exact").fill_null(False)).then(True)
-                .when(~pl.col("question_id").is_in(list(decisions))).then(judged_correct)
-                .otherwise(pl.col("accepted").fill_null(False) | (judged_correct & ~pl.col("rejected").fill_null(False)))
-                .alias("correct"))
-        .group_by("passage_id").agg(pl.col("correct").any().alias("ok"))
+        .select(
+            "passage_id",
+            pl.when(pl.col("answer").is_null())
+            .then(False)
+            .when(pl.col("exact").fill_null(False))
+            .then(True)
+            .when(~pl.col("question_id").is_in(list(decisions)))
+            .then(judged_correct)
+            .otherwise(pl.col("accepted").fill_null(False) | (judged_correct & ~pl.col("rejected").fill_null(False)))
+            .alias("correct"),
+        )
+        .group_by("passage_id")
+        .agg(pl.col("correct").any().alias("ok"))
     )
     # A passage left without a label by a failed call stays without one: no decision fills it.
     new_labels = (
         labels.join(any_correct, on="passage_id", how="left")
-        .with_columns(pl.when(pl.col("label").is_not_null()).then(pl.when(pl.col("ok")).then(2).otherwise(1))
-                      .cast(pl.Int8).alias("label")).drop("ok")
+        .with_columns(
+            pl.when(pl.col("label").is_not_null())
+            .then(pl.when(pl.col("ok")).then(2).otherwise(1))
+            .cast(pl.Int8)
+            .alias("label")
+        )
+        .drop("ok")
     )
-    demoted = int(labels.join(new_labels.select("passage_id", pl.col("label").alias("new")), on="passage_id")
-                  .filter((pl.col("label") == 2) & (pl.col("new") == 1)).height)
+    demoted = int(
+        labels.join(new_labels.select("passage_id", pl.col("label").alias("new")), on="passage_id")
+        .filter((pl.col("label") == 2) & (pl.col("new") == 1))
+        .height
+    )
     return new_labels, demoted
 
 
@@ -511,8 +561,9 @@ def revised_pools(decisions: dict[str, dict], pools: pl.DataFrame, questions: pl
         return kept + extra
 
     return pools.with_columns(
-        pl.struct("question_id", "answer_pool").map_elements(lambda s: pool_for(s["question_id"], list(s["answer_pool"])),
-                                                             return_dtype=pl.List(pl.String)).alias("answer_pool")
+        pl.struct("question_id", "answer_pool")
+        .map_elements(lambda s: pool_for(s["question_id"], list(s["answer_pool"])), return_dtype=pl.List(pl.String))
+        .alias("answer_pool")
     )
 
 
@@ -520,5 +571,8 @@ def newly_accepted(decisions: dict[str, dict], pools: pl.DataFrame, questions: p
     """The questions with an accepted answer their pool did not hold."""
     asked = set(questions["question_id"])
     accepted = decided(decisions, "accepted")
-    pooled = {q: {normalize(a) for a in pool or [] if a is not None} for q, pool in pools.select("question_id", "answer_pool").iter_rows()}
+    pooled = {
+        q: {normalize(a) for a in pool or [] if a is not None}
+        for q, pool in pools.select("question_id", "answer_pool").iter_rows()
+    }
     return [q for q in decisions if q in asked and accepted[q] - pooled.get(q, set())]

@@ -28,7 +28,12 @@ class QuitSettings(ProfiledSettings):
     each reranker reorders its own ``top_k`` from ``resources/rerankers.yaml``.
     """
 
-    DEMO_SLICE: ClassVar[dict[str, Any]] = {"distractors": 3, "test_size": 12, "max_labeled_questions": 3, "rerank_depth": None}
+    DEMO_SLICE: ClassVar[dict[str, Any]] = {
+        "distractors": 3,
+        "test_size": 12,
+        "max_labeled_questions": 3,
+        "rerank_depth": None,
+    }
 
     triviahg_path: str = str(DATA / "triviahg_sample.json")
     wikihint_path: str = str(DATA / "wikihint_sample.json")

@@ -43,7 +43,12 @@ QUESTION_SCHEMA = {
 # Rejected source records and questions: the question and its source name the item.
 REJECTS = Rejects(("question_id", "source"))
 # ``ingest``'s reasons, the vocabulary of the source rejects.
-MALFORMED, DUPLICATE_ID, TOO_FEW_HINTS, DUPLICATE_QUESTION = "malformed", "duplicate_id", "too_few_hints", "duplicate_question"
+MALFORMED, DUPLICATE_ID, TOO_FEW_HINTS, DUPLICATE_QUESTION = (
+    "malformed",
+    "duplicate_id",
+    "too_few_hints",
+    "duplicate_question",
+)
 SOURCE_REASONS = frozenset({MALFORMED, DUPLICATE_ID, TOO_FEW_HINTS, DUPLICATE_QUESTION})
 
 
@@ -284,8 +289,6 @@ def load_decisions(path: str) -> dict[str, dict]:
     return raw
 
 
-
-
 # Reference passages of reference-based difficulty (3.1.5).
 REFERENCE_SCHEMA = {"id": pl.String, "contents": pl.String}
 
@@ -295,13 +298,20 @@ def reference_passages(path: str, questions: pl.DataFrame) -> pl.DataFrame:
     the questions' own snippets. A record without an id or a text is an error naming it:
     difficulty computed over a silently shortened collection would not be the method's."""
     if not path:
-        return pl.DataFrame([{"id": f"snippet:{r['question_id']}", "contents": r["snippet"]}
-                             for r in questions.select("question_id", "snippet").iter_rows(named=True) if r["snippet"]],
-                            schema=REFERENCE_SCHEMA)
+        return pl.DataFrame(
+            [
+                {"id": f"snippet:{r['question_id']}", "contents": r["snippet"]}
+                for r in questions.select("question_id", "snippet").iter_rows(named=True)
+                if r["snippet"]
+            ],
+            schema=REFERENCE_SCHEMA,
+        )
     rows = []
     for where, rec in read_records(path):
         text = (rec.get("contents") or rec.get("text")) if isinstance(rec, dict) else None
         if not isinstance(rec, dict) or rec.get("id") in (None, "") or not isinstance(text, str) or not text.strip():
-            raise SourceFormatError(f"{where}: a reference passage needs an id and a non-empty contents (or text): {str(rec)[:200]}")
+            raise SourceFormatError(
+                f"{where}: a reference passage needs an id and a non-empty contents (or text): {str(rec)[:200]}"
+            )
         rows.append({"id": str(rec["id"]), "contents": text})
     return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)

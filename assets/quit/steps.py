@@ -90,12 +90,22 @@ def judge(
 # --- 3.1.2 leakage -------------------------------------------------------------------------
 
 
-LEAK_SPAN_SCHEMA = {"question_id": pl.String, "hint_index": pl.Int64, "span": pl.String, "verdict": pl.Boolean,
-                    "error": pl.String}
+LEAK_SPAN_SCHEMA = {
+    "question_id": pl.String,
+    "hint_index": pl.Int64,
+    "span": pl.String,
+    "verdict": pl.Boolean,
+    "error": pl.String,
+}
 
 
 def screen_leakage(
-    questions: pl.DataFrame, llm, judge_alias: str, stats: CallStats, step: str = "leakage", log=None,
+    questions: pl.DataFrame,
+    llm,
+    judge_alias: str,
+    stats: CallStats,
+    step: str = "leakage",
+    log=None,
     binding: bool = True,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Drop questions any of whose hints names the answer (or an equivalent of it).
@@ -122,8 +132,12 @@ def screen_leakage(
             for hi, hint in enumerate(row["hints"]):
                 for span in rules.leakage_spans(hint, answers):
                     span_requests.append(
-                        LLMRequest(key=f"{row['question_id']} hint {hi + 1}", messages=prompt.messages(answer=gold_text(answers), span=span), params=VERDICT,
-                                   output=prompt.output)
+                        LLMRequest(
+                            key=f"{row['question_id']} hint {hi + 1}",
+                            messages=prompt.messages(answer=gold_text(answers), span=span),
+                            params=VERDICT,
+                            output=prompt.output,
+                        )
                     )
                     span_owner.append((qi, hi, span))
     results = llm.run(judge_alias, span_requests, parse=parse_yes_no, stats=stats, log=log)
@@ -134,8 +148,15 @@ def screen_leakage(
         if said_yes and binding:
             judged_leaks.setdefault(qi, f"hint {hi + 1} span {span!r} judged equivalent to the answer")
         elif said_yes or failed(r.error):
-            unresolved.append({"question_id": rows[qi]["question_id"], "hint_index": hi, "span": span,
-                               "verdict": r.value if r.ok else None, "error": r.error})
+            unresolved.append(
+                {
+                    "question_id": rows[qi]["question_id"],
+                    "hint_index": hi,
+                    "span": span,
+                    "verdict": r.value if r.ok else None,
+                    "error": r.error,
+                }
+            )
     rejected = {qi: why for qi, why in rejects}
     rejected.update({qi: why for qi, why in judged_leaks.items() if qi not in rejected})
     reject_rows = []
@@ -157,7 +178,9 @@ def _reject(row: dict, step: str, reason: str, detail: str) -> dict:
 # --- 3.1.2 convergence -----------------------------------------------------------------------
 
 
-def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int, stats: CallStats, log=None) -> pl.DataFrame:
+def hint_convergence(
+    questions: pl.DataFrame, llm, alias: str, distractors: int, stats: CallStats, log=None
+) -> pl.DataFrame:
     """Convergence of every hint: from the source when it has it (WikiHint), else computed
     as HintEval defines it over the gold answer and wrong candidates (the source's
     candidates when present, otherwise ones the LLM proposes)."""
@@ -167,8 +190,14 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
     gen_prompt = _prompt("distractors")
     gen = llm.run(
         alias,
-        [LLMRequest(r["question_id"], gen_prompt.messages(question=r["question"], answer=r["answer"], count=str(distractors)),
-                    output=gen_prompt.output) for r in need_gen],
+        [
+            LLMRequest(
+                r["question_id"],
+                gen_prompt.messages(question=r["question"], answer=r["answer"], count=str(distractors)),
+                output=gen_prompt.output,
+            )
+            for r in need_gen
+        ],
         parse=lambda t: parse_list(t, distractors * 2),
         stats=stats,
         log=log,
@@ -189,8 +218,14 @@ def hint_convergence(questions: pl.DataFrame, llm, alias: str, distractors: int,
         for hi, hint in enumerate(r["hints"]):
             out.append(_conv_row(qid, hi, hint, None, "computed", cands))
             for ci, cand in enumerate([r["answer"]] + cands):
-                fit_requests.append(LLMRequest(f"{qid} hint {hi + 1} | {cand}", fits_prompt.messages(question=r["question"], hint=hint, candidate=cand), params=VERDICT,
-                                                 output=fits_prompt.output))
+                fit_requests.append(
+                    LLMRequest(
+                        f"{qid} hint {hi + 1} | {cand}",
+                        fits_prompt.messages(question=r["question"], hint=hint, candidate=cand),
+                        params=VERDICT,
+                        output=fits_prompt.output,
+                    )
+                )
                 fit_index.append((len(out) - 1, ci))
     results = llm.run(alias, fit_requests, parse=parse_yes_no, stats=stats, log=log)
     answers: dict[int, dict[int, bool | None]] = {}
@@ -218,8 +253,15 @@ CONVERGENCE_SCHEMA = {
 
 
 def _conv_row(qid, hi, hint, conv, origin, cands):
-    return {"question_id": qid, "hint_index": hi, "hint": hint, "convergence": conv, "origin": origin,
-            "candidates": cands, "unparsable_verdicts": 0}
+    return {
+        "question_id": qid,
+        "hint_index": hi,
+        "hint": hint,
+        "convergence": conv,
+        "origin": origin,
+        "candidates": cands,
+        "unparsable_verdicts": 0,
+    }
 
 
 def _wrong(candidates: list[str], golds: list[str]) -> list[str]:
@@ -251,21 +293,40 @@ def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats, l
     rows = questions.select("question_id", "question", "major_type", "minor_type").to_dicts()
     missing = [r for r in rows if not rules.coarse_type(r["major_type"])]
     prompt = _prompt("question_type")
-    results = llm.run(alias, [LLMRequest(r["question_id"], prompt.messages(question=r["question"]), output=prompt.output) for r in missing],
-                      parse=rules.parse_type_label, stats=stats, log=log)
+    results = llm.run(
+        alias,
+        [LLMRequest(r["question_id"], prompt.messages(question=r["question"]), output=prompt.output) for r in missing],
+        parse=rules.parse_type_label,
+        stats=stats,
+        log=log,
+    )
     labelled = {r["question_id"]: res for r, res in zip(missing, results)}
     out = []
     for r in rows:
         res = labelled.get(r["question_id"])
         if res is None:
-            coarse, fine, origin, raw = rules.coarse_type(r["major_type"]), rules.fine_type(r["minor_type"]), "source", None
+            coarse, fine, origin, raw = (
+                rules.coarse_type(r["major_type"]),
+                rules.fine_type(r["minor_type"]),
+                "source",
+                None,
+            )
         elif res.ok:
             (coarse, fine), origin, raw = res.value, "llm", res.text
         else:
             coarse, fine, origin, raw = None, None, "llm_unparsable", res.text
-        out.append({"question_id": r["question_id"], "question_type": f"{coarse}:{fine}" if coarse else None,
-                    "type_origin": origin, "type_raw": raw})
-    return pl.DataFrame(out, schema={"question_id": pl.String, "question_type": pl.String, "type_origin": pl.String, "type_raw": pl.String})
+        out.append(
+            {
+                "question_id": r["question_id"],
+                "question_type": f"{coarse}:{fine}" if coarse else None,
+                "type_origin": origin,
+                "type_raw": raw,
+            }
+        )
+    return pl.DataFrame(
+        out,
+        schema={"question_id": pl.String, "question_type": pl.String, "type_origin": pl.String, "type_raw": pl.String},
+    )
 
 
 def difficulties(questions: pl.DataFrame, hits: dict[str, list[str]], encode) -> pl.DataFrame:
@@ -277,7 +338,9 @@ def difficulties(questions: pl.DataFrame, hits: dict[str, list[str]], encode) ->
     short question to its longest passage and paid the call's own cost for ten-odd texts, three
     times slower than one length-sorted call (bench/encoding_bench.py)."""
     rows = list(questions.select("question_id", "question", "aliases", "difficulty").iter_rows(named=True))
-    texts = list(dict.fromkeys(t for r in rows if hits.get(r["question_id"]) for t in [r["question"], *hits[r["question_id"]]]))
+    texts = list(
+        dict.fromkeys(t for r in rows if hits.get(r["question_id"]) for t in [r["question"], *hits[r["question_id"]]])
+    )
     at = {t: i for i, t in enumerate(texts)}
     vecs = np.asarray(encode(texts), dtype=np.float32) if texts else None
     out = []
@@ -287,17 +350,27 @@ def difficulties(questions: pl.DataFrame, hits: dict[str, list[str]], encode) ->
         contains = [any(contains_phrase(d, a) for a in r["aliases"]) for d in docs]
         source = r["difficulty"]
         complexity = None if source else rules.reference_complexity(contains, sims)
-        out.append({
-            "question_id": r["question_id"],
-            "difficulty": source.lower() if source else rules.difficulty_bucket(complexity),
-            "difficulty_origin": "source" if source else "reference_complexity",
-            "reference_complexity": complexity,
-            "references_with_answer": sum(contains),
-            "references_retrieved": len(docs),
-        })
-    return pl.DataFrame(out, schema={"question_id": pl.String, "difficulty": pl.String, "difficulty_origin": pl.String,
-                                     "reference_complexity": pl.Float64, "references_with_answer": pl.Int64,
-                                     "references_retrieved": pl.Int64})
+        out.append(
+            {
+                "question_id": r["question_id"],
+                "difficulty": source.lower() if source else rules.difficulty_bucket(complexity),
+                "difficulty_origin": "source" if source else "reference_complexity",
+                "reference_complexity": complexity,
+                "references_with_answer": sum(contains),
+                "references_retrieved": len(docs),
+            }
+        )
+    return pl.DataFrame(
+        out,
+        schema={
+            "question_id": pl.String,
+            "difficulty": pl.String,
+            "difficulty_origin": pl.String,
+            "reference_complexity": pl.Float64,
+            "references_with_answer": pl.Int64,
+            "references_retrieved": pl.Int64,
+        },
+    )
 
 
 # --- 3.1.4 parametric answerability -------------------------------------------------------------
@@ -317,8 +390,17 @@ ANSWER_SCHEMA = {
 }
 
 
-def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: str, repeats: int, temperature: float,
-                        stats: CallStats, log=None, binding: bool = True) -> pl.DataFrame:
+def closed_book_answers(
+    questions: pl.DataFrame,
+    llm,
+    alias: str,
+    judge_alias: str,
+    repeats: int,
+    temperature: float,
+    stats: CallStats,
+    log=None,
+    binding: bool = True,
+) -> pl.DataFrame:
     """Each question answered without context ``repeats`` times, sampled at ``temperature``
     with the repeat as the sample index (the seed), so the repeats are distinct draws."""
     prompt = _prompt("closed_book")
@@ -326,8 +408,14 @@ def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: s
     reqs, owners = [], []
     for r in rows:
         for k in range(repeats):
-            reqs.append(LLMRequest(f"{r['question_id']} repeat {k}", prompt.messages(question=r["question"]), sample=k,
-                                   params={"temperature": temperature}))
+            reqs.append(
+                LLMRequest(
+                    f"{r['question_id']} repeat {k}",
+                    prompt.messages(question=r["question"]),
+                    sample=k,
+                    params={"temperature": temperature},
+                )
+            )
             owners.append((r, f"repeat{k}"))
     results = llm.run(alias, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
     return _graded(owners, results, alias, llm, judge_alias, binding, stats, log)
@@ -336,28 +424,53 @@ def closed_book_answers(questions: pl.DataFrame, llm, alias: str, judge_alias: s
 def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl.DataFrame:
     """Answers with their verdicts. ``correct`` is null when the answer's call failed, or when
     a binding judge had to decide and its call failed."""
-    items = [(r["question_id"], r["question"], r["aliases"], res.value) for (r, _), res in zip(owners, results) if res.ok and res.value]
+    items = [
+        (r["question_id"], r["question"], r["aliases"], res.value)
+        for (r, _), res in zip(owners, results)
+        if res.ok and res.value
+    ]
     verdicts = judged(llm, judge_alias, items, stats, log)
     out = []
     for (r, item), res in zip(owners, results):
         answer = res.value if res.ok else None
-        verdict, judge_error = verdicts.get((r["question_id"], normalize(answer)), (None, None)) if answer else (None, None)
+        verdict, judge_error = (
+            verdicts.get((r["question_id"], normalize(answer)), (None, None)) if answer else (None, None)
+        )
         em = exact_match(answer, r["aliases"])
         undecided = failed(res.error) or (binding and answer is not None and not em and failed(judge_error))
-        out.append({
-            "question_id": r["question_id"], "model": alias, "item": item, "raw": res.text,
-            "answer": answer, "error": res.error, "exact_match": em, "judge": verdict, "judge_error": judge_error,
-            "correct": None if undecided else rules.is_correct(answer, r["aliases"], verdict if binding else None),
-        })
+        out.append(
+            {
+                "question_id": r["question_id"],
+                "model": alias,
+                "item": item,
+                "raw": res.text,
+                "answer": answer,
+                "error": res.error,
+                "exact_match": em,
+                "judge": verdict,
+                "judge_error": judge_error,
+                "correct": None if undecided else rules.is_correct(answer, r["aliases"], verdict if binding else None),
+            }
+        )
     return pl.DataFrame(out, schema=ANSWER_SCHEMA)
 
 
 # --- 3.2.2 passage labeling ----------------------------------------------------------------------
 
 
-def passage_answers(passages: pl.DataFrame | Iterable[pl.DataFrame], questions: pl.DataFrame, llm, alias: str,
-                    judge_alias: str, stats: CallStats, log=None, binding: bool = True, judge_stats: CallStats | None = None,
-                    total: int | None = None, parse=rules.parse_short_answer) -> pl.DataFrame:
+def passage_answers(
+    passages: pl.DataFrame | Iterable[pl.DataFrame],
+    questions: pl.DataFrame,
+    llm,
+    alias: str,
+    judge_alias: str,
+    stats: CallStats,
+    log=None,
+    binding: bool = True,
+    judge_stats: CallStats | None = None,
+    total: int | None = None,
+    parse=rules.parse_short_answer,
+) -> pl.DataFrame:
     """One labeler's answer for every passage (``passage_id``, ``question_id``, ``text``: a
     frame, or frames read a batch at a time, ``total`` rows in all), read from each reply by
     ``parse`` (its first line; the evaluation's reader passes its own), judged against the
@@ -401,7 +514,9 @@ class Verified:
     demoted: int
 
 
-def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None, binding: bool = True) -> Verified:
+def apply(
+    decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None, binding: bool = True
+) -> Verified:
     """The label update of 3.2.4 for questions with decisions; others pass through."""
     empty_rejects = REJECTS.empty()
     if not decisions:
@@ -412,7 +527,12 @@ def apply(decisions, answers, labels, pools, questions, llm, judge_alias, stats,
     newly = rules.newly_accepted(decisions, pools, questions)
     rejects = empty_rejects
     if newly:
-        recheck = questions.filter(pl.col("question_id").is_in(newly)).drop("aliases").join(
-            new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
-        _, rejects, _ = screen_leakage(recheck, llm, judge_alias, stats, step="human_verification", log=log, binding=binding)
+        recheck = (
+            questions.filter(pl.col("question_id").is_in(newly))
+            .drop("aliases")
+            .join(new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
+        )
+        _, rejects, _ = screen_leakage(
+            recheck, llm, judge_alias, stats, step="human_verification", log=log, binding=binding
+        )
     return Verified(new_labels, new_pools, rejects, True, len(decisions), demoted)

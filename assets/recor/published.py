@@ -50,17 +50,35 @@ LAYOUTS = (("data/benchmark", "data/corpus"), ("benchmark", "corpus"), ("", ""))
 # and the item (the line, the turn's query id or the document id).
 REJECTS = Rejects(("domain", "conversation_id", "item"))
 STEP = "release"
-REASONS = frozenset({"malformed_record", "missing_field", "duplicate_id", "duplicate_document", "turn_numbering",
-                     "gold_not_in_corpus", "no_gold"})
+REASONS = frozenset(
+    {
+        "malformed_record",
+        "missing_field",
+        "duplicate_id",
+        "duplicate_document",
+        "turn_numbering",
+        "gold_not_in_corpus",
+        "no_gold",
+    }
+)
 
 # The published field names this loader reads, and the column each one fills.
 CONVERSATION_FIELDS = ("id", "turns")
-TURN_FIELDS = {"turn_id": "turn_id", "query": "query", "answer": "answer", "gold_doc_ids": "gold_doc_ids",
-               "conversation_history": "conversation_history", "subquestion_reasoning": "subquestion_reasoning"}
+TURN_FIELDS = {
+    "turn_id": "turn_id",
+    "query": "query",
+    "answer": "answer",
+    "gold_doc_ids": "gold_doc_ids",
+    "conversation_history": "conversation_history",
+    "subquestion_reasoning": "subquestion_reasoning",
+}
 GOLD_FALLBACK = "supporting_doc_ids"
 METADATA = "subquestion_reasoning_metadata"
-METADATA_FIELDS = {"target_information": "target", "relevance_signals": "relevance_signals",
-                   "irrelevance_signals": "irrelevance_signals"}
+METADATA_FIELDS = {
+    "target_information": "target",
+    "relevance_signals": "relevance_signals",
+    "irrelevance_signals": "irrelevance_signals",
+}
 DOCUMENT_FIELDS = ("doc_id", "content")
 
 
@@ -101,7 +119,10 @@ def release_files(root: str, domain: str) -> tuple[str, str]:
     name, base = release_name(partition_key(domain)), project_path(root)
     tried = []
     for bench_dir, corpus_dir in LAYOUTS:
-        bench, docs = join(base, bench_dir, f"{name}_benchmark.jsonl"), join(base, corpus_dir, f"{name}_documents.jsonl")
+        bench, docs = (
+            join(base, bench_dir, f"{name}_benchmark.jsonl"),
+            join(base, corpus_dir, f"{name}_documents.jsonl"),
+        )
         if exists(bench) and exists(docs):
             return bench, docs
         tried.append(f"{bench} + {docs}")
@@ -126,7 +147,9 @@ def load_release(root: str, domain: str) -> Release:
     return parse_release(partition_key(domain), read_records(bench), read_records(docs))
 
 
-def parse_release(domain: str, conversations: Sequence[tuple[str, Any]], documents: Sequence[tuple[str, Any]]) -> Release:
+def parse_release(
+    domain: str, conversations: Sequence[tuple[str, Any]], documents: Sequence[tuple[str, Any]]
+) -> Release:
     """The tables from ``(where, record)`` pairs of the two files. A bad document line is
     rejected alone; a bad conversation (a malformed line, a missing field, a repeated id,
     turns not numbered 1..n) is rejected whole, since its turns' history and numbering go
@@ -146,7 +169,11 @@ def parse_release(domain: str, conversations: Sequence[tuple[str, Any]], documen
             rejects.append(REJECTS.row(domain, cid, where, STEP, e.reason, f"{where}: {e}", rec))
             continue
         if cid in seen:
-            rejects.append(REJECTS.row(domain, cid, where, STEP, "duplicate_id", f"{where}: conversation id {cid!r} seen before", rec))
+            rejects.append(
+                REJECTS.row(
+                    domain, cid, where, STEP, "duplicate_id", f"{where}: conversation id {cid!r} seen before", rec
+                )
+            )
             continue
         seen.add(cid)
         for n, t in enumerate(turns):
@@ -169,7 +196,11 @@ def _document_texts(domain: str, documents: Sequence[tuple[str, Any]], rejects: 
             rejects.append(REJECTS.row(domain, None, where, STEP, e.reason, f"{where}: {e}", rec))
             continue
         if doc_id in texts:
-            rejects.append(REJECTS.row(domain, None, doc_id, STEP, "duplicate_document", f"{where}: doc_id {doc_id!r} seen before", rec))
+            rejects.append(
+                REJECTS.row(
+                    domain, None, doc_id, STEP, "duplicate_document", f"{where}: doc_id {doc_id!r} seen before", rec
+                )
+            )
         else:
             texts[doc_id] = content
     return texts
@@ -181,16 +212,35 @@ def _turn_row(domain: str, cid: str, where: str, t: dict, texts: dict[str, str],
     qid = turn_qid(cid, t["turn_id"])
     outside = [d for d in t["gold_doc_ids"] if d not in texts]
     for d in outside:
-        rejects.append(REJECTS.row(domain, cid, qid, STEP, "gold_not_in_corpus",
-                                   f"{where}: gold document {d!r} of turn {t['turn_id']} is not in the documents file"))
+        rejects.append(
+            REJECTS.row(
+                domain,
+                cid,
+                qid,
+                STEP,
+                "gold_not_in_corpus",
+                f"{where}: gold document {d!r} of turn {t['turn_id']} is not in the documents file",
+            )
+        )
     gold = [d for d in t["gold_doc_ids"] if d not in outside]
     if not gold:
         # Kept, since the later turns' history reads it, but no metric can score it:
         # named here rather than left to drop out of the means unseen.
-        why = "its gold documents are all outside the documents file" if outside else \
-            f"its 'gold_doc_ids' and {GOLD_FALLBACK!r} are empty or absent"
-        rejects.append(REJECTS.row(domain, cid, qid, STEP, "no_gold",
-                                   f"{where}: turn {t['turn_id']} has no gold document ({why}); no metric scores it"))
+        why = (
+            "its gold documents are all outside the documents file"
+            if outside
+            else f"its 'gold_doc_ids' and {GOLD_FALLBACK!r} are empty or absent"
+        )
+        rejects.append(
+            REJECTS.row(
+                domain,
+                cid,
+                qid,
+                STEP,
+                "no_gold",
+                f"{where}: turn {t['turn_id']} has no gold document ({why}); no metric scores it",
+            )
+        )
     return {**t, "domain": domain, "conversation_id": cid, "qid": qid, "gold_doc_ids": gold}
 
 
@@ -202,13 +252,27 @@ def corpus_frame(domain: str, texts: dict[str, str], benchmark: pl.DataFrame) ->
     for cid, gold in benchmark.select("conversation_id", "gold_doc_ids").iter_rows():
         for d in gold:
             cited.setdefault(d, cid)
-    return pl.DataFrame([{"domain": domain, "doc_id": d, "content": c, "role": "positive" if d in cited else "negative",
-                          "question_id": cited.get(d)} for d, c in texts.items()], schema=CORPUS_SCHEMA)
+    return pl.DataFrame(
+        [
+            {
+                "domain": domain,
+                "doc_id": d,
+                "content": c,
+                "role": "positive" if d in cited else "negative",
+                "question_id": cited.get(d),
+            }
+            for d, c in texts.items()
+        ],
+        schema=CORPUS_SCHEMA,
+    )
 
 
 def _document(rec: Any) -> tuple[str, str]:
     if not isinstance(rec, dict):
-        raise _Bad("malformed_record", str(rec) if isinstance(rec, str) else f"a document is an object, not {type(rec).__name__}")
+        raise _Bad(
+            "malformed_record",
+            str(rec) if isinstance(rec, str) else f"a document is an object, not {type(rec).__name__}",
+        )
     doc_id, content = _id(rec, "doc_id"), rec.get("content")
     if content is None or (isinstance(content, str) and not content.strip()):
         raise _Bad("missing_field", f"document {doc_id!r} has no 'content'")
@@ -229,7 +293,10 @@ def _id(rec: dict, name: str) -> str:
 def _conversation(rec: Any) -> tuple[str, list[dict]]:
     """The conversation's id and its turns in turn order, as turn columns."""
     if not isinstance(rec, dict):
-        raise _Bad("malformed_record", str(rec) if isinstance(rec, str) else f"a conversation is an object, not {type(rec).__name__}")
+        raise _Bad(
+            "malformed_record",
+            str(rec) if isinstance(rec, str) else f"a conversation is an object, not {type(rec).__name__}",
+        )
     cid = _id(rec, "id")
     turns = rec.get("turns")
     if not turns:

@@ -38,6 +38,7 @@ def history_text(earlier: Sequence[dict], summary_after: int = SUMMARY_AFTER) ->
     earlier turn, ``No previous conversation.`` before the first; with more than
     ``summary_after`` earlier turns, the early questions in one line and the last two
     turns in full."""
+
     def qa(turns: Sequence[dict]) -> str:
         return "\n".join(f"Q: {t['query']}\nA: {t['answer']}" for t in turns)
 
@@ -72,16 +73,20 @@ def with_release_text(turns: pl.DataFrame) -> pl.DataFrame:
     published = "subquestion_reasoning" in turns.columns
     for t in turns.sort("conversation_id", "turn_id").iter_rows(named=True):
         before = earlier.setdefault(t["conversation_id"], [])
-        guidance = (t["subquestion_reasoning"] or "" if published
-                    else retrieval_guidance(t["target"], t["relevance_signals"] or [], t["irrelevance_signals"] or []))
+        guidance = (
+            t["subquestion_reasoning"] or ""
+            if published
+            else retrieval_guidance(t["target"], t["relevance_signals"] or [], t["irrelevance_signals"] or [])
+        )
         history = t["conversation_history"] if published and t["conversation_history"] else history_text(before)
         rows.append({**t, "history": history, "guidance": guidance})
         before.append(t)
     return pl.DataFrame(rows, schema={**turns.schema, "history": pl.String, "guidance": pl.String})
 
 
-def conversation_records(turns: pl.DataFrame, questions: pl.DataFrame, sources: dict[str, str],
-                         created_at: str = "") -> list[dict]:
+def conversation_records(
+    turns: pl.DataFrame, questions: pl.DataFrame, sources: dict[str, str], created_at: str = ""
+) -> list[dict]:
     """One release record per conversation, turns in order. ``gold_doc_count`` is the
     source question's gold documents (as published), not the turns' union; ``created_at``
     is whatever the caller names (empty by default) so that the export is reproducible."""
@@ -90,33 +95,38 @@ def conversation_records(turns: pl.DataFrame, questions: pl.DataFrame, sources: 
     for (cid,), group in with_release_text(turns).group_by("conversation_id", maintain_order=True):
         q = originals[cid]
         rows = list(group.iter_rows(named=True))
-        records.append({
-            "id": cid,
-            "task": release_name(q["domain"]),
-            "original_query": q["query"],
-            "original_answer": q["answer"],
-            "turns": [{
-                "turn_id": t["turn_id"],
-                "query": t["query"],
-                "answer": t["answer"],
-                "gold_doc_ids": list(t["gold_doc_ids"]),
-                "conversation_history": t["history"],
-                "subquestion_reasoning": t["guidance"],
-                "subquestion_reasoning_metadata": {
-                    "target_information": t["target"],
-                    "relevance_signals": list(t["relevance_signals"]),
-                    "irrelevance_signals": list(t["irrelevance_signals"]),
+        records.append(
+            {
+                "id": cid,
+                "task": release_name(q["domain"]),
+                "original_query": q["query"],
+                "original_answer": q["answer"],
+                "turns": [
+                    {
+                        "turn_id": t["turn_id"],
+                        "query": t["query"],
+                        "answer": t["answer"],
+                        "gold_doc_ids": list(t["gold_doc_ids"]),
+                        "conversation_history": t["history"],
+                        "subquestion_reasoning": t["guidance"],
+                        "subquestion_reasoning_metadata": {
+                            "target_information": t["target"],
+                            "relevance_signals": list(t["relevance_signals"]),
+                            "irrelevance_signals": list(t["irrelevance_signals"]),
+                        },
+                    }
+                    for t in rows
+                ],
+                "metadata": {
+                    "num_turns": len(rows),
+                    "gold_doc_count": len(q["gold_ids"] or []),
+                    "version": VERSION,
+                    "created_at": created_at,
+                    "source": sources.get(cid, q["source"]),
+                    "method": "decomposition_and_verification",
                 },
-            } for t in rows],
-            "metadata": {
-                "num_turns": len(rows),
-                "gold_doc_count": len(q["gold_ids"] or []),
-                "version": VERSION,
-                "created_at": created_at,
-                "source": sources.get(cid, q["source"]),
-                "method": "decomposition_and_verification",
-            },
-        })
+            }
+        )
     return records
 
 
@@ -126,12 +136,17 @@ def jsonl(records: list[dict]) -> str:
 
 def qrels_lines(turns: pl.DataFrame) -> str:
     """TREC qrels: ``<conversation>_turn_<n> 0 <doc_id> 1`` for every selected document."""
-    lines = [f"{turn_qid(t['conversation_id'], t['turn_id'])} 0 {d} 1"
-             for t in turns.sort("conversation_id", "turn_id").iter_rows(named=True) for d in t["gold_doc_ids"]]
+    lines = [
+        f"{turn_qid(t['conversation_id'], t['turn_id'])} 0 {d} 1"
+        for t in turns.sort("conversation_id", "turn_id").iter_rows(named=True)
+        for d in t["gold_doc_ids"]
+    ]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def export(turns: pl.DataFrame, questions: pl.DataFrame, corpus: pl.DataFrame, folder: str, domain: str) -> tuple[int, int]:
+def export(
+    turns: pl.DataFrame, questions: pl.DataFrame, corpus: pl.DataFrame, folder: str, domain: str
+) -> tuple[int, int]:
     """Writes the domain's release files into ``folder``: ``{name}_benchmark.jsonl`` (the
     conversations of ``turns``), ``{name}_documents.jsonl`` (the corpus) and
     ``{name}_qrels.txt``; returns how many conversations and documents were written."""

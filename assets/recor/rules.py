@@ -26,11 +26,21 @@ QUESTION_PATTERNS = ["why", "how", "what", "compare", "what_if", "confirm", "mor
 
 def document_score(support: float, completeness: float, clarity: float, misleading: float) -> float:
     """score = 0.5 S_s + 0.3 S_c + 0.15 S_l - 0.05 S_m, each criterion on 0-10."""
-    for name, value in (("support", support), ("completeness", completeness), ("clarity", clarity), ("misleading", misleading)):
+    for name, value in (
+        ("support", support),
+        ("completeness", completeness),
+        ("clarity", clarity),
+        ("misleading", misleading),
+    ):
         if not 0 <= value <= 10:
             raise ValueError(f"{name} score {value} is outside 0-10")
     w = SCORE_WEIGHTS
-    return w["support"] * support + w["completeness"] * completeness + w["clarity"] * clarity + w["misleading"] * misleading
+    return (
+        w["support"] * support
+        + w["completeness"] * completeness
+        + w["clarity"] * clarity
+        + w["misleading"] * misleading
+    )
 
 
 def select_documents(scores: Mapping[str, float], threshold: float, max_docs: int) -> list[str]:
@@ -51,7 +61,9 @@ def new_words(question: str, earlier: Iterable[str]) -> int:
     return len(set(tokens(question)) - seen)
 
 
-def distinct_turn(question: str, earlier: Sequence[str], max_similarity: float = 0.58, min_new_words: int = 10) -> tuple[bool, str]:
+def distinct_turn(
+    question: str, earlier: Sequence[str], max_similarity: float = 0.58, min_new_words: int = 10
+) -> tuple[bool, str]:
     """A follow-up must differ from every earlier question (word overlap at most
     ``max_similarity``) and bring new words; the first question always passes."""
     if not earlier:
@@ -65,7 +77,9 @@ def distinct_turn(question: str, earlier: Sequence[str], max_similarity: float =
     return True, ""
 
 
-def conversation_problems(turn_docs: Sequence[Sequence[str]], min_turns: int = MIN_TURNS, max_turns: int = MAX_TURNS) -> list[str]:
+def conversation_problems(
+    turn_docs: Sequence[Sequence[str]], min_turns: int = MIN_TURNS, max_turns: int = MAX_TURNS
+) -> list[str]:
     """Rule checks of a whole conversation: length within 3-12 turns, every turn grounded in
     at least one document, and document diversity (not every turn on the same documents)."""
     problems = []
@@ -94,12 +108,19 @@ def normalized_entropy(counts: Mapping[str, int], n_classes: int) -> float | Non
 
 def gold_outside(turns: pl.DataFrame, corpus: pl.DataFrame) -> pl.DataFrame:
     """The turns naming a gold document that is not in the corpus, with that document."""
-    gold = turns.select("conversation_id", "turn_id", pl.col("gold_doc_ids").alias("doc_id")).explode("doc_id").drop_nulls()
-    return gold.join(corpus.select("doc_id"), on="doc_id", how="anti").with_columns(pl.format("{}#{}", "conversation_id", "turn_id").alias("turn"))
+    gold = (
+        turns.select("conversation_id", "turn_id", pl.col("gold_doc_ids").alias("doc_id"))
+        .explode("doc_id")
+        .drop_nulls()
+    )
+    return gold.join(corpus.select("doc_id"), on="doc_id", how="anti").with_columns(
+        pl.format("{}#{}", "conversation_id", "turn_id").alias("turn")
+    )
 
 
-def turn_documents(scores: Mapping[str, dict], fact_docs: Sequence[str], threshold: float, max_docs: int,
-                   binding_verdicts: bool) -> tuple[list[str], str]:
+def turn_documents(
+    scores: Mapping[str, dict], fact_docs: Sequence[str], threshold: float, max_docs: int, binding_verdicts: bool
+) -> tuple[list[str], str]:
     """A turn's gold documents and, when there are none, why. With binding verdicts the
     rated documents scoring above the threshold; with advisory ones the documents that hold
     the turn's verified facts, best rated first."""
@@ -140,8 +161,11 @@ def parse_reasoning(text: str) -> dict:
             fields["irrelevance_signals"] = [s.strip() for s in re.split(r"[;,]", value) if s.strip()]
     if not fields.get("target"):
         raise ParseError(f"no Target line in {text[:80]!r}")
-    return {"target": fields["target"], "relevance_signals": fields.get("relevance_signals", []),
-            "irrelevance_signals": fields.get("irrelevance_signals", [])}
+    return {
+        "target": fields["target"],
+        "relevance_signals": fields.get("relevance_signals", []),
+        "irrelevance_signals": fields.get("irrelevance_signals", []),
+    }
 
 
 _QUESTION_STOPS = re.compile(r"([\"“”:?])")
@@ -159,7 +183,7 @@ def parse_question(text: str) -> str:
         pieces = _QUESTION_STOPS.split(line)
         for piece, stop in zip(pieces[::2], pieces[1::2]):
             capital = _CAPITAL.search(piece) if stop == "?" else None
-            found = piece[capital.start():] + "?" if capital else ""
+            found = piece[capital.start() :] + "?" if capital else ""
             if len(found.split()) >= 4:
                 return found.strip()
     raise ParseError(f"no question in {text[:80]!r}")
@@ -222,8 +246,10 @@ def segment(text: str, words: int) -> list[str]:
 
 # What Tables 29 and 30 count: each label column, its name in the report, its entropy's
 # column in Table 31 and its classes.
-LABELS = {"dependency": ("dependency type", "DE", DEPENDENCY_TYPES),
-          "pattern": ("question pattern", "QE", QUESTION_PATTERNS)}
+LABELS = {
+    "dependency": ("dependency type", "DE", DEPENDENCY_TYPES),
+    "pattern": ("question pattern", "QE", QUESTION_PATTERNS),
+}
 
 
 def label_counts(labels: pl.DataFrame, column: str) -> dict[str, int]:
@@ -241,8 +267,11 @@ def unlabeled_turns(labels: pl.DataFrame) -> dict[str, int]:
     """Turns without a dependency type, without a question pattern, and missing either:
     counts of turns (a turn missing both labels is one turn), never more than there are."""
     dependency, pattern = pl.col("dependency").is_null(), pl.col("pattern").is_null()
-    row = labels.select(turns_without_dependency=dependency.sum(), turns_without_pattern=pattern.sum(),
-                        turns_missing_a_label=(dependency | pattern).sum()).row(0, named=True)
+    row = labels.select(
+        turns_without_dependency=dependency.sum(),
+        turns_without_pattern=pattern.sum(),
+        turns_missing_a_label=(dependency | pattern).sum(),
+    ).row(0, named=True)
     return {name: int(n) for name, n in row.items()}
 
 
@@ -260,8 +289,10 @@ def why_unlabelled(labels: pl.DataFrame, column: str) -> str | None:
         return None
     # A null label is a reply that named none of the classes, or a call that failed
     # (recor/turn_labels' llm_accounting check tells them apart).
-    return (f"no turn labelled: the judge's replies named no {LABELS[column][0]} "
-            f"({missing} of {labels.height} turns unparsable)")
+    return (
+        f"no turn labelled: the judge's replies named no {LABELS[column][0]} "
+        f"({missing} of {labels.height} turns unparsable)"
+    )
 
 
 def not_applicable(table: pl.DataFrame, labels: pl.DataFrame) -> list[str]:
@@ -271,8 +302,10 @@ def not_applicable(table: pl.DataFrame, labels: pl.DataFrame) -> list[str]:
     for row in table.iter_rows(named=True):
         for what, short, _ in LABELS.values():
             if row[short] is None:
-                reasons.append(f"{row['domain']}: {short} n/a, no turn has a {what} "
-                               f"({_named_none(labels.filter(pl.col('domain') == row['domain']))})")
+                reasons.append(
+                    f"{row['domain']}: {short} n/a, no turn has a {what} "
+                    f"({_named_none(labels.filter(pl.col('domain') == row['domain']))})"
+                )
     for column, (what, _, _) in LABELS.items():
         if label_entropy(labels, column) is None:
             reasons.append(f"{column}_entropy n/a, no turn has a {what} ({_named_none(labels)})")
@@ -289,26 +322,48 @@ def quality_slice(table: pl.DataFrame, profile: str | None, max_questions: int |
     domains = table["domain"].to_list()
     named = f" ({', '.join(domains)})" if domains else ""
     questions = "every source question" if max_questions is None else _count(max_questions, "source question")
-    return report_slice(f"{_count(len(domains), 'domain')}{named}, {_count(int(table['#C'].sum()), 'conversation')}, "
-                        f"{_count(int(table['#T'].sum()), 'turn')}, {questions} per domain (recor_settings of this run)", profile)
+    return report_slice(
+        f"{_count(len(domains), 'domain')}{named}, {_count(int(table['#C'].sum()), 'conversation')}, "
+        f"{_count(int(table['#T'].sum()), 'turn')}, {questions} per domain (recor_settings of this run)",
+        profile,
+    )
 
 
 def shown(table: pl.DataFrame) -> pl.DataFrame:
     """A report table as the UI shows it: numbers to 4 significant digits, and a value that
     is undefined (an entropy with no labelled turn) as n/a rather than a blank."""
     numbers = [name for name, dtype in table.schema.items() if dtype == pl.Float64]
-    return table.with_columns(pl.col(name).map_elements(lambda v: f"{v:.4g}", return_dtype=pl.String).fill_null("n/a")
-                              for name in numbers)
+    return table.with_columns(
+        pl.col(name).map_elements(lambda v: f"{v:.4g}", return_dtype=pl.String).fill_null("n/a") for name in numbers
+    )
+
+
 # Table 2 of the paper: per-domain statistics of the benchmark.
-STATISTICS_SCHEMA = {"domain": pl.String, "#Conv.": pl.Int64, "#Turns": pl.Int64, "Avg #T": pl.Float64, "Avg #A": pl.Float64,
-                     "Avg #D": pl.Float64, "positives": pl.Int64, "negatives": pl.Int64}
-TABLE_2_DEFINITIONS = {"domain": "a RECOR domain (BRIGHT's)", "#Conv.": "valid conversations in the benchmark",
-                       "#Turns": "their turns", "Avg #T": "turns per conversation", "Avg #A": "aspects per conversation",
-                       "Avg #D": "gold documents per turn", "positives": "corpus documents that are a question's gold",
-                       "negatives": "corpus documents added as hard negatives"}
+STATISTICS_SCHEMA = {
+    "domain": pl.String,
+    "#Conv.": pl.Int64,
+    "#Turns": pl.Int64,
+    "Avg #T": pl.Float64,
+    "Avg #A": pl.Float64,
+    "Avg #D": pl.Float64,
+    "positives": pl.Int64,
+    "negatives": pl.Int64,
+}
+TABLE_2_DEFINITIONS = {
+    "domain": "a RECOR domain (BRIGHT's)",
+    "#Conv.": "valid conversations in the benchmark",
+    "#Turns": "their turns",
+    "Avg #T": "turns per conversation",
+    "Avg #A": "aspects per conversation",
+    "Avg #D": "gold documents per turn",
+    "positives": "corpus documents that are a question's gold",
+    "negatives": "corpus documents added as hard negatives",
+}
 
 
-def domain_statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame, domains: list[str]) -> pl.DataFrame:
+def domain_statistics(
+    benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl.DataFrame, domains: list[str]
+) -> pl.DataFrame:
     """Table 2's row of each of ``domains``: conversations, turns, average turns per
     conversation, aspects per conversation and documents per turn, with corpus sizes (a domain
     that kept no conversation has a row of zeros)."""
@@ -318,10 +373,16 @@ def domain_statistics(benchmark: pl.DataFrame, aspects: pl.DataFrame, corpus: pl
         convs = b["conversation_id"].unique().to_list()
         a = aspects.filter(pl.col("question_id").is_in(convs))
         c = corpus.filter(pl.col("domain") == domain)
-        rows.append({"domain": domain, "#Conv.": len(convs), "#Turns": b.height,
-                     "Avg #T": b.height / len(convs) if convs else None,
-                     "Avg #A": a.height / len(convs) if convs else None,
-                     "Avg #D": float(b["gold_doc_ids"].list.len().mean()) if b.height else None,
-                     "positives": c.filter(pl.col("role") == "positive").height,
-                     "negatives": c.filter(pl.col("role") == "negative").height})
+        rows.append(
+            {
+                "domain": domain,
+                "#Conv.": len(convs),
+                "#Turns": b.height,
+                "Avg #T": b.height / len(convs) if convs else None,
+                "Avg #A": a.height / len(convs) if convs else None,
+                "Avg #D": float(b["gold_doc_ids"].list.len().mean()) if b.height else None,
+                "positives": c.filter(pl.col("role") == "positive").height,
+                "negatives": c.filter(pl.col("role") == "negative").height,
+            }
+        )
     return pl.DataFrame(rows, schema=STATISTICS_SCHEMA)

@@ -65,7 +65,9 @@ def load_sources(path: str = SOURCES_PATH) -> dict[str, dict]:
             raise ValueError(f"{path}: unknown RECOR domain {domain!r} (known: {', '.join(DOMAINS)})")
         kind = entry.get("kind") if isinstance(entry, dict) else None
         if kind not in needs or not needs[kind] <= set(entry):
-            raise ValueError(f"{path}: domain {domain!r} needs kind bright (examples, documents) or stackexchange (questions[, pool])")
+            raise ValueError(
+                f"{path}: domain {domain!r} needs kind bright (examples, documents) or stackexchange (questions[, pool])"
+            )
     return raw
 
 
@@ -103,9 +105,14 @@ class RecorSettings(ProfiledSettings):
 
     def thresholds(self, binding_verdicts: bool = True) -> Thresholds:
         """The step knobs; ``binding_verdicts`` comes from the builder's registry entry."""
-        return Thresholds(max_aspects=self.max_aspects, max_facts=self.max_facts, min_new_words=self.min_new_words,
-                          doc_threshold=self.doc_threshold, max_docs_per_turn=self.max_docs_per_turn,
-                          binding_verdicts=binding_verdicts)
+        return Thresholds(
+            max_aspects=self.max_aspects,
+            max_facts=self.max_facts,
+            min_new_words=self.min_new_words,
+            doc_threshold=self.doc_threshold,
+            max_docs_per_turn=self.max_docs_per_turn,
+            binding_verdicts=binding_verdicts,
+        )
 
     def build_thresholds(self, llm) -> Thresholds:
         """The knobs a build runs with: the builder's (``recor.builder`` in the LLM resource's
@@ -135,7 +142,9 @@ class RecorSettings(ProfiledSettings):
         if entry["kind"] == "bright":
             loaded = load_bright(domain, project_path(entry["examples"]), project_path(entry["documents"]))
         else:
-            loaded = load_stackexchange(domain, project_path(entry["questions"]), project_path(entry["pool"]) if entry.get("pool") else None)
+            loaded = load_stackexchange(
+                domain, project_path(entry["questions"]), project_path(entry["pool"]) if entry.get("pool") else None
+            )
         if self.max_questions is not None:
             loaded.questions = loaded.questions[: self.max_questions]
         return loaded

@@ -50,8 +50,17 @@ REJECTS = Rejects(("domain", "question_id", "source"))
 MALFORMED_DOCUMENT, DUPLICATE_DOCUMENT = "malformed_document", "duplicate_document"
 MALFORMED_RECORD, DUPLICATE_ID, GOLD_NOT_IN_CORPUS = "malformed_record", "duplicate_id", "gold_not_in_corpus"
 NO_ACCEPTED_ANSWER, NO_POSITIVE_PASSAGES = "no_accepted_answer", "no_positive_passages"
-SOURCE_REASONS = frozenset({MALFORMED_DOCUMENT, DUPLICATE_DOCUMENT, MALFORMED_RECORD, DUPLICATE_ID, GOLD_NOT_IN_CORPUS,
-                            NO_ACCEPTED_ANSWER, NO_POSITIVE_PASSAGES})
+SOURCE_REASONS = frozenset(
+    {
+        MALFORMED_DOCUMENT,
+        DUPLICATE_DOCUMENT,
+        MALFORMED_RECORD,
+        DUPLICATE_ID,
+        GOLD_NOT_IN_CORPUS,
+        NO_ACCEPTED_ANSWER,
+        NO_POSITIVE_PASSAGES,
+    }
+)
 
 
 @dataclass
@@ -65,9 +74,11 @@ class Loaded:
         self.rejects.append(REJECTS.row(self.domain, qid, source, "ingest", reason, detail, record))
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        return (pl.DataFrame(self.questions, schema=QUESTION_SCHEMA),
-                pl.DataFrame(self.documents, schema=DOCUMENT_SCHEMA),
-                REJECTS.frame(self.rejects))
+        return (
+            pl.DataFrame(self.questions, schema=QUESTION_SCHEMA),
+            pl.DataFrame(self.documents, schema=DOCUMENT_SCHEMA),
+            REJECTS.frame(self.rejects),
+        )
 
 
 # Characters XML does not allow, which lxml refuses to parse; HTML gives them no meaning.
@@ -129,7 +140,9 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
             out.reject(doc_id, "bright", DUPLICATE_DOCUMENT, f"{where}: id {doc_id!r} seen before", rec)
         else:
             seen_docs.add(doc_id)
-            out.documents.append({"domain": domain, "doc_id": doc_id, "content": content, "role": "negative", "question_id": None})
+            out.documents.append(
+                {"domain": domain, "doc_id": doc_id, "content": content, "role": "negative", "question_id": None}
+            )
     gold_all: set[str] = set()
     seen_questions: set[str] = set()
     for where, rec in read_records(examples_uri):
@@ -140,18 +153,32 @@ def load_bright(domain: str, examples_uri: str, documents_uri: str) -> Loaded:
         qid = where if raw_id is None else raw_id if raw_id.startswith(f"{domain}_") else f"{domain}_{raw_id}"
         query, answer, gold = _text(rec.get("query")), _text(rec.get("gold_answer")), _ids(rec.get("gold_ids"))
         if raw_id is None or query is None or answer is None or not gold:
-            missing = [k for k, v in (("id", raw_id), ("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v]
+            missing = [
+                k for k, v in (("id", raw_id), ("query", query), ("gold_answer", answer), ("gold_ids", gold)) if not v
+            ]
             out.reject(qid, "bright", MALFORMED_RECORD, f"{where}: missing or empty {', '.join(missing)}", rec)
         elif qid in seen_questions:
             out.reject(qid, "bright", DUPLICATE_ID, f"{where}: id seen before", rec)
         elif absent := [g for g in gold if g not in seen_docs]:
-            out.reject(qid, "bright", GOLD_NOT_IN_CORPUS, f"{where}: gold ids {absent} are not among the documents", rec)
+            out.reject(
+                qid, "bright", GOLD_NOT_IN_CORPUS, f"{where}: gold ids {absent} are not among the documents", rec
+            )
         else:
             seen_questions.add(qid)
             gold_all.update(gold)
             excluded = [e for e in (_ids(rec.get("excluded_ids")) or []) if e != "N/A"]
-            out.questions.append({"domain": domain, "source": "bright", "question_id": qid, "query": query, "answer": answer,
-                                  "reasoning": _text(rec.get("reasoning")), "gold_ids": gold, "excluded_ids": excluded})
+            out.questions.append(
+                {
+                    "domain": domain,
+                    "source": "bright",
+                    "question_id": qid,
+                    "query": query,
+                    "answer": answer,
+                    "reasoning": _text(rec.get("reasoning")),
+                    "gold_ids": gold,
+                    "excluded_ids": excluded,
+                }
+            )
     for doc in out.documents:
         if doc["doc_id"] in gold_all:
             doc["role"] = "positive"
@@ -189,17 +216,41 @@ def load_stackexchange(domain: str, questions_uri: str, pool_uri: str | None = N
                 index = _id(p.get("passage_index"))
                 doc_id = f"{qid}_p{len(gold) if index is None else index}"
                 gold.append(doc_id)
-                out.documents.append({"domain": domain, "doc_id": doc_id, "content": p["passage"].strip(),
-                                      "role": "positive", "question_id": qid})
-            out.questions.append({"domain": domain, "source": "stackexchange", "question_id": qid,
-                                  "query": f"{title}\n{body}", "answer": answer, "reasoning": None,
-                                  "gold_ids": gold, "excluded_ids": []})
+                out.documents.append(
+                    {
+                        "domain": domain,
+                        "doc_id": doc_id,
+                        "content": p["passage"].strip(),
+                        "role": "positive",
+                        "question_id": qid,
+                    }
+                )
+            out.questions.append(
+                {
+                    "domain": domain,
+                    "source": "stackexchange",
+                    "question_id": qid,
+                    "query": f"{title}\n{body}",
+                    "answer": answer,
+                    "reasoning": None,
+                    "gold_ids": gold,
+                    "excluded_ids": [],
+                }
+            )
     if pool_uri:
         for where, rec in read_records(pool_uri):
             doc_id = _id(rec.get("id")) if isinstance(rec, dict) else None
             content = _text(rec.get("content")) if isinstance(rec, dict) else None
             if not doc_id or content is None:
-                out.reject(doc_id or where, "stackexchange", MALFORMED_DOCUMENT, f"{where}: needs id and non-empty content", rec)
+                out.reject(
+                    doc_id or where,
+                    "stackexchange",
+                    MALFORMED_DOCUMENT,
+                    f"{where}: needs id and non-empty content",
+                    rec,
+                )
             else:
-                out.documents.append({"domain": domain, "doc_id": doc_id, "content": content, "role": "pool", "question_id": None})
+                out.documents.append(
+                    {"domain": domain, "doc_id": doc_id, "content": content, "role": "pool", "question_id": None}
+                )
     return out

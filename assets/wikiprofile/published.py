@@ -61,9 +61,26 @@ from resources.storage import read_bytes
 FILE_NAME = "wikiprofile.csv"
 # The columns the third-party reader requires (see the module docstring), and the two option
 # lists; a file without one of them is not this release.
-REQUIRED_COLUMNS = ("fact_id", "page_title", "item_id", "gbc", "category", "subject", "object", "subject_type",
-                    "object_type", "completion", "direct", "direct_answer", "direct_natural", "reverse", "reverse_answer",
-                    "reverse_natural", "direct_choices", "reverse_choices")
+REQUIRED_COLUMNS = (
+    "fact_id",
+    "page_title",
+    "item_id",
+    "gbc",
+    "category",
+    "subject",
+    "object",
+    "subject_type",
+    "object_type",
+    "completion",
+    "direct",
+    "direct_answer",
+    "direct_natural",
+    "reverse",
+    "reverse_answer",
+    "reverse_natural",
+    "direct_choices",
+    "reverse_choices",
+)
 CONTEXTUAL = "contextual"
 # Fields a fact cannot do without (a Wikidata id is not needed to ask or grade anything).
 NOT_EMPTY = tuple(c for c in REQUIRED_COLUMNS if c != "item_id")
@@ -88,12 +105,20 @@ RELEASE_ORIGIN = "release"
 # mean, the unit ``popularity_report`` reads (the tiers only rank, so the unit is cosmetic).
 POPULARITY_MONTHS = 29
 
-PAGES_SCHEMA = {"page_id": pl.String, "title": pl.String, "item_id": pl.String, "gbc": pl.Int64, "months": pl.Int32,
-                "mean_monthly_views": pl.Float64}
+PAGES_SCHEMA = {
+    "page_id": pl.String,
+    "title": pl.String,
+    "item_id": pl.String,
+    "gbc": pl.Int64,
+    "months": pl.Int32,
+    "mean_monthly_views": pl.Float64,
+}
 # A rejected record: its fact id (None when the row is too broken to tell) and its line.
 REJECTS = Rejects(("fact_id", "line"))
 STEP = "release"
-REASONS = frozenset({"malformed_record", "missing_field", "duplicate_id", "unknown_type", "bad_options", "answer_in_question"})
+REASONS = frozenset(
+    {"malformed_record", "missing_field", "duplicate_id", "unknown_type", "bad_options", "answer_in_question"}
+)
 
 
 def _options(raw: str, gold: str) -> tuple[list[str] | None, str | None, str | None]:
@@ -114,7 +139,7 @@ def _options(raw: str, gold: str) -> tuple[list[str] | None, str | None, str | N
         at = next((i for i, o in enumerate(options) if normalize(o) == normalize(gold)), None)
     if at is None:
         return None, "bad_options", f"the gold {gold!r} is not among the options {options}"
-    ordered = [gold, *options[:at], *options[at + 1:]]
+    ordered = [gold, *options[:at], *options[at + 1 :]]
     if len({o.lower() for o in ordered}) != len(ordered):
         return None, "bad_options", f"an option is repeated: {options}"
     return ordered, None, None
@@ -138,7 +163,11 @@ def fact_tasks(fact: dict[str, str]) -> tuple[list[dict], str | None, str | None
     or ``([], reason, detail)`` when it cannot be a benchmark fact."""
     etype = _object_type(fact["object_type"])
     if etype not in rules.ENTITY_TYPES:
-        return [], "unknown_type", f"object_type {fact['object_type']!r} is not one of the {len(rules.ENTITY_TYPES)} types"
+        return (
+            [],
+            "unknown_type",
+            f"object_type {fact['object_type']!r} is not one of the {len(rules.ENTITY_TYPES)} types",
+        )
     options = {}
     for column, gold in (("direct_choices", fact["direct_answer"]), ("reverse_choices", fact["reverse_answer"])):
         options[column], reason, detail = _options(fact[column], gold)
@@ -152,14 +181,28 @@ def fact_tasks(fact: dict[str, str]) -> tuple[list[dict], str | None, str | None
     if contextual is None:
         contextual, origin["contextual"] = steps.contextual_question(fact["completion"], fact["direct"]), "rules"
     prompts = {**fact, CONTEXTUAL: contextual}
-    common = {"fact_id": fact["fact_id"], "page_id": sources.page_id(fact["page_title"]), "category": fact["category"],
-              "type_group": rules.type_group(etype), "subject": fact["subject"], "object": fact["object"]}
+    common = {
+        "fact_id": fact["fact_id"],
+        "page_id": sources.page_id(fact["page_title"]),
+        "category": fact["category"],
+        "type_group": rules.type_group(etype),
+        "subject": fact["subject"],
+        "object": fact["object"],
+    }
     rows = []
     for task in TASKS:
         question, answer, choices = TASK_COLUMNS[task]
-        rows.append({**common, "task": task, "question": prompts[question], "answer": fact[answer],
-                     "options": options[choices] if choices else None, "question_origin": origin[task],
-                     "options_origin": RELEASE_ORIGIN if choices else None})
+        rows.append(
+            {
+                **common,
+                "task": task,
+                "question": prompts[question],
+                "answer": fact[answer],
+                "options": options[choices] if choices else None,
+                "question_origin": origin[task],
+                "options_origin": RELEASE_ORIGIN if choices else None,
+            }
+        )
     return rows, None, None
 
 
@@ -177,15 +220,26 @@ def parse_release(text: str, source: str = FILE_NAME) -> tuple[pl.DataFrame, pl.
     for start, fields in _records(reader, source):
         at = f"{source} line {start}"
         if len(fields) != len(header):
-            rejects.append(REJECTS.row(None, start, STEP, "malformed_record",
-                                       f"{at}: {len(fields)} fields, the header has {len(header)}", fields))
+            rejects.append(
+                REJECTS.row(
+                    None,
+                    start,
+                    STEP,
+                    "malformed_record",
+                    f"{at}: {len(fields)} fields, the header has {len(header)}",
+                    fields,
+                )
+            )
             continue
         fact = {c: fields[i].strip() for c, i in where.items()}
         fid = fact["fact_id"] or None
         empty = [c for c in wanted if c in NOT_EMPTY + (CONTEXTUAL,) and not fact[c]]
         if fid in seen:
-            rejects.append(REJECTS.row(fid, start, STEP, "duplicate_id", f"{at}: fact_id {fid} first seen on line {seen[fid]}",
-                                       fact))
+            rejects.append(
+                REJECTS.row(
+                    fid, start, STEP, "duplicate_id", f"{at}: fact_id {fid} first seen on line {seen[fid]}", fact
+                )
+            )
             continue
         if fid is not None:
             seen[fid] = start
@@ -194,7 +248,9 @@ def parse_release(text: str, source: str = FILE_NAME) -> tuple[pl.DataFrame, pl.
             continue
         gbc = _gbc(fact["gbc"])
         if gbc is None:
-            rejects.append(REJECTS.row(fid, start, STEP, "malformed_record", f"{at}: gbc {fact['gbc']!r} is not a count", fact))
+            rejects.append(
+                REJECTS.row(fid, start, STEP, "malformed_record", f"{at}: gbc {fact['gbc']!r} is not a count", fact)
+            )
             continue
         tasks, reason, detail = fact_tasks(fact)
         if reason:
@@ -204,10 +260,19 @@ def parse_release(text: str, source: str = FILE_NAME) -> tuple[pl.DataFrame, pl.
         pid = tasks[0]["page_id"]
         # A page's facts share its count; the largest stands for the page if they do not.
         if pid not in pages or gbc > pages[pid]["gbc"]:
-            pages[pid] = {"page_id": pid, "title": fact["page_title"], "item_id": fact["item_id"] or None, "gbc": gbc,
-                          "months": POPULARITY_MONTHS, "mean_monthly_views": gbc / POPULARITY_MONTHS}
-    return (pl.DataFrame(rows, schema=release.BENCHMARK_SCHEMA), pl.DataFrame(list(pages.values()), schema=PAGES_SCHEMA),
-            REJECTS.frame(rejects))
+            pages[pid] = {
+                "page_id": pid,
+                "title": fact["page_title"],
+                "item_id": fact["item_id"] or None,
+                "gbc": gbc,
+                "months": POPULARITY_MONTHS,
+                "mean_monthly_views": gbc / POPULARITY_MONTHS,
+            }
+    return (
+        pl.DataFrame(rows, schema=release.BENCHMARK_SCHEMA),
+        pl.DataFrame(list(pages.values()), schema=PAGES_SCHEMA),
+        REJECTS.frame(rejects),
+    )
 
 
 def _header(reader, source: str) -> list[str]:

@@ -23,17 +23,42 @@ from assets.common.text import words
 from resources.llm import ParseError
 
 ENTITY_TYPES = (
-    "PERSON", "ORGANIZATION", "LOCATION", "EVENT", "WORK_OF_ART", "PRODUCT", "ORGANISM", "SUBSTANCE", "DATE",
-    "NUMERIC_VALUE", "CONDITION", "TITLE", "LANGUAGE", "GROUP", "LAW", "IDEA", "CLASSIFICATION", "IDENTIFIER", "OTHER",
+    "PERSON",
+    "ORGANIZATION",
+    "LOCATION",
+    "EVENT",
+    "WORK_OF_ART",
+    "PRODUCT",
+    "ORGANISM",
+    "SUBSTANCE",
+    "DATE",
+    "NUMERIC_VALUE",
+    "CONDITION",
+    "TITLE",
+    "LANGUAGE",
+    "GROUP",
+    "LAW",
+    "IDEA",
+    "CLASSIFICATION",
+    "IDENTIFIER",
+    "OTHER",
 )
 MAX_ENTITIES = 8
 MAX_ENTITY_WORDS = 5
 # Figure 11's coarse groups, for the balance of the downsampling and the plots.
 TYPE_GROUPS = {
-    "WORK_OF_ART": "ARTIFACT", "PRODUCT": "ARTIFACT",
-    "ORGANISM": "BIO_CHEM", "CONDITION": "BIO_CHEM", "SUBSTANCE": "BIO_CHEM",
-    "IDEA": "CONCEPT", "LANGUAGE": "CONCEPT", "LAW": "CONCEPT",
-    "CLASSIFICATION": "DESCRIPTOR", "GROUP": "DESCRIPTOR", "IDENTIFIER": "DESCRIPTOR", "TITLE": "DESCRIPTOR",
+    "WORK_OF_ART": "ARTIFACT",
+    "PRODUCT": "ARTIFACT",
+    "ORGANISM": "BIO_CHEM",
+    "CONDITION": "BIO_CHEM",
+    "SUBSTANCE": "BIO_CHEM",
+    "IDEA": "CONCEPT",
+    "LANGUAGE": "CONCEPT",
+    "LAW": "CONCEPT",
+    "CLASSIFICATION": "DESCRIPTOR",
+    "GROUP": "DESCRIPTOR",
+    "IDENTIFIER": "DESCRIPTOR",
+    "TITLE": "DESCRIPTOR",
     "NUMERIC_VALUE": "NUMBER",
 }
 # ``{{name; TYPE}}``: the name and the type each end on a character that is not a space, so
@@ -117,16 +142,66 @@ def left_context(text: str, start: int) -> str:
 # --- rule-based spotting, for a builder whose verdicts are advisory -----------------------------
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{MONTHS})(?: \d{{3,4}})?|(?:{MONTHS}) \d{{1,2}}, \d{{3,4}}|(?:{MONTHS}) \d{{3,4}}|1\d{{3}}|20\d{{2}})\b")
-UNITS = ("kilometres", "kilometers", "km", "miles", "metres", "meters", "feet", "tonnes", "tons", "kilograms", "kg",
-         "people", "inhabitants", "species", "islands", "years", "days", "percent", "million", "billion", "degrees")
+DATE = re.compile(
+    rf"\b(?:\d{{1,2}} (?:{MONTHS})(?: \d{{3,4}})?|(?:{MONTHS}) \d{{1,2}}, \d{{3,4}}|(?:{MONTHS}) \d{{3,4}}|1\d{{3}}|20\d{{2}})\b"
+)
+UNITS = (
+    "kilometres",
+    "kilometers",
+    "km",
+    "miles",
+    "metres",
+    "meters",
+    "feet",
+    "tonnes",
+    "tons",
+    "kilograms",
+    "kg",
+    "people",
+    "inhabitants",
+    "species",
+    "islands",
+    "years",
+    "days",
+    "percent",
+    "million",
+    "billion",
+    "degrees",
+)
 NUMBER = re.compile(rf"\b\d[\d,]*(?:\.\d+)?(?: (?:{'|'.join(UNITS)})\b)?")
 # Runs of capitalised words, with the lower-case joiners names carry inside them.
 NAME = re.compile(r"\b[A-Z](?:\.|[\w'’-]*)(?: (?:(?:of|the|for|de|von|van|del|da) )*[A-Z](?:\.|[\w'’-]*))*")
 TYPE_WORDS = {
-    "LOCATION": ("River", "Ocean", "Sea", "Island", "Islands", "Lake", "Mountains", "Mountain", "Desert", "City", "Valley", "Bay"),
-    "ORGANIZATION": ("University", "Company", "Party", "Society", "Institute", "Academy", "Museum", "Church", "Navy", "Army",
-                     "Congress", "Council", "Corporation", "Band"),
+    "LOCATION": (
+        "River",
+        "Ocean",
+        "Sea",
+        "Island",
+        "Islands",
+        "Lake",
+        "Mountains",
+        "Mountain",
+        "Desert",
+        "City",
+        "Valley",
+        "Bay",
+    ),
+    "ORGANIZATION": (
+        "University",
+        "Company",
+        "Party",
+        "Society",
+        "Institute",
+        "Academy",
+        "Museum",
+        "Church",
+        "Navy",
+        "Army",
+        "Congress",
+        "Council",
+        "Corporation",
+        "Band",
+    ),
     "EVENT": ("War", "Battle", "Revolution", "Games", "Olympics", "Expedition", "Treaty", "Peace", "Crisis"),
     "LAW": ("Act", "Statute", "Constitution", "Amendment"),
 }
@@ -148,8 +223,11 @@ def spot_entities(text: str, limit: int = MAX_ENTITIES) -> list[dict]:
     def add(start: int, end: int, etype: str) -> None:
         name = re.sub(r"['’]s$", "", text[start:end].rstrip("."))
         end = start + len(name)
-        if not name or len(name.split()) > MAX_ENTITY_WORDS or any(s < end and start < e for s, e in
-                                                                    ((f["start"], f["end"]) for f in found)):
+        if (
+            not name
+            or len(name.split()) > MAX_ENTITY_WORDS
+            or any(s < end and start < e for s, e in ((f["start"], f["end"]) for f in found))
+        ):
             return
         if any(f["name"].lower() == name.lower() for f in found):
             return
@@ -192,11 +270,19 @@ PRONOUNS = {"It": "", "He": "", "She": "", "They": "", "Its": "'s", "His": "'s",
 # Which opening pronouns can stand for the topic: a person's, or a thing's ("His son" on the
 # Ming dynasty's page is its founder's son).
 PERSONAL = {"He", "She", "His", "Her"}
-NOUNS = {"DATE": "date", "NUMERIC_VALUE": "number", "PERSON": "person", "LOCATION": "place", "EVENT": "event",
-         "ORGANIZATION": "organization"}
-STOPWORDS = set("""a an the of in on at to for from by with and or but is are was were be been being this that these those
+NOUNS = {
+    "DATE": "date",
+    "NUMERIC_VALUE": "number",
+    "PERSON": "person",
+    "LOCATION": "place",
+    "EVENT": "event",
+    "ORGANIZATION": "organization",
+}
+STOPWORDS = set(
+    """a an the of in on at to for from by with and or but is are was were be been being this that these those
 what which who whom whose when where why how does did do has have had it its his her their they he she as into than
-then there answer question""".split())
+then there answer question""".split()
+)
 
 
 def noun(entity_type: str) -> str:
@@ -221,15 +307,19 @@ def _trim(sentence: str, keep_from: int, keep_to: int) -> str | None:
     cuts = [0] + [m.end() for m in re.finditer(r"[,;:]\s", sentence)] + [len(sentence)]
     lo = max(i for i, c in enumerate(cuts) if c <= keep_from)
     hi = min(i for i, c in enumerate(cuts) if c >= keep_to)
-    size = lambda a, b: len(sentence[cuts[a]:cuts[b]].split())  # noqa: E731
+    size = lambda a, b: len(sentence[cuts[a] : cuts[b]].split())  # noqa: E731
     if size(lo, hi) > MAX_CLOZE_WORDS:
         return None
     while size(lo, hi) < MIN_CLOZE_WORDS:
-        wider = [(a, b) for a, b in ((lo - 1, hi), (lo, hi + 1)) if a >= 0 and b < len(cuts) and size(a, b) <= MAX_CLOZE_WORDS]
+        wider = [
+            (a, b)
+            for a, b in ((lo - 1, hi), (lo, hi + 1))
+            if a >= 0 and b < len(cuts) and size(a, b) <= MAX_CLOZE_WORDS
+        ]
         if not wider:
             break
         lo, hi = min(wider, key=lambda ab: size(*ab))
-    return f"... {sentence[cuts[lo]:cuts[hi]].strip(' ,;:.')} ..."
+    return f"... {sentence[cuts[lo] : cuts[hi]].strip(' ,;:.')} ..."
 
 
 def _stands_for_topic(word: str, person: bool) -> bool:
@@ -250,7 +340,7 @@ def direct_cloze(title: str, summary: str, start: int, obj: str, person: bool = 
     begin, end = sentence_span(summary, start)
     sentence = summary[begin:end].strip()
     at = start - begin
-    blanked = sentence[:at] + BLANK + sentence[at + len(obj):]
+    blanked = sentence[:at] + BLANK + sentence[at + len(obj) :]
     named = _named(blanked, title, person)
     at += len(named) - len(blanked)
     cloze = _trim(named, at, at + len(BLANK))
@@ -282,7 +372,7 @@ def reverse_cloze(title: str, summary: str, start: int, obj: str, person: bool =
     if at < 0:
         return None
     pattern = subject_pattern(title, person)
-    head, tail = pattern.sub(BLANK, sentence[:at]), pattern.sub(BLANK, sentence[at + len(obj):])
+    head, tail = pattern.sub(BLANK, sentence[:at]), pattern.sub(BLANK, sentence[at + len(obj) :])
     blanked = head + obj + tail
     at = len(head)
     blanks = [m.start() for m in re.finditer(re.escape(BLANK), blanked)]
@@ -342,8 +432,17 @@ def pool_options(gold: str, pool: Sequence[str], seed: str, n: int = 3) -> list[
 
 
 # The categories a page is put in (notes, step 2).
-CATEGORIES = ("People", "History", "Geography", "Arts", "Philosophy & Religion", "Everyday Life", "Society", "Science",
-              "Technology")
+CATEGORIES = (
+    "People",
+    "History",
+    "Geography",
+    "Arts",
+    "Philosophy & Religion",
+    "Everyday Life",
+    "Society",
+    "Science",
+    "Technology",
+)
 OTHER_CATEGORY = "Other"
 # Words a minimalism edit may add to mend grammar after its deletions.
 MAX_GRAMMAR_WORDS = 2
@@ -365,7 +464,7 @@ def parse_names(text: str) -> list[str]:
     start = text.find("[")
     end = text.find("]", start) if start >= 0 else -1
     if end >= 0:
-        value, _ = python_literal(text[start:end + 1])
+        value, _ = python_literal(text[start : end + 1])
         names = [_listed_name(v) for v in value] if isinstance(value, list) else [None]
         if None not in names:
             return [n for n in names if n]
@@ -377,7 +476,9 @@ def _listed_name(value) -> str | None:
     and for an integer too long to write (a hex literal can be)."""
     if isinstance(value, str):
         return value.strip()
-    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64):
+    if isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64
+    ):
         return str(value)
     return None
 
@@ -432,7 +533,7 @@ def parse_reverse(text: str) -> tuple[str, str] | None:
         searched = len(text) if end < 0 else end
         mark = text.rfind("?", label.end() + 1, searched)
         if mark >= 0:
-            question = text[label.end():mark + 1]
+            question = text[label.end() : mark + 1]
             break
     if not subject or question is None:
         raise ParseError(f"no Subject and Question lines in {text[:80]!r}")
@@ -456,6 +557,8 @@ def parse_options(text: str, gold: str) -> list[str]:
     if len(out) < N_DISTRACTORS:
         raise ParseError(f"{len(out)} distractors in {text[:80]!r} (needs {N_DISTRACTORS})")
     return out[:N_DISTRACTORS]
+
+
 def passed(questions: pl.DataFrame, filtered: pl.DataFrame) -> pl.DataFrame:
     """The ``questions`` whose fact a search filter's table (``filtered``) kept."""
     return questions.filter(pl.col("fact_id").is_in(filtered.filter(pl.col("kept"))["fact_id"].implode()))

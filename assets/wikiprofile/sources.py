@@ -14,8 +14,15 @@ from assets.common.rejects import Rejects
 # The paper keeps documents of at least 50 words (notes, step 1).
 MIN_WORDS = 50
 
-PAGE_SCHEMA = {"page_id": pl.String, "title": pl.String, "summary": pl.String, "words": pl.Int32,
-               "months": pl.Int32, "mean_monthly_views": pl.Float64, "reference_category": pl.String}
+PAGE_SCHEMA = {
+    "page_id": pl.String,
+    "title": pl.String,
+    "summary": pl.String,
+    "words": pl.Int32,
+    "months": pl.Int32,
+    "mean_monthly_views": pl.Float64,
+    "reference_category": pl.String,
+}
 # Rejected page records: the page and the file it came from name the item.
 REJECTS = Rejects(("question_id", "source"))
 # The reasons of ``load_pages`` and of ``load_search_pages``, the vocabularies of their rejects.
@@ -61,19 +68,48 @@ def load_pages(uri: str, min_words: int = MIN_WORDS) -> tuple[pl.DataFrame, pl.D
         views = _views(rec.get("monthly_views"))
         pid = page_id(title) if title.strip() else where
         if not title.strip() or not summary or views is None:
-            missing = [k for k, ok in (("title", title.strip()), ("summary", summary), ("monthly_views", views)) if not ok]
-            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", MALFORMED_RECORD,
-                                      f"{where}: missing or malformed {', '.join(missing)}", rec))
+            missing = [
+                k for k, ok in (("title", title.strip()), ("summary", summary), ("monthly_views", views)) if not ok
+            ]
+            rejects.append(
+                REJECTS.row(
+                    pid,
+                    "wikipedia",
+                    "ingest",
+                    MALFORMED_RECORD,
+                    f"{where}: missing or malformed {', '.join(missing)}",
+                    rec,
+                )
+            )
         elif pid in seen:
-            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", DUPLICATE_PAGE, f"{where}: title {title!r} seen before", rec))
+            rejects.append(
+                REJECTS.row(pid, "wikipedia", "ingest", DUPLICATE_PAGE, f"{where}: title {title!r} seen before", rec)
+            )
         elif len(summary.split()) < min_words:
-            rejects.append(REJECTS.row(pid, "wikipedia", "ingest", TOO_SHORT,
-                                      f"{where}: {len(summary.split())} words (needs {min_words})", rec))
+            rejects.append(
+                REJECTS.row(
+                    pid,
+                    "wikipedia",
+                    "ingest",
+                    TOO_SHORT,
+                    f"{where}: {len(summary.split())} words (needs {min_words})",
+                    rec,
+                )
+            )
         else:
             seen.add(pid)
             category = rec.get("category") if isinstance(rec.get("category"), str) else None
-            pages.append({"page_id": pid, "title": title.strip(), "summary": summary, "words": len(summary.split()),
-                          "months": views[0], "mean_monthly_views": views[1], "reference_category": category})
+            pages.append(
+                {
+                    "page_id": pid,
+                    "title": title.strip(),
+                    "summary": summary,
+                    "words": len(summary.split()),
+                    "months": views[0],
+                    "mean_monthly_views": views[1],
+                    "reference_category": category,
+                }
+            )
     return pl.DataFrame(pages, schema=PAGE_SCHEMA), REJECTS.frame(rejects)
 
 
@@ -84,8 +120,15 @@ def popularity_tiers(pages: pl.DataFrame, share: float = 0.2, key: str = "page_i
     n = pages.height
     k = int(n * share)
     ranked = pages.sort(["mean_monthly_views", key], descending=[True, False]).with_row_index("rank")
-    return ranked.select(key, pl.when(pl.col("rank") < k).then(pl.lit("top"))
-                         .when(pl.col("rank") >= n - k).then(pl.lit("bottom")).otherwise(pl.lit("middle")).alias("tier"))
+    return ranked.select(
+        key,
+        pl.when(pl.col("rank") < k)
+        .then(pl.lit("top"))
+        .when(pl.col("rank") >= n - k)
+        .then(pl.lit("bottom"))
+        .otherwise(pl.lit("middle"))
+        .alias("tier"),
+    )
 
 
 def load_search_pages(uri: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -94,20 +137,31 @@ def load_search_pages(uri: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     ``doc_id`` and ``content`` (title and text). Malformed and duplicate records are rejected."""
     docs, rejects, seen = [], [], set()
     for where, rec in read_records(uri):
-        ok = isinstance(rec, dict) and all(isinstance(rec.get(k), str) and rec[k].strip() for k in ("id", "title", "contents"))
+        ok = isinstance(rec, dict) and all(
+            isinstance(rec.get(k), str) and rec[k].strip() for k in ("id", "title", "contents")
+        )
         if not ok:
-            rejects.append(REJECTS.row(where, "search_pages", "ingest", MALFORMED_RECORD, f"{where}: needs id, title and contents", rec))
+            rejects.append(
+                REJECTS.row(
+                    where, "search_pages", "ingest", MALFORMED_RECORD, f"{where}: needs id, title and contents", rec
+                )
+            )
         elif rec["id"] in seen:
-            rejects.append(REJECTS.row(rec["id"], "search_pages", "ingest", DUPLICATE_PAGE, f"{where}: id seen before", rec))
+            rejects.append(
+                REJECTS.row(rec["id"], "search_pages", "ingest", DUPLICATE_PAGE, f"{where}: id seen before", rec)
+            )
         else:
             seen.add(rec["id"])
-            docs.append({"doc_id": rec["id"], "content": f"{rec['title'].strip()}. {' '.join(rec['contents'].split())}"})
-    return (pl.DataFrame(docs, schema={"doc_id": pl.String, "content": pl.String}),
-            REJECTS.frame(rejects))
+            docs.append(
+                {"doc_id": rec["id"], "content": f"{rec['title'].strip()}. {' '.join(rec['contents'].split())}"}
+            )
+    return (pl.DataFrame(docs, schema={"doc_id": pl.String, "content": pl.String}), REJECTS.frame(rejects))
 
 
 def search_collection(pages: pl.DataFrame, search_pages: pl.DataFrame) -> pl.DataFrame:
     """The collection the search-grounded filter searches: the source pages themselves (a web
     search would find them too) and the local page collection."""
-    own = pages.select(pl.col("page_id").alias("doc_id"), pl.concat_str("title", pl.lit(". "), "summary").alias("content"))
+    own = pages.select(
+        pl.col("page_id").alias("doc_id"), pl.concat_str("title", pl.lit(". "), "summary").alias("content")
+    )
     return pl.concat([own, search_pages.filter(~pl.col("doc_id").is_in(own["doc_id"].implode()))])

@@ -19,5 +19,11 @@ from checks.eval.quit import quit_eval_checks
 from checks.eval.recor import recor_eval_checks
 from checks.eval.wikiprofile import wikiprofile_eval_checks
 
-eval_checks = [*benchmark_checks, *quit_eval_checks, *finetune_checks, *recor_eval_checks, *wikiprofile_eval_checks,
-               *leaderboard_checks]
+eval_checks = [
+    *benchmark_checks,
+    *quit_eval_checks,
+    *finetune_checks,
+    *recor_eval_checks,
+    *wikiprofile_eval_checks,
+    *leaderboard_checks,
+]

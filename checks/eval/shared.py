@@ -12,15 +12,7 @@ import polars as pl
 
 from assets.eval.quit.assets import wiring
 from assets.eval.runs import RUN_SCHEMA
-from checks.factories import (
-    TOLERANCE,
-    UNIT,
-    not_in,
-    outside,
-    table_problems,
-    typed,
-    where,
-)
+from checks.factories import TOLERANCE, UNIT, not_in, outside, table_problems, typed, where
 from resources.retrieval import load_rerankers, load_retrievers
 
 # Check names, unique per asset.
@@ -56,8 +48,12 @@ def monotone(frame: pl.DataFrame, ids: Sequence[str]) -> list[str]:
     for name in MONOTONE:
         cuts = sorted(int(c.split("@")[1]) for c in frame.columns if RANX_METRIC.match(c) and c.startswith(f"{name}@"))
         for a, b in zip(cuts, cuts[1:]):
-            problems += where(frame, pl.col(f"{name}@{a}") > pl.col(f"{name}@{b}") + TOLERANCE,
-                              f"with {name}@{a} above {name}@{b}", ids)
+            problems += where(
+                frame,
+                pl.col(f"{name}@{a}") > pl.col(f"{name}@{b}") + TOLERANCE,
+                f"with {name}@{a} above {name}@{b}",
+                ids,
+            )
     return problems
 
 
@@ -72,8 +68,9 @@ def metric_problems(frame: pl.DataFrame, columns: dict, unique: Sequence[str], r
     return problems + outside(frame, metrics, UNIT, unique, missing_ok=False) + monotone(frame, unique)
 
 
-def run_problems(run: pl.DataFrame, systems: Iterable[str], per: Sequence[str] = ("question_id",),
-                 columns: dict = RUN_SCHEMA) -> list[str]:
+def run_problems(
+    run: pl.DataFrame, systems: Iterable[str], per: Sequence[str] = ("question_id",), columns: dict = RUN_SCHEMA
+) -> list[str]:
     """A TREC-style run: ranks 1..n per query without gaps or repeats, each passage once per
     query, scores never rising down the ranking, a registered system."""
     per = list(per)

@@ -11,29 +11,45 @@ from checks.quit.shared import key, leaks
 from resources.storage import exists
 
 
-@dg.asset_check(asset=key("benchmark_questions"), blocking=True, description="Unique ids, known splits, non-empty answer pools.")
+@dg.asset_check(
+    asset=key("benchmark_questions"), blocking=True, description="Unique ids, known splits, non-empty answer pools."
+)
 def benchmark_questions_suite(benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
     frame = benchmark_questions.with_columns(pl.col("answers").list.len().alias("answer_count")).select(
-        "question_id", "split", "answer_count", "question")
-    return suite_check(frame, [
-        gxe.ExpectColumnValuesToBeUnique(column="question_id"),
-        gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "dev", "test"]),
-        gxe.ExpectColumnValuesToBeBetween(column="answer_count", min_value=1),
-    ], "quit_benchmark_questions")
+        "question_id", "split", "answer_count", "question"
+    )
+    return suite_check(
+        frame,
+        [
+            gxe.ExpectColumnValuesToBeUnique(column="question_id"),
+            gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "dev", "test"]),
+            gxe.ExpectColumnValuesToBeBetween(column="answer_count", min_value=1),
+        ],
+        "quit_benchmark_questions",
+    )
 
 
-@dg.asset_check(asset=key("benchmark_qrels"), blocking=True, additional_ins={"benchmark_corpus": dg.AssetIn(key=key("benchmark_corpus"))},
-                description="Every qrel points into the corpus and every corpus passage has a qrel.")
+@dg.asset_check(
+    asset=key("benchmark_qrels"),
+    blocking=True,
+    additional_ins={"benchmark_corpus": dg.AssetIn(key=key("benchmark_corpus"))},
+    description="Every qrel points into the corpus and every corpus passage has a qrel.",
+)
 def qrels_in_corpus(benchmark_qrels: pl.DataFrame, benchmark_corpus: pl.DataFrame) -> dg.AssetCheckResult:
     dangling = benchmark_qrels.join(benchmark_corpus.select("passage_id"), on="passage_id", how="anti")
     unlabeled = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id", how="anti").select(
-        pl.col("question_id"), pl.col("passage_id"), pl.lit(None, pl.Int8).alias("label"))
+        pl.col("question_id"), pl.col("passage_id"), pl.lit(None, pl.Int8).alias("label")
+    )
     bad = pl.concat([dangling.select("question_id", "passage_id", pl.col("label").cast(pl.Int8)), unlabeled])
     return rows_check(bad, "qrels and corpus cover the same passages", "passage_id")
 
 
-@dg.asset_check(asset=key("benchmark_corpus"), blocking=True, additional_ins={"benchmark_questions": dg.AssetIn(key=key("benchmark_questions"))},
-                description="No passage contains any valid answer of its question (the inferential invariant).")
+@dg.asset_check(
+    asset=key("benchmark_corpus"),
+    blocking=True,
+    additional_ins={"benchmark_questions": dg.AssetIn(key=key("benchmark_questions"))},
+    description="No passage contains any valid answer of its question (the inferential invariant).",
+)
 def corpus_no_leakage(benchmark_corpus: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.AssetCheckResult:
     joined = benchmark_corpus.join(benchmark_questions.select("question_id", "answers"), on="question_id")
     bad = leaks(joined, "text", "answers")
@@ -53,11 +69,19 @@ def release_records(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.Dat
     return records
 
 
-@dg.asset_check(asset=key("release_files"), additional_ins={name: dg.AssetIn(key=key(name)) for name in
-                                                            ("benchmark_questions", "benchmark_corpus", "benchmark_qrels")},
-                description="Every release file written, where the manifest says, with the benchmark's record counts.")
-def release_files_written(release_files: pl.DataFrame, benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame,
-                          benchmark_qrels: pl.DataFrame) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=key("release_files"),
+    additional_ins={
+        name: dg.AssetIn(key=key(name)) for name in ("benchmark_questions", "benchmark_corpus", "benchmark_qrels")
+    },
+    description="Every release file written, where the manifest says, with the benchmark's record counts.",
+)
+def release_files_written(
+    release_files: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+    benchmark_corpus: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+) -> dg.AssetCheckResult:
     problems = table_problems(release_files, RELEASE_SCHEMA, unique=("file",), not_null=tuple(RELEASE_SCHEMA))
     if not problems:
         written = {r["file"]: r for r in release_files.iter_rows(named=True)}
@@ -79,8 +103,10 @@ ANSWER_CONTAINMENT, WHOLE_WORDS = "Answer Containment", "Answer Containment (who
 SHARE_ROWS = ("Query-Passage Lexical Overlap", ANSWER_CONTAINMENT, WHOLE_WORDS)
 
 
-@dg.asset_check(asset=key("statistics"),
-                description="Table 1: whole counts, shares in [0, 1], no passage containing an answer on word boundaries, labels adding up to the passages.")
+@dg.asset_check(
+    asset=key("statistics"),
+    description="Table 1: whole counts, shares in [0, 1], no passage containing an answer on word boundaries, labels adding up to the passages.",
+)
 def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
     """Answer containment on whole words is 0 by construction (the inferential invariant the
     corpus check enforces); a non-zero one means the table and the corpus disagree. The
@@ -91,13 +117,25 @@ def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
         values = dict(statistics.select("metric", "value").iter_rows())
         problems += [f"row {m!r} is missing" for m in (*COUNT_ROWS, *SHARE_ROWS) if m not in values]
         if not problems:
-            problems += [f"{m} is {values[m]}, not a count" for m in COUNT_ROWS if values[m] < 0 or not float(values[m]).is_integer()]
+            problems += [
+                f"{m} is {values[m]}, not a count"
+                for m in COUNT_ROWS
+                if values[m] < 0 or not float(values[m]).is_integer()
+            ]
             problems += [f"{m} is {values[m]}, outside [0, 1]" for m in SHARE_ROWS if not 0 <= values[m] <= 1]
             if values[WHOLE_WORDS]:
                 problems.append(f"{WHOLE_WORDS} is {values[WHOLE_WORDS]}: some passage names a valid answer")
             if values[LABEL_1] + values[LABEL_2] != values[TOTAL_PASSAGES]:
-                problems.append(f"{LABEL_1} + {LABEL_2} = {values[LABEL_1] + values[LABEL_2]}, {TOTAL_PASSAGES} = {values[TOTAL_PASSAGES]}")
+                problems.append(
+                    f"{LABEL_1} + {LABEL_2} = {values[LABEL_1] + values[LABEL_2]}, {TOTAL_PASSAGES} = {values[TOTAL_PASSAGES]}"
+                )
     return problems_result(problems, statistics.height)
 
 
-release_checks = [benchmark_questions_suite, qrels_in_corpus, corpus_no_leakage, release_files_written, statistics_table_1]
+release_checks = [
+    benchmark_questions_suite,
+    qrels_in_corpus,
+    corpus_no_leakage,
+    release_files_written,
+    statistics_table_1,
+]

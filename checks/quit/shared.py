@@ -11,6 +11,7 @@ key = wiring.key
 
 def leaks(frame: pl.DataFrame, text_col: str, answers_col: str) -> pl.DataFrame:
     """Rows whose text (a string or a list of strings) names any of the answers."""
+
     def leaking(row) -> bool:
         texts = row[text_col] if isinstance(row[text_col], list) else [row[text_col]]
         return any(contains_phrase(t, a) for t in texts for a in (row[answers_col] or []))

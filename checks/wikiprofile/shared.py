@@ -19,4 +19,6 @@ def ins(*names: str) -> dict[str, dg.AssetIn]:
 def named(text: str, answer: str) -> pl.Expr:
     """Whether a question column names an answer column, by the steps' own rule (``answer_leaks``)."""
     return pl.struct(text, answer).map_elements(
-        lambda r: None if r[text] is None or r[answer] is None else rules.answer_leaks(r[text], r[answer]), return_dtype=pl.Boolean)
+        lambda r: None if r[text] is None or r[answer] is None else rules.answer_leaks(r[text], r[answer]),
+        return_dtype=pl.Boolean,
+    )

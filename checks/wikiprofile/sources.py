@@ -18,23 +18,36 @@ PAGE_INDEX_SCHEMA = {"doc_id": pl.String, "content": pl.String}
 
 # --- step 1: pages ------------------------------------------------------------------------------
 
-source_pages_schema = table_check(key("source_pages"), sources.PAGE_SCHEMA, unique=["page_id"],
-                                  not_null=["page_id", "title", "summary", "words", "months", "mean_monthly_views"])
+source_pages_schema = table_check(
+    key("source_pages"),
+    sources.PAGE_SCHEMA,
+    unique=["page_id"],
+    not_null=["page_id", "title", "summary", "words", "months", "mean_monthly_views"],
+)
 
 
-@dg.asset_check(asset=key("source_pages"), blocking=True,
-                description="Summaries of at least the configured words (the paper's 50), counted right; ids from the titles; "
-                            "views over at least one month, none negative.")
+@dg.asset_check(
+    asset=key("source_pages"),
+    blocking=True,
+    description="Summaries of at least the configured words (the paper's 50), counted right; ids from the titles; "
+    "views over at least one month, none negative.",
+)
 def page_rules(source_pages: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.AssetCheckResult:
     least = wikiprofile_settings.min_words
-    frame = source_pages.with_columns(flags(source_pages, lambda pid, title: pid == sources.page_id(title), "page_id", "title")
-                                      .alias("id_of_title"))
-    bad = unmet(frame, {
-        f"at least {least} words": pl.col("words") >= least,
-        "words counts the summary's words": pl.col("words") == pl.col("summary").str.count_matches(r"\S+"),
-        "page_id made from the title": pl.col("id_of_title"),
-        "views over at least one month, none negative": (pl.col("months") >= 1) & (pl.col("mean_monthly_views") >= 0),
-    }, ids=["page_id"])
+    frame = source_pages.with_columns(
+        flags(source_pages, lambda pid, title: pid == sources.page_id(title), "page_id", "title").alias("id_of_title")
+    )
+    bad = unmet(
+        frame,
+        {
+            f"at least {least} words": pl.col("words") >= least,
+            "words counts the summary's words": pl.col("words") == pl.col("summary").str.count_matches(r"\S+"),
+            "page_id made from the title": pl.col("id_of_title"),
+            "views over at least one month, none negative": (pl.col("months") >= 1)
+            & (pl.col("mean_monthly_views") >= 0),
+        },
+        ids=["page_id"],
+    )
     return rows_check(bad, "pages as the method samples them")
 
 
@@ -43,20 +56,35 @@ source_rejects_reasons = rejects_check(key("source_rejects"), sources.SOURCE_REA
 
 # --- the page collection the search filters search ---------------------------------------------
 
-page_index_schema = table_check(key("page_index"), PAGE_INDEX_SCHEMA, unique=["doc_id"], not_null=list(PAGE_INDEX_SCHEMA))
+page_index_schema = table_check(
+    key("page_index"), PAGE_INDEX_SCHEMA, unique=["doc_id"], not_null=list(PAGE_INDEX_SCHEMA)
+)
 
 
-@dg.asset_check(asset=key("page_index"), blocking=True, additional_ins=ins("source_pages"),
-                description="Every source page is in the collection as its title and summary: a web search would find it.")
+@dg.asset_check(
+    asset=key("page_index"),
+    blocking=True,
+    additional_ins=ins("source_pages"),
+    description="Every source page is in the collection as its title and summary: a web search would find it.",
+)
 def source_pages_indexed(page_index: pl.DataFrame, source_pages: pl.DataFrame) -> dg.AssetCheckResult:
     frame = source_pages.join(page_index, left_on="page_id", right_on="doc_id", how="left")
-    bad = unmet(frame, {"indexed as its title and summary": pl.col("content") == pl.format("{}. {}", "title", "summary")},
-                ids=["page_id"])
+    bad = unmet(
+        frame,
+        {"indexed as its title and summary": pl.col("content") == pl.format("{}. {}", "title", "summary")},
+        ids=["page_id"],
+    )
     return rows_check(bad, "the source pages are searchable")
 
 
 page_index_rejects_reasons = rejects_check(key("page_index_rejects"), sources.SEARCH_PAGE_REASONS, sources.REJECTS.keys)
 
 
-source_checks = [source_pages_schema, page_rules, source_rejects_reasons, page_index_schema, source_pages_indexed,
-                 page_index_rejects_reasons]
+source_checks = [
+    source_pages_schema,
+    page_rules,
+    source_rejects_reasons,
+    page_index_schema,
+    source_pages_indexed,
+    page_index_rejects_reasons,
+]

@@ -25,7 +25,21 @@ from resources.llm.results import (
 )
 
 __all__ = [
-    "DEFAULT_CONCURRENCY", "CallStats", "EmbeddedLlama", "LLMRequest", "LLMResource", "LLMResult", "ModelSpec",
-    "ParseError", "REGISTRY_PATH", "ScoreRequest", "continuation_from_echo", "embedded_model_path", "load_registry",
-    "load_roles", "register_provider", "role_aliases", "strip_thinking",
+    "DEFAULT_CONCURRENCY",
+    "CallStats",
+    "EmbeddedLlama",
+    "LLMRequest",
+    "LLMResource",
+    "LLMResult",
+    "ModelSpec",
+    "ParseError",
+    "REGISTRY_PATH",
+    "ScoreRequest",
+    "continuation_from_echo",
+    "embedded_model_path",
+    "load_registry",
+    "load_roles",
+    "register_provider",
+    "role_aliases",
+    "strip_thinking",
 ]

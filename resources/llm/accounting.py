@@ -74,11 +74,25 @@ class CallStats:
             f"{prefix}/empty_answers": self.empty_answers,
             f"{prefix}/answers_structured": self.answers_structured,
             f"{prefix}/answers_free_text": self.answers_free_text,
-            **({"llm_cache/entries": self.cache["entries"], "llm_cache/bytes": self.cache["bytes"]}
-               if self.cache else {}),
-            **({f"{prefix}/failed_items": dg.MetadataValue.text(", ".join(self.failed_keys) + (
-                f" (and {self.errors + self.parse_failures - len(self.failed_keys):,} more)"
-                if self.errors + self.parse_failures > len(self.failed_keys) else ""))} if self.failed_keys else {}),
+            **(
+                {"llm_cache/entries": self.cache["entries"], "llm_cache/bytes": self.cache["bytes"]}
+                if self.cache
+                else {}
+            ),
+            **(
+                {
+                    f"{prefix}/failed_items": dg.MetadataValue.text(
+                        ", ".join(self.failed_keys)
+                        + (
+                            f" (and {self.errors + self.parse_failures - len(self.failed_keys):,} more)"
+                            if self.errors + self.parse_failures > len(self.failed_keys)
+                            else ""
+                        )
+                    )
+                }
+                if self.failed_keys
+                else {}
+            ),
         }
 
 
@@ -97,7 +111,6 @@ def price(model: str, results: Iterable[LLMResult], stats: CallStats) -> None:
         stats.unpriced_calls += len(sent)
         return
     stats.cost_usd += float(p) + float(c)
-
 
 
 class _Progress:

@@ -138,8 +138,12 @@ def _answer(entry: dict) -> tuple[dict | None, str | None]:
     if not isinstance(body, dict):
         return None, "response has no body"
     choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) \
-            or not isinstance(choices[0].get("message"), dict):
+    if (
+        not isinstance(choices, list)
+        or not choices
+        or not isinstance(choices[0], dict)
+        or not isinstance(choices[0].get("message"), dict)
+    ):
         return None, "response body has no choices[0].message"
     return body, None
 
@@ -178,23 +182,46 @@ def read_batch_output(path: str | os.PathLike) -> Iterator[tuple[str | None, dic
             yield custom_id, body, error
 
 
-def vllm_batch_command(model: str, served_model_name: str, python: str = "python",
-                       extra_args: Iterable[str] = ("--max-model-len", "2048", "--enforce-eager", "--dtype", "float32"),
-                       ) -> list[str]:
+def vllm_batch_command(
+    model: str,
+    served_model_name: str,
+    python: str = "python",
+    extra_args: Iterable[str] = ("--max-model-len", "2048", "--enforce-eager", "--dtype", "float32"),
+) -> list[str]:
     """vLLM's batch runner as a :func:`run_batch` command template, run by ``python`` (the
     vLLM virtualenv's interpreter); ``extra_args`` are engine arguments, as the server takes
     them (the default is what vLLM's CPU build needs on a two-core machine without AVX512)."""
-    return [python, "-m", "vllm.entrypoints.launchers.run_batch", "-i", "{input}", "-o", "{output}",
-            "--model", model, "--served-model-name", served_model_name, *extra_args]
+    return [
+        python,
+        "-m",
+        "vllm.entrypoints.launchers.run_batch",
+        "-i",
+        "{input}",
+        "-o",
+        "{output}",
+        "--model",
+        model,
+        "--served-model-name",
+        served_model_name,
+        *extra_args,
+    ]
 
 
 def _trim(line: str) -> str:
     return line if len(line) <= TAIL_LINE_CHARS else line[: TAIL_LINE_CHARS - 3] + "..."
 
 
-def run_batch(command: list[str], input_path: str | os.PathLike, output_path: str | os.PathLike,
-              timeout: float, log: Callable[[str], None] | None = None, *, env: dict[str, str] | None = None,
-              cwd: str | os.PathLike | None = None, grace: float = 10.0) -> float:
+def run_batch(
+    command: list[str],
+    input_path: str | os.PathLike,
+    output_path: str | os.PathLike,
+    timeout: float,
+    log: Callable[[str], None] | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    grace: float = 10.0,
+) -> float:
     """Run a batch runner on ``input_path``, writing ``output_path``; returns its seconds.
 
     ``command`` is an argument list in which ``{input}`` and ``{output}`` are replaced by the
@@ -209,8 +236,15 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
     lines: queue.Queue[str | None] = queue.Queue()
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
     except OSError as e:
         raise BatchRunError(f"batch runner {args[0]!r} could not start: {e}") from e
 
@@ -233,18 +267,21 @@ def run_batch(command: list[str], input_path: str | os.PathLike, output_path: st
     seconds = time.monotonic() - started
     shown = redact("\n".join(tail))
     if timed_out:
-        raise BatchRunError(f"batch runner ran past its {timeout:g}s timeout and was killed; "
-                            f"the last lines of its log:\n{shown}")
+        raise BatchRunError(
+            f"batch runner ran past its {timeout:g}s timeout and was killed; the last lines of its log:\n{shown}"
+        )
     if code != 0:
-        raise BatchRunError(f"batch runner exited with code {code} after {seconds:.1f}s; "
-                            f"the last lines of its log:\n{shown}")
+        raise BatchRunError(
+            f"batch runner exited with code {code} after {seconds:.1f}s; the last lines of its log:\n{shown}"
+        )
     if not os.path.exists(output_path):
         raise BatchRunError(f"batch runner exited 0 but wrote no {output_path}; the last lines of its log:\n{shown}")
     return seconds
 
 
-def _relay(lines: queue.Queue[str | None], deadline: float, tail: collections.deque[str],
-           log: Callable[[str], None] | None) -> bool:
+def _relay(
+    lines: queue.Queue[str | None], deadline: float, tail: collections.deque[str], log: Callable[[str], None] | None
+) -> bool:
     """Log the runner's lines on the caller's thread, as they come, until its output ends;
     True if ``deadline`` (a ``time.monotonic`` time) passed first."""
     while True:

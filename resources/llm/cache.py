@@ -137,7 +137,8 @@ class ResponseCache:
                 f"the disk under the answer cache at {self.directory} has {free / 2**20:.0f} MiB free "
                 f"(below {self.min_free_bytes / 2**20:.0f} MiB); the cache holds {s['entries']:,} answers in "
                 f"{s['bytes'] / 2**20:.0f} MiB and evicts none: free space, or point the LLM resource's "
-                f"cache_dir at a larger disk (copying the folder keeps every answer)")
+                f"cache_dir at a larger disk (copying the folder keeps every answer)"
+            )
 
     def stats(self) -> dict[str, int]:
         """Entries and bytes on disk (0 and 0 for no cache): read from diskcache's counters."""
@@ -255,8 +256,12 @@ class PostgresCache:
         rows = [(k, json.dumps(v, separators=(",", ":")).encode()) for k, v in items]
 
         def write(cur) -> None:
-            execute_values(cur, f"INSERT INTO {TABLE} (key, value) VALUES %s ON CONFLICT (key) DO NOTHING",
-                           rows, page_size=len(rows))
+            execute_values(
+                cur,
+                f"INSERT INTO {TABLE} (key, value) VALUES %s ON CONFLICT (key) DO NOTHING",
+                rows,
+                page_size=len(rows),
+            )
 
         self._run(write)
 
@@ -265,8 +270,9 @@ class PostgresCache:
         bytes: the table's, its index's and its TOAST's (``pg_total_relation_size``)."""
 
         def measure(cur) -> dict[str, int]:
-            cur.execute("SELECT reltuples::bigint, pg_total_relation_size(oid) FROM pg_class WHERE oid = %s::regclass",
-                        (TABLE,))
+            cur.execute(
+                "SELECT reltuples::bigint, pg_total_relation_size(oid) FROM pg_class WHERE oid = %s::regclass", (TABLE,)
+            )
             entries, size = cur.fetchone()
             if entries < EXACT_COUNT_BELOW:  # -1: never analyzed yet
                 cur.execute(f"SELECT count(*) FROM {TABLE}")
@@ -300,9 +306,11 @@ class PostgresCache:
                     if not lost:  # the server answered with an error: the transaction is void, not the connection
                         conn.rollback()
                     if isinstance(e, psycopg2.errors.DiskFull):
-                        raise CacheFullError(f"the answer cache on Postgres at {self.where} could not write: "
-                                             f"{self._mask(str(e)).strip()}; the server's disk is full and the "
-                                             f"cache evicts none: free space on it") from e
+                        raise CacheFullError(
+                            f"the answer cache on Postgres at {self.where} could not write: "
+                            f"{self._mask(str(e)).strip()}; the server's disk is full and the "
+                            f"cache evicts none: free space on it"
+                        ) from e
                     if not lost:
                         raise
                     self._conn = None
@@ -310,7 +318,8 @@ class PostgresCache:
                         raise CacheUnavailableError(
                             f"the answer cache on Postgres at {self.where} dropped the connection twice in a row: "
                             f"{self._mask(str(e)).strip()}; check that the server is up and reachable from this "
-                            f"worker") from e
+                            f"worker"
+                        ) from e
         raise AssertionError("unreachable")
 
     def _connection(self):
@@ -322,12 +331,14 @@ class PostgresCache:
         except ImportError as e:
             raise ImportError("cache_type 'postgres' needs psycopg2: pip install -e '.[cluster]'") from e
         try:
-            conn = psycopg2.connect(self._url, connect_timeout=self.connect_timeout,
-                                    application_name="benchfoundry-llm-cache")
+            conn = psycopg2.connect(
+                self._url, connect_timeout=self.connect_timeout, application_name="benchfoundry-llm-cache"
+            )
         except psycopg2.Error as e:
             raise CacheUnavailableError(
                 f"the answer cache on Postgres at {self.where} could not be reached: {self._mask(str(e)).strip()}; "
-                f"check the server, or the LLM resource's cache_url (or ${CACHE_URL_ENV})") from e
+                f"check the server, or the LLM resource's cache_url (or ${CACHE_URL_ENV})"
+            ) from e
         try:
             with conn.cursor() as cur:
                 # Workers that start together would otherwise race to create the table (a
@@ -395,8 +406,10 @@ def response_cache(cache_type: str, cache_dir: str, cache_url: str | None = None
     elif cache_type == "postgres":
         place = cache_url or os.environ.get(CACHE_URL_ENV, "")
         if not place:
-            raise ValueError(f"cache_type 'postgres' needs a connection URL: set the LLM resource's cache_url, "
-                             f"or {CACHE_URL_ENV} (postgresql://user:password@host:5432/database)")
+            raise ValueError(
+                f"cache_type 'postgres' needs a connection URL: set the LLM resource's cache_url, "
+                f"or {CACHE_URL_ENV} (postgresql://user:password@host:5432/database)"
+            )
     else:
         raise ValueError(f"cache_type must be 'disk', 'postgres' or 'off', not {cache_type!r}")
     if (cache_type, place) not in _CACHES:

@@ -35,15 +35,22 @@ class CallPath:
     """The methods of :class:`~resources.llm.resource.LLMResource` that ask a model: chat calls
     (embedded, served, batch), continuation scores, and the retries around each try."""
 
-    def _call_embedded(self, spec: ModelSpec, req: LLMRequest, params: dict,
-                       breaker: Breaker) -> tuple[LLMResult, dict | None]:
+    def _call_embedded(
+        self, spec: ModelSpec, req: LLMRequest, params: dict, breaker: Breaker
+    ) -> tuple[LLMResult, dict | None]:
         import litellm
 
         delay = self.backoff_seconds
         for attempt in range(self.max_retries + 1):
             try:
-                response = litellm.completion(model=spec.model, messages=req.messages, caching=False,
-                                              timeout=self.timeout(params), num_retries=0, **params)
+                response = litellm.completion(
+                    model=spec.model,
+                    messages=req.messages,
+                    caching=False,
+                    timeout=self.timeout(params),
+                    num_retries=0,
+                    **params,
+                )
                 breaker.answered()
                 return _from_response(req.key, response)
             except _transient_errors() as e:
@@ -86,15 +93,23 @@ class CallPath:
 
         async def ask(replica: Replica, req: LLMRequest, params: dict):
             if replica.client is not None:
-                return await replica.client.post("/chat/completions",
-                                                 _vllm_request(spec.model, req.messages, params), self.timeout(params))
+                return await replica.client.post(
+                    "/chat/completions", _vllm_request(spec.model, req.messages, params), self.timeout(params)
+                )
             import litellm
 
             # litellm's own retries (and the OpenAI SDK's under it) off: this resource's are
             # the only ones, so max_retries means what it says
-            return await litellm.acompletion(model=spec.model, messages=req.messages, caching=False,
-                                             timeout=self.timeout(params), num_retries=0, max_retries=0,
-                                             **self._litellm_auth(spec, replica.url), **params)
+            return await litellm.acompletion(
+                model=spec.model,
+                messages=req.messages,
+                caching=False,
+                timeout=self.timeout(params),
+                num_retries=0,
+                max_retries=0,
+                **self._litellm_auth(spec, replica.url),
+                **params,
+            )
 
         async def one(i: int, req: LLMRequest, params: dict, key: str) -> None:
             try:
@@ -123,6 +138,7 @@ class CallPath:
 
         if not todo:
             return
+
         def lines():
             for n, (_, req, params, _) in enumerate(todo):
                 yield str(n), _vllm_request(spec.model, req.messages, params)
@@ -187,20 +203,36 @@ class CallPath:
         async def ask(replica: Replica, req: ScoreRequest):
             prompt = req.prefix + req.continuation
             if replica.client is not None:
-                body = {"model": _served_name(spec.model), "prompt": prompt, "echo": True, "logprobs": 1,
-                        "max_tokens": 1, "temperature": 0.0}
+                body = {
+                    "model": _served_name(spec.model),
+                    "prompt": prompt,
+                    "echo": True,
+                    "logprobs": 1,
+                    "max_tokens": 1,
+                    "temperature": 0.0,
+                }
                 return await replica.client.post("/completions", body, timeout)
             import litellm
 
-            return await litellm.atext_completion(model=spec.model, prompt=prompt, echo=True, logprobs=1, max_tokens=1,
-                                                  temperature=0.0, timeout=timeout, num_retries=0, max_retries=0,
-                                                  **self._litellm_auth(spec, replica.url))
+            return await litellm.atext_completion(
+                model=spec.model,
+                prompt=prompt,
+                echo=True,
+                logprobs=1,
+                max_tokens=1,
+                temperature=0.0,
+                timeout=timeout,
+                num_retries=0,
+                max_retries=0,
+                **self._litellm_auth(spec, replica.url),
+            )
 
         async def one(i: int, req: ScoreRequest, key: str) -> None:
             try:
                 response = await self._with_retries(lambda replica: ask(replica, req), breaker)
-                values, tokens = continuation_from_echo(_field(_field(response, "choices")[0], "logprobs"),
-                                                        len(req.prefix))
+                values, tokens = continuation_from_echo(
+                    _field(_field(response, "choices")[0], "logprobs"), len(req.prefix)
+                )
                 done(i, key, req, values, tokens, None)
             except ModelServerDown:
                 raise

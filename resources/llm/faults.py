@@ -38,7 +38,6 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-
 class _GaveUp(RuntimeError):
     pass
 
@@ -62,8 +61,16 @@ class Breaker:
     adds what is known about the server (a managed process that exited). Not thread-safe:
     the async path runs on one event loop, the embedded path in one thread."""
 
-    def __init__(self, where: str, failures: int, seconds: float, window: int, rate: float,
-                 on_open: Callable[[], str] | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        where: str,
+        failures: int,
+        seconds: float,
+        window: int,
+        rate: float,
+        on_open: Callable[[], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.where, self.failures, self.seconds, self.rate = where, failures, seconds, rate
         self.on_open, self.clock = on_open, clock
         self.streak = 0
@@ -102,8 +109,7 @@ class Breaker:
             return
         last = "; ".join(dict.fromkeys(self.errors))
         said = self.on_open() if self.on_open else ""
-        raise ModelServerDown(redact(f"{self.where}: circuit breaker open, {self.reason}. "
-                                     f"Last errors: {last}{said}"))
+        raise ModelServerDown(redact(f"{self.where}: circuit breaker open, {self.reason}. Last errors: {last}{said}"))
 
     def _remember(self, error: str) -> None:
         self.errors.append(error[:300])
@@ -112,7 +118,6 @@ class Breaker:
 def _failure(e: Exception) -> str:
     """The error an item keeps: the retries' own account, or the exception's type and text."""
     return redact(str(e) if isinstance(e, _GaveUp) else f"{type(e).__name__}: {e}")
-
 
 
 class ServerFault(TransientError):

@@ -42,8 +42,16 @@ class ReplicaPool:
     ``step`` is the step's breaker, opened here when no replica is left. Single-threaded, as
     the breakers are: every try of a step runs on one event loop."""
 
-    def __init__(self, alias: str, urls: list[str | None], breaker: Callable[[str | None], Any], step: Any,
-                 retry_seconds: float, backoff_seconds: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        alias: str,
+        urls: list[str | None],
+        breaker: Callable[[str | None], Any],
+        step: Any,
+        retry_seconds: float,
+        backoff_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.alias, self.step, self.clock = alias, step, clock
         self.retry_seconds, self.backoff_seconds = retry_seconds, backoff_seconds
         self._breaker = breaker
@@ -135,7 +143,8 @@ class ReplicaPool:
             return
         dg.get_dagster_logger().warning(
             f"{self.alias}: replica {replica.url} is out for {self.retry_seconds:g}s "
-            f"({replica.breaker.reason}); {self.answers()}")
+            f"({replica.breaker.reason}); {self.answers()}"
+        )
 
     def _bring_back(self, replica: Replica) -> None:
         self.out.remove(replica)
@@ -146,8 +155,9 @@ class ReplicaPool:
         dg.get_dagster_logger().info(f"{self.alias}: replica {replica.url} answers again; {self.answers()}")
 
     def _schedule(self) -> None:
-        self._next_probe = min((r.out_until for r in self.out if not r.probing and r.out_until is not None),
-                               default=math.inf)
+        self._next_probe = min(
+            (r.out_until for r in self.out if not r.probing and r.out_until is not None), default=math.inf
+        )
 
     def _open_step(self) -> None:
         """Every replica is out: the step's breaker opens, naming each and why it is out."""
@@ -156,11 +166,13 @@ class ReplicaPool:
             self.step.reason, self.step.errors = only.reason, only.errors
             return
         self.step.reason = "every replica is out: " + "; ".join(
-            f"{r.url}: {r.breaker.reason} ({r.answers:,} answered)" for r in self.replicas)
+            f"{r.url}: {r.breaker.reason} ({r.answers:,} answered)" for r in self.replicas
+        )
         last = [e for r in self.replicas for e in r.breaker.errors]
         self.step.errors = collections.deque(last, maxlen=max(len(last), 1))
 
     def answers(self) -> str:
         """Answers (and failed tries) per replica so far, for the step's log."""
         return "answers per replica: " + ", ".join(
-            f"{r.url} {r.answers:,}" + (f" ({r.failures:,} failed tries)" if r.failures else "") for r in self.replicas)
+            f"{r.url} {r.answers:,}" + (f" ({r.failures:,} failed tries)" if r.failures else "") for r in self.replicas
+        )

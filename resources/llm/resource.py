@@ -36,13 +36,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from resources.llm.accounting import CallStats, _Progress, price
-from resources.llm.cache import (
-    AnswerCache,
-    AnswerWriter,
-    cache_key,
-    install_embedded_provider,
-    response_cache,
-)
+from resources.llm.cache import AnswerCache, AnswerWriter, cache_key, install_embedded_provider, response_cache
 from resources.llm.calls import CallPath, _later, _run_async
 from resources.llm.embedded import _EMBEDDED
 from resources.llm.faults import Breaker
@@ -71,9 +65,13 @@ class LLMResource(CallPath, dg.ConfigurableResource):
     step stops only when every replica is out.
     """
 
-    registry_path: str = Field(default=REGISTRY_PATH, description=(
-        "the model registry file (alias -> model) every call resolves; by default $BENCHFOUNDRY_MODELS as set when "
-        "the code location started, else resources/models.yaml"))
+    registry_path: str = Field(
+        default=REGISTRY_PATH,
+        description=(
+            "the model registry file (alias -> model) every call resolves; by default $BENCHFOUNDRY_MODELS as set when "
+            "the code location started, else resources/models.yaml"
+        ),
+    )
     cache_dir: str = ".cache/llm"
     # "disk" (a diskcache folder, cache_dir), "postgres" (one table every worker shares, at
     # cache_url) or "off". cache_url None: $BENCHFOUNDRY_CACHE_URL, read when the cache is
@@ -189,17 +187,31 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         spec = self.spec(alias)
         urls = self.endpoints(alias)
         where = {"embedded": f"{alias} (embedded model)"}.get(spec.backend) or (
-            f"{alias} (batch runner {spec.batch_command[0] if spec.batch_command else '?'})" if spec.mode == "batch"
-            else f"{alias} at {', '.join(u for u in urls if u) or spec.model}")
+            f"{alias} (batch runner {spec.batch_command[0] if spec.batch_command else '?'})"
+            if spec.mode == "batch"
+            else f"{alias} at {', '.join(u for u in urls if u) or spec.model}"
+        )
 
         def make(where: str) -> Breaker:
-            return Breaker(where, self.breaker_failures, self.breaker_seconds, self.breaker_window, self.breaker_rate,
-                           on_open=self._servers_said)
+            return Breaker(
+                where,
+                self.breaker_failures,
+                self.breaker_seconds,
+                self.breaker_window,
+                self.breaker_rate,
+                on_open=self._servers_said,
+            )
 
         step = make(where)
         if spec.backend != "embedded" and spec.mode != "batch":
-            step.replicas = ReplicaPool(alias, urls, lambda url: make(f"{alias} at {url or spec.model}"), step,
-                                        self.replica_retry_seconds, self.backoff_seconds)
+            step.replicas = ReplicaPool(
+                alias,
+                urls,
+                lambda url: make(f"{alias} at {url or spec.model}"),
+                step,
+                self.replica_retry_seconds,
+                self.backoff_seconds,
+            )
         return step
 
     def _servers_said(self) -> str:
@@ -232,8 +244,14 @@ class LLMResource(CallPath, dg.ConfigurableResource):
 
     # --- chat calls -----------------------------------------------------------------
 
-    def run(self, alias: str, requests: Iterable[LLMRequest], parse: Callable[[str], Any] | None = None,
-            stats: CallStats | None = None, **options: Any) -> list[LLMResult]:
+    def run(
+        self,
+        alias: str,
+        requests: Iterable[LLMRequest],
+        parse: Callable[[str], Any] | None = None,
+        stats: CallStats | None = None,
+        **options: Any,
+    ) -> list[LLMResult]:
         """Answer every request, in order (``options``: :meth:`stream`'s ``thinking``, ``log``,
         ``kind``). Failures become results with an error, never exceptions: unparsable output
         keeps its raw text, a call that still fails after its retries keeps no text."""
@@ -329,8 +347,9 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         todo = []
         for i, (req, key) in enumerate(zip(requests, keys)):
             if key in hits:
-                results[i] = LLMResult(req.key, None, value=list(hits[key]["logprobs"]), cached=True,
-                                       prompt_tokens=hits[key]["tokens"])
+                results[i] = LLMResult(
+                    req.key, None, value=list(hits[key]["logprobs"]), cached=True, prompt_tokens=hits[key]["tokens"]
+                )
                 progress.tick()
             else:
                 todo.append((i, req, key))
@@ -349,8 +368,9 @@ class LLMResource(CallPath, dg.ConfigurableResource):
             if spec.backend == "embedded":
                 for i, req, key in todo:
                     try:
-                        values, tokens = _EMBEDDED.continuation_logprobs(spec.model.split("/", 1)[-1], req.prefix,
-                                                                         req.continuation)
+                        values, tokens = _EMBEDDED.continuation_logprobs(
+                            spec.model.split("/", 1)[-1], req.prefix, req.continuation
+                        )
                         done(i, key, req, values, tokens, None)
                     except Exception as e:  # a bad item stays with its key, the run goes on
                         done(i, key, req, None, 0, f"{type(e).__name__}: {e}")

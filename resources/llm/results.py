@@ -119,10 +119,16 @@ def _from_response(key: str, response: Any) -> tuple[LLMResult, dict]:
 
 def _from_payload(key: str, payload: dict, cached: bool) -> LLMResult:
     alternatives = payload.get("token_logprobs")
-    return LLMResult(key, payload["text"], cached=cached, prompt_tokens=payload["prompt_tokens"],
-                     completion_tokens=payload["completion_tokens"],
-                     top_logprobs=alternatives[0] if alternatives else None,
-                     tokens=payload.get("tokens"), token_logprobs=alternatives)
+    return LLMResult(
+        key,
+        payload["text"],
+        cached=cached,
+        prompt_tokens=payload["prompt_tokens"],
+        completion_tokens=payload["completion_tokens"],
+        top_logprobs=alternatives[0] if alternatives else None,
+        tokens=payload.get("tokens"),
+        token_logprobs=alternatives,
+    )
 
 
 def _finish(result: LLMResult, parse: Callable[[str], Any] | None, output: Output | None = None) -> LLMResult:
@@ -152,15 +158,20 @@ def _finish(result: LLMResult, parse: Callable[[str], Any] | None, output: Outpu
 def _token_logprobs(choice: Any) -> tuple[list[str] | None, list[dict[str, float]] | None]:
     """Each generated token and its alternatives (the chosen token among them)."""
     logprobs = _field(choice, "logprobs")
-    content = (logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)) \
-        if logprobs is not None else None
+    content = (
+        (logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None))
+        if logprobs is not None
+        else None
+    )
     if not content:
         return None, None
     tokens, alternatives = [], []
     for entry in content:
         get = entry.get if isinstance(entry, dict) else lambda k, e=entry: getattr(e, k, None)
-        top = {(t["token"] if isinstance(t, dict) else t.token): float(t["logprob"] if isinstance(t, dict) else t.logprob)
-               for t in (get("top_logprobs") or [])}
+        top = {
+            (t["token"] if isinstance(t, dict) else t.token): float(t["logprob"] if isinstance(t, dict) else t.logprob)
+            for t in (get("top_logprobs") or [])
+        }
         top.setdefault(get("token"), float(get("logprob")))
         tokens.append(get("token"))
         alternatives.append(top)

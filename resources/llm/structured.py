@@ -49,7 +49,7 @@ class Output:
             raise ValueError(f"{where}: output needs exactly one of choices and schema")
         if choices is not None:
             if not choices or not all(isinstance(c, str) and c for c in choices):
-                raise ValueError(f"{where}: output choices must be non-empty strings (quote numbers: \"1\")")
+                raise ValueError(f'{where}: output choices must be non-empty strings (quote numbers: "1")')
             if set(raw) - {"choices"}:
                 raise ValueError(f"{where}: each, join and text format a schema's JSON, not choices")
             return cls(choices=tuple(choices))
@@ -58,7 +58,9 @@ class Output:
         except jsonschema.SchemaError as e:
             raise ValueError(f"{where}: output schema is not a JSON schema: {e.message}") from e
         if raw.get("each") is not None and schema.get("type") != "array":
-            raise ValueError(f"{where}: output each formats an array's items; the schema's type is {schema.get('type')!r}")
+            raise ValueError(
+                f"{where}: output each formats an array's items; the schema's type is {schema.get('type')!r}"
+            )
         if raw.get("text") is not None and schema.get("type") != "object":
             raise ValueError(f"{where}: output text formats an object; the schema's type is {schema.get('type')!r}")
         return cls(schema=schema, each=raw.get("each"), join=raw.get("join", "\n"), text=raw.get("text"))

@@ -11,8 +11,9 @@ from resources.lucene import Hit
 from resources.retrieval.registry import RetrieverSpec
 
 
-def dense_search(spec: RetrieverSpec, faiss_resource, index, doc_ids: list[str], queries: list[str],
-                 qids: list[str], k: int) -> dict[str, list[Hit]]:
+def dense_search(
+    spec: RetrieverSpec, faiss_resource, index, doc_ids: list[str], queries: list[str], qids: list[str], k: int
+) -> dict[str, list[Hit]]:
     """Encode the queries with the retriever's encoder and search its FAISS index."""
     vecs = encode_texts(spec.encoder, queries, "query", spec.batch_size, query_prefix=spec.query_prefix)
     scores, ids = faiss_resource.search(index, vecs, k)

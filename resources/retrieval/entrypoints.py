@@ -43,7 +43,9 @@ def load_function(owner: str, target: str) -> Callable:
     return call
 
 
-def checked_ranking(owner: str, qid: str, ranked, known: Mapping | set, limit: int | None = None) -> list[tuple[str, float]]:
+def checked_ranking(
+    owner: str, qid: str, ranked, known: Mapping | set, limit: int | None = None
+) -> list[tuple[str, float]]:
     """An entry point's ranking for one query, validated: a list of ``(doc_id, score)``
     best first, each id known and listed once, scores finite and never rising down the
     list (the order is the ranking; a TREC file of it must not reorder), at most ``limit``."""
@@ -65,8 +67,10 @@ def checked_ranking(owner: str, qid: str, ranked, known: Mapping | set, limit: i
         if doc in seen:
             raise ValueError(f"{where}: document {doc!r} is ranked twice")
         if out and float(score) > out[-1][1]:
-            raise ValueError(f"{where}: document {doc!r} (rank {position}) scores {float(score)}, above the "
-                             f"{out[-1][1]} of rank {position - 1}: return the list best first")
+            raise ValueError(
+                f"{where}: document {doc!r} (rank {position}) scores {float(score)}, above the "
+                f"{out[-1][1]} of rank {position - 1}: return the list best first"
+            )
         seen.add(doc)
         out.append((doc, float(score)))
     if limit is not None and len(out) > limit:
@@ -74,7 +78,9 @@ def checked_ranking(owner: str, qid: str, ranked, known: Mapping | set, limit: i
     return out
 
 
-def entrypoint_search(spec: RetrieverSpec, queries: Mapping[str, str], corpus: Mapping[str, str], k: int) -> dict[str, list[Hit]]:
+def entrypoint_search(
+    spec: RetrieverSpec, queries: Mapping[str, str], corpus: Mapping[str, str], k: int
+) -> dict[str, list[Hit]]:
     """Call the retriever's function ``f(queries, corpus, k)`` (``{qid: text}``,
     ``{doc_id: text}``, the depth) and turn its ``{qid: [(doc_id, score), ...]}``, best
     first, into hits. Every call hands over the whole corpus, so a function that indexes
@@ -83,9 +89,19 @@ def entrypoint_search(spec: RetrieverSpec, queries: Mapping[str, str], corpus: M
     owner = f"retriever {spec.alias!r}"
     result = load_function(owner, spec.function)(dict(queries), corpus, k)
     if not isinstance(result, Mapping):
-        raise ValueError(f"{owner}: {spec.function} returned {type(result).__name__}, expected {{qid: [(doc_id, score), ...]}}")
+        raise ValueError(
+            f"{owner}: {spec.function} returned {type(result).__name__}, expected {{qid: [(doc_id, score), ...]}}"
+        )
     unknown = sorted(str(q) for q in result if q not in queries)
     if unknown:
-        raise ValueError(f"{owner}: {spec.function} returned {len(unknown)} query ids it was not given (e.g. {', '.join(unknown[:3])})")
-    return {qid: [Hit(doc, score, rank) for rank, (doc, score) in enumerate(checked_ranking(owner, qid, result[qid], corpus, k), start=1)]
-            for qid in queries if qid in result}
+        raise ValueError(
+            f"{owner}: {spec.function} returned {len(unknown)} query ids it was not given (e.g. {', '.join(unknown[:3])})"
+        )
+    return {
+        qid: [
+            Hit(doc, score, rank)
+            for rank, (doc, score) in enumerate(checked_ranking(owner, qid, result[qid], corpus, k), start=1)
+        ]
+        for qid in queries
+        if qid in result
+    }

@@ -100,15 +100,18 @@ def _check_external(path: str, what: str, spec) -> None:
         except ValueError as e:
             raise ValueError(f"{path}: run {what} {spec.alias!r}: path {spec.path!r} is not a template: {e}") from None
         if named - TEMPLATE_FIELDS:
-            raise ValueError(f"{path}: run {what} {spec.alias!r}: path names unknown fields {sorted(named - TEMPLATE_FIELDS)} "
-                             f"(use {', '.join(sorted(TEMPLATE_FIELDS))})")
+            raise ValueError(
+                f"{path}: run {what} {spec.alias!r}: path names unknown fields {sorted(named - TEMPLATE_FIELDS)} "
+                f"(use {', '.join(sorted(TEMPLATE_FIELDS))})"
+            )
     if spec.kind == ENTRYPOINT:
         if not spec.function:
             raise ValueError(f"{path}: entrypoint {what} {spec.alias!r} needs a function (package.module:function)")
         module, _, name = spec.function.partition(":")
         if not module or not name:
-            raise ValueError(f"{path}: entrypoint {what} {spec.alias!r}: function {spec.function!r} "
-                             f"is not package.module:function")
+            raise ValueError(
+                f"{path}: entrypoint {what} {spec.alias!r}: function {spec.function!r} is not package.module:function"
+            )
 
 
 # The mark ``register_trained`` puts in every file it writes: the trained registry's folder
@@ -151,8 +154,11 @@ def read_trained(section: str, spec_type: type, directory: str = TRAINED_DIR) ->
     a kind the project trains. Any other file is ignored with its reason; another section's
     files are that section's."""
     fs, root = filesystem(directory)
-    names = sorted(info.base_name for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
-                   if info.type == pafs.FileType.File)
+    names = sorted(
+        info.base_name
+        for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        if info.type == pafs.FileType.File
+    )
     found = TrainedRegistry({}, {})
     for name in names:
         stem, _, alias = name.removesuffix(".yaml").partition(".")
@@ -195,8 +201,10 @@ def trained_specs(section: str, spec_type: type, directory: str = TRAINED_DIR) -
 def _merged(specs: dict, path: str, section: str, trained: dict, directory: str) -> dict:
     for alias, spec in trained.items():
         if alias in specs:
-            raise ValueError(f"{trained_path(section, alias, directory)}: trained alias {alias!r} is already in {path}: "
-                             "rename one of them")
+            raise ValueError(
+                f"{trained_path(section, alias, directory)}: trained alias {alias!r} is already in {path}: "
+                "rename one of them"
+            )
         specs[alias] = spec
     return specs
 
@@ -216,8 +224,10 @@ def load_retrievers(path: str = RETRIEVERS_PATH, trained: str | None = TRAINED_D
         if spec.kind in ENCODER_KINDS and not spec.encoder:
             raise ValueError(f"{path}: {spec.kind} retriever {spec.alias!r} needs an encoder")
         if spec.kind == MULTI_VECTOR and (spec.query_prefix is not None or spec.passage_prefix is not None):
-            raise ValueError(f"{path}: multi_vector retriever {spec.alias!r}: the model's own query and document "
-                             "markers apply; query_prefix and passage_prefix are for dense retrievers")
+            raise ValueError(
+                f"{path}: multi_vector retriever {spec.alias!r}: the model's own query and document "
+                "markers apply; query_prefix and passage_prefix are for dense retrievers"
+            )
     return specs
 
 
@@ -253,8 +263,9 @@ class RerankerSpec:
 RERANKER_KINDS = LLM_RERANKERS | {"seq2seq", "cross_encoder"} | EXTERNAL_KINDS
 
 
-def load_rerankers(path: str = RERANKERS_PATH, models_path: str | None = None,
-                   trained: str | None = TRAINED_DIR) -> dict[str, RerankerSpec]:
+def load_rerankers(
+    path: str = RERANKERS_PATH, models_path: str | None = None, trained: str | None = TRAINED_DIR
+) -> dict[str, RerankerSpec]:
     """The registry file's rerankers and the trained ones in ``trained`` (None: the file only)."""
     from resources.llm import REGISTRY_PATH, load_registry
 

@@ -54,8 +54,9 @@ def run_lines(text: str, source: str) -> Iterator[RunLine]:
         yield RunLine(source, number, qid, docid, value)
 
 
-def first_lines(lines: Iterable[RunLine], query_id: Callable[[str], str] | None = None
-                ) -> tuple[dict[str, dict[str, RunLine]], list[tuple[str, RunLine, RunLine]]]:
+def first_lines(
+    lines: Iterable[RunLine], query_id: Callable[[str], str] | None = None
+) -> tuple[dict[str, dict[str, RunLine]], list[tuple[str, RunLine, RunLine]]]:
     """Each query's documents at the line that first lists them, and every later line that
     lists one again, as ``(query, line, first line)``. ``query_id`` maps the file's query ids
     to the benchmark's first, so a query written two ways is one query."""
@@ -79,7 +80,9 @@ def ranked_hits(docs: Iterable[RunLine]) -> list[Hit]:
 
 def _listed_twice(repeat: tuple[str, RunLine, RunLine]) -> ValueError:
     _, line, first = repeat
-    return ValueError(f"{line.where}: the document (column 3) is listed twice for its query (first on line {first.number})")
+    return ValueError(
+        f"{line.where}: the document (column 3) is listed twice for its query (first on line {first.number})"
+    )
 
 
 def parse_trec_run(text: str, source: str) -> dict[str, list[Hit]]:
@@ -142,21 +145,35 @@ class RunFiles:
     dropped: list[Dropped] | None = None
 
     def metadata(self) -> dict:
-        found = {"run_files": ", ".join(self.files), "run_queries_missing": len(self.missing),
-                 "run_queries_missing_ids": ", ".join(self.missing[:20]) or "none",
-                 "run_ids_ignored": len(self.ignored), "run_ids_ignored_examples": ", ".join(self.ignored[:20]) or "none"}
+        found = {
+            "run_files": ", ".join(self.files),
+            "run_queries_missing": len(self.missing),
+            "run_queries_missing_ids": ", ".join(self.missing[:20]) or "none",
+            "run_ids_ignored": len(self.ignored),
+            "run_ids_ignored_examples": ", ".join(self.ignored[:20]) or "none",
+        }
         if self.dropped is None:
             return found
         shown = "; ".join(map(str, self.dropped[:DROPPED_SHOWN]))
         more = len(self.dropped) - DROPPED_SHOWN
-        return {**found, "run_duplicates_removed": sum(d.reason == DUPLICATE for d in self.dropped),
-                "run_unknown_documents": sum(d.reason == UNKNOWN_DOCUMENT for d in self.dropped),
-                "run_lines_dropped": (shown + (f"; and {more} more" if more > 0 else "")) or "none"}
+        return {
+            **found,
+            "run_duplicates_removed": sum(d.reason == DUPLICATE for d in self.dropped),
+            "run_unknown_documents": sum(d.reason == UNKNOWN_DOCUMENT for d in self.dropped),
+            "run_lines_dropped": (shown + (f"; and {more} more" if more > 0 else "")) or "none",
+        }
 
 
-def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int | None = None,
-                   documents: set[str] | None = None, retriever: str | None = None,
-                   query_id: Callable[[str], str] | None = None, lenient: bool = False) -> RunFiles:
+def read_run_files(
+    spec,
+    benchmark: str,
+    parts: Mapping[str, list[str]],
+    k: int | None = None,
+    documents: set[str] | None = None,
+    retriever: str | None = None,
+    query_id: Callable[[str], str] | None = None,
+    lenient: bool = False,
+) -> RunFiles:
     """The top ``k`` hits of every query in ``parts`` (part -> query ids) from the run files
     ``spec``'s template names (local path, relative to the working directory, or ``s3://``).
     ``query_id`` maps a file's query ids to the benchmark's (RECOR reads the task's
@@ -184,8 +201,11 @@ def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int 
         found, repeats = first_lines(run_lines(text.removeprefix("\ufeff") if lenient else text, uri), query_id)
         if repeats and not lenient:
             raise _listed_twice(repeats[0])
-        dropped += [Dropped(line, DUPLICATE, f"listed again after line {first.number}: removed")
-                    for qid, line, first in repeats if qid in wanted]
+        dropped += [
+            Dropped(line, DUPLICATE, f"listed again after line {first.number}: removed")
+            for qid, line, first in repeats
+            if qid in wanted
+        ]
         for qid, docs in found.items():
             if qid not in wanted:
                 ignored.append(qid)
@@ -193,9 +213,13 @@ def read_run_files(spec, benchmark: str, parts: Mapping[str, list[str]], k: int 
             unknown = [line for line in docs.values() if documents is not None and line.docid not in documents]
             if unknown and not lenient:
                 named = [h.docid for h in ranked_hits(docs.values()) if h.docid not in documents]
-                raise ValueError(f"{owner}: {uri}: query {qid!r} ranks {len(unknown)} documents that are not in the "
-                                 f"{benchmark} corpus (e.g. {', '.join(named[:3])})")
-            dropped += [Dropped(line, UNKNOWN_DOCUMENT, f"not in the {benchmark} corpus: discarded") for line in unknown]
+                raise ValueError(
+                    f"{owner}: {uri}: query {qid!r} ranks {len(unknown)} documents that are not in the "
+                    f"{benchmark} corpus (e.g. {', '.join(named[:3])})"
+                )
+            dropped += [
+                Dropped(line, UNKNOWN_DOCUMENT, f"not in the {benchmark} corpus: discarded") for line in unknown
+            ]
             kept = ranked_hits(line for line in docs.values() if documents is None or line.docid in documents)
             if kept:  # a query whose every document was discarded is missing: it scores 0
                 hits[qid] = kept[:k] if k else kept

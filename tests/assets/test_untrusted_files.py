@@ -55,8 +55,13 @@ def put(path: Path, data: bytes) -> str:
 
 def write_lines(path: Path, lines: list) -> str:
     """JSON Lines from records (dumped), str (written as is) and bytes (written raw)."""
-    return put(path, b"".join((x if isinstance(x, bytes) else (x if isinstance(x, str) else json.dumps(x)).encode()) + b"\n"
-                              for x in lines))
+    return put(
+        path,
+        b"".join(
+            (x if isinstance(x, bytes) else (x if isinstance(x, str) else json.dumps(x)).encode()) + b"\n"
+            for x in lines
+        ),
+    )
 
 
 # --- named cases ---------------------------------------------------------------------------------
@@ -179,17 +184,21 @@ def test_a_labeler_answer_that_is_not_a_string_is_rejected_not_relabeled(tmp_pat
     out = quit_published.load_release(write_release(tmp_path, test=[q]))
     assert out.qrels.rows() == [("city_q_1", "city_q_1_01000_1", 2)]
     assert dict(zip(out.rejects["reason"], out.rejects["passage_id"])) == {
-        "malformed": "city_q_1_10000_0", "unlabeled_passage": "city_q_1_10000_0"}
+        "malformed": "city_q_1_10000_0",
+        "unlabeled_passage": "city_q_1_10000_0",
+    }
     detail = out.rejects.filter(pl.col("reason") == "malformed")["detail"][0]
     assert "qwen-3-4b" in detail and "not a string" in detail
 
 
 def test_a_turn_without_gold_documents_is_a_named_reject(tmp_path):
     docs = [("d line 1", {"doc_id": "d1", "content": "text"})]
-    turns = [{"turn_id": 1, "query": "q1", "answer": "a1", "gold_doc_ids": ["d1"]},
-             {"turn_id": 2, "query": "q2", "answer": "a2", "gold_doc_ids": []},
-             {"turn_id": 3, "query": "q3", "answer": "a3", "gold_doc_ids": [], "supporting_doc_ids": []},
-             {"turn_id": 4, "query": "q4", "answer": "a4", "gold_doc_ids": ["d9"]}]
+    turns = [
+        {"turn_id": 1, "query": "q1", "answer": "a1", "gold_doc_ids": ["d1"]},
+        {"turn_id": 2, "query": "q2", "answer": "a2", "gold_doc_ids": []},
+        {"turn_id": 3, "query": "q3", "answer": "a3", "gold_doc_ids": [], "supporting_doc_ids": []},
+        {"turn_id": 4, "query": "q4", "answer": "a4", "gold_doc_ids": ["d9"]},
+    ]
     loaded = recor_published.parse_release("law", [("b line 1", {"id": "c1", "turns": turns})], docs)
     # every turn stays (the later turns' history needs them); those no metric can score are named
     assert loaded.benchmark["turn_id"].to_list() == [1, 2, 3, 4]
@@ -208,8 +217,20 @@ json_values = leaves | st.lists(leaves, max_size=3) | st.dictionaries(st.text(ma
 # A raw line: a record, a broken, deep, huge or non-UTF-8 one, or anything at all.
 raw_lines = st.one_of(
     json_values,
-    st.sampled_from([DEEP.encode(), NOT_UTF8, b"\xff\xfe", b"{", b"1" * 5000, b"", b"   ", "\u2028".encode(), b"\r",
-                     b'{"id": "d\\ud800", "content": "\\udfff", "title": "\\ud83d\\ude00"}']),
+    st.sampled_from(
+        [
+            DEEP.encode(),
+            NOT_UTF8,
+            b"\xff\xfe",
+            b"{",
+            b"1" * 5000,
+            b"",
+            b"   ",
+            "\u2028".encode(),
+            b"\r",
+            b'{"id": "d\\ud800", "content": "\\udfff", "title": "\\ud83d\\ude00"}',
+        ]
+    ),
     st.binary(max_size=30),
 )
 
@@ -232,14 +253,28 @@ def reason_of(rejects: pl.DataFrame, vocabulary) -> None:
 # --- common reading ---------------------------------------------------------------------------------
 
 
-BRIGHT_QUERY = {"id": "0", "query": "Why?", "reasoning": "r", "gold_ids": ["d1"], "gold_answer": "Because.",
-                "excluded_ids": ["N/A"]}
+BRIGHT_QUERY = {
+    "id": "0",
+    "query": "Why?",
+    "reasoning": "r",
+    "gold_ids": ["d1"],
+    "gold_answer": "Because.",
+    "excluded_ids": ["N/A"],
+}
 
 
 @FILES
-@given(lines=st.lists(st.one_of(mutated({"title": "Page", "summary": "word " * 60, "monthly_views": {"2025-04": 3}}),
-                                mutated({"id": "d1", "title": "Page", "contents": "Text.", "content": "Text."}),
-                                mutated(BRIGHT_QUERY), raw_lines), max_size=6))
+@given(
+    lines=st.lists(
+        st.one_of(
+            mutated({"title": "Page", "summary": "word " * 60, "monthly_views": {"2025-04": 3}}),
+            mutated({"id": "d1", "title": "Page", "contents": "Text.", "content": "Text."}),
+            mutated(BRIGHT_QUERY),
+            raw_lines,
+        ),
+        max_size=6,
+    )
+)
 def test_any_json_lines_file_loads_record_by_record(folder, lines):
     # One generated file read by every JSON Lines loader: as pages, search pages, and a
     # BRIGHT domain's queries and documents.
@@ -259,8 +294,14 @@ def test_any_json_lines_file_loads_record_by_record(folder, lines):
 
 
 @FILES
-@given(data=st.one_of(st.binary(max_size=60), st.lists(raw_lines, max_size=5).map(
-    lambda xs: b"[" + b",\n".join(x if isinstance(x, bytes) else json.dumps(x).encode() for x in xs) + b"]")))
+@given(
+    data=st.one_of(
+        st.binary(max_size=60),
+        st.lists(raw_lines, max_size=5).map(
+            lambda xs: b"[" + b",\n".join(x if isinstance(x, bytes) else json.dumps(x).encode() for x in xs) + b"]"
+        ),
+    )
+)
 def test_any_json_list_file_reads_or_names_the_file(folder, data):
     path = folder / "any.json"
     put(path, data)
@@ -295,18 +336,27 @@ def test_any_trec_run_text_parses_or_names_its_line(text):
 
 # --- QUIT ---------------------------------------------------------------------------------------------
 
-QUESTION = question("city_q_1", answers=("Paris", "City of Light"),
-                    entries={"10000_0": entry(("Paris", "x", "x")), "01000_1": entry(), "11000_10": entry(("x", "City of Light", "x"))})
+QUESTION = question(
+    "city_q_1",
+    answers=("Paris", "City of Light"),
+    entries={"10000_0": entry(("Paris", "x", "x")), "01000_1": entry(), "11000_10": entry(("x", "City of Light", "x"))},
+)
 
 
 QUIT_CORPUS = corpus_lines([QUESTION, question("city_q_2")])
 
 
 @FILES
-@given(questions=st.lists(mutated(QUESTION), max_size=3), extra=st.lists(raw_lines, max_size=3),
-       answers=st.lists(json_values, min_size=3, max_size=3))
+@given(
+    questions=st.lists(mutated(QUESTION), max_size=3),
+    extra=st.lists(raw_lines, max_size=3),
+    answers=st.lists(json_values, min_size=3, max_size=3),
+)
 def test_any_quit_release_loads_with_named_rejects(folder, questions, extra, answers):
-    given_q = [*questions, {**question("city_q_2"), "subsets": {"10000": {"0": dict(zip(quit_published.LABELERS, answers))}}}]
+    given_q = [
+        *questions,
+        {**question("city_q_2"), "subsets": {"10000": {"0": dict(zip(quit_published.LABELERS, answers))}}},
+    ]
     for split in ("train", "dev"):
         put(folder / f"{split}.json", b"[]")
     put(folder / "test.json", json.dumps(given_q).encode())
@@ -321,17 +371,32 @@ def test_any_quit_release_loads_with_named_rejects(folder, questions, extra, ans
         assert label["city_q_2_10000_0"] == (2 if any(a in question("city_q_2")["answers"] for a in answers) else 1)
 
 
-TRIVIAHG = {"Q_ID": 1, "Question": "Which city?", "ExactAnswer": ["Paris"], "Hints": [f"Clue {i}." for i in range(5)],
-            "Snippet": ["a"], "Exact_Answer_Popularity": {"Normalized": 0.5}, "Candidates_Answers": ["Rome"],
-            "MajorType": "LOC", "MinorType": "city"}
+TRIVIAHG = {
+    "Q_ID": 1,
+    "Question": "Which city?",
+    "ExactAnswer": ["Paris"],
+    "Hints": [f"Clue {i}." for i in range(5)],
+    "Snippet": ["a"],
+    "Exact_Answer_Popularity": {"Normalized": 0.5},
+    "Candidates_Answers": ["Rome"],
+    "MajorType": "LOC",
+    "MinorType": "city",
+}
 # WikiHint's records nest: each part is varied on its own.
 WIKIHINT = st.builds(
     lambda q, a, hints, rest: {**rest, "question": q, "answer": a, "hints": hints},
-    mutated({"question": "Which river?", "question_type": {"major": "LOC", "minor": "other"}, "difficulty": "easy",
-             "candidate_answers": ["Nile", "Amazon"]}),
+    mutated(
+        {
+            "question": "Which river?",
+            "question_type": {"major": "LOC", "minor": "other"},
+            "difficulty": "easy",
+            "candidate_answers": ["Nile", "Amazon"],
+        }
+    ),
     mutated({"answer": "Nile", "aliases": ["The Nile"]}),
     st.lists(mutated({"hint": "A hint.", "metrics": {"convergence": 0.5}}), min_size=4, max_size=6),
-    st.one_of(st.just({"id": 2}), st.fixed_dictionaries({}, optional={"id": json_values})))
+    st.one_of(st.just({"id": 2}), st.fixed_dictionaries({}, optional={"id": json_values})),
+)
 
 
 @FILES
@@ -359,21 +424,39 @@ def test_any_decisions_file_loads_or_names_the_file(folder, data):
 
 # --- RECOR ---------------------------------------------------------------------------------------------
 
-TURN = {"turn_id": 1, "query": "q", "answer": "a", "gold_doc_ids": ["d1"], "supporting_doc_ids": ["d2"],
-        "conversation_history": "h", "subquestion_reasoning": "r",
-        "subquestion_reasoning_metadata": {"target_information": "t", "relevance_signals": ["x"], "irrelevance_signals": []}}
+TURN = {
+    "turn_id": 1,
+    "query": "q",
+    "answer": "a",
+    "gold_doc_ids": ["d1"],
+    "supporting_doc_ids": ["d2"],
+    "conversation_history": "h",
+    "subquestion_reasoning": "r",
+    "subquestion_reasoning_metadata": {
+        "target_information": "t",
+        "relevance_signals": ["x"],
+        "irrelevance_signals": [],
+    },
+}
 
 
 def numbered(turns: list) -> list:
     """Turns numbered 1..n where the generator left the number alone."""
-    return [{**t, "turn_id": n} if isinstance(t, dict) and t.get("turn_id") == 1 else t for n, t in enumerate(turns, start=1)]
+    return [
+        {**t, "turn_id": n} if isinstance(t, dict) and t.get("turn_id") == 1 else t
+        for n, t in enumerate(turns, start=1)
+    ]
 
 
 @FILES
-@given(conversation=st.one_of(st.builds(lambda ts: {"id": "c1", "turns": numbered(ts)}, st.lists(mutated(TURN), max_size=3)),
-                              mutated({"id": "c1", "turns": [TURN]})),
-       documents=st.lists(st.one_of(mutated({"doc_id": "d1", "content": "text"}), raw_lines), max_size=3),
-       extra=st.lists(raw_lines, max_size=2))
+@given(
+    conversation=st.one_of(
+        st.builds(lambda ts: {"id": "c1", "turns": numbered(ts)}, st.lists(mutated(TURN), max_size=3)),
+        mutated({"id": "c1", "turns": [TURN]}),
+    ),
+    documents=st.lists(st.one_of(mutated({"doc_id": "d1", "content": "text"}), raw_lines), max_size=3),
+    extra=st.lists(raw_lines, max_size=2),
+)
 def test_any_recor_release_loads_with_named_rejects(folder, conversation, documents, extra):
     write_lines(folder / "law_benchmark.jsonl", [conversation, *extra])
     write_lines(folder / "law_documents.jsonl", documents)
@@ -388,17 +471,51 @@ PASSAGE = {"passage_index": 0, "passage": "A passage."}
 
 
 @FILES
-@given(records=st.lists(st.one_of(
-    mutated({"question_id": 101, "title": "Can it?", "body": "<p>Body</p>", "answers": [ANSWER], "positive_passages": [PASSAGE]}),
-    st.builds(lambda a, p: {"question_id": 7, "title": "T", "body": "<p>B</p>", "answers": [a], "positive_passages": [p]},
-              mutated(ANSWER), mutated(PASSAGE))), max_size=3),
+@given(
+    records=st.lists(
+        st.one_of(
+            mutated(
+                {
+                    "question_id": 101,
+                    "title": "Can it?",
+                    "body": "<p>Body</p>",
+                    "answers": [ANSWER],
+                    "positive_passages": [PASSAGE],
+                }
+            ),
+            st.builds(
+                lambda a, p: {
+                    "question_id": 7,
+                    "title": "T",
+                    "body": "<p>B</p>",
+                    "answers": [a],
+                    "positive_passages": [p],
+                },
+                mutated(ANSWER),
+                mutated(PASSAGE),
+            ),
+        ),
+        max_size=3,
+    ),
     pool=st.lists(st.one_of(mutated({"id": "p1", "content": "text"}), raw_lines), max_size=3),
-    body=st.text(max_size=20))
-@example(records=[{"question_id": 1, "title": "T", "body": "<p>a\x00b\x0c</p>", "answers": 5, "positive_passages": 3}],
-         pool=[], body="")
+    body=st.text(max_size=20),
+)
+@example(
+    records=[{"question_id": 1, "title": "T", "body": "<p>a\x00b\x0c</p>", "answers": 5, "positive_passages": 3}],
+    pool=[],
+    body="",
+)
 def test_any_stackexchange_domain_loads_with_named_rejects(folder, records, pool, body):
-    records = [*records, {"question_id": 8, "title": "T", "body": body, "answers": [{**ANSWER, "body": body}],
-                          "positive_passages": [PASSAGE]}]
+    records = [
+        *records,
+        {
+            "question_id": 8,
+            "title": "T",
+            "body": body,
+            "answers": [{**ANSWER, "body": body}],
+            "positive_passages": [PASSAGE],
+        },
+    ]
     path = folder / "law.json"
     put(path, json.dumps(records).encode())
     pool_path = write_lines(folder / "pool.jsonl", pool)
@@ -428,13 +545,30 @@ def csv_text(header: list[str], rows: list) -> str:
 
 
 WP_HEADER, WP_ROWS = wp_rows()
-cells = st.one_of(st.text(max_size=20), st.sampled_from(["[{{}: 1}]", "[" + "-" * 5000 + "1]", "(" * 300, "1e999", "nan",
-                                                         "['a', 'b', 'c', 'd']", "[1, 2, 3, 4]", "\x00", "\ufeff", "PERSON"]))
+cells = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "[{{}: 1}]",
+            "[" + "-" * 5000 + "1]",
+            "(" * 300,
+            "1e999",
+            "nan",
+            "['a', 'b', 'c', 'd']",
+            "[1, 2, 3, 4]",
+            "\x00",
+            "\ufeff",
+            "PERSON",
+        ]
+    ),
+)
 
 
 @FILES
-@given(edits=st.lists(st.tuples(st.integers(0, len(WP_ROWS) - 1), st.sampled_from(WP_HEADER), cells), max_size=4),
-       raw=st.lists(st.lists(st.text(max_size=6), max_size=4), max_size=2))
+@given(
+    edits=st.lists(st.tuples(st.integers(0, len(WP_ROWS) - 1), st.sampled_from(WP_HEADER), cells), max_size=4),
+    raw=st.lists(st.lists(st.text(max_size=6), max_size=4), max_size=2),
+)
 def test_any_wikiprofile_csv_loads_with_named_rejects(edits, raw):
     rows = [dict(r) for r in WP_ROWS]
     for i, column, value in edits:

@@ -25,14 +25,89 @@ from resources.llm import ParseError
 REPLIES = settings(max_examples=2000, deadline=None)
 
 # What the parsers look for, so that generated replies reach past their first check.
-PIECES = ["[", "]", "{", "}", "{{", "}}", "(", ")", ":", ";", ",", ".", "?", "!", "-", "*", "**", "•", "'", '"', "“", "”",
-          "\n", "\r\n", " ", "  ", "\t", "\u2028", "1", "2", "3", "10", "0", "-1", "99999999999999999999", "1.5", "120k",
-          "Yes", "no", "TRUE", "Question:", "question 2:", "Q:", "Subject:", "Answer:", "Final answer -", "answer is",
-          "REJECT", "Target:", "Relevant signals:", "Irrelevant signals:", "CORRECT", "INCORRECT", "PARTIALLY", "OTHER",
-          "PERSON", "LOCATION", "HUM:ind", "LOC:city", "NO ANSWER", "A", "B)", "(C)", "D.", "[1] > [2]", "Who wrote",
-          "What is the capital of", "People", "Science", "Philosophy and Religion", "topic_shift", "what-if", "Paris",
-          "the", "é", "\x00", "\ufeff", "🙂"]
-replies = st.one_of(st.text(), st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=40).map("".join))
+PIECES = [
+    "[",
+    "]",
+    "{",
+    "}",
+    "{{",
+    "}}",
+    "(",
+    ")",
+    ":",
+    ";",
+    ",",
+    ".",
+    "?",
+    "!",
+    "-",
+    "*",
+    "**",
+    "•",
+    "'",
+    '"',
+    "“",
+    "”",
+    "\n",
+    "\r\n",
+    " ",
+    "  ",
+    "\t",
+    "\u2028",
+    "1",
+    "2",
+    "3",
+    "10",
+    "0",
+    "-1",
+    "99999999999999999999",
+    "1.5",
+    "120k",
+    "Yes",
+    "no",
+    "TRUE",
+    "Question:",
+    "question 2:",
+    "Q:",
+    "Subject:",
+    "Answer:",
+    "Final answer -",
+    "answer is",
+    "REJECT",
+    "Target:",
+    "Relevant signals:",
+    "Irrelevant signals:",
+    "CORRECT",
+    "INCORRECT",
+    "PARTIALLY",
+    "OTHER",
+    "PERSON",
+    "LOCATION",
+    "HUM:ind",
+    "LOC:city",
+    "NO ANSWER",
+    "A",
+    "B)",
+    "(C)",
+    "D.",
+    "[1] > [2]",
+    "Who wrote",
+    "What is the capital of",
+    "People",
+    "Science",
+    "Philosophy and Religion",
+    "topic_shift",
+    "what-if",
+    "Paris",
+    "the",
+    "é",
+    "\x00",
+    "\ufeff",
+    "🙂",
+]
+replies = st.one_of(
+    st.text(), st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=40).map("".join)
+)
 
 # Long replies that defeat a backtracking regex or a recursive reader. A linear parser reads
 # each in milliseconds; a quadratic one needs minutes.
@@ -59,8 +134,10 @@ PATHOLOGICAL = {
 @contextlib.contextmanager
 def within(seconds: float):
     """Fails the block if it runs longer than ``seconds`` (a parser that backtracks)."""
+
     def stop(*_):
         raise TimeoutError(f"took longer than {seconds} s")
+
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -137,7 +214,9 @@ def test_log_probabilities_out_of_range_are_probabilities_still():
     # a server's bug or a hostile cache entry: above 0, infinite or not a number
     assert verdicts.yes_probability({"Yes": 800.0, "No": 0.0}) == pytest.approx(0.5)
     assert verdicts.yes_probability({"Yes": math.nan, "No": -1.0}) == 0.0
-    assert verdicts.rating(result("8", top={"8": math.inf, "7": -1.0})) == pytest.approx((8 + 7 * math.exp(-1)) / (1 + math.exp(-1)))
+    assert verdicts.rating(result("8", top={"8": math.inf, "7": -1.0})) == pytest.approx(
+        (8 + 7 * math.exp(-1)) / (1 + math.exp(-1))
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
@@ -206,18 +285,32 @@ def test_permutations_and_lists_keep_their_sizes(text, n, limit):
 
 
 log_probabilities = st.floats(allow_nan=True, allow_infinity=True)
-tokens = st.lists(st.one_of(st.sampled_from(["1", "0", "10", " 8", "9", "(7", "8.", "x", "Score", ":", " ", "\n", "99999"]),
-                            st.text(max_size=3)), max_size=6)
-alternatives = st.dictionaries(st.one_of(st.sampled_from(["1", "0", "10", " 8", "Yes", "no", " TRUE"]), st.text(max_size=3)),
-                               log_probabilities, max_size=5)
+tokens = st.lists(
+    st.one_of(
+        st.sampled_from(["1", "0", "10", " 8", "9", "(7", "8.", "x", "Score", ":", " ", "\n", "99999"]),
+        st.text(max_size=3),
+    ),
+    max_size=6,
+)
+alternatives = st.dictionaries(
+    st.one_of(st.sampled_from(["1", "0", "10", " 8", "Yes", "no", " TRUE"]), st.text(max_size=3)),
+    log_probabilities,
+    max_size=5,
+)
 
 
 @REPLIES
-@given(tokens=tokens, top=st.lists(st.one_of(st.none(), alternatives), max_size=6), low=st.integers(0, 3),
-       high=st.integers(3, 12))
+@given(
+    tokens=tokens,
+    top=st.lists(st.one_of(st.none(), alternatives), max_size=6),
+    low=st.integers(0, 3),
+    high=st.integers(3, 12),
+)
 def test_ratings_and_verdicts_from_any_log_probabilities(tokens, top, low, high):
     # the served model's tokens and their alternatives, as cached: any text, any number
-    scored = verdicts.rating(result("".join(tokens), tokens=tokens or None, alternatives=top if tokens else None), low, high)
+    scored = verdicts.rating(
+        result("".join(tokens), tokens=tokens or None, alternatives=top if tokens else None), low, high
+    )
     assert scored is None or low <= scored <= high
     first = top[0] if top else None
     scored = verdicts.rating(result("".join(tokens), top=first), low, high)

@@ -9,9 +9,12 @@ def test_table_check_finds_a_missing_column_a_wrong_type_a_repeated_id_and_a_nul
     check = f.table_check("demo/things", {"id": pl.String, "n": pl.Int64}, unique=["id"], not_null=["n"])
     good = pl.DataFrame({"id": ["a", "b"], "n": [1, 2]})
     assert check(good).passed
-    for broken, words in [(good.drop("n"), "'n' is missing"), (good.with_columns(pl.col("n").cast(pl.Float64)), "Float64"),
-                          (good.with_columns(pl.lit("a").alias("id")), "repeated id"),
-                          (good.with_columns(pl.Series("n", [1, None])), "nulls")]:
+    for broken, words in [
+        (good.drop("n"), "'n' is missing"),
+        (good.with_columns(pl.col("n").cast(pl.Float64)), "Float64"),
+        (good.with_columns(pl.lit("a").alias("id")), "repeated id"),
+        (good.with_columns(pl.Series("n", [1, None])), "nulls"),
+    ]:
         result = check(broken)
         assert not result.passed and words in result.metadata["problems"].value
 
@@ -31,15 +34,22 @@ def _accounted(errors: int, parse_failures: int, calls: int = 10):
     @dg.asset(key=["demo", "answers"])
     def answers() -> dg.Output:
         frame = pl.DataFrame({"item": ["a", "b"], "error": [None, "unparsable: ?"]})
-        return dg.Output(frame, metadata={"llm/calls": calls, "llm/errors": errors, "llm/parse_failures": parse_failures})
+        return dg.Output(
+            frame, metadata={"llm/calls": calls, "llm/errors": errors, "llm/parse_failures": parse_failures}
+        )
 
     return answers
 
 
 def _run(asset, rate: float) -> dg.AssetCheckEvaluation:
-    check = f.llm_accounting_check("demo/answers", failed_items=lambda t: t.filter(pl.col("error").is_not_null()), item_column="item")
-    result = dg.materialize([asset, check], raise_on_error=False, resources={
-        "check_settings": f.CheckSettings(max_llm_failure_rate=rate), "io_manager": dg.mem_io_manager})
+    check = f.llm_accounting_check(
+        "demo/answers", failed_items=lambda t: t.filter(pl.col("error").is_not_null()), item_column="item"
+    )
+    result = dg.materialize(
+        [asset, check],
+        raise_on_error=False,
+        resources={"check_settings": f.CheckSettings(max_llm_failure_rate=rate), "io_manager": dg.mem_io_manager},
+    )
     return result.get_asset_check_evaluations()[0]
 
 
@@ -61,16 +71,19 @@ def test_llm_accounting_reads_the_checked_partition():
     @dg.asset(key=["demo", "answers"], partitions_def=parts)
     def answers(context) -> dg.Output:
         bad = context.partition_key == "bad"
-        return dg.Output(pl.DataFrame({"item": ["a"], "error": [None]}),
-                         metadata={"llm/calls": 4, "llm/errors": 4 if bad else 0, "llm/parse_failures": 0})
+        return dg.Output(
+            pl.DataFrame({"item": ["a"], "error": [None]}),
+            metadata={"llm/calls": 4, "llm/errors": 4 if bad else 0, "llm/parse_failures": 0},
+        )
 
     check = f.llm_accounting_check("demo/answers", partitions_def=parts)
     instance = dg.DagsterInstance.ephemeral()
     resources = {"check_settings": f.CheckSettings(), "io_manager": dg.mem_io_manager}
     outcomes = {}
     for key in ("bad", "good"):
-        result = dg.materialize([answers, check], partition_key=key, instance=instance, resources=resources,
-                                raise_on_error=False)
+        result = dg.materialize(
+            [answers, check], partition_key=key, instance=instance, resources=resources, raise_on_error=False
+        )
         outcomes[key] = result.get_asset_check_evaluations()[0].passed
     assert outcomes == {"bad": False, "good": True}
 
@@ -82,17 +95,26 @@ def test_a_step_whose_calls_failed_blocks_what_is_built_on_it():
     def build(errors: int, parse_failures: int):
         @dg.asset(key=["demo", "answers"])
         def answers() -> dg.Output:
-            return dg.Output(pl.DataFrame({"item": ["a"]}), metadata={
-                "llm/calls": 10, "llm/errors": errors, "llm/parse_failures": parse_failures,
-                "llm/failed_items": dg.MetadataValue.text("q1 passage 3, q2 passage 9")})
+            return dg.Output(
+                pl.DataFrame({"item": ["a"]}),
+                metadata={
+                    "llm/calls": 10,
+                    "llm/errors": errors,
+                    "llm/parse_failures": parse_failures,
+                    "llm/failed_items": dg.MetadataValue.text("q1 passage 3, q2 passage 9"),
+                },
+            )
 
         @dg.asset(key=["demo", "report"], deps=[answers])
         def report() -> None:
             return None
 
         check = f.llm_accounting_check("demo/answers")
-        return dg.materialize([answers, report, check], raise_on_error=False, resources={
-            "check_settings": f.CheckSettings(), "io_manager": dg.mem_io_manager})
+        return dg.materialize(
+            [answers, report, check],
+            raise_on_error=False,
+            resources={"check_settings": f.CheckSettings(), "io_manager": dg.mem_io_manager},
+        )
 
     dead = build(errors=10, parse_failures=0)
     [evaluation] = dead.get_asset_check_evaluations()

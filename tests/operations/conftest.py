@@ -57,10 +57,11 @@ class RunningDagster:
 
 
 def location_loaded(url: str) -> bool:
-    query = '{workspaceOrError{... on Workspace{locationEntries{name loadStatus locationOrLoadError{__typename}}}}}'
+    query = "{workspaceOrError{... on Workspace{locationEntries{name loadStatus locationOrLoadError{__typename}}}}}"
     try:
-        request = urllib.request.Request(f"{url}/graphql", json.dumps({"query": query}).encode(),
-                                         {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{url}/graphql", json.dumps({"query": query}).encode(), {"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as r:
             entries = json.loads(r.read())["data"]["workspaceOrError"]["locationEntries"]
     except (OSError, ValueError, KeyError):
@@ -94,12 +95,21 @@ def running_dagster(operations_prebuild) -> RunningDagster:
     port = free_port()
     log = base / "dagster_dev.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(["make", "--no-print-directory", "ui", f"UI_PORT={port}", f"WORKSPACE={WORKSPACE}"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["make", "--no-print-directory", "ui", f"UI_PORT={port}", f"WORKSPACE={WORKSPACE}"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     dagster = RunningDagster(f"http://127.0.0.1:{port}", home, storage, registry, env, log, base / "retrievers.yaml")
     try:
-        dagster.wait("the webserver with the code location loaded", lambda: proc.poll() is None and location_loaded(dagster.url)
-                     or (proc.poll() is not None and _exited(log)), timeout=300)
+        dagster.wait(
+            "the webserver with the code location loaded",
+            lambda: proc.poll() is None and location_loaded(dagster.url) or (proc.poll() is not None and _exited(log)),
+            timeout=300,
+        )
         yield dagster
     finally:
         # `dagster dev` ignores SIGTERM in its children: the whole process group goes.

@@ -29,8 +29,12 @@ defs = build_defs(
 
 # QUIT up to its release files and statistics and the benchmark its evaluation reads (a
 # retriever's partitions are a backfill away); WikiProfile's facts and tasks.
-PREBUILD = [s for s in QUIT_STAGES if s[0] in {"quit_prepare", "quit_parametric", "quit_passages", "quit_labeling",
-                                               "quit_finalize", "quit_eval_source"}] + WIKIPROFILE_STAGES[:2]
+PREBUILD = [
+    s
+    for s in QUIT_STAGES
+    if s[0]
+    in {"quit_prepare", "quit_parametric", "quit_passages", "quit_labeling", "quit_finalize", "quit_eval_source"}
+] + WIKIPROFILE_STAGES[:2]
 
 
 def prebuild() -> bool:

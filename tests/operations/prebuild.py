@@ -16,11 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def operations_env(base: Path) -> dict[str, str]:
     """The environment of the prebuild and of ``make ui``: one instance, storage, cache and
     registries under ``base`` (a test adds a retriever to its copy of the registry)."""
-    return environment(DAGSTER_HOME=str(base / "dagster_home"), BENCHFOUNDRY_STORAGE=str(base / "storage"),
-                       BENCHFOUNDRY_CACHE=str(base / "cache"), BENCHFOUNDRY_MODELS=str(base / "models.yaml"),
-                       BENCHFOUNDRY_RETRIEVERS=str(base / "retrievers.yaml"),
-                       # the evaluation backfill schedules tick every minute here
-                       BENCHFOUNDRY_EVAL_CRON="* * * * *", TOKENIZERS_PARALLELISM="false")
+    return environment(
+        DAGSTER_HOME=str(base / "dagster_home"),
+        BENCHFOUNDRY_STORAGE=str(base / "storage"),
+        BENCHFOUNDRY_CACHE=str(base / "cache"),
+        BENCHFOUNDRY_MODELS=str(base / "models.yaml"),
+        BENCHFOUNDRY_RETRIEVERS=str(base / "retrievers.yaml"),
+        # the evaluation backfill schedules tick every minute here
+        BENCHFOUNDRY_EVAL_CRON="* * * * *",
+        TOKENIZERS_PARALLELISM="false",
+    )
 
 
 def start_prebuild(base: Path) -> Build:
@@ -29,5 +34,11 @@ def start_prebuild(base: Path) -> Build:
     (home / "dagster.yaml").write_text("concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n")
     shutil.copy(SCRIPTED_REGISTRY, base / "models.yaml")
     shutil.copy(ROOT / "resources" / "retrievers.yaml", base / "retrievers.yaml")
-    return Build("operations_prebuild", [sys.executable, "-m", "tests.operations.location", "prebuild"],
-                 operations_env(base), ROOT, base / "prebuild.log", timeout=900).start()
+    return Build(
+        "operations_prebuild",
+        [sys.executable, "-m", "tests.operations.location", "prebuild"],
+        operations_env(base),
+        ROOT,
+        base / "prebuild.log",
+        timeout=900,
+    ).start()

@@ -23,7 +23,9 @@ BACKFILL_DOMAINS = ["biology", "drones", "politics"]
 NEW_RETRIEVER = "bm25-robertson"
 QUIT_RUNS = {"path": ["eval", "quit_runs"]}
 PROFILES_SCHEDULE = "wikiprofile_profiles_backfill"
-PARTITION_KEYS = "query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode { partitionKeys } } }"
+PARTITION_KEYS = (
+    "query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode { partitionKeys } } }"
+)
 LAUNCH_BACKFILL = """
     mutation($params: LaunchBackfillParams!) {
       launchPartitionBackfill(backfillParams: $params) {
@@ -49,8 +51,10 @@ def partition_keys(ui, asset: dict) -> list[str]:
 
 def backfill_status(ui, backfill_id: str) -> str | None:
     """The backfill's status once it has finished; None while it runs."""
-    answer = ui.graphql("query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }",
-                        {"id": backfill_id})
+    answer = ui.graphql(
+        "query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }",
+        {"id": backfill_id},
+    )
     value = answer["partitionBackfillOrError"]["status"]
     return value if value not in ("REQUESTED", "CANCELING") else None
 
@@ -66,14 +70,18 @@ class Going:
 
     def stop_schedule(self, ui) -> None:
         if self.schedule_running:
-            ui.graphql("mutation($id: String!) { stopRunningSchedule(id: $id) { __typename } }", {"id": self.schedule_id})
+            ui.graphql(
+                "mutation($id: String!) { stopRunningSchedule(id: $id) { __typename } }", {"id": self.schedule_id}
+            )
             self.schedule_running = False
 
 
 def add_retriever(ui) -> None:
     """A user adds ``NEW_RETRIEVER`` to retrievers.yaml while the UI runs."""
     text = ui.retrievers.read_text()
-    ui.retrievers.write_text(text + ("" if text.endswith("\n") else "\n") + f"  {NEW_RETRIEVER}: {{kind: bm25, k1: 1.2, b: 0.75}}\n")
+    ui.retrievers.write_text(
+        text + ("" if text.endswith("\n") else "\n") + f"  {NEW_RETRIEVER}: {{kind: bm25, k1: 1.2, b: 0.75}}\n"
+    )
 
 
 def save_decisions(ui) -> None:
@@ -86,12 +94,15 @@ def save_decisions(ui) -> None:
 
 def start_schedule(ui, name: str) -> str:
     """Turns the schedule on as the UI's toggle does; returns its state's id."""
-    started = ui.graphql("""
+    started = ui.graphql(
+        """
         mutation($selector: ScheduleSelector!) {
           startSchedule(scheduleSelector: $selector) {
             __typename ... on ScheduleStateResult { scheduleState { id status } } ... on PythonError { message }
           }
-        }""", {"selector": {**LOCATION, "scheduleName": name}})["startSchedule"]
+        }""",
+        {"selector": {**LOCATION, "scheduleName": name}},
+    )["startSchedule"]
     assert started["__typename"] == "ScheduleStateResult" and started["scheduleState"]["status"] == "RUNNING", started
     return started["scheduleState"]["id"]
 
@@ -100,8 +111,9 @@ def start_schedule(ui, name: str) -> str:
 def set_going(running_dagster) -> Going:
     ui = running_dagster
     # the registry's subjects are partitions (the prebuild synced them as the sensor would)
-    subjects = ui.wait("the subject partitions", lambda: ui.instance().get_dynamic_partitions("wikiprofile_subjects"),
-                       timeout=240)
+    subjects = ui.wait(
+        "the subject partitions", lambda: ui.instance().get_dynamic_partitions("wikiprofile_subjects"), timeout=240
+    )
     assert subjects == ["smollm2", "smollm2-native"]
     assert NEW_RETRIEVER not in partition_keys(ui, QUIT_RUNS)
     going = Going(launch_backfill(ui, SOURCES, BACKFILL_DOMAINS), start_schedule(ui, PROFILES_SCHEDULE))
@@ -117,7 +129,10 @@ def set_going(running_dagster) -> Going:
 def test_backfill_of_domain_partitions_through_the_daemon(running_dagster, set_going):
     ui = running_dagster
     backfill_id = set_going.backfill_id
-    assert ui.wait("the backfill", lambda: backfill_status(ui, backfill_id), timeout=420, every=5) in ("COMPLETED", "COMPLETED_SUCCESS")
+    assert ui.wait("the backfill", lambda: backfill_status(ui, backfill_id), timeout=420, every=5) in (
+        "COMPLETED",
+        "COMPLETED_SUCCESS",
+    )
     instance = ui.instance()
     runs = finished_runs(instance, {"dagster/backfill": backfill_id})
     assert sorted(r.tags["dagster/partition"] for r in runs) == BACKFILL_DOMAINS
@@ -132,8 +147,12 @@ def test_sensors_on_the_daemon(running_dagster, set_going):
     """The annotator's decisions (saved by ``set_going``): the verification sensor reruns the label update."""
     ui = running_dagster
     instance = ui.instance()
-    [run] = ui.wait("the verification run", lambda: finished_runs(instance, {"dagster/sensor_name": "quit_verification_sensor"}),
-                    timeout=300, every=5)
+    [run] = ui.wait(
+        "the verification run",
+        lambda: finished_runs(instance, {"dagster/sensor_name": "quit_verification_sensor"}),
+        timeout=300,
+        every=5,
+    )
     assert run.job_name == "quit_verification" and run.status == dg.DagsterRunStatus.SUCCESS
     labels = instance.get_latest_materialization_event(dg.AssetKey(["quit", "verified_labels"]))
     assert labels.run_id == run.run_id
@@ -145,9 +164,14 @@ def test_schedule_backfills_new_subject_models_on_the_daemon(running_dagster, se
     instance = ui.instance()
     subjects = instance.get_dynamic_partitions("wikiprofile_subjects")
     tags = {"dagster/schedule_name": PROFILES_SCHEDULE}
-    runs = ui.wait("a profiling run of each subject",
-                   lambda: (r := finished_runs(instance, tags)) and {x.tags["dagster/partition"] for x in r} >= set(subjects) and r,
-                   timeout=420, every=5)
+    runs = ui.wait(
+        "a profiling run of each subject",
+        lambda: (
+            (r := finished_runs(instance, tags)) and {x.tags["dagster/partition"] for x in r} >= set(subjects) and r
+        ),
+        timeout=420,
+        every=5,
+    )
     set_going.stop_schedule(ui)
     # one run each: a run still going at the next tick is not launched again
     assert sorted(r.tags["dagster/partition"] for r in instance.get_runs(dg.RunsFilter(tags=tags))) == sorted(subjects)
@@ -164,14 +188,17 @@ def test_a_retriever_added_to_the_registry_is_backfilled_from_the_ui(running_dag
     instance = ui.instance()
     assert NEW_RETRIEVER in instance.get_dynamic_partitions("recor_retrievers")
     backfill_id = launch_backfill(ui, [{"path": ["eval", "quit_index"]}, QUIT_RUNS], [NEW_RETRIEVER])
-    assert ui.wait("the retriever's backfill", lambda: backfill_status(ui, backfill_id), timeout=300, every=3) \
-        in ("COMPLETED", "COMPLETED_SUCCESS")
+    assert ui.wait("the retriever's backfill", lambda: backfill_status(ui, backfill_id), timeout=300, every=3) in (
+        "COMPLETED",
+        "COMPLETED_SUCCESS",
+    )
     runs_of_backfill = finished_runs(instance, {"dagster/backfill": backfill_id})
     assert runs_of_backfill and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs_of_backfill)
     for asset in ("quit_index", "quit_runs"):
         assert NEW_RETRIEVER in instance.get_materialized_partitions(dg.AssetKey(["eval", asset]))
     [record] = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["eval", "quit_runs"]), asset_partitions=[NEW_RETRIEVER]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(["eval", "quit_runs"]), asset_partitions=[NEW_RETRIEVER]), limit=1
+    ).records
     questions = record.event_log_entry.asset_materialization.metadata["questions"].value
     run = pl.read_parquet(ui.storage / "eval" / "quit_runs" / f"{NEW_RETRIEVER}.parquet")
     # every benchmark question retrieved for, under the new alias

@@ -11,8 +11,15 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 # headless Chromium as root in a container, kept off the network
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 DOMAIN = "law"
 
 
@@ -60,8 +67,9 @@ def launch_sources(page, ui, domain: str, screenshot=None) -> dg.DagsterRun:
         page.screenshot(path=str(screenshot))
     launch.click()
     instance = ui.instance()
-    finished = dg.RunsFilter(tags={"dagster/partition": domain},
-                             statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE])
+    finished = dg.RunsFilter(
+        tags={"dagster/partition": domain}, statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE]
+    )
     [run] = ui.wait(f"the {domain} run launched from the UI", lambda: instance.get_runs(finished), timeout=300)
     return run
 
@@ -82,8 +90,11 @@ def test_graph_launch_and_report_pages(running_dagster, page, artifacts):
     instance = ui.instance()
     assert run.status == dg.DagsterRunStatus.SUCCESS
     assert DOMAIN in instance.get_materialized_partitions(dg.AssetKey(["recor", "source_questions"]))
-    assert {k.to_user_string() for k in run.asset_selection} == {"recor/source_questions", "recor/source_documents",
-                                                                  "recor/source_rejects"}
+    assert {k.to_user_string() for k in run.asset_selection} == {
+        "recor/source_questions",
+        "recor/source_documents",
+        "recor/source_rejects",
+    }
     open_page(page, f"{ui.url}/runs/{run.run_id}", "Success")
     page.screenshot(path=str(artifacts / "run_from_ui.png"))
 
@@ -92,7 +103,10 @@ def test_graph_launch_and_report_pages(running_dagster, page, artifacts):
     from pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
-    for asset, shot in ((("recor", "source_questions"), "recor_checks.png"), (("eval", "quit_runs"), "eval_checks.png")):
+    for asset, shot in (
+        (("recor", "source_questions"), "recor_checks.png"),
+        (("eval", "quit_runs"), "eval_checks.png"),
+    ):
         names = sorted(k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey(list(asset)))
         open_page(page, f"{ui.url}/assets/{'/'.join(asset)}?view=checks", names[0])
         text = page.locator("body").inner_text()
@@ -100,7 +114,11 @@ def test_graph_launch_and_report_pages(running_dagster, page, artifacts):
         if asset[0] == "recor":  # evaluated in the run above
             assert "Succeeded" in text
         page.screenshot(path=str(artifacts / shot))
-    evaluations = [e for e in instance.all_logs(run.run_id) if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"]
+    evaluations = [
+        e
+        for e in instance.all_logs(run.run_id)
+        if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
     assert evaluations, "no check ran in the run launched from the UI"
 
     # A report page: QUIT's Table 1 as a rendered table and its plot as an image.

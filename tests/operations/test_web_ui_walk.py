@@ -29,12 +29,20 @@ def leaderboard_in_process(ui, root) -> dg.DagsterRun:
     from resources.storage import StorageResource, table_uri
 
     (root / "eval").mkdir(parents=True)
-    pl.DataFrame({"model": [SUBJECT], "facts": [4], "encodes": [0.5], "knows": [0.25], "knows_thinking": [None]},
-                 schema={"model": pl.String, "facts": pl.Int64, "encodes": pl.Float64, "knows": pl.Float64,
-                         "knows_thinking": pl.Float64},
-                 ).write_parquet(table_uri(str(root), ["eval", "wikiprofile_profile_report"]))
+    pl.DataFrame(
+        {"model": [SUBJECT], "facts": [4], "encodes": [0.5], "knows": [0.25], "knows_thinking": [None]},
+        schema={
+            "model": pl.String,
+            "facts": pl.Int64,
+            "encodes": pl.Float64,
+            "knows": pl.Float64,
+            "knows_thinking": pl.Float64,
+        },
+    ).write_parquet(table_uri(str(root), ["eval", "wikiprofile_profile_report"]))
     instance = ui.instance()
-    assert run_stages(build_defs(storage=StorageResource(root=str(root))), instance, LEADERBOARD_STAGES, log=lambda _: None)
+    assert run_stages(
+        build_defs(storage=StorageResource(root=str(root))), instance, LEADERBOARD_STAGES, log=lambda _: None
+    )
     [run] = instance.get_runs(dg.RunsFilter(job_name="eval_leaderboard"), limit=1)
     return run
 
@@ -46,7 +54,8 @@ def editor_text(page) -> str:  # noqa: F811
 
 @pytest.mark.slow
 def test_a_paper_launch_states_its_size_a_report_table_is_inline_and_make_runs_runs_are_listed(
-        running_dagster, page, artifacts, tmp_path):  # noqa: F811
+    running_dagster, page, artifacts, tmp_path
+):  # noqa: F811
     ui = running_dagster
     run = leaderboard_in_process(ui, tmp_path / "storage")
 
@@ -62,8 +71,11 @@ def test_a_paper_launch_states_its_size_a_report_table_is_inline_and_make_runs_r
     # its launchpad: the profile in the tags and in the run config a launch sends
     open_page(page, f"{ui.url}/locations/benchfoundry/jobs/{PAPER_JOB}/playground", "benchfoundry/profile: paper")
     resources = yaml.safe_load(editor_text(page))["resources"]
-    profiles = {key: value["config"]["profile"] for key, value in resources.items() if key.endswith("_settings")
-                and "profile" in value["config"]}
+    profiles = {
+        key: value["config"]["profile"]
+        for key, value in resources.items()
+        if key.endswith("_settings") and "profile" in value["config"]
+    }
     assert profiles and set(profiles.values()) == {"paper"}, profiles
     page.screenshot(path=str(artifacts / "paper_launchpad.png"))
 
@@ -84,8 +96,9 @@ def test_a_paper_launch_states_its_size_a_report_table_is_inline_and_make_runs_r
     # the list links each run to its page by id
     assert page.locator(f"a[href$='/runs/{run.run_id}']").count() >= 1, f"run {run.run_id} is not listed under Runs"
     page.screenshot(path=str(artifacts / "runs_after_make_run.png"))
-    origin = ui.graphql("query($id: ID!){ runOrError(runId: $id){ ... on Run { repositoryOrigin { id } } } }",
-                        {"id": run.run_id})
+    origin = ui.graphql(
+        "query($id: ID!){ runOrError(runId: $id){ ... on Run { repositoryOrigin { id } } } }", {"id": run.run_id}
+    )
     assert origin["runOrError"]["repositoryOrigin"] is None
 
 
@@ -102,8 +115,13 @@ def sources_in_process(root, domain: str) -> tuple[float, int]:
     sources = [["recor", name] for name in ("source_questions", "source_documents", "source_rejects")]
     assets = [a for a in recor_assets if isinstance(a, dg.AssetsDefinition) and any(k.path in sources for k in a.keys)]
     started = time.monotonic()
-    result = dg.materialize([*assets, *recor_checks], selection=dg.AssetSelection.assets(*sources), partition_key=domain,
-                            resources=defs.resources, instance=dg.DagsterInstance.ephemeral())
+    result = dg.materialize(
+        [*assets, *recor_checks],
+        selection=dg.AssetSelection.assets(*sources),
+        partition_key=domain,
+        resources=defs.resources,
+        instance=dg.DagsterInstance.ephemeral(),
+    )
     elapsed = time.monotonic() - started
     assert result.success
     return elapsed, len(result.get_asset_check_evaluations())
@@ -111,7 +129,8 @@ def sources_in_process(root, domain: str) -> tuple[float, int]:
 
 @pytest.mark.slow
 def test_a_one_partition_run_from_the_ui_costs_what_make_run_spends_on_it_plus_one_import(
-        running_dagster, page, tmp_path):  # noqa: F811
+    running_dagster, page, tmp_path
+):  # noqa: F811
     ui = running_dagster
     in_process, checks = sources_in_process(tmp_path / "storage", "hardware")
     run = launch_sources(page, ui, "drones")
@@ -131,5 +150,6 @@ def test_a_one_partition_run_from_the_ui_costs_what_make_run_spends_on_it_plus_o
     record = ui.instance().get_run_record_by_id(run.run_id)
     [run_start] = [e for e in ui.instance().all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_START)]
     in_run = record.end_time - run_start.timestamp
-    assert in_run <= 2 * in_process + 20, (f"the UI run's steps took {in_run:.0f} s; in process {in_process:.0f} s, "
-                                           f"{checks} checks")
+    assert in_run <= 2 * in_process + 20, (
+        f"the UI run's steps took {in_run:.0f} s; in process {in_process:.0f} s, {checks} checks"
+    )

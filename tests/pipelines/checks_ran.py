@@ -14,7 +14,9 @@ def checks_of_stages(defs: dg.Definitions, stages) -> set[dg.AssetCheckKey]:
     return {k for k in defs.resolve_asset_graph().asset_check_keys if k.asset_key in keys}
 
 
-def failed_and_missing_checks(instance: dg.DagsterInstance, checks: set[dg.AssetCheckKey]) -> tuple[list[str], list[str]]:
+def failed_and_missing_checks(
+    instance: dg.DagsterInstance, checks: set[dg.AssetCheckKey]
+) -> tuple[list[str], list[str]]:
     """The ERROR-severity failures among ``checks`` in ``instance`` (a non-blocking check's
     failure does not stop a run, so a test looks for it), and the checks that never ran."""
     failed, evaluated = [], set()

@@ -30,8 +30,13 @@ class ScriptedRecor:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"BENCHFOUNDRY_STORAGE": str(self.storage), "BENCHFOUNDRY_CACHE": str(self.base / "cache"), "BENCHFOUNDRY_RECOR_SOURCES": str(self.sources),
-                "BENCHFOUNDRY_STAGE_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
+        return {
+            "BENCHFOUNDRY_STORAGE": str(self.storage),
+            "BENCHFOUNDRY_CACHE": str(self.base / "cache"),
+            "BENCHFOUNDRY_RECOR_SOURCES": str(self.sources),
+            "BENCHFOUNDRY_STAGE_HOME": str(self.home),
+            "PYTHONPATH": str(ROOT),
+        }
 
     def instance(self):
         import dagster as dg
@@ -53,5 +58,11 @@ def start_scripted_recor(base: Path) -> Build:
     build.sources.write_text(SOURCES.read_text().replace("data/recor/", f"{build.data}/"))
     instance_home(build.home)
     (build.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return Build("scripted_recor", [sys.executable, "-m", "tests.pipelines.stage_runner", *[s for s, _ in RECOR_STAGES]],
-                 environment(**build.env), ROOT, base / "build.log", timeout=1800).start()
+    return Build(
+        "scripted_recor",
+        [sys.executable, "-m", "tests.pipelines.stage_runner", *[s for s, _ in RECOR_STAGES]],
+        environment(**build.env),
+        ROOT,
+        base / "build.log",
+        timeout=1800,
+    ).start()

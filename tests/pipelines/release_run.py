@@ -66,15 +66,25 @@ def start_release_run(base: Path) -> Build:
     run.rerankers.write_text(RERANKERS)
     instance_home(run.home)
     (run.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {"BENCHFOUNDRY_STORAGE": str(run.storage), "BENCHFOUNDRY_CACHE": str(base / "cache"),
-           "BENCHFOUNDRY_STAGE_HOME": str(run.home), "BENCHFOUNDRY_RETRIEVERS": str(run.retrievers),
-           "BENCHFOUNDRY_RERANKERS": str(run.rerankers),
-           # its own registry of trained models: the test process's (tests/conftest.py) would
-           # show the tests the aliases this run's fine-tuning registers
-           "BENCHFOUNDRY_TRAINED": str(run.trained),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return Build("release_run", [sys.executable, "-m", "tests.pipelines.release_run"], environment(**env),
-                 Path(__file__).resolve().parents[2], base / "build.log", timeout=1200).start()
+    env = {
+        "BENCHFOUNDRY_STORAGE": str(run.storage),
+        "BENCHFOUNDRY_CACHE": str(base / "cache"),
+        "BENCHFOUNDRY_STAGE_HOME": str(run.home),
+        "BENCHFOUNDRY_RETRIEVERS": str(run.retrievers),
+        "BENCHFOUNDRY_RERANKERS": str(run.rerankers),
+        # its own registry of trained models: the test process's (tests/conftest.py) would
+        # show the tests the aliases this run's fine-tuning registers
+        "BENCHFOUNDRY_TRAINED": str(run.trained),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    return Build(
+        "release_run",
+        [sys.executable, "-m", "tests.pipelines.release_run"],
+        environment(**env),
+        Path(__file__).resolve().parents[2],
+        base / "build.log",
+        timeout=1200,
+    ).start()
 
 
 def main() -> int:
@@ -98,21 +108,34 @@ def main() -> int:
     from tests.conftest import SCRIPTED_REGISTRY
 
     scripted.install()
-    defs = build_defs(storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
-                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm")),
-                      quit_settings=QuitSettings(profile="demo"), finetune_settings=FinetuneSettings(profile="demo", max_steps=TRAINING_STEPS), recor_settings=RecorSettings(profile="demo"),
-                      wikiprofile_settings=WikiProfileSettings(profile="demo"))
+    defs = build_defs(
+        storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
+        llm=LLMResource(
+            registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm")
+        ),
+        quit_settings=QuitSettings(profile="demo"),
+        finetune_settings=FinetuneSettings(profile="demo", max_steps=TRAINING_STEPS),
+        recor_settings=RecorSettings(profile="demo"),
+        wikiprofile_settings=WikiProfileSettings(profile="demo"),
+    )
     instance = dg.DagsterInstance.from_config(os.environ["BENCHFOUNDRY_STAGE_HOME"])
     sync_partitions(instance, models=SCRIPTED_REGISTRY)
     partitions = stages.stage_partitions()
     partitions["domains"] = [DOMAIN]
-    partitions["domain_retrievers"] = [k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] == DOMAIN]
+    partitions["domain_retrievers"] = [
+        k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] == DOMAIN
+    ]
     partitions["subjects"] = [SUBJECT]
     slices = stages.RELEASE_SLICES["quick"]
     configs = stages.release_configs(slices)
     planned = stages.run_plan(**PLAN)
-    return 0 if run_default.run_stages(defs, instance, planned, configs=configs, partitions=partitions,
-                                       registries={"models": SCRIPTED_REGISTRY}) else 1
+    return (
+        0
+        if run_default.run_stages(
+            defs, instance, planned, configs=configs, partitions=partitions, registries={"models": SCRIPTED_REGISTRY}
+        )
+        else 1
+    )
 
 
 if __name__ == "__main__":

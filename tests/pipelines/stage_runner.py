@@ -33,10 +33,18 @@ def location() -> dg.Definitions:
     scripted.install()
     return build_defs(
         storage=StorageResource(root=os.environ["BENCHFOUNDRY_STORAGE"]),
-        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm"),
-                        cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk"), max_concurrency=CONCURRENCY),
-        quit_settings=QuitSettings(profile="demo", max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2),
-        recor_settings=RecorSettings(profile="demo", sources_path=os.environ.get("BENCHFOUNDRY_RECOR_SOURCES", SOURCES_PATH)),
+        llm=LLMResource(
+            registry_path=SCRIPTED_REGISTRY,
+            cache_dir=os.path.join(os.environ["BENCHFOUNDRY_CACHE"], "llm"),
+            cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk"),
+            max_concurrency=CONCURRENCY,
+        ),
+        quit_settings=QuitSettings(
+            profile="demo", max_labeled_questions=int(os.environ.get("LABELED", "2")), distractors=2
+        ),
+        recor_settings=RecorSettings(
+            profile="demo", sources_path=os.environ.get("BENCHFOUNDRY_RECOR_SOURCES", SOURCES_PATH)
+        ),
     )
 
 

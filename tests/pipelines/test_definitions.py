@@ -28,14 +28,18 @@ def graph_snapshot(defs: dg.Definitions) -> dict:
     checks: dict[str, list[str]] = {}
     for key in graph.asset_check_keys:
         spec = graph.get_check_spec(key)
-        checks.setdefault(key.asset_key.to_user_string(), []).append(f"{key.name}{' (blocking)' if spec.blocking else ''}")
+        checks.setdefault(key.asset_key.to_user_string(), []).append(
+            f"{key.name}{' (blocking)' if spec.blocking else ''}"
+        )
     assets = {}
     for key in sorted(graph.get_all_asset_keys(), key=lambda k: k.to_user_string()):
         node = graph.get(key)
         assets[key.to_user_string()] = {
-            "group": node.group_name, "code_version": node.code_version,
+            "group": node.group_name,
+            "code_version": node.code_version,
             "deps": sorted(p.to_user_string() for p in node.parent_keys),
-            "partitions": partitions(node.partitions_def), "checks": sorted(checks.get(key.to_user_string(), [])),
+            "partitions": partitions(node.partitions_def),
+            "checks": sorted(checks.get(key.to_user_string(), [])),
         }
     jobs = {}
     for job in sorted(defs.resolve_all_job_defs(), key=lambda j: j.name):
@@ -114,8 +118,13 @@ def test_the_default_run_and_the_release_run_hold_every_check_between_them():
 
 
 def test_dagster_definitions_validate():
-    out = subprocess.run([sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -128,13 +137,23 @@ def test_a_checks_only_job_rejudges_stored_tables_without_materializing(tmp_path
 
     @dg.asset(key=["demo", "answers"])
     def answers() -> dg.Output:
-        return dg.Output(pl.DataFrame({"item": ["a"]}), metadata={"llm/calls": 4, "llm/errors": 3, "llm/parse_failures": 0})
+        return dg.Output(
+            pl.DataFrame({"item": ["a"]}), metadata={"llm/calls": 4, "llm/errors": 3, "llm/parse_failures": 0}
+        )
 
     check = llm_accounting_check("demo/answers")
-    recheck, = recheck_jobs([check], {})
+    (recheck,) = recheck_jobs([check], {})
     assert recheck.name == "demo_checks"
-    defs = dg.Definitions(assets=[answers], asset_checks=[check], jobs=[recheck], resources={
-        "storage": StorageResource(root=str(tmp_path)), "io_manager": parquet_io_manager, "check_settings": CheckSettings()})
+    defs = dg.Definitions(
+        assets=[answers],
+        asset_checks=[check],
+        jobs=[recheck],
+        resources={
+            "storage": StorageResource(root=str(tmp_path)),
+            "io_manager": parquet_io_manager,
+            "check_settings": CheckSettings(),
+        },
+    )
     instance = dg.DagsterInstance.ephemeral()
     first = dg.materialize([answers, check], instance=instance, resources=defs.resources, raise_on_error=False)
     assert not first.get_asset_check_evaluations()[0].passed

@@ -33,15 +33,20 @@ def quit_evaluated(preset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The questions and qrels that the demo's QUIT evaluation reads: the source asset run on
     the config ``make run`` gives it."""
     config = stages.demo_configs(preset)["quit_eval_source"]["ops"]["eval_quit_source"]["config"]
-    outputs = {o.output_name: o.value for o in quit_source(config=QuitSource(**config), storage=StorageResource(root=str(ROOT)))}
+    outputs = {
+        o.output_name: o.value
+        for o in quit_source(config=QuitSource(**config), storage=StorageResource(root=str(ROOT)))
+    }
     return outputs["quit_questions"], outputs["quit_qrels"]
 
 
 def wikiprofile_profiled(preset: str) -> pl.DataFrame:
     """The tasks that the demo's WikiProfile profiling reads, as its source asset gives them."""
     config = stages.demo_configs(preset)["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"]
-    outputs = {o.output_name: o.value for o in wikiprofile_source(config=WikiProfileSource(**config),
-                                                                   storage=StorageResource(root=str(ROOT)))}
+    outputs = {
+        o.output_name: o.value
+        for o in wikiprofile_source(config=WikiProfileSource(**config), storage=StorageResource(root=str(ROOT)))
+    }
     return outputs["wikiprofile_tasks"]
 
 
@@ -79,19 +84,28 @@ def test_the_demo_profiles_the_wikiprofile_fact_the_embedded_model_knows(monkeyp
 
 
 def test_recor_is_evaluated_on_its_build_and_a_release_run_keeps_its_own_slices():
-    assert set(stages.demo_configs("quick")) == set(stages.demo_configs("full")) == \
-        {"quit_eval_source", "wikiprofile_eval_source"}
-    assert stages.release_configs(stages.RELEASE_SLICES["quick"])["quit_eval_source"] == \
-        stages.release_config("quit_eval_source", "data/releases/quit", splits=["train", "test"])
+    assert (
+        set(stages.demo_configs("quick"))
+        == set(stages.demo_configs("full"))
+        == {"quit_eval_source", "wikiprofile_eval_source"}
+    )
+    assert stages.release_configs(stages.RELEASE_SLICES["quick"])["quit_eval_source"] == stages.release_config(
+        "quit_eval_source", "data/releases/quit", splits=["train", "test"]
+    )
     assert set(stages.release_configs({})) == set(stages.SOURCE_STAGES)
 
 
 def test_the_first_line_says_what_the_demo_evaluates(plan):
     first_line = plan()[0]
-    assert "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates the test " \
-           "questions of the release sample data/releases/quit (passages of both labels; tables on the test split)" in first_line
-    assert "WikiProfile reads up to 6 pages, keeps up to 2 facts, profiles facts 0 and 8 of the release sample " \
-           "data/releases/wikiprofile and samples" in first_line
+    assert (
+        "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates the test "
+        "questions of the release sample data/releases/quit (passages of both labels; tables on the test split)"
+        in first_line
+    )
+    assert (
+        "WikiProfile reads up to 6 pages, keeps up to 2 facts, profiles facts 0 and 8 of the release sample "
+        "data/releases/wikiprofile and samples" in first_line
+    )
     assert "RECOR builds and evaluates law" in first_line
     full = plan("--preset", "full")[0]
     assert "evaluates the dev and test questions of the release sample" in full
@@ -108,11 +122,19 @@ def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(m
     monkeypatch.setattr(run_default, "build_defs", lambda **_: None)
     monkeypatch.setattr(run_default, "sync_partitions", lambda *_, **__: None)
     monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(lambda: None))
-    monkeypatch.setattr(run_default, "run_stages", lambda defs, instance, stages, configs=None, **_: seen.update(configs) or False)
+    monkeypatch.setattr(
+        run_default, "run_stages", lambda defs, instance, stages, configs=None, **_: seen.update(configs) or False
+    )
     monkeypatch.chdir(ROOT)
     assert run_default.main([]) == 1
     assert seen == stages.demo_configs("quick")
-    assert seen["quit_eval_source"]["ops"]["eval_quit_source"]["config"] == \
-        {"source": "release", "release_path": "data/releases/quit", "splits": ["test"]}
-    assert seen["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"] == \
-        {"source": "release", "release_path": "data/releases/wikiprofile", "fact_ids": ["0", "8"]}
+    assert seen["quit_eval_source"]["ops"]["eval_quit_source"]["config"] == {
+        "source": "release",
+        "release_path": "data/releases/quit",
+        "splits": ["test"],
+    }
+    assert seen["wikiprofile_eval_source"]["ops"]["eval_wikiprofile_source"]["config"] == {
+        "source": "release",
+        "release_path": "data/releases/wikiprofile",
+        "fact_ids": ["0", "8"],
+    }

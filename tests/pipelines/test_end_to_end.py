@@ -47,11 +47,22 @@ def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int
     # (not the test process's, tests/conftest.py).
     # It runs alone, last: both cores, not the one thread the other tests keep to (tests/conftest.py).
     inherited = {k: v for k, v in os.environ.items() if k not in ("BENCHFOUNDRY_TRAINED", *SINGLE_THREADED)}
-    env = {**inherited, "DAGSTER_HOME": str(home),
-           "BENCHFOUNDRY_STORAGE": str(storage), "BENCHFOUNDRY_CACHE": str(cache), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "pipelines.run_default", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    env = {
+        **inherited,
+        "DAGSTER_HOME": str(home),
+        "BENCHFOUNDRY_STORAGE": str(storage),
+        "BENCHFOUNDRY_CACHE": str(cache),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.run_default", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +79,9 @@ def default_run(tmp_path_factory) -> Run:
 
 
 def plan(tmp_path, *args: str) -> str:
-    out = run_default(*args, "--plan", home=tmp_path, storage=tmp_path / "storage", cache=tmp_path / "cache", timeout=120)
+    out = run_default(
+        *args, "--plan", home=tmp_path, storage=tmp_path / "storage", cache=tmp_path / "cache", timeout=120
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
@@ -76,15 +89,21 @@ def plan(tmp_path, *args: str) -> str:
 def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_path):
     stdout = plan(tmp_path)
     first = stdout.splitlines()[0]
-    assert first.startswith('make run, the demo slice (preset quick; the papers\' configuration: make run ARGS="--profile paper", '
-                            "or materialize from the web UI with no config): QUIT labels the 325 passages of 1 question "
-                            "(convergence over 2 wrong candidates) and evaluates the test questions of the release sample "
-                            "data/releases/quit (passages of both labels; tables on the test split);")
+    assert first.startswith(
+        'make run, the demo slice (preset quick; the papers\' configuration: make run ARGS="--profile paper", '
+        "or materialize from the web UI with no config): QUIT labels the 325 passages of 1 question "
+        "(convergence over 2 wrong candidates) and evaluates the test questions of the release sample "
+        "data/releases/quit (passages of both labels; tables on the test split);"
+    )
     assert "RECOR builds and evaluates law from 1 source question each (at most 4 aspects of 2 facts)" in first
     assert f"WikiProfile reads up to 6 pages, keeps up to {QUICK['wikiprofile_facts']} facts" in first
     assert 'make run ARGS="--preset full"' in stdout
     jobs = [line.split(" x ")[0] for line in stdout.splitlines()[2:]]
-    assert jobs[0] == "quit_prepare" and "recor_generation" in jobs and jobs[-2:] == ["wikiprofile_report", "eval_leaderboard"]
+    assert (
+        jobs[0] == "quit_prepare"
+        and "recor_generation" in jobs
+        and jobs[-2:] == ["wikiprofile_report", "eval_leaderboard"]
+    )
     assert "recor_retrieval x 3: " in stdout and "law|minilm" in stdout
 
     full = plan(tmp_path, "--preset", "full")
@@ -92,15 +111,25 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
     assert "--preset full" not in full.splitlines()[1]
 
     paper = plan(tmp_path, "--profile", "paper").splitlines()[0]
-    assert paper.startswith("make run, the papers' configuration (hours with the embedded model): QUIT labels the 325 "
-                            "passages of all questions (convergence over 10 wrong candidates);")
-    assert "RECOR builds and evaluates all 11 domains from all source questions each (at most 12 aspects of 5 facts)" in paper
+    assert paper.startswith(
+        "make run, the papers' configuration (hours with the embedded model): QUIT labels the 325 "
+        "passages of all questions (convergence over 10 wrong candidates);"
+    )
+    assert (
+        "RECOR builds and evaluates all 11 domains from all source questions each (at most 12 aspects of 5 facts)"
+        in paper
+    )
     assert "WikiProfile reads up to 10000 pages, keeps up to 5000 facts and samples each question 8 times" in paper
 
 
-@pytest.mark.parametrize(("benchmark", "others"), [("quit", ("RECOR", "WikiProfile", "recor_", "wikiprofile_")),
-                                                   ("recor", ("QUIT", "WikiProfile", "quit_", "wikiprofile_")),
-                                                   ("wikiprofile", ("QUIT", "RECOR", "quit_", "recor_"))])
+@pytest.mark.parametrize(
+    ("benchmark", "others"),
+    [
+        ("quit", ("RECOR", "WikiProfile", "recor_", "wikiprofile_")),
+        ("recor", ("QUIT", "WikiProfile", "quit_", "wikiprofile_")),
+        ("wikiprofile", ("QUIT", "RECOR", "quit_", "recor_")),
+    ],
+)
 def test_one_benchmark_runs_its_stages_alone(tmp_path, benchmark, others):
     stdout = plan(tmp_path, "--benchmarks", benchmark)
     assert f"{benchmark}_" in stdout
@@ -108,8 +137,15 @@ def test_one_benchmark_runs_its_stages_alone(tmp_path, benchmark, others):
 
 
 def test_unknown_domains_are_refused(tmp_path):
-    out = run_default("--recor-domains", "biology,astrology", "--plan", home=tmp_path, storage=tmp_path / "s",
-                      cache=tmp_path / "c", timeout=120)
+    out = run_default(
+        "--recor-domains",
+        "biology,astrology",
+        "--plan",
+        home=tmp_path,
+        storage=tmp_path / "s",
+        cache=tmp_path / "c",
+        timeout=120,
+    )
     assert out.returncode == 2 and "unknown domains ['astrology']" in out.stderr
 
 
@@ -117,8 +153,16 @@ def test_unknown_domains_are_refused(tmp_path):
 def test_default_run_prints_where_everything_is(default_run):
     stdout = default_run.stdout
     assert stdout.startswith("make run, the demo slice (preset quick;")
-    for line in ("QUIT benchmark files", "Total Passages", "RECOR statistics", "RECOR benchmark files", "WikiProfile:",
-                 "WikiProfile reports", "make ui", "make verify"):
+    for line in (
+        "QUIT benchmark files",
+        "Total Passages",
+        "RECOR statistics",
+        "RECOR benchmark files",
+        "WikiProfile:",
+        "WikiProfile reports",
+        "make ui",
+        "make verify",
+    ):
         assert line in stdout, line
 
 
@@ -131,7 +175,11 @@ def test_default_run_builds_and_exports_quit(default_run):
     assert len(questions) == QUICK["max_labeled_questions"] == 1 and len(corpus) == 325
     assert {c["title"] for c in corpus} == {questions[0]["id"]}
     assert len(questions[0]["hints"]) == 5 and questions[0]["answers"]
-    qrels = [line.split() for split in ("train", "dev", "test") for line in (release / f"qrels.{split}.txt").read_text().splitlines()]
+    qrels = [
+        line.split()
+        for split in ("train", "dev", "test")
+        for line in (release / f"qrels.{split}.txt").read_text().splitlines()
+    ]
     assert {q[2] for q in qrels} == {c["id"] for c in corpus} and {q[3] for q in qrels} <= {"1", "2"}
 
     rejects = pl.read_parquet(storage / "quit" / "source_rejects.parquet")
@@ -158,9 +206,13 @@ def test_default_run_builds_and_exports_quit(default_run):
 @pytest.mark.slow
 def test_default_run_evaluates_quit(default_run):
     # every reranker on every retriever, the Oracle rows, the reader table
-    retrieval, rerank, reading = (default_run.metadata("eval", key)
-                                  for key in ("quit_retrieval_metrics", "quit_rerank_metrics", "quit_reader_metrics"))
-    assert "bm25" in cells(retrieval["table_2"], "retriever") and "oracle" not in cells(retrieval["table_2"], "retriever")
+    retrieval, rerank, reading = (
+        default_run.metadata("eval", key)
+        for key in ("quit_retrieval_metrics", "quit_rerank_metrics", "quit_reader_metrics")
+    )
+    assert "bm25" in cells(retrieval["table_2"], "retriever") and "oracle" not in cells(
+        retrieval["table_2"], "retriever"
+    )
     for reranker in ("rankgpt", "pointwise", "upr"):
         assert reranker in cells(rerank["table_7"], "reranker")
         assert f"e5-small+{reranker}" in cells(rerank["table_5"], "system")
@@ -175,7 +227,9 @@ def test_default_run_evaluates_quit_on_questions_the_retrievers_tell_apart(defau
     differ on the test split the tables report."""
     storage = default_run.storage
     questions = pl.read_parquet(storage / "eval" / "quit_questions.parquet")
-    assert questions.height == 2 and default_run.metadata("eval", "quit_questions")["source"].value.startswith("release ")
+    assert questions.height == 2 and default_run.metadata("eval", "quit_questions")["source"].value.startswith(
+        "release "
+    )
     qrels = pl.read_parquet(storage / "eval" / "quit_qrels.parquet")
     assert set(qrels["label"]) == {1, 2}
     assert qrels.group_by("question_id").agg(pl.col("label").n_unique())["label"].to_list() == [2, 2]
@@ -185,9 +239,14 @@ def test_default_run_evaluates_quit_on_questions_the_retrievers_tell_apart(defau
     report = default_run.metadata("eval", "quit_retrieval_metrics")
     assert len(set(cells(report["table_4"], "ndcg_burges@10"))) > 1
     # make run tags its runs with its profile, and the report says so
-    assert report["slice"].value == ("2 QUIT questions (test: 2); 3 retrievers (bm25, e5-small, minilm), the Oracle left out; "
-                                     "tables on the test split; profile demo (the run's benchfoundry/profile tag)")
-    assert "QUIT retrieval (Table 2 of the paper), test split, the release sample data/releases/quit:" in default_run.stdout
+    assert report["slice"].value == (
+        "2 QUIT questions (test: 2); 3 retrievers (bm25, e5-small, minilm), the Oracle left out; "
+        "tables on the test split; profile demo (the run's benchfoundry/profile tag)"
+    )
+    assert (
+        "QUIT retrieval (Table 2 of the paper), test split, the release sample data/releases/quit:"
+        in default_run.stdout
+    )
 
 
 @pytest.mark.slow
@@ -202,14 +261,22 @@ def test_default_run_builds_recor_conversations_from_mined_negatives(default_run
     assert (stats["#Conv."] > 0).all(), stats
     assert "earth_science" in default_run.metadata("recor", "statistics")["domains_not_built"].value
     for domain in DOMAINS:
-        records = [json.loads(r) for r in
-                   (storage / "recor" / "release" / f"{release_name(domain)}_benchmark.jsonl").read_text().splitlines()]
+        records = [
+            json.loads(r)
+            for r in (storage / "recor" / "release" / f"{release_name(domain)}_benchmark.jsonl")
+            .read_text()
+            .splitlines()
+        ]
         assert records and all(3 <= r["metadata"]["num_turns"] <= 12 for r in records)
         assert all(len(r["turns"]) == r["metadata"]["num_turns"] for r in records)
         # the retrieval reasoning of every turn
         assert all(t["subquestion_reasoning"] and t["gold_doc_ids"] for r in records for t in r["turns"])
     # the StackExchange domain mined its negatives from the pool
-    assert pl.read_parquet(storage / "recor" / "hard_negatives" / "law.parquet")["doc_id"].str.starts_with("law_pool_").all()
+    assert (
+        pl.read_parquet(storage / "recor" / "hard_negatives" / "law.parquet")["doc_id"]
+        .str.starts_with("law_pool_")
+        .all()
+    )
     assert "table_31" in default_run.metadata("recor", "quality_report")
 
 
@@ -217,7 +284,16 @@ def test_default_run_builds_recor_conversations_from_mined_negatives(default_run
 def test_default_run_evaluates_recor(default_run):
     retrieval = default_run.metadata("eval", "recor_retrieval_metrics")
     table_3 = retrieval["table_3"].value
-    assert [c.name for c in table_3.schema.columns][:8] == ["retriever", "Base", "QR", "Reas", "Hist", "H+R", "Prev", "LLM-Reas"]
+    assert [c.name for c in table_3.schema.columns][:8] == [
+        "retriever",
+        "Base",
+        "QR",
+        "Reas",
+        "Hist",
+        "H+R",
+        "Prev",
+        "LLM-Reas",
+    ]
     assert "turn -> domain -> macro" in table_3.schema.columns[1].description
     for retriever in ("bm25", "minilm", "e5-small"):
         assert retriever in cells(table_3, "retriever")
@@ -235,9 +311,17 @@ def test_default_run_builds_wikiprofile_facts_with_ten_tasks(default_run):
     facts = bench["fact_id"].n_unique()
     assert 1 <= facts <= QUICK["wikiprofile_facts"] and bench.height == 10 * facts
     # every fact lost on the way is kept with its step and reason
-    lost = pl.concat([pl.read_parquet(storage / "wikiprofile" / f"{name}.parquet").select("item", "step", "reason")
-                      for name in ("direct_question_rejects", "reverse_question_rejects", "natural_question_rejects",
-                                   "final_rejects")])
+    lost = pl.concat(
+        [
+            pl.read_parquet(storage / "wikiprofile" / f"{name}.parquet").select("item", "step", "reason")
+            for name in (
+                "direct_question_rejects",
+                "reverse_question_rejects",
+                "natural_question_rejects",
+                "final_rejects",
+            )
+        ]
+    )
     assert lost["reason"].null_count() == 0
     funnel = default_run.metadata("wikiprofile", "benchmark")["funnel"].value
     assert f"| 1. pages | {QUICK['wikiprofile_pages']} |" in funnel
@@ -258,8 +342,13 @@ def test_default_run_profiles_the_embedded_model(default_run):
     responses = pl.read_parquet(storage / "eval" / "wikiprofile_responses" / "smollm2.parquet")
     assert responses.height == facts * (6 + 4 * 2) * samples and responses["error"].null_count() == responses.height
     cot = responses.filter(pl.col("thinking"))
-    assert cot.height == facts * 4 * samples and cot["response"].str.len_chars().mean() > \
-        responses.filter(~pl.col("thinking") & pl.col("task").is_in(["direct", "reverse"]))["response"].str.len_chars().mean()
+    assert (
+        cot.height == facts * 4 * samples
+        and cot["response"].str.len_chars().mean()
+        > responses.filter(~pl.col("thinking") & pl.col("task").is_in(["direct", "reverse"]))["response"]
+        .str.len_chars()
+        .mean()
+    )
     mc = responses.filter(pl.col("task") == "mc_direct")
     assert mc.group_by("fact_id").agg(pl.col("gold_slot").n_unique())["gold_slot"].to_list() == [4] * facts
     graded = pl.read_parquet(storage / "eval" / "wikiprofile_graded_responses" / "smollm2.parquet")
@@ -268,11 +357,18 @@ def test_default_run_profiles_the_embedded_model(default_run):
     assert pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / "smollm2.parquet").height == facts
 
     assert "smollm2" in cells(meta("profile_report")["table_2"], "model")
-    for key, plot in (("profile_report", "figure_4"), ("popularity_report", "figure_5"),
-                      ("direction_report", "figures_6_14"), ("thinking_report", "figures_8_12"),
-                      ("robustness_report", "figures_18_19")):
+    for key, plot in (
+        ("profile_report", "figure_4"),
+        ("popularity_report", "figure_5"),
+        ("direction_report", "figures_6_14"),
+        ("thinking_report", "figures_8_12"),
+        ("robustness_report", "figures_18_19"),
+    ):
         assert meta(key)[plot].value.startswith("![plot](data:image/png;base64,"), key
-    popularity, direction = meta("popularity_report")["popularity"].value, meta("direction_report")["direct_vs_reverse"].value
+    popularity, direction = (
+        meta("popularity_report")["popularity"].value,
+        meta("direction_report")["direct_vs_reverse"].value,
+    )
     assert ("smollm2", "top") in zip(cells(popularity, "model"), cells(popularity, "tier"))
     assert ("smollm2", "verify") in zip(cells(direction, "model"), cells(direction, "condition"))
 
@@ -289,9 +385,13 @@ def test_default_run_profiles_a_fact_the_embedded_model_knows(default_run):
     profiles = pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / "smollm2.parquet")
     known = profiles.filter(pl.col("knows").fill_null(False))["fact_id"].to_list()
     assert len(known) >= 1, profiles
-    report = pl.read_parquet(storage / "eval" / "wikiprofile_profile_report.parquet").filter(pl.col("model") == "smollm2")
+    report = pl.read_parquet(storage / "eval" / "wikiprofile_profile_report.parquet").filter(
+        pl.col("model") == "smollm2"
+    )
     assert report["knows"][0] > 0, report
-    assert "WikiProfile: 2 facts of the release sample data/releases/wikiprofile with ten tasks each" in default_run.stdout
+    assert (
+        "WikiProfile: 2 facts of the release sample data/releases/wikiprofile with ten tasks each" in default_run.stdout
+    )
 
 
 @pytest.mark.slow

@@ -26,9 +26,11 @@ from pipelines.plan import (
 from resources.llm import REGISTRY_PATH, role_aliases
 
 # The paper's models: three labelers, three readers (one of them also a labeler), a judge.
-ROLES = {"quit": {"labelers": ["gemma", "qwen", "llama"], "readers": ["llama", "gemma4b", "qwen8b"], "judge": "gpt"},
-         "wikiprofile": {"builder": "gpt", "grader": "gpt", "subjects": ["qwen", "llama"]},
-         "recor": {"builder": "gpt", "judge": "gpt", "generators": ["qwen", "llama"]}}
+ROLES = {
+    "quit": {"labelers": ["gemma", "qwen", "llama"], "readers": ["llama", "gemma4b", "qwen8b"], "judge": "gpt"},
+    "wikiprofile": {"builder": "gpt", "grader": "gpt", "subjects": ["qwen", "llama"]},
+    "recor": {"builder": "gpt", "judge": "gpt", "generators": ["qwen", "llama"]},
+}
 BACKENDS = {"gemma": "vllm", "qwen": "vllm", "llama": "vllm", "gemma4b": "vllm", "qwen8b": "embedded", "gpt": "api"}
 
 
@@ -52,7 +54,9 @@ def test_quit_demo_labels_three_questions_and_a_pilot_labels_its_slice():
     demo = calls(quit_plan(QuitSettings(profile="demo"), ROLES, BACKENDS, questions=44))
     assert demo[("quit_labeling", "passage answers", "gemma", "gemma")] == 3 * 325
     assert demo[("quit_parametric", "closed-book answers", "qwen8b", "qwen8b")] == 44 * 3
-    pilot = calls(quit_plan(QuitSettings(max_labeled_questions=50, labeled_passages_per_question=20), ROLES, BACKENDS, 7401))
+    pilot = calls(
+        quit_plan(QuitSettings(max_labeled_questions=50, labeled_passages_per_question=20), ROLES, BACKENDS, 7401)
+    )
     assert pilot[("quit_labeling", "passage answers", "qwen", "qwen")] == 50 * 20
     # fewer questions than the cap: every question is labeled
     few = calls(quit_plan(QuitSettings(max_labeled_questions=50), ROLES, BACKENDS, questions=2))
@@ -104,16 +108,26 @@ def test_recor_paper_build_and_evaluation_of_a_domain_at_most():
     build = {k[1]: v for k, v in got.items() if k[0] == "recor_build"}
     # 100 questions of up to 12 turns (1,200), 5 facts an aspect, 3 question retries, 5 gold
     # documents rated on 4 criteria a turn, 4 quality scores a conversation and 2 labels a turn
-    assert build == {"hard-negative queries (StackExchange)": 100, "gold document alignment": 500,
-                     "aspects and their order": 300, "facts (at most)": 1_200, "fact checks (at most)": 6_000,
-                     "turn questions and retries (at most)": 4_800, "turn relevance and flow (at most)": 2_400,
-                     "document ratings (at most)": 24_000, "turn reasoning and answers (at most)": 2_400,
-                     "conversation checks": 100, "quality scores and turn labels (at most)": 2_800}
+    assert build == {
+        "hard-negative queries (StackExchange)": 100,
+        "gold document alignment": 500,
+        "aspects and their order": 300,
+        "facts (at most)": 1_200,
+        "fact checks (at most)": 6_000,
+        "turn questions and retries (at most)": 4_800,
+        "turn relevance and flow (at most)": 2_400,
+        "document ratings (at most)": 24_000,
+        "turn reasoning and answers (at most)": 2_400,
+        "conversation checks": 100,
+        "quality scores and turn labels (at most)": 2_800,
+    }
     assert got[("recor_queries", "rewrites and search rationales (at most)", "a domain", "gpt")] == 2_400
     for generator in ("qwen", "llama"):
         # three modes a turn; 5 dimensions graded in two modes, 4 without passages
         assert got[("recor_generation", "answers, three modes (at most)", "a domain", generator)] == 3_600
-    grades = [s for s in recor_plan(RecorSettings(), ROLES, BACKENDS, True, 100, 5) if s.stage == "their grades (at most)"]
+    grades = [
+        s for s in recor_plan(RecorSettings(), ROLES, BACKENDS, True, 100, 5) if s.stage == "their grades (at most)"
+    ]
     assert [(s.alias, s.calls) for s in grades] == [("gpt", 16_800), ("gpt", 16_800)]
 
 
@@ -133,14 +147,18 @@ def test_finetune_counts_training_steps_of_three_models_per_base():
     ten = finetune_plan(FinetuneSettings(positives=[10]), ["minilm", "e5"], train_questions=5000)
     # 5,000 questions x 10 positives = 50,000 triples at batch 64; the cross-encoder reads two rows a triple
     assert [(s.partition, s.stage, s.calls) for s in ten[:3]] == [
-        ("minilm", "bi-encoder training steps", 782), ("minilm", "late interaction training steps", 782),
-        ("minilm", "cross-encoder training steps", 1_563)]
+        ("minilm", "bi-encoder training steps", 782),
+        ("minilm", "late interaction training steps", 782),
+        ("minilm", "cross-encoder training steps", 1_563),
+    ]
     assert {s.partition for s in ten} == {"minilm", "e5"} and all(s.unit == "steps" for s in ten)
     assert ten[0].seconds() is None  # batch 64 was not measured
     assert finetune_plan(FinetuneSettings(positives=[10], epochs=2), ["b"], 5000)[2].calls == 3_126
     # the paper's sweep trains a model per count: 5,000 x n triples at batch 64 for n = 1, 5, 10, 50, 100, 200
     paper = finetune_plan(FinetuneSettings(), ["minilm"], train_questions=5000)
-    assert [s.calls for s in paper] == [79 + 391 + 782 + 3_907 + 7_813 + 15_625] * 2 + [157 + 782 + 1_563 + 7_813 + 15_625 + 31_250]
+    assert [s.calls for s in paper] == [79 + 391 + 782 + 3_907 + 7_813 + 15_625] * 2 + [
+        157 + 782 + 1_563 + 7_813 + 15_625 + 31_250
+    ]
     # the demo trains a fixed 20 steps, however little data there is
     demo = finetune_plan(FinetuneSettings(profile="demo"), ["minilm"], train_questions=2)
     assert [s.calls for s in demo] == [20, 20, 20]
@@ -159,7 +177,9 @@ def test_the_recor_and_finetune_jobs_carry_their_estimate_and_the_registry_file(
     assert f"models from the registry {REGISTRY_PATH}" in paper
     finetune = defs.resolve_job_def("quit_finetune_paper").description
     assert "| bi-encoder training steps | minilm | minilm | 28,597 |" in finetune
-    assert "| bi-encoder training steps | minilm | minilm | 20 |" in defs.resolve_job_def("quit_finetune_demo").description
+    assert (
+        "| bi-encoder training steps | minilm | minilm | 20 |" in defs.resolve_job_def("quit_finetune_demo").description
+    )
 
 
 def test_the_estimate_names_the_registry_it_was_computed_from(tmp_path):

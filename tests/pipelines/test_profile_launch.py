@@ -11,10 +11,12 @@ from pipelines.schedules import model_backfill_schedule, quit_readers_schedule, 
 
 REPOSITORY = defs.get_repository_def()
 # One knob of each settings resource whose demo value differs from the paper's.
-SLICE_KNOB = {"quit_settings": ("distractors", {"demo": 3, "paper": 10}),
-              "finetune_settings": ("max_steps", {"demo": 20, "paper": None}),
-              "recor_settings": ("max_aspects", {"demo": 4, "paper": 12}),
-              "wikiprofile_settings": ("n_samples", {"demo": 4, "paper": 8})}
+SLICE_KNOB = {
+    "quit_settings": ("distractors", {"demo": 3, "paper": 10}),
+    "finetune_settings": ("max_steps", {"demo": 20, "paper": None}),
+    "recor_settings": ("max_aspects", {"demo": 4, "paper": 12}),
+    "wikiprofile_settings": ("n_samples", {"demo": 4, "paper": 8}),
+}
 
 
 def launchpad_config(job: dg.JobDefinition) -> dict | None:
@@ -30,8 +32,9 @@ def settings_of_a_run(job: dg.JobDefinition, run_config: dict | None = None) -> 
     resolved = dg.validate_run_config(job, launchpad_config(job) if run_config is None else run_config)["resources"]
     # the resolved config holds the resources the job's steps require
     keys = [key for key in PROFILED_SETTINGS if key in resolved]
-    with dg.build_resources({key: defs.resources[key] for key in keys},
-                            resource_config={key: resolved[key] for key in keys}) as built:
+    with dg.build_resources(
+        {key: defs.resources[key] for key in keys}, resource_config={key: resolved[key] for key in keys}
+    ) as built:
         return {key: dict(getattr(built, key)) for key in keys}
 
 
@@ -41,7 +44,9 @@ def reads_a_profile(job: dg.JobDefinition) -> bool:
 
 def test_every_job_that_reads_a_profile_has_a_demo_and_a_paper_job_of_the_same_assets():
     names = {job.name for job in defs.resolve_all_job_defs()}
-    base = [defs.resolve_job_def(n) for n in sorted(names) if not n.startswith("__") and not n.endswith(("_demo", "_paper"))]
+    base = [
+        defs.resolve_job_def(n) for n in sorted(names) if not n.startswith("__") and not n.endswith(("_demo", "_paper"))
+    ]
     profiled = {job.name for job in base if reads_a_profile(job)}
     # the stage jobs and the checks-only jobs whose checks compare tables with the settings
     assert {job.name for job, _ in PROFILED_JOBS} | {"recor_checks_domains", "wikiprofile_checks"} <= profiled
@@ -63,8 +68,12 @@ def test_every_job_that_reads_a_profile_has_a_demo_and_a_paper_job_of_the_same_a
 
 @pytest.mark.parametrize("profile", ["demo", "paper"])
 def test_a_profile_jobs_run_config_resolves_to_its_profile(profile):
-    for name, key in (("quit_prepare", "quit_settings"), ("quit_finetune", "finetune_settings"),
-                      ("recor_build", "recor_settings"), ("wikiprofile_profile", "wikiprofile_settings")):
+    for name, key in (
+        ("quit_prepare", "quit_settings"),
+        ("quit_finetune", "finetune_settings"),
+        ("recor_build", "recor_settings"),
+        ("wikiprofile_profile", "wikiprofile_settings"),
+    ):
         seen = settings_of_a_run(defs.resolve_job_def(f"{name}_{profile}"))
         knob, values = SLICE_KNOB[key]
         assert seen[key]["profile"] == profile and seen[key][knob] == values[profile], name
@@ -97,8 +106,14 @@ def requests_of(schedule: dg.ScheduleDefinition, instance: dg.DagsterInstance) -
 def test_each_schedules_run_requests_carry_their_profile_as_config_and_tag(profile):
     from assets.partitions import subject_partitions
 
-    profiles = model_backfill_schedule("profiles_under_test", REPOSITORY.get_job("wikiprofile_profile"),
-                                       dg.AssetKey(["eval", "wikiprofile_profiles"]), subject_partitions, "Profiles.", profile)
+    profiles = model_backfill_schedule(
+        "profiles_under_test",
+        REPOSITORY.get_job("wikiprofile_profile"),
+        dg.AssetKey(["eval", "wikiprofile_profiles"]),
+        subject_partitions,
+        "Profiles.",
+        profile,
+    )
     assert f"Runs profile {profile} (BENCHFOUNDRY_EVAL_PROFILE)" in profiles.description
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2", "qwen3-8b"])

@@ -21,12 +21,18 @@ def test_recor_stages_build_export_and_evaluate_every_domain(scripted_recor):
     assert instance.get_materialized_partitions(dg.AssetKey(["eval", "recor_generation"])) == set(DOMAINS)
 
     # every RECOR check ran in the build and passed; the LLM accounting may only warn
-    evaluations = [entry.asset_check_evaluation for run in instance.get_run_records()
-                   for entry in instance.all_logs(run.dagster_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    evaluations = [
+        entry.asset_check_evaluation
+        for run in instance.get_run_records()
+        for entry in instance.all_logs(run.dagster_run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    ]
     recor = [e for e in evaluations if e.asset_key.path[0] == "recor"]
     assert {e.asset_check_key for e in recor} == {k for check in recor_checks for k in check.check_keys}
-    failed = [f"{e.asset_check_key.to_user_string()}[{e.partition}]: {e.metadata}" for e in recor if not e.passed
-              and not (e.check_name == "llm_accounting" and e.severity == dg.AssetCheckSeverity.WARN)]
+    failed = [
+        f"{e.asset_check_key.to_user_string()}[{e.partition}]: {e.metadata}"
+        for e in recor
+        if not e.passed and not (e.check_name == "llm_accounting" and e.severity == dg.AssetCheckSeverity.WARN)
+    ]
     assert not failed, failed
 
     stats = pl.read_parquet(storage / "recor" / "statistics.parquet")
@@ -42,17 +48,33 @@ def test_recor_stages_build_export_and_evaluate_every_domain(scripted_recor):
 
     release = storage / "recor" / "release"
     for domain in stats.filter(pl.col("#Conv.") > 0)["domain"]:
-        exported = [json.loads(line) for line in (release / f"{release_name(domain)}_benchmark.jsonl").read_text().splitlines()]
+        exported = [
+            json.loads(line) for line in (release / f"{release_name(domain)}_benchmark.jsonl").read_text().splitlines()
+        ]
         assert exported and all(3 <= r["metadata"]["num_turns"] == len(r["turns"]) <= 12 for r in exported), domain
     statistics = instance.get_latest_materialization_event(dg.AssetKey(["recor", "statistics"])).asset_materialization
     assert statistics.metadata["domains_not_built"].value == "none"
     records = [json.loads(line) for line in (release / "medicalsciences_benchmark.jsonl").read_text().splitlines()]
-    assert records and records[0]["task"] == "medicalsciences" and records[0]["turns"][0]["conversation_history"] == "No previous conversation."
-    documents = {json.loads(line)["doc_id"] for line in (release / "medicalsciences_documents.jsonl").read_text().splitlines()}
+    assert (
+        records
+        and records[0]["task"] == "medicalsciences"
+        and records[0]["turns"][0]["conversation_history"] == "No previous conversation."
+    )
+    documents = {
+        json.loads(line)["doc_id"] for line in (release / "medicalsciences_documents.jsonl").read_text().splitlines()
+    }
     assert {d for r in records for t in r["turns"] for d in t["gold_doc_ids"]} <= documents
 
     scores = pl.read_parquet(storage / "eval" / "recor_retrieval_metrics.parquet")
-    assert set(scores["strategy"]) == {"baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"}
+    assert set(scores["strategy"]) == {
+        "baseline",
+        "query_rewrite",
+        "reasoning",
+        "history",
+        "history_reasoning",
+        "last_turn",
+        "llm_reasoning",
+    }
     assert set(scores["retriever"]) == {"bm25", "minilm", "e5-small"}
     assert set(scores["domain"]) == set(stats.filter(pl.col("#Conv.") > 0)["domain"])
     assert scores["ndcg@10"].max() > 0

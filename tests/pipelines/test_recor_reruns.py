@@ -7,10 +7,7 @@ of it)."""
 
 import dagster as dg
 import pytest
-from dagster_graphql.test.utils import (
-    define_out_of_process_workspace,
-    execute_dagster_graphql,
-)
+from dagster_graphql.test.utils import define_out_of_process_workspace, execute_dagster_graphql
 
 from assets.partitions import DOMAINS
 from pipelines.jobs import recor_build_job
@@ -62,10 +59,14 @@ def test_an_edited_domain_alone_is_stale_and_its_rerun_touches_no_other_domain(s
         assert stale_domains(ui, keys) == {k.to_user_string(): set() for k in keys}
 
         pool = build.data / "stackexchange" / "law_pool.jsonl"
-        pool.write_text(pool.read_text() + '{"id": "law_pool_extra", "content": "Bailment is the transfer of possession of goods."}\n')
+        pool.write_text(
+            pool.read_text()
+            + '{"id": "law_pool_extra", "content": "Bailment is the transfer of possession of goods."}\n'
+        )
         assert defs.resolve_job_def("recor_observe").execute_in_process(instance=instance).success
-        assert stale_domains(ui, keys) == {k.to_user_string(): {DOMAIN} if k.to_user_string() in SOURCES else set()
-                                           for k in keys}
+        assert stale_domains(ui, keys) == {
+            k.to_user_string(): {DOMAIN} if k.to_user_string() in SOURCES else set() for k in keys
+        }
 
         before = {k: latest_runs(instance, k) for k in keys}
         rerun = defs.resolve_job_def(recor_build_job.name).execute_in_process(instance=instance, partition_key=DOMAIN)
@@ -73,7 +74,9 @@ def test_an_edited_domain_alone_is_stale_and_its_rerun_touches_no_other_domain(s
         for key in keys:
             after = latest_runs(instance, key)
             # every other domain's latest materialization is the shared build's, untouched
-            assert {d: r for d, r in after.items() if d != DOMAIN} == {d: r for d, r in before[key].items() if d != DOMAIN}
+            assert {d: r for d, r in after.items() if d != DOMAIN} == {
+                d: r for d, r in before[key].items() if d != DOMAIN
+            }
             assert after[DOMAIN] == (rerun.run_id if key in built else before[key][DOMAIN]), key
         # the rebuilt domain is fresh again, and no other domain became stale on the way
         stale = stale_domains(ui, keys)

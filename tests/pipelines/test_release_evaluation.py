@@ -25,14 +25,21 @@ def release_run(background_builds) -> ReleaseRun:
 
 def test_the_releases_are_evaluated_with_nothing_built(release_run):
     instance = release_run.instance()
-    built = [k.to_user_string() for k in instance.get_asset_keys()
-             if k.path[0] in ("quit", "recor") or k.path[:2] in (["wikiprofile", "benchmark"], ["wikiprofile", "source_pages"])]
+    built = [
+        k.to_user_string()
+        for k in instance.get_asset_keys()
+        if k.path[0] in ("quit", "recor")
+        or k.path[:2] in (["wikiprofile", "benchmark"], ["wikiprofile", "source_pages"])
+    ]
     assert built == []
     for key in ("quit_questions", "recor_turns", "wikiprofile_tasks"):
         metadata = instance.get_latest_materialization_event(dg.AssetKey(["eval", key])).asset_materialization.metadata
         assert metadata["source"].value.startswith("release ") and metadata["rejects"].value == 0, key
-        kept = {"quit_questions": QUIT_KEPT, "recor_turns": SLICES["recor"]["max_conversations"],
-                "wikiprofile_tasks": SLICES["wikiprofile"]["max_facts"]}[key]
+        kept = {
+            "quit_questions": QUIT_KEPT,
+            "recor_turns": SLICES["recor"]["max_conversations"],
+            "wikiprofile_tasks": SLICES["wikiprofile"]["max_facts"],
+        }[key]
         assert metadata["sliced"].value.startswith(f"{kept} of"), key
 
 
@@ -42,8 +49,13 @@ def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
     assert questions.height == QUIT_KEPT and sorted(SLICES["quit"]["splits"]) == ["test", "train"]
     # the tables' split, the test one: the fine-tuned models never see its questions
     metrics = pl.read_parquet(storage / "eval" / "quit_retrieval_metrics.parquet").filter(pl.col("split") == "test")
-    assert sorted(metrics["retriever"]) == ["bm25", FINE_TUNED_COLBERT, FINE_TUNED, "tfidf"] and (metrics["questions"] == QUIT_TEST).all()
-    assert pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").filter(pl.col("split") == "test").height > 0
+    assert (
+        sorted(metrics["retriever"]) == ["bm25", FINE_TUNED_COLBERT, FINE_TUNED, "tfidf"]
+        and (metrics["questions"] == QUIT_TEST).all()
+    )
+    assert (
+        pl.read_parquet(storage / "eval" / "quit_reader_metrics.parquet").filter(pl.col("split") == "test").height > 0
+    )
 
     turns = pl.read_parquet(storage / "eval" / "recor_turns" / f"{DOMAIN}.parquet")
     assert turns["conversation_id"].n_unique() == SLICES["recor"]["max_conversations"]
@@ -89,6 +101,11 @@ def test_the_models_fine_tuned_on_the_train_questions_are_compared_on_the_held_o
     assert tuned.filter(pl.col("table") == "reader").height > 0
     vanilla = report.filter(~pl.col("fine_tuned") & (pl.col("table") == "retrieval"))
     assert sorted(vanilla["system"].unique()) == ["bm25", "tfidf"]
-    metadata = release_run.instance().get_latest_materialization_event(
-        dg.AssetKey(["eval", "quit_finetune_report"])).asset_materialization.metadata
-    assert (FINE_TUNED_COLBERT, True) in {(r.data["system"], r.data["fine_tuned"]) for r in metadata["table_10_11_retrievers"].records}
+    metadata = (
+        release_run.instance()
+        .get_latest_materialization_event(dg.AssetKey(["eval", "quit_finetune_report"]))
+        .asset_materialization.metadata
+    )
+    assert (FINE_TUNED_COLBERT, True) in {
+        (r.data["system"], r.data["fine_tuned"]) for r in metadata["table_10_11_retrievers"].records
+    }

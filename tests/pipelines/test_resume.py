@@ -24,15 +24,29 @@ BEFORE = ["quit_prepare", "quit_parametric", "quit_passages"]
 def env_for(tmp: Path, log: Path, delay: str = "0", cache_url: str | None = None) -> dict:
     """The stage runner's environment; ``cache_url``: the LLM answers in that Postgres database
     instead of under ``tmp``."""
-    cache = {"BENCHFOUNDRY_CACHE_TYPE": "postgres", "BENCHFOUNDRY_CACHE_URL": cache_url} if cache_url else \
-        {"BENCHFOUNDRY_CACHE_TYPE": "disk"}
-    return {**os.environ, "BENCHFOUNDRY_STORAGE": str(tmp / "storage"), "BENCHFOUNDRY_CACHE": str(tmp / "cache"),
-            "SCRIPTED_LLM_LOG": str(log), "SCRIPTED_LLM_DELAY": delay, "PYTHONPATH": str(ROOT), **cache}
+    cache = (
+        {"BENCHFOUNDRY_CACHE_TYPE": "postgres", "BENCHFOUNDRY_CACHE_URL": cache_url}
+        if cache_url
+        else {"BENCHFOUNDRY_CACHE_TYPE": "disk"}
+    )
+    return {
+        **os.environ,
+        "BENCHFOUNDRY_STORAGE": str(tmp / "storage"),
+        "BENCHFOUNDRY_CACHE": str(tmp / "cache"),
+        "SCRIPTED_LLM_LOG": str(log),
+        "SCRIPTED_LLM_DELAY": delay,
+        "PYTHONPATH": str(ROOT),
+        **cache,
+    }
 
 
 def stage(tmp: Path, log: Path, stages: list[str], delay: str = "0", cache_url: str | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tests.pipelines.stage_runner", *stages], cwd=ROOT,
-                            env=env_for(tmp, log, delay, cache_url), start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.pipelines.stage_runner", *stages],
+        cwd=ROOT,
+        env=env_for(tmp, log, delay, cache_url),
+        start_new_session=True,
+    )
 
 
 def prompts(log: Path) -> list[str]:
@@ -85,4 +99,3 @@ def test_killed_labeling_resumes_without_asking_again(prepared, tmp_path, backen
         with psycopg2.connect(url) as conn, conn.cursor() as cur:
             cur.execute("SELECT count(*) FROM benchfoundry_llm_answers")
             assert cur.fetchone()[0] >= len(set(first) | set(second))
-

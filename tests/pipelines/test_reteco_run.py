@@ -34,24 +34,40 @@ def test_the_reteco_profile_evaluates_recor_alone_from_its_release_up_to_the_tas
     assert status == 0
     lines = out.splitlines()
     # a relative release is the working directory's; every domain it holds, not the preset's law alone
-    assert lines[0].startswith(f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {SAMPLE} "
-                               "(every conversation of biology, law)")
+    assert lines[0].startswith(
+        f"make run --reteco: RECOR as SemEval-2027 RETECO Track 2 scores it, from the release at {SAMPLE} "
+        "(every conversation of biology, law)"
+    )
     assert not [line for line in lines if "--preset full" in line]
     stages = [line.split(" x ")[0] for line in lines[2:]]
-    assert stages == ["recor_eval_source", "recor_queries", "recor_retrieval", "recor_retrieval_report", "recor_generation",
-                      "recor_generation_report", "reteco_generation", "reteco_report"]
+    assert stages == [
+        "recor_eval_source",
+        "recor_queries",
+        "recor_retrieval",
+        "recor_retrieval_report",
+        "recor_generation",
+        "recor_generation_report",
+        "reteco_generation",
+        "reteco_report",
+    ]
     assert "recor_eval_source x 2: biology, law" in out and "biology|bm25" in out and "law|bm25" in out
 
     status, out, _ = plan("--reteco", str(SAMPLE), "--recor-domains", "law", "--profile", "paper")
     assert status == 0 and "recor_queries x 1: law" in out and "biology" not in out
 
 
-@pytest.mark.parametrize("args, error", [
-    (("--reteco", "/nowhere/recor"), "--reteco: no RECOR domain under /nowhere/recor (expected data/benchmark/"),
-    (("--reteco", str(SAMPLE), "--recor-domains", "politics"), f"--recor-domains: the release at {SAMPLE} holds biology, law only"),
-    (("--reteco", str(SAMPLE), "--benchmarks", "quit"), "--reteco evaluates RECOR alone"),
-    (("--reteco", str(SAMPLE), "--from-release"), "--reteco evaluates its own release"),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (("--reteco", "/nowhere/recor"), "--reteco: no RECOR domain under /nowhere/recor (expected data/benchmark/"),
+        (
+            ("--reteco", str(SAMPLE), "--recor-domains", "politics"),
+            f"--recor-domains: the release at {SAMPLE} holds biology, law only",
+        ),
+        (("--reteco", str(SAMPLE), "--benchmarks", "quit"), "--reteco evaluates RECOR alone"),
+        (("--reteco", str(SAMPLE), "--from-release"), "--reteco evaluates its own release"),
+    ],
+)
 def test_a_reteco_run_that_cannot_be_is_refused_before_anything_runs(plan, args, error):
     status, out, err = plan(*args)
     assert status == 2 and error in err and "recor_" not in out
@@ -61,8 +77,11 @@ def test_the_reteco_source_config_reads_the_whole_release():
     from pipelines.definitions import defs
 
     config = stages.reteco_configs(str(SAMPLE))
-    assert config == {"recor_eval_source": {"ops": {"eval_recor_source": {"config": {"source": "release",
-                                                                                      "release_path": str(SAMPLE)}}}}}
+    assert config == {
+        "recor_eval_source": {
+            "ops": {"eval_recor_source": {"config": {"source": "release", "release_path": str(SAMPLE)}}}
+        }
+    }
     job = defs.resolve_job_def("recor_eval_source")
     assert dg.validate_run_config(job, config["recor_eval_source"])
 
@@ -75,17 +94,39 @@ def test_the_run_ends_with_the_official_table_of_the_release_domains(tmp_path, c
     # eval/reteco_retrieval's per-turn scores; biology was materialized by an earlier run, and
     # this release holds law alone
     rows = [("c1_turn_1", "law", 1, 1.0), ("c1_turn_2", "law", 2, 0.5), ("c9_turn_1", "biology", 1, 0.0)]
-    scores = pl.DataFrame([{"qid": q, "task_qid": reteco.to_task_qid(q), "domain": d, "conversation_id": q.split("_")[0],
-                            "turn_id": t, "depth": reteco.depth(t), "run": "bm25/baseline", **dict.fromkeys(reteco.METRICS, v)}
-                           for q, d, t, v in rows], schema_overrides={"turn_id": pl.Int32})
+    scores = pl.DataFrame(
+        [
+            {
+                "qid": q,
+                "task_qid": reteco.to_task_qid(q),
+                "domain": d,
+                "conversation_id": q.split("_")[0],
+                "turn_id": t,
+                "depth": reteco.depth(t),
+                "run": "bm25/baseline",
+                **dict.fromkeys(reteco.METRICS, v),
+            }
+            for q, d, t, v in rows
+        ],
+        schema_overrides={"turn_id": pl.Int32},
+    )
     (tmp_path / "eval" / "reteco_generation").mkdir(parents=True)
     scores.write_parquet(tmp_path / "eval" / "reteco_retrieval.parquet")
     # eval/reteco_generation's law partition: one 2b system, 3 on every dimension of turn 1, none for turn 2
-    judged = scores.filter(pl.col("domain") == "law").drop("run").with_columns(
-        *(pl.lit(None, dtype=pl.Float64).alias(m) for m in reteco.METRICS),
-        pl.lit("g").alias("system"), pl.lit("2b").alias("subtrack"), pl.lit(None, dtype=pl.String).alias("run"),
-        *(pl.Series(d, [0.5, 0.0]) for d in reteco.DIMENSIONS), pl.Series("answered", [True, False]),
-        pl.lit(0, dtype=pl.UInt32).alias("judge_failures"), *(pl.lit(0.5).alias(m) for m in ("rouge_l", "meteor", "bertscore_f1")))
+    judged = (
+        scores.filter(pl.col("domain") == "law")
+        .drop("run")
+        .with_columns(
+            *(pl.lit(None, dtype=pl.Float64).alias(m) for m in reteco.METRICS),
+            pl.lit("g").alias("system"),
+            pl.lit("2b").alias("subtrack"),
+            pl.lit(None, dtype=pl.String).alias("run"),
+            *(pl.Series(d, [0.5, 0.0]) for d in reteco.DIMENSIONS),
+            pl.Series("answered", [True, False]),
+            pl.lit(0, dtype=pl.UInt32).alias("judge_failures"),
+            *(pl.lit(0.5).alias(m) for m in ("rouge_l", "meteor", "bertscore_f1")),
+        )
+    )
     judged.write_parquet(tmp_path / "eval" / "reteco_generation" / "law.parquet")
     summary.print_reteco(StorageResource(root=str(tmp_path)), "/data/RECOR", ["law"])
     out = capsys.readouterr().out

@@ -5,11 +5,7 @@ import uuid
 import dagster as dg
 
 from pipelines.definitions import defs
-from pipelines.schedules import (
-    quit_readers_schedule,
-    unevaluated,
-    wikiprofile_profiles_schedule,
-)
+from pipelines.schedules import quit_readers_schedule, unevaluated, wikiprofile_profiles_schedule
 
 # the repository resolves each request's partition against its job, as the daemon does
 REPOSITORY = defs.get_repository_def()
@@ -27,8 +23,14 @@ def test_unevaluated_keeps_partition_order():
 
 def launched(instance: dg.DagsterInstance, schedule: str, partition: str, status: dg.DagsterRunStatus) -> None:
     """A run the daemon launched for ``schedule`` at an earlier tick, now in ``status``."""
-    instance.add_run(dg.DagsterRun(job_name="wikiprofile_profile", run_id=str(uuid.uuid4()), status=status,
-                                   tags={"dagster/schedule_name": schedule, "dagster/partition": partition}))
+    instance.add_run(
+        dg.DagsterRun(
+            job_name="wikiprofile_profile",
+            run_id=str(uuid.uuid4()),
+            status=status,
+            tags={"dagster/schedule_name": schedule, "dagster/partition": partition},
+        )
+    )
 
 
 def test_profiles_schedule_requests_only_subjects_without_profiles():
@@ -46,7 +48,10 @@ def check_profiles_schedule(instance: dg.DagsterInstance) -> None:
         requests = wikiprofile_profiles_schedule.evaluate_tick(ctx).run_requests
     assert [r.partition_key for r in requests] == ["qwen3-8b", "gemma3-4b"]
     # one run key per partition
-    assert [r.run_key for r in requests] == ["wikiprofile_profiles_backfill:qwen3-8b", "wikiprofile_profiles_backfill:gemma3-4b"]
+    assert [r.run_key for r in requests] == [
+        "wikiprofile_profiles_backfill:qwen3-8b",
+        "wikiprofile_profiles_backfill:gemma3-4b",
+    ]
     assert wikiprofile_profiles_schedule.job_name == "wikiprofile_profile"
 
     # the next tick, the first run still going and the second failed: neither is requested
@@ -61,7 +66,9 @@ def check_profiles_schedule(instance: dg.DagsterInstance) -> None:
     launched(instance, "wikiprofile_profiles_backfill", "llama3-8b", dg.DagsterRunStatus.STARTED)
     with dg.build_schedule_context(instance=instance, repository_def=REPOSITORY) as ctx:
         waiting = wikiprofile_profiles_schedule.evaluate_tick(ctx)
-    assert not waiting.run_requests and waiting.skip_message.endswith("waits for a rerun): qwen3-8b, gemma3-4b, llama3-8b")
+    assert not waiting.run_requests and waiting.skip_message.endswith(
+        "waits for a rerun): qwen3-8b, gemma3-4b, llama3-8b"
+    )
 
     for key in ("qwen3-8b", "gemma3-4b", "llama3-8b"):
         materialize(instance, ["eval", "wikiprofile_profiles"], key)

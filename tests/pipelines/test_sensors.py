@@ -37,8 +37,10 @@ def test_verification_sensor_fires_once_per_saved_decisions(tmp_path):
 def test_partition_changes_add_registry_keys_and_report_removed_ones():
     from assets.partitions import partition_changes
 
-    changes = partition_changes({"retrievers": ["bm25", "tfidf", "bm25"], "rerankers": ["upr"], "quit_readers": ["a"]},
-                                {"retrievers": ["minilm", "bm25"], "rerankers": ["upr"]})
+    changes = partition_changes(
+        {"retrievers": ["bm25", "tfidf", "bm25"], "rerankers": ["upr"], "quit_readers": ["a"]},
+        {"retrievers": ["minilm", "bm25"], "rerankers": ["upr"]},
+    )
     assert changes.new == {"retrievers": ["tfidf"], "quit_readers": ["a"]}
     assert changes.gone == {"retrievers": ["minilm"]}
     assert changes.describe("new") == "retrievers: tfidf; quit_readers: a"
@@ -50,13 +52,21 @@ def test_registered_keys_follow_every_registry(tmp_path):
     from resources.retrieval import RERANKERS_PATH
 
     retrievers = tmp_path / "retrievers.yaml"
-    retrievers.write_text("retrievers:\n  oracle: {kind: oracle}\n  tfidf: {kind: entrypoint, function: 'examples.retrievers:tfidf'}\n"
-                          "  bm25: {kind: bm25}\n")
+    retrievers.write_text(
+        "retrievers:\n  oracle: {kind: oracle}\n  tfidf: {kind: entrypoint, function: 'examples.retrievers:tfidf'}\n"
+        "  bm25: {kind: bm25}\n"
+    )
     keys = registered_keys(models=SCRIPTED_REGISTRY, retrievers=str(retrievers), rerankers=RERANKERS_PATH)
-    assert keys == {"quit_labelers": ["smollm2"], "quit_readers": ["smollm2"], "quit_models": ["smollm2"],
-                    "retrievers": ["bm25", "oracle", "tfidf"], "recor_retrievers": ["bm25", "tfidf"],
-                    "rerankers": ["pointwise", "rankgpt", "upr"], "wikiprofile_subjects": ["smollm2", "smollm2-native"],
-                    "finetune_bases": ["minilm"]}
+    assert keys == {
+        "quit_labelers": ["smollm2"],
+        "quit_readers": ["smollm2"],
+        "quit_models": ["smollm2"],
+        "retrievers": ["bm25", "oracle", "tfidf"],
+        "recor_retrievers": ["bm25", "tfidf"],
+        "rerankers": ["pointwise", "rankgpt", "upr"],
+        "wikiprofile_subjects": ["smollm2", "smollm2-native"],
+        "finetune_bases": ["minilm"],
+    }
 
 
 def test_sync_partitions_adds_and_never_removes(tmp_path):
@@ -65,7 +75,9 @@ def test_sync_partitions_adds_and_never_removes(tmp_path):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("retrievers", ["retired"])
     first = sync_partitions(instance, models=SCRIPTED_REGISTRY)
-    assert first.new["retrievers"] == ["bm25", "e5-small", "minilm", "oracle"] and first.gone == {"retrievers": ["retired"]}
+    assert first.new["retrievers"] == ["bm25", "e5-small", "minilm", "oracle"] and first.gone == {
+        "retrievers": ["retired"]
+    }
     assert instance.get_dynamic_partitions("retrievers") == ["retired", "bm25", "e5-small", "minilm", "oracle"]
     assert instance.get_dynamic_partitions("recor_retrievers") == ["bm25", "e5-small", "minilm"]
     assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2", "smollm2-native"]
@@ -93,8 +105,9 @@ def test_registry_aliases_become_partitions_once(scripted_llm):
     # partition no registry lists any more (kept, with its materializations)
     for name, keys in added.items():
         instance.add_dynamic_partitions(name, keys)
-    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"llm": scripted_llm},
-                                 definitions=defs) as ctx:
+    with dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"llm": scripted_llm}, definitions=defs
+    ) as ctx:
         skipped = registry_partitions_sensor(ctx)
     assert isinstance(skipped, dg.SkipReason) and "retrievers: retired" in skipped.skip_message
     assert instance.get_dynamic_partitions("retrievers")[0] == "retired"
@@ -128,23 +141,28 @@ def test_registry_sensor_removes_hand_added_partitions_nothing_materialized(scri
     instance.add_dynamic_partitions("retrievers", ["typo", "evaluated"])
     instance.add_dynamic_partitions("rerankers", ["tried", "unused"])
     assert dg.materialize_to_memory([assets[0]], instance=instance, partition_key="evaluated").success
-    assert dg.materialize_to_memory([assets[1]], instance=instance,
-                                    partition_key=dg.MultiPartitionKey({"retriever": "bm25", "reranker": "tried"})).success
+    assert dg.materialize_to_memory(
+        [assets[1]], instance=instance, partition_key=dg.MultiPartitionKey({"retriever": "bm25", "reranker": "tried"})
+    ).success
 
     defs = dg.Definitions(assets=assets)
     with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm}, definitions=defs) as ctx:
         result = registry_partitions_sensor(ctx)
         cursor = ctx.cursor
     assert isinstance(result, dg.SensorResult)
-    removed = {r.partitions_def_name: list(r.partition_keys) for r in result.dynamic_partitions_requests
-               if isinstance(r, dg.DeleteDynamicPartitionsRequest)}
+    removed = {
+        r.partitions_def_name: list(r.partition_keys)
+        for r in result.dynamic_partitions_requests
+        if isinstance(r, dg.DeleteDynamicPartitionsRequest)
+    }
     assert removed == {"retrievers": ["typo"], "rerankers": ["unused"]}
     for name, keys in removed.items():
         for key in keys:
             instance.delete_dynamic_partition(name, key)
 
-    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"llm": scripted_llm},
-                                 definitions=defs) as ctx:
+    with dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"llm": scripted_llm}, definitions=defs
+    ) as ctx:
         skipped = registry_partitions_sensor(ctx)
     assert isinstance(skipped, dg.SkipReason)
     assert "retrievers: evaluated" in skipped.skip_message and "rerankers: tried" in skipped.skip_message
@@ -159,12 +177,14 @@ def test_registry_sensor_names_the_files_it_reads(scripted_llm):
     assert RETRIEVERS_PATH in registry_partitions_sensor.description
     assert RERANKERS_PATH in registry_partitions_sensor.description
     instance = dg.DagsterInstance.ephemeral()
-    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm},
-                                 definitions=dg.Definitions(assets=_evaluations())) as ctx:
+    with dg.build_sensor_context(
+        instance=instance, resources={"llm": scripted_llm}, definitions=dg.Definitions(assets=_evaluations())
+    ) as ctx:
         first = registry_partitions_sensor(ctx)
     for request in first.dynamic_partitions_requests:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    with dg.build_sensor_context(instance=instance, resources={"llm": scripted_llm},
-                                 definitions=dg.Definitions(assets=_evaluations())) as ctx:
+    with dg.build_sensor_context(
+        instance=instance, resources={"llm": scripted_llm}, definitions=dg.Definitions(assets=_evaluations())
+    ) as ctx:
         skipped = registry_partitions_sensor(ctx)
     assert SCRIPTED_REGISTRY in skipped.skip_message and RETRIEVERS_PATH in skipped.skip_message

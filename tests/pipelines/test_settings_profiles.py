@@ -13,18 +13,33 @@ from assets.wikiprofile.settings import WikiProfileSettings
 PAPER = {
     "quit_settings": {
         "max_labeled_questions": None,  # 3.2.2: every generated passage is labeled
-        "distractors": 10,              # convergence over 10 wrong candidates, as HintEval
-        "parametric_repeats": 3,        # 3.1.4: each answer evaluated three times
+        "distractors": 10,  # convergence over 10 wrong candidates, as HintEval
+        "parametric_repeats": 3,  # 3.1.4: each answer evaluated three times
         "parametric_temperature": 1.0,  # not stated in the paper: the model's own distribution
-        "train_size": 5000,             # 3.1.4: 5,000 answerable questions
-        "test_size": 2000,              # 3.1.4: 2,000 non-answerable questions
-        "rerank_depth": 100,            # section 5: the top 100 retrieved passages
+        "train_size": 5000,  # 3.1.4: 5,000 answerable questions
+        "test_size": 2000,  # 3.1.4: 2,000 non-answerable questions
+        "rerank_depth": 100,  # section 5: the top 100 retrieved passages
         "labeled_passages_per_question": None,
     },
-    "recor_settings": {"max_aspects": 12, "max_facts": 5, "min_new_words": 10, "max_questions": None,
-                       "doc_threshold": 4.0, "max_docs_per_turn": 5},
-    "wikiprofile_settings": {"max_pages": 10000, "downsample_to": 5000, "n_samples": 8, "temperature": 1.0, "tau": 0.5,
-                             "min_words": 50, "objects_per_page": 3, "nan_strategy": "S2", "bootstrap_resamples": 1000},
+    "recor_settings": {
+        "max_aspects": 12,
+        "max_facts": 5,
+        "min_new_words": 10,
+        "max_questions": None,
+        "doc_threshold": 4.0,
+        "max_docs_per_turn": 5,
+    },
+    "wikiprofile_settings": {
+        "max_pages": 10000,
+        "downsample_to": 5000,
+        "n_samples": 8,
+        "temperature": 1.0,
+        "tau": 0.5,
+        "min_words": 50,
+        "objects_per_page": 3,
+        "nan_strategy": "S2",
+        "bootstrap_resamples": 1000,
+    },
 }
 DEMO = {
     "quit_settings": {"max_labeled_questions": 3, "distractors": 3, "test_size": 12, "rerank_depth": None},
@@ -69,8 +84,12 @@ def test_the_demo_profile_picked_in_the_launchpad_is_overridden_by_a_knob():
     top = defs.get_repository_def().get_top_level_resources()
     # the profile alone, or switched in the whole default config as the launchpad shows it
     for prefilled in (False, True):
-        demo = {"resources": {name: {"config": {**(top[name].config_schema.default_value if prefilled else {}), "profile": "demo"}}
-                              for name in SETTINGS}}
+        demo = {
+            "resources": {
+                name: {"config": {**(top[name].config_schema.default_value if prefilled else {}), "profile": "demo"}}
+                for name in SETTINGS
+            }
+        }
         seen = seen_by_a_run(resources, demo)
         for name, values in DEMO.items():
             assert {k: seen[name][k] for k in values} == values, (name, prefilled)
@@ -98,9 +117,16 @@ def test_make_run_keeps_a_flag_at_the_papers_value_on_the_demo_slice():
     from pipelines.run_default import profiled
 
     built = profiled(QuitSettings, "demo", max_labeled_questions=0, distractors=2)
-    seen = seen_by_a_run({"quit_settings": built, "recor_settings": RecorSettings(), "wikiprofile_settings": WikiProfileSettings()})
+    seen = seen_by_a_run(
+        {"quit_settings": built, "recor_settings": RecorSettings(), "wikiprofile_settings": WikiProfileSettings()}
+    )
     quit = seen["quit_settings"]
     # 0 = every question (the paper's), the preset's 2 candidates, the rest of the demo slice
-    assert (quit["max_labeled_questions"], quit["distractors"], quit["test_size"], quit["rerank_depth"]) == (None, 2, 12, None)
+    assert (quit["max_labeled_questions"], quit["distractors"], quit["test_size"], quit["rerank_depth"]) == (
+        None,
+        2,
+        12,
+        None,
+    )
     assert profiled(QuitSettings, "demo", distractors=2).profile == "demo"
     assert profiled(QuitSettings, "paper") == QuitSettings()

@@ -25,22 +25,29 @@ def files_under(root: Path) -> list[str]:
 def test_the_launchpad_root_moves_tables_exports_runs_and_indexes(tmp_path, instance):
     default, chosen = tmp_path / "default", tmp_path / "chosen"
     scripted.install()
-    defs = build_defs(storage=StorageResource(root=str(default), local_index_root=str(tmp_path / "local-indexes")),
-                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm"), backoff_seconds=0.01),
-                      recor_settings=RecorSettings(profile="demo"))
+    defs = build_defs(
+        storage=StorageResource(root=str(default), local_index_root=str(tmp_path / "local-indexes")),
+        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm"), backoff_seconds=0.01),
+        recor_settings=RecorSettings(profile="demo"),
+    )
     config = {"resources": {"storage": {"config": {"root": str(chosen)}}}}
     # law: a StackExchange domain, so hard-negative mining builds a search index too
-    for job, key in [("recor_observe", None), ("recor_build", "law"), ("recor_eval_source", "law"), ("recor_queries", "law"),
-                     ("recor_retrieval", dg.MultiPartitionKey({"domain": "law", "retriever": "bm25"})),
-                     ("recor_retrieval", dg.MultiPartitionKey({"domain": "law", "retriever": "minilm"}))]:
+    for job, key in [
+        ("recor_observe", None),
+        ("recor_build", "law"),
+        ("recor_eval_source", "law"),
+        ("recor_queries", "law"),
+        ("recor_retrieval", dg.MultiPartitionKey({"domain": "law", "retriever": "bm25"})),
+        ("recor_retrieval", dg.MultiPartitionKey({"domain": "law", "retriever": "minilm"})),
+    ]:
         result = defs.resolve_job_def(job).execute_in_process(run_config=config, instance=instance, partition_key=key)
         assert result.success, job
     made = files_under(chosen)
-    assert "recor/benchmark/law.parquet" in made                                      # a table
-    assert any(f.startswith("recor/release/") for f in made)                           # the export
+    assert "recor/benchmark/law.parquet" in made  # a table
+    assert any(f.startswith("recor/release/") for f in made)  # the export
     assert any(f.startswith("eval/runs/recor/law/") and f.endswith(".trec") for f in made)  # TREC run files
-    assert any(f.startswith("indexes/lucene/") for f in made)                          # BM25 index
-    assert any(f.startswith("indexes/faiss/") for f in made)                           # dense index
-    assert any(f.startswith("indexes/search/") for f in made)                          # the mining pool's index
+    assert any(f.startswith("indexes/lucene/") for f in made)  # BM25 index
+    assert any(f.startswith("indexes/faiss/") for f in made)  # dense index
+    assert any(f.startswith("indexes/search/") for f in made)  # the mining pool's index
     assert files_under(default) == []
     assert files_under(tmp_path / "local-indexes") == []

@@ -24,12 +24,14 @@ def _as_a_shell_starts_it(ignore_sigint: bool):
     ignored), whatever this process inherited: an ignored disposition survives exec, and
     pytest started in the background (nohup, CI) may ignore SIGTERM or SIGHUP, which make
     then keeps ignoring."""
+
     def preexec() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         if ignore_sigint:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     return preexec
 
 
@@ -46,27 +48,36 @@ def _started(port: int, make: subprocess.Popen, log: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", [
-    # `kill <pid>` on `make ui &` started by a script, whose background jobs ignore SIGINT
-    "SIGTERM to make, SIGINT ignored",
-    # Ctrl-C in the terminal: the foreground process group
-    "SIGINT to make's group",
-    # make itself killed: the launcher notices its parent is gone
-    "SIGKILL to make",
-])
+@pytest.mark.parametrize(
+    "how",
+    [
+        # `kill <pid>` on `make ui &` started by a script, whose background jobs ignore SIGINT
+        "SIGTERM to make, SIGINT ignored",
+        # Ctrl-C in the terminal: the foreground process group
+        "SIGINT to make's group",
+        # make itself killed: the launcher notices its parent is gone
+        "SIGKILL to make",
+    ],
+)
 def test_make_ui_stops_every_process_it_started(tmp_path, how):
     # a code location with nothing in it: the processes are what is under test
     (tmp_path / "location.py").write_text("import dagster as dg\n\ndefs = dg.Definitions()\n")
     (tmp_path / "workspace.yaml").write_text(
-        "load_from:\n  - python_file:\n      relative_path: location.py\n      location_name: empty\n")
+        "load_from:\n  - python_file:\n      relative_path: location.py\n      location_name: empty\n"
+    )
     env = dict(os.environ, DAGSTER_HOME=str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     port, log = free_port(), tmp_path / "ui.log"
     with open(log, "w") as out:
-        make = subprocess.Popen(["make", "--no-print-directory", "ui", f"UI_PORT={port}",
-                                 f"WORKSPACE={tmp_path / 'workspace.yaml'}"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_as_a_shell_starts_it(how.endswith("ignored")))
+        make = subprocess.Popen(
+            ["make", "--no-print-directory", "ui", f"UI_PORT={port}", f"WORKSPACE={tmp_path / 'workspace.yaml'}"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_as_a_shell_starts_it(how.endswith("ignored")),
+        )
     started = [psutil.Process(make.pid)]
     try:
         _started(port, make, log)
@@ -79,8 +90,10 @@ def test_make_ui_stops_every_process_it_started(tmp_path, how):
         else:
             os.kill(make.pid, signal.SIGKILL)
         _, alive = psutil.wait_procs(started, timeout=STOPPED_WITHIN_SECONDS)
-        assert not alive, f"still running {STOPPED_WITHIN_SECONDS}s after {how}: " \
-                          f"{[' '.join(p.cmdline())[:80] for p in alive]}\n{log.read_text()[-3000:]}"
+        assert not alive, (
+            f"still running {STOPPED_WITHIN_SECONDS}s after {how}: "
+            f"{[' '.join(p.cmdline())[:80] for p in alive]}\n{log.read_text()[-3000:]}"
+        )
         assert "Dagster services shut down." in log.read_text(), log.read_text()[-3000:]
     finally:
         for p in started:

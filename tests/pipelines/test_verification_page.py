@@ -20,9 +20,19 @@ QUESTIONS = 30
 
 def candidates(n: int) -> pl.DataFrame:
     """Question ``q<i>`` with two candidates, ``right <i>`` (judged correct) and ``wrong <i>``."""
-    rows = [{"question_id": f"q{i}", "question": f"Question {i}?", "gold": f"right {i}", "candidate": c,
-             "occurrences": 1, "judged_correct": c.startswith("right"), "exact_match": c.startswith("right")}
-            for i in range(n) for c in (f"right {i}", f"wrong {i}")]
+    rows = [
+        {
+            "question_id": f"q{i}",
+            "question": f"Question {i}?",
+            "gold": f"right {i}",
+            "candidate": c,
+            "occurrences": 1,
+            "judged_correct": c.startswith("right"),
+            "exact_match": c.startswith("right"),
+        }
+        for i in range(n)
+        for c in (f"right {i}", f"wrong {i}")
+    ]
     return pl.DataFrame(rows).select(list(rules.CANDIDATE_SCHEMA)).cast(rules.CANDIDATE_SCHEMA)
 
 
@@ -54,14 +64,19 @@ class Page:
 
     def save(self, fields: list[tuple[str, str]], headers: dict | None = None):
         body = urllib.parse.urlencode(fields).encode()
-        headers = {"Content-Type": "application/x-www-form-urlencoded", **(headers if headers is not None
-                                                                            else {"Origin": self.origin})}
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            **(headers if headers is not None else {"Origin": self.origin}),
+        }
         return self.request("POST", "/save", body=body, headers=headers)
 
     def form(self, i: int, accept: bool = True, token: str | None = None) -> list[tuple[str, str]]:
         """What the page posts for question i: both candidates shown, the right one ticked."""
-        fields = [("token", self.token() if token is None else token),
-                  ("shown", f"q{i}\tright {i}"), ("shown", f"q{i}\twrong {i}")]
+        fields = [
+            ("token", self.token() if token is None else token),
+            ("shown", f"q{i}\tright {i}"),
+            ("shown", f"q{i}\twrong {i}"),
+        ]
         return fields + ([("accept", f"q{i}\tright {i}")] if accept else [])
 
 
@@ -119,7 +134,9 @@ def test_a_page_asked_for_under_another_host_name_is_refused(page):
 
 
 def test_localhost_is_the_same_page(page):
-    status, _ = page.save(page.form(2), headers={"Origin": f"http://localhost:{page.port}", "Host": f"localhost:{page.port}"})
+    status, _ = page.save(
+        page.form(2), headers={"Origin": f"http://localhost:{page.port}", "Host": f"localhost:{page.port}"}
+    )
     assert status == 200
 
 

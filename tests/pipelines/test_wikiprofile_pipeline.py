@@ -5,10 +5,7 @@ import polars as pl
 
 from assets.eval.sources import wikiprofile_source
 from assets.eval.wikiprofile import rules as method
-from assets.eval.wikiprofile.assets import (
-    wikiprofile_analysis_assets,
-    wikiprofile_profile_assets,
-)
+from assets.eval.wikiprofile.assets import wikiprofile_analysis_assets, wikiprofile_profile_assets
 from assets.wikiprofile.assets import wikiprofile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import CheckSettings
@@ -22,16 +19,26 @@ SCRIPTED_WARNINGS = ("llm_accounting",)
 
 def failed_checks(result) -> list[str]:
     """The check evaluations that did not pass, but for the scripted LLM's warnings."""
-    return [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
-            if not e.passed and not (e.check_name in SCRIPTED_WARNINGS and e.severity == dg.AssetCheckSeverity.WARN)]
+    return [
+        f"{e.asset_key.to_user_string()}:{e.check_name}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed and not (e.check_name in SCRIPTED_WARNINGS and e.severity == dg.AssetCheckSeverity.WARN)
+    ]
 
 
 def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     storage = tmp_path / "storage"
-    result = dg.materialize([*wikiprofile_assets, *wikiprofile_checks], resources={
-        "storage": StorageResource(root=str(storage)), "io_manager": parquet_io_manager, "llm": scripted_llm,
-        "wikiprofile_settings": WikiProfileSettings(downsample_to=20),
-        "search": DocumentSearchResource(), "check_settings": CheckSettings()})
+    result = dg.materialize(
+        [*wikiprofile_assets, *wikiprofile_checks],
+        resources={
+            "storage": StorageResource(root=str(storage)),
+            "io_manager": parquet_io_manager,
+            "llm": scripted_llm,
+            "wikiprofile_settings": WikiProfileSettings(downsample_to=20),
+            "search": DocumentSearchResource(),
+            "check_settings": CheckSettings(),
+        },
+    )
     assert result.success
     pages = pl.read_parquet(storage / "wikiprofile" / "source_pages.parquet")
     assert pages.height >= 40 and pl.read_parquet(storage / "wikiprofile" / "source_rejects.parquet").height == 0
@@ -49,7 +56,9 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
 
     facts = pl.read_parquet(storage / "wikiprofile" / "facts.parquet")
     assert facts.height == 20 and facts["category"].n_unique() >= 2
-    [event] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "facts"])]
+    [event] = [
+        m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "facts"])
+    ]
     meta = event.materialization.metadata
     funnel = meta["funnel"].value
     assert f"| pages | {pages.height} |" in funnel and "| facts (downsampled) | 20 |" in funnel
@@ -88,7 +97,9 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     # every check of every construction table ran; all passed but the scripted LLM's warnings
     assert len(result.get_asset_check_evaluations()) == sum(len(c.check_keys) for c in wikiprofile_checks)
     assert failed_checks(result) == []
-    [event] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "benchmark"])]
+    [event] = [
+        m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "benchmark"])
+    ]
     funnel = event.materialization.metadata["funnel"].value
     assert "| 1. pages |" in funnel and f"| 19. distractors (final facts) | {bench['fact_id'].n_unique()} |" in funnel
 
@@ -97,20 +108,38 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     storage = tmp_path / "storage"
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("wikiprofile_subjects", ["smollm2", "smollm2-native"])
-    resources = {"storage": StorageResource(root=str(storage)), "io_manager": parquet_io_manager, "llm": scripted_llm,
-                 "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
-                 "search": DocumentSearchResource(), "check_settings": CheckSettings()}
+    resources = {
+        "storage": StorageResource(root=str(storage)),
+        "io_manager": parquet_io_manager,
+        "llm": scripted_llm,
+        "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
+        "search": DocumentSearchResource(),
+        "check_settings": CheckSettings(),
+    }
     # the build, then the profiling of what it built (the evaluation's source asset reads it)
-    everything = [*wikiprofile_assets, *wikiprofile_checks, wikiprofile_source, *wikiprofile_profile_assets,
-                  *wikiprofile_analysis_assets]
+    everything = [
+        *wikiprofile_assets,
+        *wikiprofile_checks,
+        wikiprofile_source,
+        *wikiprofile_profile_assets,
+        *wikiprofile_analysis_assets,
+    ]
     profiling = [dg.AssetKey(["eval", f"wikiprofile_{n}"]) for n in ("responses", "graded_responses", "profiles")]
-    reports = [dg.AssetKey(["eval", f"wikiprofile_{n}"]) for n in
-               ("profile_report", "popularity_report", "direction_report", "thinking_report", "robustness_report")]
-    built = dg.materialize(everything, selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, *reports),
-                           resources=resources, instance=instance)
+    reports = [
+        dg.AssetKey(["eval", f"wikiprofile_{n}"])
+        for n in ("profile_report", "popularity_report", "direction_report", "thinking_report", "robustness_report")
+    ]
+    built = dg.materialize(
+        everything,
+        selection=dg.AssetSelection.all() - dg.AssetSelection.assets(*profiling, *reports),
+        resources=resources,
+        instance=instance,
+    )
     assert built.success and failed_checks(built) == []
     for alias in ("smollm2", "smollm2-native"):
-        profiled = dg.materialize(everything, selection=profiling, partition_key=alias, resources=resources, instance=instance)
+        profiled = dg.materialize(
+            everything, selection=profiling, partition_key=alias, resources=resources, instance=instance
+        )
         assert profiled.success
     reported = dg.materialize(everything, selection=reports, resources=resources, instance=instance)
     assert reported.success
@@ -125,8 +154,9 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     graded = pl.read_parquet(storage / "eval" / "wikiprofile_graded_responses" / "smollm2.parquet")
     assert graded.height == responses.height and set(graded["label"]) <= set(method.LABELS)
     # the scripted model always answers A: one sample in four is right
-    assert graded.filter(pl.col("task").str.starts_with("mc_"))["label"].value_counts().sort("label")["count"].to_list() == \
-        [facts * 4 * 4 // 4, facts * 4 * 4 * 3 // 4]
+    assert graded.filter(pl.col("task").str.starts_with("mc_"))["label"].value_counts().sort("label")[
+        "count"
+    ].to_list() == [facts * 4 * 4 // 4, facts * 4 * 4 * 3 // 4]
     profiles = pl.read_parquet(storage / "eval" / "wikiprofile_profiles" / "smollm2.parquet")
     assert profiles.height == facts and set(profiles["profile"]) <= {*method.PROFILES, "direct_inference", "ungradable"}
     table = pl.read_parquet(storage / "eval" / "wikiprofile_profile_report.parquet")
@@ -136,29 +166,47 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     assert native.height == responses.height
 
     # every analysis reads both partitions and shows its tables inline (shares in [0, 1]), its slice and plot
-    meta = {e.asset_key.path[-1].removeprefix("wikiprofile_"): e.materialization.metadata
-            for e in reported.get_asset_materialization_events()}
-    shares = {"popularity": ("encodes", "recall", "recall_thinking"), "direct_vs_reverse": ("direct", "reverse"),
-              "error_attribution": ("direct_only", "both", "reverse_only"), "recovery": ("recovered_share",),
-              "correct_at_least_p": ("share",), "tau_sweep": ("Encodes", "Knows (incl. direct inf.)", "Direct Recall"),
-              "bootstrap": ("mean", "p5", "p95", "width")}
-    for name, keys in {"popularity_report": ("popularity", "gaps", "tiers", "figure_5"),
-                       "direction_report": ("direct_vs_reverse", "error_attribution", "figures_6_14"),
-                       "thinking_report": ("recovery", "correct_at_least_p", "figures_8_12"),
-                       "robustness_report": ("tau_sweep", "bootstrap", "figures_18_19")}.items():
+    meta = {
+        e.asset_key.path[-1].removeprefix("wikiprofile_"): e.materialization.metadata
+        for e in reported.get_asset_materialization_events()
+    }
+    shares = {
+        "popularity": ("encodes", "recall", "recall_thinking"),
+        "direct_vs_reverse": ("direct", "reverse"),
+        "error_attribution": ("direct_only", "both", "reverse_only"),
+        "recovery": ("recovered_share",),
+        "correct_at_least_p": ("share",),
+        "tau_sweep": ("Encodes", "Knows (incl. direct inf.)", "Direct Recall"),
+        "bootstrap": ("mean", "p5", "p95", "width"),
+    }
+    for name, keys in {
+        "popularity_report": ("popularity", "gaps", "tiers", "figure_5"),
+        "direction_report": ("direct_vs_reverse", "error_attribution", "figures_6_14"),
+        "thinking_report": ("recovery", "correct_at_least_p", "figures_8_12"),
+        "robustness_report": ("tau_sweep", "bootstrap", "figures_18_19"),
+    }.items():
         assert set(keys) <= set(meta[name]), name
         assert meta[name][keys[-1]].value.startswith("![plot](data:image/png;base64,")
         assert meta[name]["slice"].value.startswith("2 subject models (smollm2, smollm2-native)"), name
         for table in keys[:-1]:
             assert isinstance(meta[name][table], dg.TableMetadataValue), table
-            values = [r.data[c] for r in meta[name][table].records for c in shares.get(table, ()) if r.data[c] is not None]
+            values = [
+                r.data[c] for r in meta[name][table].records for c in shares.get(table, ()) if r.data[c] is not None
+            ]
             assert all(0.0 <= v <= 1.0 for v in values), (table, values)
     table_2 = [r.data for r in meta["profile_report"]["table_2"].records]
-    assert all(0.0 <= v <= 1.0 for row in table_2 for c, v in row.items() if c not in ("model", "facts", "profiled", "thinking_run")
-               and v is not None)
+    assert all(
+        0.0 <= v <= 1.0
+        for row in table_2
+        for c, v in row.items()
+        if c not in ("model", "facts", "profiled", "thinking_run") and v is not None
+    )
     popularity = pl.read_parquet(storage / "eval" / "wikiprofile_popularity_report.parquet")
     assert popularity.height == 4 and set(popularity["tier"]) == {"top", "bottom"}
     direction = pl.read_parquet(storage / "eval" / "wikiprofile_direction_report.parquet")
-    assert set(direction["condition"]) == {"generate", "generate_thinking", "verify"} and direction["model"].n_unique() == 2
+    assert (
+        set(direction["condition"]) == {"generate", "generate_thinking", "verify"}
+        and direction["model"].n_unique() == 2
+    )
     sweep = pl.read_parquet(storage / "eval" / "wikiprofile_robustness_report.parquet")
     assert sweep.height == 2 * 6 and (sweep["facts"] == facts).all()

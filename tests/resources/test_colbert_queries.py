@@ -72,8 +72,9 @@ def test_maxsim_adds_each_mask_vectors_best_match_to_the_questions_own_score():
 
 
 def test_the_padding_adds_the_mask_vectors_matches_to_the_score_and_leaves_a_full_question_alone(models):
-    (short_aug, long_aug), (short, long_) = (m.encode_query([SHORT, LONG], convert_to_numpy=True)
-                                             for m in (models[True], models[False]))
+    (short_aug, long_aug), (short, long_) = (
+        m.encode_query([SHORT, LONG], convert_to_numpy=True) for m in (models[True], models[False])
+    )
     passage = models[True].encode_document([PASSAGE], convert_to_numpy=True)
     # The encoder does not attend to the [MASK] positions, so the question's own vectors are
     # the same with and without them; the score grows by each [MASK] vector's best match.
@@ -84,8 +85,9 @@ def test_the_padding_adds_the_mask_vectors_matches_to_the_score_and_leaves_a_ful
     assert abs(with_masks - without) > 0.1
     # a question that fills the query length has no room for [MASK]: the same score either way
     assert np.allclose(long_aug, long_, atol=1e-5)
-    assert multi_vector.maxsim([long_aug], passage)[0, 0] == pytest.approx(multi_vector.maxsim([long_], passage)[0, 0],
-                                                                           abs=1e-5)
+    assert multi_vector.maxsim([long_aug], passage)[0, 0] == pytest.approx(
+        multi_vector.maxsim([long_], passage)[0, 0], abs=1e-5
+    )
 
 
 def test_the_saved_model_carries_the_question_shape_to_search(models, tmp_path):
@@ -114,8 +116,14 @@ def stanford_checkpoint(folder: str, query_maxlen: int) -> str:
 
     torch.manual_seed(0)
     AutoTokenizer.from_pretrained(MINILM, local_files_only=True).save_pretrained(folder)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, architectures=["HF_ColBERT"])
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        architectures=["HF_ColBERT"],
+    )
     config.save_pretrained(folder)
     weights = {f"bert.{k}": v.contiguous() for k, v in BertModel(config).state_dict().items()}
     save_file({**weights, "linear.weight": torch.randn(16, 32)}, os.path.join(folder, "model.safetensors"))
@@ -129,8 +137,20 @@ def test_a_stanford_colbert_checkpoint_pads_questions_to_its_query_maxlen(tmp_pa
 
     folder = stanford_checkpoint(str(tmp_path / "colbert"), query_maxlen=12)
     tokens, attention = query_tokens(folder_model("MultiVectorEncoder", folder), SHORT)
-    assert tokens == ["[CLS]", "[unused0]", "which", "ocean", "is", "the", "largest", "?", "[SEP]", "[MASK]", "[MASK]",
-                      "[MASK]"]
+    assert tokens == [
+        "[CLS]",
+        "[unused0]",
+        "which",
+        "ocean",
+        "is",
+        "the",
+        "largest",
+        "?",
+        "[SEP]",
+        "[MASK]",
+        "[MASK]",
+        "[MASK]",
+    ]
     assert attention == [1] * 9 + [0] * 3
     assert [len(v) for v in multi_vector.encode(folder, [SHORT, LONG], "query")] == [12, 12]
     # a passage is not padded: [CLS] [D] and its 11 words and [SEP], the full stop skipped

@@ -55,7 +55,9 @@ def test_streamed_encoding_gives_each_text_its_own_vector():
     np.testing.assert_allclose(np.concatenate(blocks), alone, atol=1e-5)
     assert len(lines) == 3 and lines[-1].startswith("minilm: 20 of 20 texts encoded")
     # a generator is read as it goes, in order
-    np.testing.assert_allclose(np.concatenate(list(encode_blocks("minilm", iter(docs), block_size=8))), alone, atol=1e-5)
+    np.testing.assert_allclose(
+        np.concatenate(list(encode_blocks("minilm", iter(docs), block_size=8))), alone, atol=1e-5
+    )
     assert encode_texts("minilm", []).shape == (0, 384)
 
 
@@ -83,9 +85,11 @@ def test_the_static_encoder_is_distilled_once_and_ranks_by_meaning(tmp_path, mon
 
     monkeypatch.setenv("BENCHFOUNDRY_ENCODER_DIR", str(tmp_path))
     monkeypatch.setattr(encoders, "_CACHE", {})
-    docs = ["Mitochondria produce most of the cell's ATP through oxidative phosphorylation.",
-            "A contract needs an offer, an acceptance and consideration to be binding.",
-            "Quadcopters stay level by changing the speed of each of their four rotors."]
+    docs = [
+        "Mitochondria produce most of the cell's ATP through oxidative phosphorylation.",
+        "A contract needs an offer, an acceptance and consideration to be binding.",
+        "Quadcopters stay level by changing the speed of each of their four rotors.",
+    ]
     vecs = encoders.encode_texts("minilm-static", docs)
     assert vecs.shape == (3, 256) and encoders.dimensions("minilm-static") == 256
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
@@ -95,10 +99,17 @@ def test_the_static_encoder_is_distilled_once_and_ranks_by_meaning(tmp_path, mon
     monkeypatch.setattr(encoders, "_CACHE", {})
     np.testing.assert_array_equal(encoders.encode_texts("minilm-static", docs), vecs)
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
-    queries = encoders.encode_texts("minilm-static", ["how do drones keep balance", "what makes an agreement legally binding",
-                                                      "where does the cell get its energy"], kind="query")
+    queries = encoders.encode_texts(
+        "minilm-static",
+        ["how do drones keep balance", "what makes an agreement legally binding", "where does the cell get its energy"],
+        kind="query",
+    )
     assert (queries @ vecs.T).argmax(axis=1).tolist() == [2, 1, 0]
     # blocks and the whole list give the same vectors; the mean runs over the text's own tokens
-    np.testing.assert_array_equal(np.concatenate(list(encoders.encode_blocks("minilm-static", iter(docs), block_size=2))), vecs)
+    np.testing.assert_array_equal(
+        np.concatenate(list(encoders.encode_blocks("minilm-static", iter(docs), block_size=2))), vecs
+    )
     assert encoders.encode_texts("minilm-static", []).shape == (0, 256)
-    assert encoders.token_counts("minilm-static", ["hello world"]) == [2] and encoders.input_limit("minilm-static") == 512
+    assert (
+        encoders.token_counts("minilm-static", ["hello world"]) == [2] and encoders.input_limit("minilm-static") == 512
+    )

@@ -129,10 +129,16 @@ def test_first_token_logprobs_match_llama_cpps_own():
     from resources.llm import EmbeddedLlama
 
     embedded = EmbeddedLlama()
-    messages = [{"role": "user", "content": "Passage: Paris is the capital of France.\nDoes it name a capital? Reply yes or no."}]
+    messages = [
+        {
+            "role": "user",
+            "content": "Passage: Paris is the capital of France.\nDoes it name a capital? Reply yes or no.",
+        }
+    ]
     fast = embedded.chat("smollm2-135m-instruct", messages, {"logprobs": True, "top_logprobs": 5, "max_tokens": 1})
     slow = embedded.llama("smollm2-135m-instruct", scoring=True).create_chat_completion(
-        messages=messages, max_tokens=1, logprobs=True, top_logprobs=5, temperature=0)
+        messages=messages, max_tokens=1, logprobs=True, top_logprobs=5, temperature=0
+    )
     fast_top = {t["token"]: t["logprob"] for t in fast["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
     slow_top = {t["token"]: float(t["logprob"]) for t in slow["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
     assert list(fast_top) == list(slow_top)
@@ -147,12 +153,19 @@ def test_short_greedy_answers_match_llama_cpps_own_token_by_token():
     from resources.llm import EmbeddedLlama
 
     embedded = EmbeddedLlama()
-    messages = [{"role": "user", "content": "Rate from 0 to 10 how well the passage answers the question."
-                 "\nQuestion: What is the capital of France?\nPassage: Paris is the capital of France.\nRating:"}]
-    fast = embedded.chat("smollm2-135m-instruct", messages, {"logprobs": True, "top_logprobs": 5, "max_tokens": 4,
-                                                             "temperature": 0.0})
+    messages = [
+        {
+            "role": "user",
+            "content": "Rate from 0 to 10 how well the passage answers the question."
+            "\nQuestion: What is the capital of France?\nPassage: Paris is the capital of France.\nRating:",
+        }
+    ]
+    fast = embedded.chat(
+        "smollm2-135m-instruct", messages, {"logprobs": True, "top_logprobs": 5, "max_tokens": 4, "temperature": 0.0}
+    )
     slow = embedded.llama("smollm2-135m-instruct", scoring=True).create_chat_completion(
-        messages=messages, max_tokens=4, logprobs=True, top_logprobs=5, temperature=0)
+        messages=messages, max_tokens=4, logprobs=True, top_logprobs=5, temperature=0
+    )
     fast_tokens = fast["choices"][0]["logprobs"]["content"]
     slow_tokens = slow["choices"][0]["logprobs"]["content"]
     assert fast["choices"][0]["message"]["content"] == slow["choices"][0]["message"]["content"]
@@ -166,7 +179,9 @@ def test_short_greedy_answers_match_llama_cpps_own_token_by_token():
 def test_progress_is_logged_at_most_once_per_interval_and_at_the_end(scripted_llm, tmp_path):
     reqs = [LLMRequest(str(i), ask(f"Capital of France, take {i}?")) for i in range(5)]
     lines: list[str] = []
-    hourly = LLMResource(registry_path=scripted_llm.registry_path, cache_dir=str(tmp_path / "c"), progress_every_seconds=3600.0)
+    hourly = LLMResource(
+        registry_path=scripted_llm.registry_path, cache_dir=str(tmp_path / "c"), progress_every_seconds=3600.0
+    )
     hourly.run("smollm2", reqs, log=lines.append)
     # an hour has not passed: only the closing line, with done/total and the rate
     assert len(lines) == 1 and lines[0].startswith("smollm2: 5/5 calls, ") and lines[0].endswith(" calls/s")
@@ -175,12 +190,15 @@ def test_progress_is_logged_at_most_once_per_interval_and_at_the_end(scripted_ll
 def test_a_steps_pool_follows_the_backends_of_its_roles(tmp_path):
     from resources.llm.registry import llm_pool
 
-    path = write(tmp_path, "models:\n"
-                 "  small: {model: local/smollm2-135m-instruct, backend: embedded}\n"
-                 "  qwen: {model: hosted_vllm/qwen, backend: vllm}\n"
-                 "  gemma: {model: hosted_vllm/gemma, backend: vllm}\n"
-                 "  gpt: {model: openai/gpt-4o, backend: api}\n"
-                 "roles:\n  quit: {labelers: [qwen, gemma], judge: gpt}\n  recor: {builder: gpt, judge: small}\n")
+    path = write(
+        tmp_path,
+        "models:\n"
+        "  small: {model: local/smollm2-135m-instruct, backend: embedded}\n"
+        "  qwen: {model: hosted_vllm/qwen, backend: vllm}\n"
+        "  gemma: {model: hosted_vllm/gemma, backend: vllm}\n"
+        "  gpt: {model: openai/gpt-4o, backend: api}\n"
+        "roles:\n  quit: {labelers: [qwen, gemma], judge: gpt}\n  recor: {builder: gpt, judge: small}\n",
+    )
     assert llm_pool("quit.labelers", path=path) == "llm_vllm"  # served partitions side by side
     assert llm_pool("quit.judge", path=path) == "llm_api"
     assert llm_pool("quit", path=path) == "llm_vllm"

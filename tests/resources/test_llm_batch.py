@@ -19,8 +19,14 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def body(text: str, **extra) -> dict:
-    return {"model": "smollm2", "messages": [{"role": "user", "content": text}], "temperature": 0.0,
-            "max_tokens": 8, "seed": 0, **extra}
+    return {
+        "model": "smollm2",
+        "messages": [{"role": "user", "content": text}],
+        "temperature": 0.0,
+        "max_tokens": 8,
+        "seed": 0,
+        **extra,
+    }
 
 
 def lines(path: Path) -> list[dict]:
@@ -31,13 +37,20 @@ def lines(path: Path) -> list[dict]:
 
 
 def test_write_batch_writes_the_openai_batch_format(tmp_path):
-    bodies = {"k1": body("Hello there"),
-              "k2": body("Ünïcode – “quotes” and \\ slashes\n", logprobs=True, top_logprobs=5,
-                         chat_template_kwargs={"enable_thinking": False})}
+    bodies = {
+        "k1": body("Hello there"),
+        "k2": body(
+            "Ünïcode – “quotes” and \\ slashes\n",
+            logprobs=True,
+            top_logprobs=5,
+            chat_template_kwargs={"enable_thinking": False},
+        ),
+    }
     path = tmp_path / "in.jsonl"
     assert write_batch(path, ((k, b) for k, b in bodies.items())) == 2  # a generator streams
-    assert lines(path) == [{"custom_id": k, "method": "POST", "url": "/v1/chat/completions", "body": b}
-                           for k, b in bodies.items()]
+    assert lines(path) == [
+        {"custom_id": k, "method": "POST", "url": "/v1/chat/completions", "body": b} for k, b in bodies.items()
+    ]
     assert not list(tmp_path.glob("*.partial"))
     assert write_batch(tmp_path / "empty.jsonl", []) == 0
     assert (tmp_path / "empty.jsonl").read_bytes() == b""
@@ -65,32 +78,41 @@ def test_write_batch_leaves_no_partial_file_when_items_fail(tmp_path):
 
 
 def completion(text: str) -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "smollm2",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "smollm2",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+    }
 
 
 def entry(custom_id, body=None, status=200, error=None) -> dict:
-    return {"id": "vllm-x", "custom_id": custom_id,
-            "response": {"status_code": status, "request_id": "vllm-batch-x", "body": body}, "error": error}
+    return {
+        "id": "vllm-x",
+        "custom_id": custom_id,
+        "response": {"status_code": status, "request_id": "vllm-batch-x", "body": body},
+        "error": error,
+    }
 
 
 def test_read_batch_output_reports_every_bad_line_without_raising(tmp_path):
     rows = [
-        json.dumps(entry("ok", completion("Paris"))),                                     # 1
-        json.dumps(entry("engine", None, 400, {"error": {"message": "too long", "type": "BadRequestError",
-                                                         "code": 400}})),                  # 2
-        json.dumps(entry("string-error", None, 400, "bad request line")),                 # 3
-        json.dumps(entry("status", {"error": {"message": "overloaded"}}, 503)),          # 4
-        '{"custom_id": "cut", "response": {"status_code": 200, "bo',                      # 5
-        "",                                                                               # 6
-        "[1, 2, 3]",                                                                      # 7
-        json.dumps(entry(None, completion("no id"))),                                     # 8
-        json.dumps(entry("ok", completion("again"))),                                     # 9
-        json.dumps(entry("no-choices", {"id": "x", "choices": []})),                      # 10
-        json.dumps({"custom_id": "no-response"}),                                         # 11
-        json.dumps(entry("no-body", None)),                                               # 12
-        "\x00\xff garbage",                                                               # 13
+        json.dumps(entry("ok", completion("Paris"))),  # 1
+        json.dumps(
+            entry("engine", None, 400, {"error": {"message": "too long", "type": "BadRequestError", "code": 400}})
+        ),  # 2
+        json.dumps(entry("string-error", None, 400, "bad request line")),  # 3
+        json.dumps(entry("status", {"error": {"message": "overloaded"}}, 503)),  # 4
+        '{"custom_id": "cut", "response": {"status_code": 200, "bo',  # 5
+        "",  # 6
+        "[1, 2, 3]",  # 7
+        json.dumps(entry(None, completion("no id"))),  # 8
+        json.dumps(entry("ok", completion("again"))),  # 9
+        json.dumps(entry("no-choices", {"id": "x", "choices": []})),  # 10
+        json.dumps({"custom_id": "no-response"}),  # 11
+        json.dumps(entry("no-body", None)),  # 12
+        "\x00\xff garbage",  # 13
     ]
     path = tmp_path / "out.jsonl"
     path.write_text("\n".join(rows) + "\n")
@@ -119,8 +141,9 @@ def test_read_batch_output_reports_every_bad_line_without_raising(tmp_path):
 def test_a_batch_round_trip_through_the_standin(tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     texts = {f"key{i}": f"question number {i} about the capital of France" for i in range(50)}
-    write_batch(inp, ((k, body(t, logprobs=True, top_logprobs=2) if k == "key3" else body(t))
-                      for k, t in texts.items()))
+    write_batch(
+        inp, ((k, body(t, logprobs=True, top_logprobs=2) if k == "key3" else body(t)) for k, t in texts.items())
+    )
     logged = []
     seconds = run_batch([*STANDIN, "--name", "batchy"], inp, out, timeout=60, log=logged.append, env=ENV, cwd=ROOT)
     assert seconds > 0
@@ -154,8 +177,15 @@ def test_a_failing_runner_raises_with_its_exit_code_and_log(tmp_path):
     write_batch(inp, [("a", body("x"))])
     logged = []
     with pytest.raises(BatchRunError) as e:
-        run_batch([*STANDIN, "--exit-code", "3"], inp, tmp_path / "out.jsonl", timeout=60, log=logged.append,
-                  env=ENV, cwd=ROOT)
+        run_batch(
+            [*STANDIN, "--exit-code", "3"],
+            inp,
+            tmp_path / "out.jsonl",
+            timeout=60,
+            log=logged.append,
+            env=ENV,
+            cwd=ROOT,
+        )
     message = str(e.value)
     assert "exited with code 3" in message
     assert "RuntimeError: the stand-in engine failed on purpose" in message
@@ -184,11 +214,13 @@ def test_a_runner_past_its_timeout_is_killed_with_its_children(tmp_path):
     inp, pidfile = tmp_path / "in.jsonl", tmp_path / "child.pid"
     write_batch(inp, [("a", body("x"))])
     # the runner forks a child that would outlive it, as vLLM's engine core process does
-    script = ("import subprocess, sys, time\n"
-              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-              f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
-              "print('engine started', flush=True)\n"
-              "time.sleep(300)\n")
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "print('engine started', flush=True)\n"
+        "time.sleep(300)\n"
+    )
     logged = []
     started = time.monotonic()
     with pytest.raises(BatchRunError, match="ran past its 3s timeout") as e:

@@ -32,7 +32,7 @@ def test_more_than_the_old_default_limit_is_written_and_every_key_read_back(tmp_
     block = os.urandom(2**20)  # 1 MiB a value: 1,100 of them pass diskcache's 1 GiB default
     keys = [f"chat:{i}" for i in range(1100)]
     for start in range(0, len(keys), 100):
-        cache.put_many([(k, {"text": k, "blob": block}) for k in keys[start:start + 100]])
+        cache.put_many([(k, {"text": k, "blob": block}) for k in keys[start : start + 100]])
     found = cache.get_many(keys)
     assert len(found) == 1100 and all(found[k]["text"] == k for k in keys)
     assert cache.stats()["bytes"] > 2**30
@@ -84,8 +84,11 @@ def test_a_failed_commit_keeps_its_answers_for_the_next(tmp_path):
 
 def test_the_steps_metadata_carries_the_caches_entries_and_bytes(scripted_llm):
     stats = CallStats()
-    scripted_llm.run("smollm2", [LLMRequest(str(i), [{"role": "user", "content": f"Capital of {i}?"}])
-                                 for i in range(5)], stats=stats)
+    scripted_llm.run(
+        "smollm2",
+        [LLMRequest(str(i), [{"role": "user", "content": f"Capital of {i}?"}]) for i in range(5)],
+        stats=stats,
+    )
     meta = stats.as_metadata()
     assert meta["llm_cache/entries"] == 5 and meta["llm_cache/bytes"] > 0
     assert CallStats().merge(stats).as_metadata()["llm_cache/entries"] == 5

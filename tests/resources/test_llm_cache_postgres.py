@@ -30,10 +30,20 @@ def cache_url(postgres_server) -> str:
 
 def test_answers_read_back_as_written_and_a_chunk_finds_only_the_present_keys(cache_url):
     cache = PostgresCache(cache_url)
-    verdict = {"text": "Yes", "prompt_tokens": 180, "completion_tokens": 1, "tokens": ["Yes"],
-               "token_logprobs": [{"Yes": -0.01, "No": -4.6, "Maybe": -math.inf}]}
-    odd = {"text": "caf\u00e9 \u0000 \ud800 \u6771\u4eac", "prompt_tokens": 3, "completion_tokens": 2,
-           "tokens": None, "token_logprobs": None}
+    verdict = {
+        "text": "Yes",
+        "prompt_tokens": 180,
+        "completion_tokens": 1,
+        "tokens": ["Yes"],
+        "token_logprobs": [{"Yes": -0.01, "No": -4.6, "Maybe": -math.inf}],
+    }
+    odd = {
+        "text": "caf\u00e9 \u0000 \ud800 \u6771\u4eac",
+        "prompt_tokens": 3,
+        "completion_tokens": 2,
+        "tokens": None,
+        "token_logprobs": None,
+    }
     score = {"logprobs": [-0.1234567890123456789, -2.5e-300], "tokens": 2}
     cache.put_many([("chat:a", verdict), ("chat:b", odd), ("score:c", score)])
     found = cache.get_many(["chat:a", "absent:1", "chat:b", "absent:2", "score:c"])
@@ -66,11 +76,14 @@ def test_stats_count_the_entries_and_the_tables_bytes(cache_url, monkeypatch):
 
 
 def test_an_answer_written_by_one_process_is_read_by_another(cache_url):
-    script = ("import sys; from resources.llm.cache import PostgresCache; "
-              "PostgresCache(sys.argv[1]).put_many([('chat:shared', {'text': 'Paris', 'prompt_tokens': 9})])")
+    script = (
+        "import sys; from resources.llm.cache import PostgresCache; "
+        "PostgresCache(sys.argv[1]).put_many([('chat:shared', {'text': 'Paris', 'prompt_tokens': 9})])"
+    )
     subprocess.run([sys.executable, "-c", script, cache_url], cwd=ROOT, check=True, timeout=60)
     assert PostgresCache(cache_url).get_many(["chat:shared", "chat:other"]) == {
-        "chat:shared": {"text": "Paris", "prompt_tokens": 9}}
+        "chat:shared": {"text": "Paris", "prompt_tokens": 9}
+    }
 
 
 def _forked_worker(cache: PostgresCache, out) -> None:

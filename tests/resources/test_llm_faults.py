@@ -38,8 +38,13 @@ def standin(standins, monkeypatch):
 def test_litellm_asks_only_as_often_as_the_resource_says(tmp_path, standin):
     # litellm and the OpenAI SDK under it retried on their own: 36 requests where 12 were meant
     server = standin(always="500")
-    llm = resource(tmp_path, f"{{model: openai/m, backend: api, api_base: '{server.url}'}}", max_retries=2,
-                   backoff_seconds=0.01, breaker_window=1000)
+    llm = resource(
+        tmp_path,
+        f"{{model: openai/m, backend: api, api_base: '{server.url}'}}",
+        max_retries=2,
+        backoff_seconds=0.01,
+        breaker_window=1000,
+    )
     out = llm.run("m", requests(4))
     assert all(r.error and r.error.startswith("gave up after 3 tries") for r in out)
     assert sorted(server.seen()["asked"].values()) == [3, 3, 3, 3]
@@ -54,8 +59,11 @@ def test_the_providers_key_goes_to_no_other_host(tmp_path, standin, monkeypatch)
     # the key an entry names for its own host is the one it sends
     monkeypatch.setenv("STANDIN_KEY", "standin-key-42")
     (tmp_path / "named").mkdir()
-    named = resource(tmp_path / "named", f"{{model: openai/m, backend: api, api_base: '{server.url}', "
-                                          "api_key_env: STANDIN_KEY}", backoff_seconds=0.01)
+    named = resource(
+        tmp_path / "named",
+        f"{{model: openai/m, backend: api, api_base: '{server.url}', api_key_env: STANDIN_KEY}}",
+        backoff_seconds=0.01,
+    )
     assert all(r.ok for r in named.run("m", requests(2, "another")))
     assert server.seen()["auth"].get("Bearer standin-key-42") == 2
 
@@ -75,9 +83,15 @@ def test_a_dead_server_stops_the_step_within_two_minutes_at_the_defaults(tmp_pat
 
 def test_a_hung_server_is_given_up_on_at_the_calls_timeout(tmp_path, standin):
     server = standin(always="hang")
-    llm = resource(tmp_path, f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
-                   timeout_floor=1.0, min_tokens_per_second=1000.0, backoff_seconds=0.01, breaker_seconds=0.5,
-                   breaker_failures=4)
+    llm = resource(
+        tmp_path,
+        f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
+        timeout_floor=1.0,
+        min_tokens_per_second=1000.0,
+        backoff_seconds=0.01,
+        breaker_seconds=0.5,
+        breaker_failures=4,
+    )
     assert llm.timeout({"max_tokens": 24}) == pytest.approx(1.024)
     start = time.monotonic()
     with pytest.raises(ModelServerDown, match="TimeoutError"):
@@ -97,8 +111,13 @@ def test_a_calls_timeout_follows_its_token_budget():
 @pytest.mark.parametrize("fault", ["500", "429", "garbage", "close"])
 def test_each_way_a_server_breaks_ends_the_step_naming_the_endpoint(tmp_path, standin, fault):
     server = standin(always=fault)
-    llm = resource(tmp_path, f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
-                   backoff_seconds=0.01, breaker_seconds=0.2, breaker_window=20)
+    llm = resource(
+        tmp_path,
+        f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
+        backoff_seconds=0.01,
+        breaker_seconds=0.2,
+        breaker_window=20,
+    )
     with pytest.raises(ModelServerDown) as err:
         llm.run("m", requests(60))
     assert server.url in str(err.value)
@@ -106,16 +125,26 @@ def test_each_way_a_server_breaks_ends_the_step_naming_the_endpoint(tmp_path, st
 
 def test_empty_answers_are_answers_not_a_broken_server(tmp_path, standin):
     server = standin(always="empty")
-    llm = resource(tmp_path, f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
-                   backoff_seconds=0.01, breaker_seconds=0.0, breaker_window=10)
+    llm = resource(
+        tmp_path,
+        f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
+        backoff_seconds=0.01,
+        breaker_seconds=0.0,
+        breaker_window=10,
+    )
     out = llm.run("m", requests(30))
     assert all(r.ok and r.text == "" for r in out)
 
 
 def test_what_was_answered_before_the_server_died_stays_answered(tmp_path, standin):
     server = standin(latency=0.05)
-    llm = resource(tmp_path, f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}', max_concurrency: 4}}",
-                   backoff_seconds=0.01, breaker_seconds=0.2, breaker_failures=4)
+    llm = resource(
+        tmp_path,
+        f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}', max_concurrency: 4}}",
+        backoff_seconds=0.01,
+        breaker_seconds=0.2,
+        breaker_failures=4,
+    )
     threading.Timer(1.0, server.stop).start()
     with pytest.raises(ModelServerDown):
         llm.run("m", requests(400))
@@ -144,8 +173,11 @@ def test_the_breaker_needs_a_run_of_failures_and_a_quiet_spell():
     b.attempt_failed("y")
     b.check()
     b.attempt_failed("ConnectionFailed: refused")
-    with pytest.raises(ModelServerDown, match=r"m at http://h/v1: circuit breaker open, 3 failed tries in a row "
-                                              r"and no answer for 16s\. Last errors: .*ConnectionFailed"):
+    with pytest.raises(
+        ModelServerDown,
+        match=r"m at http://h/v1: circuit breaker open, 3 failed tries in a row "
+        r"and no answer for 16s\. Last errors: .*ConnectionFailed",
+    ):
         b.check()
 
 
@@ -162,8 +194,13 @@ def test_the_breaker_opens_when_most_of_the_last_items_failed():
 def test_errors_from_servers_are_redacted(tmp_path, standin, monkeypatch):
     monkeypatch.setenv("VLLM_API_KEY", "vllm-key-abcdef-123")
     server = standin(always="500")
-    llm = resource(tmp_path, f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
-                   max_retries=0, backoff_seconds=0.01, breaker_window=1000)
+    llm = resource(
+        tmp_path,
+        f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
+        max_retries=0,
+        backoff_seconds=0.01,
+        breaker_window=1000,
+    )
     [r] = llm.run("m", requests(1))
     assert r.error and "HTTP 500" in r.error
     assert server.seen()["auth"] == {"Bearer vllm-key-abcdef-123": 1}

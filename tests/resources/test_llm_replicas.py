@@ -37,8 +37,9 @@ def digest(req: LLMRequest) -> str:
 def resource(tmp_path, urls: list[str], concurrency: int = 8, **kw) -> LLMResource:
     path = tmp_path / "models.yaml"
     bases = ", ".join(f"'{u}'" for u in urls)
-    path.write_text(f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: [{bases}], "
-                    f"max_concurrency: {concurrency}}}\n")
+    path.write_text(
+        f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: [{bases}], max_concurrency: {concurrency}}}\n"
+    )
     kw = {"backoff_seconds": 0.01, "breaker_failures": 4, "breaker_seconds": 0.2, **kw}
     return LLMResource(registry_path=str(path), cache_dir=str(tmp_path / "cache"), **kw)
 
@@ -132,8 +133,9 @@ def test_one_dead_replica_of_two_does_not_stop_the_step(tmp_path, standins):
 def test_a_replica_out_is_probed_again_and_used_when_it_answers(tmp_path, standins):
     # "a" fails its first six requests (a server still loading), then answers
     a, b = standins("a", latency=0.03, fail_first=6), standins("b", latency=0.03)
-    llm = resource(tmp_path, [a.url, b.url], concurrency=4, breaker_failures=2, breaker_seconds=0.0,
-                   replica_retry_seconds=0.05)
+    llm = resource(
+        tmp_path, [a.url, b.url], concurrency=4, breaker_failures=2, breaker_seconds=0.0, replica_retry_seconds=0.05
+    )
     out = llm.run("m", requests(240))
     assert all(r.ok for r in out)
     seen_a = a.seen()
@@ -145,23 +147,34 @@ def test_a_replica_out_is_probed_again_and_used_when_it_answers(tmp_path, standi
 
 def test_servers_naming_an_alias_are_its_replicas(tmp_path):
     path = tmp_path / "models.yaml"
-    path.write_text("models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: ['http://h1/v1', 'http://h2/v1']}\n"
-                    "  j: {model: openai/j, backend: api, api_base: 'http://judge/v1'}\n")
+    path.write_text(
+        "models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: ['http://h1/v1', 'http://h2/v1']}\n"
+        "  j: {model: openai/j, backend: api, api_base: 'http://judge/v1'}\n"
+    )
     llm = LLMResource(registry_path=str(path))
     assert llm.endpoints("m") == ["http://h1/v1", "http://h2/v1"] and llm.endpoint("m") == "http://h1/v1"
     assert llm.endpoints("j") == ["http://judge/v1"]
-    served = llm.model_copy(update={"servers": [VLLMServerResource(attach_url="http://gpu0:8000/v1", aliases=["m"]),
-                                                VLLMServerResource(attach_url="http://gpu1:8000/v1", aliases=["m"])]})
+    served = llm.model_copy(
+        update={
+            "servers": [
+                VLLMServerResource(attach_url="http://gpu0:8000/v1", aliases=["m"]),
+                VLLMServerResource(attach_url="http://gpu1:8000/v1", aliases=["m"]),
+            ]
+        }
+    )
     assert served.endpoints("m") == ["http://gpu0:8000/v1", "http://gpu1:8000/v1"]
     assert served.endpoints("j") == ["http://judge/v1"]
 
 
-@pytest.mark.parametrize("api_base, error", [
-    ("[]", "a URL or a non-empty list of URLs"),
-    ("['http://h1/v1', 'http://h1/v1/']", "lists http://h1/v1 more than once"),
-    ("['http://h1/v1', 8000]", "a URL or a non-empty list of URLs"),
-    ("['http://h1/v1', '']", "a URL or a non-empty list of URLs"),
-])
+@pytest.mark.parametrize(
+    "api_base, error",
+    [
+        ("[]", "a URL or a non-empty list of URLs"),
+        ("['http://h1/v1', 'http://h1/v1/']", "lists http://h1/v1 more than once"),
+        ("['http://h1/v1', 8000]", "a URL or a non-empty list of URLs"),
+        ("['http://h1/v1', '']", "a URL or a non-empty list of URLs"),
+    ],
+)
 def test_the_registry_rejects_bad_replica_lists_naming_the_alias(tmp_path, api_base, error):
     path = tmp_path / "models.yaml"
     path.write_text(f"models:\n  labeler: {{model: hosted_vllm/m, backend: vllm, api_base: {api_base}}}\n")
@@ -172,9 +185,11 @@ def test_the_registry_rejects_bad_replica_lists_naming_the_alias(tmp_path, api_b
 
 def test_the_registry_keeps_every_replica_and_the_first_as_api_base(tmp_path):
     path = tmp_path / "models.yaml"
-    path.write_text("models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: ['http://h1/v1', 'http://h2/v1']}\n"
-                    "  one: {model: hosted_vllm/m, backend: vllm, api_base: 'http://h3/v1'}\n"
-                    "  bad: {model: hosted_vllm/m, backend: vllm}\n")
+    path.write_text(
+        "models:\n  m: {model: hosted_vllm/m, backend: vllm, api_base: ['http://h1/v1', 'http://h2/v1']}\n"
+        "  one: {model: hosted_vllm/m, backend: vllm, api_base: 'http://h3/v1'}\n"
+        "  bad: {model: hosted_vllm/m, backend: vllm}\n"
+    )
     specs = load_registry(str(path))
     assert specs["m"].api_base == "http://h1/v1" and specs["m"].api_bases == ("http://h1/v1", "http://h2/v1")
     assert specs["one"].api_bases == ("http://h3/v1",) and specs["bad"].api_bases == ()

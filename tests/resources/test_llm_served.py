@@ -22,11 +22,15 @@ def resource(tmp_path, registry: str, **kw) -> LLMResource:
 
 def test_each_alias_reaches_its_own_server(tmp_path, standins):
     vllm, api = standins("vllm-a"), standins("api-b")
-    llm = resource(tmp_path, "models:\n"
-                   "  labeler: {model: hosted_vllm/served-labeler, backend: vllm}\n"
-                   f"  judge: {{model: openai/judge-model, backend: api, api_base: '{api.url}'}}\n"
-                   "  other: {model: hosted_vllm/elsewhere, backend: vllm, api_base: 'http://127.0.0.1:9/v1'}\n",
-                   server=VLLMServerResource(attach_url=vllm.url, aliases=["labeler"]), max_retries=0)
+    llm = resource(
+        tmp_path,
+        "models:\n"
+        "  labeler: {model: hosted_vllm/served-labeler, backend: vllm}\n"
+        f"  judge: {{model: openai/judge-model, backend: api, api_base: '{api.url}'}}\n"
+        "  other: {model: hosted_vllm/elsewhere, backend: vllm, api_base: 'http://127.0.0.1:9/v1'}\n",
+        server=VLLMServerResource(attach_url=vllm.url, aliases=["labeler"]),
+        max_retries=0,
+    )
     reqs = [LLMRequest(str(i), user(f"passage {i} mentions the summit")) for i in range(6)]
     labels = llm.run("labeler", reqs)
     verdicts = llm.run("judge", reqs)
@@ -42,10 +46,13 @@ def test_each_alias_reaches_its_own_server(tmp_path, standins):
 
 def test_a_server_naming_no_aliases_serves_vllm_entries_only(tmp_path, standins):
     vllm, api = standins("vllm-a"), standins("api-b")
-    llm = resource(tmp_path, "models:\n"
-                   "  labeler: {model: hosted_vllm/lab, backend: vllm, api_base: 'http://127.0.0.1:9/v1'}\n"
-                   f"  judge: {{model: openai/judge-model, backend: api, api_base: '{api.url}'}}\n",
-                   server=VLLMServerResource(attach_url=vllm.url))
+    llm = resource(
+        tmp_path,
+        "models:\n"
+        "  labeler: {model: hosted_vllm/lab, backend: vllm, api_base: 'http://127.0.0.1:9/v1'}\n"
+        f"  judge: {{model: openai/judge-model, backend: api, api_base: '{api.url}'}}\n",
+        server=VLLMServerResource(attach_url=vllm.url),
+    )
     assert llm.endpoint("labeler") == vllm.url and llm.endpoint("judge") == api.url
     assert llm.run("judge", [LLMRequest("x", user("is it right"))])[0].text == "api-b: is it right"
     assert api.seen()["models"] == {"judge-model": 1} and vllm.seen()["models"] == {}
@@ -53,11 +60,14 @@ def test_a_server_naming_no_aliases_serves_vllm_entries_only(tmp_path, standins)
 
 def test_no_thinking_calls_carry_the_off_switch_and_budgets_replace_caps(tmp_path, standins):
     qwen = standins("qwen")
-    llm = resource(tmp_path, "models:\n"
-                   f"  qwen: {{model: hosted_vllm/qwen3, backend: vllm, api_base: '{qwen.url}', thinking: native,\n"
-                   "         thinking_params: {chat_template_kwargs: {enable_thinking: true}},\n"
-                   "         thinking_off_params: {chat_template_kwargs: {enable_thinking: false}},\n"
-                   "         budgets: {thinking: 4096, rating: 4}, sampling: {max_tokens: 48, top_k: 20}}\n")
+    llm = resource(
+        tmp_path,
+        "models:\n"
+        f"  qwen: {{model: hosted_vllm/qwen3, backend: vllm, api_base: '{qwen.url}', thinking: native,\n"
+        "         thinking_params: {chat_template_kwargs: {enable_thinking: true}},\n"
+        "         thinking_off_params: {chat_template_kwargs: {enable_thinking: false}},\n"
+        "         budgets: {thinking: 4096, rating: 4}, sampling: {max_tokens: 48, top_k: 20}}\n",
+    )
     llm.run("qwen", [LLMRequest("k0", user("Who wrote Hamlet?"))])
     llm.run("qwen", [LLMRequest("k1", user("Who wrote Hamlet? Think first."))], thinking=True)
     llm.run("qwen", [LLMRequest("r", user("RATE 10"))], kind="rating")
@@ -71,13 +81,16 @@ def test_no_thinking_calls_carry_the_off_switch_and_budgets_replace_caps(tmp_pat
 
 def test_requests_in_flight_stay_within_the_models_limit(tmp_path, standins):
     slow = standins("slow", latency=0.2)
-    llm = resource(tmp_path, f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{slow.url}', max_concurrency: 8}}\n")
+    llm = resource(
+        tmp_path, f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{slow.url}', max_concurrency: 8}}\n"
+    )
     out = llm.run("m", [LLMRequest(str(i), user(f"question {i}")) for i in range(48)])
     assert all(r.ok for r in out) and [r.key for r in out] == [str(i) for i in range(48)]
     assert 4 <= slow.seen()["peak"] <= 8
     # the resource's cap narrows the model's own limit
-    capped = resource(tmp_path, f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{slow.url}'}}\n",
-                      max_concurrency=2)
+    capped = resource(
+        tmp_path, f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{slow.url}'}}\n", max_concurrency=2
+    )
     fresh = standins("fresh", latency=0.1)
     capped = capped.model_copy(update={"api_base": None, "server": VLLMServerResource(attach_url=fresh.url)})
     capped.run("m", [LLMRequest(str(i), user(f"another {i}")) for i in range(10)])
@@ -123,8 +136,9 @@ def test_faults_are_retried_or_counted_and_no_finished_item_is_asked_again(tmp_p
 
 def test_a_rerun_from_the_cache_sends_nothing(tmp_path, standins):
     server = standins("s")
-    llm = resource(tmp_path, f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}\n",
-                   chunk_size=300)
+    llm = resource(
+        tmp_path, f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}\n", chunk_size=300
+    )
     reqs = [LLMRequest(str(i), user(f"passage {i}"), sample=i % 3) for i in range(1000)]
     first = llm.run("m", reqs)
     stats = CallStats()
@@ -136,14 +150,18 @@ def test_a_rerun_from_the_cache_sends_nothing(tmp_path, standins):
 
 def test_cost_comes_from_litellms_price_list_where_the_model_is_priced(tmp_path, standins):
     api = standins("api")
-    llm = resource(tmp_path, "models:\n"
-                   f"  mini: {{model: openai/gpt-4o-mini, backend: api, api_base: '{api.url}'}}\n"
-                   f"  own: {{model: hosted_vllm/own, backend: vllm, api_base: '{api.url}'}}\n")
+    llm = resource(
+        tmp_path,
+        "models:\n"
+        f"  mini: {{model: openai/gpt-4o-mini, backend: api, api_base: '{api.url}'}}\n"
+        f"  own: {{model: hosted_vllm/own, backend: vllm, api_base: '{api.url}'}}\n",
+    )
     stats = CallStats()
     out = llm.run("mini", [LLMRequest(str(i), user(f"q {i}")) for i in range(4)], stats=stats)
     prompt, completion = sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
-    expected = sum(litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=prompt,
-                                          completion_tokens=completion))
+    expected = sum(
+        litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=prompt, completion_tokens=completion)
+    )
     assert stats.cost_usd == pytest.approx(expected) and stats.cost_usd > 0 and stats.unpriced_calls == 0
     llm.run("mini", [LLMRequest(str(i), user(f"q {i}")) for i in range(4)], stats=stats)  # cached: free
     assert stats.cost_usd == pytest.approx(expected)

@@ -56,7 +56,11 @@ def test_the_io_manager_writes_the_names_the_project_uses(tmp_path):
     for partition in ["earth_science", "llama3.1-8b", "ft-dpr-minilm", law_e5]:
         write(io, "t", partition)
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.parquet")) == [
-        "t/earth_science.parquet", "t/ft-dpr-minilm.parquet", "t/law/e5-small.parquet", "t/llama3.1-8b.parquet"]
+        "t/earth_science.parquet",
+        "t/ft-dpr-minilm.parquet",
+        "t/law/e5-small.parquet",
+        "t/llama3.1-8b.parquet",
+    ]
 
 
 def test_a_link_out_of_the_root_is_refused(tmp_path):
@@ -88,8 +92,17 @@ def test_an_s3_key_with_a_parent_segment_is_refused():
 def test_every_name_the_project_ships_is_allowed():
     from resources.names import check_name
 
-    names = [*load_registry(), *load_registry(SCRIPTED_REGISTRY), *load_retrievers(), *load_rerankers(),
-             *load_bases(), *DOMAINS, "ft-colbert-minilm", "qwen3-4b", "llama3.1-8b"]
+    names = [
+        *load_registry(),
+        *load_registry(SCRIPTED_REGISTRY),
+        *load_retrievers(),
+        *load_rerankers(),
+        *load_bases(),
+        *DOMAINS,
+        "ft-colbert-minilm",
+        "qwen3-4b",
+        "llama3.1-8b",
+    ]
     assert [n for n in names if check_name(n, "name") != n] == []
 
 
@@ -101,12 +114,18 @@ def test_names_outside_the_allowed_set_are_refused(name):
         check_name(name, "retriever alias")
 
 
-@pytest.mark.parametrize("registry, load, error", [
-    ("models:\n  ../../x: {model: hosted_vllm/x}\n", load_registry, "model alias '../../x'"),
-    ("retrievers:\n  a/b: {kind: bm25}\n", lambda p: load_retrievers(p, trained=None), "retriever alias 'a/b'"),
-    ("rerankers:\n  ../r: {kind: run, path: 'runs/{part}.trec'}\n",
-     lambda p: load_rerankers(p, SCRIPTED_REGISTRY, trained=None), "reranker alias '../r'"),
-])
+@pytest.mark.parametrize(
+    "registry, load, error",
+    [
+        ("models:\n  ../../x: {model: hosted_vllm/x}\n", load_registry, "model alias '../../x'"),
+        ("retrievers:\n  a/b: {kind: bm25}\n", lambda p: load_retrievers(p, trained=None), "retriever alias 'a/b'"),
+        (
+            "rerankers:\n  ../r: {kind: run, path: 'runs/{part}.trec'}\n",
+            lambda p: load_rerankers(p, SCRIPTED_REGISTRY, trained=None),
+            "reranker alias '../r'",
+        ),
+    ],
+)
 def test_registries_refuse_an_alias_outside_the_allowed_set(tmp_path, registry, load, error):
     p = tmp_path / "registry.yaml"
     p.write_text(registry)
@@ -146,9 +165,11 @@ def test_only_files_the_project_wrote_become_trained_retrievers(tmp_path, caplog
     (folder / "retrievers.evil.yaml").write_text("retrievers:\n  evil: {kind: entrypoint, function: 'os:system'}\n")
     # the project's marker, but a kind the project never trains, or another alias than its name
     (folder / "retrievers.runner.yaml").write_text(
-        "written_by: benchfoundry\nretrievers:\n  runner: {kind: run, path: '.env'}\n")
+        "written_by: benchfoundry\nretrievers:\n  runner: {kind: run, path: '.env'}\n"
+    )
     (folder / "retrievers.named.yaml").write_text(
-        "written_by: benchfoundry\nretrievers:\n  other: {kind: dense, encoder: /m}\n")
+        "written_by: benchfoundry\nretrievers:\n  other: {kind: dense, encoder: /m}\n"
+    )
     (folder / "notes.txt").write_text("not a registry file\n")
     with caplog.at_level(logging.WARNING):
         specs = load_retrievers(static_registry(tmp_path), trained=str(folder))
@@ -187,17 +208,21 @@ def test_registry_parse_errors_name_the_file_and_line_never_its_text(tmp_path, c
 
 
 def test_an_entry_point_that_raises_is_named_with_its_error_as_the_cause(tmp_path, monkeypatch):
-    (tmp_path / "raising_retriever_28.py").write_text(textwrap.dedent("""
+    (tmp_path / "raising_retriever_28.py").write_text(
+        textwrap.dedent("""
         def search(queries, corpus, k):
             return {q: corpus["missing"] for q in queries}
 
         def rerank(query, candidates):
             raise KeyError("missing")
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = RetrieverSpec(alias="mine", kind="entrypoint", function="raising_retriever_28:search")
-    with pytest.raises(RuntimeError, match=re.escape("retriever 'mine': entry point 'raising_retriever_28:search' "
-                                                     "raised KeyError: 'missing'")) as raised:
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("retriever 'mine': entry point 'raising_retriever_28:search' raised KeyError: 'missing'"),
+    ) as raised:
         entrypoint_search(spec, {"q1": "a question"}, {"d1": "a passage"}, 10)
     assert isinstance(raised.value.__cause__, KeyError)
     error = "reranker 'r': entry point 'raising_retriever_28:rerank' raised KeyError"

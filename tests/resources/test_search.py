@@ -12,9 +12,16 @@ import polars as pl
 
 from resources.search import DocumentSearchResource
 
-DOCS = pl.DataFrame({"id": ["eiffel", "everest", "pacific"],
-                     "contents": ["The Eiffel Tower stands in Paris.", "Mount Everest is the highest mountain.",
-                                  "The Pacific is the largest ocean."]})
+DOCS = pl.DataFrame(
+    {
+        "id": ["eiffel", "everest", "pacific"],
+        "contents": [
+            "The Eiffel Tower stands in Paris.",
+            "Mount Everest is the highest mountain.",
+            "The Pacific is the largest ocean.",
+        ],
+    }
+)
 
 
 def test_a_local_collection_answers_search_and_batch_search_with_texts(tmp_path):
@@ -22,7 +29,9 @@ def test_a_local_collection_answers_search_and_batch_search_with_texts(tmp_path)
     assert search.index(str(tmp_path / "c"), DOCS) == 3
     searcher = search.searcher(str(tmp_path / "c"))
     top = searcher.search("highest mountain", k=2)
-    assert top[0].docid == "everest" and top[0].rank == 1 and top[0].contents == "Mount Everest is the highest mountain."
+    assert (
+        top[0].docid == "everest" and top[0].rank == 1 and top[0].contents == "Mount Everest is the highest mountain."
+    )
     both = searcher.batch_search(["largest ocean", "Paris tower"], ["a", "b"], k=1)
     assert [h.docid for h in both["a"]] == ["pacific"] and [h.docid for h in both["b"]] == ["eiffel"]
 
@@ -34,8 +43,11 @@ def test_a_web_search_api_answers_the_same_way(monkeypatch):
         def do_GET(self):
             query = parse_qs(urlparse(self.path).query)
             asked.append(query)
-            items = [{"link": "https://en.wikipedia.org/wiki/Mount_Everest", "snippet": "Everest is Earth's highest."},
-                     {"link": "https://example.org/no-text"}, {"id": "k2", "text": "K2 is second."}]
+            items = [
+                {"link": "https://en.wikipedia.org/wiki/Mount_Everest", "snippet": "Everest is Earth's highest."},
+                {"link": "https://example.org/no-text"},
+                {"id": "k2", "text": "K2 is second."},
+            ]
             body = json.dumps({"items": items}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -49,8 +61,9 @@ def test_a_web_search_api_answers_the_same_way(monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("SEARCH_KEY", "secret")
     try:
-        search = DocumentSearchResource(kind="http", endpoint=f"http://127.0.0.1:{server.server_address[1]}/search",
-                                        api_key_env="SEARCH_KEY")
+        search = DocumentSearchResource(
+            kind="http", endpoint=f"http://127.0.0.1:{server.server_address[1]}/search", api_key_env="SEARCH_KEY"
+        )
         assert search.index("unused", DOCS) == 0
         hits = search.searcher("unused").batch_search(["highest mountain"], ["q1"], k=5)["q1"]
     finally:

@@ -96,10 +96,17 @@ def test_an_input_with_columns_metadata_loads_only_those(tmp_path):
     def per_model(context: dg.AssetExecutionContext) -> pl.DataFrame:
         return pl.DataFrame({"model": [context.partition_key], "text": ["an answer"]})
 
-    @dg.asset(key_prefix="quit", ins={"wide": dg.AssetIn(key=["quit", "wide"], metadata={"columns": ["n", "id"]}),
-                                      "per_model": dg.AssetIn(key=["quit", "per_model"], metadata={"columns": ["model"]})})
+    @dg.asset(
+        key_prefix="quit",
+        ins={
+            "wide": dg.AssetIn(key=["quit", "wide"], metadata={"columns": ["n", "id"]}),
+            "per_model": dg.AssetIn(key=["quit", "per_model"], metadata={"columns": ["model"]}),
+        },
+    )
     def narrow(wide: pl.DataFrame, per_model: pl.DataFrame) -> pl.DataFrame:
-        return pl.DataFrame({"loaded": [",".join(wide.columns), ",".join(per_model.columns)], "rows": [wide.height, per_model.height]})
+        return pl.DataFrame(
+            {"loaded": [",".join(wide.columns), ",".join(per_model.columns)], "rows": [wide.height, per_model.height]}
+        )
 
     io = ParquetIOManager(root=str(tmp_path))
     dg.materialize([wide], resources={"io_manager": io})
@@ -132,7 +139,9 @@ def test_a_streamed_input_is_a_stored_table_read_in_batches_in_file_order(tmp_pa
     for key in ("m1", "m2"):
         dg.materialize([texts], partition_key=key, resources={"io_manager": io})
     assert dg.materialize([texts, lengths], selection=[lengths], resources={"io_manager": io}).success
-    assert read_parquet(str(tmp_path / "quit" / "lengths.parquet"))["id"].to_list() == [f"m{m}-{i}" for m in (1, 2) for i in range(5)]
+    assert read_parquet(str(tmp_path / "quit" / "lengths.parquet"))["id"].to_list() == [
+        f"m{m}-{i}" for m in (1, 2) for i in range(5)
+    ]
 
 
 def test_a_stored_table_reads_row_groups_a_batch_at_a_time_and_matches_a_frame(tmp_path):
@@ -159,4 +168,6 @@ def test_a_streamed_input_of_a_missing_table_names_it(tmp_path):
         return pl.DataFrame()
 
     with pytest.raises(FileNotFoundError, match="absent.parquet: materialize its asset first"):
-        dg.materialize([absent, reader], selection=[reader], resources={"io_manager": ParquetIOManager(root=str(tmp_path))})
+        dg.materialize(
+            [absent, reader], selection=[reader], resources={"io_manager": ParquetIOManager(root=str(tmp_path))}
+        )

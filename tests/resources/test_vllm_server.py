@@ -22,18 +22,32 @@ from resources.vllm_server import COMMAND_ENV, DEFAULT_COMMAND, VLLMServerResour
 from tests import servers
 from tests.servers import free_port
 
-QUESTIONS = ["Which city is the capital of France?", "What is the largest planet in the Solar System?",
-             "Who wrote Romeo and Juliet?", "What is 2 + 2?", "Name a primary colour.", "What gas do plants absorb?",
-             "How many legs does a spider have?", "What is the boiling point of water in Celsius?",
-             "What is the chemical symbol for gold?", "Who painted the Mona Lisa?",
-             "What is the tallest mountain on Earth?", "What language is spoken in Brazil?"]
+QUESTIONS = [
+    "Which city is the capital of France?",
+    "What is the largest planet in the Solar System?",
+    "Who wrote Romeo and Juliet?",
+    "What is 2 + 2?",
+    "Name a primary colour.",
+    "What gas do plants absorb?",
+    "How many legs does a spider have?",
+    "What is the boiling point of water in Celsius?",
+    "What is the chemical symbol for gold?",
+    "Who painted the Mona Lisa?",
+    "What is the tallest mountain on Earth?",
+    "What language is spoken in Brazil?",
+]
 # Three questions, each with the one passage that answers it among four.
-QUERIES = {"q1": "Which city is the capital of France?", "q2": "What is the largest planet in the Solar System?",
-           "q3": "Who wrote Romeo and Juliet?"}
-PASSAGES = {"paris": "Paris is the capital and most populous city of France.",
-            "jupiter": "Jupiter is the fifth planet from the Sun and the largest in the Solar System.",
-            "shakespeare": "Romeo and Juliet is a tragedy written by William Shakespeare early in his career.",
-            "bread": "Bread is made from flour, water and yeast, and baked in an oven."}
+QUERIES = {
+    "q1": "Which city is the capital of France?",
+    "q2": "What is the largest planet in the Solar System?",
+    "q3": "Who wrote Romeo and Juliet?",
+}
+PASSAGES = {
+    "paris": "Paris is the capital and most populous city of France.",
+    "jupiter": "Jupiter is the fifth planet from the Sun and the largest in the Solar System.",
+    "shakespeare": "Romeo and Juliet is a tragedy written by William Shakespeare early in his career.",
+    "bread": "Bread is made from flour, water and yeast, and baked in an oven.",
+}
 RELEVANT = {"q1": "paris", "q2": "jupiter", "q3": "shakespeare"}
 
 
@@ -46,8 +60,11 @@ def served_and_local(tmp_path, url: str, max_tokens: int = 8) -> LLMResource:
         f"  served: {{model: hosted_vllm/smollm2, backend: vllm, api_base: {url}, {sampling}}}\n"
         f"  local: {{model: local/smollm2-135m-instruct, backend: embedded, {sampling}}}\n"
     )
-    return LLMResource(registry_path=str(registry), cache_dir=str(tmp_path / "cache"),
-                       server=VLLMServerResource(attach_url=url, aliases=["served"], startup_timeout=30))
+    return LLMResource(
+        registry_path=str(registry),
+        cache_dir=str(tmp_path / "cache"),
+        server=VLLMServerResource(attach_url=url, aliases=["served"], startup_timeout=30),
+    )
 
 
 @pytest.mark.slow
@@ -58,12 +75,18 @@ def test_served_model_answers_like_the_in_process_one(tmp_path, vllm_server):
         served_stats, local_stats = CallStats(), CallStats()
         served = llm.run("served", reqs, stats=served_stats)
         local = llm.run("local", reqs, stats=local_stats)
-        return {"models": llm.server.served_models, "served": [r.text for r in served], "local": [r.text for r in local],
-                "errors": [r.error for r in served + local], "stats": [served_stats, local_stats]}
+        return {
+            "models": llm.server.served_models,
+            "served": [r.text for r in served],
+            "local": [r.text for r in local],
+            "errors": [r.error for r in served + local],
+            "stats": [served_stats, local_stats],
+        }
 
     before = vllm_server.requests_served()
-    result = dg.materialize([answers], resources={"llm": served_and_local(tmp_path, vllm_server.url),
-                                                  "io_manager": dg.mem_io_manager})
+    result = dg.materialize(
+        [answers], resources={"llm": served_and_local(tmp_path, vllm_server.url), "io_manager": dg.mem_io_manager}
+    )
     out = result.output_for_node("answers")
     assert out["models"] == ["smollm2"]
     assert out["errors"] == [None] * 2 * len(QUESTIONS)
@@ -81,8 +104,11 @@ def test_served_model_answers_like_the_in_process_one(tmp_path, vllm_server):
 def test_upr_reads_the_question_log_probabilities_from_vllm_like_the_in_process_model(tmp_path, vllm_server):
     llm = served_and_local(tmp_path, vllm_server.url)
     prompt = load_prompt("eval", "upr")
-    reqs = [ScoreRequest(f"{q} {p}", prompt.user.format(passage=text), prompt.continuation.format(question=question))
-            for q, question in QUERIES.items() for p, text in PASSAGES.items()]
+    reqs = [
+        ScoreRequest(f"{q} {p}", prompt.user.format(passage=text), prompt.continuation.format(question=question))
+        for q, question in QUERIES.items()
+        for p, text in PASSAGES.items()
+    ]
     stats = CallStats()
     before = vllm_server.requests_served()
     served = llm.score("served", reqs, stats=stats)
@@ -109,8 +135,11 @@ def test_upr_reads_the_question_log_probabilities_from_vllm_like_the_in_process_
 def test_first_token_verdicts_read_vllms_top_logprobs_like_the_in_process_models(tmp_path, vllm_server):
     llm = served_and_local(tmp_path, vllm_server.url)
     prompt = load_prompt("eval", "relevance")
-    reqs = [LLMRequest(f"{q} {p}", prompt.messages(question=question, passage=text), params=VERDICT)
-            for q, question in QUERIES.items() for p, text in PASSAGES.items()]
+    reqs = [
+        LLMRequest(f"{q} {p}", prompt.messages(question=question, passage=text), params=VERDICT)
+        for q, question in QUERIES.items()
+        for p, text in PASSAGES.items()
+    ]
     before = vllm_server.requests_served()
     served = llm.run("served", reqs)
     local = llm.run("local", reqs)
@@ -130,7 +159,9 @@ def test_the_resource_starts_the_deployments_server_command_and_stops_it_after_t
     (tmp_path / "site" / "v1").mkdir(parents=True)
     (tmp_path / "site" / "v1" / "models").write_text(json.dumps({"object": "list", "data": [{"id": "stand-in"}]}))
     port = free_port()
-    monkeypatch.setenv(COMMAND_ENV, f"{sys.executable} -m http.server {{port}} --bind {{host}} --directory {tmp_path / 'site'}")
+    monkeypatch.setenv(
+        COMMAND_ENV, f"{sys.executable} -m http.server {{port}} --bind {{host}} --directory {tmp_path / 'site'}"
+    )
     server = VLLMServerResource(model="stand-in", port=port, startup_timeout=60, log_path=str(tmp_path / "server.log"))
 
     @dg.asset
@@ -162,10 +193,11 @@ def test_run_config_cannot_choose_the_program_or_add_arguments(tmp_path):
         return 1
 
     with pytest.raises(dg.DagsterInvalidConfigError, match="command"):
-        dg.materialize([x], resources={"llm": LLMResource(cache_dir=str(tmp_path / "cache")),
-                                       "io_manager": dg.mem_io_manager},
-                       run_config={"resources": {"llm": {"config": {"servers": [{
-                           "model": "m", "command": f"touch {marker}"}]}}}})
+        dg.materialize(
+            [x],
+            resources={"llm": LLMResource(cache_dir=str(tmp_path / "cache")), "io_manager": dg.mem_io_manager},
+            run_config={"resources": {"llm": {"config": {"servers": [{"model": "m", "command": f"touch {marker}"}]}}}},
+        )
     assert not marker.exists()
     for bad in ("--trust-remote-code", "m --trust-remote-code", "m;touch x", ""):
         if bad:
@@ -173,11 +205,24 @@ def test_run_config_cannot_choose_the_program_or_add_arguments(tmp_path):
                 VLLMServerResource(model=bad)
     with pytest.raises(ValueError, match="dtype"):
         VLLMServerResource(model="m", dtype="float32 --trust-remote-code")
-    server = VLLMServerResource(model="Qwen/Qwen3-8B", port=8001, dtype="bfloat16", max_model_len=4096,
-                                served_model_name="Qwen/Qwen3-8B")
+    server = VLLMServerResource(
+        model="Qwen/Qwen3-8B", port=8001, dtype="bfloat16", max_model_len=4096, served_model_name="Qwen/Qwen3-8B"
+    )
     assert server_argv(DEFAULT_COMMAND, server.model, server.host, server.port, server.options()) == [
-        "vllm", "serve", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", "8001", "--dtype", "bfloat16",
-        "--max-model-len", "4096", "--served-model-name", "Qwen/Qwen3-8B"]
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-8B",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8001",
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "4096",
+        "--served-model-name",
+        "Qwen/Qwen3-8B",
+    ]
     # a placeholder fills its own argument, whatever the template around it
     assert server_argv("serve --model={model} {host}", "a b", "h", 1, []) == ["serve", "--model=a b", "h"]
 
@@ -186,8 +231,10 @@ def test_a_failing_servers_log_reaches_the_error_with_credentials_masked(tmp_pat
     monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
     server = VLLMServerResource(model="m", port=free_port(), startup_timeout=60, log_path=str(tmp_path / "server.log"))
     # the server prints a secret it holds in this environment, and one only it knows
-    server.start(command=f"{sys.executable} -c \"import os; print('token', os.environ['HF_TOKEN']); "
-                         "print('AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG'); raise SystemExit(1)\"")
+    server.start(
+        command=f"{sys.executable} -c \"import os; print('token', os.environ['HF_TOKEN']); "
+        "print('AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG'); raise SystemExit(1)\""
+    )
     with pytest.raises(RuntimeError) as err:
         server.wait()
     message = str(err.value)
@@ -206,7 +253,9 @@ def test_start_without_model_is_refused():
         return 1
 
     with pytest.raises(dg.DagsterResourceFunctionError) as err:
-        dg.materialize([x], resources={"llm": LLMResource(server=VLLMServerResource()), "io_manager": dg.mem_io_manager})
+        dg.materialize(
+            [x], resources={"llm": LLMResource(server=VLLMServerResource()), "io_manager": dg.mem_io_manager}
+        )
     assert "needs a model to serve or an attach_url" in str(err.value.__cause__)
 
 

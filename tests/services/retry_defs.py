@@ -24,8 +24,12 @@ HANDOVER_SECONDS = 120
 
 
 def questions() -> list[LLMRequest]:
-    return [LLMRequest(f"q{i}", [{"role": "user", "content": f"question {i} of the shared cache run"}],
-                       params={"max_tokens": 16}) for i in range(CALLS)]
+    return [
+        LLMRequest(
+            f"q{i}", [{"role": "user", "content": f"question {i} of the shared cache run"}], params={"max_tokens": 16}
+        )
+        for i in range(CALLS)
+    ]
 
 
 @dg.asset(retry_policy=dg.RetryPolicy(max_retries=1))
@@ -34,9 +38,16 @@ def shared_cache_answers(context: dg.AssetExecutionContext, llm: LLMResource) ->
     results = llm.run("m", questions(), stats=stats)
     folder = Path(os.environ["BENCHFOUNDRY_TEST_ATTEMPTS"])
     attempt = context.retry_number
-    (folder / f"attempt-{attempt}.json").write_text(json.dumps({
-        "process_group": os.getpgid(os.getpid()), "answered": sum(r.ok for r in results),
-        "from_cache": stats.cached, "sent": stats.calls - stats.cached}))
+    (folder / f"attempt-{attempt}.json").write_text(
+        json.dumps(
+            {
+                "process_group": os.getpgid(os.getpid()),
+                "answered": sum(r.ok for r in results),
+                "from_cache": stats.cached,
+                "sent": stats.calls - stats.cached,
+            }
+        )
+    )
     if attempt == 0:
         # The test stops this worker taking steps before the retry is queued, so the retry
         # runs on the other worker, whose own cache folder is empty.
@@ -50,10 +61,14 @@ def shared_cache_answers(context: dg.AssetExecutionContext, llm: LLMResource) ->
 defs = dg.Definitions(
     assets=[shared_cache_answers],
     jobs=[dg.define_asset_job("shared_cache_retry", selection=[shared_cache_answers], executor_def=cluster_executor())],
-    resources={"llm": LLMResource(registry_path=dg.EnvVar("BENCHFOUNDRY_TEST_REGISTRY"),
-                                  cache_dir=dg.EnvVar("BENCHFOUNDRY_CACHE"),
-                                  cache_type=dg.EnvVar("BENCHFOUNDRY_CACHE_TYPE"),
-                                  backoff_seconds=0.01)},
+    resources={
+        "llm": LLMResource(
+            registry_path=dg.EnvVar("BENCHFOUNDRY_TEST_REGISTRY"),
+            cache_dir=dg.EnvVar("BENCHFOUNDRY_CACHE"),
+            cache_type=dg.EnvVar("BENCHFOUNDRY_CACHE_TYPE"),
+            backoff_seconds=0.01,
+        )
+    },
 )
 
 

@@ -17,8 +17,12 @@ from tests.conftest import SCRIPTED_REGISTRY
 scripted.install()
 
 RESOURCES = {
-    "storage": StorageResource(root=dg.EnvVar("BENCHFOUNDRY_STORAGE"), local_index_root=dg.EnvVar("BENCHFOUNDRY_CACHE")),
-    "llm": LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=dg.EnvVar("BENCHFOUNDRY_CACHE"), backoff_seconds=0.01),
+    "storage": StorageResource(
+        root=dg.EnvVar("BENCHFOUNDRY_STORAGE"), local_index_root=dg.EnvVar("BENCHFOUNDRY_CACHE")
+    ),
+    "llm": LLMResource(
+        registry_path=SCRIPTED_REGISTRY, cache_dir=dg.EnvVar("BENCHFOUNDRY_CACHE"), backoff_seconds=0.01
+    ),
     "quit_settings": QuitSettings(profile="demo"),
     "recor_settings": RecorSettings(profile="demo"),
 }

@@ -32,12 +32,20 @@ RUN_SECONDS = 300
 
 def start_worker(name: str, config: Path, log: Path, **env_vars: str) -> subprocess.Popen:
     # dagster-celery runs `celery` by name, from the same environment as the test
-    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), **env_vars}
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        **env_vars,
+    }
     with open(log, "wb") as out:
         return subprocess.Popen(
             [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", str(config), "-n", name],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
@@ -60,20 +68,24 @@ def wait_for_workers(broker: str, workers: list[subprocess.Popen], logs: list[Pa
         assert not dead, f"a worker exited:\n{dead[0].read_text(errors='replace')[-3000:]}"
         if len(app.control.ping(timeout=1.0)) == len(workers):
             return
-    pytest.fail(f"workers did not answer within {READY_SECONDS}s:\n" + "\n".join(
-        log.read_text(errors="replace")[-2000:] for log in logs))
+    pytest.fail(
+        f"workers did not answer within {READY_SECONDS}s:\n"
+        + "\n".join(log.read_text(errors="replace")[-2000:] for log in logs)
+    )
 
 
-def run_watched(job, instance, workers: list[subprocess.Popen], logs: list[Path],
-                tags: dict | None = None) -> dg.JobExecutionResult:
+def run_watched(
+    job, instance, workers: list[subprocess.Popen], logs: list[Path], tags: dict | None = None
+) -> dg.JobExecutionResult:
     """Run ``job`` while watching the workers: Dagster's Celery loop waits for ever on a step
     whose worker died, so a dead worker or an overrun must fail the test instead."""
     outcome = {}
 
     def execute() -> None:
         try:
-            outcome["result"] = dg.execute_job(job, instance=instance,
-                                               tags={"dagster/partition": DOMAIN} if tags is None else tags)
+            outcome["result"] = dg.execute_job(
+                job, instance=instance, tags={"dagster/partition": DOMAIN} if tags is None else tags
+            )
         except BaseException as e:  # noqa: BLE001 - re-raised in the test's thread
             outcome["error"] = e
 
@@ -98,8 +110,11 @@ def prepare_workers(redis_server, monkeypatch, tmp_path: Path) -> tuple[str, Pat
     monkeypatch.setenv("BENCHFOUNDRY_CELERY_BACKEND", broker)
     config = tmp_path / "celery.yaml"
     # the worker reads the executor's config block of a run config; one step at a time per worker
-    config.write_text(yaml.safe_dump({"execution": {"config": {
-        "broker": broker, "backend": broker, "config_source": {"worker_concurrency": 1}}}}))
+    config.write_text(
+        yaml.safe_dump(
+            {"execution": {"config": {"broker": broker, "backend": broker, "config_source": {"worker_concurrency": 1}}}}
+        )
+    )
     # as a deployment does before its workers start: two workers opening an empty database
     # at once both create the instance's tables, and one fails on the other's
     subprocess.run([str(BIN / "dagster"), "instance", "migrate"], cwd=ROOT, check=True, capture_output=True)
@@ -119,8 +134,9 @@ def test_recor_domain_on_two_celery_workers(deployment, redis_server, monkeypatc
         with dg.DagsterInstance.get() as instance:
             result = run_watched(dg.reconstructable(scripted_defs.recor_build_on_celery), instance, workers, logs)
             assert result.success, "\n".join(log.read_text(errors="replace")[-3000:] for log in logs)
-            starts = instance.get_records_for_run(result.run_id, of_type=dg.DagsterEventType.STEP_START,
-                                                  limit=100).records
+            starts = instance.get_records_for_run(
+                result.run_id, of_type=dg.DagsterEventType.STEP_START, limit=100
+            ).records
             pids = {r.event_log_entry.dagster_event.pid for r in starts}
             ran_in = {groups.get(os.getpgid(pid)) for pid in pids}
         materialized = result.get_asset_materialization_events()
@@ -134,8 +150,9 @@ def test_recor_domain_on_two_celery_workers(deployment, redis_server, monkeypatc
 
 
 @pytest.mark.slow
-def test_a_step_retried_on_another_worker_is_answered_from_the_shared_cache(deployment, redis_server, postgres_server,
-                                                                           monkeypatch, tmp_path):
+def test_a_step_retried_on_another_worker_is_answered_from_the_shared_cache(
+    deployment, redis_server, postgres_server, monkeypatch, tmp_path
+):
     """Each worker has its own cache folder, as each pod has: only the Postgres answer cache
     is shared. The step's first attempt asks 40 calls and fails; its worker is then taken off
     the queue, so the retry runs on the other worker, and the stand-in must be asked nothing
@@ -156,18 +173,20 @@ def test_a_step_retried_on_another_worker_is_answered_from_the_shared_cache(depl
     logs = [tmp_path / f"{name}.log" for name in WORKERS]
     with Server(free_port(), name="model", log=tmp_path / "model.log") as model:
         registry.write_text(f"models:\n  m: {{model: hosted_vllm/m, backend: vllm, api_base: '{model.url}'}}\n")
-        workers = [start_worker(name, config, log, BENCHFOUNDRY_CACHE=str(tmp_path / f"cache-{name}"))
-                   for name, log in zip(WORKERS, logs)]
+        workers = [
+            start_worker(name, config, log, BENCHFOUNDRY_CACHE=str(tmp_path / f"cache-{name}"))
+            for name, log in zip(WORKERS, logs)
+        ]
         try:
             wait_for_workers(broker, workers, logs)
             groups = {worker.pid: name for worker, name in zip(workers, WORKERS)}
             app = make_app({"broker": broker, "backend": broker})
-            handover = threading.Thread(target=take_off_the_queue, daemon=True,
-                                        args=(app, attempts, groups))
+            handover = threading.Thread(target=take_off_the_queue, daemon=True, args=(app, attempts, groups))
             handover.start()
             with dg.DagsterInstance.get() as instance:
-                result = run_watched(dg.reconstructable(retry_defs.shared_cache_retry), instance, workers, logs,
-                                     tags={})
+                result = run_watched(
+                    dg.reconstructable(retry_defs.shared_cache_retry), instance, workers, logs, tags={}
+                )
             assert result.success, "\n".join(log.read_text(errors="replace")[-3000:] for log in logs)
             seen = model.seen()
         finally:
@@ -190,6 +209,7 @@ def take_off_the_queue(app, attempts: Path, groups: dict[int, str]) -> None:
         time.sleep(0.2)
     group = json.loads((attempts / "attempt-0.json").read_text())["process_group"]
     # a worker started with ``-n NAME`` is NAME@host to Celery's control commands
-    app.control.cancel_consumer("dagster", destination=[f"{groups[group]}@{socket.gethostname()}"], reply=True,
-                                timeout=10)
+    app.control.cancel_consumer(
+        "dagster", destination=[f"{groups[group]}@{socket.gethostname()}"], reply=True, timeout=10
+    )
     (attempts / "handed-over").touch()

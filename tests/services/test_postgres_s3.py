@@ -28,8 +28,10 @@ def test_recor_domain_on_postgres_and_s3(deployment, postgres_server):
     with psycopg2.connect(postgres_server.url) as conn, conn.cursor() as cur:
         cur.execute("SELECT pipeline_name, status FROM runs WHERE run_id = %s", (result.run_id,))
         assert cur.fetchall() == [("recor_build", "SUCCESS")]
-        cur.execute("SELECT count(*) FROM event_logs WHERE run_id = %s AND dagster_event_type = 'ASSET_MATERIALIZATION'",
-                    (result.run_id,))
+        cur.execute(
+            "SELECT count(*) FROM event_logs WHERE run_id = %s AND dagster_event_type = 'ASSET_MATERIALIZATION'",
+            (result.run_id,),
+        )
         assert cur.fetchone()[0] == len(materialized)
 
     tables = deployment.keys(deployment.storage_prefix + "/")
@@ -38,8 +40,9 @@ def test_recor_domain_on_postgres_and_s3(deployment, postgres_server):
 
     # the benchmark is built from turns, conversations and the corpus, all read back from S3
     benchmark_key = dg.AssetKey(["recor", "benchmark"])
-    body = deployment.s3.get_object(Bucket=deployment.bucket,
-                                    Key=f"{deployment.storage_prefix}/recor/benchmark/{DOMAIN}.parquet")["Body"].read()
+    body = deployment.s3.get_object(
+        Bucket=deployment.bucket, Key=f"{deployment.storage_prefix}/recor/benchmark/{DOMAIN}.parquet"
+    )["Body"].read()
     rows = pl.read_parquet(io.BytesIO(body)).height
     assert rows > 0
     assert materialized[benchmark_key].materialization.metadata["dagster/row_count"].value == rows

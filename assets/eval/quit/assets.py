@@ -19,11 +19,7 @@ from assets.eval import reports, retrieve
 from assets.eval import rerankers as rerank_methods
 from assets.eval.quit import steps as readers
 from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
-from assets.partitions import (
-    quit_reader_partitions,
-    retriever_partitions,
-    retriever_reranker_partitions,
-)
+from assets.partitions import quit_reader_partitions, retriever_partitions, retriever_reranker_partitions
 from assets.quit import rules as quit_rules
 from assets.quit import steps as quit_steps
 from assets.quit.settings import QuitSettings
@@ -54,47 +50,84 @@ HEADLINE_SPLITS = ("test", "dev")
 
 
 class QuitReport(dg.Config):
-    split: str = Field(default=HEADLINE_SPLIT, description="the split the headline tables score: test (the paper's) or dev; "
-                                                           "the stored table has every split's rows and all")
+    split: str = Field(
+        default=HEADLINE_SPLIT,
+        description="the split the headline tables score: test (the paper's) or dev; "
+        "the stored table has every split's rows and all",
+    )
 
 
 class QuitReader(dg.Config):
     answer_line: Literal["last_line", "first_line"] = Field(
-        default="last_line", description="which line of the reader's reply is its answer: last_line, as the QUIT release's "
-                                         "answer cleaning keeps it, or first_line")
+        default="last_line",
+        description="which line of the reader's reply is its answer: last_line, as the QUIT release's "
+        "answer cleaning keeps it, or first_line",
+    )
 
 
 def headline_split(config: QuitReport) -> str:
     """The split a QUIT report heads its tables with; train and all are refused, both hold
     the questions a fine-tuned model trained on."""
     if config.split not in HEADLINE_SPLITS:
-        raise ValueError(f"QUIT report split {config.split!r}: a headline table scores {' or '.join(HEADLINE_SPLITS)} "
-                         "questions (train and all hold the questions fine-tuned models learned from)")
+        raise ValueError(
+            f"QUIT report split {config.split!r}: a headline table scores {' or '.join(HEADLINE_SPLITS)} "
+            "questions (train and all hold the questions fine-tuned models learned from)"
+        )
     return config.split
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
-          ins={"benchmark_corpus": QUIT_CORPUS}, kinds={"lucene", "faiss"}, code_version="1", op_tags=GPU_STEP_TAGS)
-def quit_index(context: dg.AssetExecutionContext, benchmark_corpus: pl.DataFrame, lucene: LuceneResource,
-               faiss_index: FaissIndexResource, storage: StorageResource) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=retriever_partitions,
+    ins={"benchmark_corpus": QUIT_CORPUS},
+    kinds={"lucene", "faiss"},
+    code_version="1",
+    op_tags=GPU_STEP_TAGS,
+)
+def quit_index(
+    context: dg.AssetExecutionContext,
+    benchmark_corpus: pl.DataFrame,
+    lucene: LuceneResource,
+    faiss_index: FaissIndexResource,
+    storage: StorageResource,
+) -> dg.Output:
     """The QUIT corpus indexed for one retriever: a Lucene index for BM25, a FAISS index of
     the retriever's passage embeddings for dense retrievers (persisted under the storage
     root). The Oracle retriever reads the qrels and needs no index."""
     spec = load_retrievers()[context.partition_key]
     docs = benchmark_corpus.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents"))
-    n, location = (0, "") if spec.kind == "oracle" else retrieve.build(spec, "quit", docs, lucene, faiss_index, storage,
-                                                                        context.log.info)
+    n, location = (
+        (0, "")
+        if spec.kind == "oracle"
+        else retrieve.build(spec, "quit", docs, lucene, faiss_index, storage, context.log.info)
+    )
     frame = pl.DataFrame({"retriever": [spec.alias], "kind": [spec.kind], "documents": [n], "location": [location]})
     return dg.Output(frame, metadata={**table_metadata(frame), "documents": n})
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_partitions,
-          ins={"quit_index": wiring.input("quit_index"), "benchmark_questions": QUIT_QUESTIONS,
-               "benchmark_qrels": QUIT_QRELS},
-          kinds={"lucene", "faiss"}, code_version="2", op_tags=GPU_STEP_TAGS)
-def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, benchmark_questions: pl.DataFrame,
-              benchmark_qrels: pl.DataFrame, lucene: LuceneResource, faiss_index: FaissIndexResource,
-              storage: StorageResource) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=retriever_partitions,
+    ins={
+        "quit_index": wiring.input("quit_index"),
+        "benchmark_questions": QUIT_QUESTIONS,
+        "benchmark_qrels": QUIT_QRELS,
+    },
+    kinds={"lucene", "faiss"},
+    code_version="2",
+    op_tags=GPU_STEP_TAGS,
+)
+def quit_runs(
+    context: dg.AssetExecutionContext,
+    quit_index: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+    lucene: LuceneResource,
+    faiss_index: FaissIndexResource,
+    storage: StorageResource,
+) -> dg.Output:
     """Top-100 passages per question for one retriever, as a table and a TREC run file (the
     Oracle retriever: every relevant passage, shuffled; a run file retriever: its file per
     split, ``run_queries_missing`` questions it has no list for, ``run_ids_ignored`` ids
@@ -106,23 +139,35 @@ def quit_runs(context: dg.AssetExecutionContext, quit_index: pl.DataFrame, bench
     if spec.kind == "oracle":
         run = oracle_run(benchmark_qrels.filter(pl.col("question_id").is_in(qids)), spec.alias)
     elif spec.kind == RUN:
-        splits = {s: g["question_id"].to_list() for (s,), g in benchmark_questions.group_by("split", maintain_order=True)}
+        splits = {
+            s: g["question_id"].to_list() for (s,), g in benchmark_questions.group_by("split", maintain_order=True)
+        }
         files = retrieve.from_run_files(spec, "quit", "quit", splits, TOP_K, storage)
         run, found = run_frame(files.hits, spec.alias), files.metadata()
     else:
         run = run_frame(retrieve.search(spec, "quit", questions, qids, TOP_K, lucene, faiss_index, storage), spec.alias)
     trec_path = storage.path(PREFIX, "runs", "quit", f"{spec.alias}.trec")
     write_bytes(trec_path, trec_run(run).encode())
-    return dg.Output(run, metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path),
-                                    "questions": len(qids), **found})
+    return dg.Output(
+        run,
+        metadata={**table_metadata(run), "trec_run": dg.MetadataValue.path(trec_path), "questions": len(qids), **found},
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS,
-               "benchmark_questions": QUIT_QUESTIONS},
-          kinds={"ranx"}, code_version="2")
-def quit_retrieval_metrics(context: dg.AssetExecutionContext, config: QuitReport, quit_runs: pl.DataFrame,
-                           benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS, "benchmark_questions": QUIT_QUESTIONS},
+    kinds={"ranx"},
+    code_version="2",
+)
+def quit_retrieval_metrics(
+    context: dg.AssetExecutionContext,
+    config: QuitReport,
+    quit_runs: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
     Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
@@ -133,39 +178,79 @@ def quit_retrieval_metrics(context: dg.AssetExecutionContext, config: QuitReport
     questions and retrievers counted and the run's profile."""
     split = headline_split(config)
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
-    rows = readers.scores_by_split(quit_runs, benchmark_qrels, benchmark_questions, lambda system: {"retriever": system})
+    rows = readers.scores_by_split(
+        quit_runs, benchmark_qrels, benchmark_questions, lambda system: {"retriever": system}
+    )
     # with no retriever's run the columns stay, so the tables and why_empty still show
-    table = pl.DataFrame(rows, schema={"retriever": pl.String, "split": pl.String, "questions": pl.Int64,
-                                       **{m: pl.Float64 for m in eval_metrics.RETRIEVAL_METRICS}})
+    table = pl.DataFrame(
+        rows,
+        schema={
+            "retriever": pl.String,
+            "split": pl.String,
+            "questions": pl.Int64,
+            **{m: pl.Float64 for m in eval_metrics.RETRIEVAL_METRICS},
+        },
+    )
     headline = readers.on_split(table, split)
     retrievers = sorted(quit_runs["system"].unique().to_list())
     column = f"a retriever alias (resources/retrievers.yaml), on the {split} split; the Oracle retriever left out"
-    return dg.Output(table, metadata={
-        **table_metadata(table),
-        "slice": report_slice(f"{readers.questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
-                              f"({', '.join(retrievers) or 'none'}), the Oracle left out; tables on the {split} split",
-                              run_profile(context)),
-        "split": split,
-        "table_2": reports.share_table(headline, "retriever", TABLE_2, column),
-        "table_4": reports.share_table(headline, "retriever", TABLE_4, column),
-        **why_empty({name: (headline, readers.no_rows(benchmark_questions, split, "no retriever's run other than the Oracle's is "
-                                                                         "materialized"))
-                     for name in ("table_2", "table_4")}),
-        **definition_metadata(),
-        "figure_4_left": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
-        "figure_4_right": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
-    })
+    return dg.Output(
+        table,
+        metadata={
+            **table_metadata(table),
+            "slice": report_slice(
+                f"{readers.questions_covered(benchmark_questions)}; {len(retrievers)} retrievers "
+                f"({', '.join(retrievers) or 'none'}), the Oracle left out; tables on the {split} split",
+                run_profile(context),
+            ),
+            "split": split,
+            "table_2": reports.share_table(headline, "retriever", TABLE_2, column),
+            "table_4": reports.share_table(headline, "retriever", TABLE_4, column),
+            **why_empty(
+                {
+                    name: (
+                        headline,
+                        readers.no_rows(
+                            benchmark_questions, split, "no retriever's run other than the Oracle's is materialized"
+                        ),
+                    )
+                    for name in ("table_2", "table_4")
+                }
+            ),
+            **definition_metadata(),
+            "figure_4_left": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
+            "figure_4_right": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=retriever_reranker_partitions,
-          ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"],
-                                       partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")),
-               "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS},
-          kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"), op_tags=GPU_STEP_TAGS,
-          code_version=code_version("2", "eval/relevance", "eval/upr", "eval/seq2seq", "eval/rankgpt"), backfill_policy=dg.BackfillPolicy.multi_run(1))
-def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                       benchmark_corpus: pl.DataFrame, llm: LLMResource, storage: StorageResource,
-                       quit_settings: QuitSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=retriever_reranker_partitions,
+    ins={
+        "quit_runs": dg.AssetIn(
+            key=[PREFIX, "quit_runs"],
+            partition_mapping=dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever"),
+        ),
+        "benchmark_questions": QUIT_QUESTIONS,
+        "benchmark_corpus": QUIT_CORPUS,
+    },
+    kinds={"litellm"},
+    pool=llm_pool("quit.readers", "quit.judge"),
+    op_tags=GPU_STEP_TAGS,
+    code_version=code_version("2", "eval/relevance", "eval/upr", "eval/seq2seq", "eval/rankgpt"),
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+)
+def quit_reranked_runs(
+    context: dg.AssetExecutionContext,
+    quit_runs: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+    benchmark_corpus: pl.DataFrame,
+    llm: LLMResource,
+    storage: StorageResource,
+    quit_settings: QuitSettings,
+) -> dg.Output:
     """One retriever's run reranked by one reranker (partition = retriever x reranker): the
     top ``quit_settings.rerank_depth`` passages (the paper's 100; the demo profile: the
     reranker's own ``top_k``) reordered (pointwise LLM relevance, UPR, RankGPT or seq2seq, by
@@ -181,29 +266,54 @@ def quit_reranked_runs(context: dg.AssetExecutionContext, quit_runs: pl.DataFram
     stats = CallStats()
     context.log.info(f"{spec.alias} ({spec.kind}) reranks the top {depth} of each run (the paper reranks 100)")
     if spec.kind == RUN:
-        splits = {s: g["question_id"].to_list() for (s,), g in benchmark_questions.group_by("split", maintain_order=True)}
+        splits = {
+            s: g["question_id"].to_list() for (s,), g in benchmark_questions.group_by("split", maintain_order=True)
+        }
         done = rerank_methods.from_run_files(spec, keys["retriever"], "quit", splits, head)
     else:
         done = rerank_methods.rerank(spec, llm, queries, head, texts, stats, context.log.info)
     system = f"{keys['retriever']}+{spec.alias}"
-    rows = [(q, pid, rank, 1.0 / rank, system)
-            for q, ids in ranked.items()
-            for rank, pid in enumerate(done.lists[q] + ids[depth:], start=1)]
+    rows = [
+        (q, pid, rank, 1.0 / rank, system)
+        for q, ids in ranked.items()
+        for rank, pid in enumerate(done.lists[q] + ids[depth:], start=1)
+    ]
     frame = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
     trec_path = storage.path(PREFIX, "runs", "quit", f"{system}.trec")
     write_bytes(trec_path, trec_run(frame).encode())
-    return dg.Output(frame, metadata={**table_metadata(frame), "reranker_kind": spec.kind, "reranked_top_k": depth,
-                                      "unscored_passages": done.unscored, "repaired_permutations": done.repaired,
-                                      **done.found,
-                                      "trec_run": dg.MetadataValue.path(trec_path), **stats.as_metadata()})
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame),
+            "reranker_kind": spec.kind,
+            "reranked_top_k": depth,
+            "unscored_passages": done.unscored,
+            "repaired_permutations": done.repaired,
+            **done.found,
+            "trec_run": dg.MetadataValue.path(trec_path),
+            **stats.as_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_reranked_runs": wiring.input("quit_reranked_runs"), "benchmark_qrels": QUIT_QRELS,
-               "benchmark_questions": QUIT_QUESTIONS},
-          kinds={"ranx"}, code_version="3")
-def quit_rerank_metrics(context: dg.AssetExecutionContext, config: QuitReport, quit_reranked_runs: pl.DataFrame,
-                        benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "quit_reranked_runs": wiring.input("quit_reranked_runs"),
+        "benchmark_qrels": QUIT_QRELS,
+        "benchmark_questions": QUIT_QUESTIONS,
+    },
+    kinds={"ranx"},
+    code_version="3",
+)
+def quit_rerank_metrics(
+    context: dg.AssetExecutionContext,
+    config: QuitReport,
+    quit_reranked_runs: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
     shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
     MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
@@ -214,44 +324,91 @@ def quit_rerank_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
     extra = [eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)]
     metrics = [*eval_metrics.RETRIEVAL_METRICS, *extra]
     oracles = oracle_aliases()
+
     def labels(system: str) -> dict:
         retriever, reranker = system.split("+", 1)
         return {"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles}
 
     rows = readers.scores_by_split(quit_reranked_runs, benchmark_qrels, benchmark_questions, labels, metrics)
-    table = pl.DataFrame(rows, schema={"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean,
-                                       "split": pl.String, "questions": pl.Int64, **{m: pl.Float64 for m in metrics}})
+    table = pl.DataFrame(
+        rows,
+        schema={
+            "system": pl.String,
+            "retriever": pl.String,
+            "reranker": pl.String,
+            "oracle": pl.Boolean,
+            "split": pl.String,
+            "questions": pl.Int64,
+            **{m: pl.Float64 for m in metrics},
+        },
+    )
     headline = readers.on_split(table, split)
     retrieved, oracle = headline.filter(~pl.col("oracle")), headline.filter(pl.col("oracle"))
     systems = sorted(quit_reranked_runs["system"].unique().to_list())
-    return dg.Output(table, metadata={
-        **table_metadata(table),
-        "slice": report_slice(f"{quit_reranked_runs['question_id'].n_unique()} QUIT questions reranked; {len(systems)} "
-                              f"retriever+reranker runs ({', '.join(systems) or 'none'}); tables on the {split} split",
-                              run_profile(context)),
-        "split": split,
-        "table_5": reports.share_table(retrieved, "system", TABLE_5, f"{RERANKED_COLUMN}, on the {split} split"),
-        "table_6": reports.share_table(retrieved, "system", TABLE_4, f"{RERANKED_COLUMN}, on the {split} split"),
-        "table_7": reports.share_table(oracle, "reranker", TABLE_7, "a reranker alias (resources/rerankers.yaml), reordering "
-                                                                   f"the Oracle retriever's passages, on the {split} split"),
-        **why_empty({"table_5": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
-                     "table_6": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
-                     "table_7": (oracle, readers.no_rows(benchmark_questions, split,
-                                                 "no reranked run of the Oracle retriever is materialized"))}),
-        **definition_metadata(),
-    })
+    return dg.Output(
+        table,
+        metadata={
+            **table_metadata(table),
+            "slice": report_slice(
+                f"{quit_reranked_runs['question_id'].n_unique()} QUIT questions reranked; {len(systems)} "
+                f"retriever+reranker runs ({', '.join(systems) or 'none'}); tables on the {split} split",
+                run_profile(context),
+            ),
+            "split": split,
+            "table_5": reports.share_table(retrieved, "system", TABLE_5, f"{RERANKED_COLUMN}, on the {split} split"),
+            "table_6": reports.share_table(retrieved, "system", TABLE_4, f"{RERANKED_COLUMN}, on the {split} split"),
+            "table_7": reports.share_table(
+                oracle,
+                "reranker",
+                TABLE_7,
+                "a reranker alias (resources/rerankers.yaml), reordering "
+                f"the Oracle retriever's passages, on the {split} split",
+            ),
+            **why_empty(
+                {
+                    "table_5": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
+                    "table_6": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
+                    "table_7": (
+                        oracle,
+                        readers.no_rows(
+                            benchmark_questions, split, "no reranked run of the Oracle retriever is materialized"
+                        ),
+                    ),
+                }
+            ),
+            **definition_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_reader_partitions,
-          ins={"quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"], partition_mapping=dg.AllPartitionMapping()),
-               "quit_reranked_runs": dg.AssetIn(key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()),
-               "benchmark_questions": QUIT_QUESTIONS, "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"litellm"}, pool=llm_pool("quit.readers", "quit.judge"),
-          code_version=code_version("3", "quit/reader", "quit/judge"), backfill_policy=dg.BackfillPolicy.multi_run(1))
-def quit_reader_answers(context: dg.AssetExecutionContext, config: QuitReader, quit_runs: pl.DataFrame,
-                        quit_reranked_runs: pl.DataFrame,
-                        benchmark_questions: pl.DataFrame, benchmark_corpus: pl.DataFrame, benchmark_qrels: pl.DataFrame,
-                        llm: LLMResource) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=quit_reader_partitions,
+    ins={
+        "quit_runs": dg.AssetIn(key=[PREFIX, "quit_runs"], partition_mapping=dg.AllPartitionMapping()),
+        "quit_reranked_runs": dg.AssetIn(
+            key=[PREFIX, "quit_reranked_runs"], partition_mapping=dg.AllPartitionMapping()
+        ),
+        "benchmark_questions": QUIT_QUESTIONS,
+        "benchmark_corpus": QUIT_CORPUS,
+        "benchmark_qrels": QUIT_QRELS,
+    },
+    kinds={"litellm"},
+    pool=llm_pool("quit.readers", "quit.judge"),
+    code_version=code_version("3", "quit/reader", "quit/judge"),
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+)
+def quit_reader_answers(
+    context: dg.AssetExecutionContext,
+    config: QuitReader,
+    quit_runs: pl.DataFrame,
+    quit_reranked_runs: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+    benchmark_corpus: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+    llm: LLMResource,
+) -> dg.Output:
     """One reader (partition = model alias) answering from the top-1, top-3 and top-5
     passages of every retriever's and retriever+reranker's run, with Union_norm and
     Union_freq contexts over the passages' hints (equation 1, alpha 0.6, beta 0.4, every hint
@@ -264,9 +421,13 @@ def quit_reader_answers(context: dg.AssetExecutionContext, config: QuitReader, q
     parse = quit_rules.READER_PARSES[config.answer_line]
     judge = llm.role("quit.judge")[0]
     stats = CallStats()
-    items, split = readers.reader_items(pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus, benchmark_questions)
+    items, split = readers.reader_items(
+        pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus, benchmark_questions
+    )
     if split:
-        context.log.warning(f"{len(split)} passages encode no hints in their id and are cut into sentences: {', '.join(split[:10])}")
+        context.log.warning(
+            f"{len(split)} passages encode no hints in their id and are cut into sentences: {', '.join(split[:10])}"
+        )
     answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info, parse=parse)
     relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
     pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
@@ -274,30 +435,50 @@ def quit_reader_answers(context: dg.AssetExecutionContext, config: QuitReader, q
     per_passage = quit_steps.passage_answers(relevant, pool, llm, reader, judge, stats, context.log.info, parse=parse)
     per_passage = readers.with_raw_em(per_passage.with_columns(pl.col("exact_match").alias("em")), benchmark_questions)
     best = readers.optimal(per_passage, benchmark_qrels, reader)
-    frame = pl.concat([
-        answers,
-        best.select("question_id", "reader", "system", "em", "em_raw", "correct"),
-    ], how="diagonal_relaxed")
-    return dg.Output(frame, metadata={
-        **table_metadata(answers.select("question_id", "system", "k", "strategy", "answer", "em", "em_raw", "correct")),
-        "em": float(answers["em"].mean() or 0.0),
-        "em_raw": float(answers["em_raw"].mean() or 0.0),
-        "optimal_em": float(best["em"].mean() or 0.0),
-        "optimal_em_raw": float(best["em_raw"].mean() or 0.0),
-        "passages_cut_into_sentences": len(split),
-        "answer_line": config.answer_line,
-        **stats.as_metadata(),
-    })
+    frame = pl.concat(
+        [answers, best.select("question_id", "reader", "system", "em", "em_raw", "correct")], how="diagonal_relaxed"
+    )
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(
+                answers.select("question_id", "system", "k", "strategy", "answer", "em", "em_raw", "correct")
+            ),
+            "em": float(answers["em"].mean() or 0.0),
+            "em_raw": float(answers["em_raw"].mean() or 0.0),
+            "optimal_em": float(best["em"].mean() or 0.0),
+            "optimal_em_raw": float(best["em_raw"].mean() or 0.0),
+            "passages_cut_into_sentences": len(split),
+            "answer_line": config.answer_line,
+            **stats.as_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_reader_answers": wiring.input("quit_reader_answers"), "quit_runs": wiring.input("quit_runs"),
-               "quit_reranked_runs": wiring.input("quit_reranked_runs"),
-               "benchmark_corpus": QUIT_CORPUS, "benchmark_qrels": QUIT_QRELS, "benchmark_questions": QUIT_QUESTIONS},
-          kinds={"polars"}, code_version="4")
-def quit_reader_metrics(context: dg.AssetExecutionContext, config: QuitReport, quit_reader_answers: pl.DataFrame,
-                        quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame, benchmark_corpus: pl.DataFrame,
-                        benchmark_qrels: pl.DataFrame, benchmark_questions: pl.DataFrame) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "quit_reader_answers": wiring.input("quit_reader_answers"),
+        "quit_runs": wiring.input("quit_runs"),
+        "quit_reranked_runs": wiring.input("quit_reranked_runs"),
+        "benchmark_corpus": QUIT_CORPUS,
+        "benchmark_qrels": QUIT_QRELS,
+        "benchmark_questions": QUIT_QUESTIONS,
+    },
+    kinds={"polars"},
+    code_version="4",
+)
+def quit_reader_metrics(
+    context: dg.AssetExecutionContext,
+    config: QuitReport,
+    quit_reader_answers: pl.DataFrame,
+    quit_runs: pl.DataFrame,
+    quit_reranked_runs: pl.DataFrame,
+    benchmark_corpus: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+) -> dg.Output:
     """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
     k and context strategy, with the Optimal bound (Table 8's shape; ``em`` normalized,
     ``em_raw`` the release's raw match, each its own table), and the distribution of
@@ -309,7 +490,9 @@ def quit_reader_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
     rows = []
     for part, ids in readers.split_ids(benchmark_questions):
         answered = quit_reader_answers.filter(pl.col("question_id").is_in(ids))
-        shares = readers.em_table(answered.filter(pl.col("system") != "optimal"), answered.filter(pl.col("system") == "optimal"))
+        shares = readers.em_table(
+            answered.filter(pl.col("system") != "optimal"), answered.filter(pl.col("system") == "optimal")
+        )
         rows.append(shares.with_columns(pl.lit(part).alias("split"), pl.lit(len(ids), pl.Int64).alias("questions")))
     table = pl.concat(rows, how="vertical_relaxed")
     headline = readers.on_split(table, split).drop("questions")
@@ -319,25 +502,54 @@ def quit_reader_metrics(context: dg.AssetExecutionContext, config: QuitReport, q
         return report_table(wide, reports.table_8_definitions(wide, f"{definition}; on the {split} split"))
 
     names = sorted(quit_reader_answers["reader"].unique().to_list())
-    return dg.Output(table, metadata={
-        **table_metadata(table, 30),
-        "slice": report_slice(f"{quit_reader_answers['question_id'].n_unique()} QUIT questions answered; {len(names)} "
-                              f"readers ({', '.join(names) or 'none'}); tables on the {split} split", run_profile(context)),
-        "split": split,
-        "table_8": table_8("em", "EM (normalized): answer and gold equal after assets.common.text.normalize "
-                                 "(lower case; accents, punctuation, possessive 's and articles removed)"),
-        "table_8_em_raw": table_8("em_raw", "EM (raw, as released): the reader's output after the release's "
-                                            "clean_responses equals a gold answer as written, case included"),
-        **why_empty({name: (headline, readers.no_rows(benchmark_questions, split, "no reader's answers are materialized"))
-                     for name in ("table_8", "table_8_em_raw")}),
-        "figure_6": png_markdown(reports.hint_distribution(figure_6_runs(quit_runs, quit_reranked_runs),
-                                                           benchmark_corpus, benchmark_qrels)),
-    })
+    return dg.Output(
+        table,
+        metadata={
+            **table_metadata(table, 30),
+            "slice": report_slice(
+                f"{quit_reader_answers['question_id'].n_unique()} QUIT questions answered; {len(names)} "
+                f"readers ({', '.join(names) or 'none'}); tables on the {split} split",
+                run_profile(context),
+            ),
+            "split": split,
+            "table_8": table_8(
+                "em",
+                "EM (normalized): answer and gold equal after assets.common.text.normalize "
+                "(lower case; accents, punctuation, possessive 's and articles removed)",
+            ),
+            "table_8_em_raw": table_8(
+                "em_raw",
+                "EM (raw, as released): the reader's output after the release's "
+                "clean_responses equals a gold answer as written, case included",
+            ),
+            **why_empty(
+                {
+                    name: (
+                        headline,
+                        readers.no_rows(benchmark_questions, split, "no reader's answers are materialized"),
+                    )
+                    for name in ("table_8", "table_8_em_raw")
+                }
+            ),
+            "figure_6": png_markdown(
+                reports.hint_distribution(
+                    figure_6_runs(quit_runs, quit_reranked_runs), benchmark_corpus, benchmark_qrels
+                )
+            ),
+        },
+    )
 
 
 # Tables 4 and 6 share their columns; Table 7 is nDCG alone. nDCG with QUIT's gain.
-TABLE_4 = ["hit_rate@1", "hit_rate@5", "recall@5", "recall@10", "recall@50", "mrr",
-           *(eval_metrics.ndcg(k) for k in (10, 100))]
+TABLE_4 = [
+    "hit_rate@1",
+    "hit_rate@5",
+    "recall@5",
+    "recall@10",
+    "recall@50",
+    "mrr",
+    *(eval_metrics.ndcg(k) for k in (10, 100)),
+]
 TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
 # Tables 2 and 5: the Hit@k and MRR columns; the row keys' definitions, shown with the tables.
 TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
@@ -348,9 +560,11 @@ RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a rera
 
 def definition_metadata() -> dict[str, str]:
     gain = eval_metrics.GAINS[eval_metrics.QUIT_GAIN]
-    return {"ndcg_gain": f"tables: {gain}@k, {eval_metrics.GAIN_LABELS[gain]} (results/retriever/retriever.py); "
-                         f"ndcg@k columns: {eval_metrics.GAIN_LABELS['ndcg']}",
-            "relevance": eval_metrics.RELEVANCE}
+    return {
+        "ndcg_gain": f"tables: {gain}@k, {eval_metrics.GAIN_LABELS[gain]} (results/retriever/retriever.py); "
+        f"ndcg@k columns: {eval_metrics.GAIN_LABELS['ndcg']}",
+        "relevance": eval_metrics.RELEVANCE,
+    }
 
 
 def oracle_aliases() -> list[str]:
@@ -365,5 +579,12 @@ def figure_6_runs(runs: pl.DataFrame, reranked: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([runs.filter(~pl.col("system").is_in(oracles)), with_reranker])
 
 
-quit_eval_assets = [quit_index, quit_runs, quit_retrieval_metrics, quit_reranked_runs, quit_rerank_metrics,
-                    quit_reader_answers, quit_reader_metrics]
+quit_eval_assets = [
+    quit_index,
+    quit_runs,
+    quit_retrieval_metrics,
+    quit_reranked_runs,
+    quit_rerank_metrics,
+    quit_reader_answers,
+    quit_reader_metrics,
+]

@@ -66,7 +66,9 @@ def union_norm(passages: list[list[str]]) -> str:
     return " ".join(dict.fromkeys(u for units in passages for u in units))
 
 
-def union_freq_scores(passages: list[list[str]], alpha: Fraction = ALPHA, beta: Fraction = BETA) -> list[tuple[str, Fraction]]:
+def union_freq_scores(
+    passages: list[list[str]], alpha: Fraction = ALPHA, beta: Fraction = BETA
+) -> list[tuple[str, Fraction]]:
     """score(u) = alpha * sum 1/rank(P_i) + beta * sum 1/pos_i(u) over the passages P_i
     holding u (ranks and positions 1-based), exactly; units in order of first appearance."""
     scores: dict[str, Fraction] = {}
@@ -76,7 +78,9 @@ def union_freq_scores(passages: list[list[str]], alpha: Fraction = ALPHA, beta: 
     return list(scores.items())
 
 
-def union_freq(passages: list[list[str]], top: int | None = None, alpha: Fraction = ALPHA, beta: Fraction = BETA) -> str:
+def union_freq(
+    passages: list[list[str]], top: int | None = None, alpha: Fraction = ALPHA, beta: Fraction = BETA
+) -> str:
     """Every unit, highest score first (ties: first appearance), joined by spaces; ``top``
     keeps only the best ``top`` (None, the release's choice: all of them)."""
     scored = union_freq_scores(passages, alpha, beta)

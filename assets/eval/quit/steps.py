@@ -26,9 +26,18 @@ CUTOFFS = (1, 3, 5)
 NO_ANSWER = "NO ANSWER"
 
 ANSWER_SCHEMA = {
-    "question_id": pl.String, "reader": pl.String, "system": pl.String, "k": pl.Int32, "strategy": pl.String,
-    "context": pl.String, "raw": pl.String, "answer": pl.String, "error": pl.String, "em": pl.Boolean,
-    "em_raw": pl.Boolean, "correct": pl.Boolean,
+    "question_id": pl.String,
+    "reader": pl.String,
+    "system": pl.String,
+    "k": pl.Int32,
+    "strategy": pl.String,
+    "context": pl.String,
+    "raw": pl.String,
+    "answer": pl.String,
+    "error": pl.String,
+    "em": pl.Boolean,
+    "em_raw": pl.Boolean,
+    "correct": pl.Boolean,
 }
 
 
@@ -53,13 +62,21 @@ def raw_exact_match(raw: str | None, golds: list[str]) -> bool:
 def with_raw_em(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     """``answers`` (``question_id``, ``raw``) with ``em_raw`` against each question's pool."""
     pool = dict(questions.select("question_id", "answers").iter_rows())
-    return answers.with_columns(pl.Series("em_raw", [raw_exact_match(raw, pool.get(qid) or [])
-                                                     for qid, raw in answers.select("question_id", "raw").iter_rows()],
-                                          dtype=pl.Boolean))
+    return answers.with_columns(
+        pl.Series(
+            "em_raw",
+            [
+                raw_exact_match(raw, pool.get(qid) or [])
+                for qid, raw in answers.select("question_id", "raw").iter_rows()
+            ],
+            dtype=pl.Boolean,
+        )
+    )
 
 
-def reader_items(runs: pl.DataFrame, corpus: pl.DataFrame, questions: pl.DataFrame | None, cutoffs=CUTOFFS,
-                 top: int | None = None) -> tuple[list[dict], list[str]]:
+def reader_items(
+    runs: pl.DataFrame, corpus: pl.DataFrame, questions: pl.DataFrame | None, cutoffs=CUTOFFS, top: int | None = None
+) -> tuple[list[dict], list[str]]:
     """One item per (question, system, k, strategy) with its context, and the ids of the
     passages cut into regex sentences because their id does not encode hints of
     ``questions`` (``question_id``, ``hints``; see ``contexts.passage_units``). ``top`` caps
@@ -67,37 +84,71 @@ def reader_items(runs: pl.DataFrame, corpus: pl.DataFrame, questions: pl.DataFra
     skipped."""
     known = runs.join(corpus.select("passage_id"), on="passage_id", how="semi").sort("question_id", "system", "rank")
     head = known.group_by(["question_id", "system"], maintain_order=True).head(max(cutoffs))
-    units, split = passage_units(corpus.join(head.select("passage_id").unique(), on="passage_id", how="semi"), questions)
+    units, split = passage_units(
+        corpus.join(head.select("passage_id").unique(), on="passage_id", how="semi"), questions
+    )
     items = []
     for (qid, system), group in head.group_by(["question_id", "system"], maintain_order=True):
         ranked = [units[p] for p in group["passage_id"]]
         for k in cutoffs:
             for strategy, build in STRATEGIES.items():
-                items.append({"question_id": qid, "system": system, "k": k, "strategy": strategy,
-                              "context": build(ranked[:k], top)})
+                items.append(
+                    {
+                        "question_id": qid,
+                        "system": system,
+                        "k": k,
+                        "strategy": strategy,
+                        "context": build(ranked[:k], top),
+                    }
+                )
     return sorted(items, key=lambda i: (i["question_id"], i["system"], i["k"], i["strategy"])), sorted(split)
 
 
-def read(items: list[dict], questions: pl.DataFrame, llm, reader: str, judge_alias: str, stats: CallStats, log=None,
-         parse=rules.parse_last_line_answer) -> pl.DataFrame:
+def read(
+    items: list[dict],
+    questions: pl.DataFrame,
+    llm,
+    reader: str,
+    judge_alias: str,
+    stats: CallStats,
+    log=None,
+    parse=rules.parse_last_line_answer,
+) -> pl.DataFrame:
     """Answers for every item, read from each reply by ``parse`` (the release's last line by
     default; ``rules.READER_PARSES``) and graded against the answer pool (``answers`` column)."""
     prompt = load_prompt("quit", "reader")
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
-    reqs = [LLMRequest(f"{i['question_id']} {i['system']} k={i['k']} {i['strategy']}",
-                       prompt.messages(question=q[i["question_id"]]["question"], context=i["context"])) for i in items]
+    reqs = [
+        LLMRequest(
+            f"{i['question_id']} {i['system']} k={i['k']} {i['strategy']}",
+            prompt.messages(question=q[i["question_id"]]["question"], context=i["context"]),
+        )
+        for i in items
+    ]
     results = llm.run(reader, reqs, parse=parse, stats=stats, log=log)
-    graded = [(i["question_id"], q[i["question_id"]]["question"], q[i["question_id"]]["answers"], r.value)
-              for i, r in zip(items, results) if r.ok and r.value]
+    graded = [
+        (i["question_id"], q[i["question_id"]]["question"], q[i["question_id"]]["answers"], r.value)
+        for i, r in zip(items, results)
+        if r.ok and r.value
+    ]
     verdicts = steps.judge(llm, judge_alias, graded, stats, log)
     rows = []
     for i, r in zip(items, results):
         answer = r.value if r.ok else None
         golds = q[i["question_id"]]["answers"]
         verdict = verdicts.get((i["question_id"], normalize(answer))) if answer else None
-        rows.append({**i, "reader": reader, "raw": r.text, "answer": answer, "error": r.error,
-                     "em": exact_match(answer, golds), "em_raw": raw_exact_match(r.text, golds),
-                     "correct": rules.is_correct(answer, golds, verdict)})
+        rows.append(
+            {
+                **i,
+                "reader": reader,
+                "raw": r.text,
+                "answer": answer,
+                "error": r.error,
+                "em": exact_match(answer, golds),
+                "em_raw": raw_exact_match(r.text, golds),
+                "correct": rules.is_correct(answer, golds, verdict),
+            }
+        )
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
@@ -118,16 +169,27 @@ def em_table(answers: pl.DataFrame, optimal_rows: pl.DataFrame) -> pl.DataFrame:
     """Table 8's shape: per (system, k, strategy) and reader, Optimal first, the share of
     questions with ``em`` (normalized EM), ``em_raw`` (the release's raw EM) and ``judge``
     (judged correct)."""
-    shares = [pl.col("em").mean().alias("em"), pl.col("em_raw").mean().alias("em_raw"), pl.col("correct").mean().alias("judge")]
-    best = (optimal_rows.group_by("reader").agg(shares)
-            .with_columns(pl.lit("Optimal").alias("system"), pl.lit(None, pl.Int32).alias("k"), pl.lit("oracle").alias("strategy")))
+    shares = [
+        pl.col("em").mean().alias("em"),
+        pl.col("em_raw").mean().alias("em_raw"),
+        pl.col("correct").mean().alias("judge"),
+    ]
+    best = (
+        optimal_rows.group_by("reader")
+        .agg(shares)
+        .with_columns(
+            pl.lit("Optimal").alias("system"), pl.lit(None, pl.Int32).alias("k"), pl.lit("oracle").alias("strategy")
+        )
+    )
     rest = answers.group_by("system", "k", "strategy", "reader").agg(shares)
     return pl.concat([best.select(rest.columns), rest.sort("system", "k", "strategy")], how="vertical_relaxed")
 
 
 def split_ids(questions: pl.DataFrame) -> list[tuple[str, list[str]]]:
     """("all", every question id), then each split with its question ids, in name order."""
-    per_split = [(s, g["question_id"].to_list()) for (s,), g in questions.sort("split").group_by("split", maintain_order=True)]
+    per_split = [
+        (s, g["question_id"].to_list()) for (s,), g in questions.sort("split").group_by("split", maintain_order=True)
+    ]
     return [("all", questions["question_id"].to_list()), *per_split]
 
 
@@ -150,8 +212,13 @@ def questions_covered(questions: pl.DataFrame) -> str:
     return f"{questions.height} QUIT questions ({splits or 'no split'})"
 
 
-def scores_by_split(runs: pl.DataFrame, qrels: pl.DataFrame, questions: pl.DataFrame, labels: Callable[[str], dict],
-                    metrics: list[str] = eval_metrics.RETRIEVAL_METRICS) -> list[dict]:
+def scores_by_split(
+    runs: pl.DataFrame,
+    qrels: pl.DataFrame,
+    questions: pl.DataFrame,
+    labels: Callable[[str], dict],
+    metrics: list[str] = eval_metrics.RETRIEVAL_METRICS,
+) -> list[dict]:
     """The rows of a QUIT metrics table: for "all" and each split (:func:`split_ids`), each
     system of ``runs`` with its ``labels`` columns, the split, its question count and the
     ``metrics`` (ranx) over the split's questions."""

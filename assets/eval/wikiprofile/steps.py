@@ -22,8 +22,15 @@ from assets.eval.wikiprofile import rules as method
 from resources.llm import LLMRequest
 
 KNOWLEDGE = set(method.KNOWLEDGE_TASKS)
-GRADE_SCHEMA = {"fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32, "response": pl.String,
-                "answer": pl.String, "label": pl.String}
+GRADE_SCHEMA = {
+    "fact_id": pl.String,
+    "task": pl.String,
+    "thinking": pl.Boolean,
+    "sample": pl.Int32,
+    "response": pl.String,
+    "answer": pl.String,
+    "label": pl.String,
+}
 # Room for a chain of thought before its final answer; a plain answer is short.
 # The caps for the small default model; a registry entry's budgets (``thinking``, ``answer``)
 # replace them for a model that reasons at length.
@@ -53,8 +60,9 @@ class Sample:
     gold_slot: int | None = None
 
 
-def sample_requests(benchmark: pl.DataFrame, model_thinking: str, n: int, temperature: float = 1.0
-                    ) -> list[tuple[Sample, LLMRequest, bool]]:
+def sample_requests(
+    benchmark: pl.DataFrame, model_thinking: str, n: int, temperature: float = 1.0
+) -> list[tuple[Sample, LLMRequest, bool]]:
     """Every sample of every task of every fact: ``(bookkeeping, request, thinking)``.
     ``model_thinking`` is the registry's ``thinking`` (cot, native, none): with ``cot`` the
     thinking run uses the chain-of-thought prompt, with ``native`` the same prompt and the
@@ -78,8 +86,12 @@ def sample_requests(benchmark: pl.DataFrame, model_thinking: str, n: int, temper
                 else:
                     name = "subject_question_cot" if cot else "subject_question"
                     messages = load_prompt("eval", name).messages(question=row["question"])
-                request = LLMRequest(f"{row['fact_id']} {task} {'think' if thinking else 'plain'} {k}", messages, sample=k,
-                                     params={"temperature": temperature, "max_tokens": MAX_TOKENS[thinking]})
+                request = LLMRequest(
+                    f"{row['fact_id']} {task} {'think' if thinking else 'plain'} {k}",
+                    messages,
+                    sample=k,
+                    params={"temperature": temperature, "max_tokens": MAX_TOKENS[thinking]},
+                )
                 out.append((Sample(row["fact_id"], task, thinking, k, gold_slot), request, thinking))
     return out
 
@@ -97,16 +109,27 @@ def grading_requests(samples: pl.DataFrame, benchmark: pl.DataFrame) -> list[tup
     gold = {(r["fact_id"], r["task"]): r for r in benchmark.iter_rows(named=True)}
     out = []
     free = samples.filter(~pl.col("task").str.starts_with("mc_"))
-    for (fid, task, thinking), group in free.sort("sample").group_by("fact_id", "task", "thinking", maintain_order=True):
+    for (fid, task, thinking), group in free.sort("sample").group_by(
+        "fact_id", "task", "thinking", maintain_order=True
+    ):
         row = gold[(fid, task)]
         completion = task == "completion"
         label = "Completion" if completion else "Answer"
-        answers = "\n".join(f"{label} {i}: {a or '(no answer)'}" for i, a in enumerate(group["answer"].to_list(), start=1))
+        answers = "\n".join(
+            f"{label} {i}: {a or '(no answer)'}" for i, a in enumerate(group["answer"].to_list(), start=1)
+        )
         prompt = load_prompt("eval", "grade_completions" if completion else "grade_answers")
-        out.append(((fid, task, thinking), LLMRequest(f"{fid} {task} {thinking}",
-                                                     prompt.messages(question=row["question"], gold=row["answer"], answers=answers),
-                                                     params={"temperature": 0.0, "max_tokens": 16 * group.height},
-                                                     output=prompt.output)))
+        out.append(
+            (
+                (fid, task, thinking),
+                LLMRequest(
+                    f"{fid} {task} {thinking}",
+                    prompt.messages(question=row["question"], gold=row["answer"], answers=answers),
+                    params={"temperature": 0.0, "max_tokens": 16 * group.height},
+                    output=prompt.output,
+                ),
+            )
+        )
     return out
 
 
@@ -123,22 +146,51 @@ def question_grades(labels: pl.DataFrame, partial_weight: float | None = None) -
     rows = []
     for (fid, task, thinking), group in labels.group_by("fact_id", "task", "thinking", maintain_order=True):
         got = group["label"].to_list()
-        rows.append({"fact_id": fid, "task": task, "thinking": thinking, "grade": method.grade(got, partial_weight),
-                     **{label.lower(): got.count(label) for label in method.LABELS}})
-    return pl.DataFrame(rows, schema={"fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "grade": pl.Float64,
-                                      "correct": pl.Int64, "incorrect": pl.Int64, "partially": pl.Int64, "other": pl.Int64})
+        rows.append(
+            {
+                "fact_id": fid,
+                "task": task,
+                "thinking": thinking,
+                "grade": method.grade(got, partial_weight),
+                **{label.lower(): got.count(label) for label in method.LABELS},
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "fact_id": pl.String,
+            "task": pl.String,
+            "thinking": pl.Boolean,
+            "grade": pl.Float64,
+            "correct": pl.Int64,
+            "incorrect": pl.Int64,
+            "partially": pl.Int64,
+            "other": pl.Int64,
+        },
+    )
 
 
-PROFILE_SCHEMA = {"fact_id": pl.String, "encodes": pl.Boolean, "knows": pl.Boolean, "knows_thinking": pl.Boolean,
-                  "profile": pl.String, "thinking_run": pl.String}
+PROFILE_SCHEMA = {
+    "fact_id": pl.String,
+    "encodes": pl.Boolean,
+    "knows": pl.Boolean,
+    "knows_thinking": pl.Boolean,
+    "profile": pl.String,
+    "thinking_run": pl.String,
+}
 # Table 2: one row per model (:func:`method.profile_summary`); shares are null where the
 # thinking run is missing.
-SUMMARY_SCHEMA = {"model": pl.String, **{c: pl.Int64 for c in method.SUMMARY_COUNTS}, "thinking_run": pl.String,
-                  **{c: pl.Float64 for c in method.SUMMARY_SHARES}}
+SUMMARY_SCHEMA = {
+    "model": pl.String,
+    **{c: pl.Int64 for c in method.SUMMARY_COUNTS},
+    "thinking_run": pl.String,
+    **{c: pl.Float64 for c in method.SUMMARY_SHARES},
+}
 
 
-def fact_profiles(grades: pl.DataFrame, strategy: str = "S2", tau_enc: float = method.TAU,
-                  tau_know: float = method.TAU) -> pl.DataFrame:
+def fact_profiles(
+    grades: pl.DataFrame, strategy: str = "S2", tau_enc: float = method.TAU, tau_know: float = method.TAU
+) -> pl.DataFrame:
     """E, K0, KT and the profile of every fact of one model, from its question grades (S3
     expects grades computed with the partial weight). A model with no knowledge question
     graded with thinking has no thinking run: its facts say so (``thinking_run`` missing,
@@ -149,8 +201,10 @@ def fact_profiles(grades: pl.DataFrame, strategy: str = "S2", tau_enc: float = m
     for r in grades.iter_rows(named=True):
         plain, thinking = by_fact.setdefault(r["fact_id"], ({}, {}))
         (thinking if r["thinking"] else plain)[r["task"]] = r["grade"] if r["grade"] is not None else math.nan
-    rows = [{"fact_id": fid, **method.classify(plain, thinking if has_thinking_run else None, strategy, tau_enc, tau_know)}
-            for fid, (plain, thinking) in sorted(by_fact.items())]
+    rows = [
+        {"fact_id": fid, **method.classify(plain, thinking if has_thinking_run else None, strategy, tau_enc, tau_know)}
+        for fid, (plain, thinking) in sorted(by_fact.items())
+    ]
     return pl.DataFrame(rows, schema=PROFILE_SCHEMA)
 
 

@@ -26,12 +26,42 @@ from assets.quit.assets.labeling import (
 )
 from assets.quit.assets.release import benchmark, release_files, statistics
 
-quit_assets = [source_questions, screened_questions, hint_convergence, selected_questions, reference_index, question_metadata,
-               parametric_answers, splits, passages, passage_answers, passage_labels, verification_candidates,
-               verified_labels, benchmark, release_files, statistics]
+quit_assets = [
+    source_questions,
+    screened_questions,
+    hint_convergence,
+    selected_questions,
+    reference_index,
+    question_metadata,
+    parametric_answers,
+    splits,
+    passages,
+    passage_answers,
+    passage_labels,
+    verification_candidates,
+    verified_labels,
+    benchmark,
+    release_files,
+    statistics,
+]
 
 __all__ = [
-    "quit_assets", "wiring", "source_questions", "screened_questions", "hint_convergence", "selected_questions",
-    "reference_index", "question_metadata", "parametric_answers", "splits", "passages", "passage_answers",
-    "passage_labels", "verification_candidates", "verified_labels", "benchmark", "release_files", "statistics",
+    "quit_assets",
+    "wiring",
+    "source_questions",
+    "screened_questions",
+    "hint_convergence",
+    "selected_questions",
+    "reference_index",
+    "question_metadata",
+    "parametric_answers",
+    "splits",
+    "passages",
+    "passage_answers",
+    "passage_labels",
+    "verification_candidates",
+    "verified_labels",
+    "benchmark",
+    "release_files",
+    "statistics",
 ]

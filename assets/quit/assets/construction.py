@@ -22,8 +22,14 @@ from resources.storage import StorageResource
 
 @dg.multi_asset(
     outs={
-        "source_questions": wiring.out(kinds={"polars", "parquet"}, description="TriviaHG and WikiHint unified: one row per usable question, hints deduplicated."),
-        "source_rejects": wiring.out(kinds={"polars", "parquet"}, description="Source records rejected at ingest, with the reason and the raw record."),
+        "source_questions": wiring.out(
+            kinds={"polars", "parquet"},
+            description="TriviaHG and WikiHint unified: one row per usable question, hints deduplicated.",
+        ),
+        "source_rejects": wiring.out(
+            kinds={"polars", "parquet"},
+            description="Source records rejected at ingest, with the reason and the raw record.",
+        ),
     },
     code_version="1",
 )
@@ -34,17 +40,25 @@ def source_questions(context: dg.AssetExecutionContext, quit_settings: QuitSetti
         loaded.append((name, read_json_list(path)))
     result = sources.ingest(loaded)
     questions = sources.questions_frame(result.rows)
-    yield dg.Output(questions, output_name="source_questions", metadata={
-        **table_metadata(questions.select("question_id", "question", "answer", "hints")),
-        "by_source": counts_md(dict(questions.group_by("source").len().sort("source").iter_rows())),
-    })
+    yield dg.Output(
+        questions,
+        output_name="source_questions",
+        metadata={
+            **table_metadata(questions.select("question_id", "question", "answer", "hints")),
+            "by_source": counts_md(dict(questions.group_by("source").len().sort("source").iter_rows())),
+        },
+    )
     yield wiring.rejects("source_rejects", sources.REJECTS, result.rejects)
 
 
 @dg.multi_asset(
     outs={
-        "screened_questions": wiring.out(kinds={"polars", "litellm"}, description="Questions none of whose hints leaks the answer."),
-        "leakage_rejects": wiring.out(kinds={"polars", "litellm"}, description="Questions discarded for answer leakage, naming the hint."),
+        "screened_questions": wiring.out(
+            kinds={"polars", "litellm"}, description="Questions none of whose hints leaks the answer."
+        ),
+        "leakage_rejects": wiring.out(
+            kinds={"polars", "litellm"}, description="Questions discarded for answer leakage, naming the hint."
+        ),
     },
     ins={"source_questions": wiring.input("source_questions")},
     pool=llm_pool("quit"),
@@ -57,64 +71,117 @@ def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.D
     with advisory verdicts (registry) discards nothing, its Yes is listed in the metadata
     (``unresolved_spans``) with the spans whose judge call failed."""
     stats = CallStats()
-    kept, rejects, unresolved = steps.screen_leakage(source_questions, llm, judge_alias(llm), stats, log=info_log(context),
-                                                     binding=is_binding(llm))
+    kept, rejects, unresolved = steps.screen_leakage(
+        source_questions, llm, judge_alias(llm), stats, log=info_log(context), binding=is_binding(llm)
+    )
     if unresolved.height:
-        context.log.warning(f"{unresolved.height} near-miss spans of kept questions were not judged leaks by a binding "
-                            "verdict (advisory Yes or failed call): see unresolved_spans")
-    yield dg.Output(kept, output_name="screened_questions", metadata={
-        **table_metadata(kept.select("question_id", "question", "answer")), **stats.as_metadata(),
-        "verdicts": verdicts(llm), "unresolved_spans": dg.MetadataValue.md(md_table(unresolved, 20) if unresolved.height else "none"),
-    })
+        context.log.warning(
+            f"{unresolved.height} near-miss spans of kept questions were not judged leaks by a binding "
+            "verdict (advisory Yes or failed call): see unresolved_spans"
+        )
+    yield dg.Output(
+        kept,
+        output_name="screened_questions",
+        metadata={
+            **table_metadata(kept.select("question_id", "question", "answer")),
+            **stats.as_metadata(),
+            "verdicts": verdicts(llm),
+            "unresolved_spans": dg.MetadataValue.md(md_table(unresolved, 20) if unresolved.height else "none"),
+        },
+    )
     yield wiring.rejects("leakage_rejects", sources.REJECTS, rejects)
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"screened_questions": wiring.input("screened_questions")},
-          kinds={"polars", "litellm"}, pool=llm_pool("quit"), code_version=code_version("1", "quit/distractors", "quit/hint_fits"))
-def hint_convergence(context: dg.AssetExecutionContext, screened_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={"screened_questions": wiring.input("screened_questions")},
+    kinds={"polars", "litellm"},
+    pool=llm_pool("quit"),
+    code_version=code_version("1", "quit/distractors", "quit/hint_fits"),
+)
+def hint_convergence(
+    context: dg.AssetExecutionContext, screened_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings
+) -> dg.Output:
     """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
     wrong candidate answers a hint rules out (candidates from the source, else proposed by the
     LLM), 0 when the hint does not fit the gold answer."""
     alias = llm.role("quit.labelers")[0]
     stats = CallStats()
     frame = steps.hint_convergence(screened_questions, llm, alias, quit_settings.distractors, stats, info_log(context))
-    return dg.Output(frame, metadata={
-        **table_metadata(frame.select("question_id", "hint_index", "convergence", "origin", "hint")),
-        "mean_convergence": float(frame["convergence"].mean() or 0.0),
-        **stats.as_metadata(),
-    })
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame.select("question_id", "hint_index", "convergence", "origin", "hint")),
+            "mean_convergence": float(frame["convergence"].mean() or 0.0),
+            **stats.as_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"screened_questions": wiring.input("screened_questions"), "hint_convergence": wiring.input("hint_convergence")},
-          kinds={"polars"}, code_version="1")
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "screened_questions": wiring.input("screened_questions"),
+        "hint_convergence": wiring.input("hint_convergence"),
+    },
+    kinds={"polars"},
+    code_version="1",
+)
 def selected_questions(screened_questions: pl.DataFrame, hint_convergence: pl.DataFrame) -> dg.Output:
     """Each question with its top-5 hints by convergence, best first."""
     frame = steps.select_hints(screened_questions, hint_convergence)
-    return dg.Output(frame, metadata=table_metadata(frame.select("question_id", "question", "hint_convergence", "hints")))
+    return dg.Output(
+        frame, metadata=table_metadata(frame.select("question_id", "question", "hint_convergence", "hints"))
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, ins={"selected_questions": wiring.input("selected_questions")},
-          kinds={"polars", "lucene"}, code_version="1")
-def reference_index(selected_questions: pl.DataFrame, lucene: LuceneResource, storage: StorageResource,
-                    quit_settings: QuitSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={"selected_questions": wiring.input("selected_questions")},
+    kinds={"polars", "lucene"},
+    code_version="1",
+)
+def reference_index(
+    selected_questions: pl.DataFrame, lucene: LuceneResource, storage: StorageResource, quit_settings: QuitSettings
+) -> dg.Output:
     """The reference passages of reference-based difficulty (3.1.5), indexed for BM25: the
     collection at ``reference_path`` (JSON Lines with id and contents, a Wikipedia passage
     collection in a real run), else the sources' own snippets."""
     references = sources.reference_passages(quit_settings.reference_path, selected_questions)
     where = storage.index_path("lucene", "quit_references")
     lucene.build(where, references.to_dicts())
-    return dg.Output(references, metadata={**table_metadata(references), "index": dg.MetadataValue.path(where),
-                                           "origin": quit_settings.reference_path or "source snippets"})
+    return dg.Output(
+        references,
+        metadata={
+            **table_metadata(references),
+            "index": dg.MetadataValue.path(where),
+            "origin": quit_settings.reference_path or "source snippets",
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"selected_questions": wiring.input("selected_questions"), "reference_index": wiring.input("reference_index")},
-          kinds={"polars", "litellm", "lucene"}, pool=llm_pool("quit"), code_version=code_version("1", "quit/question_type"),
-          op_tags=GPU_STEP_TAGS)
-def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, reference_index: pl.DataFrame,
-                      llm: LLMResource, lucene: LuceneResource, encoder: EncoderResource, storage: StorageResource,
-                      quit_settings: QuitSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={"selected_questions": wiring.input("selected_questions"), "reference_index": wiring.input("reference_index")},
+    kinds={"polars", "litellm", "lucene"},
+    pool=llm_pool("quit"),
+    code_version=code_version("1", "quit/question_type"),
+    op_tags=GPU_STEP_TAGS,
+)
+def question_metadata(
+    context: dg.AssetExecutionContext,
+    selected_questions: pl.DataFrame,
+    reference_index: pl.DataFrame,
+    llm: LLMResource,
+    lucene: LuceneResource,
+    encoder: EncoderResource,
+    storage: StorageResource,
+    quit_settings: QuitSettings,
+) -> dg.Output:
     """Question type (coarse:fine; the source's, else LLM classification) and difficulty (the
     source's, else reference-based complexity: how many of the BM25-retrieved reference
     passages contain the answer, weighted by their similarity to the question)."""
@@ -123,47 +190,86 @@ def question_metadata(context: dg.AssetExecutionContext, selected_questions: pl.
     searcher = lucene.searcher(storage.index_path("lucene", "quit_references"))
     by_id = dict(reference_index.select("id", "contents").iter_rows())
     need = selected_questions.filter(pl.col("difficulty").is_null())
-    hits = searcher.batch_search(need["question"].to_list(), need["question_id"].to_list(), quit_settings.reference_top_k)
+    hits = searcher.batch_search(
+        need["question"].to_list(), need["question_id"].to_list(), quit_settings.reference_top_k
+    )
     texts = {q: [by_id[h.docid] for h in hs] for q, hs in hits.items()}
-    diff = steps.difficulties(selected_questions, texts, lambda t: encoder.encode(t, kind="passage", log=info_log(context)))
+    diff = steps.difficulties(
+        selected_questions, texts, lambda t: encoder.encode(t, kind="passage", log=info_log(context))
+    )
     frame = types.join(diff, on="question_id")
-    return dg.Output(frame, metadata={
-        **table_metadata(frame),
-        "types": counts_md(dict(frame.group_by("question_type").len().sort("question_type").iter_rows())),
-        "difficulty": counts_md(dict(frame.group_by("difficulty").len().sort("difficulty").iter_rows())),
-        "reference_passages": reference_index.height,
-        **stats.as_metadata(),
-    })
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame),
+            "types": counts_md(dict(frame.group_by("question_type").len().sort("question_type").iter_rows())),
+            "difficulty": counts_md(dict(frame.group_by("difficulty").len().sort("difficulty").iter_rows())),
+            "reference_passages": reference_index.height,
+            **stats.as_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=quit_model_partitions,
-          ins={"selected_questions": wiring.input("selected_questions")},
-          kinds={"polars", "litellm"}, pool=llm_pool("quit"), code_version=code_version("2", "quit/closed_book", "quit/judge"),
-          backfill_policy=dg.BackfillPolicy.multi_run(1))
-def parametric_answers(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=quit_model_partitions,
+    ins={"selected_questions": wiring.input("selected_questions")},
+    kinds={"polars", "litellm"},
+    pool=llm_pool("quit"),
+    code_version=code_version("2", "quit/closed_book", "quit/judge"),
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+)
+def parametric_answers(
+    context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, llm: LLMResource, quit_settings: QuitSettings
+) -> dg.Output:
     """Closed-book answers of one reader/labeler model (partition = model alias): each
     question ``parametric_repeats`` times (3 in the paper), sampled at
     ``parametric_temperature`` with one seed per repeat, judged with the GPT-Eval prompt
     (3.1.4). A failed call leaves ``correct`` null, counted as ``undecided``."""
     alias = context.partition_key
     stats = CallStats()
-    frame = steps.closed_book_answers(selected_questions, llm, alias, judge_alias(llm), quit_settings.parametric_repeats,
-                                      quit_settings.parametric_temperature, stats, info_log(context), binding=is_binding(llm))
-    return dg.Output(frame, metadata={
-        **table_metadata(frame.select("question_id", "item", "answer", "correct", "error")),
-        "correct_rate": float(frame["correct"].mean() or 0.0),
-        "undecided": frame["correct"].null_count(),
-        "repeats": quit_settings.parametric_repeats, "temperature": quit_settings.parametric_temperature,
-        "verdicts": verdicts(llm),
-        **stats.as_metadata(),
-    })
+    frame = steps.closed_book_answers(
+        selected_questions,
+        llm,
+        alias,
+        judge_alias(llm),
+        quit_settings.parametric_repeats,
+        quit_settings.parametric_temperature,
+        stats,
+        info_log(context),
+        binding=is_binding(llm),
+    )
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame.select("question_id", "item", "answer", "correct", "error")),
+            "correct_rate": float(frame["correct"].mean() or 0.0),
+            "undecided": frame["correct"].null_count(),
+            "repeats": quit_settings.parametric_repeats,
+            "temperature": quit_settings.parametric_temperature,
+            "verdicts": verdicts(llm),
+            **stats.as_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"selected_questions": wiring.input("selected_questions"), "parametric_answers": wiring.input("parametric_answers")},
-          kinds={"polars"}, code_version="2")
-def splits(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, parametric_answers: pl.DataFrame,
-           quit_settings: QuitSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "selected_questions": wiring.input("selected_questions"),
+        "parametric_answers": wiring.input("parametric_answers"),
+    },
+    kinds={"polars"},
+    code_version="2",
+)
+def splits(
+    context: dg.AssetExecutionContext,
+    selected_questions: pl.DataFrame,
+    parametric_answers: pl.DataFrame,
+    quit_settings: QuitSettings,
+) -> dg.Output:
     """train from parametrically answerable questions, test from the non-answerable, dev = the
     rest of the non-answerable (seeded). A question no model answered correctly while a
     failed call left one of its answers undecided is in no split (``undetermined``; a rerun
@@ -173,20 +279,29 @@ def splits(context: dg.AssetExecutionContext, selected_questions: pl.DataFrame, 
     ids = selected_questions["question_id"].to_list()
     flags = {q: rules.parametric_answerable(by_question.get(q, [])) for q in ids}
     split = rules.assign_splits(flags, quit_settings.train_size, quit_settings.test_size, quit_settings.seed)
-    frame = pl.DataFrame({"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]},
-                         schema={"question_id": pl.String, "parametric_answerable": pl.Boolean, "split": pl.String})
-    frame = frame.with_columns(pl.col("question_id").is_in(_labeled(frame, quit_settings.max_labeled_questions)).alias("labeled"))
+    frame = pl.DataFrame(
+        {"question_id": ids, "parametric_answerable": [flags[q] for q in ids], "split": [split[q] for q in ids]},
+        schema={"question_id": pl.String, "parametric_answerable": pl.Boolean, "split": pl.String},
+    )
+    frame = frame.with_columns(
+        pl.col("question_id").is_in(_labeled(frame, quit_settings.max_labeled_questions)).alias("labeled")
+    )
     undetermined = frame.filter(pl.col("split") == rules.UNDETERMINED)["question_id"]
     if undetermined.len():
-        context.log.warning(f"{undetermined.len()} questions left out of every split: a failed closed-book call left "
-                            f"their answerability open ({', '.join(undetermined.head(10))})")
-    return dg.Output(frame, metadata={
-        **table_metadata(frame),
-        "splits": counts_md(dict(frame.group_by("split").len().sort("split").iter_rows())),
-        "labeled_questions": int(frame["labeled"].sum()),
-        "undetermined_questions": dg.MetadataValue.text(", ".join(undetermined.to_list())),
-        "models_asked": dg.MetadataValue.text(", ".join(sorted(parametric_answers["model"].unique().to_list()))),
-    })
+        context.log.warning(
+            f"{undetermined.len()} questions left out of every split: a failed closed-book call left "
+            f"their answerability open ({', '.join(undetermined.head(10))})"
+        )
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame),
+            "splits": counts_md(dict(frame.group_by("split").len().sort("split").iter_rows())),
+            "labeled_questions": int(frame["labeled"].sum()),
+            "undetermined_questions": dg.MetadataValue.text(", ".join(undetermined.to_list())),
+            "models_asked": dg.MetadataValue.text(", ".join(sorted(parametric_answers["model"].unique().to_list()))),
+        },
+    )
 
 
 def _labeled(frame: pl.DataFrame, limit: int | None) -> list[str]:

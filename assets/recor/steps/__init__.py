@@ -11,18 +11,51 @@ The steps live in one module per stage: :mod:`.decomposition` (alignment, aspect
 is their one face.
 """
 
-from assets.recor.steps.decomposition import (ALIGNMENT_REASONS, ASPECT_REASONS, FACT_REASONS, alignment, aspects,
-                                              facts)
-from assets.recor.steps.dialogue import (CONVERSATION_REASONS, CRITERIA, TURN_REASONS, TURN_SCHEMA, conversations,
-                                         score_documents, turns)
+from assets.recor.steps.decomposition import ALIGNMENT_REASONS, ASPECT_REASONS, FACT_REASONS, alignment, aspects, facts
+from assets.recor.steps.dialogue import (
+    CONVERSATION_REASONS,
+    CRITERIA,
+    TURN_REASONS,
+    TURN_SCHEMA,
+    conversations,
+    score_documents,
+    turns,
+)
 from assets.recor.steps.negatives import NEGATIVE_REASONS, mining_queries, select_negatives
-from assets.recor.steps.quality import (DIMENSION_ABBREVIATIONS, DIMENSIONS, TABLE_31_DEFINITIONS, conversation_scores,
-                                        domain_table, turn_labels)
+from assets.recor.steps.quality import (
+    DIMENSION_ABBREVIATIONS,
+    DIMENSIONS,
+    TABLE_31_DEFINITIONS,
+    conversation_scores,
+    domain_table,
+    turn_labels,
+)
 from assets.recor.steps.shared import REJECTS, Similarity, recor_prompt
 
 __all__ = [
-    "ALIGNMENT_REASONS", "ASPECT_REASONS", "CONVERSATION_REASONS", "CRITERIA", "DIMENSIONS", "DIMENSION_ABBREVIATIONS",
-    "FACT_REASONS", "NEGATIVE_REASONS", "REJECTS", "TABLE_31_DEFINITIONS", "TURN_REASONS", "TURN_SCHEMA", "Similarity",
-    "alignment", "aspects", "conversation_scores", "conversations", "domain_table", "facts",
-    "mining_queries", "recor_prompt", "score_documents", "select_negatives", "turn_labels", "turns",
+    "ALIGNMENT_REASONS",
+    "ASPECT_REASONS",
+    "CONVERSATION_REASONS",
+    "CRITERIA",
+    "DIMENSIONS",
+    "DIMENSION_ABBREVIATIONS",
+    "FACT_REASONS",
+    "NEGATIVE_REASONS",
+    "REJECTS",
+    "TABLE_31_DEFINITIONS",
+    "TURN_REASONS",
+    "TURN_SCHEMA",
+    "Similarity",
+    "alignment",
+    "aspects",
+    "conversation_scores",
+    "conversations",
+    "domain_table",
+    "facts",
+    "mining_queries",
+    "recor_prompt",
+    "score_documents",
+    "select_negatives",
+    "turn_labels",
+    "turns",
 ]

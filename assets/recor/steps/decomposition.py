@@ -14,8 +14,17 @@ from assets.common.text import sentences
 from assets.common.verdicts import VERDICT, verdict
 from assets.recor.rules import answer_segments, parse_aspects
 from assets.recor.settings import Thresholds
-from assets.recor.steps.shared import (LONG, MEDIUM, REJECTS, SHORT, Similarity, ask_yes_no, doc_sentences,
-                                       kept_documents, recor_prompt)
+from assets.recor.steps.shared import (
+    LONG,
+    MEDIUM,
+    REJECTS,
+    SHORT,
+    Similarity,
+    ask_yes_no,
+    doc_sentences,
+    kept_documents,
+    recor_prompt,
+)
 from resources.llm import CallStats, LLMRequest, LLMResult
 
 # Each step's reasons for a reject, the vocabulary its rejects table is checked against.
@@ -29,19 +38,43 @@ ASPECT_REASONS = frozenset({OVERLAPPING_ASPECT, LOW_COVERAGE, UNPARSABLE, UNSUIT
 UNSUPPORTED_FACT, NO_VERIFIED_FACT = "unsupported_fact", "no_verified_fact"
 FACT_REASONS = frozenset({UNPARSABLE, UNSUPPORTED_FACT, NO_VERIFIED_FACT})
 
-ASPECT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String, "position": pl.Int32,
-                 "title": pl.String, "text": pl.String, "coverage": pl.Float64, "origin": pl.String,
-                 "llm_suitable": pl.Boolean}
-FACT_SCHEMA = {"domain": pl.String, "question_id": pl.String, "aspect_id": pl.String, "fact_id": pl.String,
-               "fact": pl.String, "similarity": pl.Float64, "doc_id": pl.String, "llm_supports": pl.Boolean,
-               "verified": pl.Boolean}
+ASPECT_SCHEMA = {
+    "domain": pl.String,
+    "question_id": pl.String,
+    "aspect_id": pl.String,
+    "position": pl.Int32,
+    "title": pl.String,
+    "text": pl.String,
+    "coverage": pl.Float64,
+    "origin": pl.String,
+    "llm_suitable": pl.Boolean,
+}
+FACT_SCHEMA = {
+    "domain": pl.String,
+    "question_id": pl.String,
+    "aspect_id": pl.String,
+    "fact_id": pl.String,
+    "fact": pl.String,
+    "similarity": pl.Float64,
+    "doc_id": pl.String,
+    "llm_supports": pl.Boolean,
+    "verified": pl.Boolean,
+}
 
 
 # --- 1. document-answer alignment --------------------------------------------------------------
 
 
-def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str, sim: Similarity,
-              t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+def alignment(
+    questions: pl.DataFrame,
+    documents: pl.DataFrame,
+    llm,
+    alias: str,
+    sim: Similarity,
+    t: Thresholds,
+    stats: CallStats,
+    log=None,
+) -> tuple[pl.DataFrame, list[dict]]:
     """Each gold document of each question checked against the answer: kept when the LLM
     finds the answer's content in it, or when it covers part of the answer (the answer
     sentences it matches best reach the minimum coverage on average). Questions left with no document are
@@ -50,9 +83,17 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
     pairs = [(q, d) for q in questions.iter_rows(named=True) for d in q["gold_ids"]]
     prompt = recor_prompt("alignment")
     # An advisory verdict here would not decide and costs a whole document's prompt: not asked.
-    reqs = [LLMRequest(f"{q['question_id']} {d}", prompt.messages(answer=q["answer"], document=text[d]), params=VERDICT)
-            for q, d in pairs] if t.binding_verdicts else []
-    results = llm.run(alias, reqs, stats=stats, log=log) if reqs else [LLMResult("", None, error="not asked")] * len(pairs)
+    reqs = (
+        [
+            LLMRequest(f"{q['question_id']} {d}", prompt.messages(answer=q["answer"], document=text[d]), params=VERDICT)
+            for q, d in pairs
+        ]
+        if t.binding_verdicts
+        else []
+    )
+    results = (
+        llm.run(alias, reqs, stats=stats, log=log) if reqs else [LLMResult("", None, error="not asked")] * len(pairs)
+    )
     rows, rejects = [], []
     for (q, d), r in zip(pairs, results):
         answer_sents = sentences(q["answer"]) or [q["answer"]]
@@ -61,18 +102,45 @@ def alignment(questions: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
         coverage = float(np.mean(best[: t.alignment_top]))
         supports = verdict(r) if r.ok else None
         kept = (bool(supports) and t.binding_verdicts) or coverage >= t.alignment_min_coverage
-        rows.append({"domain": q["domain"], "question_id": q["question_id"], "doc_id": d, "llm_supports": supports,
-                     "coverage": coverage, "kept": kept})
+        rows.append(
+            {
+                "domain": q["domain"],
+                "question_id": q["question_id"],
+                "doc_id": d,
+                "llm_supports": supports,
+                "coverage": coverage,
+                "kept": kept,
+            }
+        )
         if not kept:
-            rejects.append(REJECTS.row(q["domain"], q["question_id"], d, "alignment", WEAK_DOCUMENT,
-                                  f"judge said {supports} ({'binding' if t.binding_verdicts else 'advisory'}) and coverage "
-                                  f"{coverage:.2f} < {t.alignment_min_coverage}"))
-    frame = pl.DataFrame(rows, schema={"domain": pl.String, "question_id": pl.String, "doc_id": pl.String,
-                                       "llm_supports": pl.Boolean, "coverage": pl.Float64, "kept": pl.Boolean})
+            rejects.append(
+                REJECTS.row(
+                    q["domain"],
+                    q["question_id"],
+                    d,
+                    "alignment",
+                    WEAK_DOCUMENT,
+                    f"judge said {supports} ({'binding' if t.binding_verdicts else 'advisory'}) and coverage "
+                    f"{coverage:.2f} < {t.alignment_min_coverage}",
+                )
+            )
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "domain": pl.String,
+            "question_id": pl.String,
+            "doc_id": pl.String,
+            "llm_supports": pl.Boolean,
+            "coverage": pl.Float64,
+            "kept": pl.Boolean,
+        },
+    )
     left = set(frame.filter(pl.col("kept"))["question_id"])
     for q in questions.iter_rows(named=True):
         if q["question_id"] not in left:
-            rejects.append(REJECTS.row(q["domain"], q["question_id"], q["question_id"], "alignment", NO_ALIGNED_DOCUMENT))
+            rejects.append(
+                REJECTS.row(q["domain"], q["question_id"], q["question_id"], "alignment", NO_ALIGNED_DOCUMENT)
+            )
     return frame, rejects
 
 
@@ -99,16 +167,37 @@ class _Candidates:
         coverage = self.sim.best(body, self.sentences_of[qid])[0]
         item = f"{title}: {body}"
         if overlap >= t.aspect_overlap:
-            self.rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", OVERLAPPING_ASPECT, f"similarity {overlap:.2f}"))
+            self.rejects.append(
+                REJECTS.row(q["domain"], qid, item, "aspects", OVERLAPPING_ASPECT, f"similarity {overlap:.2f}")
+            )
         elif coverage < t.aspect_min_coverage:
-            self.rejects.append(REJECTS.row(q["domain"], qid, item, "aspects", LOW_COVERAGE, f"coverage {coverage:.2f}"))
+            self.rejects.append(
+                REJECTS.row(q["domain"], qid, item, "aspects", LOW_COVERAGE, f"coverage {coverage:.2f}")
+            )
         elif len(have) < t.max_aspects:
-            have.append({"domain": q["domain"], "question_id": qid, "title": title, "text": body, "coverage": coverage,
-                         "origin": origin})
+            have.append(
+                {
+                    "domain": q["domain"],
+                    "question_id": qid,
+                    "title": title,
+                    "text": body,
+                    "coverage": coverage,
+                    "origin": origin,
+                }
+            )
 
 
-def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFrame, llm, alias: str,
-            sim: Similarity, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+def aspects(
+    questions: pl.DataFrame,
+    aligned: pl.DataFrame,
+    documents: pl.DataFrame,
+    llm,
+    alias: str,
+    sim: Similarity,
+    t: Thresholds,
+    stats: CallStats,
+    log=None,
+) -> tuple[pl.DataFrame, list[dict]]:
     """Iterative decomposition: each round proposes aspects (with the accepted ones listed),
     each proposal is kept if it does not overlap an accepted aspect (similarity below the
     overlap threshold) and the question's documents cover it (best sentence similarity at
@@ -116,8 +205,13 @@ def aspects(questions: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFr
     text = dict(documents.select("doc_id", "content").iter_rows())
     docs_of = kept_documents(aligned)
     live = [q for q in questions.iter_rows(named=True) if docs_of.get(q["question_id"])]
-    found = _Candidates(sim, t, {q["question_id"]: doc_sentences([text[d] for d in docs_of[q["question_id"]]]) for q in live},
-                        {q["question_id"]: [] for q in live}, [])
+    found = _Candidates(
+        sim,
+        t,
+        {q["question_id"]: doc_sentences([text[d] for d in docs_of[q["question_id"]]]) for q in live},
+        {q["question_id"]: [] for q in live},
+        [],
+    )
     for round_ in range(t.aspect_rounds):
         if not _propose(live, round_, found, llm, alias, stats, log):
             break
@@ -140,28 +234,49 @@ def _propose(live: list[dict], round_: int, found: _Candidates, llm, alias: str,
     reqs = []
     for q in todo:
         have = found.accepted[q["question_id"]]
-        listing = ("\nPoints already listed (find others):\n" + "\n".join(f"- {a['title']}: {a['text']}" for a in have)) if have else ""
-        reqs.append(LLMRequest(f"{q['question_id']} round {round_}",
-                               prompt.messages(question=q["query"], answer=q["answer"], accepted=listing,
-                                               n=str(t.max_aspects - len(have))), params=LONG, output=prompt.output))
+        listing = (
+            ("\nPoints already listed (find others):\n" + "\n".join(f"- {a['title']}: {a['text']}" for a in have))
+            if have
+            else ""
+        )
+        reqs.append(
+            LLMRequest(
+                f"{q['question_id']} round {round_}",
+                prompt.messages(
+                    question=q["query"], answer=q["answer"], accepted=listing, n=str(t.max_aspects - len(have))
+                ),
+                params=LONG,
+                output=prompt.output,
+            )
+        )
     results = llm.run(alias, reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
     for q, r in zip(todo, results):
-        for title, body in (r.value if r.ok else []):
+        for title, body in r.value if r.ok else []:
             found.consider(q, title, body, "llm")
         if not r.ok:
-            found.rejects.append(REJECTS.row(q["domain"], q["question_id"], f"round {round_}", "aspects", UNPARSABLE, r.error or ""))
+            found.rejects.append(
+                REJECTS.row(q["domain"], q["question_id"], f"round {round_}", "aspects", UNPARSABLE, r.error or "")
+            )
     return True
 
 
 def _suitable(flat: list[dict], live: list[dict], found: _Candidates, llm, alias: str, stats, log) -> list[dict]:
     """The suitability filter: each aspect with the builder's verdict, those it calls
     unsuitable rejected when verdicts bind."""
-    suitable = ask_yes_no(llm, alias, "aspect_suitability", [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat],
-                          stats, log)
+    suitable = ask_yes_no(
+        llm,
+        alias,
+        "aspect_suitability",
+        [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat],
+        stats,
+        log,
+    )
     kept = []
     for a, ok in zip(flat, suitable):
         if ok is False and found.t.binding_verdicts:
-            found.rejects.append(REJECTS.row(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", UNSUITABLE_ASPECT))
+            found.rejects.append(
+                REJECTS.row(a["domain"], a["question_id"], f"{a['title']}: {a['text']}", "aspects", UNSUITABLE_ASPECT)
+            )
         else:
             kept.append({**a, "llm_suitable": ok})
     return kept
@@ -177,10 +292,18 @@ def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, lo
         by_q.setdefault(a["question_id"], []).append(a)
     prompt = recor_prompt("aspect_order")
     todo = [(qid, items) for qid, items in by_q.items() if len(items) > 1]
-    reqs = [LLMRequest(qid, prompt.messages(question=_query(questions, items[0]),
-                                            listing="\n".join(f"[{i + 1}] {a['title']}: {a['text']}" for i, a in enumerate(items))),
-                       params=SHORT, output=prompt.output)
-            for qid, items in todo]
+    reqs = [
+        LLMRequest(
+            qid,
+            prompt.messages(
+                question=_query(questions, items[0]),
+                listing="\n".join(f"[{i + 1}] {a['title']}: {a['text']}" for i, a in enumerate(items)),
+            ),
+            params=SHORT,
+            output=prompt.output,
+        )
+        for qid, items in todo
+    ]
     results = dict(zip([qid for qid, _ in todo], llm.run(alias, reqs, stats=stats, log=log)))
     out = []
     for qid, items in by_q.items():
@@ -193,8 +316,18 @@ def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, lo
 # --- 3. atomic facts -----------------------------------------------------------------------------
 
 
-def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFrame, documents: pl.DataFrame,
-          llm, alias: str, sim: Similarity, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+def facts(
+    questions: pl.DataFrame,
+    aspect_rows: pl.DataFrame,
+    aligned: pl.DataFrame,
+    documents: pl.DataFrame,
+    llm,
+    alias: str,
+    sim: Similarity,
+    t: Thresholds,
+    stats: CallStats,
+    log=None,
+) -> tuple[pl.DataFrame, list[dict]]:
     """Atomic facts per aspect, each verified against the question's documents: similarity at
     or above ``fact_accept`` passes, below ``fact_reject`` fails, in between the LLM decides
     whether the best-matching document states, implies or paraphrases it (with advisory
@@ -204,26 +337,48 @@ def facts(questions: pl.DataFrame, aspect_rows: pl.DataFrame, aligned: pl.DataFr
     queries = dict(questions.select("question_id", "query").iter_rows())
     items = list(aspect_rows.iter_rows(named=True))
     prompt = recor_prompt("facts")
-    reqs = [LLMRequest(a["aspect_id"], prompt.messages(question=queries[a["question_id"]], aspect=a["text"], n=str(t.max_facts)),
-                       params=MEDIUM, output=prompt.output)
-            for a in items]
+    reqs = [
+        LLMRequest(
+            a["aspect_id"],
+            prompt.messages(question=queries[a["question_id"]], aspect=a["text"], n=str(t.max_facts)),
+            params=MEDIUM,
+            output=prompt.output,
+        )
+        for a in items
+    ]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
     rows, rejects, ask = _scored_facts(items, results, kept_documents(aligned), text, sim, t)
     _decide_the_uncertain(ask, text, llm, alias, t, stats, log)
     for row in rows:
         if not row["verified"]:
-            rejects.append(REJECTS.row(row["domain"], row["question_id"], row["fact_id"], "facts", UNSUPPORTED_FACT,
-                                  f"similarity {row['similarity']:.2f}, judge {row['llm_supports']}"))
+            rejects.append(
+                REJECTS.row(
+                    row["domain"],
+                    row["question_id"],
+                    row["fact_id"],
+                    "facts",
+                    UNSUPPORTED_FACT,
+                    f"similarity {row['similarity']:.2f}, judge {row['llm_supports']}",
+                )
+            )
     frame = pl.DataFrame(rows, schema=FACT_SCHEMA)
     with_fact = set(frame.filter(pl.col("verified"))["aspect_id"])
     for a in items:
         if a["aspect_id"] not in with_fact:
-            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", NO_VERIFIED_FACT, a["text"]))
+            rejects.append(
+                REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", NO_VERIFIED_FACT, a["text"])
+            )
     return frame, rejects
 
 
-def _scored_facts(items: list[dict], results: list, docs_of: dict[str, list[str]], text: dict[str, str], sim: Similarity,
-                  t: Thresholds) -> tuple[list[dict], list[dict], list[dict]]:
+def _scored_facts(
+    items: list[dict],
+    results: list,
+    docs_of: dict[str, list[str]],
+    text: dict[str, str],
+    sim: Similarity,
+    t: Thresholds,
+) -> tuple[list[dict], list[dict], list[dict]]:
     """Each proposed fact with its best-matching document sentence's similarity, verified at
     ``fact_accept``; the unparsable lists' rejects; and the facts the LLM is to decide."""
     rows, rejects, ask = [], [], []
@@ -233,14 +388,24 @@ def _scored_facts(items: list[dict], results: list, docs_of: dict[str, list[str]
         proposed = r.value if r.ok else sentences(a["text"])[: t.max_facts]
         for n, fact in enumerate(proposed, start=1):
             score, i = sim.best(fact, [s for _, s in candidates])
-            row = {"domain": a["domain"], "question_id": a["question_id"], "aspect_id": a["aspect_id"],
-                   "fact_id": f"{a['aspect_id']}_f{n}", "fact": fact, "similarity": score,
-                   "doc_id": candidates[i][0] if i >= 0 else None, "llm_supports": None, "verified": score >= t.fact_accept}
+            row = {
+                "domain": a["domain"],
+                "question_id": a["question_id"],
+                "aspect_id": a["aspect_id"],
+                "fact_id": f"{a['aspect_id']}_f{n}",
+                "fact": fact,
+                "similarity": score,
+                "doc_id": candidates[i][0] if i >= 0 else None,
+                "llm_supports": None,
+                "verified": score >= t.fact_accept,
+            }
             rows.append(row)
             if t.fact_reject <= score < t.fact_accept and row["doc_id"]:
                 ask.append(row)
         if not r.ok:
-            rejects.append(REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", UNPARSABLE, r.error or ""))
+            rejects.append(
+                REJECTS.row(a["domain"], a["question_id"], a["aspect_id"], "facts", UNPARSABLE, r.error or "")
+            )
     return rows, rejects, ask
 
 
@@ -248,8 +413,14 @@ def _decide_the_uncertain(ask: list[dict], text: dict[str, str], llm, alias: str
     """The facts between the two similarities verified in place: by the LLM's fact check when
     verdicts bind, else at ``fact_similarity``."""
     if t.binding_verdicts:
-        verdicts = ask_yes_no(llm, alias, "fact_check", [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask],
-                              stats, log)
+        verdicts = ask_yes_no(
+            llm,
+            alias,
+            "fact_check",
+            [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask],
+            stats,
+            log,
+        )
         for row, ok in zip(ask, verdicts):
             row["llm_supports"] = ok
             row["verified"] = bool(ok)

@@ -28,11 +28,23 @@ INVALID_CONVERSATION = "invalid_conversation"
 CONVERSATION_REASONS = frozenset({INVALID_CONVERSATION})
 
 TURN_SCHEMA = {
-    "domain": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32, "aspect_id": pl.String,
-    "query": pl.String, "answer": pl.String, "gold_doc_ids": pl.List(pl.String), "doc_scores": pl.String,
-    "conversation_history": pl.String, "target": pl.String, "relevance_signals": pl.List(pl.String),
-    "irrelevance_signals": pl.List(pl.String), "facts": pl.List(pl.String),
-    "llm_on_aspect": pl.Boolean, "llm_natural": pl.Boolean, "question_origin": pl.String, "answer_origin": pl.String,
+    "domain": pl.String,
+    "conversation_id": pl.String,
+    "turn_id": pl.Int32,
+    "aspect_id": pl.String,
+    "query": pl.String,
+    "answer": pl.String,
+    "gold_doc_ids": pl.List(pl.String),
+    "doc_scores": pl.String,
+    "conversation_history": pl.String,
+    "target": pl.String,
+    "relevance_signals": pl.List(pl.String),
+    "irrelevance_signals": pl.List(pl.String),
+    "facts": pl.List(pl.String),
+    "llm_on_aspect": pl.Boolean,
+    "llm_natural": pl.Boolean,
+    "question_origin": pl.String,
+    "answer_origin": pl.String,
 }
 
 CRITERIA = {
@@ -80,8 +92,18 @@ class _Build:
         self.rejects.append(REJECTS.row(self.domain_of[qid], qid, a["aspect_id"], "turns", reason, detail))
 
 
-def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.DataFrame, aligned: pl.DataFrame,
-          documents: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+def turns(
+    questions: pl.DataFrame,
+    aspect_rows: pl.DataFrame,
+    fact_rows: pl.DataFrame,
+    aligned: pl.DataFrame,
+    documents: pl.DataFrame,
+    llm,
+    alias: str,
+    t: Thresholds,
+    stats: CallStats,
+    log=None,
+) -> tuple[pl.DataFrame, list[dict]]:
     """Turn by turn, for every conversation at once: the question (first-turn or follow-up
     prompt, then up to ``question_tries`` tries at the question the aspect answers when that
     one is unusable or repeats an earlier question), its validation (distinct from earlier
@@ -92,22 +114,38 @@ def turns(questions: pl.DataFrame, aspect_rows: pl.DataFrame, fact_rows: pl.Data
     ``question_origin`` and ``answer_origin`` say which path each turn took. A rejected turn skips its aspect; the conversation goes on with the next one."""
     verified = fact_rows.filter(pl.col("verified"))
     facts_of = {a: g["fact"].to_list() for (a,), g in verified.group_by("aspect_id", maintain_order=True)}
-    pending = {qid: [a for a in g.sort("position").iter_rows(named=True) if a["aspect_id"] in facts_of]
-               for (qid,), g in aspect_rows.group_by("question_id", maintain_order=True)}
-    build = _Build(llm, alias, t, stats, log, text=dict(documents.select("doc_id", "content").iter_rows()),
-                   queries=dict(questions.select("question_id", "query").iter_rows()),
-                   domain_of=dict(questions.select("question_id", "domain").iter_rows()), docs_of=kept_documents(aligned),
-                   facts_of=facts_of,
-                   fact_docs={a: list(dict.fromkeys(d for d in g["doc_id"] if d))
-                              for (a,), g in verified.group_by("aspect_id", maintain_order=True)},
-                   done={qid: [] for qid in pending})
+    pending = {
+        qid: [a for a in g.sort("position").iter_rows(named=True) if a["aspect_id"] in facts_of]
+        for (qid,), g in aspect_rows.group_by("question_id", maintain_order=True)
+    }
+    build = _Build(
+        llm,
+        alias,
+        t,
+        stats,
+        log,
+        text=dict(documents.select("doc_id", "content").iter_rows()),
+        queries=dict(questions.select("question_id", "query").iter_rows()),
+        domain_of=dict(questions.select("question_id", "domain").iter_rows()),
+        docs_of=kept_documents(aligned),
+        facts_of=facts_of,
+        fact_docs={
+            a: list(dict.fromkeys(d for d in g["doc_id"] if d))
+            for (a,), g in verified.group_by("aspect_id", maintain_order=True)
+        },
+        done={qid: [] for qid in pending},
+    )
     while any(pending.values()):
-        step = [(qid, pending[qid].pop(0)) for qid in sorted(pending) if pending[qid] and len(build.done[qid]) < t.max_turns]
+        step = [
+            (qid, pending[qid].pop(0)) for qid in sorted(pending) if pending[qid] and len(build.done[qid]) < t.max_turns
+        ]
         if not step:
             break
         asked = _validated(build, _questions(build, step))
         _answer(build, _with_documents(build, asked))
-    return pl.DataFrame([row for qid in sorted(build.done) for row in build.done[qid]], schema=TURN_SCHEMA), build.rejects
+    return pl.DataFrame(
+        [row for qid in sorted(build.done) for row in build.done[qid]], schema=TURN_SCHEMA
+    ), build.rejects
 
 
 def _questions(build: _Build, step: list[tuple[str, dict]]) -> list[tuple[str, dict, str]]:
@@ -146,24 +184,49 @@ def _retry_questions(build: _Build, step: list[tuple[str, dict]], earlier: dict[
         if not retry:
             break
         params = SHORT if attempt == 0 else {**SHORT, "temperature": 0.8}
-        again = build.run([LLMRequest(a["aspect_id"], recor_prompt("question_for_point").messages(
-                               aspect=statements[a["aspect_id"]][attempt % len(statements[a["aspect_id"]])]),
-                                      sample=attempt, params=params) for _, a in retry],
-                          parse=parse_question)
+        again = build.run(
+            [
+                LLMRequest(
+                    a["aspect_id"],
+                    recor_prompt("question_for_point").messages(
+                        aspect=statements[a["aspect_id"]][attempt % len(statements[a["aspect_id"]])]
+                    ),
+                    sample=attempt,
+                    params=params,
+                )
+                for _, a in retry
+            ],
+            parse=parse_question,
+        )
         for (qid, a), r in zip(retry, again):
             before = checked[a["aspect_id"]][1]
             question, problem, _ = _check_question(r, earlier[qid], build.t)
-            checked[a["aspect_id"]] = ((question, None, "question_for_point") if not problem else
-                                       (None, (before[0], f"{before[1]}; try {attempt + 2}: {problem[0]} {problem[1]}"), None))
+            checked[a["aspect_id"]] = (
+                (question, None, "question_for_point")
+                if not problem
+                else (None, (before[0], f"{before[1]}; try {attempt + 2}: {problem[0]} {problem[1]}"), None)
+            )
 
 
 def _validated(build: _Build, live: list[tuple[str, dict, str]]) -> list[tuple[str, dict, str, tuple]]:
     """The questions relevant to the aspect and natural in the flow, each with the two
     verdicts; with binding verdicts the others are rejected."""
-    relevant = ask_yes_no(build.llm, build.alias, "turn_relevance", [(a, {"aspect": a["text"], "query": q}) for qid, a, q in live],
-                          build.stats, build.log)
-    natural = ask_yes_no(build.llm, build.alias, "turn_flow",
-                         [(a, {"history": history_text(build.done[qid]), "query": q}) for qid, a, q in live], build.stats, build.log)
+    relevant = ask_yes_no(
+        build.llm,
+        build.alias,
+        "turn_relevance",
+        [(a, {"aspect": a["text"], "query": q}) for qid, a, q in live],
+        build.stats,
+        build.log,
+    )
+    natural = ask_yes_no(
+        build.llm,
+        build.alias,
+        "turn_flow",
+        [(a, {"history": history_text(build.done[qid]), "query": q}) for qid, a, q in live],
+        build.stats,
+        build.log,
+    )
     kept = []
     for (qid, a, q), on_aspect, flows in zip(live, relevant, natural):
         if build.t.binding_verdicts and (on_aspect is False or flows is False):
@@ -177,15 +240,32 @@ def _with_documents(build: _Build, scoring: list[tuple[str, dict, str, tuple]]) 
     """Each turn with its selected documents and their scores (:func:`rules.turn_documents`);
     the turns without one are rejected as unanswerable."""
     # Advisory verdicts: only the documents that can be chosen (those holding the facts) are rated.
-    candidates = {a["aspect_id"]: build.docs_of.get(qid, []) if build.t.binding_verdicts else build.fact_docs.get(a["aspect_id"], [])
-                  for qid, a, *_ in scoring}
-    per_turn = score_documents([(qid, a, q) for qid, a, q, _ in scoring], candidates, build.text, build.facts_of, build.llm,
-                               build.alias, build.stats, build.log)
+    candidates = {
+        a["aspect_id"]: build.docs_of.get(qid, [])
+        if build.t.binding_verdicts
+        else build.fact_docs.get(a["aspect_id"], [])
+        for qid, a, *_ in scoring
+    }
+    per_turn = score_documents(
+        [(qid, a, q) for qid, a, q, _ in scoring],
+        candidates,
+        build.text,
+        build.facts_of,
+        build.llm,
+        build.alias,
+        build.stats,
+        build.log,
+    )
     answerable = []
     for qid, a, q, judged in scoring:
         scores = per_turn.get(a["aspect_id"], {})
-        chosen, why = rules.turn_documents(scores, build.fact_docs.get(a["aspect_id"], []), build.t.doc_threshold,
-                                           build.t.max_docs_per_turn, build.t.binding_verdicts)
+        chosen, why = rules.turn_documents(
+            scores,
+            build.fact_docs.get(a["aspect_id"], []),
+            build.t.doc_threshold,
+            build.t.max_docs_per_turn,
+            build.t.binding_verdicts,
+        )
         if not chosen:
             build.reject(qid, a, UNANSWERABLE, why)
             continue
@@ -199,11 +279,25 @@ def _answer(build: _Build, answerable: list[tuple]) -> None:
     reasoning_prompt, answer_prompt = recor_prompt("retrieval_reasoning"), recor_prompt("turn_answer")
     facts_of = build.facts_of
     facts_text = {a["aspect_id"]: "\n".join(f"- {f}" for f in facts_of[a["aspect_id"]]) for _, a, *_ in answerable}
-    reasons = build.run([LLMRequest(a["aspect_id"], reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])),
-                                    params=MEDIUM, output=reasoning_prompt.output)
-                         for qid, a, q, *_ in answerable], parse=parse_reasoning)
-    answers = build.run([LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]), params=MEDIUM)
-                         for qid, a, q, *_ in answerable], parse=parse_answer)
+    reasons = build.run(
+        [
+            LLMRequest(
+                a["aspect_id"],
+                reasoning_prompt.messages(query=q, facts="; ".join(facts_of[a["aspect_id"]])),
+                params=MEDIUM,
+                output=reasoning_prompt.output,
+            )
+            for qid, a, q, *_ in answerable
+        ],
+        parse=parse_reasoning,
+    )
+    answers = build.run(
+        [
+            LLMRequest(a["aspect_id"], answer_prompt.messages(query=q, facts=facts_text[a["aspect_id"]]), params=MEDIUM)
+            for qid, a, q, *_ in answerable
+        ],
+        parse=parse_answer,
+    )
     for (qid, a, q, judged, chosen, scores), why, ans in zip(answerable, reasons, answers):
         # Without a usable answer from the model, the verified facts are the answer.
         if ans.ok and usable_answer(ans.value, q):
@@ -212,25 +306,51 @@ def _answer(build: _Build, answerable: list[tuple]) -> None:
             answer, answer_origin = " ".join(f.rstrip(".") + "." for f in facts_of[a["aspect_id"]]), "facts"
         reasoning = why.value if why.ok else {"target": a["text"], "relevance_signals": [], "irrelevance_signals": []}
         done = build.done[qid]
-        done.append({
-            "domain": build.domain_of[qid], "conversation_id": qid, "turn_id": len(done) + 1, "aspect_id": a["aspect_id"],
-            "query": q, "answer": answer, "gold_doc_ids": chosen, "doc_scores": json.dumps(scores, sort_keys=True),
-            "conversation_history": history_text(done), **reasoning, "facts": facts_of[a["aspect_id"]],
-            "llm_on_aspect": judged[0], "llm_natural": judged[1],
-            "question_origin": build.origins[a["aspect_id"]], "answer_origin": answer_origin,
-        })
+        done.append(
+            {
+                "domain": build.domain_of[qid],
+                "conversation_id": qid,
+                "turn_id": len(done) + 1,
+                "aspect_id": a["aspect_id"],
+                "query": q,
+                "answer": answer,
+                "gold_doc_ids": chosen,
+                "doc_scores": json.dumps(scores, sort_keys=True),
+                "conversation_history": history_text(done),
+                **reasoning,
+                "facts": facts_of[a["aspect_id"]],
+                "llm_on_aspect": judged[0],
+                "llm_natural": judged[1],
+                "question_origin": build.origins[a["aspect_id"]],
+                "answer_origin": answer_origin,
+            }
+        )
 
 
-def score_documents(turns_: list[tuple], candidates: dict, text: dict, facts_of: dict, llm, alias: str, stats, log) -> dict[str, dict]:
+def score_documents(
+    turns_: list[tuple], candidates: dict, text: dict, facts_of: dict, llm, alias: str, stats, log
+) -> dict[str, dict]:
     """Every candidate document of every turn (``candidates[aspect_id]``) rated on the four
     criteria; a document with a criterion the model could not rate gets no score (and
     cannot be selected)."""
     prompt = recor_prompt("document_criterion")
-    items = [(a["aspect_id"], d, c) for qid, a, q in turns_ for d in candidates.get(a["aspect_id"], []) for c in CRITERIA]
+    items = [
+        (a["aspect_id"], d, c) for qid, a, q in turns_ for d in candidates.get(a["aspect_id"], []) for c in CRITERIA
+    ]
     queries = {a["aspect_id"]: q for qid, a, q in turns_}
-    reqs = [LLMRequest(f"{aid} {d} {c}", prompt.messages(query=queries[aid], facts="\n".join(f"- {f}" for f in facts_of[aid]),
-                                                           document=text[d], criterion=CRITERIA[c]), params=RATING)
-            for aid, d, c in items]
+    reqs = [
+        LLMRequest(
+            f"{aid} {d} {c}",
+            prompt.messages(
+                query=queries[aid],
+                facts="\n".join(f"- {f}" for f in facts_of[aid]),
+                document=text[d],
+                criterion=CRITERIA[c],
+            ),
+            params=RATING,
+        )
+        for aid, d, c in items
+    ]
     ratings: dict[tuple[str, str], dict[str, float | None]] = {}
     for (aid, d, c), r in zip(items, llm.run(alias, reqs, stats=stats, log=log)):
         ratings.setdefault((aid, d), {})[c] = rating(r) if r.ok else None
@@ -241,26 +361,53 @@ def score_documents(turns_: list[tuple], candidates: dict, text: dict, facts_of:
     return out
 
 
-def conversations(turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None) -> tuple[pl.DataFrame, list[dict]]:
+def conversations(
+    turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None
+) -> tuple[pl.DataFrame, list[dict]]:
     """Conversation validation: the rules (3-12 turns, every turn grounded, document
     diversity) and the LLM's verdict on logical progression and coherence."""
     groups = [(cid, g.sort("turn_id")) for (cid,), g in turn_rows.group_by("conversation_id", maintain_order=True)]
-    problems = {cid: rules.conversation_problems(g["gold_doc_ids"].to_list(), t.min_turns, t.max_turns) for cid, g in groups}
+    problems = {
+        cid: rules.conversation_problems(g["gold_doc_ids"].to_list(), t.min_turns, t.max_turns) for cid, g in groups
+    }
     ask = [(cid, g) for cid, g in groups if not problems[cid]]
     prompt = recor_prompt("conversation_check")
-    reqs = [LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True)))), params=VERDICT)
-            for cid, g in ask]
-    verdicts = {cid: (verdict(r) if r.ok else None) for (cid, _), r in zip(ask, llm.run(alias, reqs, stats=stats, log=log))}
+    reqs = [
+        LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True)))), params=VERDICT)
+        for cid, g in ask
+    ]
+    verdicts = {
+        cid: (verdict(r) if r.ok else None) for (cid, _), r in zip(ask, llm.run(alias, reqs, stats=stats, log=log))
+    }
     rows, rejects = [], []
     for cid, g in groups:
         coherent = verdicts.get(cid)
         if coherent is False and t.binding_verdicts:
             problems[cid].append("judged incoherent")
         valid = not problems[cid]
-        rows.append({"domain": g["domain"][0], "conversation_id": cid, "num_turns": g.height, "coherent": coherent, "valid": valid,
-                     "problems": "; ".join(problems[cid])})
+        rows.append(
+            {
+                "domain": g["domain"][0],
+                "conversation_id": cid,
+                "num_turns": g.height,
+                "coherent": coherent,
+                "valid": valid,
+                "problems": "; ".join(problems[cid]),
+            }
+        )
         if not valid:
-            rejects.append(REJECTS.row(g["domain"][0], cid, cid, "conversations", INVALID_CONVERSATION, "; ".join(problems[cid])))
-    frame = pl.DataFrame(rows, schema={"domain": pl.String, "conversation_id": pl.String, "num_turns": pl.Int32,
-                                       "coherent": pl.Boolean, "valid": pl.Boolean, "problems": pl.String})
+            rejects.append(
+                REJECTS.row(g["domain"][0], cid, cid, "conversations", INVALID_CONVERSATION, "; ".join(problems[cid]))
+            )
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "domain": pl.String,
+            "conversation_id": pl.String,
+            "num_turns": pl.Int32,
+            "coherent": pl.Boolean,
+            "valid": pl.Boolean,
+            "problems": pl.String,
+        },
+    )
     return frame, rejects

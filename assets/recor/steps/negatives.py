@@ -21,17 +21,27 @@ DUPLICATE_PASSAGE, OVERLAPS_POSITIVE = "duplicate_passage", "overlaps_positive"
 NEGATIVE_REASONS = frozenset({DUPLICATE_PASSAGE, OVERLAPS_POSITIVE})
 
 
-def mining_queries(questions: pl.DataFrame, llm, alias: str, n: int, stats: CallStats, log=None) -> dict[str, list[str]]:
+def mining_queries(
+    questions: pl.DataFrame, llm, alias: str, n: int, stats: CallStats, log=None
+) -> dict[str, list[str]]:
     prompt = recor_prompt("negative_queries")
     rows = list(questions.iter_rows(named=True))
-    reqs = [LLMRequest(q["question_id"], prompt.messages(question=q["query"], answer=q["answer"], n=str(n)),
-                       params={"max_tokens": 30 * n}, output=prompt.output) for q in rows]
+    reqs = [
+        LLMRequest(
+            q["question_id"],
+            prompt.messages(question=q["query"], answer=q["answer"], n=str(n)),
+            params={"max_tokens": 30 * n},
+            output=prompt.output,
+        )
+        for q in rows
+    ]
     results = llm.run(alias, reqs, parse=lambda s: parse_list(s, n), stats=stats, log=log)
     return {q["question_id"]: (r.value if r.ok else []) for q, r in zip(rows, results)}
 
 
-def select_negatives(questions: pl.DataFrame, positives: pl.DataFrame, hits: dict[str, list[tuple[str, str]]],
-                     max_overlap: float) -> tuple[pl.DataFrame, list[dict]]:
+def select_negatives(
+    questions: pl.DataFrame, positives: pl.DataFrame, hits: dict[str, list[tuple[str, str]]], max_overlap: float
+) -> tuple[pl.DataFrame, list[dict]]:
     """Passages from each question's search hits: segmented to the positives' mean length,
     without duplicates (within the domain) or passages too close to any positive."""
     pos_texts = positives["content"].to_list()
@@ -47,11 +57,32 @@ def select_negatives(questions: pl.DataFrame, positives: pl.DataFrame, hits: dic
                 if key in seen:
                     rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", DUPLICATE_PASSAGE))
                 elif closest > max_overlap:
-                    rejects.append(REJECTS.row(q["domain"], q["question_id"], pid, "negatives", OVERLAPS_POSITIVE,
-                                          f"word overlap {closest:.2f} > {max_overlap}"))
+                    rejects.append(
+                        REJECTS.row(
+                            q["domain"],
+                            q["question_id"],
+                            pid,
+                            "negatives",
+                            OVERLAPS_POSITIVE,
+                            f"word overlap {closest:.2f} > {max_overlap}",
+                        )
+                    )
                 else:
                     seen.add(key)
-                    rows.append({"domain": q["domain"], "doc_id": pid, "content": passage, "role": "negative",
-                                 "question_id": q["question_id"]})
-    schema = {"domain": pl.String, "doc_id": pl.String, "content": pl.String, "role": pl.String, "question_id": pl.String}
+                    rows.append(
+                        {
+                            "domain": q["domain"],
+                            "doc_id": pid,
+                            "content": passage,
+                            "role": "negative",
+                            "question_id": q["question_id"],
+                        }
+                    )
+    schema = {
+        "domain": pl.String,
+        "doc_id": pl.String,
+        "content": pl.String,
+        "role": pl.String,
+        "question_id": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema), rejects

@@ -13,23 +13,37 @@ from assets.recor.rules import LABELS, label_entropy, parse_label
 from assets.recor.steps.shared import history_text, recor_prompt
 from resources.llm import CallStats, LLMRequest
 
-DIMENSIONS = {"naturalness": "quality_naturalness", "coherence": "quality_coherence",
-              "question_quality": "quality_questions", "groundedness": "quality_groundedness"}
+DIMENSIONS = {
+    "naturalness": "quality_naturalness",
+    "coherence": "quality_coherence",
+    "question_quality": "quality_questions",
+    "groundedness": "quality_groundedness",
+}
 # Table 31's column order for the dimensions.
 DIMENSION_ABBREVIATIONS = {"naturalness": "Nat", "coherence": "Coh", "question_quality": "QQ", "groundedness": "Grd"}
 TABLE_31_DEFINITIONS = {
-    "domain": "a RECOR domain", "#C": "conversations judged", "#T": "their turns",
-    **{short: f"mean {name.replace('_', ' ')} score, judged 1-5 per conversation (the paper's scale)"
-       for name, short in DIMENSION_ABBREVIATIONS.items()},
+    "domain": "a RECOR domain",
+    "#C": "conversations judged",
+    "#T": "their turns",
+    **{
+        short: f"mean {name.replace('_', ' ')} score, judged 1-5 per conversation (the paper's scale)"
+        for name, short in DIMENSION_ABBREVIATIONS.items()
+    },
     "DE": "normalized entropy of the turns' dependency types, in [0, 1]; n/a where no turn has one (why_na)",
-    "QE": "normalized entropy of the turns' question patterns, in [0, 1]; n/a where no turn has one (why_na)"}
+    "QE": "normalized entropy of the turns' question patterns, in [0, 1]; n/a where no turn has one (why_na)",
+}
 
 
-def conversation_scores(turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+def conversation_scores(
+    turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: str, stats: CallStats, log=None
+) -> pl.DataFrame:
     """One row per conversation with the four 1-5 scores (probability-weighted over the
     numbers the judge could have written, :func:`rating`; null when it named no number)."""
     text = dict(corpus.select("doc_id", "content").iter_rows())
-    convs = [(cid, list(g.sort("turn_id").iter_rows(named=True))) for (cid,), g in turns.group_by("conversation_id", maintain_order=True)]
+    convs = [
+        (cid, list(g.sort("turn_id").iter_rows(named=True)))
+        for (cid,), g in turns.group_by("conversation_id", maintain_order=True)
+    ]
     rows = {cid: {"domain": ts[0]["domain"], "conversation_id": cid, "turns": len(ts)} for cid, ts in convs}
     for dim, name in DIMENSIONS.items():
         prompt = recor_prompt(name)
@@ -42,7 +56,12 @@ def conversation_scores(turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: s
             reqs.append(LLMRequest(f"{cid} {dim}", prompt.messages(**fields), params=RATING))
         for (cid, _), r in zip(convs, llm.run(alias, reqs, stats=stats, log=log)):
             rows[cid][dim] = rating(r, 1, 5) if r.ok else None
-    schema = {"domain": pl.String, "conversation_id": pl.String, "turns": pl.Int64, **{d: pl.Float64 for d in DIMENSIONS}}
+    schema = {
+        "domain": pl.String,
+        "conversation_id": pl.String,
+        "turns": pl.Int64,
+        **{d: pl.Float64 for d in DIMENSIONS},
+    }
     return pl.DataFrame(list(rows.values()), schema=schema)
 
 
@@ -51,17 +70,55 @@ def turn_labels(turns: pl.DataFrame, llm, alias: str, stats: CallStats, log=None
     rows = list(turns.sort("conversation_id", "turn_id").iter_rows(named=True))
     dep, pat = recor_prompt("dependency_type"), recor_prompt("question_pattern")
     params = {"max_tokens": 8, "temperature": 0.0}
-    deps = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", dep.messages(history=t["conversation_history"], query=t["query"]),
-                                      params=params, output=dep.output) for t in rows],
-                   parse=lambda s: parse_label(s, rules.DEPENDENCY_TYPES), stats=stats, log=log)
-    pats = llm.run(alias, [LLMRequest(f"{t['conversation_id']} {t['turn_id']}", pat.messages(query=t["query"]), params=params,
-                                      output=pat.output) for t in rows],
-                   parse=lambda s: parse_label(s, rules.QUESTION_PATTERNS), stats=stats, log=log)
-    return pl.DataFrame([{"domain": t["domain"], "conversation_id": t["conversation_id"], "turn_id": t["turn_id"],
-                          "dependency": d.value if d.ok else None, "pattern": p.value if p.ok else None}
-                         for t, d, p in zip(rows, deps, pats)],
-                        schema={"domain": pl.String, "conversation_id": pl.String, "turn_id": pl.Int32,
-                                "dependency": pl.String, "pattern": pl.String})
+    deps = llm.run(
+        alias,
+        [
+            LLMRequest(
+                f"{t['conversation_id']} {t['turn_id']}",
+                dep.messages(history=t["conversation_history"], query=t["query"]),
+                params=params,
+                output=dep.output,
+            )
+            for t in rows
+        ],
+        parse=lambda s: parse_label(s, rules.DEPENDENCY_TYPES),
+        stats=stats,
+        log=log,
+    )
+    pats = llm.run(
+        alias,
+        [
+            LLMRequest(
+                f"{t['conversation_id']} {t['turn_id']}",
+                pat.messages(query=t["query"]),
+                params=params,
+                output=pat.output,
+            )
+            for t in rows
+        ],
+        parse=lambda s: parse_label(s, rules.QUESTION_PATTERNS),
+        stats=stats,
+        log=log,
+    )
+    return pl.DataFrame(
+        [
+            {
+                "domain": t["domain"],
+                "conversation_id": t["conversation_id"],
+                "turn_id": t["turn_id"],
+                "dependency": d.value if d.ok else None,
+                "pattern": p.value if p.ok else None,
+            }
+            for t, d, p in zip(rows, deps, pats)
+        ],
+        schema={
+            "domain": pl.String,
+            "conversation_id": pl.String,
+            "turn_id": pl.Int32,
+            "dependency": pl.String,
+            "pattern": pl.String,
+        },
+    )
 
 
 def domain_table(scores: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
@@ -72,9 +129,21 @@ def domain_table(scores: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     for domain in sorted(set(scores["domain"]) | set(labels["domain"])):
         s = scores.filter(pl.col("domain") == domain)
         lab = labels.filter(pl.col("domain") == domain)
-        rows.append({"domain": domain, "#C": s.height, "#T": int(s["turns"].sum() or 0),
-                     **{DIMENSION_ABBREVIATIONS[d]: (s[d].mean() if s.height else None) for d in DIMENSIONS},
-                     **{short: label_entropy(lab, column) for column, (_, short, _) in LABELS.items()}})
-    schema = {"domain": pl.String, "#C": pl.Int64, "#T": pl.Int64, **{DIMENSION_ABBREVIATIONS[d]: pl.Float64 for d in DIMENSIONS},
-              "DE": pl.Float64, "QE": pl.Float64}
+        rows.append(
+            {
+                "domain": domain,
+                "#C": s.height,
+                "#T": int(s["turns"].sum() or 0),
+                **{DIMENSION_ABBREVIATIONS[d]: (s[d].mean() if s.height else None) for d in DIMENSIONS},
+                **{short: label_entropy(lab, column) for column, (_, short, _) in LABELS.items()},
+            }
+        )
+    schema = {
+        "domain": pl.String,
+        "#C": pl.Int64,
+        "#T": pl.Int64,
+        **{DIMENSION_ABBREVIATIONS[d]: pl.Float64 for d in DIMENSIONS},
+        "DE": pl.Float64,
+        "QE": pl.Float64,
+    }
     return pl.DataFrame(rows, schema=schema)

@@ -67,5 +67,7 @@ def history_text(turns: list[dict]) -> str:
 
 def kept_documents(aligned: pl.DataFrame) -> dict[str, list[str]]:
     """Each question's documents that survived the alignment."""
-    return {q: aligned.filter((pl.col("question_id") == q) & pl.col("kept"))["doc_id"].to_list()
-            for q in aligned["question_id"].unique()}
+    return {
+        q: aligned.filter((pl.col("question_id") == q) & pl.col("kept"))["doc_id"].to_list()
+        for q in aligned["question_id"].unique()
+    }

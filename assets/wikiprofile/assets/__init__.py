@@ -26,8 +26,21 @@ from assets.wikiprofile.assets.questions import (
 )
 from assets.wikiprofile.assets.release import benchmark
 
-wikiprofile_assets = [source_pages, page_index, categories, entities, object_candidates, verified_objects, facts, direct_questions,
-                      direct_search_filter, reverse_questions, reverse_search_filter, natural_questions, natural_search_filter,
-                      benchmark]
+wikiprofile_assets = [
+    source_pages,
+    page_index,
+    categories,
+    entities,
+    object_candidates,
+    verified_objects,
+    facts,
+    direct_questions,
+    direct_search_filter,
+    reverse_questions,
+    reverse_search_filter,
+    natural_questions,
+    natural_search_filter,
+    benchmark,
+]
 
 __all__ = ["wikiprofile_assets", "wiring"]

@@ -20,8 +20,16 @@ from resources.llm import CallStats, LLMRequest, ParseError
 # The subject's type for a rule-made reverse question, from the page's category.
 CATEGORY_TYPES = {"People": "PERSON", "Geography": "LOCATION", "History": "EVENT"}
 
-QUESTION_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "generated": pl.String, "specified": pl.String,
-                   "question": pl.String, "specification": pl.String, "minimalism": pl.String, "origin": pl.String}
+QUESTION_SCHEMA = {
+    "fact_id": pl.String,
+    "kind": pl.String,
+    "generated": pl.String,
+    "specified": pl.String,
+    "question": pl.String,
+    "specification": pl.String,
+    "minimalism": pl.String,
+    "origin": pl.String,
+}
 REVERSE_SCHEMA = {**QUESTION_SCHEMA, "subject": pl.String, "subject_type": pl.String, "pair_ok": pl.Boolean}
 NATURAL_SCHEMA = {"fact_id": pl.String, "kind": pl.String, "question": pl.String, "origin": pl.String}
 
@@ -35,8 +43,18 @@ OBJECT_NOT_IN_QUESTION, INVALID_PAIR = "object_not_in_question", "invalid_pair"
 # A question built by rule whose rule rephrasing could not be built.
 RULES_NOT_REPHRASED = "rules"
 DIRECT_QUESTION_REASONS = frozenset({NO_QUESTION, ANSWER_IN_QUESTION, REJECTED_BY_MODEL})
-REVERSE_QUESTION_REASONS = frozenset({NO_QUESTION, NO_UNIQUE_REVERSE, SUBJECT_NOT_IN_TEXT, OBJECT_NOT_IN_QUESTION,
-                                      ANSWER_IN_QUESTION, OFF_TOPIC, INVALID_PAIR, REJECTED_BY_MODEL})
+REVERSE_QUESTION_REASONS = frozenset(
+    {
+        NO_QUESTION,
+        NO_UNIQUE_REVERSE,
+        SUBJECT_NOT_IN_TEXT,
+        OBJECT_NOT_IN_QUESTION,
+        ANSWER_IN_QUESTION,
+        OFF_TOPIC,
+        INVALID_PAIR,
+        REJECTED_BY_MODEL,
+    }
+)
 NATURAL_QUESTION_REASONS = frozenset({NO_QUESTION, ANSWER_IN_QUESTION, OFF_TOPIC, RULES_NOT_REPHRASED})
 
 
@@ -55,12 +73,21 @@ def _is_person(f: dict) -> bool:
 
 
 def rules_row(f: dict, kind: str, question: str) -> dict:
-    return {"fact_id": f["fact_id"], "kind": kind, "generated": question, "specified": question, "question": question,
-            "specification": "rules", "minimalism": "rules", "origin": "rules"}
+    return {
+        "fact_id": f["fact_id"],
+        "kind": kind,
+        "generated": question,
+        "specified": question,
+        "question": question,
+        "specification": "rules",
+        "minimalism": "rules",
+        "origin": "rules",
+    }
 
 
-def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats, log=None,
-                     pages: Pages | None = None) -> tuple[pl.DataFrame, list[dict]]:
+def direct_questions(
+    facts: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats, log=None, pages: Pages | None = None
+) -> tuple[pl.DataFrame, list[dict]]:
     """Steps 7-9 for every fact: the direct question from the left context, its
     specification refinement (an edit, or REJECT) and its minimalism refinement (deletions
     only). A question that names its answer is rejected at any stage. A REJECT from advisory
@@ -73,18 +100,38 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
     items = list(facts.iter_rows(named=True))
     rejects: list[dict] = []
     gen = wikiprofile_prompt("direct_question")
-    asked = llm.run(alias, [LLMRequest(f["fact_id"], gen.messages(left_context=f["left_context"], target=f["object"],
-                                                                  entity_type=f["type"]), params=SHORT) for f in items],
-                    parse=parse_question, stats=stats, log=log)
+    asked = llm.run(
+        alias,
+        [
+            LLMRequest(
+                f["fact_id"],
+                gen.messages(left_context=f["left_context"], target=f["object"], entity_type=f["type"]),
+                params=SHORT,
+            )
+            for f in items
+        ],
+        parse=parse_question,
+        stats=stats,
+        log=log,
+    )
     live, ruled = [], []
     for f, r in zip(items, asked):
         fallback = not binding and pages is not None
         usable = r.ok and not answer_leaks(r.value, f["object"])
-        if fallback and not (usable and is_question(r.value) and rules.on_topic(r.value, _sentence(pages, f), pages[f["page_id"]][0])):
+        if fallback and not (
+            usable and is_question(r.value) and rules.on_topic(r.value, _sentence(pages, f), pages[f["page_id"]][0])
+        ):
             blanked = rules.direct_cloze(*pages[f["page_id"]], f["start"], f["object"], _is_person(f))
             if blanked is None:
-                rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", NO_QUESTION,
-                                      "rules: the sentence's clause around the object is too long for a question"))
+                rejects.append(
+                    REJECTS.row(
+                        f["page_id"],
+                        f["fact_id"],
+                        "direct_question",
+                        NO_QUESTION,
+                        "rules: the sentence's clause around the object is too long for a question",
+                    )
+                )
             else:
                 ruled.append(rules_row(f, "direct", rules.direct_question(blanked, f["type"])))
         elif not r.ok:
@@ -97,15 +144,25 @@ def direct_questions(facts: pl.DataFrame, llm, alias: str, binding: bool, stats:
     return pl.DataFrame(rows + ruled, schema=QUESTION_SCHEMA).sort("fact_id"), rejects + more
 
 
-def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, binding: bool, stats: CallStats,
-           log=None) -> tuple[list[dict], list[dict]]:
+def refine(
+    live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, binding: bool, stats: CallStats, log=None
+) -> tuple[list[dict], list[dict]]:
     """Steps 8-9 (and 12 for reverse questions) on ``(fact, question, answer, answer type)``
     items: the specification refinement, then the minimalism refinement, with the checks
     that keep a bad edit from replacing a good question."""
     rejects = []
     spec = wikiprofile_prompt("refine_specification")
-    refined = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", spec.messages(question=q, target=target, entity_type=etype),
-                                         params=SHORT) for f, q, target, etype in live], stats=stats, log=log)
+    refined = llm.run(
+        alias,
+        [
+            LLMRequest(
+                f"{f['fact_id']} {kind}", spec.messages(question=q, target=target, entity_type=etype), params=SHORT
+            )
+            for f, q, target, etype in live
+        ],
+        stats=stats,
+        log=log,
+    )
     specified = []
     for (f, q, target, _), r in zip(live, refined):
         text = r.text or ""
@@ -127,8 +184,15 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
         else:
             specified.append((f, q, edited, target, "unchanged" if edited == q else "edited"))
     minimal = wikiprofile_prompt("refine_minimal")
-    shortened = llm.run(alias, [LLMRequest(f"{f['fact_id']} {kind}", minimal.messages(question=q, target=target), params=SHORT)
-                                for f, _, q, target, _ in specified], stats=stats, log=log)
+    shortened = llm.run(
+        alias,
+        [
+            LLMRequest(f"{f['fact_id']} {kind}", minimal.messages(question=q, target=target), params=SHORT)
+            for f, _, q, target, _ in specified
+        ],
+        stats=stats,
+        log=log,
+    )
     rows = []
     for (f, generated, q, target, how), r in zip(specified, shortened):
         try:
@@ -143,16 +207,34 @@ def refine(live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, b
             final, note = q, "edit leaked the answer, kept"
         else:
             final, note = short, "unchanged" if short == q else "shortened"
-        rows.append({"fact_id": f["fact_id"], "kind": kind, "generated": generated, "specified": q, "question": final,
-                     "specification": how, "minimalism": note, "origin": "model"})
+        rows.append(
+            {
+                "fact_id": f["fact_id"],
+                "kind": kind,
+                "generated": generated,
+                "specified": q,
+                "question": final,
+                "specification": how,
+                "minimalism": note,
+                "origin": "model",
+            }
+        )
     return rows, rejects
 
 
 # --- 11-13. reverse questions ----------------------------------------------------------------
 
 
-def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats,
-                      log=None, pages: Pages | None = None) -> tuple[pl.DataFrame, list[dict]]:
+def reverse_questions(
+    facts: pl.DataFrame,
+    direct: pl.DataFrame,
+    llm,
+    alias: str,
+    binding: bool,
+    stats: CallStats,
+    log=None,
+    pages: Pages | None = None,
+) -> tuple[pl.DataFrame, list[dict]]:
     """Steps 11-13 for every fact with a direct question: the model names the subject and
     writes the reverse question (or REJECT: no unique reverse exists); the subject must occur
     in the left context and not in the question, and the object must occur in it; the
@@ -166,10 +248,21 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
     questions = dict(direct.select("fact_id", "question").iter_rows())
     items = [f for f in facts.iter_rows(named=True) if f["fact_id"] in questions]
     prompt = wikiprofile_prompt("reverse_question")
-    asked = llm.run(alias, [LLMRequest(f["fact_id"], prompt.messages(context=f["left_context"], question=questions[f["fact_id"]],
-                                                                     target=f["object"]), params=SHORT, output=prompt.output)
-                           for f in items],
-                    parse=parse_reverse, stats=stats, log=log)
+    asked = llm.run(
+        alias,
+        [
+            LLMRequest(
+                f["fact_id"],
+                prompt.messages(context=f["left_context"], question=questions[f["fact_id"]], target=f["object"]),
+                params=SHORT,
+                output=prompt.output,
+            )
+            for f in items
+        ],
+        parse=parse_reverse,
+        stats=stats,
+        log=log,
+    )
     rejects, live, ruled = [], [], []
     for f, r in zip(items, asked):
         problem = _reverse_problem(f, r, binding, pages)
@@ -182,11 +275,27 @@ def reverse_questions(facts: pl.DataFrame, direct: pl.DataFrame, llm, alias: str
             row, reject = _reverse_by_rule(f, problem, pages)
             ruled += [row] if row else []
             rejects += [reject] if reject else []
-    typed = llm.run(alias, [LLMRequest(f["fact_id"], wikiprofile_prompt("answer_type").messages(question=q, target=subj), params=SHORT,
-                                       output=wikiprofile_prompt("answer_type").output)
-                            for f, q, subj in live], stats=stats, log=log)
-    types = {f["fact_id"]: (parse_entity_type(r.text or "") if r.ok else None) or "OTHER" for (f, _, _), r in zip(live, typed)}
-    rows, more = refine([(f, q, subj, types[f["fact_id"]]) for f, q, subj in live], "reverse", llm, alias, binding, stats, log)
+    typed = llm.run(
+        alias,
+        [
+            LLMRequest(
+                f["fact_id"],
+                wikiprofile_prompt("answer_type").messages(question=q, target=subj),
+                params=SHORT,
+                output=wikiprofile_prompt("answer_type").output,
+            )
+            for f, q, subj in live
+        ],
+        stats=stats,
+        log=log,
+    )
+    types = {
+        f["fact_id"]: (parse_entity_type(r.text or "") if r.ok else None) or "OTHER"
+        for (f, _, _), r in zip(live, typed)
+    }
+    rows, more = refine(
+        [(f, q, subj, types[f["fact_id"]]) for f, q, subj in live], "reverse", llm, alias, binding, stats, log
+    )
     kept, unpaired = _pair_checked(rows, live, questions, types, llm, alias, binding, stats, log)
     return pl.DataFrame(kept + ruled, schema=REVERSE_SCHEMA).sort("fact_id"), rejects + more + unpaired
 
@@ -205,7 +314,11 @@ def _reverse_problem(f: dict, r, binding: bool, pages: Pages | None) -> tuple[st
         return OBJECT_NOT_IN_QUESTION, f"{question} (object {f['object']!r})"
     if answer_leaks(question, subject):
         return ANSWER_IN_QUESTION, f"{question} (subject {subject!r})"
-    if not binding and pages is not None and not (is_question(question) and rules.on_topic(question, _sentence(pages, f), "")):
+    if (
+        not binding
+        and pages is not None
+        and not (is_question(question) and rules.on_topic(question, _sentence(pages, f), ""))
+    ):
         return OFF_TOPIC, question
     return None
 
@@ -217,31 +330,69 @@ def _reverse_by_rule(f: dict, problem: tuple[str, str], pages: Pages) -> tuple[d
     subject_type = CATEGORY_TYPES.get(f.get("category") or "", "OTHER")
     blanked = rules.reverse_cloze(title, summary, f["start"], f["object"], person=subject_type == "PERSON")
     if blanked is None:
-        return None, REJECTS.row(f["page_id"], f["fact_id"], "reverse_question", NO_UNIQUE_REVERSE,
-                                 f"rules: the clause that names the object and refers to {title!r} is too long "
-                                 f"(model: {problem[0]})")
-    return {**rules_row(f, "reverse", rules.reverse_question(blanked, subject_type)), "subject": title,
-            "subject_type": subject_type, "pair_ok": None}, None
+        return None, REJECTS.row(
+            f["page_id"],
+            f["fact_id"],
+            "reverse_question",
+            NO_UNIQUE_REVERSE,
+            f"rules: the clause that names the object and refers to {title!r} is too long (model: {problem[0]})",
+        )
+    return {
+        **rules_row(f, "reverse", rules.reverse_question(blanked, subject_type)),
+        "subject": title,
+        "subject_type": subject_type,
+        "pair_ok": None,
+    }, None
 
 
-def _pair_checked(rows: list[dict], live: list[tuple[dict, str, str]], questions: Mapping[str, str], types: Mapping[str, str],
-                  llm, alias: str, binding: bool, stats: CallStats, log) -> tuple[list[dict], list[dict]]:
+def _pair_checked(
+    rows: list[dict],
+    live: list[tuple[dict, str, str]],
+    questions: Mapping[str, str],
+    types: Mapping[str, str],
+    llm,
+    alias: str,
+    binding: bool,
+    stats: CallStats,
+    log,
+) -> tuple[list[dict], list[dict]]:
     """Step 13: each refined reverse question with its subject, its answer type and the
     pair check's verdict; with binding verdicts an invalid pair is rejected."""
     subjects = {f["fact_id"]: subj for f, _, subj in live}
     objects = {f["fact_id"]: f for f, _, _ in live}
     pair = wikiprofile_prompt("pair_check")
-    verdicts = llm.run(alias, [LLMRequest(row["fact_id"], pair.messages(direct_question=questions[row["fact_id"]],
-                                                                      object=objects[row["fact_id"]]["object"],
-                                                                      reverse_question=row["question"], subject=subjects[row["fact_id"]]),
-                                          params=VERDICT) for row in rows], stats=stats, log=log)
+    verdicts = llm.run(
+        alias,
+        [
+            LLMRequest(
+                row["fact_id"],
+                pair.messages(
+                    direct_question=questions[row["fact_id"]],
+                    object=objects[row["fact_id"]]["object"],
+                    reverse_question=row["question"],
+                    subject=subjects[row["fact_id"]],
+                ),
+                params=VERDICT,
+            )
+            for row in rows
+        ],
+        stats=stats,
+        log=log,
+    )
     kept, rejects = [], []
     for row, r in zip(rows, verdicts):
         ok = verdict(r) if r.ok else None
         row = {**row, "subject": subjects[row["fact_id"]], "subject_type": types[row["fact_id"]], "pair_ok": ok}
         if ok is False and binding:
-            rejects.append(REJECTS.row(objects[row["fact_id"]]["page_id"], row["fact_id"], "pair_check", INVALID_PAIR,
-                                  f"{questions[row['fact_id']]} / {row['question']}"))
+            rejects.append(
+                REJECTS.row(
+                    objects[row["fact_id"]]["page_id"],
+                    row["fact_id"],
+                    "pair_check",
+                    INVALID_PAIR,
+                    f"{questions[row['fact_id']]} / {row['question']}",
+                )
+            )
         else:
             kept.append(row)
     return kept, rejects
@@ -250,9 +401,16 @@ def _pair_checked(rows: list[dict], live: list[tuple[dict, str, str]], questions
 # --- 15-16. natural and contextual questions -----------------------------------------------------
 
 
-def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, stats: CallStats, log=None,
-                      binding: bool = True, pages: Pages | None = None,
-                      origins: Mapping[tuple[str, str], str] | None = None) -> tuple[pl.DataFrame, list[dict]]:
+def natural_questions(
+    items: list[tuple[dict, str, str, str]],
+    llm,
+    alias: str,
+    stats: CallStats,
+    log=None,
+    binding: bool = True,
+    pages: Pages | None = None,
+    origins: Mapping[tuple[str, str], str] | None = None,
+) -> tuple[pl.DataFrame, list[dict]]:
     """Step 15 on ``(fact, kind, question, answer)`` items: the natural rephrasing, kept when
     it is a question that does not name its answer (kind ``<kind>_natural``).
 
@@ -263,9 +421,21 @@ def natural_questions(items: list[tuple[dict, str, str, str]], llm, alias: str, 
     origins = origins or {}
     ask = [it for it in items if not (fallback and origins.get((it[0]["fact_id"], it[1])) == "rules")]
     prompt = wikiprofile_prompt("natural_question")
-    asked = dict(zip([(f["fact_id"], kind) for f, kind, _, _ in ask], llm.run(
-        alias, [LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer), params=SHORT)
-                for f, kind, q, answer in ask], parse=parse_question, stats=stats, log=log)))
+    asked = dict(
+        zip(
+            [(f["fact_id"], kind) for f, kind, _, _ in ask],
+            llm.run(
+                alias,
+                [
+                    LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer), params=SHORT)
+                    for f, kind, q, answer in ask
+                ],
+                parse=parse_question,
+                stats=stats,
+                log=log,
+            ),
+        )
+    )
     rows, rejects = [], []
     for f, kind, q, answer in items:
         r = asked.get((f["fact_id"], kind))

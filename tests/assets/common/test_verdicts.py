@@ -8,15 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from assets.common.verdicts import (
-    RATING,
-    VERDICT,
-    first_token_only,
-    mean,
-    number_distribution,
-    rating,
-    verdict,
-)
+from assets.common.verdicts import RATING, VERDICT, first_token_only, mean, number_distribution, rating, verdict
 from resources.llm import LLMRequest, LLMResource, LLMResult
 
 
@@ -31,14 +23,19 @@ def read(tokens, alternatives, low=0, high=10):
 def test_a_split_ten_is_read_from_both_digits():
     # "1" at 0.6 then "0" at 0.8 after it: 10 holds 0.6 * 0.8, 1 holds 0.6 * 0.2, 9 holds 0.3;
     # the word's 0.1 is left out
-    tokens, alternatives = ["1", "0"], [{**lp(**{"1": 0.6, "9": 0.3}), "The": math.log(0.1)}, lp(**{"0": 0.8, "<|im_end|>": 0.2})]
+    tokens, alternatives = (
+        ["1", "0"],
+        [{**lp(**{"1": 0.6, "9": 0.3}), "The": math.log(0.1)}, lp(**{"0": 0.8, "<|im_end|>": 0.2})],
+    )
     assert number_distribution(tokens, alternatives) == pytest.approx({10: 0.48, 1: 0.12, 9: 0.3})
     assert read(tokens, alternatives) == pytest.approx((4.8 + 0.12 + 2.7) / 0.9)
 
 
 def test_a_one_not_taken_grows_into_the_number_nearest_the_written_one():
     # beside a written 9 the "1" is the start of 10; beside a written 2 it is 1
-    assert number_distribution(["9"], [lp(**{"9": 0.6, "1": 0.3, "8": 0.1})]) == pytest.approx({9: 0.6, 10: 0.3, 8: 0.1})
+    assert number_distribution(["9"], [lp(**{"9": 0.6, "1": 0.3, "8": 0.1})]) == pytest.approx(
+        {9: 0.6, 10: 0.3, 8: 0.1}
+    )
     assert read(["2"], [lp(**{"2": 0.6, "1": 0.4})]) == pytest.approx(1.6)
     # a written "1" that ends there is 1, whatever its alternatives
     assert read(["1"], [lp(**{"1": 1.0})]) == 1.0
@@ -46,7 +43,9 @@ def test_a_one_not_taken_grows_into_the_number_nearest_the_written_one():
 
 def test_whole_number_tokens_keep_the_first_token_mean():
     # "10" is one token, so the "1" beside it is the number 1
-    assert number_distribution(["10"], [lp(**{"10": 0.5, "9": 0.3, "1": 0.2})]) == pytest.approx({10: 0.5, 9: 0.3, 1: 0.2})
+    assert number_distribution(["10"], [lp(**{"10": 0.5, "9": 0.3, "1": 0.2})]) == pytest.approx(
+        {10: 0.5, 9: 0.3, 1: 0.2}
+    )
     # G-Eval's first-token score when no number is written: (8 * 0.5 + 6 * 0.3) / 0.8
     assert read(["The"], [lp(**{"8": 0.5, " 6": 0.3, "The": 0.2})]) == pytest.approx(7.25)
     assert read(["The"], [{"The": -0.1, "42": -2.0}]) is None
@@ -83,8 +82,12 @@ def test_rating_reads_every_token_when_the_result_carries_them():
     ten = LLMResult("k", "10", top_logprobs=lp(**{"1": 0.6, "9": 0.4}))
     # first token only (today's results): the rest of the text is certain, so "1" is 10
     assert rating(ten) == pytest.approx(0.6 * 10 + 0.4 * 9)
-    full = SimpleNamespace(text="10", top_logprobs=ten.top_logprobs, tokens=["1", "0"],
-                           token_logprobs=[ten.top_logprobs, lp(**{"0": 0.5, "<|im_end|>": 0.5})])
+    full = SimpleNamespace(
+        text="10",
+        top_logprobs=ten.top_logprobs,
+        tokens=["1", "0"],
+        token_logprobs=[ten.top_logprobs, lp(**{"0": 0.5, "<|im_end|>": 0.5})],
+    )
     assert rating(full) == pytest.approx(0.3 * 10 + 0.3 * 1 + 0.4 * 9)
     assert rating(LLMResult("k", "7", top_logprobs=None)) == 7.0
     assert rating(LLMResult("k", "no idea", top_logprobs=None)) is None
@@ -98,8 +101,14 @@ def test_verdicts_stay_on_the_first_token():
 # The scripted stand-in judge: its prompt names a distribution over whole answers, and it
 # answers greedily through litellm with each position's exact next-token alternatives.
 
-CASES = [({"10": 1.0}, 10.0), ({"1": 1.0}, 1.0), ({"9": 0.5, "10": 0.5}, 9.5),
-         ({"9": 0.55, "10": 0.45}, 9.45), ({"9": 0.45, "10": 0.55}, 9.55), ({"8": 0.2, "9": 0.3, "10": 0.5}, 9.3)]
+CASES = [
+    ({"10": 1.0}, 10.0),
+    ({"1": 1.0}, 1.0),
+    ({"9": 0.5, "10": 0.5}, 9.5),
+    ({"9": 0.55, "10": 0.45}, 9.45),
+    ({"9": 0.45, "10": 0.55}, 9.55),
+    ({"8": 0.2, "9": 0.3, "10": 0.5}, 9.3),
+]
 
 
 def ask(answers: dict[str, float]) -> list[dict]:
@@ -113,7 +122,9 @@ def judges(tmp_path):
 
     scripted.install()
     registry = tmp_path / "models.yaml"
-    registry.write_text("models:\n  split: {model: scripted/digits, backend: api}\n  whole: {model: scripted/rules, backend: api}\n")
+    registry.write_text(
+        "models:\n  split: {model: scripted/digits, backend: api}\n  whole: {model: scripted/rules, backend: api}\n"
+    )
     llm = LLMResource(registry_path=str(registry), cache_dir=str(tmp_path / "cache"), backoff_seconds=0.01)
     scripted.install()
     return llm
@@ -144,8 +155,14 @@ def test_a_split_mixture_of_one_and_ten_is_read_exactly():
 
     scripted.install()
     # "1" is certain, then "0" at 0.7 and the end at 0.3: 0.3 * 1 + 0.7 * 10
-    content = litellm.completion(model="scripted/digits", messages=ask({"1": 0.3, "10": 0.7}), **RATING).choices[0].logprobs.content
-    assert read([c.token for c in content], [{t.token: t.logprob for t in c.top_logprobs} for c in content]) == pytest.approx(7.3)
+    content = (
+        litellm.completion(model="scripted/digits", messages=ask({"1": 0.3, "10": 0.7}), **RATING)
+        .choices[0]
+        .logprobs.content
+    )
+    assert read(
+        [c.token for c in content], [{t.token: t.logprob for t in c.top_logprobs} for c in content]
+    ) == pytest.approx(7.3)
 
 
 @pytest.mark.parametrize("alias", ["split", "whole"])

@@ -12,12 +12,16 @@ from assets.eval.wikiprofile import analysis
 from assets.eval.wikiprofile import rules as method
 
 PROFILE_FLAGS = {  # profile -> (encodes, knows, knows_thinking)
-    "direct_recall": (True, True, True), "recall_failure": (True, False, False),
-    "recall_with_thinking": (True, False, True), "encoding_failure": (False, False, False),
-    "inference_without_encoding": (False, False, True), "ungradable": (None, None, None),
+    "direct_recall": (True, True, True),
+    "recall_failure": (True, False, False),
+    "recall_with_thinking": (True, False, True),
+    "encoding_failure": (False, False, False),
+    "inference_without_encoding": (False, False, True),
+    "ungradable": (None, None, None),
     "direct_inference": (False, True, True),
     # without a thinking run
-    "encoded_not_known": (True, False, None), "not_encoded_not_known": (False, False, None),
+    "encoded_not_known": (True, False, None),
+    "not_encoded_not_known": (False, False, None),
 }
 
 
@@ -26,22 +30,58 @@ def profiles(model: str, facts: dict[str, str], thinking_run: str = "present") -
     rows = []
     for f, p in facts.items():
         e, k0, kt = PROFILE_FLAGS[p]
-        rows.append({"model": model, "fact_id": f, "encodes": e, "knows": k0,
-                     "knows_thinking": kt if thinking_run == "present" else None, "profile": p, "thinking_run": thinking_run})
+        rows.append(
+            {
+                "model": model,
+                "fact_id": f,
+                "encodes": e,
+                "knows": k0,
+                "knows_thinking": kt if thinking_run == "present" else None,
+                "profile": p,
+                "thinking_run": thinking_run,
+            }
+        )
     return pl.DataFrame(rows, schema=analysis.PROFILE_SCHEMA)
 
 
 def grades(model: str, table: dict[str, dict[str, float]], thinking: bool = False) -> pl.DataFrame:
-    rows = [{"model": model, "fact_id": f, "task": t, "thinking": thinking, "grade": g, "correct": 0, "incorrect": 0,
-             "partially": 0, "other": 0} for f, tasks in table.items() for t, g in tasks.items()]
+    rows = [
+        {
+            "model": model,
+            "fact_id": f,
+            "task": t,
+            "thinking": thinking,
+            "grade": g,
+            "correct": 0,
+            "incorrect": 0,
+            "partially": 0,
+            "other": 0,
+        }
+        for f, tasks in table.items()
+        for t, g in tasks.items()
+    ]
     return pl.DataFrame(rows)
 
 
 def test_popularity_rates_and_gaps_per_tier():
-    prof = profiles("m", {"f1": "direct_recall", "f2": "recall_failure", "f3": "encoding_failure",
-                          "f4": "recall_with_thinking", "f5": "recall_failure", "f6": "ungradable", "f7": "direct_recall"})
-    tiers = pl.DataFrame({"fact_id": [f"f{i}" for i in range(1, 8)],
-                          "tier": ["top", "top", "top", "bottom", "bottom", "bottom", "middle"]})
+    prof = profiles(
+        "m",
+        {
+            "f1": "direct_recall",
+            "f2": "recall_failure",
+            "f3": "encoding_failure",
+            "f4": "recall_with_thinking",
+            "f5": "recall_failure",
+            "f6": "ungradable",
+            "f7": "direct_recall",
+        },
+    )
+    tiers = pl.DataFrame(
+        {
+            "fact_id": [f"f{i}" for i in range(1, 8)],
+            "tier": ["top", "top", "top", "bottom", "bottom", "bottom", "middle"],
+        }
+    )
     table = analysis.popularity(prof, tiers)
     top = table.filter(pl.col("tier") == "top").row(0, named=True)
     bottom = table.filter(pl.col("tier") == "bottom").row(0, named=True)
@@ -49,27 +89,73 @@ def test_popularity_rates_and_gaps_per_tier():
     assert (top["facts"], top["encodes"], top["recall"], top["recall_thinking"]) == (3, pytest.approx(2 / 3), 0.5, 0.5)
     assert (bottom["facts"], bottom["encodes"], bottom["recall"], bottom["recall_thinking"]) == (2, 1.0, 0.0, 0.5)
     gaps = analysis.popularity_gaps(table).row(0, named=True)
-    assert gaps["encoding_gap"] == pytest.approx(-1 / 3) and gaps["recall_gap"] == 0.5 and gaps["recall_gap_thinking"] == 0.0
+    assert (
+        gaps["encoding_gap"] == pytest.approx(-1 / 3)
+        and gaps["recall_gap"] == 0.5
+        and gaps["recall_gap_thinking"] == 0.0
+    )
 
 
 def test_direction_and_error_attribution_count_both_phrasings():
-    prof = profiles("m", {"a": "direct_recall", "b": "recall_failure", "c": "recall_failure", "d": "recall_failure",
-                          "e": "encoding_failure"})
+    prof = profiles(
+        "m",
+        {
+            "a": "direct_recall",
+            "b": "recall_failure",
+            "c": "recall_failure",
+            "d": "recall_failure",
+            "e": "encoding_failure",
+        },
+    )
     plain = {
-        "a": {"direct": 1.0, "direct_natural": 0.9, "reverse": 0.8, "reverse_natural": 0.7,
-              "mc_direct": 1.0, "mc_direct_natural": 1.0, "mc_reverse": 1.0, "mc_reverse_natural": 1.0},
+        "a": {
+            "direct": 1.0,
+            "direct_natural": 0.9,
+            "reverse": 0.8,
+            "reverse_natural": 0.7,
+            "mc_direct": 1.0,
+            "mc_direct_natural": 1.0,
+            "mc_reverse": 1.0,
+            "mc_reverse_natural": 1.0,
+        },
         # direct fails on one phrasing only: the direct side is not known
-        "b": {"direct": 1.0, "direct_natural": 0.5, "reverse": 0.9, "reverse_natural": 0.9,
-              "mc_direct": 0.25, "mc_direct_natural": 1.0, "mc_reverse": 1.0, "mc_reverse_natural": 0.75},
+        "b": {
+            "direct": 1.0,
+            "direct_natural": 0.5,
+            "reverse": 0.9,
+            "reverse_natural": 0.9,
+            "mc_direct": 0.25,
+            "mc_direct_natural": 1.0,
+            "mc_reverse": 1.0,
+            "mc_reverse_natural": 0.75,
+        },
         # reverse fails, and one reverse phrasing is ungradable (left out)
-        "c": {"direct": 1.0, "direct_natural": 1.0, "reverse": 0.0, "reverse_natural": math.nan,
-              "mc_direct": 1.0, "mc_direct_natural": 1.0, "mc_reverse": 0.0, "mc_reverse_natural": 0.0},
-        "d": {"direct": 0.0, "direct_natural": 0.0, "reverse": 0.0, "reverse_natural": 0.0,
-              "mc_direct": 1.0, "mc_direct_natural": 1.0, "mc_reverse": 1.0, "mc_reverse_natural": 1.0},
+        "c": {
+            "direct": 1.0,
+            "direct_natural": 1.0,
+            "reverse": 0.0,
+            "reverse_natural": math.nan,
+            "mc_direct": 1.0,
+            "mc_direct_natural": 1.0,
+            "mc_reverse": 0.0,
+            "mc_reverse_natural": 0.0,
+        },
+        "d": {
+            "direct": 0.0,
+            "direct_natural": 0.0,
+            "reverse": 0.0,
+            "reverse_natural": 0.0,
+            "mc_direct": 1.0,
+            "mc_direct_natural": 1.0,
+            "mc_reverse": 1.0,
+            "mc_reverse_natural": 1.0,
+        },
         "e": {"direct": 0.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0},
     }
-    thinking = {f: {"direct": 1.0, "direct_natural": 1.0, "reverse": 1.0 if f != "d" else 0.0, "reverse_natural": 1.0}
-                for f in plain}
+    thinking = {
+        f: {"direct": 1.0, "direct_natural": 1.0, "reverse": 1.0 if f != "d" else 0.0, "reverse_natural": 1.0}
+        for f in plain
+    }
     g = pl.concat([grades("m", plain), grades("m", thinking, thinking=True)])
     table = {r["condition"]: r for r in analysis.direction(g, prof).iter_rows(named=True)}
     # over the 4 encoded facts a-d: direct known by a, c; reverse by a, b
@@ -84,12 +170,24 @@ def test_direction_and_error_attribution_count_both_phrasings():
     assert errors["all"]["not_known"] == 4
     assert (errors["all"]["direct_only"], errors["all"]["both"], errors["all"]["reverse_only"]) == (0.5, 0.25, 0.25)
     assert errors["encoded"]["not_known"] == 3
-    assert errors["encoded"]["direct_only"] == pytest.approx(1 / 3) and errors["encoded"]["both"] == pytest.approx(1 / 3)
+    assert errors["encoded"]["direct_only"] == pytest.approx(1 / 3) and errors["encoded"]["both"] == pytest.approx(
+        1 / 3
+    )
 
 
 def test_thinking_recovery_splits_encoded_and_not_encoded():
-    prof = profiles("m", {"a": "recall_with_thinking", "b": "recall_failure", "c": "recall_with_thinking",
-                          "d": "encoding_failure", "e": "inference_without_encoding", "f": "direct_recall", "g": "ungradable"})
+    prof = profiles(
+        "m",
+        {
+            "a": "recall_with_thinking",
+            "b": "recall_failure",
+            "c": "recall_with_thinking",
+            "d": "encoding_failure",
+            "e": "inference_without_encoding",
+            "f": "direct_recall",
+            "g": "ungradable",
+        },
+    )
     rows = {r["encoded"]: r for r in analysis.thinking_recovery(prof).iter_rows(named=True)}
     assert (rows[True]["not_known"], rows[True]["recovered"]) == (3, 2)
     assert rows[True]["recovered_share"] == pytest.approx(2 / 3)
@@ -104,8 +202,19 @@ def test_probability_of_at_least_a_share_correct():
 
 
 def test_correct_at_least_curve_separates_availability_from_robustness():
-    g = pl.DataFrame({"model": "m", "fact_id": ["a", "b", "c"], "task": "direct", "thinking": False, "grade": 0.0,
-                      "correct": [8, 4, 0], "incorrect": [0, 4, 8], "partially": 0, "other": 0})
+    g = pl.DataFrame(
+        {
+            "model": "m",
+            "fact_id": ["a", "b", "c"],
+            "task": "direct",
+            "thinking": False,
+            "grade": 0.0,
+            "correct": [8, 4, 0],
+            "incorrect": [0, 4, 8],
+            "partially": 0,
+            "other": 0,
+        }
+    )
     curve = analysis.correct_at_least(g)
     assert curve["p"].to_list() == [j / 8 for j in range(1, 9)]
     # a always counts; b while P(K >= ceil(8p)) > 0.5, i.e. up to p = 4/8 (P = 163/256; at 5/8, 93/256)
@@ -113,11 +222,21 @@ def test_correct_at_least_curve_separates_availability_from_robustness():
 
 
 def test_tau_sweep_recomputes_profiles_at_each_threshold():
-    table = {"completion": 0.875, "contextual": 0.5, "direct": 0.875, "direct_natural": 1.0, "reverse": 0.875,
-             "reverse_natural": 1.0}
-    g = pl.concat([grades("m", {"f": table}),
-                   grades("m", {"f": {t: table[t] for t in method.KNOWLEDGE_TASKS}}, thinking=True)])
-    sweep = {(r["tau_enc"], r["tau_know"]): r for r in analysis.tau_sweep(g, grid=((0.5, 0.5), (0.5, 0.99), (0.99, 0.99))).iter_rows(named=True)}
+    table = {
+        "completion": 0.875,
+        "contextual": 0.5,
+        "direct": 0.875,
+        "direct_natural": 1.0,
+        "reverse": 0.875,
+        "reverse_natural": 1.0,
+    }
+    g = pl.concat(
+        [grades("m", {"f": table}), grades("m", {"f": {t: table[t] for t in method.KNOWLEDGE_TASKS}}, thinking=True)]
+    )
+    sweep = {
+        (r["tau_enc"], r["tau_know"]): r
+        for r in analysis.tau_sweep(g, grid=((0.5, 0.5), (0.5, 0.99), (0.99, 0.99))).iter_rows(named=True)
+    }
     assert sweep[(0.5, 0.5)]["direct_recall"] == 1.0
     assert sweep[(0.5, 0.99)]["recall_failure"] == 1.0
     assert sweep[(0.99, 0.99)]["encoding_failure"] == 1.0
@@ -125,8 +244,13 @@ def test_tau_sweep_recomputes_profiles_at_each_threshold():
 
 def test_bootstrap_is_exact_for_constant_answers_and_narrows_with_n():
     def graded(labels_by_fact):
-        return pl.DataFrame([{"model": "m", "fact_id": f, "task": "direct", "thinking": False, "sample": k, "label": label}
-                             for f, labels in labels_by_fact.items() for k, label in enumerate(labels)])
+        return pl.DataFrame(
+            [
+                {"model": "m", "fact_id": f, "task": "direct", "thinking": False, "sample": k, "label": label}
+                for f, labels in labels_by_fact.items()
+                for k, label in enumerate(labels)
+            ]
+        )
 
     steady = graded({f"f{i}": [method.CORRECT] * 8 for i in range(5)})
     table = analysis.bootstrap_stability(steady, ns=(2, 8), tasks=("direct",), resamples=200)
@@ -139,8 +263,15 @@ def test_bootstrap_is_exact_for_constant_answers_and_narrows_with_n():
 
 
 def test_label_matrix_codes_labels_and_pads():
-    g = pl.DataFrame({"fact_id": ["a", "a", "a", "b"], "task": "direct", "thinking": False, "sample": [0, 1, 2, 0],
-                      "label": [method.CORRECT, method.PARTIALLY, method.INCORRECT, method.OTHER]})
+    g = pl.DataFrame(
+        {
+            "fact_id": ["a", "a", "a", "b"],
+            "task": "direct",
+            "thinking": False,
+            "sample": [0, 1, 2, 0],
+            "label": [method.CORRECT, method.PARTIALLY, method.INCORRECT, method.OTHER],
+        }
+    )
     assert analysis.label_matrix(g, "direct").tolist() == [[1, -1, 0], [-1, -2, -2]]
     # draws only from a question's own samples: b has one, ungradable, so it is never above tau
     shares = analysis.bootstrap_shares(analysis.label_matrix(g, "direct"), 4, 50, np.random.default_rng(0))
@@ -149,7 +280,12 @@ def test_label_matrix_codes_labels_and_pads():
 
 def test_reports_before_any_model_is_profiled_are_empty_tables():
     nothing = pl.DataFrame()
-    assert analysis.popularity(nothing, pl.DataFrame({"fact_id": [], "tier": []}, schema={"fact_id": pl.String, "tier": pl.String})).height == 0
+    assert (
+        analysis.popularity(
+            nothing, pl.DataFrame({"fact_id": [], "tier": []}, schema={"fact_id": pl.String, "tier": pl.String})
+        ).height
+        == 0
+    )
     assert analysis.direction(analysis.model_grades(nothing), nothing).height == 0
     assert analysis.error_attribution(analysis.model_grades(nothing), nothing).height == 0
     assert analysis.thinking_recovery(nothing).height == 0
@@ -172,15 +308,20 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     bench = pl.DataFrame(schema={"fact_id": pl.String, "page_id": pl.String})
     pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
     ctx = dg.build_asset_context()
-    outputs = [wikiprofile_profile_report(ctx, profiles=nothing, wikiprofile_settings=settings),
-               wikiprofile_popularity_report(ctx, profiles=nothing, benchmark=bench, source_pages=pages),
-               wikiprofile_direction_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
-               wikiprofile_thinking_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
-               wikiprofile_robustness_report(ctx, graded_responses=nothing, wikiprofile_settings=settings)]
+    outputs = [
+        wikiprofile_profile_report(ctx, profiles=nothing, wikiprofile_settings=settings),
+        wikiprofile_popularity_report(ctx, profiles=nothing, benchmark=bench, source_pages=pages),
+        wikiprofile_direction_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
+        wikiprofile_thinking_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
+        wikiprofile_robustness_report(ctx, graded_responses=nothing, wikiprofile_settings=settings),
+    ]
     for out in outputs:
         assert out.value.height == 0 and out.value.width > 0
         assert out.metadata["slice"].value == report_slice("0 subject models (none), 0 facts", None)
-    assert outputs[0].metadata["why_empty"].value == "table_2: no model is profiled: materialize eval/wikiprofile_profiles for a subject model"
+    assert (
+        outputs[0].metadata["why_empty"].value
+        == "table_2: no model is profiled: materialize eval/wikiprofile_profiles for a subject model"
+    )
     # every analysis table inline, each empty one named in why_empty with its reason
     for out, names in zip(outputs[1:], ANALYSIS_TABLES.values()):
         for name in names:
@@ -191,8 +332,12 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
 
 
 # The analysis reports' inline tables, by report.
-ANALYSIS_TABLES = {"popularity_report": ("popularity", "gaps", "tiers"), "direction_report": ("direct_vs_reverse", "error_attribution"),
-                   "thinking_report": ("recovery", "correct_at_least_p"), "robustness_report": ("tau_sweep", "bootstrap")}
+ANALYSIS_TABLES = {
+    "popularity_report": ("popularity", "gaps", "tiers"),
+    "direction_report": ("direct_vs_reverse", "error_attribution"),
+    "thinking_report": ("recovery", "correct_at_least_p"),
+    "robustness_report": ("tau_sweep", "bootstrap"),
+}
 
 
 def inline_rows(table: dg.TableMetadataValue) -> list[dict]:
@@ -207,42 +352,89 @@ def test_analysis_reports_show_their_tables_inline_as_shares():
     from assets.wikiprofile.settings import WikiProfileSettings
 
     settings = WikiProfileSettings()
-    prof = profiles("m", {"f1": "direct_recall", "f2": "recall_with_thinking", "f3": "recall_failure", "f4": "direct_inference"})
+    prof = profiles(
+        "m", {"f1": "direct_recall", "f2": "recall_with_thinking", "f3": "recall_failure", "f4": "direct_inference"}
+    )
     # ten facts, one page each: the two most viewed (f1, f2) are the top tier, the two least (f3, f4) the bottom
     views = {"f1": 1000.0, "f2": 900.0, "f3": 1.0, "f4": 2.0, **{f"f{i}": 10.0 * i for i in range(5, 11)}}
     bench = pl.DataFrame({"fact_id": list(views), "page_id": [f"p{f}" for f in views]})
     pages = pl.DataFrame({"page_id": [f"p{f}" for f in views], "mean_monthly_views": list(views.values())})
-    meta = wikiprofile_popularity_report(dg.build_asset_context(), profiles=prof, benchmark=bench, source_pages=pages).metadata
+    meta = wikiprofile_popularity_report(
+        dg.build_asset_context(), profiles=prof, benchmark=bench, source_pages=pages
+    ).metadata
     # top: f1 and f2 encoded, f1 known, f2 only with thinking; bottom: f3 encoded, not known (f4 is not profiled)
     assert inline_rows(meta["popularity"]) == [
-        {"model": "m", "tier": "top", "facts": 2, "encodes": 1.0, "recall": 0.5, "recall_thinking": 1.0, "thinking_gain": 0.5},
-        {"model": "m", "tier": "bottom", "facts": 1, "encodes": 1.0, "recall": 0.0, "recall_thinking": 0.0, "thinking_gain": 0.0}]
-    assert inline_rows(meta["gaps"]) == [{"model": "m", "encoding_gap": 0.0, "recall_gap": 0.5, "recall_gap_thinking": 1.0}]
-    assert inline_rows(meta["tiers"]) == [{"tier": "bottom", "min_views": 1.0, "max_views": 2.0, "facts": 2},
-                                          {"tier": "middle", "min_views": 50.0, "max_views": 100.0, "facts": 6},
-                                          {"tier": "top", "min_views": 900.0, "max_views": 1000.0, "facts": 2}]
-    assert "share of the tier's encoded facts" in {c.name: c.description for c in meta["popularity"].schema.columns}["recall"]
+        {
+            "model": "m",
+            "tier": "top",
+            "facts": 2,
+            "encodes": 1.0,
+            "recall": 0.5,
+            "recall_thinking": 1.0,
+            "thinking_gain": 0.5,
+        },
+        {
+            "model": "m",
+            "tier": "bottom",
+            "facts": 1,
+            "encodes": 1.0,
+            "recall": 0.0,
+            "recall_thinking": 0.0,
+            "thinking_gain": 0.0,
+        },
+    ]
+    assert inline_rows(meta["gaps"]) == [
+        {"model": "m", "encoding_gap": 0.0, "recall_gap": 0.5, "recall_gap_thinking": 1.0}
+    ]
+    assert inline_rows(meta["tiers"]) == [
+        {"tier": "bottom", "min_views": 1.0, "max_views": 2.0, "facts": 2},
+        {"tier": "middle", "min_views": 50.0, "max_views": 100.0, "facts": 6},
+        {"tier": "top", "min_views": 900.0, "max_views": 1000.0, "facts": 2},
+    ]
+    assert (
+        "share of the tier's encoded facts"
+        in {c.name: c.description for c in meta["popularity"].schema.columns}["recall"]
+    )
     assert "why_empty" not in meta and meta["slice"].value.startswith("1 subject models (m), 4 facts;")
 
     # f2 and f3 encoded and not known without thinking, f2 recovered: 1 / 2; nothing not encoded to
     # recover (0 / 0, blank); no grades, so no correct>=p curve, and why_empty says so
-    meta = wikiprofile_thinking_report(dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=prof, wikiprofile_settings=settings).metadata
+    meta = wikiprofile_thinking_report(
+        dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=prof, wikiprofile_settings=settings
+    ).metadata
     assert inline_rows(meta["recovery"]) == [
         {"model": "m", "encoded": True, "not_known": 2, "recovered": 1, "recovered_share": 0.5},
-        {"model": "m", "encoded": False, "not_known": 0, "recovered": 0, "recovered_share": None}]
-    assert meta["why_empty"].value == ("correct_at_least_p: no question is graded: materialize eval/wikiprofile_graded_responses "
-                                       "for a subject model")
+        {"model": "m", "encoded": False, "not_known": 0, "recovered": 0, "recovered_share": None},
+    ]
+    assert meta["why_empty"].value == (
+        "correct_at_least_p: no question is graded: materialize eval/wikiprofile_graded_responses for a subject model"
+    )
     plain = profiles("p", {"f1": "direct_recall", "f2": "encoded_not_known"}, thinking_run="missing")
-    meta = wikiprofile_thinking_report(dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=plain, wikiprofile_settings=settings).metadata
+    meta = wikiprofile_thinking_report(
+        dg.build_asset_context(), graded_responses=pl.DataFrame(), profiles=plain, wikiprofile_settings=settings
+    ).metadata
     assert "recovery: no profiled model has a thinking run" in meta["why_empty"].value
 
 
 def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
-    prof = pl.concat([
-        profiles("plain", {"f1": "direct_recall", "f2": "encoded_not_known", "f3": "not_encoded_not_known",
-                           "f4": "direct_inference"}, thinking_run="missing"),
-        profiles("think", {"f1": "direct_recall", "f2": "recall_with_thinking", "f3": "recall_failure",
-                           "f4": "direct_inference"})])
+    prof = pl.concat(
+        [
+            profiles(
+                "plain",
+                {
+                    "f1": "direct_recall",
+                    "f2": "encoded_not_known",
+                    "f3": "not_encoded_not_known",
+                    "f4": "direct_inference",
+                },
+                thinking_run="missing",
+            ),
+            profiles(
+                "think",
+                {"f1": "direct_recall", "f2": "recall_with_thinking", "f3": "recall_failure", "f4": "direct_inference"},
+            ),
+        ]
+    )
     assert analysis.models_without_thinking(prof) == ["plain"]
     tiers = pl.DataFrame({"fact_id": ["f1", "f2", "f3", "f4"], "tier": ["top", "top", "bottom", "bottom"]})
     table = {(r["model"], r["tier"]): r for r in analysis.popularity(prof, tiers).iter_rows(named=True)}
@@ -261,13 +453,21 @@ def test_a_model_without_a_thinking_run_gets_null_where_thinking_enters():
     assert (thinking["not_known"], thinking["recovered"]) == (2, 1)  # f2 recovered, f3 not
     grade = {t: 1.0 for t in method.KNOWLEDGE_TASKS}
     g = grades("plain", {"f1": grade, "f2": grade})
-    rows = {r["condition"]: r for r in analysis.direction(g, prof.filter(pl.col("model") == "plain")).iter_rows(named=True)}
+    rows = {
+        r["condition"]: r for r in analysis.direction(g, prof.filter(pl.col("model") == "plain")).iter_rows(named=True)
+    }
     assert rows["generate"]["direct"] == 1.0 and rows["generate_thinking"]["direct"] is None
 
 
 def test_tau_sweep_of_a_model_without_a_thinking_run():
-    table = {"completion": 0.875, "contextual": 0.5, "direct": 0.875, "direct_natural": 1.0, "reverse": 0.875,
-             "reverse_natural": 1.0}
+    table = {
+        "completion": 0.875,
+        "contextual": 0.5,
+        "direct": 0.875,
+        "direct_natural": 1.0,
+        "reverse": 0.875,
+        "reverse_natural": 1.0,
+    }
     sweep = analysis.tau_sweep(grades("m", {"f": table}), grid=((0.5, 0.5), (0.5, 0.99)))
     rows = sweep.to_dicts()
     assert [r["thinking_run"] for r in rows] == ["missing", "missing"] and sweep.schema["knows_thinking"] == pl.Float64
@@ -280,11 +480,29 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
     from assets.eval.wikiprofile.assets import wikiprofile_profile_report
     from assets.wikiprofile.settings import WikiProfileSettings
 
-    prof = pl.concat([
-        profiles("a", {"f1": "direct_recall", "f2": "direct_recall", "f3": "recall_with_thinking", "f4": "recall_failure",
-                       "f5": "direct_inference", "f6": "ungradable"}),
-        profiles("b", {"f1": "direct_recall", "f2": "encoded_not_known", "f3": "not_encoded_not_known"}, thinking_run="missing")])
-    out = wikiprofile_profile_report(dg.build_asset_context(), profiles=prof, wikiprofile_settings=WikiProfileSettings())
+    prof = pl.concat(
+        [
+            profiles(
+                "a",
+                {
+                    "f1": "direct_recall",
+                    "f2": "direct_recall",
+                    "f3": "recall_with_thinking",
+                    "f4": "recall_failure",
+                    "f5": "direct_inference",
+                    "f6": "ungradable",
+                },
+            ),
+            profiles(
+                "b",
+                {"f1": "direct_recall", "f2": "encoded_not_known", "f3": "not_encoded_not_known"},
+                thinking_run="missing",
+            ),
+        ]
+    )
+    out = wikiprofile_profile_report(
+        dg.build_asset_context(), profiles=prof, wikiprofile_settings=WikiProfileSettings()
+    )
     rows = {r["model"]: r for r in out.value.iter_rows(named=True)}
     # a: 6 facts, 4 profiled, 5 gradable (4 + f5): Knows = (2 DR + 1 DI) / 5; Knows(+Think) = (2 + 1 RwT + 1 DI) / 5
     assert rows["a"]["knows"] == 0.6 and rows["a"]["knows_thinking"] == 0.8
@@ -303,9 +521,14 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
     inline = {r.data["model"]: r.data for r in table_2.records}
     # shares, four decimals inline
     assert inline["a"]["Knows (incl. direct inf.)"] == 0.6 and inline["a"]["Knows, Fig. 4 (excl. direct inf.)"] == 0.75
-    assert inline["b"]["Knows (incl. direct inf.)"] == 0.3333 and inline["b"]["Knows(+Think) (incl. direct inf.)"] is None
+    assert (
+        inline["b"]["Knows (incl. direct inf.)"] == 0.3333 and inline["b"]["Knows(+Think) (incl. direct inf.)"] is None
+    )
     assert "a share of the gradable facts" in described["Knows (incl. direct inf.)"]
-    assert "tau_enc = tau_know = 0.5, strict" in meta["definitions"].value and "NaN strategy S2" in meta["definitions"].value
+    assert (
+        "tau_enc = tau_know = 0.5, strict" in meta["definitions"].value
+        and "NaN strategy S2" in meta["definitions"].value
+    )
     assert meta["thinking_run_missing"].value == "b" and "Knows(+Think)" in meta["thinking_run_missing_reason"].value
     from checks.eval import wikiprofile as ew
 

@@ -4,8 +4,13 @@ import pytest
 from assets.eval.quit import rules as contexts
 
 # A question's five ranked hints: hint 2 holds an abbreviation, hint 3 has no final period.
-HINTS = ["He was born in 1961.", "He served two terms.", "He lived in the U.S. Army base.", "He liked basketball",
-         "He won the Nobel Peace Prize."]
+HINTS = [
+    "He was born in 1961.",
+    "He served two terms.",
+    "He lived in the U.S. Army base.",
+    "He liked basketball",
+    "He won the Nobel Peace Prize.",
+]
 QUESTIONS = pl.DataFrame({"question_id": ["q_7"], "hints": [HINTS]})
 
 
@@ -17,19 +22,26 @@ def test_a_passage_is_the_hints_its_id_names_in_order():
     assert contexts.hint_units("q_7_00110_32", f"{HINTS[3]} {HINTS[2]}", {"q_7": HINTS}) == [HINTS[3], HINTS[2]]
 
 
-@pytest.mark.parametrize("pid, text", [
-    ("q_7_10100_21", f"{HINTS[2]} {HINTS[1]}"),  # the mask does not mark hint 1
-    ("q_7_10100_20", f"{HINTS[0]} {HINTS[2]}"),  # the text is not hint 2 then hint 0
-    ("q_8_10000_0", HINTS[0]),                   # no such question
-    ("doc-17", HINTS[0]),                        # an id without hints
-])
+@pytest.mark.parametrize(
+    "pid, text",
+    [
+        ("q_7_10100_21", f"{HINTS[2]} {HINTS[1]}"),  # the mask does not mark hint 1
+        ("q_7_10100_20", f"{HINTS[0]} {HINTS[2]}"),  # the text is not hint 2 then hint 0
+        ("q_8_10000_0", HINTS[0]),  # no such question
+        ("doc-17", HINTS[0]),  # an id without hints
+    ],
+)
 def test_an_id_that_does_not_name_the_text_s_hints_gives_none(pid, text):
     assert contexts.hint_units(pid, text, {"q_7": HINTS}) is None
 
 
 def test_passages_without_hint_ids_are_cut_into_sentences_and_named():
-    corpus = pl.DataFrame({"passage_id": ["q_7_00110_32", "doc-17"],
-                           "text": [f"{HINTS[3]} {HINTS[2]}", "Mount K2 is in the U.S. Army files. It is tall."]})
+    corpus = pl.DataFrame(
+        {
+            "passage_id": ["q_7_00110_32", "doc-17"],
+            "text": [f"{HINTS[3]} {HINTS[2]}", "Mount K2 is in the U.S. Army files. It is tall."],
+        }
+    )
     units, split = contexts.passage_units(corpus, QUESTIONS)
     assert units["q_7_00110_32"] == [HINTS[3], HINTS[2]]
     # the regex fallback does split after "U.S." before a capital: why hints are preferred
@@ -53,6 +65,7 @@ def test_union_freq_keeps_every_hint_by_exact_score():
     # C: (r2,p2) 3/10+1/5 = 1/2; (r3,p1) 1/5+2/5 = 3/5      -> 11/10
     # D: (r3,p3) 1/5+2/15 = 1/3                              -> 1/3
     from fractions import Fraction as F
+
     assert dict(contexts.union_freq_scores(passages)) == {A: F(7, 5), B: F(3, 2), C: F(11, 10), D: F(1, 3)}
     assert contexts.union_freq(passages) == f"{B} {A} {C} {D}"
     assert contexts.union_freq(passages, top=2) == f"{B} {A}"
@@ -73,4 +86,7 @@ def test_union_freq_ties_are_exact_and_go_to_first_appearance():
 
 
 def test_sentence_split_keeps_numbers_together():
-    assert contexts.sentences("It was built in 1889. Its height is 330 m.") == ["It was built in 1889.", "Its height is 330 m."]
+    assert contexts.sentences("It was built in 1889. Its height is 330 m.") == [
+        "It was built in 1889.",
+        "Its height is 330 m.",
+    ]

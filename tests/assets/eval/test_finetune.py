@@ -35,20 +35,22 @@ from resources.retrieval import (
     register_trained,
     trained_specs,
 )
-from resources.storage import (
-    StorageResource,
-    parquet_io_manager,
-    table_uri,
-    write_parquet,
-)
+from resources.storage import StorageResource, parquet_io_manager, table_uri, write_parquet
 
 # eval/quit_finetune_data's columns, built here rather than imported: the trainer reads the
 # table as stored.
 PAIRS_SCHEMA = {
-    "question_id": pl.String, "question": pl.String, "pair": pl.Int32,
-    "positive_id": pl.String, "positive": pl.String, "positive_label": pl.Int8,
-    "negative_id": pl.String, "negative": pl.String, "negative_question_id": pl.String,
-    "negative_source": pl.String, "negative_rank": pl.Int32,
+    "question_id": pl.String,
+    "question": pl.String,
+    "pair": pl.Int32,
+    "positive_id": pl.String,
+    "positive": pl.String,
+    "positive_label": pl.Int8,
+    "negative_id": pl.String,
+    "negative": pl.String,
+    "negative_question_id": pl.String,
+    "negative_source": pl.String,
+    "negative_rank": pl.Int32,
 }
 MINILM = load_bases()["minilm"]
 
@@ -56,8 +58,14 @@ MINILM = load_bases()["minilm"]
 def pairs(rows: list[tuple]) -> pl.DataFrame:
     """``(question_id, question, pair, positive_id, positive, negative_id, negative,
     negative_question_id)`` rows as the table stores them, every negative from BM25."""
-    return pl.DataFrame([(q, text, pair, pos_id, pos, 2, neg_id, neg, neg_q, "bm25", pair + 1)
-                         for q, text, pair, pos_id, pos, neg_id, neg, neg_q in rows], schema=PAIRS_SCHEMA, orient="row")
+    return pl.DataFrame(
+        [
+            (q, text, pair, pos_id, pos, 2, neg_id, neg, neg_q, "bm25", pair + 1)
+            for q, text, pair, pos_id, pos, neg_id, neg, neg_q in rows
+        ],
+        schema=PAIRS_SCHEMA,
+        orient="row",
+    )
 
 
 def settings(**knobs) -> FinetuneSettings:
@@ -68,8 +76,11 @@ def ranking(model: str, queries: dict[str, str], passages: dict[str, str]) -> pl
     """Every passage for every query, by cosine similarity under ``model``."""
     scores = encode_texts(model, list(queries.values()), "query") @ encode_texts(model, list(passages.values())).T
     ids = list(passages)
-    rows = [(qid, ids[j], rank, float(row[j]), "run")
-            for qid, row in zip(queries, scores) for rank, j in enumerate(np.argsort(-row, kind="stable"), start=1)]
+    rows = [
+        (qid, ids[j], rank, float(row[j]), "run")
+        for qid, row in zip(queries, scores)
+        for rank, j in enumerate(np.argsort(-row, kind="stable"), start=1)
+    ]
     return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
@@ -99,7 +110,9 @@ def test_training_ranks_the_passage_that_always_answers_higher(tmp_path):
     assert before["rank"].mean() > 3
 
     log = training.train_bi_encoder(MINILM, frame, settings(max_steps=12, learning_rate=1e-4), str(tmp_path / "model"))
-    after = ranking(str(tmp_path / "model"), queries, passages).filter(pl.col("passage_id") == "answer").sort("question_id")
+    after = (
+        ranking(str(tmp_path / "model"), queries, passages).filter(pl.col("passage_id") == "answer").sort("question_id")
+    )
     assert [r["step"] for r in log] == list(range(1, 13)) and not training.log_problems(log)
     assert after["rank"].mean() < before["rank"].mean()
     assert (after["score"] > before["score"]).all()
@@ -108,20 +121,33 @@ def test_training_ranks_the_passage_that_always_answers_higher(tmp_path):
 
 QUESTIONS = {"q1": "Which ocean is the largest?", "q2": "Who painted the Mona Lisa?", "q3": "Which planet is red?"}
 PASSAGES = {
-    "p1a": "The Pacific is the largest ocean.", "p1b": "No ocean is wider than the Pacific.",
-    "p2a": "Leonardo painted the Mona Lisa.", "p2b": "Da Vinci's Mona Lisa hangs in the Louvre.",
-    "p3a": "Mars is the red planet.", "p3b": "Iron oxide dust makes Mars look red.",
+    "p1a": "The Pacific is the largest ocean.",
+    "p1b": "No ocean is wider than the Pacific.",
+    "p2a": "Leonardo painted the Mona Lisa.",
+    "p2b": "Da Vinci's Mona Lisa hangs in the Louvre.",
+    "p3a": "Mars is the red planet.",
+    "p3b": "Iron oxide dust makes Mars look red.",
 }
-QRELS = pl.DataFrame({"question_id": ["q1", "q1", "q2", "q2", "q3", "q3"], "passage_id": list(PASSAGES), "label": [2] * 6})
+QRELS = pl.DataFrame(
+    {"question_id": ["q1", "q1", "q2", "q2", "q3", "q3"], "passage_id": list(PASSAGES), "label": [2] * 6}
+)
 
 
 # Each question's two passages, each paired with a passage of the next question.
-PLAN = [("q1", 0, "p1a", "p2b"), ("q1", 1, "p1b", "p2a"), ("q2", 0, "p2a", "p3b"), ("q2", 1, "p2b", "p3a"),
-        ("q3", 0, "p3a", "p1b"), ("q3", 1, "p3b", "p1a")]
+PLAN = [
+    ("q1", 0, "p1a", "p2b"),
+    ("q1", 1, "p1b", "p2a"),
+    ("q2", 0, "p2a", "p3b"),
+    ("q2", 1, "p2b", "p3a"),
+    ("q3", 0, "p3a", "p1b"),
+    ("q3", 1, "p3b", "p1a"),
+]
 
 
 def qa_pairs() -> pl.DataFrame:
-    return pairs([(q, QUESTIONS[q], pair, pos, PASSAGES[pos], neg, PASSAGES[neg], f"q{neg[1]}") for q, pair, pos, neg in PLAN])
+    return pairs(
+        [(q, QUESTIONS[q], pair, pos, PASSAGES[pos], neg, PASSAGES[neg], f"q{neg[1]}") for q, pair, pos, neg in PLAN]
+    )
 
 
 # it evaluates with ranx: its metrics are compiled once, in the background (tests.background)
@@ -133,7 +159,9 @@ def test_the_same_seed_trains_the_same_weights_and_metrics(tmp_path):
     from assets.eval.metrics import evaluate_run
 
     folders = [str(tmp_path / name) for name in ("first", "second")]
-    logs = [training.train_bi_encoder(MINILM, qa_pairs(), settings(max_steps=4, learning_rate=5e-5), f) for f in folders]
+    logs = [
+        training.train_bi_encoder(MINILM, qa_pairs(), settings(max_steps=4, learning_rate=5e-5), f) for f in folders
+    ]
     first, second = (load_file(os.path.join(f, "model.safetensors")) for f in folders)
     base = load_file(os.path.join(MINILM, "model.safetensors"))
     assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
@@ -144,14 +172,24 @@ def test_the_same_seed_trains_the_same_weights_and_metrics(tmp_path):
     assert scores[0] == scores[1]
     # the fingerprint names the training: the data in any row order, and the seed
     s = settings(max_steps=4, learning_rate=5e-5)
-    assert training.fingerprint(qa_pairs().reverse(), s, MINILM, "1") == training.fingerprint(qa_pairs(), s, MINILM, "1")
-    assert training.fingerprint(qa_pairs(), settings(max_steps=4, learning_rate=5e-5, seed=8), MINILM, "1") != \
-        training.fingerprint(qa_pairs(), s, MINILM, "1")
+    assert training.fingerprint(qa_pairs().reverse(), s, MINILM, "1") == training.fingerprint(
+        qa_pairs(), s, MINILM, "1"
+    )
+    assert training.fingerprint(
+        qa_pairs(), settings(max_steps=4, learning_rate=5e-5, seed=8), MINILM, "1"
+    ) != training.fingerprint(qa_pairs(), s, MINILM, "1")
     # the ColBERT-style model's question shape names its folders alone: the other kinds keep theirs
     padded = settings(max_steps=4, learning_rate=5e-5, colbert_query_length=32)
     assert training.fingerprint(qa_pairs(), padded, MINILM, "1") == training.fingerprint(qa_pairs(), s, MINILM, "1")
-    assert len({training.fingerprint(qa_pairs(), knobs, MINILM, "1", training.MULTI_VECTOR_KNOBS)
-                for knobs in (s, padded, settings(max_steps=4, learning_rate=5e-5, colbert_query_augmentation=False))}) == 3
+    assert (
+        len(
+            {
+                training.fingerprint(qa_pairs(), knobs, MINILM, "1", training.MULTI_VECTOR_KNOBS)
+                for knobs in (s, padded, settings(max_steps=4, learning_rate=5e-5, colbert_query_augmentation=False))
+            }
+        )
+        == 3
+    )
 
 
 def test_a_trained_model_is_never_written_over(tmp_path):
@@ -170,14 +208,19 @@ def test_trained_aliases_merge_into_the_registry_and_may_not_shadow_it(tmp_path)
     trained = str(tmp_path / "trained")
     assert set(load_retrievers(str(static), trained)) == {"bm25"}
     register_trained("retrievers", "ft-x", {"kind": "dense", "encoder": "/m/x", "trained_on": "quit"}, trained)
-    assert load_retrievers(str(static), trained)["ft-x"] == RetrieverSpec("ft-x", "dense", encoder="/m/x", trained_on="quit")
+    assert load_retrievers(str(static), trained)["ft-x"] == RetrieverSpec(
+        "ft-x", "dense", encoder="/m/x", trained_on="quit"
+    )
     assert set(load_retrievers(str(static), None)) == {"bm25"}
     register_trained("retrievers", "bm25", {"kind": "dense", "encoder": "/m/y"}, trained)
-    with pytest.raises(ValueError, match=r"retrievers\.bm25\.yaml: trained alias 'bm25' is already in .*retrievers\.yaml"):
+    with pytest.raises(
+        ValueError, match=r"retrievers\.bm25\.yaml: trained alias 'bm25' is already in .*retrievers\.yaml"
+    ):
         load_retrievers(str(static), trained)
     os.remove(os.path.join(trained, "retrievers.bm25.yaml"))
     (tmp_path / "trained" / "retrievers.ft-y.yaml").write_text(
-        "written_by: benchfoundry\nretrievers:\n  ft-z: {kind: dense, encoder: /m/z}\n")
+        "written_by: benchfoundry\nretrievers:\n  ft-z: {kind: dense, encoder: /m/z}\n"
+    )
     assert set(trained_specs("retrievers", RetrieverSpec, trained)) == {"ft-x"}
 
 
@@ -223,14 +266,18 @@ class ModelAsset:
         self.instance = dg.DagsterInstance.ephemeral()
         sync_partitions(self.instance)
         assert self.instance.get_dynamic_partitions("finetune_bases") == ["minilm"]
-        self.resources = {"storage": storage, "io_manager": parquet_io_manager,
-                          "finetune_settings": settings(max_steps=3, batch_size=2, positives=list(positives))}
+        self.resources = {
+            "storage": storage,
+            "io_manager": parquet_io_manager,
+            "finetune_settings": settings(max_steps=3, batch_size=2, positives=list(positives)),
+        }
         self.assets = [dg.AssetSpec(["eval", "quit_finetune_data"]), asset]
         self.checks, self.node = checks, f"eval__{asset.key.path[-1]}"
 
     def run(self) -> tuple[dg.ExecuteInProcessResult, dict]:
-        result = dg.materialize([*self.assets, *self.checks], partition_key="minilm", instance=self.instance,
-                                resources=self.resources)
+        result = dg.materialize(
+            [*self.assets, *self.checks], partition_key="minilm", instance=self.instance, resources=self.resources
+        )
         return result, result.asset_materializations_for_node(self.node)[0].metadata
 
     def first_run(self, kind: str, alias: str) -> tuple[str, dict]:
@@ -248,7 +295,9 @@ class ModelAsset:
     def recheck(self) -> dg.ExecuteInProcessResult:
         job = dg.define_asset_job("recheck", selection=dg.AssetSelection.checks(*self.checks))
         defs = dg.Definitions(assets=self.assets, asset_checks=self.checks, jobs=[job], resources=self.resources)
-        return defs.resolve_job_def("recheck").execute_in_process(instance=self.instance, tags={"dagster/partition": "minilm"})
+        return defs.resolve_job_def("recheck").execute_in_process(
+            instance=self.instance, tags={"dagster/partition": "minilm"}
+        )
 
 
 def break_log(folder: str) -> None:
@@ -256,8 +305,9 @@ def break_log(folder: str) -> None:
         json.dump([{"step": 1, "loss": float("nan")}], f)
 
 
-def assert_broken_model_fails_its_checks(model: ModelAsset, folder: str, section: str, alias: str, entry: dict,
-                                         registry: str) -> None:
+def assert_broken_model_fails_its_checks(
+    model: ModelAsset, folder: str, section: str, alias: str, entry: dict, registry: str
+) -> None:
     """Registered as ``entry`` (pointing elsewhere) with a loss that is not finite, the stored
     model fails both checks when they run alone, and nothing is materialized."""
     register_trained(section, alias, entry, registry)
@@ -287,8 +337,14 @@ def test_the_model_asset_registers_a_retriever_the_evaluation_partitions_pick_up
     assert again["reused"].value is True and again["model_path"].value == folder
 
     # a registration pointing elsewhere, or a loss that is not finite, fails its check
-    assert_broken_model_fails_its_checks(model, folder, "retrievers", alias,
-                                         {"kind": "dense", "encoder": str(tmp_path), "trained_on": "quit"}, trained_registry)
+    assert_broken_model_fails_its_checks(
+        model,
+        folder,
+        "retrievers",
+        alias,
+        {"kind": "dense", "encoder": str(tmp_path), "trained_on": "quit"},
+        trained_registry,
+    )
 
 
 # --- The fine-tuned cross-encoder reranker ------------------------------------------------------
@@ -363,11 +419,14 @@ def test_trained_rerankers_merge_into_the_registry_and_may_not_shadow_it(tmp_pat
     static.write_text("rerankers:\n  mine: {kind: entrypoint, function: 'examples.rerankers:overlap'}\n")
     trained = str(tmp_path / "trained")
     register_trained("rerankers", "ft-x", {"kind": "cross_encoder", "model": "/m/x", "trained_on": "quit"}, trained)
-    assert load_rerankers(str(static), trained=trained)["ft-x"] == RerankerSpec("ft-x", "cross_encoder", model="/m/x",
-                                                                                 trained_on="quit")
+    assert load_rerankers(str(static), trained=trained)["ft-x"] == RerankerSpec(
+        "ft-x", "cross_encoder", model="/m/x", trained_on="quit"
+    )
     assert set(load_rerankers(str(static), trained=None)) == {"mine"}
     register_trained("rerankers", "mine", {"kind": "cross_encoder", "model": "/m/y"}, trained)
-    with pytest.raises(ValueError, match=r"rerankers\.mine\.yaml: trained alias 'mine' is already in .*rerankers\.yaml"):
+    with pytest.raises(
+        ValueError, match=r"rerankers\.mine\.yaml: trained alias 'mine' is already in .*rerankers\.yaml"
+    ):
         load_rerankers(str(static), trained=trained)
 
 
@@ -377,7 +436,9 @@ def test_the_rerank_model_asset_registers_a_reranker_the_evaluation_partitions_p
     model, alias = ModelAsset(tmp_path, quit_rerank_model, rerank_model_checks), rerank_alias("minilm")
     assert alias == "ft-ce-minilm"
     folder, _ = model.first_run("cross_encoder", alias)
-    assert load_rerankers()[alias] == RerankerSpec(alias, "cross_encoder", model=folder, trained_on="quit", positives=10)
+    assert load_rerankers()[alias] == RerankerSpec(
+        alias, "cross_encoder", model=folder, trained_on="quit", positives=10
+    )
     assert alias not in load_retrievers()
 
     # the reranked runs' partitions take the alias
@@ -388,9 +449,14 @@ def test_the_rerank_model_asset_registers_a_reranker_the_evaluation_partitions_p
     assert again["reused"].value is True and again["model_path"].value == folder
 
     # a registration pointing elsewhere, or a loss that is not finite, fails its check
-    assert_broken_model_fails_its_checks(model, folder, "rerankers", alias,
-                                         {"kind": "cross_encoder", "model": str(tmp_path), "trained_on": "quit"},
-                                         trained_registry)
+    assert_broken_model_fails_its_checks(
+        model,
+        folder,
+        "rerankers",
+        alias,
+        {"kind": "cross_encoder", "model": str(tmp_path), "trained_on": "quit"},
+        trained_registry,
+    )
 
 
 # --- The fine-tuned multi-vector (ColBERT-style) retriever ----------------------------------------
@@ -405,10 +471,12 @@ def maxsim_scores(folder: str, questions: list[str], passages: list[str]) -> np.
     if folder == MINILM:
         set_seed(settings().seed)
         s = settings()
-        model = training.multi_vector_encoder(MINILM, s.passage_max_length, "cpu", s.colbert_query_length,
-                                              s.colbert_query_augmentation)
-        return multi_vector.maxsim(model.encode_query(questions, convert_to_numpy=True),
-                                   model.encode_document(passages, convert_to_numpy=True))
+        model = training.multi_vector_encoder(
+            MINILM, s.passage_max_length, "cpu", s.colbert_query_length, s.colbert_query_augmentation
+        )
+        return multi_vector.maxsim(
+            model.encode_query(questions, convert_to_numpy=True), model.encode_document(passages, convert_to_numpy=True)
+        )
     return multi_vector.score(folder, questions, passages)
 
 
@@ -433,13 +501,22 @@ def test_a_trained_multi_vector_model_scores_the_passage_that_always_answers_abo
 
 
 # The scored models' weights are compared through their scores: every question against every passage.
-@pytest.mark.parametrize("train, scores", [
-    (training.train_cross_encoder, lambda f: cross_scores(f, [(q, p) for q in QUESTIONS.values() for p in PASSAGES.values()])),
-    (training.train_multi_vector, lambda f: maxsim_scores(f, list(QUESTIONS.values()), list(PASSAGES.values()))),
-], ids=["cross_encoder", "multi_vector"])
+@pytest.mark.parametrize(
+    "train, scores",
+    [
+        (
+            training.train_cross_encoder,
+            lambda f: cross_scores(f, [(q, p) for q in QUESTIONS.values() for p in PASSAGES.values()]),
+        ),
+        (training.train_multi_vector, lambda f: maxsim_scores(f, list(QUESTIONS.values()), list(PASSAGES.values()))),
+    ],
+    ids=["cross_encoder", "multi_vector"],
+)
 def test_the_same_seed_trains_a_model_that_scores_the_same(tmp_path, train, scores):
-    runs = {name: train(MINILM, qa_pairs(), settings(max_steps=2, learning_rate=1e-4, seed=seed), str(tmp_path / name))
-            for name, seed in (("first", 7), ("second", 7), ("other", 8))}
+    runs = {
+        name: train(MINILM, qa_pairs(), settings(max_steps=2, learning_rate=1e-4, seed=seed), str(tmp_path / name))
+        for name, seed in (("first", 7), ("second", 7), ("other", 8))
+    }
     first, second, other = (scores(str(tmp_path / name)) for name in runs)
     assert runs["first"] == runs["second"] and np.array_equal(first, second)
     assert not np.array_equal(first, other)
@@ -453,7 +530,12 @@ def test_the_multi_vector_kind_searches_the_saved_token_vectors_by_maxsim(toy_co
     static.write_text(f"retrievers:\n  colbert: {{kind: multi_vector, encoder: {folder}}}\n")
     spec = load_retrievers(str(static), trained=None)["colbert"]
     # two passages of one text score the same: the later id ranks first, as trec_eval orders ties
-    texts = {"answer": ANSWER, "twin-a": TOY[0][1], "twin-b": TOY[0][1], **{f"n{i}": neg for i, (_, neg) in enumerate(TOY[1:])}}
+    texts = {
+        "answer": ANSWER,
+        "twin-a": TOY[0][1],
+        "twin-b": TOY[0][1],
+        **{f"n{i}": neg for i, (_, neg) in enumerate(TOY[1:])},
+    }
     docs = pl.DataFrame({"id": list(texts), "contents": list(texts.values())})
     storage = StorageResource(root=str(tmp_path / "storage"))
     n, where = retrieve.build(spec, "toy", docs, None, None, storage)
@@ -463,8 +545,13 @@ def test_the_multi_vector_kind_searches_the_saved_token_vectors_by_maxsim(toy_co
 
     # the passages are not encoded again: the search reads their vectors from the saved file
     encode = multi_vector.encode
-    monkeypatch.setattr(multi_vector, "encode", lambda path, items, kind: encode(path, items, kind) if kind == "query"
-                        else pytest.fail("the search encoded the passages again"))
+    monkeypatch.setattr(
+        multi_vector,
+        "encode",
+        lambda path, items, kind: (
+            encode(path, items, kind) if kind == "query" else pytest.fail("the search encoded the passages again")
+        ),
+    )
     hits = retrieve.search(spec, "toy", list(questions.values()), list(questions), 4, None, None, storage)
     for qid, row in zip(questions, expected):
         best = sorted(zip(texts, row.tolist()), key=lambda item: (item[1], item[0]), reverse=True)[:4]
@@ -474,8 +561,9 @@ def test_the_multi_vector_kind_searches_the_saved_token_vectors_by_maxsim(toy_co
     ranked = [h.docid for h in retrieve.search(spec, "toy", [TOY[0][0]], ["q0"], len(texts), None, None, storage)["q0"]]
     assert ranked.index("twin-b") + 1 == ranked.index("twin-a")
     # the search's questions were padded to the trained length with [MASK], as in training
-    assert [len(v) for v in multi_vector.encode(folder, list(questions.values()), "query")] == \
-        [settings().colbert_query_length] * len(questions)
+    assert [len(v) for v in multi_vector.encode(folder, list(questions.values()), "query")] == [
+        settings().colbert_query_length
+    ] * len(questions)
     os.remove(where)
     with pytest.raises(FileNotFoundError, match="no multi-vector index at"):
         retrieve.search(spec, "toy", ["Which ocean is the largest?"], ["q0"], 4, None, None, storage)
@@ -497,15 +585,22 @@ def test_the_colbert_model_asset_registers_a_multi_vector_retriever(tmp_path, tr
     model, alias = ModelAsset(tmp_path, quit_colbert_model, colbert_model_checks), colbert_alias("minilm")
     assert alias == "ft-colbert-minilm"
     folder, _ = model.first_run("multi_vector", alias)
-    assert load_retrievers()[alias] == RetrieverSpec(alias, "multi_vector", encoder=folder, trained_on="quit", positives=10)
+    assert load_retrievers()[alias] == RetrieverSpec(
+        alias, "multi_vector", encoder=folder, trained_on="quit", positives=10
+    )
 
     # the evaluation's retriever partitions take the alias; RECOR's leave a QUIT-trained one out
     assert sync_partitions(model.instance).new == {"retrievers": [alias]}
     assert alias not in model.instance.get_dynamic_partitions("recor_retrievers")
 
-    assert_broken_model_fails_its_checks(model, folder, "retrievers", alias,
-                                         {"kind": "multi_vector", "encoder": str(tmp_path), "trained_on": "quit"},
-                                         trained_registry)
+    assert_broken_model_fails_its_checks(
+        model,
+        folder,
+        "retrievers",
+        alias,
+        {"kind": "multi_vector", "encoder": str(tmp_path), "trained_on": "quit"},
+        trained_registry,
+    )
 
 
 # --- A sweep of positives per question --------------------------------------------------------
@@ -531,10 +626,17 @@ def test_a_sweep_of_two_counts_trains_and_registers_a_model_per_count(tmp_path, 
 
     fake = dataclasses.replace(DENSE, train=fake_training, smoke=lambda folder, question, passage: None)
 
-    @dg.asset(key=["eval", "quit_dense_model"], partitions_def=finetune_base_partitions,
-              ins={"quit_finetune_data": dg.AssetIn(["eval", "quit_finetune_data"])})
-    def swept(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
-              finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+    @dg.asset(
+        key=["eval", "quit_dense_model"],
+        partitions_def=finetune_base_partitions,
+        ins={"quit_finetune_data": dg.AssetIn(["eval", "quit_finetune_data"])},
+    )
+    def swept(
+        context: dg.AssetExecutionContext,
+        quit_finetune_data: pl.DataFrame,
+        storage: StorageResource,
+        finetune_settings: FinetuneSettings,
+    ) -> dg.MaterializeResult:
         return trained_model(context, quit_finetune_data, storage, finetune_settings, fake)
 
     model = ModelAsset(tmp_path, swept, trained_model_checks("quit_dense_model", fake), positives=(1, 2))
@@ -542,22 +644,31 @@ def test_a_sweep_of_two_counts_trains_and_registers_a_model_per_count(tmp_path, 
     # qa_pairs(): three questions of two pairs each; count 1 trains on each question's pair 0
     rows = [r.data for r in meta["models"].records]
     assert [(r["positives"], r["alias"], r["pairs"], r["steps"], r["reused"]) for r in rows] == [
-        (1, "ft-dpr-minilm-p1", 3, 3, False), (2, "ft-dpr-minilm-p2", 6, 6, False)]
+        (1, "ft-dpr-minilm-p1", 3, 3, False),
+        (2, "ft-dpr-minilm-p2", 6, 6, False),
+    ]
     assert "alias" not in meta and meta["positives"].value == "1, 2"
     assert check_results(result) == {"registered": True, "loss_log": True}
     specs = load_retrievers()
     for r in rows:
-        assert specs[r["alias"]] == RetrieverSpec(r["alias"], "dense", encoder=r["model_path"], trained_on="quit",
-                                                  positives=r["positives"])
+        assert specs[r["alias"]] == RetrieverSpec(
+            r["alias"], "dense", encoder=r["model_path"], trained_on="quit", positives=r["positives"]
+        )
     assert rows[0]["model_path"] != rows[1]["model_path"]
     assert sync_partitions(model.instance).new == {"retrievers": ["ft-dpr-minilm-p1", "ft-dpr-minilm-p2"]}
 
     # a registration that names another count fails the check
-    register_trained("retrievers", "ft-dpr-minilm-p2", {"kind": "dense", "encoder": rows[1]["model_path"],
-                                                        "trained_on": "quit", "positives": 1}, trained_registry)
+    register_trained(
+        "retrievers",
+        "ft-dpr-minilm-p2",
+        {"kind": "dense", "encoder": rows[1]["model_path"], "trained_on": "quit", "positives": 1},
+        trained_registry,
+    )
     assert check_results(model.recheck()) == {"registered": False, "loss_log": True}
 
     # data drawn for fewer positives than a count asks would train that count on fewer: refused
-    model.instance.report_runless_asset_event(dg.AssetMaterialization(["eval", "quit_finetune_data"], metadata={"positives": 1}))
+    model.instance.report_runless_asset_event(
+        dg.AssetMaterialization(["eval", "quit_finetune_data"], metadata={"positives": 1})
+    )
     with pytest.raises(Exception, match="drawn for at most 1 positives a question, and positives asks for 2"):
         model.run()

@@ -16,16 +16,31 @@ from resources.lucene import LuceneResource
 from resources.storage import StorageResource, parquet_io_manager
 
 # q1 and q3 share an answer once normalized ("Iron", "the iron"); q4 is a dev question.
-QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2", "q3", "q4"], "split": ["train", "train", "train", "dev"],
-                          "question": ["Which metal is Fe?", "Capital of Australia?", "What rusts?", "Capital of France?"],
-                          "answer": ["Iron", "Canberra", "the iron", "Paris"]})
+QUESTIONS = pl.DataFrame(
+    {
+        "question_id": ["q1", "q2", "q3", "q4"],
+        "split": ["train", "train", "train", "dev"],
+        "question": ["Which metal is Fe?", "Capital of Australia?", "What rusts?", "Capital of France?"],
+        "answer": ["Iron", "Canberra", "the iron", "Paris"],
+    }
+)
 PASSAGES = {"q1": ["a1", "a2", "a3", "a4"], "q2": ["b1", "b2", "b3"], "q3": ["c1", "c2"], "q4": ["d1", "d2"]}
-CORPUS = pl.DataFrame([(p, q, f"text of {p}") for q, ps in PASSAGES.items() for p in ps],
-                      schema=["passage_id", "question_id", "text"], orient="row")
-LABELS = {"q1": {"a1": 2, "a2": 2, "a3": 1, "a4": 0}, "q2": {"b1": 2, "b2": 1, "b3": 1}, "q3": {"c1": 1, "c2": 1},
-          "q4": {"d1": 2, "d2": 1}}
-QRELS = pl.DataFrame([(q, p, label) for q, ls in LABELS.items() for p, label in ls.items()],
-                     schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int8}, orient="row")
+CORPUS = pl.DataFrame(
+    [(p, q, f"text of {p}") for q, ps in PASSAGES.items() for p in ps],
+    schema=["passage_id", "question_id", "text"],
+    orient="row",
+)
+LABELS = {
+    "q1": {"a1": 2, "a2": 2, "a3": 1, "a4": 0},
+    "q2": {"b1": 2, "b2": 1, "b3": 1},
+    "q3": {"c1": 1, "c2": 1},
+    "q4": {"d1": 2, "d2": 1},
+}
+QRELS = pl.DataFrame(
+    [(q, p, label) for q, ls in LABELS.items() for p, label in ls.items()],
+    schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int8},
+    orient="row",
+)
 OWNER = {p: q for q, ps in PASSAGES.items() if q != "q4" for p in ps}
 ANSWERS = {"q1": "iron", "q2": "canberra", "q3": "iron"}
 # q1's BM25 list: its own passage, a same-answer passage, a dev passage, then q2's.
@@ -33,7 +48,9 @@ HITS = {"q1": ["a1", "c1", "d1", "b2", "a2", "b1", "b3"], "q2": ["b1", "a3", "c2
 
 
 def pairs(questions=QUESTIONS, hits=HITS, **settings) -> tuple[pl.DataFrame, list[dict]]:
-    return rules.training_pairs(questions, CORPUS, QRELS, hits, **{"positives": 10, "negatives": "bm25", "seed": 42, **settings})
+    return rules.training_pairs(
+        questions, CORPUS, QRELS, hits, **{"positives": 10, "negatives": "bm25", "seed": 42, **settings}
+    )
 
 
 def test_label_2_passages_come_first_then_label_1_and_label_0_is_never_a_positive():
@@ -81,7 +98,11 @@ def test_a_question_takes_its_first_positives_and_as_many_negatives():
 
 def test_random_negatives_are_a_seeded_passage_of_a_random_other_question():
     frame, rejects = pairs(negatives="random")
-    assert rejects == [] and set(frame["negative_source"]) == {"random"} and frame["negative_rank"].null_count() == frame.height
+    assert (
+        rejects == []
+        and set(frame["negative_source"]) == {"random"}
+        and frame["negative_rank"].null_count() == frame.height
+    )
     assert frame.equals(pairs(negatives="random")[0])
     for row in frame.iter_rows(named=True):
         assert row["negative_question_id"] == OWNER[row["negative_id"]] != row["question_id"]
@@ -107,13 +128,18 @@ def test_a_question_bm25_finds_no_negative_for_falls_back_to_random():
 
 
 def test_questions_without_a_positive_or_any_negative_are_rejected():
-    unlabeled = QRELS.with_columns(pl.when(pl.col("question_id") == "q2").then(0).otherwise(pl.col("label")).cast(pl.Int8).alias("label"))
+    unlabeled = QRELS.with_columns(
+        pl.when(pl.col("question_id") == "q2").then(0).otherwise(pl.col("label")).cast(pl.Int8).alias("label")
+    )
     frame, rejects = rules.training_pairs(QUESTIONS, CORPUS, unlabeled, HITS, positives=10, negatives="bm25", seed=42)
     assert [(r["question_id"], r["reason"]) for r in rejects] == [("q2", rules.NO_POSITIVE)]
     assert "q2" not in frame["question_id"].to_list()
     # q1's only other train question shares its answer: nothing may be its negative.
     frame, rejects = pairs(QUESTIONS.filter(pl.col("question_id").is_in(["q1", "q3", "q4"])))
-    assert sorted((r["question_id"], r["reason"]) for r in rejects) == [("q1", rules.NO_NEGATIVE), ("q3", rules.NO_NEGATIVE)]
+    assert sorted((r["question_id"], r["reason"]) for r in rejects) == [
+        ("q1", rules.NO_NEGATIVE),
+        ("q3", rules.NO_NEGATIVE),
+    ]
     assert frame.height == 0 and rules.REJECTS.frame(rejects).height == 2
 
 
@@ -124,17 +150,33 @@ def test_unknown_settings_are_refused():
         pairs(positives=0)
 
 
-def materialize(*assets, settings: FinetuneSettings, io_manager=dg.mem_io_manager, storage: StorageResource,
-                run_config: dict | None = None) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, dg.AssetCheckEvaluation]]:
+def materialize(
+    *assets,
+    settings: FinetuneSettings,
+    io_manager=dg.mem_io_manager,
+    storage: StorageResource,
+    run_config: dict | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, dg.AssetCheckEvaluation]]:
     """The asset and its checks after ``assets`` that give the benchmark's tables, with real Lucene."""
-    result = dg.materialize([*assets, finetune_data.quit_finetune_data, *ef.finetune_data_checks],
-                            instance=dg.DagsterInstance.ephemeral(), run_config=run_config,
-                            resources={"storage": storage, "io_manager": io_manager, "lucene": LuceneResource(),
-                                       "finetune_settings": settings})
+    result = dg.materialize(
+        [*assets, finetune_data.quit_finetune_data, *ef.finetune_data_checks],
+        instance=dg.DagsterInstance.ephemeral(),
+        run_config=run_config,
+        resources={
+            "storage": storage,
+            "io_manager": io_manager,
+            "lucene": LuceneResource(),
+            "finetune_settings": settings,
+        },
+    )
     name = finetune_data.quit_finetune_data.op.name
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert len(checks) == len(ef.finetune_data_checks)
-    return result.output_for_node(name, "quit_finetune_data"), result.output_for_node(name, "quit_finetune_rejects"), checks
+    return (
+        result.output_for_node(name, "quit_finetune_data"),
+        result.output_for_node(name, "quit_finetune_rejects"),
+        checks,
+    )
 
 
 def stand_in(name: str, frame: pl.DataFrame) -> dg.AssetsDefinition:
@@ -148,23 +190,47 @@ def stand_in(name: str, frame: pl.DataFrame) -> dg.AssetsDefinition:
 def test_bm25_ranks_other_train_questions_passages_as_hard_negatives(tmp_path):
     """Two train questions whose passages share a word with the other's question, and a dev
     passage that matches one of them best: it is never indexed, so never a negative."""
-    questions = pl.DataFrame({"question_id": ["t1", "t2", "d1"], "split": ["train", "train", "dev"],
-                              "question": ["Which metal rusts in water?", "Which city is the capital of Australia?",
-                                           "Which metal floor lies deepest in water?"],
-                              "answer": ["Iron", "Canberra", "Pacific"]})
-    texts = {"t1_a": ("t1", "It rusts in water and air."), "t1_b": ("t1", "Every city has bridges made of it."),
-             "t2_a": ("t2", "It is the capital of Australia."), "t2_b": ("t2", "A metal sculpture stands by its lake."),
-             "d1_a": ("d1", "Its metal floor rusts in deepest water.")}
-    corpus = pl.DataFrame([(p, q, t) for p, (q, t) in texts.items()], schema=["passage_id", "question_id", "text"], orient="row")
-    qrels = pl.DataFrame({"question_id": ["t1", "t1", "t2", "t2", "d1"], "passage_id": ["t1_a", "t1_b", "t2_a", "t2_b", "d1_a"],
-                          "label": [2, 1, 2, 1, 2]}, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int8})
+    questions = pl.DataFrame(
+        {
+            "question_id": ["t1", "t2", "d1"],
+            "split": ["train", "train", "dev"],
+            "question": [
+                "Which metal rusts in water?",
+                "Which city is the capital of Australia?",
+                "Which metal floor lies deepest in water?",
+            ],
+            "answer": ["Iron", "Canberra", "Pacific"],
+        }
+    )
+    texts = {
+        "t1_a": ("t1", "It rusts in water and air."),
+        "t1_b": ("t1", "Every city has bridges made of it."),
+        "t2_a": ("t2", "It is the capital of Australia."),
+        "t2_b": ("t2", "A metal sculpture stands by its lake."),
+        "d1_a": ("d1", "Its metal floor rusts in deepest water."),
+    }
+    corpus = pl.DataFrame(
+        [(p, q, t) for p, (q, t) in texts.items()], schema=["passage_id", "question_id", "text"], orient="row"
+    )
+    qrels = pl.DataFrame(
+        {
+            "question_id": ["t1", "t1", "t2", "t2", "d1"],
+            "passage_id": ["t1_a", "t1_b", "t2_a", "t2_b", "d1_a"],
+            "label": [2, 1, 2, 1, 2],
+        },
+        schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int8},
+    )
     tables = [stand_in("quit_questions", questions), stand_in("quit_corpus", corpus), stand_in("quit_qrels", qrels)]
-    frame, rejects, checks = materialize(*tables, settings=FinetuneSettings(), storage=StorageResource(root=str(tmp_path)))
+    frame, rejects, checks = materialize(
+        *tables, settings=FinetuneSettings(), storage=StorageResource(root=str(tmp_path))
+    )
     assert rejects.height == 0 and set(frame["negative_source"]) == {"bm25"}
     negatives = dict(frame.group_by("question_id").agg(pl.col("negative_id").unique()).iter_rows())
     assert {q: list(ns) for q, ns in negatives.items()} == {"t1": ["t2_b"], "t2": ["t1_b"]}
     assert frame.filter(pl.col("question_id") == "t1")["positive_id"].to_list() == ["t1_a", "t1_b"]
-    assert all(e.passed for e in checks.values()), {n: e.metadata["problems"].value for n, e in checks.items() if not e.passed}
+    assert all(e.passed for e in checks.values()), {
+        n: e.metadata["problems"].value for n, e in checks.items() if not e.passed
+    }
 
 
 def test_the_release_sample_trains_on_its_two_train_questions(tmp_path):
@@ -172,12 +238,20 @@ def test_the_release_sample_trains_on_its_two_train_questions(tmp_path):
     check holds but the fallback warning. Its two train questions share no word with each
     other's passages, so BM25 ranks none of them and every negative is a random one."""
     frame, rejects, checks = materialize(
-        benchmarks.quit_source, settings=FinetuneSettings(positives=[10]), io_manager=parquet_io_manager,
+        benchmarks.quit_source,
+        settings=FinetuneSettings(positives=[10]),
+        io_manager=parquet_io_manager,
         storage=StorageResource(root=str(tmp_path / "storage")),
-        run_config={"ops": {benchmarks.quit_source.op.name: {"config": {"source": "release"}}}})
+        run_config={"ops": {benchmarks.quit_source.op.name: {"config": {"source": "release"}}}},
+    )
     assert rejects.height == 0
-    assert frame.group_by("question_id").len().sort("question_id").rows() == [("sample_train_01", 10), ("sample_train_02", 10)]
+    assert frame.group_by("question_id").len().sort("question_id").rows() == [
+        ("sample_train_01", 10),
+        ("sample_train_02", 10),
+    ]
     assert set(frame["negative_source"]) == {"random"} and (frame["negative_question_id"] != frame["question_id"]).all()
     fallback = checks.pop(ef.RANDOM_FALLBACK)
     assert not fallback.passed and fallback.severity == dg.AssetCheckSeverity.WARN
-    assert all(e.passed for e in checks.values()), {n: e.metadata["problems"].value for n, e in checks.items() if not e.passed}
+    assert all(e.passed for e in checks.values()), {
+        n: e.metadata["problems"].value for n, e in checks.items() if not e.passed
+    }

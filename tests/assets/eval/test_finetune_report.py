@@ -14,8 +14,10 @@ from checks.eval.finetune import quit_finetune_report_held_out
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
 
 QUESTIONS = pl.DataFrame({"question_id": ["q1", "q2", "q3"], "split": ["train", "dev", "test"]})
-QRELS = pl.DataFrame({"question_id": ["q1", "q2", "q2", "q3"], "passage_id": ["p1", "p2a", "p2b", "p3a"],
-                      "label": [2, 2, 1, 2]}, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64})
+QRELS = pl.DataFrame(
+    {"question_id": ["q1", "q2", "q2", "q3"], "passage_id": ["p1", "p2a", "p2b", "p3a"], "label": [2, 2, 1, 2]},
+    schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64},
+)
 
 
 def run(system: str, lists: dict[str, list[str]]) -> pl.DataFrame:
@@ -23,23 +25,42 @@ def run(system: str, lists: dict[str, list[str]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
-RUNS = pl.concat([
-    # the vanilla retriever finds q3's passage second; the fine-tuned one first
-    run("bm25", {"q1": ["p1"], "q2": ["p2b", "x", "p2a"], "q3": ["x", "p3a"]}),
-    run("ft-dpr-minilm", {"q1": ["p1"], "q2": ["p2a", "p2b"], "q3": ["p3a", "x"]}),
-    run("oracle", {"q1": ["p1"], "q2": ["p2b", "p2a"], "q3": ["p3a"]}),
-])
+RUNS = pl.concat(
+    [
+        # the vanilla retriever finds q3's passage second; the fine-tuned one first
+        run("bm25", {"q1": ["p1"], "q2": ["p2b", "x", "p2a"], "q3": ["x", "p3a"]}),
+        run("ft-dpr-minilm", {"q1": ["p1"], "q2": ["p2a", "p2b"], "q3": ["p3a", "x"]}),
+        run("oracle", {"q1": ["p1"], "q2": ["p2b", "p2a"], "q3": ["p3a"]}),
+    ]
+)
 RERANKED = run("oracle+ft-ce-minilm", {"q1": ["p1"], "q2": ["p2b", "p2a"], "q3": ["p3a"]})
 
 
 def answers() -> pl.DataFrame:
     def row(q, system, k, strategy, em):
-        return {"question_id": q, "reader": "smollm2", "system": system, "k": k, "strategy": strategy, "context": "",
-                "raw": "", "answer": "", "error": None, "em": em, "em_raw": em, "correct": em}
-    rows = [row("q1", "bm25", 1, "concat", True),  # a train question: never counted
-            row("q2", "bm25", 1, "concat", False), row("q2", "bm25", 3, "concat", True),
-            row("q3", "bm25", 1, "concat", False), row("q3", "bm25", 3, "concat", False),
-            row("q2", "optimal", None, "oracle", True)]
+        return {
+            "question_id": q,
+            "reader": "smollm2",
+            "system": system,
+            "k": k,
+            "strategy": strategy,
+            "context": "",
+            "raw": "",
+            "answer": "",
+            "error": None,
+            "em": em,
+            "em_raw": em,
+            "correct": em,
+        }
+
+    rows = [
+        row("q1", "bm25", 1, "concat", True),  # a train question: never counted
+        row("q2", "bm25", 1, "concat", False),
+        row("q2", "bm25", 3, "concat", True),
+        row("q3", "bm25", 1, "concat", False),
+        row("q3", "bm25", 3, "concat", False),
+        row("q2", "optimal", None, "oracle", True),
+    ]
     return pl.DataFrame(rows, schema=ANSWER_SCHEMA)
 
 
@@ -51,8 +72,12 @@ def report() -> pl.DataFrame:
 
 
 def value(frame: pl.DataFrame, table: str, system: str, split: str, metric: str) -> float:
-    return frame.filter((pl.col("table") == table) & (pl.col("system") == system) & (pl.col("split") == split)
-                        & (pl.col("metric") == metric))["value"].item()
+    return frame.filter(
+        (pl.col("table") == table)
+        & (pl.col("system") == system)
+        & (pl.col("split") == split)
+        & (pl.col("metric") == metric)
+    )["value"].item()
 
 
 def test_only_held_out_questions_are_scored_each_split_alone():
@@ -83,7 +108,9 @@ def test_reranking_is_table_12s_ndcg_and_a_trained_reranker_marks_its_run():
     # dev: label 1 first, label 2 second (gains 1 and 3) against the ideal 3 then 1
     ideal = 3 + 1 / 1.5849625007211562
     assert value(frame, "reranking", "oracle+ft-ce-minilm", "dev", "ndcg_burges@1") == pytest.approx(1 / 3)
-    assert value(frame, "reranking", "oracle+ft-ce-minilm", "dev", "ndcg_burges@5") == pytest.approx((1 + 3 / 1.5849625007211562) / ideal)
+    assert value(frame, "reranking", "oracle+ft-ce-minilm", "dev", "ndcg_burges@5") == pytest.approx(
+        (1 + 3 / 1.5849625007211562) / ideal
+    )
 
 
 def test_the_reader_row_is_the_best_setting_on_the_held_out_questions():
@@ -97,25 +124,41 @@ def test_the_reader_row_is_the_best_setting_on_the_held_out_questions():
 
 
 def test_no_held_out_question_gives_an_empty_report_that_says_so():
-    frame = fr.report(RUNS, RERANKED, answers(), QRELS, QUESTIONS.with_columns(pl.lit("train").alias("split")),
-                      TRAINED, {"oracle"})
+    frame = fr.report(
+        RUNS, RERANKED, answers(), QRELS, QUESTIONS.with_columns(pl.lit("train").alias("split")), TRAINED, {"oracle"}
+    )
     empty = fr.inline(frame, fr.RETRIEVAL, fr.RETRIEVAL_METRICS, "system")
-    assert frame.is_empty() and empty.records == [] and [c.name for c in empty.schema.columns][:3] == ["system", "split", "fine_tuned"]
+    assert (
+        frame.is_empty()
+        and empty.records == []
+        and [c.name for c in empty.schema.columns][:3] == ["system", "split", "fine_tuned"]
+    )
     table = fr.inline(report(), fr.RETRIEVAL, fr.RETRIEVAL_METRICS, "system")
     assert isinstance(table, dg.TableMetadataValue)
     assert ("ft-dpr-minilm", True) in {(r.data["system"], r.data["fine_tuned"]) for r in table.records}
     assert all(0.0 <= r.data["mrr"] <= 1.0 for r in table.records)  # shares, not percent
 
 
-@pytest.mark.parametrize("broken, why", [
-    (lambda f: f.with_columns(pl.when(pl.col("split") == "dev").then(pl.lit("train")).otherwise("split").alias("split")),
-     "a train question scored"),
-    (lambda f: f.with_columns(pl.lit(3, pl.Int64).alias("questions")), "counts other than the split's"),
-    (lambda f: f.with_columns(pl.lit(1.5).alias("value")), "a value above 1"),
-    (lambda f: f.with_columns(pl.when(pl.col("table") == "reranking").then(pl.lit("mrr")).otherwise("metric").alias("metric")),
-     "a metric the table does not have"),
-    (lambda f: f.drop("split"), "a missing column"),
-])
+@pytest.mark.parametrize(
+    "broken, why",
+    [
+        (
+            lambda f: f.with_columns(
+                pl.when(pl.col("split") == "dev").then(pl.lit("train")).otherwise("split").alias("split")
+            ),
+            "a train question scored",
+        ),
+        (lambda f: f.with_columns(pl.lit(3, pl.Int64).alias("questions")), "counts other than the split's"),
+        (lambda f: f.with_columns(pl.lit(1.5).alias("value")), "a value above 1"),
+        (
+            lambda f: f.with_columns(
+                pl.when(pl.col("table") == "reranking").then(pl.lit("mrr")).otherwise("metric").alias("metric")
+            ),
+            "a metric the table does not have",
+        ),
+        (lambda f: f.drop("split"), "a missing column"),
+    ],
+)
 def test_the_held_out_check_fails_a_broken_report(broken, why):
     assert quit_finetune_report_held_out(report(), QUESTIONS).passed
     assert not quit_finetune_report_held_out(broken(report()), QUESTIONS).passed, why

@@ -29,40 +29,72 @@ NDCG = "ndcg_burges@10"
 
 
 def quit_metrics(rows: list[tuple]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=["retriever", "split", "hit_rate@1", "hit_rate@5", "hit_rate@10", NDCG], orient="row")
+    return pl.DataFrame(
+        rows, schema=["retriever", "split", "hit_rate@1", "hit_rate@5", "hit_rate@10", NDCG], orient="row"
+    )
 
 
 # The leaderboard is on QUIT's test split: bm25's all and train rows, the reranked run's and
 # the reader's all rows (higher) must not be read.
-QUIT_RETRIEVAL = quit_metrics([("bm25", "test", 0.25, 0.5, 0.75, 0.4), ("bm25", "all", 0.9, 0.9, 0.9, 0.9),
-                               ("bm25", "train", 0.95, 0.95, 0.95, 0.95), ("minilm", "test", 0.5, 0.75, 1.0, 0.6)])
-QUIT_RERANK = pl.DataFrame([("bm25+rankgpt", "bm25", "rankgpt", False, "test", 0.5, 0.75, 0.75, 0.55),
-                            ("bm25+rankgpt", "bm25", "rankgpt", False, "all", 0.9, 0.9, 0.9, 0.9),
-                            ("oracle+rankgpt", "oracle", "rankgpt", True, "test", 1.0, 1.0, 1.0, 0.95)],
-                           schema=["system", "retriever", "reranker", "oracle", "split", "hit_rate@1", "hit_rate@5", "hit_rate@10",
-                                   NDCG], orient="row")
+QUIT_RETRIEVAL = quit_metrics(
+    [
+        ("bm25", "test", 0.25, 0.5, 0.75, 0.4),
+        ("bm25", "all", 0.9, 0.9, 0.9, 0.9),
+        ("bm25", "train", 0.95, 0.95, 0.95, 0.95),
+        ("minilm", "test", 0.5, 0.75, 1.0, 0.6),
+    ]
+)
+QUIT_RERANK = pl.DataFrame(
+    [
+        ("bm25+rankgpt", "bm25", "rankgpt", False, "test", 0.5, 0.75, 0.75, 0.55),
+        ("bm25+rankgpt", "bm25", "rankgpt", False, "all", 0.9, 0.9, 0.9, 0.9),
+        ("oracle+rankgpt", "oracle", "rankgpt", True, "test", 1.0, 1.0, 1.0, 0.95),
+    ],
+    schema=["system", "retriever", "reranker", "oracle", "split", "hit_rate@1", "hit_rate@5", "hit_rate@10", NDCG],
+    orient="row",
+)
 # smollm2's best real setting ties bm25 top-5 union_freq with bm25+rankgpt top-3 at 0.5: the
 # first by name wins. Optimal and the Oracle retriever's runs score higher and are left out.
-QUIT_READER = pl.DataFrame([("Optimal", None, "oracle", "smollm2", 0.9), ("bm25", 1, "union_norm", "smollm2", 0.25),
-                            ("bm25+rankgpt", 3, "union_norm", "smollm2", 0.5), ("bm25", 5, "union_freq", "smollm2", 0.5),
-                            ("oracle", 5, "union_freq", "smollm2", 0.8), ("oracle+rankgpt", 1, "union_norm", "smollm2", 0.85)],
-                           schema={"system": pl.String, "k": pl.Int32, "strategy": pl.String, "reader": pl.String, "em": pl.Float64},
-                           orient="row").with_columns(pl.lit("test").alias("split"))
-QUIT_READER = pl.concat([QUIT_READER, QUIT_READER.with_columns(pl.lit("all").alias("split"),
-                                                               pl.when(pl.col("system") == "bm25").then(0.99).otherwise("em")
-                                                               .alias("em"))])
+QUIT_READER = pl.DataFrame(
+    [
+        ("Optimal", None, "oracle", "smollm2", 0.9),
+        ("bm25", 1, "union_norm", "smollm2", 0.25),
+        ("bm25+rankgpt", 3, "union_norm", "smollm2", 0.5),
+        ("bm25", 5, "union_freq", "smollm2", 0.5),
+        ("oracle", 5, "union_freq", "smollm2", 0.8),
+        ("oracle+rankgpt", 1, "union_norm", "smollm2", 0.85),
+    ],
+    schema={"system": pl.String, "k": pl.Int32, "strategy": pl.String, "reader": pl.String, "em": pl.Float64},
+    orient="row",
+).with_columns(pl.lit("test").alias("split"))
+QUIT_READER = pl.concat(
+    [
+        QUIT_READER,
+        QUIT_READER.with_columns(
+            pl.lit("all").alias("split"), pl.when(pl.col("system") == "bm25").then(0.99).otherwise("em").alias("em")
+        ),
+    ]
+)
 # bm25, baseline, turn first: law (1 + 0.5 + 0) / 3 = 0.5, biology 1, macro 0.75 (conversation
 # first: law (0.75 + 0) / 2 = 0.375, macro 0.6875; the plain mean of the turns 0.625).
-RECOR_RETRIEVAL = pl.concat([
-    scored({("law", "c1"): [1.0, 0.5], ("law", "c2"): [0.0], ("biology", "c3"): [1.0]}),
-    scored({("law", "c1"): [0.2, 0.2], ("law", "c2"): [0.2], ("biology", "c3"): [0.2]}, strategy="history"),
-    scored({("law", "c1"): [0.0, 0.0], ("law", "c2"): [0.0], ("biology", "c3"): [0.5]}, retriever="e5-small"),
-])
+RECOR_RETRIEVAL = pl.concat(
+    [
+        scored({("law", "c1"): [1.0, 0.5], ("law", "c2"): [0.0], ("biology", "c3"): [1.0]}),
+        scored({("law", "c1"): [0.2, 0.2], ("law", "c2"): [0.2], ("biology", "c3"): [0.2]}, strategy="history"),
+        scored({("law", "c1"): [0.0, 0.0], ("law", "c2"): [0.0], ("biology", "c3"): [0.5]}, retriever="e5-small"),
+    ]
+)
 # Table 2 holds shares, which the leaderboard takes as they are.
-WIKIPROFILE = pl.DataFrame({"model": ["gemma3-4b", "smollm2"], "encodes": [0.8, 0.5], "knows": [0.4, math.nan],
-                            "knows_thinking": [0.6, None]})
-REPORTS = {lb.QUIT_RETRIEVAL: QUIT_RETRIEVAL, lb.QUIT_RERANK: QUIT_RERANK, lb.QUIT_READER: QUIT_READER,
-           lb.RECOR_RETRIEVAL: RECOR_RETRIEVAL, lb.WIKIPROFILE_REPORT: WIKIPROFILE}
+WIKIPROFILE = pl.DataFrame(
+    {"model": ["gemma3-4b", "smollm2"], "encodes": [0.8, 0.5], "knows": [0.4, math.nan], "knows_thinking": [0.6, None]}
+)
+REPORTS = {
+    lb.QUIT_RETRIEVAL: QUIT_RETRIEVAL,
+    lb.QUIT_RERANK: QUIT_RERANK,
+    lb.QUIT_READER: QUIT_READER,
+    lb.RECOR_RETRIEVAL: RECOR_RETRIEVAL,
+    lb.WIKIPROFILE_REPORT: WIKIPROFILE,
+}
 
 
 def scores(table: pl.DataFrame, system: str) -> dict:
@@ -76,22 +108,54 @@ def test_one_row_per_system_with_each_benchmark_headline_metrics():
     assert table.schema == pl.Schema(lb.SCHEMA)
     # retrievers, the reranked run, the reader (also a subject), the subject alone
     assert table["system"].to_list() == ["bm25", "e5-small", "minilm", "bm25+rankgpt", "smollm2", "gemma3-4b"]
-    assert scores(table, "bm25") == pytest.approx({
-        "system": "bm25", "kind": "retriever", "benchmarks": "quit, recor",
-        "quit/hit_rate@1": 0.25, "quit/hit_rate@5": 0.5, "quit/hit_rate@10": 0.75, f"quit/{NDCG}": 0.4,
-        "recor/ndcg@10/baseline": 0.75, "recor/ndcg@10/history": 0.2})
-    assert scores(table, "e5-small") == pytest.approx({"system": "e5-small", "kind": "retriever", "benchmarks": "recor",
-                                                       "recor/ndcg@10/baseline": (0.0 + 0.5) / 2})
-    assert scores(table, "bm25+rankgpt") == pytest.approx({
-        "system": "bm25+rankgpt", "kind": "retriever+reranker", "benchmarks": "quit",
-        "quit/hit_rate@1": 0.5, "quit/hit_rate@5": 0.75, "quit/hit_rate@10": 0.75, f"quit/{NDCG}": 0.55})
+    assert scores(table, "bm25") == pytest.approx(
+        {
+            "system": "bm25",
+            "kind": "retriever",
+            "benchmarks": "quit, recor",
+            "quit/hit_rate@1": 0.25,
+            "quit/hit_rate@5": 0.5,
+            "quit/hit_rate@10": 0.75,
+            f"quit/{NDCG}": 0.4,
+            "recor/ndcg@10/baseline": 0.75,
+            "recor/ndcg@10/history": 0.2,
+        }
+    )
+    assert scores(table, "e5-small") == pytest.approx(
+        {"system": "e5-small", "kind": "retriever", "benchmarks": "recor", "recor/ndcg@10/baseline": (0.0 + 0.5) / 2}
+    )
+    assert scores(table, "bm25+rankgpt") == pytest.approx(
+        {
+            "system": "bm25+rankgpt",
+            "kind": "retriever+reranker",
+            "benchmarks": "quit",
+            "quit/hit_rate@1": 0.5,
+            "quit/hit_rate@5": 0.75,
+            "quit/hit_rate@10": 0.75,
+            f"quit/{NDCG}": 0.55,
+        }
+    )
     # a share over no facts (NaN) is left empty like a missing thinking run
-    assert scores(table, "smollm2") == pytest.approx({
-        "system": "smollm2", "kind": "reader LLM, subject LLM", "benchmarks": "quit, wikiprofile",
-        "quit/em": 0.5, "quit/em_setting": "bm25, top-5, union_freq", "wikiprofile/encodes": 0.5})
-    assert scores(table, "gemma3-4b") == pytest.approx({
-        "system": "gemma3-4b", "kind": "subject LLM", "benchmarks": "wikiprofile",
-        "wikiprofile/encodes": 0.8, "wikiprofile/knows": 0.4, "wikiprofile/knows_thinking": 0.6})
+    assert scores(table, "smollm2") == pytest.approx(
+        {
+            "system": "smollm2",
+            "kind": "reader LLM, subject LLM",
+            "benchmarks": "quit, wikiprofile",
+            "quit/em": 0.5,
+            "quit/em_setting": "bm25, top-5, union_freq",
+            "wikiprofile/encodes": 0.5,
+        }
+    )
+    assert scores(table, "gemma3-4b") == pytest.approx(
+        {
+            "system": "gemma3-4b",
+            "kind": "subject LLM",
+            "benchmarks": "wikiprofile",
+            "wikiprofile/encodes": 0.8,
+            "wikiprofile/knows": 0.4,
+            "wikiprofile/knows_thinking": 0.6,
+        }
+    )
     assert not table["system"].is_in(["oracle", "oracle+rankgpt", "Optimal"]).any()
 
 
@@ -123,12 +187,17 @@ def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # no
     from resources.storage import parquet_io_manager
 
     store(storage, {k: v for k, v in REPORTS.items() if k != lb.WIKIPROFILE_REPORT})
-    result = dg.materialize([lb.leaderboard, *leaderboard_checks], resources={"storage": storage, "io_manager": parquet_io_manager})
+    result = dg.materialize(
+        [lb.leaderboard, *leaderboard_checks], resources={"storage": storage, "io_manager": parquet_io_manager}
+    )
     assert all(check.passed for check in result.get_asset_check_evaluations())
     table = result.output_for_node("eval__leaderboard")
     meta = result.asset_materializations_for_node("eval__leaderboard")[0].metadata
     assert table["system"].to_list() == ["bm25", "e5-small", "minilm", "bm25+rankgpt", "smollm2"]
-    assert meta["not_evaluated"].value == "eval/wikiprofile_profile_report" and meta["benchmarks_not_evaluated"].value == "wikiprofile"
+    assert (
+        meta["not_evaluated"].value == "eval/wikiprofile_profile_report"
+        and meta["benchmarks_not_evaluated"].value == "wikiprofile"
+    )
     assert meta["benchmarks_evaluated"].value == "quit, recor"
     assert pl.read_csv(meta["csv"].path, schema=lb.SCHEMA).equals(table)
     assert meta["parquet"].path == meta["path"].path and pl.read_parquet(meta["parquet"].path).equals(table)
@@ -143,8 +212,13 @@ def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # no
     assert not any(c.startswith("wikiprofile/") for c in described)
     assert [r.data["system"] for r in board.records] == table["system"].to_list()
     assert {k: v for k, v in board.records[0].data.items() if k.startswith("quit/")} == {
-        "quit/hit_rate@1": 0.25, "quit/hit_rate@5": 0.5, "quit/hit_rate@10": 0.75, "quit/ndcg_burges@10": 0.4,
-        "quit/em": None, "quit/em_setting": None}  # a retriever reads nothing: blank, not 0
+        "quit/hit_rate@1": 0.25,
+        "quit/hit_rate@5": 0.5,
+        "quit/hit_rate@10": 0.75,
+        "quit/ndcg_burges@10": 0.4,
+        "quit/em": None,
+        "quit/em_setting": None,
+    }  # a retriever reads nothing: blank, not 0
     assert meta["recor_averaging"].value == "turn -> domain -> macro over domains (paper, section 4)"
     assert meta["leaderboard_plot"].value.startswith("![plot](data:image/png;base64,")
     assert "recor/ndcg@10/last_turn" in meta["definitions"].value
@@ -162,13 +236,22 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     with dg.build_asset_context(partition_key="tfidf") as context:
         index = quit_index(context, benchmark_corpus=QUIT_CORPUS, **resources).value
     with dg.build_asset_context(partition_key="tfidf") as context:
-        runs = quit_runs(context, quit_index=index, benchmark_questions=QUIT_QUESTIONS, benchmark_qrels=QUIT_QRELS, **resources).value
-    quit_report = quit_retrieval_metrics(dg.build_asset_context(), config=QuitReport(), quit_runs=runs, benchmark_qrels=QUIT_QRELS,
-                                         benchmark_questions=QUIT_QUESTIONS).value
+        runs = quit_runs(
+            context, quit_index=index, benchmark_questions=QUIT_QUESTIONS, benchmark_qrels=QUIT_QRELS, **resources
+        ).value
+    quit_report = quit_retrieval_metrics(
+        dg.build_asset_context(),
+        config=QuitReport(),
+        quit_runs=runs,
+        benchmark_qrels=QUIT_QRELS,
+        benchmark_questions=QUIT_QUESTIONS,
+    ).value
     with recor_context("tfidf") as context:
         turns_run = recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), **resources).value
     # law3 is a second gold of turn 2 that shares no word with either of its queries.
-    benchmark = turns().filter(pl.col("domain") == "law").with_columns(pl.Series("gold_doc_ids", [["law1"], ["law2", "law3"]]))
+    benchmark = (
+        turns().filter(pl.col("domain") == "law").with_columns(pl.Series("gold_doc_ids", [["law1"], ["law2", "law3"]]))
+    )
     recor_report = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark).value
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
@@ -177,7 +260,16 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     # QUIT: each question's one relevant passage ranks first. RECOR, both strategies: turn 1
     # finds its gold first (1), turn 2 law2 first and law3 never: 1 / (1 + 1 / log2(3)).
     turn_2 = 1 / (1 + 1 / math.log2(3))
-    assert scores(table, "tfidf") == pytest.approx({
-        "system": "tfidf", "kind": "retriever", "benchmarks": "quit, recor",
-        "quit/hit_rate@1": 1.0, "quit/hit_rate@5": 1.0, "quit/hit_rate@10": 1.0, f"quit/{NDCG}": 1.0,
-        "recor/ndcg@10/baseline": (1 + turn_2) / 2, "recor/ndcg@10/history": (1 + turn_2) / 2})
+    assert scores(table, "tfidf") == pytest.approx(
+        {
+            "system": "tfidf",
+            "kind": "retriever",
+            "benchmarks": "quit, recor",
+            "quit/hit_rate@1": 1.0,
+            "quit/hit_rate@5": 1.0,
+            "quit/hit_rate@10": 1.0,
+            f"quit/{NDCG}": 1.0,
+            "recor/ndcg@10/baseline": (1 + turn_2) / 2,
+            "recor/ndcg@10/history": (1 + turn_2) / 2,
+        }
+    )

@@ -52,7 +52,14 @@ def test_encodes_is_existential_and_knows_universal_with_a_strict_threshold():
 
 def test_ungradable_facts_by_strategy():
     nan = math.nan
-    plain = {"completion": 1.0, "contextual": nan, "direct": 1.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+    plain = {
+        "completion": 1.0,
+        "contextual": nan,
+        "direct": 1.0,
+        "direct_natural": 1.0,
+        "reverse": 1.0,
+        "reverse_natural": 1.0,
+    }
     thinking = {"direct": 1.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
     # one NaN question: S1 drops the fact, S2 keeps it
     assert method.ungradable(plain, thinking, "S1") and not method.ungradable(plain, thinking, "S2")
@@ -68,7 +75,14 @@ def fact(enc, k0, kt):
     """Grades that give the stated E / K0 / KT: ``enc`` and ``k0`` are the plain run's
     completion and direct grades, ``kt`` the thinking run's direct grade; every other
     question passes."""
-    plain = {"completion": enc, "contextual": 0.0, "direct": k0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+    plain = {
+        "completion": enc,
+        "contextual": 0.0,
+        "direct": k0,
+        "direct_natural": 1.0,
+        "reverse": 1.0,
+        "reverse_natural": 1.0,
+    }
     thinking = {"direct": kt, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
     return plain, thinking
 
@@ -76,18 +90,23 @@ def fact(enc, k0, kt):
 def test_profile_percentages_of_a_synthetic_grade_matrix_by_hand():
     nan = math.nan
     matrix = (
-        [fact(0.875, 1.0, 1.0)] * 4      # direct recall
+        [fact(0.875, 1.0, 1.0)] * 4  # direct recall
         + [fact(0.75, 0.25, 0.625)] * 2  # recall with thinking
-        + [fact(1.0, 0.5, 0.5)] * 2      # recall failure: 0.5 is not above tau
-        + [fact(0.0, 0.0, 0.0)]          # encoding failure
-        + [fact(0.25, 0.0, 1.0)]         # inference without encoding
-        + [fact(0.0, 1.0, 1.0)]          # excluded: direct inference
-        + [fact(nan, 1.0, 1.0)]          # encoding pair: completion NaN, contextual 0.0 -> kept by S2 (not E)
+        + [fact(1.0, 0.5, 0.5)] * 2  # recall failure: 0.5 is not above tau
+        + [fact(0.0, 0.0, 0.0)]  # encoding failure
+        + [fact(0.25, 0.0, 1.0)]  # inference without encoding
+        + [fact(0.0, 1.0, 1.0)]  # excluded: direct inference
+        + [fact(nan, 1.0, 1.0)]  # encoding pair: completion NaN, contextual 0.0 -> kept by S2 (not E)
     )
     rows = [method.classify(p, t) for p, t in matrix]
-    assert Counter(r["profile"] for r in rows) == {"direct_recall": 4, "recall_with_thinking": 2, "recall_failure": 2,
-                                                   "encoding_failure": 1, "inference_without_encoding": 1,
-                                                   "direct_inference": 2}
+    assert Counter(r["profile"] for r in rows) == {
+        "direct_recall": 4,
+        "recall_with_thinking": 2,
+        "recall_failure": 2,
+        "encoding_failure": 1,
+        "inference_without_encoding": 1,
+        "direct_inference": 2,
+    }
     summary = method.profile_summary(rows)
     # 12 facts; 10 profiled (two are direct inference, excluded)
     assert summary["facts"] == 12 and summary["profiled"] == 10
@@ -111,16 +130,18 @@ def test_profile_percentages_of_a_synthetic_grade_matrix_by_hand():
 
 def test_knows_counts_direct_inference_over_the_gradable_facts_with_ungradable_ones_out():
     nan = math.nan
-    matrix = ([fact(1.0, 1.0, 0.0)] * 3      # direct recall (KT not checked)
-              + [fact(1.0, 0.0, 0.0)] * 3    # recall failure
-              + [fact(0.0, 1.0, 1.0)]        # direct inference
-              + [({"completion": nan, "contextual": nan}, {})])  # ungradable: the encoding pair is NaN
+    matrix = (
+        [fact(1.0, 1.0, 0.0)] * 3  # direct recall (KT not checked)
+        + [fact(1.0, 0.0, 0.0)] * 3  # recall failure
+        + [fact(0.0, 1.0, 1.0)]  # direct inference
+        + [({"completion": nan, "contextual": nan}, {})]
+    )  # ungradable: the encoding pair is NaN
     summary = method.profile_summary([method.classify(p, t) for p, t in matrix])
     # 8 facts: 6 profiled, 1 direct inference, 1 ungradable -> 7 gradable
     assert (summary["facts"], summary["profiled"]) == (8, 6)
-    assert summary["knows"] == pytest.approx(4 / 7)           # (3 DR + 1 DI) / 7 = 0.5714
+    assert summary["knows"] == pytest.approx(4 / 7)  # (3 DR + 1 DI) / 7 = 0.5714
     assert summary["knows_thinking"] == pytest.approx(4 / 7)  # nothing recovered by thinking
-    assert summary["knows_thinking_excl_direct"] == 0.5       # 3 / 6
+    assert summary["knows_thinking_excl_direct"] == 0.5  # 3 / 6
     assert summary["direct_recall"] == 0.5 and summary["recall_failure"] == 0.5
     # the excluded kinds are shares of all 8 facts: 1/8 each
     assert summary["excluded_direct_inference"] == 0.125 and summary["excluded_ungradable"] == 0.125
@@ -128,10 +149,22 @@ def test_knows_counts_direct_inference_over_the_gradable_facts_with_ungradable_o
 
 def test_a_fact_without_a_thinking_run_is_profiled_from_its_plain_run():
     nan = math.nan
-    known = {"completion": 1.0, "contextual": 0.0, "direct": 1.0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 0.75}
+    known = {
+        "completion": 1.0,
+        "contextual": 0.0,
+        "direct": 1.0,
+        "direct_natural": 1.0,
+        "reverse": 1.0,
+        "reverse_natural": 0.75,
+    }
     # E, K0: direct recall whatever KT would say; not E, K0: direct inference
-    assert method.classify(known, None) == {"encodes": True, "knows": True, "knows_thinking": None,
-                                            "profile": "direct_recall", "thinking_run": "missing"}
+    assert method.classify(known, None) == {
+        "encodes": True,
+        "knows": True,
+        "knows_thinking": None,
+        "profile": "direct_recall",
+        "thinking_run": "missing",
+    }
     assert method.classify({**known, "completion": 0.5}, None)["profile"] == "direct_inference"
     # not K0: KT would decide between two profiles; only their union is known
     assert method.classify({**known, "reverse": 0.25}, None)["profile"] == "encoded_not_known"
@@ -145,14 +178,21 @@ def test_a_fact_without_a_thinking_run_is_profiled_from_its_plain_run():
 
 def test_table_2_row_of_a_model_without_a_thinking_run():
     def plain(enc, k0):
-        return {"completion": enc, "contextual": 0.0, "direct": k0, "direct_natural": 1.0, "reverse": 1.0, "reverse_natural": 1.0}
+        return {
+            "completion": enc,
+            "contextual": 0.0,
+            "direct": k0,
+            "direct_natural": 1.0,
+            "reverse": 1.0,
+            "reverse_natural": 1.0,
+        }
 
     matrix = [plain(1.0, 1.0)] * 2 + [plain(1.0, 0.0)] * 3 + [plain(0.0, 0.0)] * 4 + [plain(0.0, 1.0)]
     summary = method.profile_summary([method.classify(p, None) for p in matrix])
     # 10 facts: 2 direct recall, 3 encoded not known, 4 neither, 1 direct inference -> 9 profiled, 10 gradable
     assert summary["thinking_run"] == "missing" and (summary["facts"], summary["profiled"]) == (10, 9)
-    assert summary["encodes"] == pytest.approx(5 / 9)   # 2 + 3 of 9
-    assert summary["knows"] == 0.3                      # (2 DR + 1 DI) / 10
+    assert summary["encodes"] == pytest.approx(5 / 9)  # 2 + 3 of 9
+    assert summary["knows"] == 0.3  # (2 DR + 1 DI) / 10
     assert summary["direct_recall"] == pytest.approx(2 / 9)
     assert summary["encoded_not_known"] == pytest.approx(3 / 9)
     assert summary["not_encoded_not_known"] == pytest.approx(4 / 9)
@@ -188,11 +228,20 @@ def test_multiple_choice_and_free_text_responses_are_read():
         method.parse_grades("1: CORRECT\n3: INCORRECT", 3)
 
 
-@pytest.mark.parametrize("answer,label", [
-    # the paper's numeric rule: correct to the gold's last significant figure (gold 120k)
-    ("124k", "CORRECT"), ("115,000", "CORRECT"), ("100k", "INCORRECT"), ("113k", "INCORRECT"),
-    ("around 100k", "OTHER"), ("more than 50k", "OTHER"), ("", "OTHER"), ("I don't know.", "OTHER"),
-])
+@pytest.mark.parametrize(
+    "answer,label",
+    [
+        # the paper's numeric rule: correct to the gold's last significant figure (gold 120k)
+        ("124k", "CORRECT"),
+        ("115,000", "CORRECT"),
+        ("100k", "INCORRECT"),
+        ("113k", "INCORRECT"),
+        ("around 100k", "OTHER"),
+        ("more than 50k", "OTHER"),
+        ("", "OTHER"),
+        ("I don't know.", "OTHER"),
+    ],
+)
 def test_rule_grade_follows_the_numeric_rule(answer, label):
     assert method.rule_grade(answer, "120k") == label
 
@@ -211,7 +260,14 @@ def test_rule_grade_on_names_dates_and_units():
 def test_rule_labels_grade_each_sample_against_its_task():
     from assets.eval.wikiprofile import steps as profiling
 
-    bench = pl.DataFrame({"fact_id": ["f", "f"], "task": ["direct", "reverse"], "answer": ["Grytviken", "Ernest Shackleton"]})
-    samples = pl.DataFrame({"fact_id": ["f", "f", "f"], "task": ["direct", "reverse", "reverse"],
-                            "answer": ["At Grytviken.", "Shackleton", "Amundsen"]})
+    bench = pl.DataFrame(
+        {"fact_id": ["f", "f"], "task": ["direct", "reverse"], "answer": ["Grytviken", "Ernest Shackleton"]}
+    )
+    samples = pl.DataFrame(
+        {
+            "fact_id": ["f", "f", "f"],
+            "task": ["direct", "reverse", "reverse"],
+            "answer": ["At Grytviken.", "Shackleton", "Amundsen"],
+        }
+    )
     assert profiling.rule_labels(samples, bench) == ["CORRECT", "PARTIALLY", "INCORRECT"]

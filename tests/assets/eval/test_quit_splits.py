@@ -28,8 +28,13 @@ def cells(table: dg.TableMetadataValue, column: str) -> list:
 
 
 def test_retrieval_tables_score_the_test_split_and_the_table_keeps_every_split():
-    out = quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(), quit_runs=RUN,
-                                      benchmark_qrels=QRELS, benchmark_questions=QUESTIONS)
+    out = quit.quit_retrieval_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(),
+        quit_runs=RUN,
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    )
     mrr = dict(out.value.select("split", "mrr").iter_rows())
     assert mrr == {"all": 0.75, "test": 0.5, "train": 1.0}
     assert dict(out.value.select("split", "questions").iter_rows()) == {"all": 2, "test": 1, "train": 1}
@@ -38,26 +43,50 @@ def test_retrieval_tables_score_the_test_split_and_the_table_keeps_every_split()
     assert out.metadata["split"].value == "test" and "tables on the test split" in out.metadata["slice"].value
     assert eq.quit_retrieval_metrics_ranges(out.value).passed
     # on request, dev: none here, and why_empty says so
-    dev = quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(split="dev"), quit_runs=RUN,
-                                      benchmark_qrels=QRELS, benchmark_questions=QUESTIONS)
+    dev = quit.quit_retrieval_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(split="dev"),
+        quit_runs=RUN,
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    )
     assert dev.metadata["table_2"].records == [] and dev.metadata["why_empty"].value.startswith(
-        "table_2: no dev question in the evaluated questions")
+        "table_2: no dev question in the evaluated questions"
+    )
 
 
 @pytest.mark.parametrize("split", ["train", "all", "Test"])
 def test_train_and_all_never_head_a_table(split):
     with pytest.raises(ValueError, match=f"QUIT report split '{split}': a headline table scores test or dev questions"):
-        quit.quit_retrieval_metrics(dg.build_asset_context(), config=quit.QuitReport(split=split), quit_runs=RUN,
-                                    benchmark_qrels=QRELS, benchmark_questions=QUESTIONS)
+        quit.quit_retrieval_metrics(
+            dg.build_asset_context(),
+            config=quit.QuitReport(split=split),
+            quit_runs=RUN,
+            benchmark_qrels=QRELS,
+            benchmark_questions=QUESTIONS,
+        )
 
 
 def test_rerank_tables_score_the_test_split():
-    reranked = pl.concat([run("bm25+upr", {"q1": ["a", "x"], "q2": ["x", "b"]}), run("oracle+upr", {"q1": ["x", "a"], "q2": ["b"]})])
-    out = quit.quit_rerank_metrics(dg.build_asset_context(), config=quit.QuitReport(), quit_reranked_runs=reranked,
-                                   benchmark_qrels=QRELS, benchmark_questions=QUESTIONS)
+    reranked = pl.concat(
+        [run("bm25+upr", {"q1": ["a", "x"], "q2": ["x", "b"]}), run("oracle+upr", {"q1": ["x", "a"], "q2": ["b"]})]
+    )
+    out = quit.quit_rerank_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(),
+        quit_reranked_runs=reranked,
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    )
     mrr = {(s, sp): v for s, sp, v in out.value.select("system", "split", "mrr").iter_rows()}
-    assert mrr == {("bm25+upr", "all"): 0.75, ("bm25+upr", "test"): 0.5, ("bm25+upr", "train"): 1.0,
-                   ("oracle+upr", "all"): 0.75, ("oracle+upr", "test"): 1.0, ("oracle+upr", "train"): 0.5}
+    assert mrr == {
+        ("bm25+upr", "all"): 0.75,
+        ("bm25+upr", "test"): 0.5,
+        ("bm25+upr", "train"): 1.0,
+        ("oracle+upr", "all"): 0.75,
+        ("oracle+upr", "test"): 1.0,
+        ("oracle+upr", "train"): 0.5,
+    }
     assert cells(out.metadata["table_5"], "mrr") == [0.5] and cells(out.metadata["table_7"], "reranker") == ["upr"]
     # Table 7 on the test split: the Oracle's q2 passage first, nDCG 1
     assert cells(out.metadata["table_7"], "ndcg_burges@10") == [1.0]
@@ -66,30 +95,67 @@ def test_rerank_tables_score_the_test_split():
 
 def test_table_8_scores_the_test_split_with_its_optimal_bound():
     k1 = {"k": 1, "strategy": "union_norm", "system": "bm25"}
-    answers = pl.DataFrame([
-        {"question_id": "q1", "reader": "smollm2", **k1, "em": True, "em_raw": True, "correct": True},
-        {"question_id": "q2", "reader": "smollm2", **k1, "em": False, "em_raw": False, "correct": False},
-        {"question_id": "q1", "reader": "smollm2", "system": "optimal", "k": None, "strategy": None,
-         "em": True, "em_raw": True, "correct": True},
-        {"question_id": "q2", "reader": "smollm2", "system": "optimal", "k": None, "strategy": None,
-         "em": False, "em_raw": False, "correct": True},
-    ], schema_overrides={"k": pl.Int32})
-    out = quit.quit_reader_metrics(dg.build_asset_context(), config=quit.QuitReport(), quit_reader_answers=answers,
-                                   quit_runs=RUN, quit_reranked_runs=RUN.clear(), benchmark_corpus=pl.DataFrame(
-                                       {"passage_id": ["a", "b", "x"], "num_hints": pl.Series([5, 3, 1], dtype=pl.Int8)}),
-                                   benchmark_qrels=QRELS, benchmark_questions=QUESTIONS)
+    answers = pl.DataFrame(
+        [
+            {"question_id": "q1", "reader": "smollm2", **k1, "em": True, "em_raw": True, "correct": True},
+            {"question_id": "q2", "reader": "smollm2", **k1, "em": False, "em_raw": False, "correct": False},
+            {
+                "question_id": "q1",
+                "reader": "smollm2",
+                "system": "optimal",
+                "k": None,
+                "strategy": None,
+                "em": True,
+                "em_raw": True,
+                "correct": True,
+            },
+            {
+                "question_id": "q2",
+                "reader": "smollm2",
+                "system": "optimal",
+                "k": None,
+                "strategy": None,
+                "em": False,
+                "em_raw": False,
+                "correct": True,
+            },
+        ],
+        schema_overrides={"k": pl.Int32},
+    )
+    out = quit.quit_reader_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(),
+        quit_reader_answers=answers,
+        quit_runs=RUN,
+        quit_reranked_runs=RUN.clear(),
+        benchmark_corpus=pl.DataFrame(
+            {"passage_id": ["a", "b", "x"], "num_hints": pl.Series([5, 3, 1], dtype=pl.Int8)}
+        ),
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    )
     em = {(s, sp): v for s, sp, v in out.value.select("system", "split", "em").iter_rows()}
-    assert em == {("Optimal", "all"): 0.5, ("bm25", "all"): 0.5, ("Optimal", "test"): 0.0, ("bm25", "test"): 0.0,
-                  ("Optimal", "train"): 1.0, ("bm25", "train"): 1.0}
+    assert em == {
+        ("Optimal", "all"): 0.5,
+        ("bm25", "all"): 0.5,
+        ("Optimal", "test"): 0.0,
+        ("bm25", "test"): 0.0,
+        ("Optimal", "train"): 1.0,
+        ("bm25", "train"): 1.0,
+    }
     assert cells(out.metadata["table_8"], "smollm2") == [0.0, 0.0]
     assert "on the test split" in out.metadata["table_8"].schema.columns[-1].description
     assert eq.quit_reader_metrics_ranges(out.value).passed
 
 
 def test_a_report_without_an_all_row_or_with_an_unknown_split_fails_its_check():
-    out = quit.quit_rerank_metrics(dg.build_asset_context(), config=quit.QuitReport(),
-                                   quit_reranked_runs=run("bm25+upr", {"q1": ["a"], "q2": ["b"]}),
-                                   benchmark_qrels=QRELS, benchmark_questions=QUESTIONS).value
+    out = quit.quit_rerank_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(),
+        quit_reranked_runs=run("bm25+upr", {"q1": ["a"], "q2": ["b"]}),
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    ).value
     result = eq.quit_rerank_metrics_ranges(out.filter(pl.col("split") != "all"))
     assert not result.passed and "without an 'all' row" in str(result.metadata)
     result = eq.quit_rerank_metrics_ranges(out.with_columns(pl.col("split").replace("test", "holdout")))

@@ -17,7 +17,17 @@ def test_malformed_permutations_are_repaired():
 
 def test_windows_slide_from_the_bottom():
     assert windows(5, 20, 10) == [(0, 5)]
-    assert windows(100, 20, 10) == [(80, 100), (70, 90), (60, 80), (50, 70), (40, 60), (30, 50), (20, 40), (10, 30), (0, 20)]
+    assert windows(100, 20, 10) == [
+        (80, 100),
+        (70, 90),
+        (60, 80),
+        (50, 70),
+        (40, 60),
+        (30, 50),
+        (20, 40),
+        (10, 30),
+        (0, 20),
+    ]
     assert windows(25, 20, 10) == [(5, 25), (0, 15)]
 
 
@@ -26,8 +36,16 @@ def test_rerank_applies_each_window_bottom_up(scripted_llm):
     ids = [f"p{i}" for i in range(6)]
     texts = {p: f"text of {p}" for p in ids}
     stats = CallStats()
-    out, repaired = rerank(scripted_llm, "smollm2", {"q": "Which?", "r": "What?"}, {"q": ids, "r": ids[:3]},
-                           texts, window=4, step=2, stats=stats)
+    out, repaired = rerank(
+        scripted_llm,
+        "smollm2",
+        {"q": "Which?", "r": "What?"},
+        {"q": ids, "r": ids[:3]},
+        texts,
+        window=4,
+        step=2,
+        stats=stats,
+    )
     # q: window [2:6] reversed -> p0 p1 p5 p4 p3 p2, then [0:4] reversed -> p4 p5 p1 p0 p3 p2
     assert out["q"] == ["p4", "p5", "p1", "p0", "p3", "p2"]
     assert out["r"] == ["p2", "p1", "p0"]

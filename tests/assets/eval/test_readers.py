@@ -5,18 +5,26 @@ from assets.eval.quit import steps as readers
 from resources.llm import CallStats
 
 H = ["It is tall.", "It is in Nepal", "It was first climbed in 1953.", "It is cold.", "Its peak is on U.S. Army maps."]
-CORPUS = pl.DataFrame({
-    "passage_id": ["q_11100_012", "q_10000_0", "q_00010_3", "q_00011_43", "doc9"],
-    "question_id": ["q"] * 4 + ["r"],
-    "num_hints": [3, 1, 1, 2, 2],
-    "text": [f"{H[0]} {H[1]} {H[2]}", H[0], H[3], f"{H[4]} {H[3]}", "Mount K2 is tall. It is in Pakistan."],
-})
-RUNS = pl.DataFrame({
-    "question_id": ["q"] * 6, "passage_id": ["q_11100_012", "q_10000_0", "q_00010_3", "missing", "q_00011_43", "doc9"],
-    "rank": [1, 2, 3, 4, 5, 6], "score": [6.0, 5, 4, 3, 2, 1], "system": ["bm25"] * 6,
-})
-QUESTIONS = pl.DataFrame({"question_id": ["q"], "question": ["Which mountain?"], "answers": [["mount everest", "Everest"]],
-                          "hints": [H]})
+CORPUS = pl.DataFrame(
+    {
+        "passage_id": ["q_11100_012", "q_10000_0", "q_00010_3", "q_00011_43", "doc9"],
+        "question_id": ["q"] * 4 + ["r"],
+        "num_hints": [3, 1, 1, 2, 2],
+        "text": [f"{H[0]} {H[1]} {H[2]}", H[0], H[3], f"{H[4]} {H[3]}", "Mount K2 is tall. It is in Pakistan."],
+    }
+)
+RUNS = pl.DataFrame(
+    {
+        "question_id": ["q"] * 6,
+        "passage_id": ["q_11100_012", "q_10000_0", "q_00010_3", "missing", "q_00011_43", "doc9"],
+        "rank": [1, 2, 3, 4, 5, 6],
+        "score": [6.0, 5, 4, 3, 2, 1],
+        "system": ["bm25"] * 6,
+    }
+)
+QUESTIONS = pl.DataFrame(
+    {"question_id": ["q"], "question": ["Which mountain?"], "answers": [["mount everest", "Everest"]], "hints": [H]}
+)
 S1, S2 = "Mount K2 is tall.", "It is in Pakistan."
 
 
@@ -43,13 +51,16 @@ def test_without_hints_every_passage_is_cut_into_sentences():
     assert split == ["q_11100_012"] and items[0]["context"] == CORPUS["text"][0]
 
 
-@pytest.mark.parametrize("raw, cleaned", [
-    ("  Paris \n", "Paris"),
-    ("Let me think.\n(Paris", "Paris"),   # the last line, one leading "(" dropped
-    ("(Paris)", "Paris)"),                # the closing one stays
-    ("", "NO ANSWER"),
-    ("I have No answer for that", "NO ANSWER"),
-])
+@pytest.mark.parametrize(
+    "raw, cleaned",
+    [
+        ("  Paris \n", "Paris"),
+        ("Let me think.\n(Paris", "Paris"),  # the last line, one leading "(" dropped
+        ("(Paris)", "Paris)"),  # the closing one stays
+        ("", "NO ANSWER"),
+        ("I have No answer for that", "NO ANSWER"),
+    ],
+)
 def test_the_released_cleaning(raw, cleaned):
     assert readers.released_answer(raw) == cleaned
 
@@ -71,21 +82,38 @@ def test_read_grades_against_the_pool(scripted_llm):
     got = {(r["k"], r["strategy"]): (r["em"], r["em_raw"]) for r in out.iter_rows(named=True)}
     # normalized EM matches the pool's "mount everest"; the raw, case-sensitive one does not
     assert got == {(1, s): (False, False) for s in ("union_norm", "union_freq")} | {
-        (k, s): (True, False) for k in (3, 5) for s in ("union_norm", "union_freq")}
+        (k, s): (True, False) for k in (3, 5) for s in ("union_norm", "union_freq")
+    }
     assert out["correct"].to_list() == out["em"].to_list()
     assert stats.calls == 6 and stats.errors == 0
 
 
 def test_optimal_and_table_8_shape():
-    per_passage = pl.DataFrame({"question_id": ["q", "q", "r"], "passage_id": ["p1", "p2", "p5"],
-                                "em": [False, True, False], "em_raw": [True, False, False], "correct": [False, True, False]})
+    per_passage = pl.DataFrame(
+        {
+            "question_id": ["q", "q", "r"],
+            "passage_id": ["p1", "p2", "p5"],
+            "em": [False, True, False],
+            "em_raw": [True, False, False],
+            "correct": [False, True, False],
+        }
+    )
     qrels = pl.DataFrame({"question_id": ["q", "q", "r"], "passage_id": ["p1", "p2", "p5"], "label": [1, 2, 1]})
     best = readers.optimal(per_passage, qrels, "smollm2")
     assert dict(zip(best["question_id"], best["em"])) == {"q": True, "r": False}
     assert dict(zip(best["question_id"], best["em_raw"])) == {"q": True, "r": False}
-    answers = pl.DataFrame({"question_id": ["q", "r"], "reader": ["smollm2"] * 2, "system": ["bm25"] * 2,
-                            "k": pl.Series([1, 1], dtype=pl.Int32), "strategy": ["union_norm"] * 2,
-                            "em": [True, False], "em_raw": [False, False], "correct": [True, True]})
+    answers = pl.DataFrame(
+        {
+            "question_id": ["q", "r"],
+            "reader": ["smollm2"] * 2,
+            "system": ["bm25"] * 2,
+            "k": pl.Series([1, 1], dtype=pl.Int32),
+            "strategy": ["union_norm"] * 2,
+            "em": [True, False],
+            "em_raw": [False, False],
+            "correct": [True, True],
+        }
+    )
     table = readers.em_table(answers, best)
     assert table["system"].to_list() == ["Optimal", "bm25"]
     # Optimal: q matched (1 of 2) both ways; bm25: em 1 of 2, em_raw 0 of 2, judge 2 of 2

@@ -13,13 +13,15 @@ from pipelines import reteco as cli
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
 
 # Two conversations in two domains: c1 (law) turns 1-2, c2 (biology) turns 1 and 5.
-TURNS = pl.DataFrame({
-    "qid": ["c1_turn_1", "c1_turn_2", "c2_turn_1", "c2_turn_5", "c2_turn_2"],
-    "domain": ["law", "law", "biology", "biology", "biology"],
-    "conversation_id": ["c1", "c1", "c2", "c2", "c2"],
-    "turn_id": [1, 2, 1, 5, 2],
-    "gold_doc_ids": [["d1", "d2"], ["d3"], ["d4"], ["d5"], []],  # c2 turn 2 has no gold: no target
-})
+TURNS = pl.DataFrame(
+    {
+        "qid": ["c1_turn_1", "c1_turn_2", "c2_turn_1", "c2_turn_5", "c2_turn_2"],
+        "domain": ["law", "law", "biology", "biology", "biology"],
+        "conversation_id": ["c1", "c1", "c2", "c2", "c2"],
+        "turn_id": [1, 2, 1, 5, 2],
+        "gold_doc_ids": [["d1", "d2"], ["d3"], ["d4"], ["d5"], []],  # c2 turn 2 has no gold: no target
+    }
+)
 TARGETS = reteco.Targets.from_tables(TURNS, [f"d{i}" for i in range(1, 10)])
 A = 1 / math.log2(3)  # the discount at rank 2
 
@@ -47,7 +49,9 @@ def test_query_ids_in_both_styles():
     assert [reteco.depth(t) for t in (1, 4, 5, 9)] == ["T1", "T4", "T5+", "T5+"]
     turns = pl.DataFrame({"conversation_id": ["c"] * 9, "turn_id": list(range(1, 10))})
     assert turns.select(reteco.depth_expr())["turn_id"].to_list() == [reteco.depth(t) for t in range(1, 10)]
-    assert turns.select(reteco.task_qid_expr())["conversation_id"].to_list() == [reteco.task_qid("c", t) for t in range(1, 10)]
+    assert turns.select(reteco.task_qid_expr())["conversation_id"].to_list() == [
+        reteco.task_qid("c", t) for t in range(1, 10)
+    ]
     # the targets: turns with gold only, the task's qrels file beside them
     assert TARGETS.turns["qid"].to_list() == ["c2_turn_1", "c2_turn_5", "c1_turn_1", "c1_turn_2"]
     assert reteco.qrels_text(TARGETS).splitlines()[:2] == ["c2#turn1 0 d4 1", "c2#turn5 0 d5 1"]
@@ -59,8 +63,14 @@ def test_a_run_is_read_and_scored_by_the_task_rules():
     # c1#turn1: the second d9 removed, zz discarded; c1_turn_2 (project style) ordered by score,
     # not by its rank column; c2#turn1's tie broken as trec_eval does (doc id descending)
     assert checked.rankings == {"c1_turn_1": ["d9", "d1", "d2"], "c1_turn_2": ["d7", "d3"], "c2_turn_1": ["d6", "d4"]}
-    assert checked.counts == {"duplicates_removed": 1, "unknown_documents": 1, "unknown_turns": 1,
-                              "order_disagreements": 1, "turns_scored": 3, "missing_turns": 1}
+    assert checked.counts == {
+        "duplicates_removed": 1,
+        "unknown_documents": 1,
+        "unknown_turns": 1,
+        "order_disagreements": 1,
+        "turns_scored": 3,
+        "missing_turns": 1,
+    }
     lines = {p.kind: p.line for p in checked.problems}
     assert lines == {"duplicate": 3, "unknown_document": 4, "unknown_turn": 8, "order": 6, "missing_turn": None}
     assert "c2#turn5" in str(checked.problems[-1]) and "scores 0" in str(checked.problems[-1])
@@ -74,7 +84,11 @@ def test_a_run_is_read_and_scored_by_the_task_rules():
     official = reteco.official_table(scores).row(0, named=True)
     assert official["run"] == "runA" and official["turns"] == 4
     assert official["nDCG@10"] == pytest.approx((c1t1 + 2 * A) / 4)  # 0.4888
-    assert official["MAP@10"] == pytest.approx((7 / 12 + 1) / 4) and official["Recall@10"] == 0.75 and official["MRR"] == 0.375
+    assert (
+        official["MAP@10"] == pytest.approx((7 / 12 + 1) / 4)
+        and official["Recall@10"] == 0.75
+        and official["MRR"] == 0.375
+    )
     assert dict(reteco.domain_table(scores).iter_rows()) == pytest.approx({"biology": A / 2, "law": (c1t1 + A) / 2})
     depth = reteco.depth_table(scores)
     assert depth["depth"].to_list() == ["T1", "T2", "T5+"] and depth["turns"].to_list() == [2, 1, 1]
@@ -93,15 +107,18 @@ def test_many_runs_scored_in_one_evaluation_score_as_each_alone():
     assert reteco.score_runs([]).columns == [*reteco.TURN_SCHEMA, "run", *reteco.METRICS]
 
 
-@pytest.mark.parametrize("line, kind", [
-    ("c1#turn1 Q0 d1 1 9.0", "columns"),
-    ("c1#turn1 Q0 d1 1 9.0 runA extra", "columns"),
-    ("c1#turn1 Q0 d1 first 9.0 runA", "rank"),
-    ("c1#turn1 Q0 d1 0 9.0 runA", "rank"),
-    ("c1#turn1 Q0 d1 1 high runA", "score"),
-    ("c1#turn1 Q0 d1 1 nan runA", "score"),
-    ("c1#turn1 Q0 d1 1 inf runA", "score"),
-])
+@pytest.mark.parametrize(
+    "line, kind",
+    [
+        ("c1#turn1 Q0 d1 1 9.0", "columns"),
+        ("c1#turn1 Q0 d1 1 9.0 runA extra", "columns"),
+        ("c1#turn1 Q0 d1 first 9.0 runA", "rank"),
+        ("c1#turn1 Q0 d1 0 9.0 runA", "rank"),
+        ("c1#turn1 Q0 d1 1 high runA", "score"),
+        ("c1#turn1 Q0 d1 1 nan runA", "score"),
+        ("c1#turn1 Q0 d1 1 inf runA", "score"),
+    ],
+)
 def test_the_checker_names_each_malformed_run_line(line, kind):
     checked = reteco.check_run(f"c1#turn2 Q0 d3 1 1.0 runA\n{line}\n".encode(), "bad.trec", TARGETS)
     errors = [p for p in checked.problems if p.fatal]
@@ -114,8 +131,9 @@ def test_the_checker_names_each_malformed_run_line(line, kind):
 def test_the_checker_refuses_two_run_ids_and_bytes_that_are_not_utf8():
     two = reteco.check_run(b"c1#turn2 Q0 d3 1 1.0 runA\nc1#turn1 Q0 d1 1 1.0 runB\n", "two.trec", TARGETS)
     assert [(p.kind, p.line, p.fatal) for p in two.problems if p.kind == "run_id"] == [("run_id", None, True)]
-    assert "'runB' (from line 2)" in str(two.problems[-1] if two.problems[-1].kind == "run_id" else
-                                         next(p for p in two.problems if p.kind == "run_id"))
+    assert "'runB' (from line 2)" in str(
+        two.problems[-1] if two.problems[-1].kind == "run_id" else next(p for p in two.problems if p.kind == "run_id")
+    )
     latin = reteco.check_run(b"c1#turn2 Q0 d3 1 1.0 runA\nc1#turn1 Q0 caf\xe9 1 1.0 runA\n", "latin.trec", TARGETS)
     assert [(p.kind, p.line, p.fatal) for p in latin.problems] == [("encoding", 2, True)]
     bom = reteco.check_run(b"\xef\xbb\xbfc1#turn2 0 d3 1 1.0 runA\n", "bom.trec", TARGETS)
@@ -123,33 +141,52 @@ def test_the_checker_refuses_two_run_ids_and_bytes_that_are_not_utf8():
 
 
 def test_a_generation_file_with_missing_and_extra_turns_scores_them_by_the_rules():
-    text = ('{"turn_id": "c1#turn1", "answer": "An oral contract can bind."}\n'
-            '{"turn_id": "c1_turn_2", "answer": "", "passages": ["d3"]}\n'
-            '{"turn_id": "c7#turn1", "answer": "extra"}\n')
+    text = (
+        '{"turn_id": "c1#turn1", "answer": "An oral contract can bind."}\n'
+        '{"turn_id": "c1_turn_2", "answer": "", "passages": ["d3"]}\n'
+        '{"turn_id": "c7#turn1", "answer": "extra"}\n'
+    )
     checked = reteco.check_generation(text.encode(), "gen.jsonl", TARGETS)
     assert checked.ok and checked.answers == {"c1_turn_1": "An oral contract can bind.", "c1_turn_2": ""}
-    assert [(p.kind, p.line) for p in checked.problems] == [("empty_answer", 2), ("unknown_turn", 3), ("missing_turn", None)]
+    assert [(p.kind, p.line) for p in checked.problems] == [
+        ("empty_answer", 2),
+        ("unknown_turn", 3),
+        ("missing_turn", None),
+    ]
     assert checked.missing == ["c2_turn_1", "c2_turn_5"]
     # judged 1-5: c1#turn1 all 5s, c1_turn_2 3/4/2/5/1; the two missing turns score 0
-    judged = pl.DataFrame({"qid": ["c1#turn1", "c1_turn_2"], "correctness": [5, 3], "completeness": [5, 4],
-                           "relevance": [5, 2], "coherence": [5, 5], "faithfulness": [5, 1]})
+    judged = pl.DataFrame(
+        {
+            "qid": ["c1#turn1", "c1_turn_2"],
+            "correctness": [5, 3],
+            "completeness": [5, 4],
+            "relevance": [5, 2],
+            "coherence": [5, 5],
+            "faithfulness": [5, 1],
+        }
+    )
     table = reteco.generation_table(reteco.generation_scores(judged, TARGETS, "gen")).row(0, named=True)
     assert table["turns"] == 4
     assert [table[d] for d in reteco.DIMENSIONS] == pytest.approx([1.5 / 4, 1.75 / 4, 1.25 / 4, 2 / 4, 1 / 4])
     assert table["macro"] == pytest.approx(0.375)
 
 
-@pytest.mark.parametrize("line, kind", [
-    ("{not json", "json"),
-    ('["c1#turn1", "an answer"]', "json"),
-    ('{"turn_id": 1, "answer": "an answer"}', "turn_id"),
-    ('{"answer": "an answer"}', "turn_id"),
-    ('{"turn_id": "c1#turn1"}', "answer"),
-    ('{"turn_id": "c1#turn1", "answer": ["a", "b"]}', "answer"),
-    ('{"turn_id": "c1#turn2", "answer": "twice"}', "duplicate"),
-])
+@pytest.mark.parametrize(
+    "line, kind",
+    [
+        ("{not json", "json"),
+        ('["c1#turn1", "an answer"]', "json"),
+        ('{"turn_id": 1, "answer": "an answer"}', "turn_id"),
+        ('{"answer": "an answer"}', "turn_id"),
+        ('{"turn_id": "c1#turn1"}', "answer"),
+        ('{"turn_id": "c1#turn1", "answer": ["a", "b"]}', "answer"),
+        ('{"turn_id": "c1#turn2", "answer": "twice"}', "duplicate"),
+    ],
+)
 def test_the_checker_names_each_malformed_generation_line(line, kind):
-    checked = reteco.check_generation(f'{{"turn_id": "c1#turn2", "answer": "once"}}\n{line}\n'.encode(), "g.jsonl", TARGETS)
+    checked = reteco.check_generation(
+        f'{{"turn_id": "c1#turn2", "answer": "once"}}\n{line}\n'.encode(), "g.jsonl", TARGETS
+    )
     assert not checked.ok and [(p.kind, p.line) for p in checked.problems if p.fatal] == [(kind, 2)]
 
 
@@ -163,7 +200,9 @@ def test_the_command_checks_and_scores_a_run_on_the_bundled_release(tmp_path, ca
     targets = reteco.release_targets("data/releases/recor")
     gold = dict(targets.turns.select("qid", "task_qid").iter_rows())
     # every turn's gold first, but one turn left out: 12 of 13 turns score 1
-    lines = [f"{gold[q]} Q0 {d} {r} {10 - r} mine" for q in list(gold)[1:] for r, d in enumerate(sorted(targets.gold[q]), 1)]
+    lines = [
+        f"{gold[q]} Q0 {d} {r} {10 - r} mine" for q in list(gold)[1:] for r, d in enumerate(sorted(targets.gold[q]), 1)
+    ]
     run = tmp_path / "mine.trec"
     run.write_text("\n".join(lines) + "\n")
     assert cli.main(["check", "--release", "data/releases/recor", str(run)]) == 0
@@ -179,5 +218,7 @@ def test_the_command_checks_and_scores_a_run_on_the_bundled_release(tmp_path, ca
     assert cli.main(["score", "--release", "data/releases/recor", str(bad)]) == 1
     assert f"ERROR line {len(lines) + 1} [columns]" in capsys.readouterr().out
     assert cli.main(["export", "--release", "data/releases/recor", "--out", str(tmp_path / "task"), str(run)]) == 0
-    assert (tmp_path / "task" / "qrels.txt").read_text().splitlines()[0] == "biology_12#turn1 0 apple_browning/Enzymatic_browning_1.txt 1"
+    assert (tmp_path / "task" / "qrels.txt").read_text().splitlines()[
+        0
+    ] == "biology_12#turn1 0 apple_browning/Enzymatic_browning_1.txt 1"
     assert (tmp_path / "task" / "mine.trec").read_text().splitlines()[0].startswith("biology_12#turn2 Q0 ")

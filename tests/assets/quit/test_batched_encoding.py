@@ -14,8 +14,13 @@ from assets.quit import release, rules, steps
 
 def text_vectors(texts):
     # A unit vector that depends on the text alone, however the texts are batched into calls.
-    out = np.array([np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")).normal(size=8)
-                    for t in texts], dtype=np.float32).reshape(-1, 8)
+    out = np.array(
+        [
+            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")).normal(size=8)
+            for t in texts
+        ],
+        dtype=np.float32,
+    ).reshape(-1, 8)
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
@@ -57,8 +62,10 @@ def quit_questions(hints: list[list[str]], questions: list[str]) -> tuple[pl.Dat
 
 
 def test_semantic_overlap_streams_blocks_and_matches_per_question_calls():
-    questions, corpus = quit_questions([[f"Q{i} hint {j} about topic {i * j}." for j in range(5)] for i in range(3)],
-                                       ["Which river?", "Which mountain?", "Which river?"])
+    questions, corpus = quit_questions(
+        [[f"Q{i} hint {j} about topic {i * j}." for j in range(5)] for i in range(3)],
+        ["Which river?", "Which mountain?", "Which river?"],
+    )
     encode, lines = Counted(text_vectors), []
     got = release.semantic_overlap(dict(questions.iter_rows()), corpus, encode, block_size=300, log=lines.append)
     assert got == pytest.approx(per_question_overlap(questions, corpus, text_vectors), rel=1e-6)
@@ -69,16 +76,25 @@ def test_semantic_overlap_streams_blocks_and_matches_per_question_calls():
 
 
 def test_difficulties_encode_every_distinct_text_once_and_match_per_question_calls():
-    questions = pl.DataFrame({
-        "question_id": ["q1", "q2", "q3", "q4"],
-        "question": ["Where is the Eiffel Tower?", "Which city has the Louvre?", "Highest mountain?", "Capital of Peru?"],
-        "aliases": [["Paris"], ["Paris"], ["Mount Everest", "Everest"], ["Lima"]],
-        "difficulty": [None, None, None, "Hard"],
-    })
+    questions = pl.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3", "q4"],
+            "question": [
+                "Where is the Eiffel Tower?",
+                "Which city has the Louvre?",
+                "Highest mountain?",
+                "Capital of Peru?",
+            ],
+            "aliases": [["Paris"], ["Paris"], ["Mount Everest", "Everest"], ["Lima"]],
+            "difficulty": [None, None, None, "Hard"],
+        }
+    )
     shared = "Paris is the capital of France."
-    hits = {"q1": [shared, "The tower was built in 1889.", "Paris hosts the tower."],
-            "q2": [shared, "The Louvre is a museum in Paris."],
-            "q3": ["Everest rises 8,849 metres.", "K2 is the second highest."]}
+    hits = {
+        "q1": [shared, "The tower was built in 1889.", "Paris hosts the tower."],
+        "q2": [shared, "The Louvre is a museum in Paris."],
+        "q3": ["Everest rises 8,849 metres.", "K2 is the second highest."],
+    }
     encode = Counted(text_vectors)
     got = steps.difficulties(questions, hits, encode)
     # one call: three questions with hits and their six distinct passages
@@ -102,8 +118,10 @@ def sample_questions(n: int) -> pl.DataFrame:
     from assets.quit.settings import QuitSettings
 
     s = QuitSettings()
-    loaded = [(name, parse_json_list(open(path).read(), path))
-              for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))]
+    loaded = [
+        (name, parse_json_list(open(path).read(), path))
+        for name, path in (("triviahg", s.triviahg_path), ("wikihint", s.wikihint_path))
+    ]
     frame = sources.questions_frame(sources.ingest(loaded).rows).head(n)
     return frame.with_columns(frame["hints"].list.head(5))
 
@@ -117,7 +135,9 @@ def test_batched_minilm_gives_the_per_question_numbers_on_the_sample():
 
     sample = sample_questions(2)
     # each question's first 40 passages (one and two hints) keep the real model's run short
-    corpus = rules.passages_frame(sample.select("question_id", "hints")).filter(pl.int_range(pl.len()).over("question_id") < 40)
+    corpus = rules.passages_frame(sample.select("question_id", "hints")).filter(
+        pl.int_range(pl.len()).over("question_id") < 40
+    )
     questions = sample.select("question_id", "question")
     assert corpus.height == 80
     batched = release.semantic_overlap(dict(questions.iter_rows()), corpus, minilm, block_size=30)
@@ -126,8 +146,10 @@ def test_batched_minilm_gives_the_per_question_numbers_on_the_sample():
     # references with the answer in them (so each similarity counts), some shared by both questions
     texts = corpus["text"].to_list()
     (q0, q1), answers = sample["question_id"].to_list(), sample["aliases"].list.first().to_list()
-    hits = {q0: [f"{t} {answers[0]}." for t in texts[:4]] + [f"{t} {answers[1]}." for t in texts[40:42]],
-            q1: [f"{t} {answers[1]}." for t in texts[40:44]] + [f"{t} {answers[0]}." for t in texts[:2]]}
+    hits = {
+        q0: [f"{t} {answers[0]}." for t in texts[:4]] + [f"{t} {answers[1]}." for t in texts[40:42]],
+        q1: [f"{t} {answers[1]}." for t in texts[40:44]] + [f"{t} {answers[0]}." for t in texts[:2]],
+    }
     frame = sample.select("question_id", "question", "aliases", pl.lit(None, pl.String).alias("difficulty"))
     got = dict(steps.difficulties(frame, hits, minilm).select("question_id", "reference_complexity").iter_rows())
     want = per_question_complexity(frame, hits, minilm)

@@ -62,28 +62,45 @@ def labeling(tmp_path, instance):
     """Materializes one labeler partition, then the labels with their check; returns the
     labels, the check's evaluation and how many calls reached the model."""
     register_provider("flaky", Flaky())
-    qs = questions_frame([question("q1", hints=HINTS[:5]),
-                          question("q2", hints=HINTS[1:6], answer="Mount Everest region", aliases=("Mount Everest region",))
-                          | {"question": "Which peak is this?"}])
-    stubs = [stub("passages", passages_frame(qs.select("question_id", "hints"))), stub("selected_questions", qs),
-             stub("splits", pl.DataFrame({"question_id": ["q1", "q2"], "labeled": [True, True]}))]
+    qs = questions_frame(
+        [
+            question("q1", hints=HINTS[:5]),
+            question("q2", hints=HINTS[1:6], answer="Mount Everest region", aliases=("Mount Everest region",))
+            | {"question": "Which peak is this?"},
+        ]
+    )
+    stubs = [
+        stub("passages", passages_frame(qs.select("question_id", "hints"))),
+        stub("selected_questions", qs),
+        stub("splits", pl.DataFrame({"question_id": ["q1", "q2"], "labeled": [True, True]})),
+    ]
 
     def run(verdicts: str = "binding"):
         registry = tmp_path / f"{verdicts}.yaml"
         registry.write_text(REGISTRY.format(verdicts=verdicts))
-        resources = {"llm": LLMResource(registry_path=str(registry), cache_dir=str(tmp_path / "llm-cache"), backoff_seconds=0.0,
-                                        max_retries=1),
-                     "quit_settings": QuitSettings(profile="demo"), "storage": StorageResource(root=str(tmp_path / "storage")),
-                     "io_manager": parquet_io_manager}
+        resources = {
+            "llm": LLMResource(
+                registry_path=str(registry), cache_dir=str(tmp_path / "llm-cache"), backoff_seconds=0.0, max_retries=1
+            ),
+            "quit_settings": QuitSettings(profile="demo"),
+            "storage": StorageResource(root=str(tmp_path / "storage")),
+            "io_manager": parquet_io_manager,
+        }
         assets = [passage_answers, passage_labels, label_errors, *stubs]
         assert dg.materialize(assets, instance=instance, resources=resources, selection=[a.key for a in stubs]).success
         Flaky.calls = 0
-        assert dg.materialize(assets, partition_key="smollm2", instance=instance, resources=resources,
-                              selection=[passage_answers.key]).success
-        labeled = dg.materialize(assets, instance=instance, resources=resources, raise_on_error=False,
-                                 selection=[dg.AssetKey(["quit", "passage_labels"]), dg.AssetKey(["quit", "answer_pools"])])
+        assert dg.materialize(
+            assets, partition_key="smollm2", instance=instance, resources=resources, selection=[passage_answers.key]
+        ).success
+        labeled = dg.materialize(
+            assets,
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
+            selection=[dg.AssetKey(["quit", "passage_labels"]), dg.AssetKey(["quit", "answer_pools"])],
+        )
         labels = pl.read_parquet(tmp_path / "storage" / "quit" / "passage_labels.parquet")
-        check, = labeled.get_asset_check_evaluations()
+        (check,) = labeled.get_asset_check_evaluations()
         return labels, check, Flaky.calls
 
     return run

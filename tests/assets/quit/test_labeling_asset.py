@@ -9,12 +9,7 @@ import pytest
 
 from assets.quit import release
 from assets.quit.assets import passage_answers
-from assets.quit.rules import (
-    ORDERS,
-    PASSAGES_PER_QUESTION,
-    passages_frame,
-    sampled_orders,
-)
+from assets.quit.rules import ORDERS, PASSAGES_PER_QUESTION, passages_frame, sampled_orders
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import questions_frame
 from resources.llm import LLMResource
@@ -36,16 +31,27 @@ def test_labeling_logs_progress_and_labels_the_capped_slice(scripted_llm, tmp_pa
     # with the Parquet IO manager the passages come as a stored table read a batch at a time
     qs = questions_frame([question("q1", hints=HINTS[:5]), question("q2", hints=HINTS[1:6])])
     splits = pl.DataFrame({"question_id": ["q1", "q2"], "labeled": [True, True]})
-    llm = LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm-cache"), progress_every_seconds=0.0)
-    stubs = [stub("passages", passages_frame(qs.select("question_id", "hints"))), stub("selected_questions", qs),
-             stub("splits", splits)]
+    llm = LLMResource(
+        registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm-cache"), progress_every_seconds=0.0
+    )
+    stubs = [
+        stub("passages", passages_frame(qs.select("question_id", "hints"))),
+        stub("selected_questions", qs),
+        stub("splits", splits),
+    ]
     io = ParquetIOManager(root=str(tmp_path / "tables")) if stored else dg.mem_io_manager
     if stored:  # the upstream tables stored unpartitioned, as the build stores them
         dg.materialize(stubs, resources={"io_manager": io})
     result = dg.materialize(
-        [passage_answers, *stubs], selection=[passage_answers] if stored else None, partition_key="smollm2",
+        [passage_answers, *stubs],
+        selection=[passage_answers] if stored else None,
+        partition_key="smollm2",
         instance=instance,
-        resources={"llm": llm, "quit_settings": QuitSettings(labeled_passages_per_question=7, seed=5), "io_manager": io},
+        resources={
+            "llm": llm,
+            "quit_settings": QuitSettings(labeled_passages_per_question=7, seed=5),
+            "io_manager": io,
+        },
     )
     assert result.success
     frame = result.output_for_node("quit__passage_answers")
@@ -76,9 +82,12 @@ def test_benchmark_corpus_holds_only_labeled_passages():
     passages = passages_frame(qs.select("question_id", "hints"))
     labeled = passages.head(3)
     labels = labeled.select("question_id", "passage_id", pl.lit(1, pl.Int8).alias("label"))
-    splits = pl.DataFrame({"question_id": ["q1"], "split": ["test"], "labeled": [True], "parametric_answerable": [False]})
-    metadata = pl.DataFrame({"question_id": ["q1"], "question_type": ["LOC:mount"], "difficulty": ["easy"],
-                             "reference_complexity": [None]})
+    splits = pl.DataFrame(
+        {"question_id": ["q1"], "split": ["test"], "labeled": [True], "parametric_answerable": [False]}
+    )
+    metadata = pl.DataFrame(
+        {"question_id": ["q1"], "question_type": ["LOC:mount"], "difficulty": ["easy"], "reference_complexity": [None]}
+    )
     pools = pl.DataFrame({"question_id": ["q1"], "answer_pool": [["Mount Everest"]]})
     rejects = pl.DataFrame({"question_id": []}, schema={"question_id": pl.String})
     _, corpus, qrels = release.assemble(qs, splits, metadata, passages, labels, pools, rejects)

@@ -3,17 +3,13 @@ from itertools import permutations
 
 import polars as pl
 
-from assets.quit.rules import (
-    ORDERS,
-    PASSAGES_PER_QUESTION,
-    passage_batches,
-    passages_frame,
-)
+from assets.quit.rules import ORDERS, PASSAGES_PER_QUESTION, passage_batches, passages_frame
 
 
 def questions(n=3):
-    return pl.DataFrame({"question_id": [f"q{i}" for i in range(n)],
-                         "hints": [[f"Q{i} hint {j}." for j in range(5)] for i in range(n)]})
+    return pl.DataFrame(
+        {"question_id": [f"q{i}" for i in range(n)], "hints": [[f"Q{i} hint {j}." for j in range(5)] for i in range(n)]}
+    )
 
 
 def test_325_ordered_subsets():

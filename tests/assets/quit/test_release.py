@@ -27,16 +27,25 @@ from resources.storage import (
 
 # Texts JSON escapes (quotes, backslash, control characters), non-ASCII kept as is
 # (ensure_ascii=False) and the line separators Python does not escape.
-AWKWARD_HINTS = ['It said "stop" at C:\\path.', "Line one\nline two\ttab\x01.", "Café, naïve, 東京, 😀.",
-                 "Odd separators \u2028 and \u2029 here.", "Plain last hint."]
+AWKWARD_HINTS = [
+    'It said "stop" at C:\\path.',
+    "Line one\nline two\ttab\x01.",
+    "Café, naïve, 東京, 😀.",
+    "Odd separators \u2028 and \u2029 here.",
+    "Plain last hint.",
+]
 
 
-def reference_export(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, target: Path) -> list[tuple[str, int]]:
+def reference_export(
+    questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, target: Path
+) -> list[tuple[str, int]]:
     """The export as it was first written, each file built as one string: the bytes the
     streaming export must reproduce."""
     files = []
-    lines = (json.dumps({"id": r["passage_id"], "contents": r["text"], "title": r["question_id"]}, ensure_ascii=False)
-             for r in corpus.iter_rows(named=True))
+    lines = (
+        json.dumps({"id": r["passage_id"], "contents": r["text"], "title": r["question_id"]}, ensure_ascii=False)
+        for r in corpus.iter_rows(named=True)
+    )
     (target / "corpus.jsonl").write_bytes(("\n".join(lines) + "\n").encode())
     files.append(("corpus.jsonl", corpus.height))
     split_of = dict(questions.select("question_id", "split").iter_rows())
@@ -45,8 +54,11 @@ def reference_export(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.Da
         records = [release.question_record(r) for r in part.iter_rows(named=True)]
         (target / f"{split}.json").write_bytes(json.dumps(records, ensure_ascii=False, indent=1).encode())
         files.append((f"{split}.json", len(records)))
-        rows = [f"{r['question_id']} 0 {r['passage_id']} {r['label']}" for r in qrels.iter_rows(named=True)
-                if split_of.get(r["question_id"]) == split]
+        rows = [
+            f"{r['question_id']} 0 {r['passage_id']} {r['label']}"
+            for r in qrels.iter_rows(named=True)
+            if split_of.get(r["question_id"]) == split
+        ]
         (target / f"qrels.{split}.txt").write_bytes(("\n".join(rows) + ("\n" if rows else "")).encode())
         files.append((f"qrels.{split}.txt", len(rows)))
     return files
@@ -57,33 +69,64 @@ def sample_build(splits_used=release.SPLITS) -> dict[str, pl.DataFrame]:
     with its 5 first hints, one with awkward hint texts, 325 passages each, seeded labels
     (some passages left unlabeled), a verification reject and splits round robin."""
     settings = QuitSettings()
-    loaded = [(name, json.loads(Path(path).read_text())) for name, path in
-              (("triviahg", settings.triviahg_path), ("wikihint", settings.wikihint_path))]
+    loaded = [
+        (name, json.loads(Path(path).read_text()))
+        for name, path in (("triviahg", settings.triviahg_path), ("wikihint", settings.wikihint_path))
+    ]
     qs = sources.questions_frame(sources.ingest(loaded).rows)
     qs = qs.with_columns(pl.col("hints").list.head(5), pl.lit([0.9, 0.7, 0.5, 0.3, 0.1]).alias("hint_convergence"))
-    qs = qs.with_columns(pl.when(pl.col("question_id") == qs["question_id"][0]).then(pl.lit(AWKWARD_HINTS))
-                         .otherwise(pl.col("hints")).alias("hints"))
+    qs = qs.with_columns(
+        pl.when(pl.col("question_id") == qs["question_id"][0])
+        .then(pl.lit(AWKWARD_HINTS))
+        .otherwise(pl.col("hints"))
+        .alias("hints")
+    )
     ids = qs["question_id"].to_list()
-    splits = pl.DataFrame({"question_id": ids, "parametric_answerable": [i % 3 == 0 for i in range(len(ids))],
-                           "split": [splits_used[i % len(splits_used)] for i in range(len(ids))], "labeled": [True] * len(ids)})
-    metadata = pl.DataFrame({"question_id": ids, "question_type": ["ENTY:other"] * len(ids),
-                             "difficulty": ["easy", "medium", "hard"] * (len(ids) // 3) + ["easy"] * (len(ids) % 3),
-                             "reference_complexity": [None] * len(ids)}, schema_overrides={"reference_complexity": pl.Float64})
+    splits = pl.DataFrame(
+        {
+            "question_id": ids,
+            "parametric_answerable": [i % 3 == 0 for i in range(len(ids))],
+            "split": [splits_used[i % len(splits_used)] for i in range(len(ids))],
+            "labeled": [True] * len(ids),
+        }
+    )
+    metadata = pl.DataFrame(
+        {
+            "question_id": ids,
+            "question_type": ["ENTY:other"] * len(ids),
+            "difficulty": ["easy", "medium", "hard"] * (len(ids) // 3) + ["easy"] * (len(ids) % 3),
+            "reference_complexity": [None] * len(ids),
+        },
+        schema_overrides={"reference_complexity": pl.Float64},
+    )
     passages = rules.passages_frame(qs.select("question_id", "hints"))
     rng = random.Random(3)
     labels = passages.select("passage_id", "question_id", "num_hints").with_columns(
         pl.lit(3, pl.UInt32).alias("labelers"),
         pl.Series("label", [rng.choice([1, 2, 2, None]) for _ in range(passages.height)], dtype=pl.Int8),
-        pl.lit(None, pl.String).alias("error"))
+        pl.lit(None, pl.String).alias("error"),
+    )
     pools = qs.select("question_id", pl.col("aliases").alias("answer_pool"))
-    rejects = sources.REJECTS.frame([sources.REJECTS.row(ids[1], "triviahg", "human_verification", "answer_leakage", "leaks", {})])
-    return {"selected": qs, "splits": splits, "metadata": metadata, "passages": passages, "all_labels": labels,
-            "labels": labels.filter(pl.col("label").is_not_null()), "pools": pools, "rejects": rejects}
+    rejects = sources.REJECTS.frame(
+        [sources.REJECTS.row(ids[1], "triviahg", "human_verification", "answer_leakage", "leaks", {})]
+    )
+    return {
+        "selected": qs,
+        "splits": splits,
+        "metadata": metadata,
+        "passages": passages,
+        "all_labels": labels,
+        "labels": labels.filter(pl.col("label").is_not_null()),
+        "pools": pools,
+        "rejects": rejects,
+    }
 
 
 def built(splits_used=release.SPLITS):
     b = sample_build(splits_used)
-    return release.assemble(b["selected"], b["splits"], b["metadata"], b["passages"], b["labels"], b["pools"], b["rejects"])
+    return release.assemble(
+        b["selected"], b["splits"], b["metadata"], b["passages"], b["labels"], b["pools"], b["rejects"]
+    )
 
 
 @pytest.mark.parametrize("splits_used", [release.SPLITS, ("test", "dev")], ids=["every split", "no train questions"])
@@ -113,9 +156,12 @@ def test_an_empty_benchmark_writes_empty_files(tmp_path):
 
 def test_corpus_batches_are_the_assembled_corpus():
     b = sample_build()
-    questions, corpus, qrels = release.assemble(b["selected"], b["splits"], b["metadata"], b["passages"], b["labels"],
-                                                b["pools"], b["rejects"])
-    batches = list(release.corpus_batches(b["passages"], release.in_corpus(b["passages"], questions, b["labels"]), batch_rows=777))
+    questions, corpus, qrels = release.assemble(
+        b["selected"], b["splits"], b["metadata"], b["passages"], b["labels"], b["pools"], b["rejects"]
+    )
+    batches = list(
+        release.corpus_batches(b["passages"], release.in_corpus(b["passages"], questions, b["labels"]), batch_rows=777)
+    )
     assert len(batches) > 1 and all(f.height <= 777 for f in batches)
     assert pl.concat(batches).equals(corpus)
     # labeled passages of kept questions only: the removed question and unlabeled passages are out
@@ -127,7 +173,9 @@ def test_corpus_through_the_batch_writer(tmp_path):
     b = sample_build()
     questions, corpus, _ = built()
     out = tmp_path / "corpus.parquet"
-    rows = write_parquet_batches(str(out), release.corpus_batches(b["passages"], release.in_corpus(b["passages"], questions, b["labels"])))
+    rows = write_parquet_batches(
+        str(out), release.corpus_batches(b["passages"], release.in_corpus(b["passages"], questions, b["labels"]))
+    )
     assert rows == corpus.height and read_parquet(str(out)).equals(corpus)
     nothing = pl.Series([False] * b["passages"].height)
     rows = write_parquet_batches(str(out), release.corpus_batches(b["passages"], nothing))
@@ -146,13 +194,24 @@ def test_benchmark_and_release_files_through_the_io_manager(tmp_path):
     """The assets as a run executes them: inputs read by the Parquet IO manager (the labels'
     ``columns`` only), the corpus written batch by batch, the release streamed."""
     b = sample_build()
-    stubs = {"selected_questions": b["selected"], "splits": b["splits"], "question_metadata": b["metadata"],
-             "passages": b["passages"], "verified_labels": b["all_labels"], "verified_pools": b["pools"],
-             "verification_rejects": b["rejects"]}
+    stubs = {
+        "selected_questions": b["selected"],
+        "splits": b["splits"],
+        "question_metadata": b["metadata"],
+        "passages": b["passages"],
+        "verified_labels": b["all_labels"],
+        "verified_pools": b["pools"],
+        "verification_rejects": b["rejects"],
+    }
     storage = StorageResource(root=str(tmp_path / "storage"))
-    result = dg.materialize([benchmark, release_files, *(stub(name, frame) for name, frame in stubs.items())], resources={
-        "io_manager": ParquetIOManager(root=storage.root), "storage": storage,
-        "quit_settings": QuitSettings(export_dir=str(tmp_path / "release"))})
+    result = dg.materialize(
+        [benchmark, release_files, *(stub(name, frame) for name, frame in stubs.items())],
+        resources={
+            "io_manager": ParquetIOManager(root=storage.root),
+            "storage": storage,
+            "quit_settings": QuitSettings(export_dir=str(tmp_path / "release")),
+        },
+    )
     assert result.success
     questions, corpus, qrels = built()
     for name, frame in (("benchmark_questions", questions), ("benchmark_corpus", corpus), ("benchmark_qrels", qrels)):
@@ -170,10 +229,16 @@ def test_benchmark_and_release_files_through_the_io_manager(tmp_path):
 def test_export_streams_to_s3(s3_server, monkeypatch, tmp_path):
     """On S3 the corpus goes up as a multipart upload (more than one 5 MB part) with the
     bytes a local export writes; tables are read back from S3 by column."""
-    for name, value in (("AWS_ENDPOINT_URL", s3_server.endpoint_url), ("AWS_ACCESS_KEY_ID", "testing"),
-                        ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", s3_server.region)):
+    for name, value in (
+        ("AWS_ENDPOINT_URL", s3_server.endpoint_url),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_DEFAULT_REGION", s3_server.region),
+    ):
         monkeypatch.setenv(name, value)
-    boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name=s3_server.region).create_bucket(Bucket="quit-release")
+    boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name=s3_server.region).create_bucket(
+        Bucket="quit-release"
+    )
     questions, corpus, qrels = built()
     corpus = pl.concat([corpus.with_columns(pl.col("passage_id") + f"_{i}") for i in range(4)])
     release.export(questions, corpus, qrels, str(tmp_path), batch_rows=5000)
@@ -182,23 +247,40 @@ def test_export_streams_to_s3(s3_server, monkeypatch, tmp_path):
     for name, path in manifest.select("file", "path").iter_rows():
         assert read_bytes(path) == (tmp_path / name).read_bytes(), name
     write_parquet("s3://quit-release/quit/benchmark_corpus.parquet", corpus)
-    assert read_parquet("s3://quit-release/quit/benchmark_corpus.parquet", ["passage_id"]).equals(corpus.select("passage_id"))
+    assert read_parquet("s3://quit-release/quit/benchmark_corpus.parquet", ["passage_id"]).equals(
+        corpus.select("passage_id")
+    )
 
 
 # --- Table 1 (the release's results/statistics/dataset_statistics.py definitions) ----------------
 
-T1_QUESTIONS = pl.DataFrame({
-    "question_id": ["q1", "q2", "q3", "q4"],
-    "question": ["What is the capital of France?", "Who wrote Hamlet?", "Who wrote Hamlet?", "A question without passages"],
-    "answers": [["Paris", "City of Light"], ["Shakespeare"], ["William Shakespeare"], ["x"]],
-})
-T1_CORPUS = pl.DataFrame({
-    "passage_id": ["c1", "c2", "c3", "c4"],
-    "question_id": ["q1", "q1", "q2", "q3"],
-    "text": ["It is a Parisian city.", "The capital  of France lies on the Seine.", "He was an English playwright.",
-             "He wrote Hamlet in Stratford."],
-})
-T1_QRELS = pl.DataFrame({"question_id": ["q1", "q1", "q2", "q3"], "passage_id": ["c1", "c2", "c3", "c4"], "label": [2, 1, 1, 1]})
+T1_QUESTIONS = pl.DataFrame(
+    {
+        "question_id": ["q1", "q2", "q3", "q4"],
+        "question": [
+            "What is the capital of France?",
+            "Who wrote Hamlet?",
+            "Who wrote Hamlet?",
+            "A question without passages",
+        ],
+        "answers": [["Paris", "City of Light"], ["Shakespeare"], ["William Shakespeare"], ["x"]],
+    }
+)
+T1_CORPUS = pl.DataFrame(
+    {
+        "passage_id": ["c1", "c2", "c3", "c4"],
+        "question_id": ["q1", "q1", "q2", "q3"],
+        "text": [
+            "It is a Parisian city.",
+            "The capital  of France lies on the Seine.",
+            "He was an English playwright.",
+            "He wrote Hamlet in Stratford.",
+        ],
+    }
+)
+T1_QRELS = pl.DataFrame(
+    {"question_id": ["q1", "q1", "q2", "q3"], "passage_id": ["c1", "c2", "c3", "c4"], "label": [2, 1, 1, 1]}
+)
 
 
 def cosine_six_tenths(texts):
@@ -247,9 +329,16 @@ def test_table_1_from_a_stored_table_read_in_small_batches_is_the_same(tmp_path)
 
 def test_table_1_counts_an_answer_on_word_boundaries_after_normalize():
     questions = pl.DataFrame({"question_id": ["q1"], "question": ["Which tower?"], "answers": [["Eiffel Tower", " "]]})
-    corpus = pl.DataFrame({"passage_id": ["a", "b", "c"], "question_id": ["q1"] * 3,
-                           "text": ["The eiffel-tower stands.", "Eiffel Towers stand.", "Gustave Eiffel's tower."]})
-    table = release.table1(questions, corpus, pl.DataFrame({"label": [1]}), lambda texts: np.ones((len(texts), 2)) / np.sqrt(2))
+    corpus = pl.DataFrame(
+        {
+            "passage_id": ["a", "b", "c"],
+            "question_id": ["q1"] * 3,
+            "text": ["The eiffel-tower stands.", "Eiffel Towers stand.", "Gustave Eiffel's tower."],
+        }
+    )
+    table = release.table1(
+        questions, corpus, pl.DataFrame({"label": [1]}), lambda texts: np.ones((len(texts), 2)) / np.sqrt(2)
+    )
     got = dict(table.select("metric", "value").iter_rows())
     # "eiffel tower stands" holds it; "eiffel towers", "gustave eiffel tower" (possessive dropped) do not / do
     assert got["Answer Containment (whole words)"] == pytest.approx(2 / 3)
@@ -259,9 +348,13 @@ def test_table_1_counts_an_answer_on_word_boundaries_after_normalize():
 def test_table_1_rules_on_their_own():
     assert release.lexical_overlap("the of", "is a") == 0.0  # only stop words: nothing to compare
     assert release.lexical_overlap("Paris France", "paris France") == pytest.approx(1 / 3)  # case kept
-    assert release.contains_answer("Born in the U.S.A.", ["u.s."]) and not release.contains_answer("Anything", [" ", ""])
+    assert release.contains_answer("Born in the U.S.A.", ["u.s."]) and not release.contains_answer(
+        "Anything", [" ", ""]
+    )
 
 
 def test_table_1_names_passages_of_unknown_questions():
     with pytest.raises(ValueError, match="q9"):
-        release.table1(T1_QUESTIONS, T1_CORPUS.with_columns(pl.lit("q9").alias("question_id")), T1_QRELS, cosine_six_tenths)
+        release.table1(
+            T1_QUESTIONS, T1_CORPUS.with_columns(pl.lit("q9").alias("question_id")), T1_QRELS, cosine_six_tenths
+        )

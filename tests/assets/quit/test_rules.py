@@ -7,24 +7,30 @@ from assets.quit import rules
 from resources.llm import ParseError
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Mount Everest", "Mount Everest"),
-    ("Answer: Mount Everest.\nBecause it is tall", "Mount Everest"),
-    ('"Paris"', "Paris"),
-    ("NO ANSWER", None),
-    ("No answer.", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Mount Everest", "Mount Everest"),
+        ("Answer: Mount Everest.\nBecause it is tall", "Mount Everest"),
+        ('"Paris"', "Paris"),
+        ("NO ANSWER", None),
+        ("No answer.", None),
+    ],
+)
 def test_parse_short_answer(text, expected):
     assert rules.parse_short_answer(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Let me think.\nParis", "Paris"),  # the release keeps the last line; the first-line parse says "Let me think"
-    ("Answer: Mount Everest.\nBecause it is tall", "Because it is tall"),
-    ("(Paris", "Paris"),
-    ("The hints point to a city.\n\nAnswer: \"Paris\".\n", "Paris"),
-    ("I am not sure.\nNO ANSWER", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Let me think.\nParis", "Paris"),  # the release keeps the last line; the first-line parse says "Let me think"
+        ("Answer: Mount Everest.\nBecause it is tall", "Because it is tall"),
+        ("(Paris", "Paris"),
+        ('The hints point to a city.\n\nAnswer: "Paris".\n', "Paris"),
+        ("I am not sure.\nNO ANSWER", None),
+    ],
+)
 def test_the_reader_parse_keeps_the_last_line_as_the_release_does(text, expected):
     assert rules.parse_last_line_answer(text) == expected
     assert rules.READER_PARSES["last_line"] is rules.parse_last_line_answer
@@ -106,7 +112,10 @@ def test_a_question_a_failed_call_left_open_is_in_no_split():
     assert rules.parametric_answerable([False, None]) is None
     answerable = {"yes": True, "no": False, "open": None}
     assert rules.assign_splits(answerable, train_size=5, test_size=5, seed=1) == {
-        "yes": "train", "no": "test", "open": rules.UNDETERMINED}
+        "yes": "train",
+        "no": "test",
+        "open": rules.UNDETERMINED,
+    }
 
 
 def test_correctness_and_labels():

@@ -39,8 +39,12 @@ SETTINGS = QuitSettings(profile="demo", max_labeled_questions=1, distractors=2, 
 SAMPLING = "sampling: {temperature: 0.0, max_tokens: 24}"
 ROLES = "roles:\n  quit: {labelers: [smollm2], readers: [smollm2], judge: judge}\n"
 JUDGE = "  judge: {model: openai/judge-model, backend: api, api_base: '%s', sampling: {temperature: 0.0}}\n"
-SERVED = "models:\n  smollm2: {model: hosted_vllm/smollm2, backend: vllm, api_base: %s, " + SAMPLING + "}\n" + JUDGE + ROLES
-EMBEDDED = "models:\n  smollm2: {model: local/smollm2-135m-instruct, backend: embedded, " + SAMPLING + "}\n" + JUDGE + ROLES
+SERVED = (
+    "models:\n  smollm2: {model: hosted_vllm/smollm2, backend: vllm, api_base: %s, " + SAMPLING + "}\n" + JUDGE + ROLES
+)
+EMBEDDED = (
+    "models:\n  smollm2: {model: local/smollm2-135m-instruct, backend: embedded, " + SAMPLING + "}\n" + JUDGE + ROLES
+)
 
 
 def label(root, registry, cache, server=None) -> tuple[pl.DataFrame, dict]:
@@ -59,9 +63,12 @@ def test_served_labeler_labels_like_the_in_process_one(tmp_path, vllm_server, mo
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")  # the OpenAI SDK refuses to start without one
     scripted.install()
     upstream = tmp_path / "upstream"
-    defs = build_defs(storage=StorageResource(root=str(upstream)), quit_settings=SETTINGS,
-                      llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "scripted-cache")),
-                      lucene=LuceneResource())
+    defs = build_defs(
+        storage=StorageResource(root=str(upstream)),
+        quit_settings=SETTINGS,
+        llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "scripted-cache")),
+        lucene=LuceneResource(),
+    )
     instance = dg.DagsterInstance.ephemeral()
     sync_partitions(instance)
     assert run_stages(defs, instance, [s for s in QUIT_STAGES if s[0] in UPSTREAM])

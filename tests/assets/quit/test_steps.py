@@ -5,24 +5,45 @@ from assets.quit.rules import passages_frame
 from assets.quit.sources import questions_frame
 from resources.llm import CallStats, LLMResult
 
-HINTS = ["It rises on the border of Nepal and China.", "Its summit was first reached in 1953.",
-         "Sherpas guide climbers up its slopes.", "Its height is about 8,849 metres.",
-         "It belongs to the Mahalangur range.", "Many expeditions start from its base camp."]
+HINTS = [
+    "It rises on the border of Nepal and China.",
+    "Its summit was first reached in 1953.",
+    "Sherpas guide climbers up its slopes.",
+    "Its height is about 8,849 metres.",
+    "It belongs to the Mahalangur range.",
+    "Many expeditions start from its base camp.",
+]
 
 
-def question(qid="q1", hints=HINTS, answer="Mount Everest", aliases=("Mount Everest", "Everest"), convergence=None, candidates=()):
-    return {"question_id": qid, "source": "triviahg", "source_id": qid, "question": "Which mountain is this?",
-            "answer": answer, "aliases": list(aliases), "hints": list(hints), "hint_convergence": convergence,
-            "candidate_answers": list(candidates), "major_type": None, "minor_type": None, "difficulty": None,
-            "popularity": None, "snippet": None}
+def question(
+    qid="q1", hints=HINTS, answer="Mount Everest", aliases=("Mount Everest", "Everest"), convergence=None, candidates=()
+):
+    return {
+        "question_id": qid,
+        "source": "triviahg",
+        "source_id": qid,
+        "question": "Which mountain is this?",
+        "answer": answer,
+        "aliases": list(aliases),
+        "hints": list(hints),
+        "hint_convergence": convergence,
+        "candidate_answers": list(candidates),
+        "major_type": None,
+        "minor_type": None,
+        "difficulty": None,
+        "popularity": None,
+        "snippet": None,
+    }
 
 
 def test_leakage_exact_and_judged_spans(scripted_llm):
-    qs = questions_frame([
-        question("clean"),
-        question("exact", hints=HINTS[:5] + ["Everest is its short name."]),
-        question("near", hints=HINTS[:5] + ["Guides call these peaks the Everests."]),
-    ])
+    qs = questions_frame(
+        [
+            question("clean"),
+            question("exact", hints=HINTS[:5] + ["Everest is its short name."]),
+            question("near", hints=HINTS[:5] + ["Guides call these peaks the Everests."]),
+        ]
+    )
     stats = CallStats()
     kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm, "smollm2", stats)
     assert kept["question_id"].to_list() == ["clean"]
@@ -41,11 +62,13 @@ def test_leakage_exact_and_judged_spans(scripted_llm):
 
 
 def test_convergence_from_source_or_computed(scripted_llm):
-    qs = questions_frame([
-        question("src", hints=HINTS[:5], convergence=[0.1, 0.2, 0.3, 0.4, 0.5]),
-        question("gen", hints=HINTS),
-        question("cands", hints=HINTS[:5], candidates=["Alpha", "Beta", "Mount Everest"]),
-    ])
+    qs = questions_frame(
+        [
+            question("src", hints=HINTS[:5], convergence=[0.1, 0.2, 0.3, 0.4, 0.5]),
+            question("gen", hints=HINTS),
+            question("cands", hints=HINTS[:5], candidates=["Alpha", "Beta", "Mount Everest"]),
+        ]
+    )
     stats = CallStats()
     conv = steps.hint_convergence(qs, scripted_llm, "smollm2", distractors=3, stats=stats)
     src = conv.filter(pl.col("question_id") == "src")
@@ -60,13 +83,20 @@ def test_convergence_from_source_or_computed(scripted_llm):
     # one generation call for "gen" only; fits: 6 hints x 4 + 5 hints x 3
     assert stats.calls == 1 + 6 * 4 + 5 * 3
     selected = steps.select_hints(qs, conv)
-    assert selected.filter(pl.col("question_id") == "gen")["hint_convergence"][0].to_list() == sorted(expected, reverse=True)[:5]
+    assert (
+        selected.filter(pl.col("question_id") == "gen")["hint_convergence"][0].to_list()
+        == sorted(expected, reverse=True)[:5]
+    )
 
 
 def test_judge_skips_exact_matches_and_asks_once_per_distinct_answer(scripted_llm):
     stats = CallStats()
-    items = [("q", "Which?", ["Mount Everest"], "mount everest"), ("q", "Which?", ["Mount Everest"], "Everest peak"),
-             ("q", "Which?", ["Mount Everest"], "everest  PEAK"), ("q", "Which?", ["Mount Everest"], "K2")]
+    items = [
+        ("q", "Which?", ["Mount Everest"], "mount everest"),
+        ("q", "Which?", ["Mount Everest"], "Everest peak"),
+        ("q", "Which?", ["Mount Everest"], "everest  PEAK"),
+        ("q", "Which?", ["Mount Everest"], "K2"),
+    ]
     verdicts = steps.judge(scripted_llm, "smollm2", items, stats)
     assert stats.calls == 2
     assert verdicts[("q", "mount everest")] is True
@@ -125,6 +155,7 @@ GAVE_UP = "gave up after 5 tries: APIConnectionError: refused"
 def labeler_and_judge(failing: set[str]):
     """Labeler answers by passage (``garbled`` passages do not parse, ``failing`` keys get no
     reply); the judge says Yes to Chomolungma, and gets no reply for keys in ``failing``."""
+
     def reply(req) -> LLMResult:
         if req.key in failing:
             return LLMResult(req.key, None, error=GAVE_UP)
@@ -133,15 +164,24 @@ def labeler_and_judge(failing: set[str]):
         if req.key.endswith("garbled"):
             return LLMResult(req.key, "Answer:", error="unparsable: no answer text")
         return LLMResult(req.key, "Chomolungma", value="Chomolungma")
+
     return reply
 
 
 def graded(llm, binding=True) -> dict[str, tuple]:
     qs = questions_frame([question("q1", hints=HINTS[:5]), question("q2", hints=HINTS[1:6])])
-    ps = pl.DataFrame({"passage_id": ["q1_a", "q1_garbled", "q1_failing", "q2_a"], "question_id": ["q1", "q1", "q1", "q2"],
-                       "text": ["x"] * 4})
+    ps = pl.DataFrame(
+        {
+            "passage_id": ["q1_a", "q1_garbled", "q1_failing", "q2_a"],
+            "question_id": ["q1", "q1", "q1", "q2"],
+            "text": ["x"] * 4,
+        }
+    )
     out = steps.passage_answers(ps, qs, llm, "labeler", "judge", CallStats(), binding=binding)
-    return {r["passage_id"]: (r["answer"], r["judge"], r["correct"], r["error"], r["judge_error"]) for r in out.iter_rows(named=True)}
+    return {
+        r["passage_id"]: (r["answer"], r["judge"], r["correct"], r["error"], r["judge_error"])
+        for r in out.iter_rows(named=True)
+    }
 
 
 def test_an_unparsable_reply_is_not_correct_and_a_failed_call_is_undecided():
@@ -164,14 +204,20 @@ def test_an_advisory_judge_is_recorded_and_only_exact_matches_count():
 
 
 def test_a_passage_with_an_undecided_answer_gets_no_label():
-    answers = pl.DataFrame({
-        "passage_id": ["p1", "p1", "p2", "p2", "p3", "p3"], "question_id": ["q"] * 6, "model": ["a", "b"] * 3,
-        "answer": ["Everest", None, None, "K2", "Everest", "K2"],
-        "error": [None, GAVE_UP, None, None, None, None], "judge_error": [None, None, None, GAVE_UP, None, None],
-        "correct": [True, None, False, None, True, False],
-    })
-    passages = pl.DataFrame({"passage_id": ["p1", "p2", "p3"], "question_id": ["q"] * 3,
-                             "num_hints": pl.Series([1, 2, 3], dtype=pl.Int8)})
+    answers = pl.DataFrame(
+        {
+            "passage_id": ["p1", "p1", "p2", "p2", "p3", "p3"],
+            "question_id": ["q"] * 6,
+            "model": ["a", "b"] * 3,
+            "answer": ["Everest", None, None, "K2", "Everest", "K2"],
+            "error": [None, GAVE_UP, None, None, None, None],
+            "judge_error": [None, None, None, GAVE_UP, None, None],
+            "correct": [True, None, False, None, True, False],
+        }
+    )
+    passages = pl.DataFrame(
+        {"passage_id": ["p1", "p2", "p3"], "question_id": ["q"] * 3, "num_hints": pl.Series([1, 2, 3], dtype=pl.Int8)}
+    )
     qs = questions_frame([question("q")])
     labels, pool = rules.labels_and_pool(answers, passages, qs)
     got = {r["passage_id"]: (r["label"], r["error"]) for r in labels.iter_rows(named=True)}
@@ -181,8 +227,9 @@ def test_a_passage_with_an_undecided_answer_gets_no_label():
 
 
 def test_closed_book_repeats_are_sampled_with_distinct_seeds(scripted_llm):
-    qs = questions_frame([question("fr", answer="Paris", aliases=("Paris",)) | {"question": "Capital of France?"},
-                          question("ev")])
+    qs = questions_frame(
+        [question("fr", answer="Paris", aliases=("Paris",)) | {"question": "Capital of France?"}, question("ev")]
+    )
     stats = CallStats()
     out = steps.closed_book_answers(qs, scripted_llm, "smollm2", "smollm2", repeats=3, temperature=0.7, stats=stats)
     assert out.height == 6

@@ -13,29 +13,52 @@ from resources.storage import write_parquet
 
 
 def answers():
-    return pl.DataFrame({
-        "question_id": ["q"] * 4,
-        "passage_id": ["p1", "p2", "p3", "p4"],
-        "model": ["m"] * 4,
-        "answer": ["Mount Everest", "Chomolungma", "K2", None],
-        "correct": [True, True, False, False],
-    })
+    return pl.DataFrame(
+        {
+            "question_id": ["q"] * 4,
+            "passage_id": ["p1", "p2", "p3", "p4"],
+            "model": ["m"] * 4,
+            "answer": ["Mount Everest", "Chomolungma", "K2", None],
+            "correct": [True, True, False, False],
+        }
+    )
 
 
 def questions():
-    return pl.DataFrame({"question_id": ["q"], "question": ["Which mountain?"], "answer": ["Mount Everest"],
-                         "aliases": [["Mount Everest"]], "source": ["triviahg"],
-                         "hints": [["A high peak.", "In Asia.", "Climbed in 1953.", "Near Lhotse.", "Very cold."]]})
+    return pl.DataFrame(
+        {
+            "question_id": ["q"],
+            "question": ["Which mountain?"],
+            "answer": ["Mount Everest"],
+            "aliases": [["Mount Everest"]],
+            "source": ["triviahg"],
+            "hints": [["A high peak.", "In Asia.", "Climbed in 1953.", "Near Lhotse.", "Very cold."]],
+        }
+    )
 
 
 def labels():
-    return pl.DataFrame({"passage_id": ["p1", "p2", "p3", "p4"], "question_id": ["q"] * 4, "num_hints": [1] * 4,
-                         "labelers": [1] * 4, "label": pl.Series([2, 2, 1, 1], dtype=pl.Int8)})
+    return pl.DataFrame(
+        {
+            "passage_id": ["p1", "p2", "p3", "p4"],
+            "question_id": ["q"] * 4,
+            "num_hints": [1] * 4,
+            "labelers": [1] * 4,
+            "label": pl.Series([2, 2, 1, 1], dtype=pl.Int8),
+        }
+    )
 
 
 def pools():
-    return pl.DataFrame({"question_id": ["q"], "answer": ["Mount Everest"], "aliases": [["Mount Everest"]],
-                         "generated_correct": [["Chomolungma"]], "answer_pool": [["Mount Everest", "Chomolungma"]]})
+    return pl.DataFrame(
+        {
+            "question_id": ["q"],
+            "answer": ["Mount Everest"],
+            "aliases": [["Mount Everest"]],
+            "generated_correct": [["Chomolungma"]],
+            "answer_pool": [["Mount Everest", "Chomolungma"]],
+        }
+    )
 
 
 def test_candidates_list_distinct_answers_with_flags():
@@ -46,15 +69,21 @@ def test_candidates_list_distinct_answers_with_flags():
 
 
 def test_candidates_group_normalized_answers_most_frequent_first():
-    given = pl.DataFrame({
-        "question_id": ["q"] * 7 + ["not_asked"],
-        "answer": ["Chomolungma", "k2", "K2.", "Mount Everest", "the Mount Everest", "Lhotse", None, "K2"],
-        "correct": [True, False, None, True, True, False, False, True],
-    })
+    given = pl.DataFrame(
+        {
+            "question_id": ["q"] * 7 + ["not_asked"],
+            "answer": ["Chomolungma", "k2", "K2.", "Mount Everest", "the Mount Everest", "Lhotse", None, "K2"],
+            "correct": [True, False, None, True, True, False, False, True],
+        }
+    )
     c = rules.candidates(given, questions())
     # ties (2 and 1 occurrences) in the order the answers first came; each shown as first given
     assert c.select("candidate", "occurrences", "judged_correct", "exact_match").rows() == [
-        ("k2", 2, False, False), ("Mount Everest", 2, True, True), ("Chomolungma", 1, True, False), ("Lhotse", 1, False, False)]
+        ("k2", 2, False, False),
+        ("Mount Everest", 2, True, True),
+        ("Chomolungma", 1, True, False),
+        ("Lhotse", 1, False, False),
+    ]
     assert c["gold"].unique().to_list() == ["Mount Everest"]
 
 
@@ -92,8 +121,16 @@ def test_page_round_trip(tmp_path):
         page = urllib.request.urlopen(base).read().decode()
         assert 'class="exact"' in page and "Chomolungma" in page and "checked" in page
         token = re.search(r'name="token" value="([^"]+)"', page).group(1)
-        form = urllib.parse.urlencode([("token", token), ("shown", "q\tMount Everest"), ("shown", "q\tChomolungma"),
-                                       ("shown", "q\tK2"), ("accept", "q\tMount Everest"), ("accept", "q\tK2")]).encode()
+        form = urllib.parse.urlencode(
+            [
+                ("token", token),
+                ("shown", "q\tMount Everest"),
+                ("shown", "q\tChomolungma"),
+                ("shown", "q\tK2"),
+                ("accept", "q\tMount Everest"),
+                ("accept", "q\tK2"),
+            ]
+        ).encode()
         # a browser names the page a form comes from; the page takes saves from itself only
         urllib.request.urlopen(urllib.request.Request(base + "/save", data=form, headers={"Origin": base})).read()
     finally:

@@ -9,9 +9,11 @@ from assets.recor import rules
 
 def test_document_scores_of_the_papers_table_15():
     # Aging_theory_12, Evolution_38, Genetics_91 (support, completeness, clarity, misleading)
-    scores = {"Aging_theory_12.txt": rules.document_score(8, 7, 7, 0),
-              "Evolution_38.txt": rules.document_score(6, 5, 6, 0),
-              "Genetics_91.txt": rules.document_score(4, 3, 5, 0)}
+    scores = {
+        "Aging_theory_12.txt": rules.document_score(8, 7, 7, 0),
+        "Evolution_38.txt": rules.document_score(6, 5, 6, 0),
+        "Genetics_91.txt": rules.document_score(4, 3, 5, 0),
+    }
     assert scores == pytest.approx({"Aging_theory_12.txt": 7.15, "Evolution_38.txt": 5.40, "Genetics_91.txt": 3.65})
     assert rules.document_score(10, 10, 10, 10) == pytest.approx(9.0)
     assert rules.select_documents(scores, threshold=4.0, max_docs=5) == ["Aging_theory_12.txt", "Evolution_38.txt"]
@@ -22,8 +24,14 @@ def test_document_scores_of_the_papers_table_15():
 
 def test_normalized_entropy_of_the_papers_dependency_types():
     # Table 29: the paper reports a normalized dependency entropy of 0.77
-    counts = {"continuation": 1028, "coreference": 859, "self_contained": 707, "topic_shift": 326,
-              "substitution": 41, "ellipsis": 10}
+    counts = {
+        "continuation": 1028,
+        "coreference": 859,
+        "self_contained": 707,
+        "topic_shift": 326,
+        "substitution": 41,
+        "ellipsis": 10,
+    }
     assert round(rules.normalized_entropy(counts, len(rules.DEPENDENCY_TYPES)), 2) == 0.77
     assert rules.normalized_entropy({"why": 5}, 9) == 0.0
     assert math.copysign(1.0, rules.normalized_entropy({"why": 5}, 9)) == 1.0  # printed as 0, not -0

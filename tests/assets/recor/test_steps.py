@@ -22,10 +22,12 @@ def bag_of_words(texts):
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
-ANSWER = ("Natural selection weakens after reproduction because late traits barely affect offspring numbers. "
-          "Harmful mutations that act late in life therefore accumulate across generations. "
-          "Huntington disease is an example because carriers usually have children before symptoms appear. "
-          "You should consult a doctor about your own genes")
+ANSWER = (
+    "Natural selection weakens after reproduction because late traits barely affect offspring numbers. "
+    "Harmful mutations that act late in life therefore accumulate across generations. "
+    "Huntington disease is an example because carriers usually have children before symptoms appear. "
+    "You should consult a doctor about your own genes"
+)
 DOCS = {
     "d1": "Natural selection weakens after reproduction. Late traits barely affect offspring numbers in most species.",
     "d2": "Harmful mutations that act late in life accumulate across generations. Huntington disease carriers usually have children before symptoms appear.",
@@ -34,11 +36,28 @@ DOCS = {
 
 
 def frames():
-    questions = pl.DataFrame([{"domain": "biology", "source": "bright", "question_id": "biology_0",
-                               "query": "Why does evolution not make us live longer?", "answer": ANSWER,
-                               "reasoning": None, "gold_ids": ["d1", "d2", "d3"], "excluded_ids": []}], schema=QUESTION_SCHEMA)
-    documents = pl.DataFrame([{"domain": "biology", "doc_id": d, "content": c, "role": "positive", "question_id": None}
-                              for d, c in DOCS.items()], schema=DOCUMENT_SCHEMA)
+    questions = pl.DataFrame(
+        [
+            {
+                "domain": "biology",
+                "source": "bright",
+                "question_id": "biology_0",
+                "query": "Why does evolution not make us live longer?",
+                "answer": ANSWER,
+                "reasoning": None,
+                "gold_ids": ["d1", "d2", "d3"],
+                "excluded_ids": [],
+            }
+        ],
+        schema=QUESTION_SCHEMA,
+    )
+    documents = pl.DataFrame(
+        [
+            {"domain": "biology", "doc_id": d, "content": c, "role": "positive", "question_id": None}
+            for d, c in DOCS.items()
+        ],
+        schema=DOCUMENT_SCHEMA,
+    )
     return questions, documents
 
 
@@ -78,20 +97,45 @@ def test_decomposition_and_verification_end_to_end(scripted_llm):
 
 def test_too_short_a_conversation_is_rejected_with_its_problems(scripted_llm):
     questions, documents = frames()
-    turns = pl.DataFrame([{"domain": "biology", "conversation_id": "c", "turn_id": i, "aspect_id": f"a{i}", "query": "q",
-                           "answer": "a", "gold_doc_ids": ["d1"], "doc_scores": "{}", "conversation_history": "",
-                           "target": "", "relevance_signals": [], "irrelevance_signals": [], "facts": []} for i in (1, 2)],
-                         schema=steps.TURN_SCHEMA)
+    turns = pl.DataFrame(
+        [
+            {
+                "domain": "biology",
+                "conversation_id": "c",
+                "turn_id": i,
+                "aspect_id": f"a{i}",
+                "query": "q",
+                "answer": "a",
+                "gold_doc_ids": ["d1"],
+                "doc_scores": "{}",
+                "conversation_history": "",
+                "target": "",
+                "relevance_signals": [],
+                "irrelevance_signals": [],
+                "facts": [],
+            }
+            for i in (1, 2)
+        ],
+        schema=steps.TURN_SCHEMA,
+    )
     convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", Thresholds(), CallStats())
     assert convs["valid"].to_list() == [False]
     assert rejects[0]["detail"] == "2 turns (needs 3-12); every turn uses the same documents"
 
 
 def test_parsers():
-    assert rules.parse_reasoning("Target: ageing genes\nRelevant signals: a; b\nIrrelevant signals: c") == \
-        {"target": "ageing genes", "relevance_signals": ["a", "b"], "irrelevance_signals": ["c"]}
-    assert rules.parse_question('Question: "Why do genes that harm us late persist?"') == "Why do genes that harm us late persist?"
-    assert rules.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [("Mutation", "Harmful late mutations pile up")]
+    assert rules.parse_reasoning("Target: ageing genes\nRelevant signals: a; b\nIrrelevant signals: c") == {
+        "target": "ageing genes",
+        "relevance_signals": ["a", "b"],
+        "irrelevance_signals": ["c"],
+    }
+    assert (
+        rules.parse_question('Question: "Why do genes that harm us late persist?"')
+        == "Why do genes that harm us late persist?"
+    )
+    assert rules.parse_aspects("1. Mutation: Harmful late mutations pile up.\n2. short", 5) == [
+        ("Mutation", "Harmful late mutations pile up")
+    ]
 
 
 def test_verdicts_come_from_first_token_probabilities():
@@ -120,7 +164,9 @@ class SplitDigits:
 def test_document_criteria_read_a_split_ten_as_ten():
     llm = SplitDigits()
     turns_ = [("q1", {"aspect_id": "a1"}, "Why?")]
-    out = steps.score_documents(turns_, {"a1": ["d1"]}, {"d1": "A document."}, {"a1": ["A fact."]}, llm, "judge", CallStats(), None)
+    out = steps.score_documents(
+        turns_, {"a1": ["d1"]}, {"d1": "A document."}, {"a1": ["A fact."]}, llm, "judge", CallStats(), None
+    )
     # 0.8 on 10 and 0.2 on 9 for each criterion; read from the first token alone, 10 was 1
     crit = out["a1"]["d1"]
     assert {c: crit[c] for c in steps.CRITERIA} == pytest.approx({c: 9.8 for c in steps.CRITERIA})
@@ -140,9 +186,20 @@ def test_release_records_follow_the_public_format(scripted_llm):
     assert set(record) == {"id", "task", "original_query", "original_answer", "turns", "metadata"}
     assert record["task"] == "biology" and record["metadata"]["num_turns"] == 3
     turn = record["turns"][1]
-    assert set(turn) == {"turn_id", "query", "answer", "gold_doc_ids", "conversation_history", "subquestion_reasoning",
-                         "subquestion_reasoning_metadata"}
-    assert set(turn["subquestion_reasoning_metadata"]) == {"target_information", "relevance_signals", "irrelevance_signals"}
+    assert set(turn) == {
+        "turn_id",
+        "query",
+        "answer",
+        "gold_doc_ids",
+        "conversation_history",
+        "subquestion_reasoning",
+        "subquestion_reasoning_metadata",
+    }
+    assert set(turn["subquestion_reasoning_metadata"]) == {
+        "target_information",
+        "relevance_signals",
+        "irrelevance_signals",
+    }
     qrels = release.qrels_lines(turns).splitlines()
     assert qrels[0].startswith("biology_0_turn_1 0 ") and qrels[0].endswith(" 1")
     assert json.loads(release.jsonl([record]))["id"] == "biology_0"
@@ -159,9 +216,12 @@ class NaySayer:
         import math
 
         answered = self.llm.run(alias, reqs, parse=parse, stats=stats, log=log, **kw)
-        return [LLMResult(r.key, "No", top_logprobs={"No": math.log(0.9), "Yes": math.log(0.1)})
-                if q.params is VERDICT and "yes or no" in q.messages[-1]["content"].lower() else r
-                for q, r in zip(reqs, answered)]
+        return [
+            LLMResult(r.key, "No", top_logprobs={"No": math.log(0.9), "Yes": math.log(0.1)})
+            if q.params is VERDICT and "yes or no" in q.messages[-1]["content"].lower()
+            else r
+            for q, r in zip(reqs, answered)
+        ]
 
 
 def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
@@ -173,12 +233,19 @@ def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
     aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, binding, stats)
     assert aspects.height == 0 and "unsuitable_aspect" in {r["reason"] for r in rejects}
 
-    advisory = Thresholds(min_new_words=2, aspect_min_coverage=0.3, alignment_min_coverage=0.2,
-                                binding_verdicts=False, fact_similarity=0.3)
+    advisory = Thresholds(
+        min_new_words=2,
+        aspect_min_coverage=0.3,
+        alignment_min_coverage=0.2,
+        binding_verdicts=False,
+        fact_similarity=0.3,
+    )
     aligned, rejects = steps.alignment(questions, documents, llm, "smollm2", sim, advisory, stats)
     # coverage alone decides, and the judge is not asked for a verdict that would not decide
     assert aligned["kept"].to_list() == (aligned["coverage"] >= 0.2).to_list()
-    assert aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"] and aligned["llm_supports"].is_null().all()
+    assert (
+        aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"] and aligned["llm_supports"].is_null().all()
+    )
     aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, advisory, stats)
     assert aspects.height == 3 and aspects["llm_suitable"].to_list() == [False] * 3
     assert "unsuitable_aspect" not in {r["reason"] for r in rejects}
@@ -197,14 +264,20 @@ def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
 
 
 def test_question_and_answer_parsing_of_small_model_output():
-    assert rules.parse_question('The person\'s first question is: "Why does my skin bump up in the cold?') == \
-        "Why does my skin bump up in the cold?"
-    assert rules.parse_question('What is the answer to the question: "What is the only nerve supply of the muscles?"') == \
-        "What is the only nerve supply of the muscles?"
+    assert (
+        rules.parse_question("The person's first question is: \"Why does my skin bump up in the cold?")
+        == "Why does my skin bump up in the cold?"
+    )
+    assert (
+        rules.parse_question('What is the answer to the question: "What is the only nerve supply of the muscles?"')
+        == "What is the only nerve supply of the muscles?"
+    )
     with pytest.raises(ParseError, match="repeats itself"):
         rules.parse_answer("The muscles are " + "the parasympathetic nervous system's " * 12)
     assert not rules.usable_answer("Why does my skin bump up in the cold?", "Why does my skin bump up in the cold?")
-    assert rules.usable_answer("Tiny muscles at each hair pull it upright when it is cold.", "Why does my skin bump up in the cold?")
+    assert rules.usable_answer(
+        "Tiny muscles at each hair pull it upright when it is cold.", "Why does my skin bump up in the cold?"
+    )
 
 
 class Parrot:
@@ -248,5 +321,10 @@ def test_unusable_questions_get_a_second_try_and_echoed_answers_give_way_to_the_
 
 def test_a_reply_without_a_question_mark_has_no_question():
     with pytest.raises(ParseError):
-        rules.parse_question('The answer to the question is: "The hypothalamus regulates the sympathetic nervous system.')
-    assert rules.parse_question("Question 2: Why do genes that harm us late persist? Because...") == "Why do genes that harm us late persist?"
+        rules.parse_question(
+            'The answer to the question is: "The hypothalamus regulates the sympathetic nervous system.'
+        )
+    assert (
+        rules.parse_question("Question 2: Why do genes that harm us late persist? Because...")
+        == "Why do genes that harm us late persist?"
+    )

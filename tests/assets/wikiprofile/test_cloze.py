@@ -3,9 +3,11 @@
 from assets.wikiprofile import rules as cloze
 
 TITLE = "Ernest Shackleton"
-SUMMARY = ("Ernest Shackleton (1874–1922) was an Anglo-Irish polar explorer who led three British expeditions to the "
-           "Antarctic. He died of a heart attack at Grytviken in January 1922. Shackleton was buried on South Georgia at "
-           "his wife's request. The hut at Cape Royds, built for his Nimrod Expedition, still stands.")
+SUMMARY = (
+    "Ernest Shackleton (1874–1922) was an Anglo-Irish polar explorer who led three British expeditions to the "
+    "Antarctic. He died of a heart attack at Grytviken in January 1922. Shackleton was buried on South Georgia at "
+    "his wife's request. The hut at Cape Royds, built for his Nimrod Expedition, still stands."
+)
 
 
 def at(name: str) -> int:
@@ -15,36 +17,59 @@ def at(name: str) -> int:
 def test_direct_cloze_blanks_the_object_and_names_the_topic():
     blanked = cloze.direct_cloze(TITLE, SUMMARY, at("Grytviken"), "Grytviken", person=True)
     assert blanked == "Ernest Shackleton died of a heart attack at ___ in January 1922."
-    assert cloze.direct_question(blanked, "LOCATION") == \
-        'What place fills the blank in "Ernest Shackleton died of a heart attack at ___ in January 1922."?'
+    assert (
+        cloze.direct_question(blanked, "LOCATION")
+        == 'What place fills the blank in "Ernest Shackleton died of a heart attack at ___ in January 1922."?'
+    )
     # a sentence that does not name the topic gets it in front
     assert cloze.direct_cloze(TITLE, SUMMARY, at("Cape Royds"), "Cape Royds", person=True).startswith(
-        "Ernest Shackleton: The hut at ___,")
+        "Ernest Shackleton: The hut at ___,"
+    )
     # a personal pronoun does not stand for a thing: the founder's son is not the dynasty's
-    ming = "The Ming dynasty ruled China from 1368. Its founder was Zhu Yuanzhang. His son moved the capital to Beijing."
-    assert cloze.direct_cloze("Ming dynasty", ming, ming.index("Beijing"), "Beijing") == \
-        "Ming dynasty: His son moved the capital to ___."
-    assert cloze.direct_cloze("Ming dynasty", ming, ming.index("Zhu"), "Zhu Yuanzhang") == "Ming dynasty's founder was ___."
-    assert cloze.reverse_cloze("Ming dynasty", ming, ming.index("Beijing"), "Beijing") == "___: His son moved the capital to Beijing."
+    ming = (
+        "The Ming dynasty ruled China from 1368. Its founder was Zhu Yuanzhang. His son moved the capital to Beijing."
+    )
+    assert (
+        cloze.direct_cloze("Ming dynasty", ming, ming.index("Beijing"), "Beijing")
+        == "Ming dynasty: His son moved the capital to ___."
+    )
+    assert (
+        cloze.direct_cloze("Ming dynasty", ming, ming.index("Zhu"), "Zhu Yuanzhang")
+        == "Ming dynasty's founder was ___."
+    )
+    assert (
+        cloze.reverse_cloze("Ming dynasty", ming, ming.index("Beijing"), "Beijing")
+        == "___: His son moved the capital to Beijing."
+    )
 
 
 def test_reverse_cloze_blanks_the_topic_and_keeps_the_object():
-    assert cloze.reverse_cloze(TITLE, SUMMARY, at("Grytviken"), "Grytviken", person=True) == \
-        "___ died of a heart attack at Grytviken in January 1922."
+    assert (
+        cloze.reverse_cloze(TITLE, SUMMARY, at("Grytviken"), "Grytviken", person=True)
+        == "___ died of a heart attack at Grytviken in January 1922."
+    )
     # the surname stands for a person
-    assert cloze.reverse_cloze(TITLE, SUMMARY, at("South Georgia"), "South Georgia", person=True) == \
-        "___ was buried on South Georgia at his wife's request."
+    assert (
+        cloze.reverse_cloze(TITLE, SUMMARY, at("South Georgia"), "South Georgia", person=True)
+        == "___ was buried on South Georgia at his wife's request."
+    )
     # nothing in the sentence stands for the topic: the blank goes in front, as what the statement is about
-    assert cloze.reverse_cloze(TITLE, SUMMARY, at("South Georgia"), "South Georgia", person=False) == \
-        "___: Shackleton was buried on South Georgia at his wife's request."
-    assert cloze.reverse_cloze(TITLE, SUMMARY, at("Cape Royds"), "Cape Royds", person=True) == \
-        "___: The hut at Cape Royds, built for his Nimrod Expedition, still stands."
+    assert (
+        cloze.reverse_cloze(TITLE, SUMMARY, at("South Georgia"), "South Georgia", person=False)
+        == "___: Shackleton was buried on South Georgia at his wife's request."
+    )
+    assert (
+        cloze.reverse_cloze(TITLE, SUMMARY, at("Cape Royds"), "Cape Royds", person=True)
+        == "___: The hut at Cape Royds, built for his Nimrod Expedition, still stands."
+    )
 
 
 def test_long_sentences_are_cut_to_the_clauses_around_the_blank():
-    long = ("The treaty, which was negotiated over several years by envoys of many states, including the Holy Roman "
-            "Emperor, the kings of France and Sweden, and the Dutch Republic, was signed at Münster in October 1648, "
-            "ending decades of war in central Europe.")
+    long = (
+        "The treaty, which was negotiated over several years by envoys of many states, including the Holy Roman "
+        "Emperor, the kings of France and Sweden, and the Dutch Republic, was signed at Münster in October 1648, "
+        "ending decades of war in central Europe."
+    )
     blanked = cloze.direct_cloze("Peace of Westphalia", long, long.index("Münster"), "Münster")
     assert blanked.startswith("Peace of Westphalia: ... ") and "signed at ___ in October 1648" in blanked
     assert 8 <= len(blanked.split()) <= cloze.MAX_CLOZE_WORDS + 6

@@ -1,17 +1,26 @@
 from assets.wikiprofile import rules as entities
 
-TEXT = ("Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
-        "formed it with the bassist Bobby Paterson. Their second album, Strange Kind of Love, was produced by Gary Katz.")
+TEXT = (
+    "Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
+    "formed it with the bassist Bobby Paterson. Their second album, Strange Kind of Love, was produced by Gary Katz."
+)
 
 
 def test_markup_is_read_against_the_original_text():
-    rewrite = ("Love and Money were a Scottish band, formed in {{Glasgow; LOCATION}} in {{1985; DATE}}. Three former members of "
-               "{{Friends Again; GROUP}} formed it with the bassist {{Bobby Paterson; person}}. Their second album, "
-               "{{Strange Kind of Love; WORK OF ART}}, was produced by {{Gary Katz; PRODUCER}} and {{Steely Dan; GROUP}}.")
+    rewrite = (
+        "Love and Money were a Scottish band, formed in {{Glasgow; LOCATION}} in {{1985; DATE}}. Three former members of "
+        "{{Friends Again; GROUP}} formed it with the bassist {{Bobby Paterson; person}}. Their second album, "
+        "{{Strange Kind of Love; WORK OF ART}}, was produced by {{Gary Katz; PRODUCER}} and {{Steely Dan; GROUP}}."
+    )
     found, problems = entities.parse_markup(rewrite, TEXT)
-    assert [(e["name"], e["type"]) for e in found] == [("Glasgow", "LOCATION"), ("1985", "DATE"), ("Friends Again", "GROUP"),
-                                                       ("Bobby Paterson", "PERSON"), ("Strange Kind of Love", "WORK_OF_ART")]
-    assert TEXT[found[3]["start"]:found[3]["end"]] == "Bobby Paterson"
+    assert [(e["name"], e["type"]) for e in found] == [
+        ("Glasgow", "LOCATION"),
+        ("1985", "DATE"),
+        ("Friends Again", "GROUP"),
+        ("Bobby Paterson", "PERSON"),
+        ("Strange Kind of Love", "WORK_OF_ART"),
+    ]
+    assert TEXT[found[3]["start"] : found[3]["end"]] == "Bobby Paterson"
     assert problems == ["'Gary Katz': unknown type 'PRODUCER'", "'Steely Dan': not in the text"]
 
 
@@ -38,9 +47,11 @@ def test_object_position_rules():
 
 
 def test_rules_spot_dates_numbers_and_names():
-    text = ("After the Nazis came to power in 1933, Einstein moved to the United States and joined the Institute for "
-            "Advanced Study in Princeton. The river is 6,400 kilometres long. It was first climbed on 6 October 1889 by "
-            "Hans Meyer. The book by Zamenhof's pupil appeared in July 1887.")
+    text = (
+        "After the Nazis came to power in 1933, Einstein moved to the United States and joined the Institute for "
+        "Advanced Study in Princeton. The river is 6,400 kilometres long. It was first climbed on 6 October 1889 by "
+        "Hans Meyer. The book by Zamenhof's pupil appeared in July 1887."
+    )
     found = {e["name"]: e["type"] for e in entities.spot_entities(text, limit=20)}
     assert found["1933"] == "DATE" and found["6 October 1889"] == "DATE" and found["July 1887"] == "DATE"
     assert found["6,400 kilometres"] == "NUMERIC_VALUE"
@@ -52,4 +63,4 @@ def test_rules_spot_dates_numbers_and_names():
     # more than the limit: the last ones are kept, in text order
     last = entities.spot_entities(text, limit=3)
     assert [e["name"] for e in last] == ["Hans Meyer", "Zamenhof", "July 1887"]
-    assert all(text[e["start"]:e["end"]] == e["name"] for e in last)
+    assert all(text[e["start"] : e["end"]] == e["name"] for e in last)

@@ -57,14 +57,18 @@ INDEX = "quit_finetune_train"
 PREVIEW = ("question", "pair", "positive_label", "positive", "negative_source", "negative_rank", "negative")
 
 
-def bm25_hits(lucene: LuceneResource, where: str, train: pl.DataFrame, passages: pl.DataFrame, depth: int) -> dict[str, list[str]]:
+def bm25_hits(
+    lucene: LuceneResource, where: str, train: pl.DataFrame, passages: pl.DataFrame, depth: int
+) -> dict[str, list[str]]:
     """Each train question's BM25 hits over the train passages (indexed at ``where``), best
     first. A question's own passages are written from its hints and fill the head of its
     list, so each is searched ``depth`` hits past the most passages any one question has:
     ``depth`` hits of other questions remain to draw hard negatives from."""
     lucene.build(where, passages.select(pl.col("passage_id").alias("id"), pl.col("text").alias("contents")))
     own = passages.group_by("question_id").len()["len"].max()
-    found = lucene.searcher(where).batch_search(train["question"].to_list(), train["question_id"].to_list(), depth + own)
+    found = lucene.searcher(where).batch_search(
+        train["question"].to_list(), train["question_id"].to_list(), depth + own
+    )
     return {qid: [hit.docid for hit in hits] for qid, hits in found.items()}
 
 
@@ -72,14 +76,32 @@ def _counts(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
     return counts_md(dict(frame.group_by(column).len().sort(column).iter_rows()), column)
 
 
-@dg.multi_asset(name="eval_quit_finetune_data", group_name=GROUP, outs={
-    "quit_finetune_data": wiring.out("QUIT's fine-tuning data: one row per (positive, negative) pair of a train question.",
-                                     {"polars", "lucene"}),
-    "quit_finetune_rejects": wiring.out("Train questions without a positive or a negative, with the reason.", {"polars"}),
-}, ins={"quit_questions": wiring.input("quit_questions"), "quit_corpus": wiring.input("quit_corpus"),
-        "quit_qrels": wiring.input("quit_qrels")}, code_version="1")
-def quit_finetune_data(quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame, quit_qrels: pl.DataFrame,
-                       finetune_settings: FinetuneSettings, lucene: LuceneResource, storage: StorageResource):
+@dg.multi_asset(
+    name="eval_quit_finetune_data",
+    group_name=GROUP,
+    outs={
+        "quit_finetune_data": wiring.out(
+            "QUIT's fine-tuning data: one row per (positive, negative) pair of a train question.", {"polars", "lucene"}
+        ),
+        "quit_finetune_rejects": wiring.out(
+            "Train questions without a positive or a negative, with the reason.", {"polars"}
+        ),
+    },
+    ins={
+        "quit_questions": wiring.input("quit_questions"),
+        "quit_corpus": wiring.input("quit_corpus"),
+        "quit_qrels": wiring.input("quit_qrels"),
+    },
+    code_version="1",
+)
+def quit_finetune_data(
+    quit_questions: pl.DataFrame,
+    quit_corpus: pl.DataFrame,
+    quit_qrels: pl.DataFrame,
+    finetune_settings: FinetuneSettings,
+    lucene: LuceneResource,
+    storage: StorageResource,
+):
     """The training data of QUIT's fine-tuned models, one row per (positive, negative) pair
     of a train question: its label-2 passages, then its label-1 passages (a weaker positive,
     never a negative), in a seeded order, as many as the largest count of ``positives``; each
@@ -95,17 +117,33 @@ def quit_finetune_data(quit_questions: pl.DataFrame, quit_corpus: pl.DataFrame, 
     hits, index = {}, {}
     if s.negatives == rules.BM25 and passages.height:
         where = storage.index_path("lucene", INDEX)
-        hits, index = bm25_hits(lucene, where, train, passages, s.bm25_depth), {"bm25_index": dg.MetadataValue.path(where)}
-    pairs, rejects = rules.training_pairs(quit_questions, quit_corpus, quit_qrels, hits,
-                                          positives=max(s.positives), negatives=s.negatives, seed=s.seed)
-    yield dg.Output(pairs, output_name="quit_finetune_data", metadata={
-        **table_metadata(pairs.select(list(PREVIEW))),
-        "train_questions": train.height, "questions": pairs["question_id"].n_unique(), "rejected": len(rejects),
-        "train_passages": passages.height, "pairs": pairs.height,
-        "by_label": _counts(pairs, "positive_label"), "by_negative_source": _counts(pairs, "negative_source"),
-        "positives": max(s.positives), "positive_counts": ", ".join(map(str, s.positives)),
-        "negatives": s.negatives, "bm25_depth": s.bm25_depth, "seed": s.seed, **index,
-    })
+        hits, index = (
+            bm25_hits(lucene, where, train, passages, s.bm25_depth),
+            {"bm25_index": dg.MetadataValue.path(where)},
+        )
+    pairs, rejects = rules.training_pairs(
+        quit_questions, quit_corpus, quit_qrels, hits, positives=max(s.positives), negatives=s.negatives, seed=s.seed
+    )
+    yield dg.Output(
+        pairs,
+        output_name="quit_finetune_data",
+        metadata={
+            **table_metadata(pairs.select(list(PREVIEW))),
+            "train_questions": train.height,
+            "questions": pairs["question_id"].n_unique(),
+            "rejected": len(rejects),
+            "train_passages": passages.height,
+            "pairs": pairs.height,
+            "by_label": _counts(pairs, "positive_label"),
+            "by_negative_source": _counts(pairs, "negative_source"),
+            "positives": max(s.positives),
+            "positive_counts": ", ".join(map(str, s.positives)),
+            "negatives": s.negatives,
+            "bm25_depth": s.bm25_depth,
+            "seed": s.seed,
+            **index,
+        },
+    )
     yield wiring.rejects("quit_finetune_rejects", rules.REJECTS, rejects)
 
 
@@ -137,7 +175,9 @@ def smoke_encode(folder: str, question: str, passage: str) -> None:
     question alone: the passage is not used)."""
     vecs = encode_texts(folder, [question], "query")
     if vecs.shape[0] != 1 or not np.isfinite(vecs).all() or not np.abs(vecs).sum():
-        raise RuntimeError(f"{folder}: the trained model encodes {question!r} to {vecs.shape} non-finite or zero values")
+        raise RuntimeError(
+            f"{folder}: the trained model encodes {question!r} to {vecs.shape} non-finite or zero values"
+        )
 
 
 def smoke_score(folder: str, question: str, passage: str) -> None:
@@ -177,13 +217,40 @@ class TrainedModel:
     knobs: tuple[str, ...] = training.TRAINING_KNOBS
 
 
-DENSE = TrainedModel("dense", DENSE_CODE_VERSION, training.train_bi_encoder, smoke_encode, dense_alias,
-                     "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH)
-CROSS_ENCODER = TrainedModel("cross_encoder", CROSS_ENCODER_CODE_VERSION, training.train_cross_encoder, smoke_score,
-                             rerank_alias, "rerankers", "model", load_rerankers, RERANKERS_PATH)
-MULTI_VECTOR = TrainedModel("multi_vector", MULTI_VECTOR_CODE_VERSION, training.train_multi_vector, smoke_maxsim,
-                            colbert_alias, "retrievers", "encoder", load_retrievers, RETRIEVERS_PATH,
-                            training.MULTI_VECTOR_KNOBS)
+DENSE = TrainedModel(
+    "dense",
+    DENSE_CODE_VERSION,
+    training.train_bi_encoder,
+    smoke_encode,
+    dense_alias,
+    "retrievers",
+    "encoder",
+    load_retrievers,
+    RETRIEVERS_PATH,
+)
+CROSS_ENCODER = TrainedModel(
+    "cross_encoder",
+    CROSS_ENCODER_CODE_VERSION,
+    training.train_cross_encoder,
+    smoke_score,
+    rerank_alias,
+    "rerankers",
+    "model",
+    load_rerankers,
+    RERANKERS_PATH,
+)
+MULTI_VECTOR = TrainedModel(
+    "multi_vector",
+    MULTI_VECTOR_CODE_VERSION,
+    training.train_multi_vector,
+    smoke_maxsim,
+    colbert_alias,
+    "retrievers",
+    "encoder",
+    load_retrievers,
+    RETRIEVERS_PATH,
+    training.MULTI_VECTOR_KNOBS,
+)
 
 
 def sweep_alias(alias: str, positives: int, counts: Sequence[int]) -> str:
@@ -213,10 +280,14 @@ MODELS = "models"
 MODEL_COLUMNS = {
     "positives": "pairs a train question is trained on at most (a question with fewer relevant passages has fewer)",
     "alias": "the retriever or reranker alias the model is registered under",
-    "pairs": "training pairs of this count", "steps": "training steps", "epochs": "epochs over the pairs",
-    "seconds": "training time (0 when reused)", "final_loss": "the last step's loss",
+    "pairs": "training pairs of this count",
+    "steps": "training steps",
+    "epochs": "epochs over the pairs",
+    "seconds": "training time (0 when reused)",
+    "final_loss": "the last step's loss",
     "reused": "true when a folder of the same training existed and was registered again",
-    "model_path": "the saved model's folder", "registry_file": "the registry file naming the alias",
+    "model_path": "the saved model's folder",
+    "registry_file": "the registry file naming the alias",
 }
 
 
@@ -229,14 +300,24 @@ def models_of(metadata: dict) -> list[dict]:
     return [{"alias": metadata.get("alias"), "model_path": metadata.get("model_path"), "positives": None}]
 
 
-def train_count(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
-                settings: FinetuneSettings, model: TrainedModel, base_dir: str, positives: int,
-                alias: str) -> tuple[dict, list[dict]]:
+def train_count(
+    context: dg.AssetExecutionContext,
+    pairs: pl.DataFrame,
+    storage: StorageResource,
+    settings: FinetuneSettings,
+    model: TrainedModel,
+    base_dir: str,
+    positives: int,
+    alias: str,
+) -> tuple[dict, list[dict]]:
     """Train the model of one count on its ``pairs`` (or reuse the folder of the same
     training), try it and register it as ``alias``; returns its :data:`MODELS` row and loss log."""
     base = context.partition_key
-    folder = os.path.abspath(storage.model_path(
-        "quit", model.kind, base, training.fingerprint(pairs, settings, base_dir, model.code_version, model.knobs)))
+    folder = os.path.abspath(
+        storage.model_path(
+            "quit", model.kind, base, training.fingerprint(pairs, settings, base_dir, model.code_version, model.knobs)
+        )
+    )
     start = time.monotonic()
     reused = os.path.isdir(folder)
     if reused:
@@ -246,17 +327,33 @@ def train_count(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage:
         log = model.train(base_dir, pairs, settings, folder)
     seconds = time.monotonic() - start
     model.smoke(folder, pairs["question"][0], pairs["positive"][0])
-    registry_file = register_trained(model.section, alias, {"kind": model.kind, model.path_key: folder,
-                                                            "trained_on": TRAINED_ON, "positives": positives})
+    registry_file = register_trained(
+        model.section,
+        alias,
+        {"kind": model.kind, model.path_key: folder, "trained_on": TRAINED_ON, "positives": positives},
+    )
     context.log.info(f"registered {model.section[:-1]} {alias!r} ({positives} positives a question) -> {folder}")
-    return {"positives": positives, "alias": alias, "pairs": pairs.height,
-            "steps": log[-1]["step"] if log else 0, "epochs": round(log[-1].get("epoch", 0.0), 3) if log else 0.0,
-            "seconds": round(seconds, 1), "final_loss": log[-1]["loss"] if log else float("nan"),
-            "reused": reused, "model_path": folder, "registry_file": registry_file}, log
+    return {
+        "positives": positives,
+        "alias": alias,
+        "pairs": pairs.height,
+        "steps": log[-1]["step"] if log else 0,
+        "epochs": round(log[-1].get("epoch", 0.0), 3) if log else 0.0,
+        "seconds": round(seconds, 1),
+        "final_loss": log[-1]["loss"] if log else float("nan"),
+        "reused": reused,
+        "model_path": folder,
+        "registry_file": registry_file,
+    }, log
 
 
-def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storage: StorageResource,
-                  settings: FinetuneSettings, model: TrainedModel) -> dg.MaterializeResult:
+def trained_model(
+    context: dg.AssetExecutionContext,
+    pairs: pl.DataFrame,
+    storage: StorageResource,
+    settings: FinetuneSettings,
+    model: TrainedModel,
+) -> dg.MaterializeResult:
     """Train the partition's model once per count of ``settings.positives``, each on every
     question's first pairs up to that count (or reuse the folder of the same training), try
     each and register its alias; the materialization's metadata describes the trainings."""
@@ -264,36 +361,58 @@ def trained_model(context: dg.AssetExecutionContext, pairs: pl.DataFrame, storag
     base_dir, what = base_model(base), model.section[:-1]
     aliases = {n: sweep_alias(model.alias(base), n, counts) for n in counts}
     if taken := [a for a in aliases.values() if a in model.load(trained=None)]:
-        raise ValueError(f"{model.static_path} already names {', '.join(map(repr, taken))}: the trained {what} of base "
-                         f"{base!r} would register under that alias in {TRAINED_DIR}; rename the static one")
+        raise ValueError(
+            f"{model.static_path} already names {', '.join(map(repr, taken))}: the trained {what} of base "
+            f"{base!r} would register under that alias in {TRAINED_DIR}; rename the static one"
+        )
     drawn = drawn_positives(context.instance)
     if missing := undrawn(counts, drawn):
-        raise ValueError(f"eval/quit_finetune_data was drawn for at most {drawn} positives a question, and positives "
-                         f"asks for {', '.join(map(str, missing))}: materialize eval/quit_finetune_data again with "
-                         "these settings first")
+        raise ValueError(
+            f"eval/quit_finetune_data was drawn for at most {drawn} positives a question, and positives "
+            f"asks for {', '.join(map(str, missing))}: materialize eval/quit_finetune_data again with "
+            "these settings first"
+        )
     rows, logs = [], {}
     for n in counts:
-        row, logs[aliases[n]] = train_count(context, rules.first_positives(pairs, n), storage, settings, model,
-                                            base_dir, n, aliases[n])
+        row, logs[aliases[n]] = train_count(
+            context, rules.first_positives(pairs, n), storage, settings, model, base_dir, n, aliases[n]
+        )
         rows.append(row)
     # One count reads as before the sweep: its model's keys at top level as well.
     single = {k: v for k, v in rows[0].items() if k != "positives"} if len(rows) == 1 else {}
-    return dg.MaterializeResult(metadata={
-        "base": base, "base_path": dg.MetadataValue.path(base_dir),
-        "positives": ", ".join(map(str, counts)), "questions": pairs["question_id"].n_unique(),
-        **{k: dg.MetadataValue.path(v) if k in ("model_path", "registry_file") else v for k, v in single.items()},
-        MODELS: report_table(pl.DataFrame(rows), MODEL_COLUMNS),
-        "batch": settings.batch_size, "lr": settings.learning_rate, "seed": settings.seed,
-        "device": training.resolve_device(settings.device),
-        "loss_curve": png_markdown(training.loss_curve(logs, f"{model.alias(base)}: training loss")),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "base": base,
+            "base_path": dg.MetadataValue.path(base_dir),
+            "positives": ", ".join(map(str, counts)),
+            "questions": pairs["question_id"].n_unique(),
+            **{k: dg.MetadataValue.path(v) if k in ("model_path", "registry_file") else v for k, v in single.items()},
+            MODELS: report_table(pl.DataFrame(rows), MODEL_COLUMNS),
+            "batch": settings.batch_size,
+            "lr": settings.learning_rate,
+            "seed": settings.seed,
+            "device": training.resolve_device(settings.device),
+            "loss_curve": png_markdown(training.loss_curve(logs, f"{model.alias(base)}: training loss")),
+        }
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
-          ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
-          op_tags=GPU_STEP_TAGS, code_version=DENSE_CODE_VERSION)
-def quit_dense_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
-                     finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=finetune_base_partitions,
+    ins={"quit_finetune_data": wiring.input("quit_finetune_data")},
+    kinds={"pytorch"},
+    pool="training",
+    op_tags=GPU_STEP_TAGS,
+    code_version=DENSE_CODE_VERSION,
+)
+def quit_dense_model(
+    context: dg.AssetExecutionContext,
+    quit_finetune_data: pl.DataFrame,
+    storage: StorageResource,
+    finetune_settings: FinetuneSettings,
+) -> dg.MaterializeResult:
     """A DPR-style bi-encoder fine-tuned from the partition's base model on QUIT's train
     pairs: a contrastive loss over each question's positive, its hard negative and the other
     passages of the batch (the published ``finetune.sh``: Tevatron, one shared encoder, one
@@ -307,11 +426,22 @@ def quit_dense_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.D
     return trained_model(context, quit_finetune_data, storage, finetune_settings, DENSE)
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
-          ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
-          op_tags=GPU_STEP_TAGS, code_version=CROSS_ENCODER_CODE_VERSION)
-def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
-                      finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=finetune_base_partitions,
+    ins={"quit_finetune_data": wiring.input("quit_finetune_data")},
+    kinds={"pytorch"},
+    pool="training",
+    op_tags=GPU_STEP_TAGS,
+    code_version=CROSS_ENCODER_CODE_VERSION,
+)
+def quit_rerank_model(
+    context: dg.AssetExecutionContext,
+    quit_finetune_data: pl.DataFrame,
+    storage: StorageResource,
+    finetune_settings: FinetuneSettings,
+) -> dg.MaterializeResult:
     """A cross-encoder reranker fine-tuned from the partition's base model on QUIT's train
     pairs (Table 12): each pair gives the question with its positive (label 1) and with its
     hard negative (label 0), and a binary cross-entropy loss on one relevance score per
@@ -329,11 +459,22 @@ def quit_rerank_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.
     return trained_model(context, quit_finetune_data, storage, finetune_settings, CROSS_ENCODER)
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=finetune_base_partitions,
-          ins={"quit_finetune_data": wiring.input("quit_finetune_data")}, kinds={"pytorch"}, pool="training",
-          op_tags=GPU_STEP_TAGS, code_version=MULTI_VECTOR_CODE_VERSION)
-def quit_colbert_model(context: dg.AssetExecutionContext, quit_finetune_data: pl.DataFrame, storage: StorageResource,
-                       finetune_settings: FinetuneSettings) -> dg.MaterializeResult:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=finetune_base_partitions,
+    ins={"quit_finetune_data": wiring.input("quit_finetune_data")},
+    kinds={"pytorch"},
+    pool="training",
+    op_tags=GPU_STEP_TAGS,
+    code_version=MULTI_VECTOR_CODE_VERSION,
+)
+def quit_colbert_model(
+    context: dg.AssetExecutionContext,
+    quit_finetune_data: pl.DataFrame,
+    storage: StorageResource,
+    finetune_settings: FinetuneSettings,
+) -> dg.MaterializeResult:
     """A ColBERT-style late-interaction retriever fine-tuned from the partition's base model on
     QUIT's train pairs (appendix A.2, Table 10): every token of a question and a passage gets
     its own 128-dimensional vector, a question scores a passage by MaxSim (each question

@@ -42,9 +42,18 @@ READER_METRICS = ["em", "em_raw"]
 # evaluates (the retriever in retrieval rows, the reranker in reranking rows); null for a
 # vanilla one, a model registered without a count, and the reader's rows.
 SCHEMA = {
-    "table": pl.String, "system": pl.String, "retriever": pl.String, "reranker": pl.String, "reader": pl.String,
-    "fine_tuned": pl.Boolean, "positives": pl.Int32, "split": pl.String, "questions": pl.Int64, "setting": pl.String,
-    "metric": pl.String, "value": pl.Float64,
+    "table": pl.String,
+    "system": pl.String,
+    "retriever": pl.String,
+    "reranker": pl.String,
+    "reader": pl.String,
+    "fine_tuned": pl.Boolean,
+    "positives": pl.Int32,
+    "split": pl.String,
+    "questions": pl.Int64,
+    "setting": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
 }
 
 
@@ -60,16 +69,42 @@ class Trained(NamedTuple):
 def held_out(questions: pl.DataFrame) -> dict[str, list[str]]:
     """Each split no model trains on, with its question ids."""
     kept = questions.filter(pl.col("split") != TRAIN)
-    return {split: sorted(kept.filter(pl.col("split") == split)["question_id"].to_list())
-            for split in sorted(kept["split"].unique().to_list())}
+    return {
+        split: sorted(kept.filter(pl.col("split") == split)["question_id"].to_list())
+        for split in sorted(kept["split"].unique().to_list())
+    }
 
 
-def _rows(table: str, system: str, split: str, questions: int, scores: dict[str, float], fine_tuned: bool,
-          retriever: str, reranker: str | None = None, reader: str | None = None, setting: str | None = None,
-          positives: int | None = None) -> list[dict]:
-    return [{"table": table, "system": system, "retriever": retriever, "reranker": reranker, "reader": reader,
-             "fine_tuned": fine_tuned, "positives": positives, "split": split, "questions": questions,
-             "setting": setting, "metric": metric, "value": float(value)} for metric, value in scores.items()]
+def _rows(
+    table: str,
+    system: str,
+    split: str,
+    questions: int,
+    scores: dict[str, float],
+    fine_tuned: bool,
+    retriever: str,
+    reranker: str | None = None,
+    reader: str | None = None,
+    setting: str | None = None,
+    positives: int | None = None,
+) -> list[dict]:
+    return [
+        {
+            "table": table,
+            "system": system,
+            "retriever": retriever,
+            "reranker": reranker,
+            "reader": reader,
+            "fine_tuned": fine_tuned,
+            "positives": positives,
+            "split": split,
+            "questions": questions,
+            "setting": setting,
+            "metric": metric,
+            "value": float(value),
+        }
+        for metric, value in scores.items()
+    ]
 
 
 def _scored(qrels: pl.DataFrame, run: pl.DataFrame, ids: list[str], metrics: list[str]) -> dict[str, float] | None:
@@ -87,8 +122,15 @@ def _parts(system: str, trained: Mapping[str, Trained]) -> tuple[str, str | None
     return retriever, reranker or None, bool({retriever, reranker} & trained.keys())
 
 
-def run_rows(table: str, runs: pl.DataFrame, qrels: pl.DataFrame, splits: dict[str, list[str]],
-             trained: Mapping[str, Trained], metrics: list[str], left_out: set[str] = frozenset()) -> list[dict]:
+def run_rows(
+    table: str,
+    runs: pl.DataFrame,
+    qrels: pl.DataFrame,
+    splits: dict[str, list[str]],
+    trained: Mapping[str, Trained],
+    metrics: list[str],
+    left_out: set[str] = frozenset(),
+) -> list[dict]:
     """One table's rows: every run's ``metrics`` per held-out split, but the systems
     ``left_out``. Tables 10-11 (ColBERT, DPR) are the retrievers but the Oracle (an upper
     bound); Table 12 every retriever + reranker run, fine-tuned when either part is (the
@@ -103,8 +145,17 @@ def run_rows(table: str, runs: pl.DataFrame, qrels: pl.DataFrame, splits: dict[s
         for split, ids in splits.items():
             scores = _scored(qrels, run, ids, metrics)
             if scores is not None:
-                rows += _rows(table, system, split, len(ids), scores, fine_tuned, retriever, reranker,
-                              positives=evaluated.positives if evaluated else None)
+                rows += _rows(
+                    table,
+                    system,
+                    split,
+                    len(ids),
+                    scores,
+                    fine_tuned,
+                    retriever,
+                    reranker,
+                    positives=evaluated.positives if evaluated else None,
+                )
     return rows
 
 
@@ -120,22 +171,45 @@ def reader_rows(answers: pl.DataFrame, splits: dict[str, list[str]], trained: Ma
             continue
         optimal = kept.filter(pl.col("system") == "optimal")
         table = readers.em_table(kept.filter(pl.col("system") != "optimal"), optimal)
-        best = (table.sort(["em", "k", "strategy"], descending=[True, False, False], nulls_last=True)
-                .group_by("system", "reader", maintain_order=True).first())
+        best = (
+            table.sort(["em", "k", "strategy"], descending=[True, False, False], nulls_last=True)
+            .group_by("system", "reader", maintain_order=True)
+            .first()
+        )
         for r in best.sort("system", "reader").iter_rows(named=True):
             retriever, reranker, fine_tuned = _parts(r["system"], trained)
             setting = "every relevant passage" if r["k"] is None else f"top-{r['k']} {r['strategy']}"
-            rows += _rows(READER, r["system"], split, len(ids), {m: r[m] for m in READER_METRICS},
-                          fine_tuned, retriever, reranker, r["reader"], setting)
+            rows += _rows(
+                READER,
+                r["system"],
+                split,
+                len(ids),
+                {m: r[m] for m in READER_METRICS},
+                fine_tuned,
+                retriever,
+                reranker,
+                r["reader"],
+                setting,
+            )
     return rows
 
 
-def report(runs: pl.DataFrame, reranked: pl.DataFrame, answers: pl.DataFrame, qrels: pl.DataFrame,
-           questions: pl.DataFrame, trained: Mapping[str, Trained], oracles: set[str]) -> pl.DataFrame:
+def report(
+    runs: pl.DataFrame,
+    reranked: pl.DataFrame,
+    answers: pl.DataFrame,
+    qrels: pl.DataFrame,
+    questions: pl.DataFrame,
+    trained: Mapping[str, Trained],
+    oracles: set[str],
+) -> pl.DataFrame:
     """The three tables in one long frame (:data:`SCHEMA`), over the held-out splits only."""
     splits = held_out(questions)
-    rows = (run_rows(RETRIEVAL, runs, qrels, splits, trained, RETRIEVAL_METRICS, oracles)
-            + run_rows(RERANKING, reranked, qrels, splits, trained, RERANKING_METRICS) + reader_rows(answers, splits, trained))
+    rows = (
+        run_rows(RETRIEVAL, runs, qrels, splits, trained, RETRIEVAL_METRICS, oracles)
+        + run_rows(RERANKING, reranked, qrels, splits, trained, RERANKING_METRICS)
+        + reader_rows(answers, splits, trained)
+    )
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
@@ -145,8 +219,7 @@ def wide(frame: pl.DataFrame, table: str, key: str) -> pl.DataFrame:
     if part.is_empty():
         return part
     index = [key, "split", "fine_tuned"] + (["reader", "setting"] if table == READER else [])
-    return (part.pivot(on="metric", index=index, values="value", maintain_order=True)
-            .sort("split", "fine_tuned", key))
+    return part.pivot(on="metric", index=index, values="value", maintain_order=True).sort("split", "fine_tuned", key)
 
 
 def inline(frame: pl.DataFrame, table: str, metrics: list[str], key: str) -> dg.TableMetadataValue:
@@ -157,28 +230,37 @@ def inline(frame: pl.DataFrame, table: str, metrics: list[str], key: str) -> dg.
     part = wide(frame, table, key)
     if part.is_empty():
         part = pl.DataFrame(schema={**{c: SCHEMA[c] for c in index}, **{m: pl.Float64 for m in metrics}})
-    definitions = {key: "a retriever alias, or <retriever>+<reranker>", "split": "a held-out split (dev or test)",
-                   "fine_tuned": "true for a fine-tuned model, or a run that uses one",
-                   "reader": "a reader alias (registry role quit.readers)",
-                   "setting": "the reader's best top-k and context strategy on this system, by normalized EM",
-                   **{m: READER_DEFINITIONS.get(m) or reports.metric_definition(m) for m in metrics}}
+    definitions = {
+        key: "a retriever alias, or <retriever>+<reranker>",
+        "split": "a held-out split (dev or test)",
+        "fine_tuned": "true for a fine-tuned model, or a run that uses one",
+        "reader": "a reader alias (registry role quit.readers)",
+        "setting": "the reader's best top-k and context strategy on this system, by normalized EM",
+        **{m: READER_DEFINITIONS.get(m) or reports.metric_definition(m) for m in metrics},
+    }
     return report_table(part.select(*index, *metrics), definitions)
 
 
-READER_DEFINITIONS = {"em": "EM (normalized), a share of the split's questions in [0, 1]",
-                      "em_raw": "EM (raw, as released), a share of the split's questions in [0, 1]"}
+READER_DEFINITIONS = {
+    "em": "EM (normalized), a share of the split's questions in [0, 1]",
+    "em_raw": "EM (raw, as released), a share of the split's questions in [0, 1]",
+}
 NO_HELD_OUT = "no held-out question was evaluated (the benchmark read has no dev or test question)"
 
 
 # The sweep's tables: Tables 10-11 (the retrievers) and 12 (the reranker), a row per count.
-SWEEP_TABLES = {"positives_sweep_retrievers": (RETRIEVAL, RETRIEVAL_METRICS),
-                "positives_sweep_rerankers": (RERANKING, RERANKING_METRICS)}
-NO_COUNT = ("no {} run of a model registered with its count of positives scored a held-out question (materialize "
-            "the fine-tuned models, then the QUIT evaluation for their partitions)")
+SWEEP_TABLES = {
+    "positives_sweep_retrievers": (RETRIEVAL, RETRIEVAL_METRICS),
+    "positives_sweep_rerankers": (RERANKING, RERANKING_METRICS),
+}
+NO_COUNT = (
+    "no {} run of a model registered with its count of positives scored a held-out question (materialize "
+    "the fine-tuned models, then the QUIT evaluation for their partitions)"
+)
 SWEEP_INDEX = ["model", "system", "positives", "split"]
 SWEEP_DEFINITIONS = {
     "model": "the fine-tuned model's kind: dense (DPR-style, Table 11), multi_vector (ColBERT-style, Table 10), "
-             "cross_encoder (the reranker, Table 12)",
+    "cross_encoder (the reranker, Table 12)",
     "system": "the fine-tuned retriever's alias, or <retriever>+<fine-tuned reranker>",
     "positives": "positive passages per train question the model was trained on (a count of the sweep)",
     "split": "a held-out split (dev or test)",
@@ -195,18 +277,31 @@ def sweep(frame: pl.DataFrame, table: str, trained: Mapping[str, Trained]) -> pl
     kinds = {alias: t.kind for alias, t in trained.items()}
     part = part.with_columns(evaluated.replace_strict(kinds, default=None, return_dtype=pl.String).alias("model"))
     order = ["model", "split", *(["retriever"] if table == RERANKING else []), "positives", "system"]
-    return (part.pivot(on="metric", index=[*SWEEP_INDEX, "retriever"], values="value", maintain_order=True)
-            .sort(order).drop("retriever"))
+    return (
+        part.pivot(on="metric", index=[*SWEEP_INDEX, "retriever"], values="value", maintain_order=True)
+        .sort(order)
+        .drop("retriever")
+    )
 
 
-def inline_sweep(frame: pl.DataFrame, table: str, metrics: list[str], trained: Mapping[str, Trained]) -> dg.TableMetadataValue:
+def inline_sweep(
+    frame: pl.DataFrame, table: str, metrics: list[str], trained: Mapping[str, Trained]
+) -> dg.TableMetadataValue:
     """The sweep's rows of one table as the UI shows them inline, each metric a share in [0, 1]."""
     part = sweep(frame, table, trained)
     if part.is_empty():
-        part = pl.DataFrame(schema={"model": pl.String, "system": pl.String, "positives": pl.Int32, "split": pl.String,
-                                    **{m: pl.Float64 for m in metrics}})
-    return report_table(part.select(*SWEEP_INDEX, *metrics),
-                        {**SWEEP_DEFINITIONS, **{m: reports.metric_definition(m) for m in metrics}})
+        part = pl.DataFrame(
+            schema={
+                "model": pl.String,
+                "system": pl.String,
+                "positives": pl.Int32,
+                "split": pl.String,
+                **{m: pl.Float64 for m in metrics},
+            }
+        )
+    return report_table(
+        part.select(*SWEEP_INDEX, *metrics), {**SWEEP_DEFINITIONS, **{m: reports.metric_definition(m) for m in metrics}}
+    )
 
 
 def trained_models() -> dict[str, Trained]:
@@ -215,14 +310,27 @@ def trained_models() -> dict[str, Trained]:
     return {alias: Trained(s.kind, s.positives) for alias, s in specs.items() if s.trained_on}
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"quit_runs": wiring.input("quit_runs"), "quit_reranked_runs": wiring.input("quit_reranked_runs"),
-               "quit_reader_answers": wiring.input("quit_reader_answers"),
-               "benchmark_questions": QUIT_QUESTIONS, "benchmark_qrels": QUIT_QRELS},
-          kinds={"ranx"}, code_version="1")
-def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFrame, quit_reranked_runs: pl.DataFrame,
-                         quit_reader_answers: pl.DataFrame, benchmark_questions: pl.DataFrame,
-                         benchmark_qrels: pl.DataFrame) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "quit_runs": wiring.input("quit_runs"),
+        "quit_reranked_runs": wiring.input("quit_reranked_runs"),
+        "quit_reader_answers": wiring.input("quit_reader_answers"),
+        "benchmark_questions": QUIT_QUESTIONS,
+        "benchmark_qrels": QUIT_QRELS,
+    },
+    kinds={"ranx"},
+    code_version="1",
+)
+def quit_finetune_report(
+    context: dg.AssetExecutionContext,
+    quit_runs: pl.DataFrame,
+    quit_reranked_runs: pl.DataFrame,
+    quit_reader_answers: pl.DataFrame,
+    benchmark_questions: pl.DataFrame,
+    benchmark_qrels: pl.DataFrame,
+) -> dg.Output:
     """Vanilla against fine-tuned systems on QUIT's held-out questions (dev and test; train
     questions are left out, as the fine-tuned models learned from them): Tables 10-11's
     shape for retrievers (Hit@1/5, Recall@5/10/50, MRR, nDCG@10/100), Table 12's for rerankers
@@ -236,29 +344,57 @@ def quit_finetune_report(context: dg.AssetExecutionContext, quit_runs: pl.DataFr
     ``positives_sweep_rerankers`` (per retriever whose run the reranker reorders, then count);
     the vanilla systems they compare with are in the tables above."""
     trained = trained_models()
-    frame = report(quit_runs, quit_reranked_runs, quit_reader_answers, benchmark_qrels, benchmark_questions, trained,
-                   set(oracle_aliases()))
+    frame = report(
+        quit_runs,
+        quit_reranked_runs,
+        quit_reader_answers,
+        benchmark_qrels,
+        benchmark_questions,
+        trained,
+        set(oracle_aliases()),
+    )
     evaluated = sorted(set(frame.filter(pl.col("fine_tuned"))["system"].to_list()))
     if not evaluated:
-        context.log.warning("no fine-tuned system was evaluated on a held-out question: materialize eval/quit_dense_model, "
-                            "eval/quit_colbert_model or eval/quit_rerank_model, then the QUIT evaluation for its partitions")
+        context.log.warning(
+            "no fine-tuned system was evaluated on a held-out question: materialize eval/quit_dense_model, "
+            "eval/quit_colbert_model or eval/quit_rerank_model, then the QUIT evaluation for its partitions"
+        )
     splits = held_out(benchmark_questions)
-    tables = {"table_10_11_retrievers": (RETRIEVAL, RETRIEVAL_METRICS), "table_12_rerankers": (RERANKING, RERANKING_METRICS),
-              "reader_em": (READER, READER_METRICS)}
-    return dg.Output(frame, metadata={
-        **table_metadata(frame),
-        "slice": report_slice(f"{readers.questions_covered(benchmark_questions)}, the held-out ones counted "
-                              f"({sum(map(len, splits.values()))})", run_profile(context)),
-        "held_out_questions": dg.MetadataValue.text(", ".join(f"{s}: {len(ids)}" for s, ids in splits.items()) or "none"),
-        "fine_tuned_systems": dg.MetadataValue.text(", ".join(evaluated) or "none"),
-        **{name: inline(frame, table, metrics, "system") for name, (table, metrics) in tables.items()},
-        **{name: inline_sweep(frame, table, metrics, trained) for name, (table, metrics) in SWEEP_TABLES.items()},
-        **why_empty({name: (frame.filter(pl.col("table") == table),
-                            NO_HELD_OUT if not splits else f"no {table} run scored a held-out question")
-                     for name, (table, _) in tables.items()}
-                    | {name: (sweep(frame, table, trained), NO_HELD_OUT if not splits else NO_COUNT.format(table))
-                       for name, (table, _) in SWEEP_TABLES.items()}),
-    })
+    tables = {
+        "table_10_11_retrievers": (RETRIEVAL, RETRIEVAL_METRICS),
+        "table_12_rerankers": (RERANKING, RERANKING_METRICS),
+        "reader_em": (READER, READER_METRICS),
+    }
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame),
+            "slice": report_slice(
+                f"{readers.questions_covered(benchmark_questions)}, the held-out ones counted "
+                f"({sum(map(len, splits.values()))})",
+                run_profile(context),
+            ),
+            "held_out_questions": dg.MetadataValue.text(
+                ", ".join(f"{s}: {len(ids)}" for s, ids in splits.items()) or "none"
+            ),
+            "fine_tuned_systems": dg.MetadataValue.text(", ".join(evaluated) or "none"),
+            **{name: inline(frame, table, metrics, "system") for name, (table, metrics) in tables.items()},
+            **{name: inline_sweep(frame, table, metrics, trained) for name, (table, metrics) in SWEEP_TABLES.items()},
+            **why_empty(
+                {
+                    name: (
+                        frame.filter(pl.col("table") == table),
+                        NO_HELD_OUT if not splits else f"no {table} run scored a held-out question",
+                    )
+                    for name, (table, _) in tables.items()
+                }
+                | {
+                    name: (sweep(frame, table, trained), NO_HELD_OUT if not splits else NO_COUNT.format(table))
+                    for name, (table, _) in SWEEP_TABLES.items()
+                }
+            ),
+        },
+    )
 
 
 finetune_report_assets = [quit_finetune_report]

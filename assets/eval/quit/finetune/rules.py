@@ -44,10 +44,17 @@ NEGATIVE_SOURCES = (BM25, RANDOM)
 # order its positives were drawn, and ``negative_rank`` is the negative's BM25 rank (null
 # for a random one).
 PAIRS_SCHEMA = {
-    "question_id": pl.String, "question": pl.String, "pair": pl.Int32,
-    "positive_id": pl.String, "positive": pl.String, "positive_label": pl.Int8,
-    "negative_id": pl.String, "negative": pl.String, "negative_question_id": pl.String,
-    "negative_source": pl.String, "negative_rank": pl.Int32,
+    "question_id": pl.String,
+    "question": pl.String,
+    "pair": pl.Int32,
+    "positive_id": pl.String,
+    "positive": pl.String,
+    "positive_label": pl.Int8,
+    "negative_id": pl.String,
+    "negative": pl.String,
+    "negative_question_id": pl.String,
+    "negative_source": pl.String,
+    "negative_rank": pl.Int32,
 }
 
 REJECTS = Rejects(("question_id",))
@@ -85,8 +92,14 @@ def _other_question(question_id: str, answer_of: Mapping[str, str]):
     return lambda other: other != question_id and not (answer and answer_of.get(other) == answer)
 
 
-def bm25_negatives(hits: Sequence[str], question_id: str, qrels_of_question: Collection[str], owner: Mapping[str, str],
-                   answer_of: Mapping[str, str], n: int) -> list[Negative]:
+def bm25_negatives(
+    hits: Sequence[str],
+    question_id: str,
+    qrels_of_question: Collection[str],
+    owner: Mapping[str, str],
+    answer_of: Mapping[str, str],
+    n: int,
+) -> list[Negative]:
     """The first ``n`` of the question's BM25 hits (passage ids, best first; rank = position
     + 1) that belong to another question of the pool (``owner``: passage -> question), are
     not in the question's qrels, and are not of a question with the same normalized answer
@@ -101,8 +114,14 @@ def bm25_negatives(hits: Sequence[str], question_id: str, qrels_of_question: Col
     return found
 
 
-def random_negatives(question_id: str, qrels_of_question: Collection[str], pool: Mapping[str, Sequence[str]],
-                     answer_of: Mapping[str, str], seed: int, n: int) -> list[Negative]:
+def random_negatives(
+    question_id: str,
+    qrels_of_question: Collection[str],
+    pool: Mapping[str, Sequence[str]],
+    answer_of: Mapping[str, str],
+    seed: int,
+    n: int,
+) -> list[Negative]:
     """``n`` negatives as the published scripts draw them: each a random passage of a random
     other question of the pool (``pool``: question -> its passage ids), with the same
     exclusions as :func:`bm25_negatives`; empty when no question can lend one. Drawn with
@@ -129,8 +148,16 @@ def train_passages(questions: pl.DataFrame, corpus: pl.DataFrame) -> pl.DataFram
     return corpus.filter(pl.col("question_id").is_in(train))
 
 
-def training_pairs(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, hits: Mapping[str, Sequence[str]],
-                   *, positives: int, negatives: str, seed: int) -> tuple[pl.DataFrame, list[dict]]:
+def training_pairs(
+    questions: pl.DataFrame,
+    corpus: pl.DataFrame,
+    qrels: pl.DataFrame,
+    hits: Mapping[str, Sequence[str]],
+    *,
+    positives: int,
+    negatives: str,
+    seed: int,
+) -> tuple[pl.DataFrame, list[dict]]:
     """The pairs table (:data:`PAIRS_SCHEMA`) of the train questions in ``questions``
     (``question_id``, ``split``, ``question``, ``answer``), in their table order, and the
     rejects rows of those without a positive or a negative. ``corpus`` has ``passage_id``,
@@ -157,18 +184,39 @@ def training_pairs(questions: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.Data
         relevant = {p: label for p, label in own.items() if label >= 1 and p in text}
         chosen = ordered_positives(relevant, seed, qid)[:positives]
         if not chosen:
-            rejects.append(REJECTS.row(qid, "positives", NO_POSITIVE, "no passage of label 1 or 2 among the train passages", q))
+            rejects.append(
+                REJECTS.row(qid, "positives", NO_POSITIVE, "no passage of label 1 or 2 among the train passages", q)
+            )
             continue
         found = bm25_negatives(hits.get(qid, ()), qid, own, owner, answer_of, len(chosen)) if negatives == BM25 else []
         found = found or random_negatives(qid, own, pool, answer_of, seed, len(chosen))
         if not found:
-            rejects.append(REJECTS.row(qid, "negatives", NO_NEGATIVE,
-                                       "no other train question with a different answer has a passage to lend", q))
+            rejects.append(
+                REJECTS.row(
+                    qid,
+                    "negatives",
+                    NO_NEGATIVE,
+                    "no other train question with a different answer has a passage to lend",
+                    q,
+                )
+            )
             continue
         for i, ((pid, label), neg) in enumerate(zip(chosen, itertools.cycle(found))):
-            rows.append({"question_id": qid, "question": q["question"], "pair": i, "positive_id": pid, "positive": text[pid],
-                         "positive_label": label, "negative_id": neg.passage_id, "negative": text[neg.passage_id],
-                         "negative_question_id": neg.question_id, "negative_source": neg.source, "negative_rank": neg.rank})
+            rows.append(
+                {
+                    "question_id": qid,
+                    "question": q["question"],
+                    "pair": i,
+                    "positive_id": pid,
+                    "positive": text[pid],
+                    "positive_label": label,
+                    "negative_id": neg.passage_id,
+                    "negative": text[neg.passage_id],
+                    "negative_question_id": neg.question_id,
+                    "negative_source": neg.source,
+                    "negative_rank": neg.rank,
+                }
+            )
     return pl.DataFrame(rows, schema=PAIRS_SCHEMA), rejects
 
 

@@ -68,19 +68,26 @@ def ordered(triples: pl.DataFrame) -> pl.DataFrame:
     if missing:
         raise ValueError(f"training pairs lack columns {missing}: expected eval/quit_finetune_data's")
     if triples.is_empty():
-        raise ValueError("no training pairs: eval/quit_finetune_data has no train question with a positive and a negative")
+        raise ValueError(
+            "no training pairs: eval/quit_finetune_data has no train question with a positive and a negative"
+        )
     return triples.sort(*ORDER)
 
 
-def fingerprint(triples: pl.DataFrame, settings, base_dir: str, code_version: str,
-                knobs: tuple[str, ...] = TRAINING_KNOBS) -> str:
+def fingerprint(
+    triples: pl.DataFrame, settings, base_dir: str, code_version: str, knobs: tuple[str, ...] = TRAINING_KNOBS
+) -> str:
     """The name of one training's model folder: the data, the ``knobs`` the model reads, the
     base and the code. A new training gets a new folder, never an old one rewritten, because
     encoders are cached by path within a process and a rewritten folder would serve the old
     weights."""
     data = hashlib.sha256(json.dumps(ordered(triples).select(*ORDER, *TRIPLES).rows()).encode()).hexdigest()
-    payload = {"data": data, "settings": {k: getattr(settings, k) for k in knobs},
-               "base": base_dir, "code_version": code_version}
+    payload = {
+        "data": data,
+        "settings": {k: getattr(settings, k) for k in knobs},
+        "base": base_dir,
+        "code_version": code_version,
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -127,20 +134,38 @@ def _train(base_dir: str, triples: pl.DataFrame, settings, out_dir: str, recipe:
 
     with tempfile.TemporaryDirectory(prefix="benchfoundry-train-") as scratch:
         args = built.arguments(
-            output_dir=scratch, num_train_epochs=settings.epochs, max_steps=settings.max_steps or -1,
-            per_device_train_batch_size=settings.batch_size, learning_rate=settings.learning_rate,
-            warmup_steps=0.1, lr_scheduler_type="linear", optim="adamw_torch",
-            seed=settings.seed, data_seed=settings.seed, use_cpu=device == "cpu",
-            batch_sampler=built.sampler, dataloader_num_workers=0, dataloader_pin_memory=False,
-            logging_strategy="steps", logging_steps=1, save_strategy="no", eval_strategy="no",
-            report_to="none", disable_tqdm=True)
-        trainer = _Trainer(model=built.model, args=args, train_dataset=datasets.Dataset.from_dict(built.rows),
-                           loss=built.loss)
+            output_dir=scratch,
+            num_train_epochs=settings.epochs,
+            max_steps=settings.max_steps or -1,
+            per_device_train_batch_size=settings.batch_size,
+            learning_rate=settings.learning_rate,
+            warmup_steps=0.1,
+            lr_scheduler_type="linear",
+            optim="adamw_torch",
+            seed=settings.seed,
+            data_seed=settings.seed,
+            use_cpu=device == "cpu",
+            batch_sampler=built.sampler,
+            dataloader_num_workers=0,
+            dataloader_pin_memory=False,
+            logging_strategy="steps",
+            logging_steps=1,
+            save_strategy="no",
+            eval_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+        )
+        trainer = _Trainer(
+            model=built.model, args=args, train_dataset=datasets.Dataset.from_dict(built.rows), loss=built.loss
+        )
         # Without progress bars the trainer prints every step's log; it goes to the metadata.
         trainer.remove_callback(PrinterCallback)
         trainer.train()
-    log = [{"step": int(r["step"]), **{k: float(r[k]) for k in LOG_KEYS if k in r}}
-           for r in trainer.state.log_history if "loss" in r]
+    log = [
+        {"step": int(r["step"]), **{k: float(r[k]) for k in LOG_KEYS if k in r}}
+        for r in trainer.state.log_history
+        if "loss" in r
+    ]
     # Saved beside its destination and moved into place, so a killed run leaves no folder
     # that looks like a finished model.
     staging = f"{out_dir}.partial"
@@ -159,14 +184,18 @@ def _bi_encoder(base_dir: str, triples: pl.DataFrame, settings, device: str) -> 
         SentenceTransformerTrainingArguments,
     )
     from sentence_transformers.base.sampler import BatchSamplers
-    from sentence_transformers.sentence_transformer.losses import (
-        MultipleNegativesRankingLoss,
-    )
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     model = SentenceTransformer(base_dir, device=device, local_files_only=True)
     model.max_seq_length = settings.passage_max_length
-    return _Recipe(model, text_columns(triples), MultipleNegativesRankingLoss(model),
-                   SentenceTransformerTrainer, SentenceTransformerTrainingArguments, BatchSamplers.NO_DUPLICATES)
+    return _Recipe(
+        model,
+        text_columns(triples),
+        MultipleNegativesRankingLoss(model),
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+        BatchSamplers.NO_DUPLICATES,
+    )
 
 
 def text_columns(triples: pl.DataFrame) -> dict[str, list]:
@@ -198,8 +227,10 @@ def query_shape(query_length: int, augment: bool) -> dict:
     and those positions scored by MaxSim too. Otherwise a question is its own tokens, cut at
     ``query_length``."""
     if query_length < 4:
-        raise ValueError(f"colbert_query_length {query_length}: a question needs [CLS], the [Q] marker, [SEP] and "
-                         "at least one word; set it to 4 or more (ColBERT's default is 32)")
+        raise ValueError(
+            f"colbert_query_length {query_length}: a question needs [CLS], the [Q] marker, [SEP] and "
+            "at least one word; set it to 4 or more (ColBERT's default is 32)"
+        )
     if augment:
         return {"query_expansion": {"strategy": "fixed", "attend": ATTEND_TO_MASK, "length": query_length}}
     return {"query_length": query_length}
@@ -220,33 +251,57 @@ def multi_vector_encoder(base_dir: str, max_length: int, device: str, query_leng
     from torch import nn
 
     local = {"local_files_only": True}
-    encoder = Transformer(base_dir, max_seq_length=max_length, model_kwargs=local, processor_kwargs=local,
-                          config_kwargs=local, **query_shape(query_length, augment))
+    encoder = Transformer(
+        base_dir,
+        max_seq_length=max_length,
+        model_kwargs=local,
+        processor_kwargs=local,
+        config_kwargs=local,
+        **query_shape(query_length, augment),
+    )
     encoder.tokenizer.add_tokens(list(MARKERS.values()))
     encoder.auto_model.resize_token_embeddings(len(encoder.tokenizer))
-    projection = Dense(encoder.get_embedding_dimension(), COLBERT_DIM, bias=False, activation_function=nn.Identity(),
-                       module_input_name="token_embeddings")
-    return MultiVectorEncoder(modules=[encoder, projection, MultiVectorMask(skiplist_words=list(string.punctuation)),
-                                       Normalize(module_input_name="token_embeddings")], device=device, prompts=MARKERS)
+    projection = Dense(
+        encoder.get_embedding_dimension(),
+        COLBERT_DIM,
+        bias=False,
+        activation_function=nn.Identity(),
+        module_input_name="token_embeddings",
+    )
+    return MultiVectorEncoder(
+        modules=[
+            encoder,
+            projection,
+            MultiVectorMask(skiplist_words=list(string.punctuation)),
+            Normalize(module_input_name="token_embeddings"),
+        ],
+        device=device,
+        prompts=MARKERS,
+    )
 
 
 def _multi_vector(base_dir: str, triples: pl.DataFrame, settings, device: str) -> _Recipe:
-    from sentence_transformers import (
-        MultiVectorEncoderTrainer,
-        MultiVectorEncoderTrainingArguments,
-    )
+    from sentence_transformers import MultiVectorEncoderTrainer, MultiVectorEncoderTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
-    from sentence_transformers.multi_vector_encoder.losses import (
-        MultiVectorMultipleNegativesRankingLoss,
-    )
+    from sentence_transformers.multi_vector_encoder.losses import MultiVectorMultipleNegativesRankingLoss
 
-    model = multi_vector_encoder(base_dir, settings.passage_max_length, device, settings.colbert_query_length,
-                                 settings.colbert_query_augmentation)
+    model = multi_vector_encoder(
+        base_dir,
+        settings.passage_max_length,
+        device,
+        settings.colbert_query_length,
+        settings.colbert_query_augmentation,
+    )
     # The trainer puts its own prompts, by column, before the texts: the model's markers.
     markers = {c: MARKERS["query" if c == TRIPLES[0] else "document"] for c in TRIPLES}
-    return _Recipe(model, text_columns(triples), MultiVectorMultipleNegativesRankingLoss(model),
-                   MultiVectorEncoderTrainer, functools.partial(MultiVectorEncoderTrainingArguments, prompts=markers),
-                   BatchSamplers.NO_DUPLICATES)
+    return _Recipe(
+        model,
+        text_columns(triples),
+        MultiVectorMultipleNegativesRankingLoss(model),
+        MultiVectorEncoderTrainer,
+        functools.partial(MultiVectorEncoderTrainingArguments, prompts=markers),
+        BatchSamplers.NO_DUPLICATES,
+    )
 
 
 def train_multi_vector(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:
@@ -273,24 +328,29 @@ def train_multi_vector(base_dir: str, triples: pl.DataFrame, settings, out_dir: 
 def labeled_pairs(triples: pl.DataFrame) -> dict[str, list]:
     """Each ``(question, positive, negative)`` triple as two labeled rows, the positive's
     (label 1) then the negative's (label 0), in the triples' order."""
-    return {"question": [q for q in triples["question"].to_list() for _ in range(2)],
-            "passage": [p for pair in zip(triples["positive"].to_list(), triples["negative"].to_list()) for p in pair],
-            "label": [1.0, 0.0] * triples.height}
+    return {
+        "question": [q for q in triples["question"].to_list() for _ in range(2)],
+        "passage": [p for pair in zip(triples["positive"].to_list(), triples["negative"].to_list()) for p in pair],
+        "label": [1.0, 0.0] * triples.height,
+    }
 
 
 def _cross_encoder(base_dir: str, triples: pl.DataFrame, settings, device: str) -> _Recipe:
-    from sentence_transformers import (
-        CrossEncoder,
-        CrossEncoderTrainer,
-        CrossEncoderTrainingArguments,
-    )
+    from sentence_transformers import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    model = CrossEncoder(base_dir, num_labels=1, max_length=settings.passage_max_length, device=device,
-                         local_files_only=True)
-    return _Recipe(model, labeled_pairs(triples), BinaryCrossEntropyLoss(model),
-                   CrossEncoderTrainer, CrossEncoderTrainingArguments, BatchSamplers.BATCH_SAMPLER)
+    model = CrossEncoder(
+        base_dir, num_labels=1, max_length=settings.passage_max_length, device=device, local_files_only=True
+    )
+    return _Recipe(
+        model,
+        labeled_pairs(triples),
+        BinaryCrossEntropyLoss(model),
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+        BatchSamplers.BATCH_SAMPLER,
+    )
 
 
 def train_cross_encoder(base_dir: str, triples: pl.DataFrame, settings, out_dir: str) -> list[dict]:

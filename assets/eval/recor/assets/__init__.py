@@ -16,13 +16,39 @@ from assets.eval.recor.assets.reteco import (
     reteco_leaderboard,
     reteco_retrieval,
 )
-from assets.eval.recor.assets.retrieval import qrels_frame, recor_queries, recor_retrieval_metrics, recor_runs, truncated
+from assets.eval.recor.assets.retrieval import (
+    qrels_frame,
+    recor_queries,
+    recor_retrieval_metrics,
+    recor_runs,
+    truncated,
+)
 
-recor_eval_assets = [recor_queries, recor_runs, recor_retrieval_metrics, recor_generation, recor_generation_metrics,
-                     reteco_retrieval, reteco_generation, reteco_leaderboard]
+recor_eval_assets = [
+    recor_queries,
+    recor_runs,
+    recor_retrieval_metrics,
+    recor_generation,
+    recor_generation_metrics,
+    reteco_retrieval,
+    reteco_generation,
+    reteco_leaderboard,
+]
 
 __all__ = [
-    "BY_DOMAIN", "RETECO_GENERATION_SCHEMA", "ReTeCoGeneration", "ReTeCoSubmission", "qrels_frame", "recor_eval_assets",
-    "recor_generation", "recor_generation_metrics", "recor_queries", "recor_retrieval_metrics", "recor_runs",
-    "reteco_generation", "reteco_leaderboard", "reteco_retrieval", "truncated",
+    "BY_DOMAIN",
+    "RETECO_GENERATION_SCHEMA",
+    "ReTeCoGeneration",
+    "ReTeCoSubmission",
+    "qrels_frame",
+    "recor_eval_assets",
+    "recor_generation",
+    "recor_generation_metrics",
+    "recor_queries",
+    "recor_retrieval_metrics",
+    "recor_runs",
+    "reteco_generation",
+    "reteco_leaderboard",
+    "reteco_retrieval",
+    "truncated",
 ]

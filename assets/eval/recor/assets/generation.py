@@ -15,14 +15,29 @@ from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_partitions,
-          ins={"benchmark": BENCHMARK, "corpus": CORPUS,
-               "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
-               "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
-          kinds={"litellm"}, pool=llm_pool("recor"), op_tags=GPU_STEP_TAGS,
-          code_version=code_version("3", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"))
-def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, recor_runs: pl.DataFrame,
-                     recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=domain_partitions,
+    ins={
+        "benchmark": BENCHMARK,
+        "corpus": CORPUS,
+        "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
+        "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics"),
+    },
+    kinds={"litellm"},
+    pool=llm_pool("recor"),
+    op_tags=GPU_STEP_TAGS,
+    code_version=code_version("3", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"),
+)
+def recor_generation(
+    context: dg.AssetExecutionContext,
+    benchmark: pl.DataFrame,
+    corpus: pl.DataFrame,
+    recor_runs: pl.DataFrame,
+    recor_retrieval_metrics: pl.DataFrame,
+    llm: LLMResource,
+) -> dg.Output:
     """Every configured generator (registry role ``recor.generators``) answering each turn in
     three modes (4.2.1): Oracle (the gold passages), Retrieved (top 5 of the best retrieval
     configuration by macro nDCG@10) and NoRetrieval; judged on correctness, completeness,
@@ -30,7 +45,9 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
     ROUGE-L, METEOR and BERTScore F1 against the reference answer (definitions in the
     metadata). A failed call leaves its scores null; an empty answer scores 0."""
     retriever, strategy = conversational.best_configuration(recor_retrieval_metrics)
-    run = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy)).sort("question_id", "rank")
+    run = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy)).sort(
+        "question_id", "rank"
+    )
     retrieved = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
     items = generation.contexts(benchmark, corpus, retrieved)
     judge_alias = llm.role("recor.judge")[0]
@@ -41,20 +58,47 @@ def recor_generation(context: dg.AssetExecutionContext, benchmark: pl.DataFrame,
         grades = generation.judge(items, answers, llm, judge_alias, stats, context.log.info)
         bert = generation.bertscore_f1([i["reference"] for i in items], answers)
         for item, text, grade, f1 in zip(items, answers, grades, bert):
-            rows.append({"domain": item["domain"], "qid": item["qid"], "generator": generator, "mode": item["mode"], "answer": text,
-                         **{d: grade.get(d) for d in generation.DIMENSIONS}, **generation.lexical(item["reference"], text),
-                         "bertscore_f1": f1})
-    schema = {"domain": pl.String, "qid": pl.String, "generator": pl.String, "mode": pl.String, "answer": pl.String,
-              **{d: pl.Float64 for d in generation.DIMENSIONS}, **{m: pl.Float64 for m in generation.REFERENCE_METRICS}}
+            rows.append(
+                {
+                    "domain": item["domain"],
+                    "qid": item["qid"],
+                    "generator": generator,
+                    "mode": item["mode"],
+                    "answer": text,
+                    **{d: grade.get(d) for d in generation.DIMENSIONS},
+                    **generation.lexical(item["reference"], text),
+                    "bertscore_f1": f1,
+                }
+            )
+    schema = {
+        "domain": pl.String,
+        "qid": pl.String,
+        "generator": pl.String,
+        "mode": pl.String,
+        "answer": pl.String,
+        **{d: pl.Float64 for d in generation.DIMENSIONS},
+        **{m: pl.Float64 for m in generation.REFERENCE_METRICS},
+    }
     frame = pl.DataFrame(rows, schema=schema)
-    return dg.Output(frame, metadata={**table_metadata(frame.select("qid", "generator", "mode", "answer", "correctness")),
-                                      "retrieved_with": f"{retriever} / {strategy}", **generation.reference_metric_definitions(),
-                                      "empty_answers": frame.filter(pl.col("answer") == "").height, **stats.as_metadata()})
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame.select("qid", "generator", "mode", "answer", "correctness")),
+            "retrieved_with": f"{retriever} / {strategy}",
+            **generation.reference_metric_definitions(),
+            "empty_answers": frame.filter(pl.col("answer") == "").height,
+            **stats.as_metadata(),
+        },
+    )
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_generation": wiring.materialized("recor_generation")},
-          kinds={"polars"}, code_version="2")
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={"recor_generation": wiring.materialized("recor_generation")},
+    kinds={"polars"},
+    code_version="2",
+)
 def recor_generation_metrics(context: dg.AssetExecutionContext, recor_generation: pl.DataFrame) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged
     dimensions) by domain and generator in Retrieved mode (Table 7), by mode and generator
@@ -65,12 +109,18 @@ def recor_generation_metrics(context: dg.AssetExecutionContext, recor_generation
     overall, tables = generation.report_tables(recor_generation)
     generators = sorted(recor_generation["generator"].unique().to_list())
     domains = sorted(recor_generation["domain"].unique().to_list())
-    return dg.Output(overall, metadata={
-        **table_metadata(overall),
-        "slice": report_slice(f"{len(domains)} RECOR domains ({', '.join(domains) or 'none'}), "
-                              f"{recor_generation['qid'].n_unique()} turns answered; {len(generators)} generators "
-                              f"({', '.join(generators) or 'none'})", run_profile(context)),
-        **{name: report_table(table, definitions) for name, (table, definitions, _) in tables.items()},
-        **why_empty({name: (table, why) for name, (table, _, why) in tables.items()}),
-        **generation.reference_metric_definitions(),
-    })
+    return dg.Output(
+        overall,
+        metadata={
+            **table_metadata(overall),
+            "slice": report_slice(
+                f"{len(domains)} RECOR domains ({', '.join(domains) or 'none'}), "
+                f"{recor_generation['qid'].n_unique()} turns answered; {len(generators)} generators "
+                f"({', '.join(generators) or 'none'})",
+                run_profile(context),
+            ),
+            **{name: report_table(table, definitions) for name, (table, definitions, _) in tables.items()},
+            **why_empty({name: (table, why) for name, (table, _, why) in tables.items()}),
+            **generation.reference_metric_definitions(),
+        },
+    )

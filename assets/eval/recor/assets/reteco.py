@@ -19,11 +19,21 @@ from resources.llm.registry import llm_pool
 from resources.storage import MATERIALIZED_PARTITIONS, read_bytes
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns"),
-               "corpus": dg.AssetIn(key=[PREFIX, "recor_corpus"], partition_mapping=dg.AllPartitionMapping(),
-                                    metadata={**MATERIALIZED_PARTITIONS, "columns": ["domain", "doc_id"]})},
-          kinds={"ranx"}, code_version="1")
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "recor_runs": wiring.materialized("recor_runs"),
+        "benchmark": wiring.materialized("recor_turns"),
+        "corpus": dg.AssetIn(
+            key=[PREFIX, "recor_corpus"],
+            partition_mapping=dg.AllPartitionMapping(),
+            metadata={**MATERIALIZED_PARTITIONS, "columns": ["domain", "doc_id"]},
+        ),
+    },
+    kinds={"ranx"},
+    code_version="1",
+)
 def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
     """RECOR's runs scored as SemEval-2027 RETECO Track 2 (sub-tracks 2a and 2c) scores a
     submission (``assets/eval/recor/reteco/rules.py``): each retriever x strategy of ``recor_runs`` is one
@@ -36,32 +46,50 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
     frames, notes, turns, documents = [], {}, 0, 0
     domains = sorted(set(benchmark["domain"]))
     for domain in domains:
-        targets = reteco.Targets.from_tables(benchmark.filter(pl.col("domain") == domain),
-                                             corpus.filter(pl.col("domain") == domain)["doc_id"])
+        targets = reteco.Targets.from_tables(
+            benchmark.filter(pl.col("domain") == domain), corpus.filter(pl.col("domain") == domain)["doc_id"]
+        )
         turns, documents = turns + targets.turns.height, documents + len(targets.documents)
         checked = []
-        for (system, strategy), run in recor_runs.filter(pl.col("domain") == domain).group_by(["system", "strategy"],
-                                                                                             maintain_order=True):
+        for (system, strategy), run in recor_runs.filter(pl.col("domain") == domain).group_by(
+            ["system", "strategy"], maintain_order=True
+        ):
             name = f"{system}/{strategy}"
-            checked.append((name, reteco.check_run(trec_run(run.drop("strategy", "domain")).encode(), f"{domain}: {name}",
-                                                   targets), targets))
+            checked.append(
+                (
+                    name,
+                    reteco.check_run(trec_run(run.drop("strategy", "domain")).encode(), f"{domain}: {name}", targets),
+                    targets,
+                )
+            )
             notes[f"{domain}: {name}"] = checked[-1][1].summary()
         # a domain's runs scored together (a ranx call costs seconds before its first line), and
         # their rankings let go before the next domain's
         frames.append(reteco.score_runs(checked))
     scores = (pl.concat(frames) if frames else reteco.score_runs([])).with_columns(
-        pl.col("run").str.extract(r"^(.*)/[^/]*$").alias("retriever"), pl.col("run").str.extract(r"/([^/]*)$").alias("strategy"))
+        pl.col("run").str.extract(r"^(.*)/[^/]*$").alias("retriever"),
+        pl.col("run").str.extract(r"/([^/]*)$").alias("strategy"),
+    )
     slice_ = f"{turns} target turns of {len(domains)} domains ({', '.join(domains)}), {documents:,} documents"
-    return dg.Output(scores, metadata={
-        **table_metadata(scores, 5),
-        "covers": slice_,
-        "official": dg.MetadataValue.md("Binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn "
-                                        f"scores 0); {slice_}\n\n{md_table(reteco.official_table(scores), 50)}"),
-        "by_domain": dg.MetadataValue.md(f"nDCG@10, mean over each domain's target turns (diagnostic)\n\n"
-                                         f"{md_table(reteco.domain_table(scores), 20)}"),
-        "by_depth": dg.MetadataValue.md(f"nDCG@10 by conversation depth (diagnostic)\n\n{md_table(reteco.depth_table(scores), 10)}"),
-        "runs_read": dg.MetadataValue.md("\n\n".join(f"```\n{note}\n```" for note in notes.values()) or "none"),
-    })
+    return dg.Output(
+        scores,
+        metadata={
+            **table_metadata(scores, 5),
+            "covers": slice_,
+            "official": dg.MetadataValue.md(
+                "Binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn "
+                f"scores 0); {slice_}\n\n{md_table(reteco.official_table(scores), 50)}"
+            ),
+            "by_domain": dg.MetadataValue.md(
+                f"nDCG@10, mean over each domain's target turns (diagnostic)\n\n"
+                f"{md_table(reteco.domain_table(scores), 20)}"
+            ),
+            "by_depth": dg.MetadataValue.md(
+                f"nDCG@10 by conversation depth (diagnostic)\n\n{md_table(reteco.depth_table(scores), 10)}"
+            ),
+            "runs_read": dg.MetadataValue.md("\n\n".join(f"```\n{note}\n```" for note in notes.values()) or "none"),
+        },
+    )
 
 
 class ReTeCoSubmission(dg.Config):
@@ -82,8 +110,10 @@ def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> 
     task's rules against the domain's turns (another domain's turns are the file's other
     answers, left to their partitions); an unscorable file fails the step with its problems."""
     if sub.subtrack not in reteco_judge.SUBTRACKS or (sub.subtrack == "2c") != bool(sub.run):
-        raise dg.Failure(f"submission {sub.path}: sub-track {sub.subtrack!r} with run {sub.run!r}; 2b takes no run, "
-                         "2c needs the run file its answers came from")
+        raise dg.Failure(
+            f"submission {sub.path}: sub-track {sub.subtrack!r} with run {sub.run!r}; 2b takes no run, "
+            "2c needs the run file its answers came from"
+        )
     checked = reteco.check_generation(read_bytes(sub.path), sub.path, targets)
     run = reteco.check_run(read_bytes(sub.run), sub.run, targets) if sub.run else None
     for c in filter(None, (checked, run)):
@@ -93,14 +123,32 @@ def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> 
     return sub.name or sub.path.rsplit("/", 1)[-1], sub.subtrack, checked.answers, run
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, partitions_def=domain_partitions,
-          ins={"benchmark": BENCHMARK, "corpus": CORPUS, "recor_generation": wiring.input("recor_generation"),
-               "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
-               "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics")},
-          kinds={"litellm"}, pool=llm_pool("recor"), code_version=reteco_judge.CODE_VERSION, op_tags=GPU_STEP_TAGS)
-def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneration, benchmark: pl.DataFrame,
-                      corpus: pl.DataFrame, recor_generation: pl.DataFrame, recor_runs: pl.DataFrame,
-                      recor_retrieval_metrics: pl.DataFrame, llm: LLMResource) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    partitions_def=domain_partitions,
+    ins={
+        "benchmark": BENCHMARK,
+        "corpus": CORPUS,
+        "recor_generation": wiring.input("recor_generation"),
+        "recor_runs": dg.AssetIn(key=[PREFIX, "recor_runs"], partition_mapping=BY_DOMAIN),
+        "recor_retrieval_metrics": wiring.input("recor_retrieval_metrics"),
+    },
+    kinds={"litellm"},
+    pool=llm_pool("recor"),
+    code_version=reteco_judge.CODE_VERSION,
+    op_tags=GPU_STEP_TAGS,
+)
+def reteco_generation(
+    context: dg.AssetExecutionContext,
+    config: ReTeCoGeneration,
+    benchmark: pl.DataFrame,
+    corpus: pl.DataFrame,
+    recor_generation: pl.DataFrame,
+    recor_runs: pl.DataFrame,
+    recor_retrieval_metrics: pl.DataFrame,
+    llm: LLMResource,
+) -> dg.Output:
     """RECOR's answers judged as SemEval-2027 RETECO Track 2 judges them
     (``assets/eval/recor/reteco/steps.py``): each configured generator's Oracle answers as a 2b
     system (faithful to the gold passages) and its Retrieved answers as a 2c system (faithful
@@ -121,39 +169,65 @@ def reteco_generation(context: dg.AssetExecutionContext, config: ReTeCoGeneratio
 
     stats = CallStats()
     text = dict(corpus.select("doc_id", "content").iter_rows())
-    frames, judgments = reteco_judge.judge_systems(systems, diagnostics, turns, targets, text, llm,
-                                                   llm.role("recor.judge")[0], stats, context.log.info)
+    frames, judgments = reteco_judge.judge_systems(
+        systems, diagnostics, turns, targets, text, llm, llm.role("recor.judge")[0], stats, context.log.info
+    )
     scores = pl.concat(frames) if frames else pl.DataFrame(schema=RETECO_GENERATION_SCHEMA)
     failed = judgments.filter(pl.col("score").is_null()) if judgments.height else judgments
     table = reteco_judge.judge_table(scores) if scores.height else pl.DataFrame()
-    return dg.Output(scores.select(list(RETECO_GENERATION_SCHEMA)), metadata={
-        **table_metadata(scores.select("qid", "system", "subtrack", *reteco.DIMENSIONS), 5),
-        "covers": f"{domain}: {targets.turns.height} target turns, {len(systems)} systems "
-                  f"({len(config.submissions)} submitted); 2c generators answered from {best}",
-        "generation": dg.MetadataValue.md("Each dimension's judged 1-5 score normalized (s - 1) / 4, the mean over the "
-                                          "target turns (a turn without an answer or a score is 0), and their macro "
-                                          f"average; ROUGE-L, METEOR, BERTScore F1 are diagnostics\n\n{md_table(table, 40)}"),
-        "judge_failures": failed.height,
-        # a weak judge (the embedded model) often writes no number: its log-probabilities say which it meant
-        **{f"scores_read_from/{where}": judgments.filter(pl.col("read_from") == where).height if judgments.height else 0
-           for where in reteco_judge.READ_FROM},
-        "judge_failure_examples": dg.MetadataValue.md(md_table(failed.select("system", "subtrack", "qid", "dimension",
-                                                                             "reason", "reply").head(10), 10)
-                                                      if failed.height else "none"),
-        **generation.reference_metric_definitions(), **stats.as_metadata(),
-    })
+    return dg.Output(
+        scores.select(list(RETECO_GENERATION_SCHEMA)),
+        metadata={
+            **table_metadata(scores.select("qid", "system", "subtrack", *reteco.DIMENSIONS), 5),
+            "covers": f"{domain}: {targets.turns.height} target turns, {len(systems)} systems "
+            f"({len(config.submissions)} submitted); 2c generators answered from {best}",
+            "generation": dg.MetadataValue.md(
+                "Each dimension's judged 1-5 score normalized (s - 1) / 4, the mean over the "
+                "target turns (a turn without an answer or a score is 0), and their macro "
+                f"average; ROUGE-L, METEOR, BERTScore F1 are diagnostics\n\n{md_table(table, 40)}"
+            ),
+            "judge_failures": failed.height,
+            # a weak judge (the embedded model) often writes no number: its log-probabilities say which it meant
+            **{
+                f"scores_read_from/{where}": judgments.filter(pl.col("read_from") == where).height
+                if judgments.height
+                else 0
+                for where in reteco_judge.READ_FROM
+            },
+            "judge_failure_examples": dg.MetadataValue.md(
+                md_table(failed.select("system", "subtrack", "qid", "dimension", "reason", "reply").head(10), 10)
+                if failed.height
+                else "none"
+            ),
+            **generation.reference_metric_definitions(),
+            **stats.as_metadata(),
+        },
+    )
 
 
-RETECO_GENERATION_SCHEMA = {**reteco.TURN_SCHEMA, "system": pl.String, "subtrack": pl.String, "run": pl.String,
-                            **{d: pl.Float64 for d in reteco.DIMENSIONS}, "answered": pl.Boolean,
-                            "judge_failures": pl.UInt32, **{m: pl.Float64 for m in reteco_judge.DIAGNOSTICS},
-                            **{m: pl.Float64 for m in reteco.METRICS}}
+RETECO_GENERATION_SCHEMA = {
+    **reteco.TURN_SCHEMA,
+    "system": pl.String,
+    "subtrack": pl.String,
+    "run": pl.String,
+    **{d: pl.Float64 for d in reteco.DIMENSIONS},
+    "answered": pl.Boolean,
+    "judge_failures": pl.UInt32,
+    **{m: pl.Float64 for m in reteco_judge.DIAGNOSTICS},
+    **{m: pl.Float64 for m in reteco.METRICS},
+}
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP,
-          ins={"reteco_retrieval": wiring.materialized("reteco_retrieval"),
-               "reteco_generation": wiring.materialized("reteco_generation")},
-          kinds={"polars"}, code_version="1")
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    ins={
+        "reteco_retrieval": wiring.materialized("reteco_retrieval"),
+        "reteco_generation": wiring.materialized("reteco_generation"),
+    },
+    kinds={"polars"},
+    code_version="1",
+)
 def reteco_leaderboard(reteco_retrieval: pl.DataFrame, reteco_generation: pl.DataFrame) -> dg.Output:
     """RETECO Track 2's results, one row per sub-track and run: 2a each retrieval run
     (retriever / strategy) by nDCG@10 with MAP@10, Recall@10 and MRR; 2b and 2c each system
@@ -161,13 +235,26 @@ def reteco_leaderboard(reteco_retrieval: pl.DataFrame, reteco_generation: pl.Dat
     figures of the run it answered from. Never combined into one number, as the task rules."""
     board = reteco_judge.leaderboard(reteco_retrieval, reteco_generation)
     turns = reteco_retrieval.select("domain", "qid").unique()
-    covers = (f"{turns.height} target turns of {turns['domain'].n_unique()} domains "
-              f"({', '.join(sorted(turns['domain'].unique()))})")
-    tables = {f"subtrack_{st}": dg.MetadataValue.md(f"{what}; {covers}\n\n"
-                                                     f"{md_table(board.filter(pl.col('subtrack') == st).drop(drop), 60)}")
-              for st, what, drop in (
-                  ("2a", "Conversational retrieval, ranked by nDCG@10 (official)", ["subtrack", "retrieval_run", *reteco.DIMENSIONS, "macro"]),
-                  ("2b", "Gold-passage generation, ranked by the macro average of the five dimensions",
-                   ["subtrack", "retrieval_run", *(reteco.METRIC_NAMES[m] for m in reteco.METRICS)]),
-                  ("2c", "Full conversational RAG: the macro (ranking) beside its run's retrieval figures", ["subtrack"]))}
+    covers = (
+        f"{turns.height} target turns of {turns['domain'].n_unique()} domains "
+        f"({', '.join(sorted(turns['domain'].unique()))})"
+    )
+    tables = {
+        f"subtrack_{st}": dg.MetadataValue.md(
+            f"{what}; {covers}\n\n{md_table(board.filter(pl.col('subtrack') == st).drop(drop), 60)}"
+        )
+        for st, what, drop in (
+            (
+                "2a",
+                "Conversational retrieval, ranked by nDCG@10 (official)",
+                ["subtrack", "retrieval_run", *reteco.DIMENSIONS, "macro"],
+            ),
+            (
+                "2b",
+                "Gold-passage generation, ranked by the macro average of the five dimensions",
+                ["subtrack", "retrieval_run", *(reteco.METRIC_NAMES[m] for m in reteco.METRICS)],
+            ),
+            ("2c", "Full conversational RAG: the macro (ranking) beside its run's retrieval figures", ["subtrack"]),
+        )
+    }
     return dg.Output(board, metadata={**table_metadata(board, 10), "covers": covers, **tables})

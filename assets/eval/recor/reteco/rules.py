@@ -45,8 +45,14 @@ METRICS = [OFFICIAL, *DIAGNOSTICS]
 METRIC_NAMES = {"ndcg@10": "nDCG@10", "map@10": "MAP@10", "recall@10": "Recall@10", "mrr": "MRR"}
 DEPTHS = ["T1", "T2", "T3", "T4", "T5+"]
 DIMENSIONS = ["correctness", "completeness", "relevance", "coherence", "faithfulness"]
-TURN_SCHEMA = {"qid": pl.String, "task_qid": pl.String, "domain": pl.String, "conversation_id": pl.String,
-               "turn_id": pl.Int32, "depth": pl.String}
+TURN_SCHEMA = {
+    "qid": pl.String,
+    "task_qid": pl.String,
+    "domain": pl.String,
+    "conversation_id": pl.String,
+    "turn_id": pl.Int32,
+    "depth": pl.String,
+}
 
 
 def task_qid(conversation_id: str, turn_id: int) -> str:
@@ -103,25 +109,37 @@ class Targets:
     def from_tables(cls, benchmark: pl.DataFrame, documents: Iterable[str]) -> Targets:
         """From release turns (``qid``, ``domain``, ``conversation_id``, ``turn_id``,
         ``gold_doc_ids``); a turn without gold documents is no target: no metric scores it."""
-        scored = (benchmark.filter(pl.col("gold_doc_ids").list.len() > 0)
-                  .with_columns(pl.col("qid").map_elements(project_qid, return_dtype=pl.String))
-                  .sort("domain", "conversation_id", "turn_id"))
+        scored = (
+            benchmark.filter(pl.col("gold_doc_ids").list.len() > 0)
+            .with_columns(pl.col("qid").map_elements(project_qid, return_dtype=pl.String))
+            .sort("domain", "conversation_id", "turn_id")
+        )
         # A task id names a conversation and a turn, not a domain: two domains holding one
         # conversation id (BRIGHT numbers its questions per domain) cannot share a run file.
         shared = scored.group_by("qid").agg(pl.col("domain").unique().sort()).filter(pl.col("domain").list.len() > 1)
         if shared.height:
             row = shared.row(0)
-            raise ValueError(f"{shared.height} query ids are turns of several domains (e.g. {to_task_qid(row[0])} in "
-                             f"{', '.join(row[1])}): check and score those domains one at a time")
-        turns = scored.select("qid", task_qid_expr().alias("task_qid"), "domain", "conversation_id",
-                              pl.col("turn_id").cast(pl.Int32), depth_expr().alias("depth"))
+            raise ValueError(
+                f"{shared.height} query ids are turns of several domains (e.g. {to_task_qid(row[0])} in "
+                f"{', '.join(row[1])}): check and score those domains one at a time"
+            )
+        turns = scored.select(
+            "qid",
+            task_qid_expr().alias("task_qid"),
+            "domain",
+            "conversation_id",
+            pl.col("turn_id").cast(pl.Int32),
+            depth_expr().alias("depth"),
+        )
         gold = {q: frozenset(g) for q, g in scored.select("qid", "gold_doc_ids").iter_rows()}
         return cls(turns, gold, frozenset(documents))
 
     def qrels(self) -> pl.DataFrame:
         """The targets' qrels (``question_id`` in project ids, ``passage_id``, ``label`` 1)."""
         rows = [(q, d, 1) for q in self.turns["qid"] for d in sorted(self.gold[q])]
-        return pl.DataFrame(rows, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int32}, orient="row")
+        return pl.DataFrame(
+            rows, schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int32}, orient="row"
+        )
 
 
 def release_targets(root: str, domains: Iterable[str] | None = None, log=None) -> Targets:
@@ -132,16 +150,20 @@ def release_targets(root: str, domains: Iterable[str] | None = None, log=None) -
 
     held = release_domains(root) if domains is None else list(domains)
     if not held:
-        raise FileNotFoundError(f"no RECOR domain under {root}: expected data/benchmark/<domain>_benchmark.jsonl and "
-                                "data/corpus/<domain>_documents.jsonl")
+        raise FileNotFoundError(
+            f"no RECOR domain under {root}: expected data/benchmark/<domain>_benchmark.jsonl and "
+            "data/corpus/<domain>_documents.jsonl"
+        )
     turns, documents = [], set()
     for domain in held:
         release = load_release(root, domain)
         turns.append(release.benchmark.select("qid", "domain", "conversation_id", "turn_id", "gold_doc_ids"))
         documents.update(release.corpus["doc_id"])
         if log:
-            log(f"{domain}: {release.benchmark.height:,} turns, {release.corpus.height:,} documents, "
-                f"{release.rejects.height:,} records rejected by the loader")
+            log(
+                f"{domain}: {release.benchmark.height:,} turns, {release.corpus.height:,} documents, "
+                f"{release.rejects.height:,} records rejected by the loader"
+            )
     return Targets.from_tables(pl.concat(turns), documents)
 
 
@@ -208,8 +230,14 @@ class Checked:
 
 
 # What a warning of each kind counts in :attr:`Checked.counts`.
-COUNTED = {"duplicate": "duplicates_removed", "unknown_document": "unknown_documents", "unknown_turn": "unknown_turns",
-           "order": "order_disagreements", "q0": "not_q0", "empty_answer": "empty_answers"}
+COUNTED = {
+    "duplicate": "duplicates_removed",
+    "unknown_document": "unknown_documents",
+    "unknown_turn": "unknown_turns",
+    "order": "order_disagreements",
+    "q0": "not_q0",
+    "empty_answer": "empty_answers",
+}
 
 
 class _Problems(list):
@@ -226,8 +254,12 @@ class _Problems(list):
         missing = [q for q in targets.turns["qid"] if q not in found]
         if missing:
             shown = ", ".join(to_task_qid(q) for q in missing[:10])
-            self.add(None, "missing_turn", f"{len(missing)} target turns have {lacking} ({shown}"
-                                           f"{', ...' if len(missing) > 10 else ''}); {outcome}")
+            self.add(
+                None,
+                "missing_turn",
+                f"{len(missing)} target turns have {lacking} ({shown}"
+                f"{', ...' if len(missing) > 10 else ''}); {outcome}",
+            )
         return missing
 
 
@@ -250,18 +282,27 @@ def _shown(value: str, limit: int = 60) -> str:
 
 def _unknown_turn(problems: _Problems, number: int, qid: str, what: str) -> None:
     if split_qid(qid) is None:
-        problems.add(number, "unknown_turn", f"{what} {_shown(qid)} is not a RECOR query id "
-                                             "(<conversation>#turn<n>); the line is ignored")
+        problems.add(
+            number,
+            "unknown_turn",
+            f"{what} {_shown(qid)} is not a RECOR query id (<conversation>#turn<n>); the line is ignored",
+        )
     else:
-        problems.add(number, "unknown_turn", f"{what} {_shown(qid)} is no target turn of the release; the line is ignored")
+        problems.add(
+            number, "unknown_turn", f"{what} {_shown(qid)} is no target turn of the release; the line is ignored"
+        )
 
 
 def _run_line(number: int, columns: list[str], problems: _Problems) -> tuple[str, str, str, int, float, str] | None:
     """A run line's six columns with its rank and score read; None, with an error, for a line
     that is not six columns, a rank that is not a positive integer or a score that is not finite."""
     if len(columns) != 6:
-        problems.add(number, "columns", f"{len(columns)} columns; a run line is six: query_id Q0 doc_id rank score run_id",
-                     fatal=True)
+        problems.add(
+            number,
+            "columns",
+            f"{len(columns)} columns; a run line is six: query_id Q0 doc_id rank score run_id",
+            fatal=True,
+        )
         return None
     qid, q0, doc, rank_text, score_text, run_id = columns
     try:
@@ -290,8 +331,12 @@ def _rankings(kept: dict[str, dict[str, tuple[float, int, int]]], problems: _Pro
         by_rank = sorted(docs, key=lambda d: (docs[d][1], docs[d][2]))
         if by_rank != ordered:
             line = next(docs[a][2] for a, b in zip(by_rank, ordered) if a != b)
-            problems.add(line, "order", f"{to_task_qid(turn)}: the rank column and the scores give different "
-                                        "orders; the scorer orders by score (ties by document id, descending)")
+            problems.add(
+                line,
+                "order",
+                f"{to_task_qid(turn)}: the rank column and the scores give different "
+                "orders; the scorer orders by score (ties by document id, descending)",
+            )
         rankings[turn] = ordered
     return rankings
 
@@ -327,8 +372,11 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
             _unknown_turn(problems, number, qid, "query id")
             continue
         if (turn, doc) in first_line:
-            problems.add(number, "duplicate", f"document {_shown(doc)} again for {qid} (first on line "
-                                              f"{first_line[turn, doc]}); removed")
+            problems.add(
+                number,
+                "duplicate",
+                f"document {_shown(doc)} again for {qid} (first on line {first_line[turn, doc]}); removed",
+            )
             continue
         first_line[turn, doc] = number
         if doc not in targets.documents:
@@ -340,8 +388,15 @@ def check_run(data: bytes, source: str, targets: Targets) -> Checked:
         problems.add(None, "run_id", f"{len(run_ids)} run ids ({named}); a run file holds one run", fatal=True)
     rankings = _rankings(kept, problems)
     missing = problems.missing(targets, rankings, "no line", "each scores 0")
-    return Checked(source, "run", list(problems), problems.counts(rankings, missing), next(iter(run_ids), None),
-                   rankings=rankings, missing=missing)
+    return Checked(
+        source,
+        "run",
+        list(problems),
+        problems.counts(rankings, missing),
+        next(iter(run_ids), None),
+        rankings=rankings,
+        missing=missing,
+    )
 
 
 def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
@@ -365,13 +420,19 @@ def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
             problems.add(number, "json", f"not JSON ({e.msg} at column {e.colno})", fatal=True)
             continue
         if not isinstance(record, dict):
-            problems.add(number, "json", f"a JSON {type(record).__name__}, not an object with turn_id and answer", fatal=True)
+            problems.add(
+                number, "json", f"a JSON {type(record).__name__}, not an object with turn_id and answer", fatal=True
+            )
             continue
         turn_id, answer = record.get("turn_id"), record.get("answer")
         if not isinstance(turn_id, str):
-            problems.add(number, "turn_id", "turn_id is missing or not a string; write the query id, "
-                                             "<conversation>#turn<n>" + (f" (got {turn_id!r})" if turn_id is not None else ""),
-                         fatal=True)
+            problems.add(
+                number,
+                "turn_id",
+                "turn_id is missing or not a string; write the query id, "
+                "<conversation>#turn<n>" + (f" (got {turn_id!r})" if turn_id is not None else ""),
+                fatal=True,
+            )
             continue
         if not isinstance(answer, str):
             problems.add(number, "answer", f"answer of {_shown(turn_id)} is missing or not a string", fatal=True)
@@ -381,14 +442,18 @@ def check_generation(data: bytes, source: str, targets: Targets) -> Checked:
             _unknown_turn(problems, number, turn_id, "turn_id")
             continue
         if turn in first:
-            problems.add(number, "duplicate", f"{_shown(turn_id)} answered again (first on line {first[turn]})", fatal=True)
+            problems.add(
+                number, "duplicate", f"{_shown(turn_id)} answered again (first on line {first[turn]})", fatal=True
+            )
             continue
         first[turn] = number
         if not answer.strip():
             problems.add(number, "empty_answer", f"{_shown(turn_id)}: the answer is empty; it is judged as it is")
         answers[turn] = answer
     missing = problems.missing(targets, answers, "no answer", "each scores 0 on every dimension")
-    return Checked(source, "generation", list(problems), problems.counts(answers, missing), answers=answers, missing=missing)
+    return Checked(
+        source, "generation", list(problems), problems.counts(answers, missing), answers=answers, missing=missing
+    )
 
 
 # --- Scores -------------------------------------------------------------------------------
@@ -415,26 +480,39 @@ def score_runs(runs: Iterable[tuple[str, Checked, Targets]]) -> pl.DataFrame:
         turns.append(targets.turns.with_columns(pl.lit(name).alias("run"), pl.lit(n, dtype=pl.UInt32).alias("_run")))
     if not turns:
         return pl.DataFrame(schema={**TURN_SCHEMA, "run": pl.String, **{m: pl.Float64 for m in METRICS}})
-    frame = pl.DataFrame(rankings, orient="row",
-                         schema={"_run": pl.UInt32, "question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32})
+    frame = pl.DataFrame(
+        rankings,
+        orient="row",
+        schema={"_run": pl.UInt32, "question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32},
+    )
     del rankings
     values = grouped_per_question_metrics(pl.concat(qrels), frame, ["_run"], METRICS).rename({"question_id": "qid"})
     # a run with no line for any target turn has no group: its turns score 0
-    return (pl.concat(turns).join(values, on=["_run", "qid"], how="left", maintain_order="left")
-            .with_columns(pl.col(m).fill_null(0.0) for m in METRICS).drop("_run"))
+    return (
+        pl.concat(turns)
+        .join(values, on=["_run", "qid"], how="left", maintain_order="left")
+        .with_columns(pl.col(m).fill_null(0.0) for m in METRICS)
+        .drop("_run")
+    )
 
 
 def official_table(scores: pl.DataFrame) -> pl.DataFrame:
     """One row per run: the official nDCG@10 and the diagnostics, each the mean over target
     turns (a missing turn's 0 included), and the turns counted."""
-    return (scores.group_by("run").agg(pl.len().alias("turns"), *(pl.col(m).mean() for m in METRICS))
-            .sort(OFFICIAL, "run", descending=[True, False]).rename(METRIC_NAMES))
+    return (
+        scores.group_by("run")
+        .agg(pl.len().alias("turns"), *(pl.col(m).mean() for m in METRICS))
+        .sort(OFFICIAL, "run", descending=[True, False])
+        .rename(METRIC_NAMES)
+    )
 
 
 def domain_table(scores: pl.DataFrame, metric: str = OFFICIAL) -> pl.DataFrame:
     """``metric`` per run and domain (the mean over the domain's target turns): a diagnostic,
     not the ranking."""
-    return scores.pivot(on="run", index="domain", values=metric, aggregate_function="mean", sort_columns=True).sort("domain")
+    return scores.pivot(on="run", index="domain", values=metric, aggregate_function="mean", sort_columns=True).sort(
+        "domain"
+    )
 
 
 def depth_table(scores: pl.DataFrame, metric: str = OFFICIAL) -> pl.DataFrame:
@@ -467,4 +545,6 @@ def generation_table(scores: pl.DataFrame) -> pl.DataFrame:
     """Per system: each dimension's normalized score averaged over the target turns, and
     their macro average over the five dimensions."""
     means = scores.group_by("system").agg(pl.len().alias("turns"), *(pl.col(d).mean() for d in DIMENSIONS))
-    return means.with_columns(pl.mean_horizontal(*DIMENSIONS).alias("macro")).sort("macro", "system", descending=[True, False])
+    return means.with_columns(pl.mean_horizontal(*DIMENSIONS).alias("macro")).sort(
+        "macro", "system", descending=[True, False]
+    )

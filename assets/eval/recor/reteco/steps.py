@@ -54,10 +54,26 @@ PARAMS = {"temperature": 0.0, "max_tokens": 8, "logprobs": True, "top_logprobs":
 LOW, HIGH = 1, 5
 DIAGNOSTICS = list(generation.REFERENCE_METRICS)
 NO_PASSAGES = "(no passages)"
-TURN_COLUMNS = ["qid", "task_qid", "domain", "conversation_id", "turn_id", "depth", "query", "reference", "history",
-                "gold_doc_ids"]
-JUDGMENT_SCHEMA = {"qid": pl.String, "dimension": pl.String, "score": pl.Int8, "read_from": pl.String, "reason": pl.String,
-                   "reply": pl.String}
+TURN_COLUMNS = [
+    "qid",
+    "task_qid",
+    "domain",
+    "conversation_id",
+    "turn_id",
+    "depth",
+    "query",
+    "reference",
+    "history",
+    "gold_doc_ids",
+]
+JUDGMENT_SCHEMA = {
+    "qid": pl.String,
+    "dimension": pl.String,
+    "score": pl.Int8,
+    "read_from": pl.String,
+    "reason": pl.String,
+    "reply": pl.String,
+}
 # Where a score was read: the reply's text, or the log-probabilities of a reply holding none.
 READ_FROM = ("text", "log-probs")
 
@@ -81,21 +97,39 @@ def release_turns(root: str, targets: reteco.Targets) -> pl.DataFrame:
         gold = sorted({d for q in ours["qid"] for d in targets.gold[q]})
         stand_in = [(f"{domain} targets", {"doc_id": d, "content": "(not read)"}) for d in gold]
         release = parse_release(domain, read_records(bench), stand_in)
-        texts = release.benchmark.select("qid", "query", pl.col("answer").alias("reference"),
-                                         pl.col("conversation_history").alias("history"), "gold_doc_ids")
+        texts = release.benchmark.select(
+            "qid",
+            "query",
+            pl.col("answer").alias("reference"),
+            pl.col("conversation_history").alias("history"),
+            "gold_doc_ids",
+        )
         frames.append(ours.join(texts, on="qid", how="left"))
-    turns = pl.concat(frames) if frames else pl.DataFrame(schema={**reteco.TURN_SCHEMA, "query": pl.String,
-                                                                  "reference": pl.String, "history": pl.String,
-                                                                  "gold_doc_ids": pl.List(pl.String)})
+    turns = (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(
+            schema={
+                **reteco.TURN_SCHEMA,
+                "query": pl.String,
+                "reference": pl.String,
+                "history": pl.String,
+                "gold_doc_ids": pl.List(pl.String),
+            }
+        )
+    )
     lost = turns.filter(pl.col("query").is_null())
     if lost.height:
-        raise ValueError(f"{lost.height} target turns are not in the release's benchmark files at {root} (e.g. "
-                         f"{lost['task_qid'][0]}): the targets were read from another release")
+        raise ValueError(
+            f"{lost.height} target turns are not in the release's benchmark files at {root} (e.g. "
+            f"{lost['task_qid'][0]}): the targets were read from another release"
+        )
     return turns.select(TURN_COLUMNS)
 
 
-def passage_ids(turns: pl.DataFrame, subtrack: str, rankings: Mapping[str, Sequence[str]] | None = None,
-                k: int = TOP_K) -> dict[str, list[str]]:
+def passage_ids(
+    turns: pl.DataFrame, subtrack: str, rankings: Mapping[str, Sequence[str]] | None = None, k: int = TOP_K
+) -> dict[str, list[str]]:
     """The documents each target turn's answer is judged faithful to: its gold documents
     (2b), or the first ``k`` of the run's ranking for it (2c: ``rankings`` as
     :attr:`reteco.Checked.rankings`; a turn the run misses has none)."""
@@ -149,8 +183,9 @@ def _json_lines(uri: str) -> Iterator[object]:
 # --- Judging -------------------------------------------------------------------------------
 
 
-def judge_items(turns: pl.DataFrame, answers: Mapping[str, str], passages: Mapping[str, Sequence[str]],
-                texts: Mapping[str, str]) -> list[dict]:
+def judge_items(
+    turns: pl.DataFrame, answers: Mapping[str, str], passages: Mapping[str, Sequence[str]], texts: Mapping[str, str]
+) -> list[dict]:
     """One item per answered target turn (``answers``: project qid -> answer, as
     :attr:`reteco.Checked.answers`), in the order of ``turns``: what the five prompts show.
     A turn without an answer has no item: it scores 0 without asking the judge."""
@@ -161,11 +196,22 @@ def judge_items(turns: pl.DataFrame, answers: Mapping[str, str], passages: Mappi
         ids = list(passages.get(t["qid"], []))
         unread = [d for d in ids if d not in texts]
         if unread:
-            raise ValueError(f"{t['task_qid']}: no text for document {unread[0]!r}; read the passages of the same "
-                             "release the targets came from (passage_texts)")
-        items.append({"qid": t["qid"], "task_qid": t["task_qid"], "query": t["query"], "reference": t["reference"],
-                      "history": t["history"], "answer": answers[t["qid"]], "passage_ids": ids,
-                      "passages": [texts[d] for d in ids]})
+            raise ValueError(
+                f"{t['task_qid']}: no text for document {unread[0]!r}; read the passages of the same "
+                "release the targets came from (passage_texts)"
+            )
+        items.append(
+            {
+                "qid": t["qid"],
+                "task_qid": t["task_qid"],
+                "query": t["query"],
+                "reference": t["reference"],
+                "history": t["history"],
+                "answer": answers[t["qid"]],
+                "passage_ids": ids,
+                "passages": [texts[d] for d in ids],
+            }
+        )
     return items
 
 
@@ -176,10 +222,17 @@ def requests(items: Sequence[dict]) -> list[LLMRequest]:
     out = []
     for item in items:
         passages = "\n".join(f"[{n}] {p}" for n, p in enumerate(item["passages"], start=1)) or NO_PASSAGES
-        fields = {"query": item["query"], "reference": item["reference"], "history": item["history"],
-                  "answer": item["answer"], "passages": passages}
-        out += [LLMRequest(f"{item['task_qid']} {d}", prompts[d].messages(**fields), params=dict(PARAMS))
-                for d in DIMENSIONS]
+        fields = {
+            "query": item["query"],
+            "reference": item["reference"],
+            "history": item["history"],
+            "answer": item["answer"],
+            "passages": passages,
+        }
+        out += [
+            LLMRequest(f"{item['task_qid']} {d}", prompts[d].messages(**fields), params=dict(PARAMS))
+            for d in DIMENSIONS
+        ]
     return out
 
 
@@ -245,8 +298,16 @@ def judge(items: Sequence[dict], llm, alias: str, stats: CallStats | None = None
             score = most_probable_score(result)
             read_from = "log-probs" if score is not None else None
         reason = None if score is not None else (result.error or "no score")
-        rows.append({"qid": item["qid"], "dimension": dimension, "score": score, "read_from": read_from, "reason": reason,
-                     "reply": None if result.text is None else result.text[:200]})
+        rows.append(
+            {
+                "qid": item["qid"],
+                "dimension": dimension,
+                "score": score,
+                "read_from": read_from,
+                "reason": reason,
+                "reply": None if result.text is None else result.text[:200],
+            }
+        )
     return pl.DataFrame(rows, schema=JUDGMENT_SCHEMA)
 
 
@@ -258,7 +319,9 @@ def judged_turns(judgments: pl.DataFrame) -> pl.DataFrame:
     if not judgments.height:
         return pl.DataFrame(schema=schema)
     wide = judgments.pivot(on="dimension", index="qid", values="score", aggregate_function="first")
-    failures = judgments.group_by("qid", maintain_order=True).agg(pl.col("score").is_null().sum().alias("judge_failures"))
+    failures = judgments.group_by("qid", maintain_order=True).agg(
+        pl.col("score").is_null().sum().alias("judge_failures")
+    )
     wide = wide.with_columns(pl.lit(None, dtype=pl.Int8).alias(d) for d in DIMENSIONS if d not in wide.columns)
     return wide.join(failures, on="qid").select(pl.col(c).cast(t) for c, t in schema.items())
 
@@ -268,22 +331,29 @@ def diagnostics(items: Sequence[dict]) -> pl.DataFrame:
     (:mod:`assets.eval.recor.steps`'s definitions; an empty answer scores 0). Loads WordNet
     and the bundled MiniLM encoder."""
     bert = generation.bertscore_f1([i["reference"] for i in items], [i["answer"] for i in items])
-    rows = [{"qid": i["qid"], **generation.lexical(i["reference"], i["answer"]), "bertscore_f1": f}
-            for i, f in zip(items, bert)]
+    rows = [
+        {"qid": i["qid"], **generation.lexical(i["reference"], i["answer"]), "bertscore_f1": f}
+        for i, f in zip(items, bert)
+    ]
     return pl.DataFrame(rows, schema={"qid": pl.String, **{m: pl.Float64 for m in DIAGNOSTICS}})
 
 
-def turn_scores(judged: pl.DataFrame, targets: reteco.Targets, system: str, subtrack: str,
-                diagnostic: pl.DataFrame | None = None) -> pl.DataFrame:
+def turn_scores(
+    judged: pl.DataFrame, targets: reteco.Targets, system: str, subtrack: str, diagnostic: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per target turn of one system: the five normalized dimensions (:func:`reteco.generation_scores`:
     a turn without an answer, or a dimension without a score, is 0), whether it was
     answered, its judge failures, and the diagnostics (0 for a turn without an answer;
     null throughout when ``diagnostic`` is None, i.e. not computed)."""
     scores = reteco.generation_scores(judged, targets, system)
-    counted = judged.select(pl.col("qid").map_elements(reteco.project_qid, return_dtype=pl.String), "judge_failures",
-                            pl.lit(True).alias("answered"))
+    counted = judged.select(
+        pl.col("qid").map_elements(reteco.project_qid, return_dtype=pl.String),
+        "judge_failures",
+        pl.lit(True).alias("answered"),
+    )
     scores = scores.join(counted, on="qid", how="left").with_columns(
-        pl.col("answered").fill_null(False), pl.col("judge_failures").fill_null(0), pl.lit(subtrack).alias("subtrack"))
+        pl.col("answered").fill_null(False), pl.col("judge_failures").fill_null(0), pl.lit(subtrack).alias("subtrack")
+    )
     if diagnostic is None:
         return scores.with_columns(pl.lit(None, dtype=pl.Float64).alias(m) for m in DIAGNOSTICS)
     scores = scores.join(diagnostic.select("qid", *DIAGNOSTICS), on="qid", how="left")
@@ -297,10 +367,16 @@ def judge_table(scores: pl.DataFrame) -> pl.DataFrame:
     judged (answered) and the judge failures (dimensions left without a score)."""
     tables = []
     for (subtrack,), part in scores.group_by("subtrack", maintain_order=True):
-        extra = part.group_by("system").agg(pl.col("answered").sum().alias("turns_judged"),
-                                            pl.col("judge_failures").sum(), *(pl.col(m).mean() for m in DIAGNOSTICS))
-        tables.append(reteco.generation_table(part).join(extra, on="system", maintain_order="left")
-                      .with_columns(pl.lit(subtrack).alias("subtrack")))
+        extra = part.group_by("system").agg(
+            pl.col("answered").sum().alias("turns_judged"),
+            pl.col("judge_failures").sum(),
+            *(pl.col(m).mean() for m in DIAGNOSTICS),
+        )
+        tables.append(
+            reteco.generation_table(part)
+            .join(extra, on="system", maintain_order="left")
+            .with_columns(pl.lit(subtrack).alias("subtrack"))
+        )
     columns = ["subtrack", "system", "turns", "turns_judged", *DIMENSIONS, "macro", *DIAGNOSTICS, "judge_failures"]
     if not tables:
         return pl.DataFrame(schema={c: pl.String if c in ("subtrack", "system") else pl.Float64 for c in columns})
@@ -314,8 +390,13 @@ def table_turns(benchmark: pl.DataFrame, targets: reteco.Targets) -> pl.DataFram
     """:func:`release_turns` from the evaluation's turn table (``eval/recor_turns``: ``qid``,
     ``query``, ``answer``, ``conversation_history``, ``gold_doc_ids``) instead of a release
     folder."""
-    texts = benchmark.select("qid", "query", pl.col("answer").alias("reference"),
-                             pl.col("conversation_history").alias("history"), "gold_doc_ids")
+    texts = benchmark.select(
+        "qid",
+        "query",
+        pl.col("answer").alias("reference"),
+        pl.col("conversation_history").alias("history"),
+        "gold_doc_ids",
+    )
     return targets.turns.join(texts, on="qid", how="left").select(TURN_COLUMNS)
 
 
@@ -328,30 +409,52 @@ def leaderboard(retrieval: pl.DataFrame, generation: pl.DataFrame) -> pl.DataFra
     ``run`` (a 2c system's retrieval run, null for 2b) and, for 2c, that run's per-turn
     retrieval metrics."""
     metrics = [reteco.METRIC_NAMES[m] for m in reteco.METRICS]
-    columns = {"subtrack": pl.String, "run": pl.String, "retrieval_run": pl.String, "turns": pl.Int64,
-               **{m: pl.Float64 for m in metrics}, **{d: pl.Float64 for d in DIMENSIONS}, "macro": pl.Float64}
-    a = reteco.official_table(retrieval).select(pl.lit("2a").alias("subtrack"), "run", pl.col("run").alias("retrieval_run"),
-                                                "turns", *metrics)
+    columns = {
+        "subtrack": pl.String,
+        "run": pl.String,
+        "retrieval_run": pl.String,
+        "turns": pl.Int64,
+        **{m: pl.Float64 for m in metrics},
+        **{d: pl.Float64 for d in DIMENSIONS},
+        "macro": pl.Float64,
+    }
+    a = reteco.official_table(retrieval).select(
+        pl.lit("2a").alias("subtrack"), "run", pl.col("run").alias("retrieval_run"), "turns", *metrics
+    )
     judged = judge_table(generation).select("subtrack", pl.col("system").alias("run"), "turns", *DIMENSIONS, "macro")
-    retrieved = (generation.filter(pl.col("subtrack") == "2c")
-                 .group_by("system").agg(pl.col("run").first().alias("retrieval_run"), *(pl.col(m).mean() for m in reteco.METRICS))
-                 .rename({"system": "run", **reteco.METRIC_NAMES}))
+    retrieved = (
+        generation.filter(pl.col("subtrack") == "2c")
+        .group_by("system")
+        .agg(pl.col("run").first().alias("retrieval_run"), *(pl.col(m).mean() for m in reteco.METRICS))
+        .rename({"system": "run", **reteco.METRIC_NAMES})
+    )
     bc = judged.join(retrieved.with_columns(pl.lit("2c").alias("subtrack")), on=["subtrack", "run"], how="left")
-    frames = [f.with_columns(pl.lit(None, dtype=t).alias(n) for n, t in columns.items() if n not in f.columns)
-              .select(pl.col(n).cast(t) for n, t in columns.items()) for f in (a, bc)]
+    frames = [
+        f.with_columns(pl.lit(None, dtype=t).alias(n) for n, t in columns.items() if n not in f.columns).select(
+            pl.col(n).cast(t) for n, t in columns.items()
+        )
+        for f in (a, bc)
+    ]
     # each sub-track ranked by its own official figure: 2a by nDCG@10, 2b and 2c by the macro
-    ranked_by = pl.when(pl.col("subtrack") == "2a").then(pl.col(reteco.METRIC_NAMES[reteco.OFFICIAL])).otherwise(pl.col("macro"))
+    ranked_by = (
+        pl.when(pl.col("subtrack") == "2a")
+        .then(pl.col(reteco.METRIC_NAMES[reteco.OFFICIAL]))
+        .otherwise(pl.col("macro"))
+    )
     return pl.concat(frames).sort("subtrack", ranked_by, "run", descending=[False, True, False], nulls_last=True)
 
 
-def generator_systems(answers: pl.DataFrame, best_run: reteco.Checked) -> tuple[list[tuple], dict[tuple[str, str], pl.DataFrame]]:
+def generator_systems(
+    answers: pl.DataFrame, best_run: reteco.Checked
+) -> tuple[list[tuple], dict[tuple[str, str], pl.DataFrame]]:
     """RECOR's generators as the task's systems, from ``eval/recor_generation``'s ``answers``:
     each one's Oracle answers a 2b system, its Retrieved answers a 2c system answered from
     ``best_run``, as (system, sub-track, answers by turn, run or None); and each system's
     diagnostics (ROUGE-L, METEOR, BERTScore F1) as the generation step computed them."""
     systems, diagnostics = [], {}
     for (generator, mode), answered in answers.filter(pl.col("mode") != "no_retrieval").group_by(
-            ["generator", "mode"], maintain_order=True):
+        ["generator", "mode"], maintain_order=True
+    ):
         subtrack = "2b" if mode == "oracle" else "2c"
         # a failed generation call has no answer: the task scores the turn 0
         by_turn = dict(answered.filter(pl.col("answer").is_not_null()).select("qid", "answer").iter_rows())
@@ -360,9 +463,17 @@ def generator_systems(answers: pl.DataFrame, best_run: reteco.Checked) -> tuple[
     return systems, diagnostics
 
 
-def judge_systems(systems: Sequence[tuple], given: Mapping[tuple[str, str], pl.DataFrame], turns: pl.DataFrame,
-                  targets: reteco.Targets, text: Mapping[str, str], llm, alias: str, stats: CallStats,
-                  log=None) -> tuple[list[pl.DataFrame], pl.DataFrame]:
+def judge_systems(
+    systems: Sequence[tuple],
+    given: Mapping[tuple[str, str], pl.DataFrame],
+    turns: pl.DataFrame,
+    targets: reteco.Targets,
+    text: Mapping[str, str],
+    llm,
+    alias: str,
+    stats: CallStats,
+    log=None,
+) -> tuple[list[pl.DataFrame], pl.DataFrame]:
     """Each system (as :func:`generator_systems` gives them) judged by ``alias`` on its
     sub-track's passages (``text``: each document's content): one frame of per-turn scores a
     system, beside the retrieval figures of the run a 2c system answered from (blank for 2b),
@@ -375,15 +486,26 @@ def judge_systems(systems: Sequence[tuple], given: Mapping[tuple[str, str], pl.D
         judgments = judge(items, llm, alias, stats, log)
         judged_all.append(judgments.with_columns(pl.lit(system).alias("system"), pl.lit(subtrack).alias("subtrack")))
         diagnostic = given.get((system, subtrack))
-        scores = turn_scores(judged_turns(judgments), targets, system, subtrack,
-                             diagnostic if diagnostic is not None else diagnostics(items))
+        scores = turn_scores(
+            judged_turns(judgments),
+            targets,
+            system,
+            subtrack,
+            diagnostic if diagnostic is not None else diagnostics(items),
+        )
         if run is not None and run.source not in retrieved:
             # every generator's 2c answers come from the one best configuration: scored once
             retrieved[run.source] = reteco.score_runs([(run.source, run, targets)]).select("qid", *reteco.METRICS)
-        retrieval = (retrieved[run.source] if run else
-                     pl.DataFrame({"qid": targets.turns["qid"]}).with_columns(pl.lit(None, dtype=pl.Float64).alias(m)
-                                                                               for m in reteco.METRICS))
-        frames.append(scores.with_columns(pl.lit(run.source if run else None, dtype=pl.String).alias("run"))
-                      .join(retrieval, on="qid", how="left"))
+        retrieval = (
+            retrieved[run.source]
+            if run
+            else pl.DataFrame({"qid": targets.turns["qid"]}).with_columns(
+                pl.lit(None, dtype=pl.Float64).alias(m) for m in reteco.METRICS
+            )
+        )
+        frames.append(
+            scores.with_columns(pl.lit(run.source if run else None, dtype=pl.String).alias("run")).join(
+                retrieval, on="qid", how="left"
+            )
+        )
     return frames, pl.concat(judged_all) if judged_all else pl.DataFrame()
-

@@ -23,7 +23,15 @@ from assets.eval.wikiprofile.assets.profiles import (
 )
 
 __all__ = [
-    "SAMPLE_SCHEMA", "wikiprofile_analysis_assets", "wikiprofile_direction_report", "wikiprofile_graded_responses",
-    "wikiprofile_popularity_report", "wikiprofile_profile_assets", "wikiprofile_profile_report", "wikiprofile_profiles",
-    "wikiprofile_responses", "wikiprofile_robustness_report", "wikiprofile_thinking_report",
+    "SAMPLE_SCHEMA",
+    "wikiprofile_analysis_assets",
+    "wikiprofile_direction_report",
+    "wikiprofile_graded_responses",
+    "wikiprofile_popularity_report",
+    "wikiprofile_profile_assets",
+    "wikiprofile_profile_report",
+    "wikiprofile_profiles",
+    "wikiprofile_responses",
+    "wikiprofile_robustness_report",
+    "wikiprofile_thinking_report",
 ]

@@ -34,48 +34,99 @@ def _prompted(rules: str, *prompts: str) -> dict:
     return {**STEP, "code_version": code_version(rules, *prompts)}
 
 
-SAMPLE_SCHEMA = {"fact_id": pl.String, "task": pl.String, "thinking": pl.Boolean, "sample": pl.Int32, "gold_slot": pl.Int32,
-                 "response": pl.String, "answer": pl.String, "error": pl.String}
+SAMPLE_SCHEMA = {
+    "fact_id": pl.String,
+    "task": pl.String,
+    "thinking": pl.Boolean,
+    "sample": pl.Int32,
+    "gold_slot": pl.Int32,
+    "response": pl.String,
+    "answer": pl.String,
+    "error": pl.String,
+}
 
 
 def _grader(llm: LLMResource) -> str:
     return llm.role("wikiprofile.grader")[0]
 
 
-@dg.asset(ins={"benchmark": wiring.input("wikiprofile_tasks")}, kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
-          **_prompted("2", "eval/subject_completion", "eval/subject_choice", "eval/subject_choice_cot", "eval/subject_question", "eval/subject_question_cot"))
-def wikiprofile_responses(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, llm: LLMResource,
-              wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+@dg.asset(
+    ins={"benchmark": wiring.input("wikiprofile_tasks")},
+    kinds={"polars", "litellm"},
+    pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
+    **_prompted(
+        "2",
+        "eval/subject_completion",
+        "eval/subject_choice",
+        "eval/subject_choice_cot",
+        "eval/subject_question",
+        "eval/subject_question_cot",
+    ),
+)
+def wikiprofile_responses(
+    context: dg.AssetExecutionContext,
+    benchmark: pl.DataFrame,
+    llm: LLMResource,
+    wikiprofile_settings: WikiProfileSettings,
+) -> dg.Output:
     """The subject model's sampled responses: ``n_samples`` per task at temperature 1, the
     knowledge questions without and with thinking, multiple-choice options shuffled per
     sample (each position holds the gold equally often)."""
     alias = context.partition_key
     spec = llm.spec(alias)
-    planned = profiling.sample_requests(benchmark, spec.thinking, wikiprofile_settings.n_samples, wikiprofile_settings.temperature)
+    planned = profiling.sample_requests(
+        benchmark, spec.thinking, wikiprofile_settings.n_samples, wikiprofile_settings.temperature
+    )
     stats, rows = CallStats(), []
     for thinking in (False, True):
         part = [(s, r) for s, r, t in planned if t == thinking]
         if not part:
             continue
         # a registry budget for the kind (thinking / answer) replaces the small model's caps
-        results = llm.run(alias, [r for _, r in part], stats=stats, thinking=thinking, log=context.log.info,
-                          kind="thinking" if thinking else "answer")
+        results = llm.run(
+            alias,
+            [r for _, r in part],
+            stats=stats,
+            thinking=thinking,
+            log=context.log.info,
+            kind="thinking" if thinking else "answer",
+        )
         for (s, _), res in zip(part, results):
             text = res.text if res.ok else None
-            rows.append({"fact_id": s.fact_id, "task": s.task, "thinking": s.thinking, "sample": s.sample, "gold_slot": s.gold_slot,
-                         "response": text, "answer": profiling.response_answer(text, s.thinking) if text is not None else None,
-                         "error": res.error})
+            rows.append(
+                {
+                    "fact_id": s.fact_id,
+                    "task": s.task,
+                    "thinking": s.thinking,
+                    "sample": s.sample,
+                    "gold_slot": s.gold_slot,
+                    "response": text,
+                    "answer": profiling.response_answer(text, s.thinking) if text is not None else None,
+                    "error": res.error,
+                }
+            )
     frame = pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
-    return dg.Output(frame, metadata={
-        **table_metadata(frame.select("fact_id", "task", "thinking", "sample", "answer")), **stats.as_metadata(),
-        "model": alias, "thinking_switch": spec.thinking, "samples_per_question": wikiprofile_settings.n_samples,
-    })
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame.select("fact_id", "task", "thinking", "sample", "answer")),
+            **stats.as_metadata(),
+            "model": alias,
+            "thinking_switch": spec.thinking,
+            "samples_per_question": wikiprofile_settings.n_samples,
+        },
+    )
 
 
-@dg.asset(ins={"responses": wiring.input("wikiprofile_responses"), "benchmark": wiring.input("wikiprofile_tasks")},
-          kinds={"polars", "litellm"}, pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"), **_prompted("3", "eval/grade_answers", "eval/grade_completions"))
-def wikiprofile_graded_responses(context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame,
-                     llm: LLMResource) -> dg.Output:
+@dg.asset(
+    ins={"responses": wiring.input("wikiprofile_responses"), "benchmark": wiring.input("wikiprofile_tasks")},
+    kinds={"polars", "litellm"},
+    pool=llm_pool("wikiprofile.subjects", "wikiprofile.grader"),
+    **_prompted("3", "eval/grade_answers", "eval/grade_completions"),
+)
+def wikiprofile_graded_responses(
+    context: dg.AssetExecutionContext, responses: pl.DataFrame, benchmark: pl.DataFrame, llm: LLMResource
+) -> dg.Output:
     """Every response labelled CORRECT, INCORRECT, PARTIALLY or OTHER: multiple choice by
     its letter, the rest by the autorater (the registry's ``wikiprofile.grader``) with all
     samples of a question in one call. A reply the autorater's parser cannot read leaves
@@ -88,7 +139,9 @@ def wikiprofile_graded_responses(context: dg.AssetExecutionContext, responses: p
     free = responses.filter(~pl.col("task").str.starts_with("mc_"))
     unparsed, grader = 0, _grader(llm)
     if not llm.binding(grader):
-        labels += [{**r, "label": g} for r, g in zip(free.iter_rows(named=True), profiling.rule_labels(free, benchmark))]
+        labels += [
+            {**r, "label": g} for r, g in zip(free.iter_rows(named=True), profiling.rule_labels(free, benchmark))
+        ]
         grader = f"rules ({grader} is advisory)"
     else:
         planned = profiling.grading_requests(free, benchmark)
@@ -105,26 +158,43 @@ def wikiprofile_graded_responses(context: dg.AssetExecutionContext, responses: p
                 got = [method.OTHER] * group.height
             labels += [{**r, "label": g} for r, g in zip(group.iter_rows(named=True), got)]
     # The model column lets the reports read every partition as one table.
-    frame = (pl.DataFrame(labels, schema={**SAMPLE_SCHEMA, "label": pl.String}).sort("fact_id", "task", "thinking", "sample")
-             .with_columns(pl.lit(context.partition_key).alias("model")))
-    return dg.Output(frame, metadata={
-        **table_metadata(frame.select("fact_id", "task", "thinking", "answer", "label")), **stats.as_metadata(),
-        "grader": grader, "grader_unparsed": unparsed,
-        "by_label": counts_md(dict(frame.group_by("label").len().sort("label").iter_rows()), "label"),
-    })
+    frame = (
+        pl.DataFrame(labels, schema={**SAMPLE_SCHEMA, "label": pl.String})
+        .sort("fact_id", "task", "thinking", "sample")
+        .with_columns(pl.lit(context.partition_key).alias("model"))
+    )
+    return dg.Output(
+        frame,
+        metadata={
+            **table_metadata(frame.select("fact_id", "task", "thinking", "answer", "label")),
+            **stats.as_metadata(),
+            "grader": grader,
+            "grader_unparsed": unparsed,
+            "by_label": counts_md(dict(frame.group_by("label").len().sort("label").iter_rows()), "label"),
+        },
+    )
 
 
 def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
     """What every column of Table 2 counts, with the thresholds and the NaN strategy used."""
     rows = [{"column": c, "header": TABLE_2_HEADERS.get(c, c), "definition": d} for c, d in method.DEFINITIONS.items()]
-    lines = [f"Thresholds: tau_enc = tau_know = {settings.tau:g}, strict (g(q) > tau); NaN strategy {settings.nan_strategy}.",
-             "Knows and Knows(+Think) include direct inference (the method notes' Table 2); the Figure 4 bar excludes it.",
-             "", md_table(pl.DataFrame(rows), len(rows))]
+    lines = [
+        f"Thresholds: tau_enc = tau_know = {settings.tau:g}, strict (g(q) > tau); NaN strategy {settings.nan_strategy}.",
+        "Knows and Knows(+Think) include direct inference (the method notes' Table 2); the Figure 4 bar excludes it.",
+        "",
+        md_table(pl.DataFrame(rows), len(rows)),
+    ]
     return dg.MetadataValue.md("\n".join(lines))
 
 
-@dg.asset(ins={"graded_responses": wiring.input("wikiprofile_graded_responses")}, kinds={"polars"}, **{**STEP, "code_version": "3"})
-def wikiprofile_profiles(context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+@dg.asset(
+    ins={"graded_responses": wiring.input("wikiprofile_graded_responses")},
+    kinds={"polars"},
+    **{**STEP, "code_version": "3"},
+)
+def wikiprofile_profiles(
+    context: dg.AssetExecutionContext, graded_responses: pl.DataFrame, wikiprofile_settings: WikiProfileSettings
+) -> dg.Output:
     """Each fact's question grades g(q), encodes / knows without and with thinking, and its
     profile under the configured NaN strategy (S2 by default), with the model's row of
     Table 2. A model without a thinking run is profiled from its plain run: its facts say
@@ -138,11 +208,21 @@ def wikiprofile_profiles(context: dg.AssetExecutionContext, graded_responses: pl
     facts = facts.with_columns(pl.lit(context.partition_key).alias("model"))
     row = profiling.summary_table([{"model": context.partition_key, **summary}])
     missing = [context.partition_key] if summary["thinking_run"] == method.THINKING_MISSING else []
-    return dg.Output(facts, metadata={
-        **table_metadata(facts), "strategy": strategy, "tau": wikiprofile_settings.tau, **thinking_metadata(missing),
-        "table_2_row": table_2(row),
-        **{f"share/{k}": round(float(v), 4) for k, v in summary.items() if k in method.SUMMARY_SHARES and v is not None},
-    })
+    return dg.Output(
+        facts,
+        metadata={
+            **table_metadata(facts),
+            "strategy": strategy,
+            "tau": wikiprofile_settings.tau,
+            **thinking_metadata(missing),
+            "table_2_row": table_2(row),
+            **{
+                f"share/{k}": round(float(v), 4)
+                for k, v in summary.items()
+                if k in method.SUMMARY_SHARES and v is not None
+            },
+        },
+    )
 
 
 def _segment(row: dict, name: str, undecided: bool) -> float:
@@ -154,9 +234,16 @@ def _segment(row: dict, name: str, undecided: bool) -> float:
     return value
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, kinds={"polars"}, code_version="3",
-          ins={"profiles": wiring.materialized("wikiprofile_profiles")})
-def wikiprofile_profile_report(context: dg.AssetExecutionContext, profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.Output:
+@dg.asset(
+    key_prefix=PREFIX,
+    group_name=GROUP,
+    kinds={"polars"},
+    code_version="3",
+    ins={"profiles": wiring.materialized("wikiprofile_profiles")},
+)
+def wikiprofile_profile_report(
+    context: dg.AssetExecutionContext, profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings
+) -> dg.Output:
     """Table 2 over every profiled model, shares in [0, 1]: Encodes, Knows(+Think) and Knows
     (both including direct inference), the Figure 4 Knows bar (excluding it), the five
     profiles and the excluded shares, as ``definitions`` says; with Figure 4's stacked bars
@@ -167,15 +254,23 @@ def wikiprofile_profile_report(context: dg.AssetExecutionContext, profiles: pl.D
     import matplotlib.pyplot as plt
 
     profiles = analysis.with_schema(profiles, analysis.PROFILE_SCHEMA)
-    rows = [{"model": alias, **method.profile_summary(frame.to_dicts())}
-            for (alias,), frame in sorted(profiles.group_by("model"), key=lambda kv: kv[0])]
+    rows = [
+        {"model": alias, **method.profile_summary(frame.to_dicts())}
+        for (alias,), frame in sorted(profiles.group_by("model"), key=lambda kv: kv[0])
+    ]
     table = profiling.summary_table(rows)
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(rows))))
     left = [0.0] * len(rows)
     # Without a thinking run only the unions are known; they stand where their parts would.
-    segments = [("encoding_failure", None), ("recall_failure", None), (method.UNDECIDED[True], "//"),
-                (method.UNDECIDED[False], "\\\\"), ("direct_recall", None), ("recall_with_thinking", None),
-                ("inference_without_encoding", None)]
+    segments = [
+        ("encoding_failure", None),
+        ("recall_failure", None),
+        (method.UNDECIDED[True], "//"),
+        (method.UNDECIDED[False], "\\\\"),
+        ("direct_recall", None),
+        ("recall_with_thinking", None),
+        ("inference_without_encoding", None),
+    ]
     for name, hatch in segments:
         values = [_segment(r, name, undecided=hatch is not None) for r in rows]
         if hatch and not any(values):
@@ -187,15 +282,29 @@ def wikiprofile_profile_report(context: dg.AssetExecutionContext, profiles: pl.D
         if bar is not None and bar == bar:
             ax.text(1.01, i, f"Knows {bar:.2f}", va="center", fontsize=7)
     ax.set_xlim(0, 1.15)
-    ax.set_xlabel("share of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
-                  fontsize=7)
+    ax.set_xlabel(
+        "share of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
+        fontsize=7,
+    )
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
-    return dg.Output(table, metadata={
-        **table_metadata(table), "slice": profiles_slice(profiles, context), "table_2": table_2(table),
-        **why_empty({"table_2": (table, NO_MODEL)}),
-        "definitions": _definitions(wikiprofile_settings), **thinking_metadata(analysis.models_without_thinking(profiles)),
-        "figure_4": png_markdown(fig)})
+    return dg.Output(
+        table,
+        metadata={
+            **table_metadata(table),
+            "slice": profiles_slice(profiles, context),
+            "table_2": table_2(table),
+            **why_empty({"table_2": (table, NO_MODEL)}),
+            "definitions": _definitions(wikiprofile_settings),
+            **thinking_metadata(analysis.models_without_thinking(profiles)),
+            "figure_4": png_markdown(fig),
+        },
+    )
 
 
-wikiprofile_profile_assets = [wikiprofile_responses, wikiprofile_graded_responses, wikiprofile_profiles, wikiprofile_profile_report]
+wikiprofile_profile_assets = [
+    wikiprofile_responses,
+    wikiprofile_graded_responses,
+    wikiprofile_profiles,
+    wikiprofile_profile_report,
+]
