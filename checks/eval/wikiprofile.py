@@ -330,6 +330,15 @@ def summary_problems(frame: pl.DataFrame, key: Sequence[str]) -> list[str]:
         "whose profiled and excluded shares do not add up to 1",
         key,
     )
+    return problems + _knows_problems(frame, present, missing, key)
+
+
+def _knows_problems(frame: pl.DataFrame, present: pl.DataFrame, missing: pl.DataFrame, key: Sequence[str]) -> list[str]:
+    """Table 2's Knows columns and Figure 4's bar against the profiles they are made of; the
+    shares that need the thinking run null exactly when it is missing (``present``/``missing``
+    split ``frame`` by that run)."""
+    profiled = pl.col("profiled") > 0
+    problems: list[str] = []
     # Knows over the gradable facts: (direct recall facts + direct inference facts) / (profiled + direct inference)
     inferred = pl.col("excluded_direct_inference") * pl.col("facts")
     gradable = pl.col("profiled") + inferred
