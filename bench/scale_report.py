@@ -92,7 +92,7 @@ def bench_rows(bench: str, runs: list[dict]) -> list[Row]:
     for run in runs:
         per_step: dict[str, dict] = {}
 
-        def add(key: str, values: dict) -> None:
+        def add(key: str, values: dict, per_step: dict[str, dict] = per_step) -> None:
             _accumulate(per_step.setdefault(key, {m: 0.0 for m, _ in METRICS} | {"n": 0}), {**values, "n": 1})
 
         for stage in run["stages"]:

@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from assets.common.parsing import parse_list, parse_permutation, parse_yes_no  # noqa: E402
 from assets.quit.rules import parse_type_label  # noqa: E402
-from assets.recor.rules import parse_aspects, parse_label  # noqa: E402
 from assets.recor import rules as recor_rules  # noqa: E402
+from assets.recor.rules import parse_aspects, parse_label  # noqa: E402
 from assets.wikiprofile.rules import parse_category, parse_names, parse_reverse  # noqa: E402
 
 TOPICS = [
@@ -157,7 +157,6 @@ def parse_shares(llm, alias: str, n: int, constrained: bool) -> dict[str, tuple[
 
 def main() -> None:
     from resources.llm import LLMResource
-    from resources.vllm_server import VLLMServerResource
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4)

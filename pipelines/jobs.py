@@ -57,7 +57,10 @@ quit_finalize_job = dg.define_asset_job(
 quit_eval_source_job = dg.define_asset_job(
     "quit_eval_source",
     selection=select("eval", "quit_questions", "quit_corpus", "quit_qrels", "quit_source_rejects"),
-    description="The QUIT questions, corpus and qrels the evaluation reads: the build's (default) or a published release's (config source).",
+    description=(
+        "The QUIT questions, corpus and qrels the evaluation reads: the build's (default) or a "
+        "published release's (config source)."
+    ),
 )
 quit_retrieval_job = dg.define_asset_job(
     "quit_retrieval",

@@ -21,7 +21,8 @@ from assets.quit.rules import PASSAGES_PER_QUESTION
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.rules import MAX_TURNS
 from assets.recor.settings import RecorSettings
-from assets.recor.steps import CRITERIA, DIMENSIONS as QUALITY_DIMENSIONS
+from assets.recor.steps import CRITERIA
+from assets.recor.steps import DIMENSIONS as QUALITY_DIMENSIONS
 from assets.wikiprofile.settings import WikiProfileSettings
 from assets.wikiprofile.steps import VERIFICATIONS
 from resources.finetuning import BASES_PATH, load_bases

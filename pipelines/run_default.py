@@ -43,7 +43,6 @@ from pipelines.stages import (
 from pipelines.summary import announce, named_splits, print_plan, summarize
 from resources.storage import StorageResource
 
-
 # ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples: the
 # settings' demo profile, and a preset on top of it. The quick preset is sized to finish in
 # under 20 minutes on an idle 2-core machine (BENCHMARKS.md): the embedded model labels about

@@ -211,7 +211,8 @@ def print_recor_build(storage: StorageResource) -> None:
         f"RECOR benchmark files:    {storage.path('recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)"
     )
     print(
-        "RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, eval/recor_generation_metrics, recor/quality_report (web UI)"
+        "RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, "
+        "eval/recor_generation_metrics, recor/quality_report (web UI)"
     )
 
 
@@ -227,7 +228,8 @@ def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) ->
     )
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=3):
         print(
-            f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, shares; Knows includes direct inference):"
+            f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, "
+            "shares; Knows includes direct inference):"
         )
         print(by_model)
     print(
@@ -276,7 +278,7 @@ def print_reteco(storage: StorageResource, release: str, domains: list[str]) -> 
         judged = pl.concat([read_parquet(table_uri(storage.root, ["eval", "reteco_generation"], d)) for d in domains])
         board = reteco_judge.leaderboard(scores, judged)
         print(
-            f"\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
+            "\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
             "five judge dimensions; eval/reteco_leaderboard in the web UI):"
         )
         print(board.filter(pl.col("subtrack") != "2a").drop("turns", "MAP@10", "Recall@10", "MRR"))

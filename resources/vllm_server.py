@@ -27,12 +27,9 @@ import time
 import urllib.error
 import urllib.request
 
-from typing import Optional
-
 import dagster as dg
 from pydantic import Field, PrivateAttr, field_validator
 
-from resources.names import check_name
 from resources.redact import redact
 
 # The deployment's server command, with {model}, {host} and {port}; each placeholder fills
@@ -91,12 +88,12 @@ class VLLMServerResource(dg.ConfigurableResource):
     model: str = ""
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    dtype: Optional[str] = Field(default=None, description=f"one of {', '.join(DTYPES)}")
-    max_model_len: Optional[int] = Field(default=None, ge=1)
-    gpu_memory_utilization: Optional[float] = Field(default=None, gt=0, le=1)
-    tensor_parallel_size: Optional[int] = Field(default=None, ge=1)
-    max_num_seqs: Optional[int] = Field(default=None, ge=1)
-    served_model_name: Optional[str] = None
+    dtype: str | None = Field(default=None, description=f"one of {', '.join(DTYPES)}")
+    max_model_len: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    served_model_name: str | None = None
     attach_url: str | None = None
     aliases: list[str] = Field(
         default=[],

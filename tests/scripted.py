@@ -110,7 +110,10 @@ def recor_reply(prompt: str) -> str | None:
         )
         return str((good if shared else bad)[criterion])
     if "Reply in exactly three lines" in prompt:
-        return f"Target: {_field(prompt, 'Question')[:40]}\nRelevant signals: mechanism; evidence; example\nIrrelevant signals: history; trivia"
+        return (
+            f"Target: {_field(prompt, 'Question')[:40]}\n"
+            "Relevant signals: mechanism; evidence; example\nIrrelevant signals: history; trivia"
+        )
     if "using these facts and nothing else" in prompt:
         return " ".join(
             line.strip("- ")
@@ -163,7 +166,8 @@ def wikiprofile_reply(prompt: str) -> str | None:
     if "Reply yes or no." in prompt and ("fill-in-the-blank" in prompt or "Text before the blank" in prompt):
         return "yes"
     if "Write one question whose answer is" in prompt:
-        return f"Which {_field(prompt, 'The text continues with').split('(')[-1].rstrip(')').lower()} follows the text about {_field(prompt, 'Text').split()[0]}?"
+        kind = _field(prompt, "The text continues with").split("(")[-1].rstrip(")").lower()
+        return f"Which {kind} follows the text about {_field(prompt, 'Text').split()[0]}?"
     if "Reply with the question or REJECT only." in prompt:
         return "REJECT" if "Text" in _field(prompt, "Question") else _field(prompt, "Question")
     if "First name the subject" in prompt:

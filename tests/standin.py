@@ -8,9 +8,10 @@ Run it as its own process, so a client measured against it does not share its in
 Replies: ``"<name>: <the last user message's first five words>"``; with ``logprobs`` each
 character is a token (so digits split, as Qwen's tokenizers split them), chosen at
 log-probability -0.1 with one alternative. A message ``RATE n`` is answered with the number
-``n``; ``--reply TEXT`` answers everything with TEXT (a judge that always says No). Faults, for the share ``--faults`` of requests chosen by a hash of the request and how
-often it was asked (so a retry may succeed): 429, 500, a reply slower than any client waits
-(``--stall`` seconds), a body that is not JSON, and an answer with empty content, in turn.
+``n``; ``--reply TEXT`` answers everything with TEXT (a judge that always says No). Faults,
+for the share ``--faults`` of requests chosen by a hash of the request and how often it was
+asked (so a retry may succeed): 429, 500, a reply slower than any client waits (``--stall``
+seconds), a body that is not JSON, and an answer with empty content, in turn.
 ``--always KIND`` fails every request one way (``ALWAYS``: hang, 500, 429, 400, garbage,
 close, empty), as a server that broke (or a request every call shares) does. ``--fail-first N``
 answers its first N requests with 500, as a replica still loading or just restarted does. The

@@ -2,7 +2,8 @@
 assets/eval <- checks <- pipelines), no benchmark imports another, and each benchmark package
 has the same floor plan. The evaluation has the same floor plan inside: its shared stack at
 the root <- one package per benchmark (assets/eval/<benchmark>/, which reads no other
-benchmark's package, construction or evaluation) <- the leaderboard, which reads them all."""
+benchmark's package, construction or evaluation) <- the leaderboard, which reads them all.
+And every module outside tests/ reads in one sitting: at most 600 lines, no function over 80."""
 
 from __future__ import annotations
 
@@ -209,3 +210,37 @@ def test_the_llm_resource_is_a_package():
     package = ROOT / "resources" / "llm"
     assert {p.stem for p in package.glob("*.py")} >= {"__init__", "registry", "embedded", "cache", "resource"}
     assert not (ROOT / "resources" / "llm.py").exists()
+
+
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 600, 80
+SIZED = ("resources", "assets", "checks", "pipelines", "bench", "examples")
+
+
+def size_problems(root: Path, dirs: tuple[str, ...] = SIZED) -> list[str]:
+    """Modules over MAX_FILE_LINES and functions (methods, nested ones) over MAX_FUNCTION_LINES,
+    counted as formatted, decorators excluded."""
+    problems = []
+    for path in sorted(p for d in dirs for p in (root / d).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(root).as_posix()
+        if (lines := len(text.splitlines())) > MAX_FILE_LINES:
+            problems.append(f"{name}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if (lines := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                    problems.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
+    return problems
+
+
+def test_every_module_and_function_is_within_its_size():
+    assert not size_problems(ROOT)
+
+
+def test_a_long_module_and_a_long_function_are_found(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "long.py").write_text(
+        f"def fits():\n{body[: body.rfind(chr(10))]}\n\n\ndef too_long():\n{body}\n"
+    )
+    (tmp_path / "assets" / "big.py").write_text("x = 1\n" * (MAX_FILE_LINES + 1))
+    assert size_problems(tmp_path, ("assets",)) == ["assets/big.py: 601 lines", "assets/long.py:83 too_long: 81 lines"]

@@ -1,1 +1,2 @@
-"""What the three benchmarks share: parsing, source records, rejects, verdicts, text, asset wiring, metadata and prompts. Imports only resources/."""
+"""What the three benchmarks share: parsing, source records, rejects, verdicts, text, asset
+wiring, metadata and prompts. Imports only resources/."""

@@ -102,7 +102,7 @@ REASONS = (
 # idx in perm``). The release's scripts count a passage's hints as the mask's ones
 # (results/hint-contribution/rag.py); which digit stands for which hint is not published,
 # so only the count is held against the order.
-_CODE = re.compile(r"^([01]{%d})_([0-4]{1,%d})$" % (HINTS_PER_QUESTION, HINTS_PER_QUESTION))
+_CODE = re.compile(rf"^([01]{{{HINTS_PER_QUESTION}}})_([0-4]{{1,{HINTS_PER_QUESTION}}})$")
 
 
 class Release(NamedTuple):
@@ -351,7 +351,7 @@ def load_release(root: str) -> Release:
                 qid, pid, loader.files[qid], QREL_NOT_IN_CORPUS, f"labeled passage {pid} is not in {CORPUS_FILE}"
             )
     with_passages = {p["question_id"] for p in passages}
-    for qid, q in loader.questions.items():
+    for qid in loader.questions:
         if qid not in with_passages:
             loader.reject(qid, None, loader.files[qid], NO_PASSAGES, f"no passage of {qid} is in {CORPUS_FILE}")
     kept = [q for qid, q in loader.questions.items() if qid in with_passages]

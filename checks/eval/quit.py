@@ -9,7 +9,7 @@ import polars as pl
 from assets.eval import metrics as eval_metrics
 from assets.eval.quit.rules import STRATEGIES as CONTEXT_STRATEGIES
 from assets.eval.quit.steps import ANSWER_SCHEMA, CUTOFFS
-from assets.partitions import quit_reader_partitions, retriever_reranker_partitions, retriever_partitions
+from assets.partitions import quit_reader_partitions, retriever_partitions, retriever_reranker_partitions
 from checks.eval.shared import (
     METRICS,
     ORACLE_KIND,
@@ -136,7 +136,10 @@ def quit_runs_coverage(quit_runs: pl.DataFrame, benchmark_questions: pl.DataFram
 @dg.asset_check(
     asset=eval_key("quit_retrieval_metrics"),
     name=METRICS,
-    description="One row per retriever and split (all, train, dev, test); ranx metrics in [0, 1], Hit@k and Recall@k monotone in k; no Oracle.",
+    description=(
+        "One row per retriever and split (all, train, dev, test); ranx metrics in [0, 1], Hit@k and "
+        "Recall@k monotone in k; no Oracle."
+    ),
 )
 def quit_retrieval_metrics_ranges(quit_retrieval_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     frame = quit_retrieval_metrics
@@ -273,7 +276,10 @@ READER_KEY = ("question_id", "system", "k", "strategy")
     name=SCHEMA,
     blocking=True,
     partitions_def=quit_reader_partitions,
-    description="One reader; one answer per question, system, k and context strategy (the Optimal rows without either); an exact match is correct.",
+    description=(
+        "One reader; one answer per question, system, k and context strategy (the Optimal rows without "
+        "either); an exact match is correct."
+    ),
 )
 def quit_reader_answers_schema(quit_reader_answers: pl.DataFrame) -> dg.AssetCheckResult:
     frame = quit_reader_answers

@@ -107,7 +107,10 @@ RECOR_RUN_SCHEMA = {**RUN_SCHEMA, "strategy": pl.String, "domain": pl.String}
     name=RANKS,
     blocking=True,
     partitions_def=domain_retriever_partitions,
-    description="Per turn and strategy: ranks 1..n, each document once, scores not rising; a registered retriever, known strategy and domain.",
+    description=(
+        "Per turn and strategy: ranks 1..n, each document once, scores not rising; a registered "
+        "retriever, known strategy and domain."
+    ),
 )
 def recor_runs_ranks(recor_runs: pl.DataFrame) -> dg.AssetCheckResult:
     problems = run_problems(
@@ -428,7 +431,11 @@ NO_RETRIEVAL = "no_retrieval"
     name=SCHEMA,
     blocking=True,
     partitions_def=domain_partitions,
-    description="One answer per turn, generator and mode; judged dimensions, ROUGE-L and METEOR in [0, 1], BERTScore F1 in [-1, 1]; no faithfulness without passages, no score without an answer, every answer (an empty one too) scored against the reference.",
+    description=(
+        "One answer per turn, generator and mode; judged dimensions, ROUGE-L and METEOR in [0, 1], "
+        "BERTScore F1 in [-1, 1]; no faithfulness without passages, no score without an answer, every "
+        "answer (an empty one too) scored against the reference."
+    ),
 )
 def recor_generation_schema(recor_generation: pl.DataFrame) -> dg.AssetCheckResult:
     frame = recor_generation

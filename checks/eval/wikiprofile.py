@@ -57,7 +57,10 @@ IS_MC = pl.col("task").is_in(list(method.MC_TASKS))
     name=SCHEMA,
     blocking=True,
     partitions_def=subject_partitions,
-    description="One row per fact, task, thinking setting and sample; known tasks, thinking only on knowledge questions, a gold slot exactly on multiple choice, a response or its error.",
+    description=(
+        "One row per fact, task, thinking setting and sample; known tasks, thinking only on knowledge "
+        "questions, a gold slot exactly on multiple choice, a response or its error."
+    ),
 )
 def responses_schema(responses: pl.DataFrame) -> dg.AssetCheckResult:
     frame = responses
@@ -94,7 +97,10 @@ def responses_schema(responses: pl.DataFrame) -> dg.AssetCheckResult:
     name=SAMPLING,
     blocking=True,
     partitions_def=subject_partitions,
-    description="Every question asked n times (samples 0..n-1, the same n everywhere); the gold in every multiple-choice slot equally often.",
+    description=(
+        "Every question asked n times (samples 0..n-1, the same n everywhere); the gold in every "
+        "multiple-choice slot equally often."
+    ),
 )
 def responses_sampling(responses: pl.DataFrame) -> dg.AssetCheckResult:
     """g(q) compares shares across questions: a question with fewer samples, or options whose
@@ -408,7 +414,10 @@ POPULARITY_SCHEMA = {
 @dg.asset_check(
     asset=wikiprofile_key("popularity_report"),
     name=SHARES,
-    description="Top and bottom tier per model; rates are shares in [0, 1], recall with thinking at least recall, the gain their difference.",
+    description=(
+        "Top and bottom tier per model; rates are shares in [0, 1], recall with thinking at least "
+        "recall, the gain their difference."
+    ),
 )
 def popularity_report_shares(popularity_report: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = popularity_report, ("model", "tier")

@@ -105,7 +105,10 @@ SHARE_ROWS = ("Query-Passage Lexical Overlap", ANSWER_CONTAINMENT, WHOLE_WORDS)
 
 @dg.asset_check(
     asset=key("statistics"),
-    description="Table 1: whole counts, shares in [0, 1], no passage containing an answer on word boundaries, labels adding up to the passages.",
+    description=(
+        "Table 1: whole counts, shares in [0, 1], no passage containing an answer on word boundaries, "
+        "labels adding up to the passages."
+    ),
 )
 def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
     """Answer containment on whole words is 0 by construction (the inferential invariant the

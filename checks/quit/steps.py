@@ -24,7 +24,6 @@ from checks.factories import (
 )
 from checks.quit.shared import key, leaks
 
-
 LABELS = (1, 2)
 
 leakage_rejects_reasons = rejects_check(key("leakage_rejects"), LEAKAGE_REASONS, REJECTS.keys)

@@ -12,7 +12,6 @@ from assets.recor.settings import RecorSettings
 from checks.factories import broken, llm_accounting_check, missing, rows_check, rules_text, table_check
 from checks.recor.shared import PARTS, key, same_domain
 
-
 # The judge's 1-5 scale (``steps.conversation_scores``) and a normalized entropy's range.
 SCORE_RANGE = (1.0, 5.0)
 ENTROPY_RANGE = (0.0, 1.0)

@@ -17,7 +17,6 @@ from checks.factories import broken, llm_accounting_check, missing, rejects_chec
 from checks.recor.shared import PARTS, key, same_domain
 from resources.llm import LLMResource
 
-
 # --- vocabularies the steps write ------------------------------------------------------------
 
 # What ``rules.conversation_problems`` and the coherence verdict write into a conversation's

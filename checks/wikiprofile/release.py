@@ -10,7 +10,6 @@ from assets.wikiprofile import release, rules, steps
 from checks.factories import WARN, flags, llm_accounting_check, rejects_check, rows_check, table_check, unmet
 from checks.wikiprofile.shared import ins, key, named
 
-
 TASKS = ("completion", "contextual", *release.CLOSED_BOOK, *(f"mc_{kind}" for kind in release.CLOSED_BOOK))
 N_OPTIONS = 1 + rules.N_DISTRACTORS
 

@@ -11,7 +11,6 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import flags, rejects_check, rows_check, table_check, unmet
 from checks.wikiprofile.shared import ins, key
 
-
 # sources.search_collection's documents.
 PAGE_INDEX_SCHEMA = {"doc_id": pl.String, "content": pl.String}
 

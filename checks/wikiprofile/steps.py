@@ -12,7 +12,6 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import flags, llm_accounting_check, missing, rejects_check, rows_check, table_check, unmet
 from checks.wikiprofile.shared import ins, key, named
 
-
 CATEGORY_NAMES = (*rules.CATEGORIES, rules.OTHER_CATEGORY)
 # Who made a row: the builder model, or the rules that stand in for an advisory builder.
 ORIGINS = ("model", "rules")

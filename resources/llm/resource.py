@@ -30,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Optional
+from typing import Any
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
@@ -77,8 +77,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
     # cache_url) or "off". cache_url None: $BENCHFOUNDRY_CACHE_URL, read when the cache is
     # first used, so the URL's password need be in no run config (or give {env: NAME} there).
     cache_type: str = "disk"
-    cache_url: Optional[str] = None
-    max_concurrency: Optional[int] = None
+    cache_url: str | None = None
+    max_concurrency: int | None = None
     max_retries: int = 4
     backoff_seconds: float = 1.0
     # A call with a token budget may take timeout_floor plus its budget at
@@ -95,8 +95,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
     breaker_rate: float = 0.5
     # A replica whose breaker opened is sent no request for this long, then one (a probe).
     replica_retry_seconds: float = 30.0
-    api_base: Optional[str] = None
-    server: Optional[VLLMServerResource] = None
+    api_base: str | None = None
+    server: VLLMServerResource | None = None
     servers: list[VLLMServerResource] = []
     progress_every_seconds: float = 30.0
     # Requests looked up in the cache and sent together; bounds what a partition holds in memory.
@@ -301,7 +301,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
                 if payload is not None and writer.add(key, payload):  # a killed run keeps it
                     _later(writer.delay, writer.flush_if_due)
                 breaker.finished(result.error)
-                results[i] = _finish(result, parse, shapes[i])
+                # called only while this chunk is asked, so the chunk's lists are the ones bound
+                results[i] = _finish(result, parse, shapes[i])  # noqa: B023
                 progress.tick()
 
             try:

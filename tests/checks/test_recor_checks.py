@@ -14,12 +14,12 @@ from assets.partitions import domain_partitions
 from assets.recor import sources, steps
 from assets.recor.assets import source_files
 from assets.recor.settings import RecorSettings
+from checks.factories import CheckSettings
 from checks.recor import recor_checks
 from checks.recor import release as rrelease
 from checks.recor import sources as rsources
 from checks.recor import steps as rsteps
 from checks.recor.shared import key
-from checks.factories import CheckSettings
 from resources.llm import LLMResource
 from tests.conftest import SCRIPTED_REGISTRY
 

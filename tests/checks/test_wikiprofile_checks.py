@@ -8,12 +8,12 @@ import pytest
 from assets.wikiprofile import release, rules, sources, steps
 from assets.wikiprofile.assets import wikiprofile_assets
 from assets.wikiprofile.settings import WikiProfileSettings
+from checks.factories import CheckSettings
 from checks.wikiprofile import release as wrelease
 from checks.wikiprofile import sources as wsources
 from checks.wikiprofile import steps as wsteps
 from checks.wikiprofile import wikiprofile_checks
 from checks.wikiprofile.shared import key
-from checks.factories import CheckSettings
 
 CHECKS = {(k.asset_key.path[-1], k.name): d for d in wikiprofile_checks for k in d.check_keys}
 SETTINGS = WikiProfileSettings()

@@ -56,6 +56,31 @@ class RunningDagster:
         raise AssertionError(f"{what}: not after {timeout:.0f}s; the server log ends:\n{self.log.read_text()[-4000:]}")
 
 
+CHROMIUM = "/usr/bin/chromium"
+# headless Chromium as root in a container, kept off the network
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page(running_dagster):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
+
+
 def location_loaded(url: str) -> bool:
     query = "{workspaceOrError{... on Workspace{locationEntries{name loadStatus locationOrLoadError{__typename}}}}}"
     try:

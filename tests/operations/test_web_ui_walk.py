@@ -12,8 +12,7 @@ import polars as pl
 import pytest
 import yaml
 
-from tests.operations.conftest import ROOT
-from tests.operations.test_web_ui import launch_sources, open_page, page  # noqa: F401 (the browser fixture)
+from tests.operations.test_web_ui import launch_sources, open_page
 
 PAPER_JOB = "wikiprofile_build_paper"
 SUBJECT = "walk-model"
@@ -55,7 +54,7 @@ def editor_text(page) -> str:  # noqa: F811
 @pytest.mark.slow
 def test_a_paper_launch_states_its_size_a_report_table_is_inline_and_make_runs_runs_are_listed(
     running_dagster, page, artifacts, tmp_path
-):  # noqa: F811
+):
     ui = running_dagster
     run = leaderboard_in_process(ui, tmp_path / "storage")
 
@@ -130,7 +129,7 @@ def sources_in_process(root, domain: str) -> tuple[float, int]:
 @pytest.mark.slow
 def test_a_one_partition_run_from_the_ui_costs_what_make_run_spends_on_it_plus_one_import(
     running_dagster, page, tmp_path
-):  # noqa: F811
+):
     ui = running_dagster
     in_process, checks = sources_in_process(tmp_path / "storage", "hardware")
     run = launch_sources(page, ui, "drones")

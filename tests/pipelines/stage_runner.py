@@ -2,11 +2,12 @@
 kill and restart a materialization, and by the shared scripted RECOR build).
 Usage: python -m tests.pipelines.stage_runner STAGE...
 
-Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache), BENCHFOUNDRY_RECOR_SOURCES (the RECOR source registry, the
-project's by default) and BENCHFOUNDRY_STAGE_HOME (an instance folder that keeps the runs;
-an ephemeral instance when unset). ``location`` is the same definitions as a code location,
-for tests that query them as the web UI does. BENCHFOUNDRY_CACHE_TYPE=postgres keeps the LLM
-answers in the Postgres cache at BENCHFOUNDRY_CACHE_URL instead of under BENCHFOUNDRY_CACHE."""
+Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache),
+BENCHFOUNDRY_RECOR_SOURCES (the RECOR source registry, the project's by default) and
+BENCHFOUNDRY_STAGE_HOME (an instance folder that keeps the runs; an ephemeral instance when
+unset). ``location`` is the same definitions as a code location, for tests that query them
+as the web UI does. BENCHFOUNDRY_CACHE_TYPE=postgres keeps the LLM answers in the Postgres
+cache at BENCHFOUNDRY_CACHE_URL instead of under BENCHFOUNDRY_CACHE."""
 
 from __future__ import annotations
 

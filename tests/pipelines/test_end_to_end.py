@@ -332,7 +332,10 @@ def test_default_run_builds_wikiprofile_facts_with_ten_tasks(default_run):
 @pytest.mark.slow
 def test_default_run_profiles_the_embedded_model(default_run):
     storage, instance = default_run.storage, default_run.instance()
-    meta = lambda key: default_run.metadata("eval", f"wikiprofile_{key}")
+
+    def meta(key):
+        return default_run.metadata("eval", f"wikiprofile_{key}")
+
     # the profiling reads the release sample's slice (facts 0 and 8), not the build
     facts = pl.read_parquet(storage / "eval" / "wikiprofile_tasks.parquet")["fact_id"].n_unique()
     assert instance.get_dynamic_partitions("wikiprofile_subjects") == ["smollm2"]

@@ -1,10 +1,9 @@
 """The estimate a paper or demo job shows before it runs: LLM calls per stage and partition
 from the settings and the registry's roles, against hand-computed counts."""
 
-import pytest
-
 import shutil
 
+import pytest
 import yaml
 
 from assets.quit.settings import FinetuneSettings, QuitSettings

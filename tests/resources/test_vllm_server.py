@@ -116,12 +116,12 @@ def test_upr_reads_the_question_log_probabilities_from_vllm_like_the_in_process_
     assert [r.error for r in served + local] == [None] * 2 * len(reqs)
     assert vllm_server.requests_served() - before == len(reqs)
     assert (stats.calls, stats.cached) == (len(reqs), 0)
-    for req, s, l in zip(reqs, served, local):
+    for req, s, loc in zip(reqs, served, local):
         # one value per question token, as llama.cpp's tokenizer cuts it, and the same prompt
-        assert len(s.value) == len(l.value) > 3 and s.prompt_tokens == l.prompt_tokens, req.key
+        assert len(s.value) == len(loc.value) > 3 and s.prompt_tokens == loc.prompt_tokens, req.key
         # measured: at most 0.28 nats on a token, 0.08 on the mean over 12 such pairs
-        assert max(abs(a - b) for a, b in zip(s.value, l.value)) < 0.5, (req.key, s.value, l.value)
-        assert abs(sum(s.value) / len(s.value) - sum(l.value) / len(l.value)) < 0.15, req.key
+        assert max(abs(a - b) for a, b in zip(s.value, loc.value)) < 0.5, (req.key, s.value, loc.value)
+        assert abs(sum(s.value) / len(s.value) - sum(loc.value) / len(loc.value)) < 0.15, req.key
 
     # Reranking through UPR: the relevant passage comes first although it was retrieved last.
     head = {q: [p for p in PASSAGES if p != RELEVANT[q]] + [RELEVANT[q]] for q in QUERIES}
@@ -145,13 +145,13 @@ def test_first_token_verdicts_read_vllms_top_logprobs_like_the_in_process_models
     local = llm.run("local", reqs)
     assert [r.error for r in served + local] == [None] * 2 * len(reqs)
     assert vllm_server.requests_served() - before == len(reqs)
-    for req, s, l in zip(reqs, served, local):
+    for req, s, loc in zip(reqs, served, local):
         assert len(s.top_logprobs) == VERDICT["top_logprobs"], req.key
-        p_served, p_local = yes_probability(s.top_logprobs), yes_probability(l.top_logprobs)
+        p_served, p_local = yes_probability(s.top_logprobs), yes_probability(loc.top_logprobs)
         assert p_served is not None and verdict(s) is not None
         # measured: at most 0.031 apart over these 12 items
         assert abs(p_served - p_local) < 0.06, (req.key, p_served, p_local)
-        assert verdict(s) == verdict(l), req.key
+        assert verdict(s) == verdict(loc), req.key
 
 
 def test_the_resource_starts_the_deployments_server_command_and_stops_it_after_the_run(tmp_path, monkeypatch):

@@ -142,7 +142,10 @@ def passage_answers(
     outs={
         "passage_labels": wiring.out(
             kinds={"polars"},
-            description="Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage; none, with the error, where a call failed.",
+            description=(
+                "Label 2 (some labeler answered correctly from the passage) or 1, per labeled passage; none, "
+                "with the error, where a call failed."
+            ),
         ),
         "answer_pools": wiring.out(
             kinds={"polars"},

@@ -111,7 +111,8 @@ def turns(
     scores above the threshold; with advisory verdicts the documents holding the verified
     facts, best rated first), the retrieval reasoning and the answer from the verified
     facts (the facts themselves when the model's answer loops or restates the question).
-    ``question_origin`` and ``answer_origin`` say which path each turn took. A rejected turn skips its aspect; the conversation goes on with the next one."""
+    ``question_origin`` and ``answer_origin`` say which path each turn took. A rejected turn skips its
+    aspect; the conversation goes on with the next one."""
     verified = fact_rows.filter(pl.col("verified"))
     facts_of = {a: g["fact"].to_list() for (a,), g in verified.group_by("aspect_id", maintain_order=True)}
     pending = {

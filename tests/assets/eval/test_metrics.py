@@ -9,16 +9,16 @@ import polars as pl
 import pytest
 
 from assets.common.metadata import report_slice
+from assets.eval import reports
 from assets.eval.metrics import (
-    grouped_per_question_metrics,
     RETRIEVAL_METRICS,
     evaluate_run,
+    grouped_per_question_metrics,
     metric_label,
     ndcg,
     parse_metric,
     per_question,
 )
-from assets.eval import reports
 from assets.eval.runs import RUN_SCHEMA, qrels_dict, run_dict, trec_run
 
 # ranx compiles its metrics once a session, in the background (tests.background)

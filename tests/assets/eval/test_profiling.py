@@ -90,7 +90,7 @@ def test_the_autorater_gets_every_sample_of_a_question_in_one_call():
 
 
 def test_from_labels_to_grades_and_profiles():
-    C, I, P, O = method.LABELS
+    C, I, P, O = method.LABELS  # noqa: E741 (the method's label letters)
     labels = []
 
     def add(fact, task, thinking, got):
@@ -141,7 +141,7 @@ def test_from_labels_to_grades_and_profiles():
 
 
 def test_a_model_without_a_thinking_run_is_profiled_not_dropped():
-    C, I, P, O = method.LABELS
+    C, I, P, O = method.LABELS  # noqa: E741 (the method's label letters)
     labels = []
 
     def add(fact, task, got):
@@ -184,7 +184,7 @@ def test_the_profiles_asset_names_a_missing_thinking_run_in_its_metadata():
     from assets.partitions import subject_partitions
     from assets.wikiprofile.settings import WikiProfileSettings
 
-    C, I = method.CORRECT, method.INCORRECT
+    C, I = method.CORRECT, method.INCORRECT  # noqa: E741 (the method's label letters)
     # one fact, encoded (3/4) and known (4/4) without thinking; no thinking run at all
     labels = [
         {

@@ -30,7 +30,10 @@ ANSWER = (
 )
 DOCS = {
     "d1": "Natural selection weakens after reproduction. Late traits barely affect offspring numbers in most species.",
-    "d2": "Harmful mutations that act late in life accumulate across generations. Huntington disease carriers usually have children before symptoms appear.",
+    "d2": (
+        "Harmful mutations that act late in life accumulate across generations. "
+        "Huntington disease carriers usually have children before symptoms appear."
+    ),
     "d3": "UNRELATED: the history of the microscope and lens grinding in the Netherlands.",
 }
 

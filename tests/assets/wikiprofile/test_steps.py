@@ -477,7 +477,8 @@ def test_advisory_builder_falls_back_to_questions_and_options_built_by_rule():
     # rule-made questions are rephrased by rule, without asking the model
     assert not rejects and not llm.prompts and set(natural["origin"]) == {"rules"}
     assert natural["question"].to_list() == [
-        'In this statement about Ernest Shackleton, which place is missing: "Ernest Shackleton died of a heart attack at ___ in January 1922."?',
+        "In this statement about Ernest Shackleton, which place is missing: "
+        '"Ernest Shackleton died of a heart attack at ___ in January 1922."?',
         'Who or what is described here, in place of the blank: "___ died of a heart attack at Grytviken in January 1922."?',
     ]
 

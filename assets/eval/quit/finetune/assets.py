@@ -421,8 +421,8 @@ def quit_dense_model(
     settings, seed and code), never over an earlier model; a rerun with nothing changed reuses
     that folder. Registered as retriever ``ft-dpr-<base>`` once the saved model encodes a
     question (``ft-dpr-<base>-p<count>``, one per count, when ``positives`` sweeps several), so
-    materializing ``eval/quit_index`` and ``eval/quit_runs`` for that partition evaluates it. The paper fine-tunes ``bert-base-uncased``; the demo starts from the
-    bundled MiniLM (e5-small cannot be a base: it is no Hugging Face model)."""
+    materializing ``eval/quit_index`` and ``eval/quit_runs`` for that partition evaluates it. The paper fine-tunes
+    ``bert-base-uncased``; the demo starts from the bundled MiniLM (e5-small cannot be a base: it is no Hugging Face model)."""
     return trained_model(context, quit_finetune_data, storage, finetune_settings, DENSE)
 
 

@@ -78,7 +78,7 @@ def ordered_positives(qrels_of_question: Mapping[str, int], seed: int, question_
     rng = random.Random(f"{seed}/{question_id}")
     ordered = []
     for label in (2, 1):
-        ids = sorted(p for p, l in qrels_of_question.items() if l == label)
+        ids = sorted(p for p, got in qrels_of_question.items() if got == label)
         rng.shuffle(ids)
         ordered += [(p, label) for p in ids]
     return ordered

@@ -21,7 +21,6 @@ from assets.eval.wikiprofile.assets.common import (
 from assets.wikiprofile import sources
 from assets.wikiprofile.settings import WikiProfileSettings
 
-
 # WikiProfile's analyses as report assets over every profiled model (all partitions of the
 # profiling assets): popularity tiers, direct vs reverse with error attribution, thinking as
 # recovery with the correct>=p curve, and the robustness of the thresholds and of n. The
