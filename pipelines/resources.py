@@ -14,7 +14,7 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import CheckSettings
 from resources.encoders import EncoderResource
 from resources.faiss_index import FaissIndexResource
-from resources.llm import LLMResource
+from resources.llm import REGISTRY_PATH, LLMResource
 from resources.lucene import LuceneResource
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource, parquet_io_manager, storage_root
@@ -26,8 +26,12 @@ def default_resources() -> dict:
         "storage": StorageResource(root=storage_root(), local_index_root=os.path.join(cache, "indexes")),
         # The IO manager reads its root from ``storage``: one setting moves every file.
         "io_manager": parquet_io_manager,
+        # One registry for the partitions, the pools and the calls: the one the code location loaded.
         "llm": LLMResource(
-            cache_dir=os.path.join(cache, "llm"), cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk")
+            registry_path=REGISTRY_PATH,
+            definitions_registry=REGISTRY_PATH,
+            cache_dir=os.path.join(cache, "llm"),
+            cache_type=os.environ.get("BENCHFOUNDRY_CACHE_TYPE", "disk"),
         ),
         "lucene": LuceneResource(),
         "encoder": EncoderResource(),

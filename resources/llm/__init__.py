@@ -1,11 +1,13 @@
 """LLM access through litellm: the model registry (``registry``), the embedded llama.cpp
 provider (``embedded``), the response cache (``cache``), the Dagster resource (``resource``)
 with its call path and retries (``calls``, ``faults``, ``client``), its requests and results
-(``results``) and call accounting (``accounting``). The names every step uses are
+(``results``), call accounting (``accounting``) and the handle a step is given for one model
+(``model``). The names every step uses are
 re-exported here."""
 
 from resources.llm.accounting import CallStats
 from resources.llm.embedded import EmbeddedLlama, embedded_model_path, register_provider
+from resources.llm.model import Model
 from resources.llm.registry import (
     DEFAULT_CONCURRENCY,
     REGISTRY_PATH,
@@ -31,6 +33,7 @@ __all__ = [
     "LLMRequest",
     "LLMResource",
     "LLMResult",
+    "Model",
     "ModelSpec",
     "ParseError",
     "REGISTRY_PATH",

@@ -7,7 +7,9 @@ the LLM resource, the roles and the model partitions all read the same one.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import os
 import re
 from pathlib import Path
@@ -71,9 +73,43 @@ DEFAULT_CONCURRENCY = {"vllm": 256, "api": 16, "embedded": 1}
 
 
 def load_registry(path: str = REGISTRY_PATH) -> dict[str, ModelSpec]:
-    """Parse the model registry file; errors name the entry at fault. An alias names
+    """The model registry file's entries; errors name the entry at fault. An alias names
     partitions and files (``resources.names``); the ``model`` it stands for may be any id."""
+    return dict(_parsed(path, _stamp(path))[0])
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """What tells an edited registry file from the one parsed (a remote file: nothing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, stamp: tuple[int, int] | None) -> tuple[dict[str, ModelSpec], dict[str, Any], str | None]:
+    """The registry's entries, its roles and what is wrong with them (raised by whatever reads
+    a role), parsed once per path and version of the file: the pools, partitions and plans of
+    every asset read it when the definitions load."""
     raw = read_yaml(path) or {}
+    specs = _specs(path, raw)
+    roles = raw.get("roles", {}) if isinstance(raw, dict) else {}
+    for name, value in _flatten(roles):
+        for alias in value if isinstance(value, list) else [value]:
+            if alias not in specs:
+                return specs, roles, f"{path}: role {name} names unknown model alias {alias!r}"
+    return specs, roles, None
+
+
+def _roles(path: str) -> tuple[dict[str, ModelSpec], dict[str, Any]]:
+    specs, roles, problem = _parsed(path, _stamp(path))
+    if problem:
+        raise ValueError(problem)
+    return specs, roles
+
+
+def _specs(path: str, raw: Any) -> dict[str, ModelSpec]:
     models = raw.get("models") if isinstance(raw, dict) else None
     if not isinstance(models, dict) or not models:
         raise ValueError(f"{path}: expected a non-empty 'models' mapping")
@@ -139,19 +175,12 @@ def _check_mode(path: str, alias: str, entry: dict) -> None:
 
 def load_roles(path: str = REGISTRY_PATH) -> dict[str, Any]:
     """The ``roles`` section: which aliases act as labelers, readers, judges, subjects."""
-    raw = read_yaml(path) or {}
-    roles = raw.get("roles", {}) if isinstance(raw, dict) else {}
-    registry = load_registry(path)
-    for name, value in _flatten(roles):
-        for alias in value if isinstance(value, list) else [value]:
-            if alias not in registry:
-                raise ValueError(f"{path}: role {name} names unknown model alias {alias!r}")
-    return roles
+    return copy.deepcopy(_roles(path)[1])
 
 
 def role_aliases(role: str, path: str = REGISTRY_PATH) -> list[str]:
     """Aliases for a dotted role name such as ``quit.labelers``."""
-    node: Any = load_roles(path)
+    node: Any = _roles(path)[1]
     for part in role.split("."):
         node = node[part]
     return list(node) if isinstance(node, list) else [node]
@@ -171,9 +200,10 @@ def llm_pool(*roles: str, path: str = REGISTRY_PATH) -> str:
     ``llm_embedded`` when any of their models runs in process (one such step at a time: the
     embedded model uses every core), else ``llm_vllm`` or ``llm_api`` by backend, whose
     limits a deployment raises so partitions of different served models run side by side."""
-    registry, backends = load_registry(path), set()
+    registry, all_roles = _roles(path)
+    backends = set()
     for role in roles:
-        node: Any = load_roles(path)
+        node: Any = all_roles
         for part in role.split("."):
             node = node[part]
         backends |= {registry[a].backend for _, v in _flatten(node) for a in (v if isinstance(v, list) else [v])}

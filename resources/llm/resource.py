@@ -40,6 +40,7 @@ from resources.llm.cache import AnswerCache, AnswerWriter, cache_key, install_em
 from resources.llm.calls import CallPath, _later, _run_async
 from resources.llm.embedded import _EMBEDDED
 from resources.llm.faults import Breaker
+from resources.llm.model import Model
 from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry, role_aliases
 from resources.llm.replicas import ReplicaPool
 from resources.llm.results import LLMRequest, LLMResult, ScoreRequest, _finish, _from_payload
@@ -72,6 +73,10 @@ class LLMResource(CallPath, dg.ConfigurableResource):
             "the code location started, else resources/models.yaml"
         ),
     )
+    # The registry the code location's model partitions and concurrency pools were computed
+    # from when it loaded (the definitions set it: BENCHFOUNDRY_MODELS, else the default).
+    # A run whose registry_path differs is refused: it would ask models no partition names.
+    definitions_registry: str | None = None
     cache_dir: str = ".cache/llm"
     # "disk" (a diskcache folder, cache_dir), "postgres" (one table every worker shares, at
     # cache_url) or "off". cache_url None: $BENCHFOUNDRY_CACHE_URL, read when the cache is
@@ -105,6 +110,7 @@ class LLMResource(CallPath, dg.ConfigurableResource):
     _registry: dict[str, ModelSpec] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._check_registry()
         self._load()
         # Dagster sets up ``server`` itself, not list members. All are launched before any is
         # waited for, so their start-ups overlap.
@@ -122,6 +128,16 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         for s in self.servers:
             s.stop()
 
+    def _check_registry(self) -> None:
+        if self.definitions_registry and os.path.abspath(self.registry_path) != os.path.abspath(
+            self.definitions_registry
+        ):
+            raise dg.Failure(
+                f"the llm resource's registry_path {self.registry_path} is not the registry this code location's "
+                f"model partitions and pools were computed from ({self.definitions_registry}); point "
+                "BENCHFOUNDRY_MODELS at it and restart the code location instead of changing it for one run"
+            )
+
     def _load(self) -> None:
         self._registry = load_registry(self.registry_path)
         install_embedded_provider()
@@ -134,6 +150,18 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         """The aliases of a role (``quit.judge``, ``recor.builder``, ...) in the registry this
         resource is configured with, so that a run with another registry file asks its models."""
         return role_aliases(role, self.registry_path)
+
+    def model(self, role: str) -> Model:
+        """The handle of a role's model (its first alias: ``quit.judge``, ``recor.builder``)."""
+        return self.named(self.role(role)[0])
+
+    def models(self, role: str) -> list[Model]:
+        """The handles of every alias of a role (``quit.labelers``, ``recor.generators``)."""
+        return [self.named(alias) for alias in self.role(role)]
+
+    def named(self, alias: str) -> Model:
+        """The handle of one alias (a partition's model: a subject, a reader)."""
+        return Model(self, self.spec(alias))
 
     def spec(self, alias: str) -> ModelSpec:
         if not self._registry:

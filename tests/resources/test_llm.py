@@ -203,3 +203,59 @@ def test_a_steps_pool_follows_the_backends_of_its_roles(tmp_path):
     assert llm_pool("quit.judge", path=path) == "llm_api"
     assert llm_pool("quit", path=path) == "llm_vllm"
     assert llm_pool("recor", path=path) == "llm_embedded"  # one in-process step at a time
+
+
+ROLES = (
+    "models:\n"
+    "  qwen: {model: hosted_vllm/qwen, backend: vllm, verdicts: advisory}\n"
+    "  gpt: {model: openai/gpt-4o, backend: api}\n"
+    "roles:\n  quit: {labelers: [qwen, gpt], judge: gpt}\n"
+)
+
+
+def test_a_model_handle_binds_the_alias_its_entry_and_the_resource(tmp_path):
+    llm = LLMResource(registry_path=write(tmp_path, ROLES), cache_dir=str(tmp_path / "cache"))
+    judge = llm.model("quit.judge")
+    assert (judge.alias, judge.spec.model, judge.binding, judge.llm) == ("gpt", "openai/gpt-4o", True, llm)
+    assert [(m.alias, m.binding) for m in llm.models("quit.labelers")] == [("qwen", False), ("gpt", True)]
+    assert llm.named("qwen").spec == load_registry(llm.registry_path)["qwen"]
+    assert repr(judge) == "Model(gpt: openai/gpt-4o)"
+    with pytest.raises(KeyError, match="'ghost' is not in"):
+        llm.named("ghost")
+
+
+def test_the_registry_is_parsed_once_per_path_and_again_once_edited(tmp_path, monkeypatch):
+    from resources.llm import registry
+
+    parses = []
+    read = registry.read_yaml
+    monkeypatch.setattr(registry, "read_yaml", lambda path: parses.append(path) or read(path))
+    path = write(tmp_path, ROLES)
+    for _ in range(3):  # what the definitions do per asset: entries, roles, aliases, pools
+        load_registry(path), llm_mod.load_roles(path), llm_mod.role_aliases("quit.judge", path)
+        registry.llm_pool("quit", path=path)
+    assert parses == [path]
+    write(tmp_path, ROLES.replace("judge: gpt", "judge: qwen"))
+    assert llm_mod.role_aliases("quit.judge", path) == ["qwen"] and parses == [path, path]
+    # a copy each time: a caller changing what it was given changes nothing for the next
+    load_registry(path).clear()
+    llm_mod.load_roles(path)["quit"]["judge"] = "gpt"
+    assert "qwen" in load_registry(path) and llm_mod.role_aliases("quit.judge", path) == ["qwen"]
+
+
+def test_a_run_cannot_point_the_llm_resource_at_another_registry_than_the_definitions(tmp_path):
+    import dagster as dg
+
+    loaded = write(tmp_path, ROLES)
+    other = tmp_path / "other.yaml"
+    other.write_text(ROLES.replace("qwen", "llama"))
+    context = dg.build_init_resource_context()
+    LLMResource(registry_path=loaded, definitions_registry=loaded).setup_for_execution(context)
+    LLMResource(registry_path=str(other)).setup_for_execution(context)  # no definitions: a script's own
+    with pytest.raises(dg.Failure, match="BENCHFOUNDRY_MODELS"):
+        LLMResource(registry_path=str(other), definitions_registry=loaded).setup_for_execution(context)
+    # the code location binds both to the registry it computed its partitions from
+    from pipelines.resources import default_resources
+
+    bound = default_resources()["llm"]
+    assert bound.registry_path == bound.definitions_registry == llm_mod.REGISTRY_PATH
