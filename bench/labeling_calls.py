@@ -27,7 +27,7 @@ def main() -> None:
     from assets.quit import sources, steps
     from assets.quit.rules import passages_frame
     from assets.quit.settings import QuitSettings
-    from resources.llm import CallStats, LLMResource, role_aliases
+    from resources.llm import CallStats, LLMResource
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=2)
@@ -43,13 +43,13 @@ def main() -> None:
     qs = qs.with_columns(qs["hints"].list.head(5))
     ps = passages_frame(qs.select("question_id", "hints"))
     llm = LLMResource(cache_dir=tempfile.mkdtemp())
-    labelers = role_aliases("quit.labelers")
-    judge = role_aliases("quit.judge")[0]
+    labelers = llm.models("quit.labelers")
+    judge = llm.model("quit.judge")
     for attempt in ("fresh cache", "rerun"):
         stats = CallStats()
         t = time.perf_counter()
-        for alias in labelers:
-            steps.passage_answers(ps, qs, llm, alias, judge, stats)
+        for labeler in labelers:
+            steps.passage_answers(ps, qs, labeler, judge, stats)
         wall = time.perf_counter() - t
         sent = stats.calls - stats.cached
         print(

@@ -91,7 +91,7 @@ def _judge(
 ) -> int:
     """Judge each checked generation file, print the table and write the CSVs."""
     err = sys.stderr
-    alias = args.judge or llm.role("recor.judge")[0]
+    judge = llm.named(args.judge) if args.judge else llm.model("recor.judge")
     turns = reteco_judge.release_turns(args.release, targets)
     passages = reteco_judge.passage_ids(turns, args.subtrack, run.rankings if run else None)
     texts = reteco_judge.passage_texts(
@@ -102,8 +102,11 @@ def _judge(
     for c, system in zip(checked, _system_names(checked)):
         print(c.summary(), file=err)
         items = reteco_judge.judge_items(turns, c.answers, passages, texts)
-        print(f"{system}: judging {len(items):,} answers on {len(reteco.DIMENSIONS)} dimensions with {alias}", file=err)
-        judged = reteco_judge.judge(items, llm, alias, stats, log=lambda line: print(line, file=err))
+        print(
+            f"{system}: judging {len(items):,} answers on {len(reteco.DIMENSIONS)} dimensions with {judge.alias}",
+            file=err,
+        )
+        judged = reteco_judge.judge(items, judge, stats, log=lambda line: print(line, file=err))
         diagnostic = None if args.no_diagnostics else reteco_judge.diagnostics(items)
         scores.append(
             reteco_judge.turn_scores(reteco_judge.judged_turns(judged), targets, system, args.subtrack, diagnostic)

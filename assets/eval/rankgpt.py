@@ -9,8 +9,13 @@ previous relative order after the ones it ranked.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from assets.common.parsing import parse_permutation
 from assets.common.prompts import load_prompt
+
+if TYPE_CHECKING:
+    from resources.llm import Model
 
 
 def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -33,8 +38,7 @@ def prompt_messages(query: str, passages: list[str], max_words: int = 100) -> li
 
 
 def rerank(
-    llm,
-    alias: str,
+    model: Model,
     queries: dict[str, str],
     ranked: dict[str, list[str]],
     texts: dict[str, str],
@@ -61,7 +65,7 @@ def rerank(
             )
             for q, (s, e) in todo
         ]
-        results = llm.run(alias, reqs, stats=stats, log=log)
+        results = model.run(reqs, stats=stats, log=log)
         for (q, (s, e)), r in zip(todo, results):
             span = lists[q][s:e]
             order, fixed = parse_permutation(r.text or "", len(span))

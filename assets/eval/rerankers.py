@@ -16,8 +16,9 @@ import math
 from assets.common.prompts import load_prompt
 from assets.common.verdicts import yes_probability
 from assets.eval import rankgpt
-from resources.llm import CallStats, LLMRequest, ScoreRequest
+from resources.llm import CallStats, LLMRequest, Model, ScoreRequest
 from resources.retrieval import ENTRYPOINT, checked_ranking, load_function, read_run_files
+from resources.retrieval.registry import LLM_RERANKERS
 
 
 @dataclasses.dataclass
@@ -49,7 +50,7 @@ def _regroup(head: dict[str, list[str]], scores: dict[tuple[str, str], float | N
     return {q: order_by_scores(ids, [scores[(q, p)] for p in ids]) for q, ids in head.items()}
 
 
-def pointwise(llm, alias: str, queries, head, texts, top_logprobs: int, stats: CallStats, log=None) -> Reranked:
+def pointwise(model: Model, queries, head, texts, top_logprobs: int, stats: CallStats, log=None) -> Reranked:
     prompt = load_prompt("eval", "relevance")
     pairs = _pairs(queries, head, texts)
     params = {"logprobs": True, "top_logprobs": top_logprobs, "max_tokens": 1, "temperature": 0.0}
@@ -57,19 +58,19 @@ def pointwise(llm, alias: str, queries, head, texts, top_logprobs: int, stats: C
         LLMRequest(f"{q} {pid}", prompt.messages(question=query, passage=text), params=params)
         for q, pid, query, text in pairs
     ]
-    results = llm.run(alias, reqs, stats=stats, log=log)
+    results = model.run(reqs, stats=stats, log=log)
     scores = {(q, pid): (yes_probability(r.top_logprobs) if r.ok else None) for (q, pid, *_), r in zip(pairs, results)}
     return Reranked(_regroup(head, scores), unscored=sum(s is None for s in scores.values()))
 
 
-def upr(llm, alias: str, queries, head, texts, stats: CallStats, log=None) -> Reranked:
+def upr(model: Model, queries, head, texts, stats: CallStats, log=None) -> Reranked:
     prompt = load_prompt("eval", "upr")
     pairs = _pairs(queries, head, texts)
     reqs = [
         ScoreRequest(f"{q} {pid}", prompt.user.format(passage=text), prompt.continuation.format(question=query))
         for q, pid, query, text in pairs
     ]
-    results = llm.score(alias, reqs, stats=stats, log=log)
+    results = model.score(reqs, stats=stats, log=log)
     scores = {(q, pid): (mean_logprob(r.value) if r.ok else None) for (q, pid, *_), r in zip(pairs, results)}
     return Reranked(_regroup(head, scores), unscored=sum(s is None for s in scores.values()))
 
@@ -145,15 +146,17 @@ def rerank(
     spec, llm, queries: dict[str, str], head: dict[str, list[str]], texts: dict[str, str], stats: CallStats, log=None
 ) -> Reranked:
     """Reorder every question's head with the reranker ``spec`` describes (a run file
-    reranker needs the retriever and split: :func:`from_run_files`)."""
+    reranker needs the retriever and split: :func:`from_run_files`). An LLM reranker calls
+    the model registry's alias its ``model`` names through ``llm``; the others never touch it."""
     if spec.kind == ENTRYPOINT:
         return entrypoint(spec, queries, head, texts)
-    if spec.kind == "pointwise":
-        return pointwise(llm, spec.model, queries, head, texts, spec.top_logprobs, stats, log)
-    if spec.kind == "upr":
-        return upr(llm, spec.model, queries, head, texts, stats, log)
-    if spec.kind == "rankgpt":
-        lists, repaired = rankgpt.rerank(llm, spec.model, queries, head, texts, spec.window, spec.step, stats, log)
+    if spec.kind in LLM_RERANKERS:
+        model = llm.named(spec.model)
+        if spec.kind == "pointwise":
+            return pointwise(model, queries, head, texts, spec.top_logprobs, stats, log)
+        if spec.kind == "upr":
+            return upr(model, queries, head, texts, stats, log)
+        lists, repaired = rankgpt.rerank(model, queries, head, texts, spec.window, spec.step, stats, log)
         return Reranked(lists, repaired=repaired)
     if spec.kind == "seq2seq":
         return seq2seq(spec, queries, head, texts)

@@ -1,7 +1,7 @@
-"""The LLM-driven steps of QUIT construction, as functions of frames and an LLM client.
+"""The LLM-driven steps of QUIT construction, as functions of frames and model handles.
 
-Each function takes the :class:`~resources.llm.LLMResource` (or anything with its ``run``
-method: tests pass a scripted one) and a :class:`~resources.llm.CallStats` to account into,
+Each function takes the :class:`~resources.llm.Model` handles it calls (a labeler, the judge:
+tests bind scripted clients) and a :class:`~resources.llm.CallStats` to account into,
 and returns frames. Failed or unparsable calls are kept in the output with their error and
 raw text. An unparsable reply is still an answer: it is counted as not correct. A call that
 got no reply after its retries (:func:`failed`) leaves what it would have decided undecided
@@ -28,7 +28,7 @@ from assets.common.prompts import load_prompt
 from assets.common.text import contains_phrase, exact_match, normalize
 from assets.quit import rules
 from assets.quit.sources import REJECTS
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 # A verdict needs one word; capping the output keeps small models from rambling.
 VERDICT = {"max_tokens": 3}
@@ -52,7 +52,7 @@ def failed(error: str | None) -> bool:
 
 
 def judged(
-    llm, alias: str, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
+    judge: Model, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
 ) -> dict[tuple[str, str], tuple[bool | None, str | None]]:
     """GPT-Eval ``(verdict, error)`` for ``(question_id, question, golds, candidate)`` items,
     by ``(question_id, normalized candidate)``.
@@ -74,17 +74,17 @@ def judged(
         msgs = prompt.messages(question=question, gold=gold_text(golds), candidate=candidate)
         pending[key] = LLMRequest(key=f"{qid} | {candidate}", messages=msgs, params=VERDICT, output=prompt.output)
     keys = list(pending)
-    results = llm.run(alias, [pending[k] for k in keys], parse=parse_yes_no, stats=stats, log=log)
+    results = judge.run([pending[k] for k in keys], parse=parse_yes_no, stats=stats, log=log)
     for k, r in zip(keys, results):
         verdicts[k] = (r.value if r.ok else None, r.error)
     return verdicts
 
 
 def judge(
-    llm, alias: str, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
+    judge: Model, items: list[tuple[str, str, list[str], str]], stats: CallStats, log=None
 ) -> dict[tuple[str, str], bool | None]:
     """The verdicts of :func:`judged` alone (None: unparsable, or the call failed)."""
-    return {k: v for k, (v, _) in judged(llm, alias, items, stats, log).items()}
+    return {k: v for k, (v, _) in judged(judge, items, stats, log).items()}
 
 
 # --- 3.1.2 leakage -------------------------------------------------------------------------
@@ -100,13 +100,7 @@ LEAK_SPAN_SCHEMA = {
 
 
 def screen_leakage(
-    questions: pl.DataFrame,
-    llm,
-    judge_alias: str,
-    stats: CallStats,
-    step: str = "leakage",
-    log=None,
-    binding: bool = True,
+    questions: pl.DataFrame, judge: Model, stats: CallStats, step: str = "leakage", log=None, binding: bool = True
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Drop questions any of whose hints names the answer (or an equivalent of it).
 
@@ -140,7 +134,7 @@ def screen_leakage(
                         )
                     )
                     span_owner.append((qi, hi, span))
-    results = llm.run(judge_alias, span_requests, parse=parse_yes_no, stats=stats, log=log)
+    results = judge.run(span_requests, parse=parse_yes_no, stats=stats, log=log)
     judged_leaks: dict[int, str] = {}
     unresolved = []
     for (qi, hi, span), r in zip(span_owner, results):
@@ -179,7 +173,7 @@ def _reject(row: dict, step: str, reason: str, detail: str) -> dict:
 
 
 def hint_convergence(
-    questions: pl.DataFrame, llm, alias: str, distractors: int, stats: CallStats, log=None
+    questions: pl.DataFrame, model: Model, distractors: int, stats: CallStats, log=None
 ) -> pl.DataFrame:
     """Convergence of every hint: from the source when it has it (WikiHint), else computed
     as HintEval defines it over the gold answer and wrong candidates (the source's
@@ -188,8 +182,7 @@ def hint_convergence(
     # Candidates first: one generation call per question lacking source candidates.
     need_gen = [r for r in rows if r["hint_convergence"] is None and not _wrong(r["candidate_answers"], r["aliases"])]
     gen_prompt = _prompt("distractors")
-    gen = llm.run(
-        alias,
+    gen = model.run(
         [
             LLMRequest(
                 r["question_id"],
@@ -227,7 +220,7 @@ def hint_convergence(
                     )
                 )
                 fit_index.append((len(out) - 1, ci))
-    results = llm.run(alias, fit_requests, parse=parse_yes_no, stats=stats, log=log)
+    results = model.run(fit_requests, parse=parse_yes_no, stats=stats, log=log)
     answers: dict[int, dict[int, bool | None]] = {}
     for (oi, ci), res in zip(fit_index, results):
         answers.setdefault(oi, {})[ci] = res.value if res.ok else None
@@ -288,13 +281,12 @@ def select_hints(questions: pl.DataFrame, convergence: pl.DataFrame) -> pl.DataF
 # --- 3.1.3 type and difficulty ---------------------------------------------------------------
 
 
-def question_types(questions: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+def question_types(questions: pl.DataFrame, model: Model, stats: CallStats, log=None) -> pl.DataFrame:
     """coarse:fine type per question: the source's when given, else the LLM's label."""
     rows = questions.select("question_id", "question", "major_type", "minor_type").to_dicts()
     missing = [r for r in rows if not rules.coarse_type(r["major_type"])]
     prompt = _prompt("question_type")
-    results = llm.run(
-        alias,
+    results = model.run(
         [LLMRequest(r["question_id"], prompt.messages(question=r["question"]), output=prompt.output) for r in missing],
         parse=rules.parse_type_label,
         stats=stats,
@@ -392,9 +384,8 @@ ANSWER_SCHEMA = {
 
 def closed_book_answers(
     questions: pl.DataFrame,
-    llm,
-    alias: str,
-    judge_alias: str,
+    model: Model,
+    judge: Model,
     repeats: int,
     temperature: float,
     stats: CallStats,
@@ -417,11 +408,11 @@ def closed_book_answers(
                 )
             )
             owners.append((r, f"repeat{k}"))
-    results = llm.run(alias, reqs, parse=rules.parse_short_answer, stats=stats, log=log)
-    return _graded(owners, results, alias, llm, judge_alias, binding, stats, log)
+    results = model.run(reqs, parse=rules.parse_short_answer, stats=stats, log=log)
+    return _graded(owners, results, model.alias, judge, binding, stats, log)
 
 
-def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl.DataFrame:
+def _graded(owners, results, alias: str, judge: Model, binding, stats, log) -> pl.DataFrame:
     """Answers with their verdicts. ``correct`` is null when the answer's call failed, or when
     a binding judge had to decide and its call failed."""
     items = [
@@ -429,7 +420,7 @@ def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl
         for (r, _), res in zip(owners, results)
         if res.ok and res.value
     ]
-    verdicts = judged(llm, judge_alias, items, stats, log)
+    verdicts = judged(judge, items, stats, log)
     out = []
     for (r, item), res in zip(owners, results):
         answer = res.value if res.ok else None
@@ -461,9 +452,8 @@ def _graded(owners, results, alias, llm, judge_alias, binding, stats, log) -> pl
 def passage_answers(
     passages: pl.DataFrame | Iterable[pl.DataFrame],
     questions: pl.DataFrame,
-    llm,
-    alias: str,
-    judge_alias: str,
+    model: Model,
+    judge: Model,
     stats: CallStats,
     log=None,
     binding: bool = True,
@@ -496,9 +486,9 @@ def passage_answers(
                 yield LLMRequest(pid, prompt.messages(question=q[qid]["question"], context=text))
 
     frames = []
-    for results in llm.stream(alias, requests(), parse=parse, stats=stats, log=log, total=total):
+    for results in model.stream(requests(), parse=parse, stats=stats, log=log, total=total):
         owners = [(q[qid], pid) for qid, pid in (pending.popleft() for _ in results)]
-        frames.append(_graded(owners, results, alias, llm, judge_alias, binding, judge_stats or stats, log))
+        frames.append(_graded(owners, results, model.alias, judge, binding, judge_stats or stats, log))
     frame = pl.concat(frames) if frames else pl.DataFrame(schema=ANSWER_SCHEMA)
     return frame.rename({"item": "passage_id"})
 
@@ -515,7 +505,7 @@ class Verified:
 
 
 def apply(
-    decisions, answers, labels, pools, questions, llm, judge_alias, stats, log=None, binding: bool = True
+    decisions, answers, labels, pools, questions, judge: Model, stats, log=None, binding: bool = True
 ) -> Verified:
     """The label update of 3.2.4 for questions with decisions; others pass through."""
     empty_rejects = REJECTS.empty()
@@ -532,7 +522,5 @@ def apply(
             .drop("aliases")
             .join(new_pools.select("question_id", pl.col("answer_pool").alias("aliases")), on="question_id")
         )
-        _, rejects, _ = screen_leakage(
-            recheck, llm, judge_alias, stats, step="human_verification", log=log, binding=binding
-        )
+        _, rejects, _ = screen_leakage(recheck, judge, stats, step="human_verification", log=log, binding=binding)
     return Verified(new_labels, new_pools, rejects, True, len(decisions), demoted)

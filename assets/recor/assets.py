@@ -13,7 +13,7 @@ from assets.partitions import domain_partitions
 from assets.recor import release, rules, steps
 from assets.recor.settings import RecorSettings
 from resources.encoders import encode_texts
-from resources.llm import CallStats, LLMResource
+from resources.llm import CallStats, LLMResource, Model
 from resources.llm.registry import llm_pool
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource
@@ -23,8 +23,8 @@ GROUP = "recor"
 wiring = Wiring(PREFIX, GROUP)
 
 
-def _builder(llm: LLMResource) -> str:
-    return llm.role("recor.builder")[0]
+def _builder(llm: LLMResource) -> Model:
+    return llm.model("recor.builder")
 
 
 def _similarity(settings: RecorSettings) -> steps.Similarity:
@@ -136,7 +136,7 @@ def hard_negatives(
         where = storage.index_path("search", collection)
         search.index(where, pool.select(pl.col("doc_id").alias("id"), pl.col("content").alias("contents")))
         queries = steps.mining_queries(
-            source_questions, llm, _builder(llm), recor_settings.mining_queries, stats, context.log.info
+            source_questions, _builder(llm), recor_settings.mining_queries, stats, context.log.info
         )
         asked = list(dict.fromkeys(q for qs in queries.values() for q in qs if q.strip()))
         found = {
@@ -199,7 +199,6 @@ def aligned_documents(
     frame, rejects = steps.alignment(
         source_questions,
         source_documents,
-        llm,
         _builder(llm),
         _similarity(recor_settings),
         recor_settings.build_thresholds(llm),
@@ -247,7 +246,6 @@ def aspects(
         source_questions,
         aligned_documents,
         source_documents,
-        llm,
         _builder(llm),
         _similarity(recor_settings),
         recor_settings.build_thresholds(llm),
@@ -295,7 +293,6 @@ def facts(
         aspects,
         aligned_documents,
         source_documents,
-        llm,
         _builder(llm),
         _similarity(recor_settings),
         recor_settings.build_thresholds(llm),
@@ -361,7 +358,6 @@ def turns(
         facts,
         aligned_documents,
         source_documents,
-        llm,
         _builder(llm),
         recor_settings.build_thresholds(llm),
         stats,
@@ -395,7 +391,7 @@ def conversations(
     """Conversation validation (3.2.3): 3-12 turns, document diversity, logical progression."""
     stats = CallStats()
     frame, rejects = steps.conversations(
-        turns, llm, _builder(llm), recor_settings.build_thresholds(llm), stats, context.log.info
+        turns, _builder(llm), recor_settings.build_thresholds(llm), stats, context.log.info
     )
     yield dg.Output(
         frame,
@@ -471,11 +467,11 @@ def benchmark(
 def quality_scores(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, corpus: pl.DataFrame, llm: LLMResource):
     """Automatic quality analysis of the domain's conversations (3.4, appendix G) by the
     registry's ``recor.judge`` model."""
-    judge = llm.role("recor.judge")[0]
+    judge = llm.model("recor.judge")
     # each output carries the accounting of its own calls, so its check names its own failures
     scored, labeled = CallStats(), CallStats()
-    scores = steps.conversation_scores(benchmark, corpus, llm, judge, scored, context.log.info)
-    labels = steps.turn_labels(benchmark, llm, judge, labeled, context.log.info)
+    scores = steps.conversation_scores(benchmark, corpus, judge, scored, context.log.info)
+    labels = steps.turn_labels(benchmark, judge, labeled, context.log.info)
     yield dg.Output(scores, output_name="quality_scores", metadata={**table_metadata(scores), **scored.as_metadata()})
     yield dg.Output(
         labels,

@@ -117,7 +117,7 @@ class RecorSettings(ProfiledSettings):
     def build_thresholds(self, llm) -> Thresholds:
         """The knobs a build runs with: the builder's (``recor.builder`` in the LLM resource's
         registry) verdicts binding or advisory as its registry entry says."""
-        return self.thresholds(binding_verdicts=llm.binding(llm.role("recor.builder")[0]))
+        return self.thresholds(binding_verdicts=llm.model("recor.builder").binding)
 
     def fingerprint(self, domain: str) -> str:
         """A hash of the domain's source entry and the bytes of its files: it changes when,

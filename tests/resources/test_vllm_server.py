@@ -126,7 +126,7 @@ def test_upr_reads_the_question_log_probabilities_from_vllm_like_the_in_process_
     # Reranking through UPR: the relevant passage comes first although it was retrieved last.
     head = {q: [p for p in PASSAGES if p != RELEVANT[q]] + [RELEVANT[q]] for q in QUERIES}
     for alias in ("served", "local"):
-        ranked = upr(llm, alias, QUERIES, head, PASSAGES, CallStats())
+        ranked = upr(llm.named(alias), QUERIES, head, PASSAGES, CallStats())
         assert ranked.unscored == 0
         assert {q: ids[0] for q, ids in ranked.lists.items()} == RELEVANT, alias
 

@@ -417,9 +417,8 @@ def quit_reader_answers(
     ``passages_cut_into_sentences`` counts the passages whose id encodes no hints. The
     answer is the reply's last line, as the release's answer cleaning takes it
     (``config.answer_line``: ``first_line`` for the first)."""
-    reader = context.partition_key
+    reader, judge = llm.named(context.partition_key), llm.model("quit.judge")
     parse = quit_rules.READER_PARSES[config.answer_line]
-    judge = llm.role("quit.judge")[0]
     stats = CallStats()
     items, split = readers.reader_items(
         pl.concat([quit_runs, quit_reranked_runs]), benchmark_corpus, benchmark_questions
@@ -428,13 +427,13 @@ def quit_reader_answers(
         context.log.warning(
             f"{len(split)} passages encode no hints in their id and are cut into sentences: {', '.join(split[:10])}"
         )
-    answers = readers.read(items, benchmark_questions, llm, reader, judge, stats, context.log.info, parse=parse)
+    answers = readers.read(items, benchmark_questions, reader, judge, stats, context.log.info, parse=parse)
     relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
     pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
     # With the labeling prompt and model these calls are served from the labeling cache.
-    per_passage = quit_steps.passage_answers(relevant, pool, llm, reader, judge, stats, context.log.info, parse=parse)
+    per_passage = quit_steps.passage_answers(relevant, pool, reader, judge, stats, context.log.info, parse=parse)
     per_passage = readers.with_raw_em(per_passage.with_columns(pl.col("exact_match").alias("em")), benchmark_questions)
-    best = readers.optimal(per_passage, benchmark_qrels, reader)
+    best = readers.optimal(per_passage, benchmark_qrels, reader.alias)
     frame = pl.concat(
         [answers, best.select("question_id", "reader", "system", "em", "em_raw", "correct")], how="diagonal_relaxed"
     )

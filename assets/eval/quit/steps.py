@@ -20,7 +20,7 @@ from assets.common.text import exact_match, normalize
 from assets.eval import metrics as eval_metrics
 from assets.eval.quit.rules import STRATEGIES, passage_units
 from assets.quit import rules, steps
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 CUTOFFS = (1, 3, 5)
 NO_ANSWER = "NO ANSWER"
@@ -107,9 +107,8 @@ def reader_items(
 def read(
     items: list[dict],
     questions: pl.DataFrame,
-    llm,
-    reader: str,
-    judge_alias: str,
+    reader: Model,
+    judge: Model,
     stats: CallStats,
     log=None,
     parse=rules.parse_last_line_answer,
@@ -125,13 +124,13 @@ def read(
         )
         for i in items
     ]
-    results = llm.run(reader, reqs, parse=parse, stats=stats, log=log)
+    results = reader.run(reqs, parse=parse, stats=stats, log=log)
     graded = [
         (i["question_id"], q[i["question_id"]]["question"], q[i["question_id"]]["answers"], r.value)
         for i, r in zip(items, results)
         if r.ok and r.value
     ]
-    verdicts = steps.judge(llm, judge_alias, graded, stats, log)
+    verdicts = steps.judge(judge, graded, stats, log)
     rows = []
     for i, r in zip(items, results):
         answer = r.value if r.ok else None
@@ -140,7 +139,7 @@ def read(
         rows.append(
             {
                 **i,
-                "reader": reader,
+                "reader": reader.alias,
                 "raw": r.text,
                 "answer": answer,
                 "error": r.error,

@@ -19,7 +19,7 @@ import polars as pl
 
 from assets.common.prompts import load_prompt
 from assets.common.verdicts import RATING, rating
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 MODES = ["oracle", "retrieved", "no_retrieval"]
 DIMENSIONS = {
@@ -59,7 +59,7 @@ def contexts(
     return items
 
 
-def answer(items: list[dict], llm, alias: str, stats: CallStats, log=None) -> list[str | None]:
+def answer(items: list[dict], model: Model, stats: CallStats, log=None) -> list[str | None]:
     rag, closed = load_prompt("eval", "rag_answer"), load_prompt("eval", "closed_answer")
     reqs = []
     for i in items:
@@ -74,10 +74,10 @@ def answer(items: list[dict], llm, alias: str, stats: CallStats, log=None) -> li
         reqs.append(LLMRequest(f"{i['qid']} {i['mode']}", msgs, params={"max_tokens": 120}))
     # A failed call is None (no answer, counted in the call stats); an empty reply is "", an
     # answer that scores 0 on the reference metrics.
-    return [" ".join((r.value or "").split()) if r.ok else None for r in llm.run(alias, reqs, stats=stats, log=log)]
+    return [" ".join((r.value or "").split()) if r.ok else None for r in model.run(reqs, stats=stats, log=log)]
 
 
-def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: CallStats, log=None) -> list[dict]:
+def judge(items: list[dict], answers: list[str | None], model: Model, stats: CallStats, log=None) -> list[dict]:
     """Each answer graded per dimension (faithfulness only where passages were given);
     1-5 normalized to 0-1. A missing answer or rating stays null."""
     prompt = load_prompt("eval", "rag_judge")
@@ -106,7 +106,7 @@ def judge(items: list[dict], answers: list[str | None], llm, alias: str, stats: 
             )
         )
     grades: list[dict] = [{} for _ in items]
-    for (n, dim), r in zip(asks, llm.run(alias, reqs, stats=stats, log=log)):
+    for (n, dim), r in zip(asks, model.run(reqs, stats=stats, log=log)):
         value = rating(r, 1, 5) if r.ok else None
         grades[n][dim] = None if value is None else (value - 1) / 4
     return grades

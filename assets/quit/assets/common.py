@@ -4,7 +4,7 @@ registry names, and inputs read in part."""
 import dagster as dg
 
 from assets.common.wiring import Wiring
-from resources.llm import LLMResource
+from resources.llm import LLMResource, Model
 from resources.storage import STREAMED
 
 PREFIX = "quit"
@@ -12,18 +12,10 @@ GROUP = "quit"
 wiring = Wiring(PREFIX, GROUP)
 
 
-def judge_alias(llm: LLMResource) -> str:
-    return llm.role("quit.judge")[0]
-
-
-def is_binding(llm: LLMResource) -> bool:
-    """Whether the judge's verdicts may decide: an advisory judge's verdicts are recorded and
-    only exact matches count (see steps)."""
-    return llm.binding(judge_alias(llm))
-
-
-def verdicts(llm: LLMResource) -> str:
-    return llm.spec(judge_alias(llm)).verdicts
+def judge(llm: LLMResource) -> Model:
+    """The registry's ``quit.judge``. Its ``binding`` says whether its verdicts may decide: an
+    advisory judge's verdicts are recorded and only exact matches count (see steps)."""
+    return llm.model("quit.judge")
 
 
 def info_log(context):

@@ -11,7 +11,7 @@ from assets.common.prompts import code_version
 from assets.common.records import read_json_list
 from assets.partitions import quit_model_partitions
 from assets.quit import release, rules, sources, steps
-from assets.quit.assets.common import GROUP, PREFIX, info_log, is_binding, judge_alias, verdicts, wiring
+from assets.quit.assets.common import GROUP, PREFIX, info_log, judge, wiring
 from assets.quit.settings import QuitSettings
 from resources.encoders import EncoderResource
 from resources.llm import CallStats, LLMResource
@@ -70,9 +70,9 @@ def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.D
     spans of a hint that nearly match the answer. Any leak discards the question; a judge
     with advisory verdicts (registry) discards nothing, its Yes is listed in the metadata
     (``unresolved_spans``) with the spans whose judge call failed."""
-    stats = CallStats()
+    stats, judge_model = CallStats(), judge(llm)
     kept, rejects, unresolved = steps.screen_leakage(
-        source_questions, llm, judge_alias(llm), stats, log=info_log(context), binding=is_binding(llm)
+        source_questions, judge_model, stats, log=info_log(context), binding=judge_model.binding
     )
     if unresolved.height:
         context.log.warning(
@@ -85,7 +85,7 @@ def screened_questions(context: dg.AssetExecutionContext, source_questions: pl.D
         metadata={
             **table_metadata(kept.select("question_id", "question", "answer")),
             **stats.as_metadata(),
-            "verdicts": verdicts(llm),
+            "verdicts": judge_model.spec.verdicts,
             "unresolved_spans": dg.MetadataValue.md(md_table(unresolved, 20) if unresolved.height else "none"),
         },
     )
@@ -106,9 +106,9 @@ def hint_convergence(
     """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
     wrong candidate answers a hint rules out (candidates from the source, else proposed by the
     LLM), 0 when the hint does not fit the gold answer."""
-    alias = llm.role("quit.labelers")[0]
+    labeler = llm.model("quit.labelers")
     stats = CallStats()
-    frame = steps.hint_convergence(screened_questions, llm, alias, quit_settings.distractors, stats, info_log(context))
+    frame = steps.hint_convergence(screened_questions, labeler, quit_settings.distractors, stats, info_log(context))
     return dg.Output(
         frame,
         metadata={
@@ -186,7 +186,7 @@ def question_metadata(
     source's, else reference-based complexity: how many of the BM25-retrieved reference
     passages contain the answer, weighted by their similarity to the question)."""
     stats = CallStats()
-    types = steps.question_types(selected_questions, llm, llm.role("quit.labelers")[0], stats, info_log(context))
+    types = steps.question_types(selected_questions, llm.model("quit.labelers"), stats, info_log(context))
     searcher = lucene.searcher(storage.index_path("lucene", "quit_references"))
     by_id = dict(reference_index.select("id", "contents").iter_rows())
     need = selected_questions.filter(pl.col("difficulty").is_null())
@@ -227,18 +227,16 @@ def parametric_answers(
     question ``parametric_repeats`` times (3 in the paper), sampled at
     ``parametric_temperature`` with one seed per repeat, judged with the GPT-Eval prompt
     (3.1.4). A failed call leaves ``correct`` null, counted as ``undecided``."""
-    alias = context.partition_key
-    stats = CallStats()
+    stats, judge_model = CallStats(), judge(llm)
     frame = steps.closed_book_answers(
         selected_questions,
-        llm,
-        alias,
-        judge_alias(llm),
+        llm.named(context.partition_key),
+        judge_model,
         quit_settings.parametric_repeats,
         quit_settings.parametric_temperature,
         stats,
         info_log(context),
-        binding=is_binding(llm),
+        binding=judge_model.binding,
     )
     return dg.Output(
         frame,
@@ -248,7 +246,7 @@ def parametric_answers(
             "undecided": frame["correct"].null_count(),
             "repeats": quit_settings.parametric_repeats,
             "temperature": quit_settings.parametric_temperature,
-            "verdicts": verdicts(llm),
+            "verdicts": judge_model.spec.verdicts,
             **stats.as_metadata(),
         },
     )

@@ -9,17 +9,7 @@ from assets.common.metadata import counts_md, md_table, table_metadata
 from assets.common.prompts import code_version
 from assets.partitions import quit_labeler_partitions
 from assets.quit import release, rules, sources, steps
-from assets.quit.assets.common import (
-    GROUP,
-    PREFIX,
-    info_log,
-    is_binding,
-    judge_alias,
-    only_columns,
-    streamed,
-    verdicts,
-    wiring,
-)
+from assets.quit.assets.common import GROUP, PREFIX, info_log, judge, only_columns, streamed, wiring
 from assets.quit.rules import PASSAGES_PER_QUESTION, passage_batches, passages_frame, sampled_orders
 from assets.quit.settings import QuitSettings
 from resources.llm import CallStats, LLMResource
@@ -93,7 +83,7 @@ def passage_answers(
     decides while the verdict is kept in ``judge``. A labeler or binding-judge call that
     failed after its retries leaves ``correct`` null (``undecided``). The passages' texts are
     read a batch at a time (a stored table; a frame where another IO manager gives one)."""
-    alias = context.partition_key
+    labeler, judge_model = llm.named(context.partition_key), judge(llm)
     passages = as_table(passages)
     labeled = splits.filter(pl.col("labeled"))["question_id"]
     ids = passages.read("question_id", "hint_order")
@@ -104,17 +94,16 @@ def passage_answers(
     keep = ids.select(chosen).to_series()
     count = int(keep.sum())
     del ids
-    context.log.info(f"labeling {count} passages of {labeled.len()} questions with {alias}")
+    context.log.info(f"labeling {count} passages of {labeled.len()} questions with {labeler.alias}")
     stats, judge_stats = CallStats(), CallStats()
     frame = steps.passage_answers(
         _kept(passages, keep, "passage_id", "question_id", "text"),
         selected_questions,
-        llm,
-        alias,
-        judge_alias(llm),
+        labeler,
+        judge_model,
         stats,
         info_log(context),
-        binding=is_binding(llm),
+        binding=judge_model.binding,
         judge_stats=judge_stats,
         total=count,
     )
@@ -123,9 +112,9 @@ def passage_answers(
         frame,
         metadata={
             **table_metadata(frame.select("passage_id", "answer", "correct", "error")),
-            "labeler_model": llm.spec(alias).model,
+            "labeler_model": labeler.spec.model,
             "undecided": frame["correct"].null_count(),
-            "verdicts": verdicts(llm),
+            "verdicts": judge_model.spec.verdicts,
             "labeled_questions": labeled.len(),
             "labeled_passages_per_question": quit_settings.labeled_passages_per_question or PASSAGES_PER_QUESTION,
             "correct_rate": float(frame["correct"].mean() or 0.0),
@@ -255,18 +244,17 @@ def verified_labels(
     answers were all deselected drop to label 1, and the leakage filter runs again with the
     newly accepted answers. Without decisions the labels pass through, marked unverified."""
     decisions = sources.load_decisions(sources.decisions_path(quit_settings, storage))
-    stats = CallStats()
+    stats, judge_model = CallStats(), judge(llm)
     out = steps.apply(
         decisions,
         passage_answers,
         passage_labels,
         answer_pools,
         selected_questions,
-        llm,
-        judge_alias(llm),
+        judge_model,
         stats,
         info_log(context),
-        binding=is_binding(llm),
+        binding=judge_model.binding,
     )
     meta = {
         "verified": out.verified,

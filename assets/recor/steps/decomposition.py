@@ -25,7 +25,7 @@ from assets.recor.steps.shared import (
     kept_documents,
     recor_prompt,
 )
-from resources.llm import CallStats, LLMRequest, LLMResult
+from resources.llm import CallStats, LLMRequest, LLMResult, Model
 
 # Each step's reasons for a reject, the vocabulary its rejects table is checked against.
 # ``alignment``.
@@ -68,8 +68,7 @@ FACT_SCHEMA = {
 def alignment(
     questions: pl.DataFrame,
     documents: pl.DataFrame,
-    llm,
-    alias: str,
+    model: Model,
     sim: Similarity,
     t: Thresholds,
     stats: CallStats,
@@ -91,9 +90,7 @@ def alignment(
         if t.binding_verdicts
         else []
     )
-    results = (
-        llm.run(alias, reqs, stats=stats, log=log) if reqs else [LLMResult("", None, error="not asked")] * len(pairs)
-    )
+    results = model.run(reqs, stats=stats, log=log) if reqs else [LLMResult("", None, error="not asked")] * len(pairs)
     rows, rejects = [], []
     for (q, d), r in zip(pairs, results):
         answer_sents = sentences(q["answer"]) or [q["answer"]]
@@ -191,8 +188,7 @@ def aspects(
     questions: pl.DataFrame,
     aligned: pl.DataFrame,
     documents: pl.DataFrame,
-    llm,
-    alias: str,
+    model: Model,
     sim: Similarity,
     t: Thresholds,
     stats: CallStats,
@@ -213,7 +209,7 @@ def aspects(
         [],
     )
     for round_ in range(t.aspect_rounds):
-        if not _propose(live, round_, found, llm, alias, stats, log):
+        if not _propose(live, round_, found, model, stats, log):
             break
     # The answer's own paragraphs are candidates too, through the same checks, when the
     # model's proposals leave room: a small model often proposes one point, or none.
@@ -221,11 +217,11 @@ def aspects(
         for segment in answer_segments(q["answer"]):
             if found.room(q):
                 found.consider(q, " ".join(segment.split()[:8]), segment, "answer_segment")
-    kept = _suitable([a for q in live for a in found.accepted[q["question_id"]]], live, found, llm, alias, stats, log)
-    return pl.DataFrame(_reorder(kept, live, llm, alias, stats, log), schema=ASPECT_SCHEMA), found.rejects
+    kept = _suitable([a for q in live for a in found.accepted[q["question_id"]]], live, found, model, stats, log)
+    return pl.DataFrame(_reorder(kept, live, model, stats, log), schema=ASPECT_SCHEMA), found.rejects
 
 
-def _propose(live: list[dict], round_: int, found: _Candidates, llm, alias: str, stats, log) -> bool:
+def _propose(live: list[dict], round_: int, found: _Candidates, model: Model, stats, log) -> bool:
     """One round of proposals for the questions with room left; False when none has."""
     t, prompt = found.t, recor_prompt("aspects")
     todo = [q for q in live if found.room(q)]
@@ -249,7 +245,7 @@ def _propose(live: list[dict], round_: int, found: _Candidates, llm, alias: str,
                 output=prompt.output,
             )
         )
-    results = llm.run(alias, reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
+    results = model.run(reqs, parse=lambda s: parse_aspects(s, t.max_aspects), stats=stats, log=log)
     for q, r in zip(todo, results):
         for title, body in r.value if r.ok else []:
             found.consider(q, title, body, "llm")
@@ -260,16 +256,11 @@ def _propose(live: list[dict], round_: int, found: _Candidates, llm, alias: str,
     return True
 
 
-def _suitable(flat: list[dict], live: list[dict], found: _Candidates, llm, alias: str, stats, log) -> list[dict]:
+def _suitable(flat: list[dict], live: list[dict], found: _Candidates, model: Model, stats, log) -> list[dict]:
     """The suitability filter: each aspect with the builder's verdict, those it calls
     unsuitable rejected when verdicts bind."""
     suitable = ask_yes_no(
-        llm,
-        alias,
-        "aspect_suitability",
-        [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat],
-        stats,
-        log,
+        model, "aspect_suitability", [(a, {"question": _query(live, a), "aspect": a["text"]}) for a in flat], stats, log
     )
     kept = []
     for a, ok in zip(flat, suitable):
@@ -286,7 +277,7 @@ def _query(questions: list[dict], item: dict) -> str:
     return next(q["query"] for q in questions if q["question_id"] == item["question_id"])
 
 
-def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, log) -> list[dict]:
+def _reorder(kept: list[dict], questions: list[dict], model: Model, stats, log) -> list[dict]:
     by_q: dict[str, list[dict]] = {}
     for a in kept:
         by_q.setdefault(a["question_id"], []).append(a)
@@ -304,7 +295,7 @@ def _reorder(kept: list[dict], questions: list[dict], llm, alias: str, stats, lo
         )
         for qid, items in todo
     ]
-    results = dict(zip([qid for qid, _ in todo], llm.run(alias, reqs, stats=stats, log=log)))
+    results = dict(zip([qid for qid, _ in todo], model.run(reqs, stats=stats, log=log)))
     out = []
     for qid, items in by_q.items():
         order = parse_permutation(results[qid].text or "", len(items))[0] if qid in results else [0]
@@ -321,8 +312,7 @@ def facts(
     aspect_rows: pl.DataFrame,
     aligned: pl.DataFrame,
     documents: pl.DataFrame,
-    llm,
-    alias: str,
+    model: Model,
     sim: Similarity,
     t: Thresholds,
     stats: CallStats,
@@ -346,9 +336,9 @@ def facts(
         )
         for a in items
     ]
-    results = llm.run(alias, reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
+    results = model.run(reqs, parse=lambda s: parse_list(s, t.max_facts), stats=stats, log=log)
     rows, rejects, ask = _scored_facts(items, results, kept_documents(aligned), text, sim, t)
-    _decide_the_uncertain(ask, text, llm, alias, t, stats, log)
+    _decide_the_uncertain(ask, text, model, t, stats, log)
     for row in rows:
         if not row["verified"]:
             rejects.append(
@@ -409,13 +399,12 @@ def _scored_facts(
     return rows, rejects, ask
 
 
-def _decide_the_uncertain(ask: list[dict], text: dict[str, str], llm, alias: str, t: Thresholds, stats, log) -> None:
+def _decide_the_uncertain(ask: list[dict], text: dict[str, str], model: Model, t: Thresholds, stats, log) -> None:
     """The facts between the two similarities verified in place: by the LLM's fact check when
     verdicts bind, else at ``fact_similarity``."""
     if t.binding_verdicts:
         verdicts = ask_yes_no(
-            llm,
-            alias,
+            model,
             "fact_check",
             [(row, {"document": text[row["doc_id"]], "fact": row["fact"]}) for row in ask],
             stats,

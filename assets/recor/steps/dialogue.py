@@ -15,7 +15,7 @@ from assets.recor import rules
 from assets.recor.rules import parse_answer, parse_question, parse_reasoning, usable_answer
 from assets.recor.settings import Thresholds
 from assets.recor.steps.shared import MEDIUM, REJECTS, SHORT, ask_yes_no, history_text, kept_documents, recor_prompt
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 # Each step's reasons for a reject, the vocabulary its rejects table is checked against.
 # ``turns``: ``_check_question``'s problems (a retry keeps the first try's reason), the
@@ -70,8 +70,7 @@ class _Build:
     """What the turn stages read (the source tables, indexed by question and aspect) and
     write (each conversation's turns so far, the rejects, each turn's question origin)."""
 
-    llm: object
-    alias: str
+    model: Model
     t: Thresholds
     stats: CallStats
     log: object
@@ -86,7 +85,7 @@ class _Build:
     origins: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def run(self, reqs: list[LLMRequest], **kw) -> list:
-        return self.llm.run(self.alias, reqs, stats=self.stats, log=self.log, **kw)
+        return self.model.run(reqs, stats=self.stats, log=self.log, **kw)
 
     def reject(self, qid: str, a: dict, reason: str, detail: str) -> None:
         self.rejects.append(REJECTS.row(self.domain_of[qid], qid, a["aspect_id"], "turns", reason, detail))
@@ -98,8 +97,7 @@ def turns(
     fact_rows: pl.DataFrame,
     aligned: pl.DataFrame,
     documents: pl.DataFrame,
-    llm,
-    alias: str,
+    model: Model,
     t: Thresholds,
     stats: CallStats,
     log=None,
@@ -120,8 +118,7 @@ def turns(
         for (qid,), g in aspect_rows.group_by("question_id", maintain_order=True)
     }
     build = _Build(
-        llm,
-        alias,
+        model,
         t,
         stats,
         log,
@@ -213,16 +210,14 @@ def _validated(build: _Build, live: list[tuple[str, dict, str]]) -> list[tuple[s
     """The questions relevant to the aspect and natural in the flow, each with the two
     verdicts; with binding verdicts the others are rejected."""
     relevant = ask_yes_no(
-        build.llm,
-        build.alias,
+        build.model,
         "turn_relevance",
         [(a, {"aspect": a["text"], "query": q}) for qid, a, q in live],
         build.stats,
         build.log,
     )
     natural = ask_yes_no(
-        build.llm,
-        build.alias,
+        build.model,
         "turn_flow",
         [(a, {"history": history_text(build.done[qid]), "query": q}) for qid, a, q in live],
         build.stats,
@@ -252,8 +247,7 @@ def _with_documents(build: _Build, scoring: list[tuple[str, dict, str, tuple]]) 
         candidates,
         build.text,
         build.facts_of,
-        build.llm,
-        build.alias,
+        build.model,
         build.stats,
         build.log,
     )
@@ -329,7 +323,7 @@ def _answer(build: _Build, answerable: list[tuple]) -> None:
 
 
 def score_documents(
-    turns_: list[tuple], candidates: dict, text: dict, facts_of: dict, llm, alias: str, stats, log
+    turns_: list[tuple], candidates: dict, text: dict, facts_of: dict, model: Model, stats, log
 ) -> dict[str, dict]:
     """Every candidate document of every turn (``candidates[aspect_id]``) rated on the four
     criteria; a document with a criterion the model could not rate gets no score (and
@@ -353,7 +347,7 @@ def score_documents(
         for aid, d, c in items
     ]
     ratings: dict[tuple[str, str], dict[str, float | None]] = {}
-    for (aid, d, c), r in zip(items, llm.run(alias, reqs, stats=stats, log=log)):
+    for (aid, d, c), r in zip(items, model.run(reqs, stats=stats, log=log)):
         ratings.setdefault((aid, d), {})[c] = rating(r) if r.ok else None
     out: dict[str, dict] = {}
     for (aid, d), crit in ratings.items():
@@ -363,7 +357,7 @@ def score_documents(
 
 
 def conversations(
-    turn_rows: pl.DataFrame, llm, alias: str, t: Thresholds, stats: CallStats, log=None
+    turn_rows: pl.DataFrame, model: Model, t: Thresholds, stats: CallStats, log=None
 ) -> tuple[pl.DataFrame, list[dict]]:
     """Conversation validation: the rules (3-12 turns, every turn grounded, document
     diversity) and the LLM's verdict on logical progression and coherence."""
@@ -377,9 +371,7 @@ def conversations(
         LLMRequest(cid, prompt.messages(conversation=history_text(list(g.iter_rows(named=True)))), params=VERDICT)
         for cid, g in ask
     ]
-    verdicts = {
-        cid: (verdict(r) if r.ok else None) for (cid, _), r in zip(ask, llm.run(alias, reqs, stats=stats, log=log))
-    }
+    verdicts = {cid: (verdict(r) if r.ok else None) for (cid, _), r in zip(ask, model.run(reqs, stats=stats, log=log))}
     rows, rejects = [], []
     for cid, g in groups:
         coherent = verdicts.get(cid)

@@ -14,16 +14,14 @@ from assets.common.parsing import parse_list
 from assets.common.text import normalize
 from assets.recor.rules import segment, word_overlap
 from assets.recor.steps.shared import REJECTS, recor_prompt
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 # ``select_negatives``'s reasons for a reject, the vocabulary its rejects table is checked against.
 DUPLICATE_PASSAGE, OVERLAPS_POSITIVE = "duplicate_passage", "overlaps_positive"
 NEGATIVE_REASONS = frozenset({DUPLICATE_PASSAGE, OVERLAPS_POSITIVE})
 
 
-def mining_queries(
-    questions: pl.DataFrame, llm, alias: str, n: int, stats: CallStats, log=None
-) -> dict[str, list[str]]:
+def mining_queries(questions: pl.DataFrame, model: Model, n: int, stats: CallStats, log=None) -> dict[str, list[str]]:
     prompt = recor_prompt("negative_queries")
     rows = list(questions.iter_rows(named=True))
     reqs = [
@@ -35,7 +33,7 @@ def mining_queries(
         )
         for q in rows
     ]
-    results = llm.run(alias, reqs, parse=lambda s: parse_list(s, n), stats=stats, log=log)
+    results = model.run(reqs, parse=lambda s: parse_list(s, n), stats=stats, log=log)
     return {q["question_id"]: (r.value if r.ok else []) for q, r in zip(rows, results)}
 
 

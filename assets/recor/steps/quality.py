@@ -11,7 +11,7 @@ from assets.common.verdicts import RATING, rating
 from assets.recor import rules
 from assets.recor.rules import LABELS, label_entropy, parse_label
 from assets.recor.steps.shared import history_text, recor_prompt
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 DIMENSIONS = {
     "naturalness": "quality_naturalness",
@@ -35,7 +35,7 @@ TABLE_31_DEFINITIONS = {
 
 
 def conversation_scores(
-    turns: pl.DataFrame, corpus: pl.DataFrame, llm, alias: str, stats: CallStats, log=None
+    turns: pl.DataFrame, corpus: pl.DataFrame, model: Model, stats: CallStats, log=None
 ) -> pl.DataFrame:
     """One row per conversation with the four 1-5 scores (probability-weighted over the
     numbers the judge could have written, :func:`rating`; null when it named no number)."""
@@ -54,7 +54,7 @@ def conversation_scores(
                 docs = dict.fromkeys(d for t in ts for d in t["gold_doc_ids"])
                 fields["documents"] = "\n".join(f"[{d}] {text[d]}" for d in docs if d in text)
             reqs.append(LLMRequest(f"{cid} {dim}", prompt.messages(**fields), params=RATING))
-        for (cid, _), r in zip(convs, llm.run(alias, reqs, stats=stats, log=log)):
+        for (cid, _), r in zip(convs, model.run(reqs, stats=stats, log=log)):
             rows[cid][dim] = rating(r, 1, 5) if r.ok else None
     schema = {
         "domain": pl.String,
@@ -65,13 +65,12 @@ def conversation_scores(
     return pl.DataFrame(list(rows.values()), schema=schema)
 
 
-def turn_labels(turns: pl.DataFrame, llm, alias: str, stats: CallStats, log=None) -> pl.DataFrame:
+def turn_labels(turns: pl.DataFrame, model: Model, stats: CallStats, log=None) -> pl.DataFrame:
     """Each turn's dependency type and question pattern (null when the reply names none)."""
     rows = list(turns.sort("conversation_id", "turn_id").iter_rows(named=True))
     dep, pat = recor_prompt("dependency_type"), recor_prompt("question_pattern")
     params = {"max_tokens": 8, "temperature": 0.0}
-    deps = llm.run(
-        alias,
+    deps = model.run(
         [
             LLMRequest(
                 f"{t['conversation_id']} {t['turn_id']}",
@@ -85,8 +84,7 @@ def turn_labels(turns: pl.DataFrame, llm, alias: str, stats: CallStats, log=None
         stats=stats,
         log=log,
     )
-    pats = llm.run(
-        alias,
+    pats = model.run(
         [
             LLMRequest(
                 f"{t['conversation_id']} {t['turn_id']}",

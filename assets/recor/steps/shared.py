@@ -10,7 +10,7 @@ from assets.common.prompts import load_prompt
 from assets.common.rejects import Rejects
 from assets.common.text import sentences
 from assets.common.verdicts import VERDICT, verdict
-from resources.llm import LLMRequest
+from resources.llm import LLMRequest, Model
 
 # What a step drops: the domain, the source question and the item (document, aspect, fact, turn).
 REJECTS = Rejects(("domain", "question_id", "item"))
@@ -53,10 +53,10 @@ def doc_sentences(texts: list[str]) -> list[str]:
     return [s for t in texts for s in sentences(t)]
 
 
-def ask_yes_no(llm, alias: str, prompt_name: str, items: list[tuple[dict, dict]], stats, log) -> list[bool | None]:
+def ask_yes_no(model: Model, prompt_name: str, items: list[tuple[dict, dict]], stats, log) -> list[bool | None]:
     prompt = recor_prompt(prompt_name)
     reqs = [LLMRequest(f"{i}", prompt.messages(**fields), params=VERDICT) for i, (_, fields) in enumerate(items)]
-    return [verdict(r) if r.ok else None for r in llm.run(alias, reqs, stats=stats, log=log)]
+    return [verdict(r) if r.ok else None for r in model.run(reqs, stats=stats, log=log)]
 
 
 def history_text(turns: list[dict]) -> str:

@@ -6,7 +6,7 @@ import polars as pl
 from assets.common.metadata import counts_md
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
-from resources.llm import LLMResource
+from resources.llm import LLMResource, Model
 
 PREFIX = GROUP = "wikiprofile"
 wiring = Wiring(PREFIX, GROUP)
@@ -18,8 +18,9 @@ def prompted(rules: str, *prompts: str) -> dict:
     return {**STEP, "code_version": code_version(rules, *prompts)}
 
 
-def builder(llm: LLMResource) -> str:
-    return llm.role("wikiprofile.builder")[0]
+def builder(llm: LLMResource) -> Model:
+    """The registry's builder model; its ``verdicts`` say whether its judgements decide."""
+    return llm.model("wikiprofile.builder")
 
 
 def page_texts(source_pages: pl.DataFrame) -> dict[str, tuple[str, str]]:
@@ -29,8 +30,3 @@ def page_texts(source_pages: pl.DataFrame) -> dict[str, tuple[str, str]]:
 
 def origin_counts(frame: pl.DataFrame) -> dict:
     return counts_md(dict(frame.group_by("origin").len().sort("origin").iter_rows()), "origin")
-
-
-def is_binding(llm: LLMResource) -> bool:
-    """Whether the builder's verdicts decide (the registry's ``verdicts``)."""
-    return llm.binding(builder(llm))

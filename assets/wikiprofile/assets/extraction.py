@@ -7,7 +7,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
 from assets.wikiprofile import sources, steps
-from assets.wikiprofile.assets.common import GROUP, PREFIX, STEP, builder, is_binding, prompted, wiring
+from assets.wikiprofile.assets.common import GROUP, PREFIX, STEP, builder, prompted, wiring
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
@@ -69,7 +69,8 @@ def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, ll
     none is kept as Other and marked unparsed; with advisory verdicts the source's category
     decides where it has one."""
     stats = CallStats()
-    frame = steps.categorize(source_pages, llm, builder(llm), stats, context.log.info, is_binding(llm))
+    model = builder(llm)
+    frame = steps.categorize(source_pages, model, stats, context.log.info, model.binding)
     agree = frame.join(source_pages.select("page_id", "reference_category"), on="page_id")
     agree = agree.filter(pl.col("reference_category").is_not_null())
     # How often the model's own answer matches the source's category, whichever decided.
@@ -83,7 +84,7 @@ def categories(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, ll
             "agreement_with_reference": float((agree["llm_category"] == agree["reference_category"]).mean())
             if agree.height
             else 0.0,
-            "verdicts": "binding" if is_binding(llm) else "advisory",
+            "verdicts": "binding" if model.binding else "advisory",
         },
     )
 
@@ -107,7 +108,8 @@ def entities(context: dg.AssetExecutionContext, source_pages: pl.DataFrame, llm:
     """Step 3: named entities, at most eight per page, tagged inline by the model and found
     in the original text."""
     stats = CallStats()
-    frame, rejects = steps.tag_entities(source_pages, llm, builder(llm), stats, context.log.info, is_binding(llm))
+    model = builder(llm)
+    frame, rejects = steps.tag_entities(source_pages, model, stats, context.log.info, model.binding)
     yield dg.Output(
         frame,
         output_name="entities",
@@ -147,7 +149,7 @@ def object_candidates(
     eligible entities."""
     stats = CallStats()
     frame, rejects = steps.select_objects(
-        source_pages, entities, llm, builder(llm), wikiprofile_settings.objects_per_page, stats, context.log.info
+        source_pages, entities, builder(llm), wikiprofile_settings.objects_per_page, stats, context.log.info
     )
     yield dg.Output(
         frame,
@@ -181,8 +183,9 @@ def verified_objects(context: dg.AssetExecutionContext, object_candidates: pl.Da
     """Step 5: suitability with the target, of the left context alone, and difficulty.
     Advisory verdicts (the registry's ``verdicts``) are recorded and do not reject."""
     stats = CallStats()
-    binding = is_binding(llm)
-    frame, rejects = steps.verify(object_candidates, llm, builder(llm), binding, stats, context.log.info)
+    model = builder(llm)
+    binding = model.binding
+    frame, rejects = steps.verify(object_candidates, model, binding, stats, context.log.info)
     yes = {
         name: int(frame[name].fill_null(False).sum()) for name in ("with_target", "left_context_alone", "difficulty")
     }

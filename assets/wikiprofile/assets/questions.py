@@ -6,7 +6,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, table_metadata
 from assets.wikiprofile import rules, sources, steps
-from assets.wikiprofile.assets.common import STEP, builder, is_binding, origin_counts, page_texts, prompted, wiring
+from assets.wikiprofile.assets.common import STEP, builder, origin_counts, page_texts, prompted, wiring
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
@@ -36,10 +36,9 @@ def direct_questions(
     verdicts a question that fails the checks is replaced by the fact sentence's cloze
     (``origin = rules``)."""
     stats = CallStats()
-    binding = is_binding(llm)
-    frame, rejects = steps.direct_questions(
-        facts, llm, builder(llm), binding, stats, context.log.info, page_texts(source_pages)
-    )
+    model = builder(llm)
+    binding = model.binding
+    frame, rejects = steps.direct_questions(facts, model, binding, stats, context.log.info, page_texts(source_pages))
     yield dg.Output(
         frame,
         output_name="direct_questions",
@@ -113,10 +112,9 @@ def _search_filter(
     asked = list(dict.fromkeys(q for q in questions["question"].to_list() if q.strip()))
     found = search.searcher(storage.index_path("search", INDEX)).batch_search(asked, asked, steps.SEARCH_K)
     hits = {q: [(h.docid, h.contents) for h in found[q]] for q in asked}
-    binding = is_binding(llm)
-    frame, rejects = steps.search_filter(
-        questions, hits, llm, builder(llm), binding, stats, context.log.info, step=step
-    )
+    model = builder(llm)
+    binding = model.binding
+    frame, rejects = steps.search_filter(questions, hits, model, binding, stats, context.log.info, step=step)
     yield dg.Output(frame, output_name=step, metadata=_filter_metadata(frame, stats, binding))
     yield wiring.rejects(step.replace("_filter", "_rejects"), steps.REJECTS, rejects)
 
@@ -253,9 +251,10 @@ def reverse_questions(
     in the question, no answer in it), the answer type, both refinements and the pair check."""
     stats = CallStats()
     passed = rules.passed(direct_questions, direct_search_filter)
-    binding = is_binding(llm)
+    model = builder(llm)
+    binding = model.binding
     frame, rejects = steps.reverse_questions(
-        facts, passed, llm, builder(llm), binding, stats, context.log.info, page_texts(source_pages)
+        facts, passed, model, binding, stats, context.log.info, page_texts(source_pages)
     )
     yield dg.Output(
         frame,
@@ -320,8 +319,9 @@ def natural_questions(
             ]
         ).iter_rows(named=True)
     }
+    model = builder(llm)
     frame, rejects = steps.natural_questions(
-        items, llm, builder(llm), stats, context.log.info, is_binding(llm), page_texts(source_pages), origins
+        items, model, stats, context.log.info, model.binding, page_texts(source_pages), origins
     )
     contextual = pl.DataFrame(
         [

@@ -6,7 +6,7 @@ import polars as pl
 
 from assets.common.metadata import counts_md, md_table, table_metadata
 from assets.wikiprofile import release, rules, steps
-from assets.wikiprofile.assets.common import builder, is_binding, prompted, wiring
+from assets.wikiprofile.assets.common import builder, prompted, wiring
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
 
@@ -72,8 +72,9 @@ def benchmark(
     }
     complete, rejects = release.complete_facts(facts, direct, reverse, natural)
     pools = release.option_pools(entities, source_pages, categories)
+    model = builder(llm)
     options, more = steps.distractors(
-        release.closed_book_items(complete, reverse), llm, builder(llm), stats, context.log.info, is_binding(llm), pools
+        release.closed_book_items(complete, reverse), model, stats, context.log.info, model.binding, pools
     )
     rejects += more
     frame = release.tasks_table(complete, reverse, options, [direct_questions, reverse_questions, natural_questions])

@@ -1,6 +1,6 @@
 """WikiProfile's fact extraction and question building (notes, steps 2-19) as functions of
-frames and the LLM resource. Each returns its table and the rejected records with the step
-and the reason; the assets only wire them.
+frames and the builder model (a :class:`resources.llm.Model`). Each returns its table and
+the rejected records with the step and the reason; the assets only wire them.
 
 The steps live in one module per stage: :mod:`.facts` (categorization, entity tagging, object
 selection, the three verifications and the balanced downsampling, steps 2-6),

@@ -10,7 +10,7 @@ import polars as pl
 from assets.common.verdicts import VERDICT, verdict
 from assets.wikiprofile import rules
 from assets.wikiprofile.steps.shared import REJECTS, SHORT, wikiprofile_prompt
-from resources.llm import CallStats, LLMRequest
+from resources.llm import CallStats, LLMRequest, Model
 
 # Prompt -> the column its verdict is stored in.
 VERIFICATIONS = {
@@ -57,7 +57,7 @@ VERIFICATION_REASONS = frozenset({UNSUITABLE_OBJECT})
 # --- 2. categories ----------------------------------------------------------------------------
 
 
-def categorize(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None, binding: bool = True) -> pl.DataFrame:
+def categorize(pages: pl.DataFrame, model: Model, stats: CallStats, log=None, binding: bool = True) -> pl.DataFrame:
     """One category per page. A reply that names none is kept as Other, marked unparsed.
     With advisory verdicts the source's own category (``reference_category``), where the
     page has one, decides and the model's answer is kept beside it (``llm_category``)."""
@@ -69,7 +69,7 @@ def categorize(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None,
         for p in pages.iter_rows(named=True)
     ]
     rows = []
-    for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
+    for p, r in zip(pages.iter_rows(named=True), model.run(reqs, stats=stats, log=log)):
         category = rules.parse_category(r.text or "") if r.ok else None
         reference = p.get("reference_category")
         use_reference = not binding and reference is not None
@@ -98,7 +98,7 @@ def categorize(pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None,
 
 
 def tag_entities(
-    pages: pl.DataFrame, llm, alias: str, stats: CallStats, log=None, binding: bool = True
+    pages: pl.DataFrame, model: Model, stats: CallStats, log=None, binding: bool = True
 ) -> tuple[pl.DataFrame, list[dict]]:
     """Entities of each summary, from the model's inline tags checked against the text. A
     builder with advisory verdicts that tags nothing usable (the embedded model copies the
@@ -114,7 +114,7 @@ def tag_entities(
         for p in pages.iter_rows(named=True)
     ]
     rows, rejects = [], []
-    for p, r in zip(pages.iter_rows(named=True), llm.run(alias, reqs, stats=stats, log=log)):
+    for p, r in zip(pages.iter_rows(named=True), model.run(reqs, stats=stats, log=log)):
         found, problems = rules.parse_markup(r.text or "", p["summary"]) if r.ok else ([], [r.error or "no reply"])
         rejects += [
             REJECTS.row(p["page_id"], problem.split(":")[0], "entities", DROPPED_TAG, problem) for problem in problems
@@ -135,7 +135,7 @@ def tag_entities(
 
 
 def select_objects(
-    pages: pl.DataFrame, entity_rows: pl.DataFrame, llm, alias: str, n: int, stats: CallStats, log=None
+    pages: pl.DataFrame, entity_rows: pl.DataFrame, model: Model, n: int, stats: CallStats, log=None
 ) -> tuple[pl.DataFrame, list[dict]]:
     """Up to ``n`` objects per page: the model ranks the entities that meet the position
     rules; names it gives that are not such entities are rejected. When it gives none,
@@ -162,7 +162,7 @@ def select_objects(
         for pid in todo
     ]
     rows = []
-    for pid, r in zip(todo, llm.run(alias, reqs, stats=stats, log=log)):
+    for pid, r in zip(todo, model.run(reqs, stats=stats, log=log)):
         by_name = {e["name"].lower(): e for e in eligible[pid]}
         chosen, origin = [], "model"
         for name in rules.parse_names(r.text or "") if r.ok else []:
@@ -206,7 +206,7 @@ def select_objects(
 
 
 def verify(
-    objects: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats, log=None
+    objects: pl.DataFrame, model: Model, binding: bool, stats: CallStats, log=None
 ) -> tuple[pl.DataFrame, list[dict]]:
     """The three verdicts per candidate (suitable with the target; the left context alone;
     difficulty). With binding verdicts a candidate passes only when all three say yes; with
@@ -221,7 +221,7 @@ def verify(
             )
             for o in items
         ]
-        verdicts[name] = [verdict(r) if r.ok else None for r in llm.run(alias, reqs, stats=stats, log=log)]
+        verdicts[name] = [verdict(r) if r.ok else None for r in model.run(reqs, stats=stats, log=log)]
     rows, rejects = [], []
     for k, o in enumerate(items):
         said = {name: verdicts[name][k] for name in VERIFICATIONS}

@@ -11,7 +11,7 @@ from assets.common.verdicts import VERDICT, verdict
 from assets.wikiprofile import rules
 from assets.wikiprofile.rules import answer_leaks, parse_options
 from assets.wikiprofile.steps.shared import REJECTS, SHORT, wikiprofile_prompt
-from resources.llm import CallStats, LLMRequest, ParseError
+from resources.llm import CallStats, LLMRequest, Model, ParseError
 
 # ``search_filter``'s reason for a reject.
 NOT_DEFINITE = "not_definite"
@@ -41,8 +41,7 @@ SEARCH_WORDS = 120  # of each hit shown to the model
 def search_filter(
     questions: pl.DataFrame,
     hits: dict[str, list[tuple[str, str]]],
-    llm,
-    alias: str,
+    model: Model,
     binding: bool,
     stats: CallStats,
     log=None,
@@ -64,8 +63,7 @@ def search_filter(
         )
 
     asked = items if binding else []
-    answers = llm.run(
-        alias,
+    answers = model.run(
         [
             LLMRequest(
                 f"{q['fact_id']} {q['kind']}",
@@ -78,8 +76,7 @@ def search_filter(
         log=log,
     )
     said = [" ".join((a.text or "").split()) if a.ok else "" for a in answers]
-    judged = llm.run(
-        alias,
+    judged = model.run(
         [
             LLMRequest(
                 f"{q['fact_id']} {q['kind']}",
@@ -133,8 +130,7 @@ def length_problems(questions: Mapping[str, str], left_context: str) -> list[str
 
 def distractors(
     items: list[tuple[dict, str, str, str, str]],
-    llm,
-    alias: str,
+    model: Model,
     stats: CallStats,
     log=None,
     binding: bool = True,
@@ -147,8 +143,7 @@ def distractors(
     page titles, and ``"subject:<category>"`` those of one category), a reply without three usable options is replaced by three names
     of the same type drawn from the sample (``origin = rules``)."""
     prompt = wikiprofile_prompt("distractors")
-    asked = llm.run(
-        alias,
+    asked = model.run(
         [
             LLMRequest(
                 f"{f['fact_id']} {kind}",

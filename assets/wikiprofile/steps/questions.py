@@ -15,7 +15,7 @@ from assets.common.verdicts import VERDICT, verdict
 from assets.wikiprofile import rules
 from assets.wikiprofile.rules import answer_leaks, only_deletions, parse_entity_type, parse_question, parse_reverse
 from assets.wikiprofile.steps.shared import REJECTS, SHORT, Pages, wikiprofile_prompt
-from resources.llm import CallStats, LLMRequest, ParseError
+from resources.llm import CallStats, LLMRequest, Model, ParseError
 
 # The subject's type for a rule-made reverse question, from the page's category.
 CATEGORY_TYPES = {"People": "PERSON", "Geography": "LOCATION", "History": "EVENT"}
@@ -86,7 +86,7 @@ def rules_row(f: dict, kind: str, question: str) -> dict:
 
 
 def direct_questions(
-    facts: pl.DataFrame, llm, alias: str, binding: bool, stats: CallStats, log=None, pages: Pages | None = None
+    facts: pl.DataFrame, model: Model, binding: bool, stats: CallStats, log=None, pages: Pages | None = None
 ) -> tuple[pl.DataFrame, list[dict]]:
     """Steps 7-9 for every fact: the direct question from the left context, its
     specification refinement (an edit, or REJECT) and its minimalism refinement (deletions
@@ -100,8 +100,7 @@ def direct_questions(
     items = list(facts.iter_rows(named=True))
     rejects: list[dict] = []
     gen = wikiprofile_prompt("direct_question")
-    asked = llm.run(
-        alias,
+    asked = model.run(
         [
             LLMRequest(
                 f["fact_id"],
@@ -140,20 +139,19 @@ def direct_questions(
             rejects.append(REJECTS.row(f["page_id"], f["fact_id"], "direct_question", ANSWER_IN_QUESTION, r.value))
         else:
             live.append((f, r.value))
-    rows, more = refine([(f, q, f["object"], f["type"]) for f, q in live], "direct", llm, alias, binding, stats, log)
+    rows, more = refine([(f, q, f["object"], f["type"]) for f, q in live], "direct", model, binding, stats, log)
     return pl.DataFrame(rows + ruled, schema=QUESTION_SCHEMA).sort("fact_id"), rejects + more
 
 
 def refine(
-    live: list[tuple[dict, str, str, str]], kind: str, llm, alias: str, binding: bool, stats: CallStats, log=None
+    live: list[tuple[dict, str, str, str]], kind: str, model: Model, binding: bool, stats: CallStats, log=None
 ) -> tuple[list[dict], list[dict]]:
     """Steps 8-9 (and 12 for reverse questions) on ``(fact, question, answer, answer type)``
     items: the specification refinement, then the minimalism refinement, with the checks
     that keep a bad edit from replacing a good question."""
     rejects = []
     spec = wikiprofile_prompt("refine_specification")
-    refined = llm.run(
-        alias,
+    refined = model.run(
         [
             LLMRequest(
                 f"{f['fact_id']} {kind}", spec.messages(question=q, target=target, entity_type=etype), params=SHORT
@@ -184,8 +182,7 @@ def refine(
         else:
             specified.append((f, q, edited, target, "unchanged" if edited == q else "edited"))
     minimal = wikiprofile_prompt("refine_minimal")
-    shortened = llm.run(
-        alias,
+    shortened = model.run(
         [
             LLMRequest(f"{f['fact_id']} {kind}", minimal.messages(question=q, target=target), params=SHORT)
             for f, _, q, target, _ in specified
@@ -228,8 +225,7 @@ def refine(
 def reverse_questions(
     facts: pl.DataFrame,
     direct: pl.DataFrame,
-    llm,
-    alias: str,
+    model: Model,
     binding: bool,
     stats: CallStats,
     log=None,
@@ -248,8 +244,7 @@ def reverse_questions(
     questions = dict(direct.select("fact_id", "question").iter_rows())
     items = [f for f in facts.iter_rows(named=True) if f["fact_id"] in questions]
     prompt = wikiprofile_prompt("reverse_question")
-    asked = llm.run(
-        alias,
+    asked = model.run(
         [
             LLMRequest(
                 f["fact_id"],
@@ -275,8 +270,7 @@ def reverse_questions(
             row, reject = _reverse_by_rule(f, problem, pages)
             ruled += [row] if row else []
             rejects += [reject] if reject else []
-    typed = llm.run(
-        alias,
+    typed = model.run(
         [
             LLMRequest(
                 f["fact_id"],
@@ -294,9 +288,9 @@ def reverse_questions(
         for (f, _, _), r in zip(live, typed)
     }
     rows, more = refine(
-        [(f, q, subj, types[f["fact_id"]]) for f, q, subj in live], "reverse", llm, alias, binding, stats, log
+        [(f, q, subj, types[f["fact_id"]]) for f, q, subj in live], "reverse", model, binding, stats, log
     )
-    kept, unpaired = _pair_checked(rows, live, questions, types, llm, alias, binding, stats, log)
+    kept, unpaired = _pair_checked(rows, live, questions, types, model, binding, stats, log)
     return pl.DataFrame(kept + ruled, schema=REVERSE_SCHEMA).sort("fact_id"), rejects + more + unpaired
 
 
@@ -350,8 +344,7 @@ def _pair_checked(
     live: list[tuple[dict, str, str]],
     questions: Mapping[str, str],
     types: Mapping[str, str],
-    llm,
-    alias: str,
+    model: Model,
     binding: bool,
     stats: CallStats,
     log,
@@ -361,8 +354,7 @@ def _pair_checked(
     subjects = {f["fact_id"]: subj for f, _, subj in live}
     objects = {f["fact_id"]: f for f, _, _ in live}
     pair = wikiprofile_prompt("pair_check")
-    verdicts = llm.run(
-        alias,
+    verdicts = model.run(
         [
             LLMRequest(
                 row["fact_id"],
@@ -403,8 +395,7 @@ def _pair_checked(
 
 def natural_questions(
     items: list[tuple[dict, str, str, str]],
-    llm,
-    alias: str,
+    model: Model,
     stats: CallStats,
     log=None,
     binding: bool = True,
@@ -424,8 +415,7 @@ def natural_questions(
     asked = dict(
         zip(
             [(f["fact_id"], kind) for f, kind, _, _ in ask],
-            llm.run(
-                alias,
+            model.run(
                 [
                     LLMRequest(f"{f['fact_id']} {kind}", prompt.messages(question=q, target=answer), params=SHORT)
                     for f, kind, q, answer in ask

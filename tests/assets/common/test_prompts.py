@@ -12,8 +12,8 @@ from assets.common import prompts
 
 ROOT = Path(__file__).resolve().parents[3]
 ASSETS = ROOT / "assets"
-# prompt names the code loads literally: recor_prompt("x"), load_prompt("b", "x"), ask_yes_no(llm, alias, "x")
-LOADED = re.compile(r'(?:(?<!load)_prompt\(|load_prompt\("(\w+)", |ask_yes_no\((?:[\w.]+, ){2})"(\w+)"')
+# prompt names the code loads literally: recor_prompt("x"), load_prompt("b", "x"), ask_yes_no(model, "x")
+LOADED = re.compile(r'(?:(?<!load)_prompt\(|load_prompt\("(\w+)", |ask_yes_no\(\s*[\w.]+,\s*)"(\w+)"')
 
 
 def prompt_files() -> set[str]:

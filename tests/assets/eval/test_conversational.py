@@ -265,7 +265,7 @@ def test_generation_judge_skips_faithfulness_without_passages(scripted_llm):
     assert [i["mode"] for i in items[:3]] == ["oracle", "retrieved", "no_retrieval"]
     assert items[0]["passages"] == ["Probable cause."] and items[2]["passages"] == []
     grades = generation.judge(
-        items[:3], ["an answer"] * 3, scripted_llm, "smollm2", __import__("resources.llm").llm.CallStats()
+        items[:3], ["an answer"] * 3, scripted_llm.named("smollm2"), __import__("resources.llm").llm.CallStats()
     )
     assert "faithfulness" in grades[0] and "faithfulness" not in grades[2]
     # the scripted judge answers 4 of 5: (4 - 1) / 4

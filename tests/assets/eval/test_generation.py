@@ -67,7 +67,7 @@ def test_empty_answer_scores_zero_and_a_failed_call_stays_unscored():
 
 def test_answer_keeps_an_empty_reply_apart_from_a_failed_call():
     class Replies:
-        def run(self, alias, reqs, stats=None, log=None):
+        def run(self, reqs, stats=None, log=None):
             return [
                 SimpleNamespace(ok=True, value="  An\nanswer. "),
                 SimpleNamespace(ok=True, value=""),
@@ -75,7 +75,7 @@ def test_answer_keeps_an_empty_reply_apart_from_a_failed_call():
             ]
 
     items = [{"qid": f"q{n}", "mode": "no_retrieval", "history": "", "query": "Why?", "passages": []} for n in range(3)]
-    assert generation.answer(items, Replies(), "any", stats=None) == ["An answer.", "", None]
+    assert generation.answer(items, Replies(), stats=None) == ["An answer.", "", None]
 
 
 @pytest.mark.slow

@@ -37,8 +37,7 @@ def test_rerank_applies_each_window_bottom_up(scripted_llm):
     texts = {p: f"text of {p}" for p in ids}
     stats = CallStats()
     out, repaired = rerank(
-        scripted_llm,
-        "smollm2",
+        scripted_llm.named("smollm2"),
         {"q": "Which?", "r": "What?"},
         {"q": ids, "r": ids[:3]},
         texts,

@@ -75,7 +75,7 @@ def test_raw_em_is_case_sensitive_and_literal():
 def test_read_grades_against_the_pool(scripted_llm):
     stats = CallStats()
     items, _ = readers.reader_items(RUNS, CORPUS, QUESTIONS)
-    out = readers.read(items, QUESTIONS, scripted_llm, "smollm2", "smollm2", stats)
+    out = readers.read(items, QUESTIONS, scripted_llm.named("smollm2"), scripted_llm.named("smollm2"), stats)
     assert out.height == 6
     # the scripted reader answers "Mount Everest" from contexts with 3+ periods: k=3 and k=5
     # (k=1 has two: the second hint has no final period)

@@ -170,7 +170,7 @@ def test_judged_scores_are_normalized_and_missing_or_unparsable_ones_score_zero(
     scores, stats = [], CallStats()
     for subtrack in rj.SUBTRACKS:
         items = rj.judge_items(TURNS, checked.answers, rj.passage_ids(TURNS, subtrack, run.rankings), TEXTS)
-        judgments = rj.judge(items, scripted_llm, "smollm2", stats)
+        judgments = rj.judge(items, scripted_llm.named("smollm2"), stats)
         judged = rj.judged_turns(judgments)
         scores.append(rj.turn_scores(judged, TARGETS, "gen", subtrack))
     # c1#turn1: 5 on all but faithfulness (2b: 2, from the gold passage d2; 2c: 5, d2 not in its top five);

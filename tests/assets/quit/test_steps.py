@@ -3,7 +3,8 @@ import polars as pl
 from assets.quit import rules, steps
 from assets.quit.rules import passages_frame
 from assets.quit.sources import questions_frame
-from resources.llm import CallStats, LLMResult
+from resources.llm import CallStats, LLMResult, Model
+from resources.llm.registry import ModelSpec
 
 HINTS = [
     "It rises on the border of Nepal and China.",
@@ -45,7 +46,7 @@ def test_leakage_exact_and_judged_spans(scripted_llm):
         ]
     )
     stats = CallStats()
-    kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm, "smollm2", stats)
+    kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm.named("smollm2"), stats)
     assert kept["question_id"].to_list() == ["clean"]
     why = dict(zip(rejects["question_id"], rejects["detail"]))
     assert "hint 6 names the answer 'Everest'" in why["exact"]
@@ -55,7 +56,7 @@ def test_leakage_exact_and_judged_spans(scripted_llm):
     assert unresolved.height == 0
 
     # an advisory judge's Yes discards nothing: the question stays, its span is listed
-    kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm, "smollm2", CallStats(), binding=False)
+    kept, rejects, unresolved = steps.screen_leakage(qs, scripted_llm.named("smollm2"), CallStats(), binding=False)
     assert kept["question_id"].to_list() == ["clean", "near"]
     assert rejects["question_id"].to_list() == ["exact"]
     assert unresolved.select("question_id", "span", "verdict").rows() == [("near", "everests", True)]
@@ -70,7 +71,7 @@ def test_convergence_from_source_or_computed(scripted_llm):
         ]
     )
     stats = CallStats()
-    conv = steps.hint_convergence(qs, scripted_llm, "smollm2", distractors=3, stats=stats)
+    conv = steps.hint_convergence(qs, scripted_llm.named("smollm2"), distractors=3, stats=stats)
     src = conv.filter(pl.col("question_id") == "src")
     assert src["origin"].unique().to_list() == ["source"] and src["convergence"].to_list() == [0.1, 0.2, 0.3, 0.4, 0.5]
     gen = conv.filter(pl.col("question_id") == "gen")
@@ -97,7 +98,7 @@ def test_judge_skips_exact_matches_and_asks_once_per_distinct_answer(scripted_ll
         ("q", "Which?", ["Mount Everest"], "everest  PEAK"),
         ("q", "Which?", ["Mount Everest"], "K2"),
     ]
-    verdicts = steps.judge(scripted_llm, "smollm2", items, stats)
+    verdicts = steps.judge(scripted_llm.named("smollm2"), items, stats)
     assert stats.calls == 2
     assert verdicts[("q", "mount everest")] is True
     assert verdicts[("q", "k2")] is False
@@ -107,7 +108,7 @@ def test_passage_labels_and_answer_pool(scripted_llm):
     qs = questions_frame([question("q1", hints=HINTS[:5])])
     ps = passages_frame(qs.select("question_id", "hints"))
     stats = CallStats()
-    answers = steps.passage_answers(ps, qs, scripted_llm, "smollm2", "smollm2", stats)
+    answers = steps.passage_answers(ps, qs, scripted_llm.named("smollm2"), scripted_llm.named("smollm2"), stats)
     assert answers.height == 325 and stats.calls == 325  # exact matches need no judge
     labels, pool = rules.labels_and_pool(answers, ps, qs)
     counts = dict(labels.group_by("label").len().iter_rows())
@@ -118,15 +119,17 @@ def test_passage_labels_and_answer_pool(scripted_llm):
 def test_passages_are_asked_and_judged_chunk_by_chunk_with_the_same_answers(scripted_llm, tmp_path):
     qs = questions_frame([question("q1", hints=HINTS[:5])])
     ps = passages_frame(qs.select("question_id", "hints"))
-    whole = steps.passage_answers(ps, qs, scripted_llm, "smollm2", "smollm2", CallStats())
+    whole = steps.passage_answers(ps, qs, scripted_llm.named("smollm2"), scripted_llm.named("smollm2"), CallStats())
     small = scripted_llm.model_copy(update={"chunk_size": 40, "cache_dir": str(tmp_path / "fresh")})
     labeler, judge = CallStats(), CallStats()
-    chunked = steps.passage_answers(ps, qs, small, "smollm2", "smollm2", labeler, judge_stats=judge)
+    chunked = steps.passage_answers(ps, qs, small.named("smollm2"), small.named("smollm2"), labeler, judge_stats=judge)
     assert chunked.equals(whole)
     assert labeler.calls == 325 and labeler.cached == 0 and judge.calls == 0  # exact matches need no judge
     # passages read in batches of 33 (a stored table's) that the 40-call chunks cut across
     fresh = small.model_copy(update={"cache_dir": str(tmp_path / "fresh2")})
-    batched = steps.passage_answers(ps.iter_slices(33), qs, fresh, "smollm2", "smollm2", CallStats(), total=ps.height)
+    batched = steps.passage_answers(
+        ps.iter_slices(33), qs, fresh.named("smollm2"), fresh.named("smollm2"), CallStats(), total=ps.height
+    )
     assert batched.equals(whole)
 
 
@@ -136,6 +139,9 @@ class Replies:
 
     def __init__(self, reply):
         self.reply, self.asked = reply, []
+
+    def named(self, alias):
+        return Model(self, ModelSpec(alias, alias))
 
     def run(self, alias, requests, parse=None, stats=None, thinking=False, log=None):
         requests = list(requests)
@@ -177,7 +183,7 @@ def graded(llm, binding=True) -> dict[str, tuple]:
             "text": ["x"] * 4,
         }
     )
-    out = steps.passage_answers(ps, qs, llm, "labeler", "judge", CallStats(), binding=binding)
+    out = steps.passage_answers(ps, qs, llm.named("labeler"), llm.named("judge"), CallStats(), binding=binding)
     return {
         r["passage_id"]: (r["answer"], r["judge"], r["correct"], r["error"], r["judge_error"])
         for r in out.iter_rows(named=True)
@@ -231,13 +237,15 @@ def test_closed_book_repeats_are_sampled_with_distinct_seeds(scripted_llm):
         [question("fr", answer="Paris", aliases=("Paris",)) | {"question": "Capital of France?"}, question("ev")]
     )
     stats = CallStats()
-    out = steps.closed_book_answers(qs, scripted_llm, "smollm2", "smollm2", repeats=3, temperature=0.7, stats=stats)
+    out = steps.closed_book_answers(
+        qs, scripted_llm.named("smollm2"), scripted_llm.named("smollm2"), repeats=3, temperature=0.7, stats=stats
+    )
     assert out.height == 6
     assert out.filter(pl.col("question_id") == "fr")["correct"].all()
     assert not out.filter(pl.col("question_id") == "ev")["correct"].any()
     assert stats.calls == 6 and stats.cached == 0
 
     llm = Replies(lambda req: LLMResult(req.key, "Paris", value="Paris" if " | " not in req.key else False))
-    steps.closed_book_answers(qs, llm, "m", "judge", repeats=3, temperature=0.7, stats=CallStats())
+    steps.closed_book_answers(qs, llm.named("m"), llm.named("judge"), repeats=3, temperature=0.7, stats=CallStats())
     asked = [(r.key, r.sample, r.params.get("temperature")) for r in llm.asked if " repeat " in r.key]
     assert asked == [(f"{q} repeat {k}", k, 0.7) for q in ("fr", "ev") for k in range(3)]

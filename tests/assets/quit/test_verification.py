@@ -88,13 +88,13 @@ def test_candidates_group_normalized_answers_most_frequent_first():
 
 
 def test_without_decisions_labels_pass_through_unverified(scripted_llm):
-    out = steps.apply({}, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
+    out = steps.apply({}, answers(), labels(), pools(), questions(), scripted_llm.named("smollm2"), CallStats())
     assert not out.verified and out.labels.equals(labels())
 
 
 def test_deselecting_demotes_passages_and_accepting_adds_to_pool(scripted_llm):
     decisions = {"q": {"accepted": ["K2"], "rejected": ["Chomolungma"]}}
-    out = steps.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
+    out = steps.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm.named("smollm2"), CallStats())
     got = dict(zip(out.labels["passage_id"], out.labels["label"]))
     assert got == {"p1": 2, "p2": 1, "p3": 2, "p4": 1}
     assert out.demoted == 1
@@ -104,7 +104,7 @@ def test_deselecting_demotes_passages_and_accepting_adds_to_pool(scripted_llm):
 
 def test_newly_accepted_answer_that_leaks_removes_the_question(scripted_llm):
     decisions = {"q": {"accepted": ["Lhotse"], "rejected": []}}
-    out = steps.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm, "smollm2", CallStats())
+    out = steps.apply(decisions, answers(), labels(), pools(), questions(), scripted_llm.named("smollm2"), CallStats())
     assert out.rejects["question_id"].to_list() == ["q"]
     assert "names the answer 'Lhotse'" in out.rejects["detail"][0]
     assert out.rejects["step"][0] == "human_verification"

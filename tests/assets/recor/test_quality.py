@@ -40,7 +40,7 @@ def conversation():
 def test_quality_scores_and_labels_with_the_scripted_judge(scripted_llm):
     corpus = pl.DataFrame({"doc_id": ["d1"], "content": ["Onions release a volatile irritant."]})
     stats = CallStats()
-    scores = quality.conversation_scores(conversation(), corpus, scripted_llm, "smollm2", stats)
+    scores = quality.conversation_scores(conversation(), corpus, scripted_llm.named("smollm2"), stats)
     # the scripted judge answers 4 (5 for groundedness) at probability 0.8, a word otherwise
     assert scores.row(0, named=True) == {
         "domain": "biology",
@@ -51,7 +51,7 @@ def test_quality_scores_and_labels_with_the_scripted_judge(scripted_llm):
         "question_quality": 4.0,
         "groundedness": 5.0,
     }
-    labels = quality.turn_labels(conversation(), scripted_llm, "smollm2", stats)
+    labels = quality.turn_labels(conversation(), scripted_llm.named("smollm2"), stats)
     assert labels["dependency"].to_list() == ["self_contained", "coreference", "coreference"]
     assert labels["pattern"].to_list() == ["why", "how", "how"]
     table = quality.domain_table(scores, labels)

@@ -67,11 +67,11 @@ def frames():
 def test_decomposition_and_verification_end_to_end(scripted_llm):
     questions, documents = frames()
     sim, t, stats = steps.Similarity(bag_of_words), Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
-    aligned, rejects = steps.alignment(questions, documents, scripted_llm, "smollm2", sim, t, stats)
+    aligned, rejects = steps.alignment(questions, documents, scripted_llm.named("smollm2"), sim, t, stats)
     assert aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"]
     assert [r["reason"] for r in rejects] == ["weak_document"] and rejects[0]["item"] == "d3"
 
-    aspects, rejects = steps.aspects(questions, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
+    aspects, rejects = steps.aspects(questions, aligned, documents, scripted_llm.named("smollm2"), sim, t, stats)
     reasons = [r["reason"] for r in rejects]
     # round 2 proposes the same points again: all overlapping; the advice point is unsuitable
     # (or, with little document coverage, rejected for coverage first)
@@ -81,10 +81,10 @@ def test_decomposition_and_verification_end_to_end(scripted_llm):
     assert aspects.sort("position")["text"].to_list()[0].startswith("Huntington disease")
     assert aspects["aspect_id"].to_list() == [f"biology_0_a{i}" for i in range(1, aspects.height + 1)]
 
-    facts, rejects = steps.facts(questions, aspects, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
+    facts, rejects = steps.facts(questions, aspects, aligned, documents, scripted_llm.named("smollm2"), sim, t, stats)
     assert facts["verified"].all() and facts.height == aspects.height
 
-    turns, rejects = steps.turns(questions, aspects, facts, aligned, documents, scripted_llm, "smollm2", t, stats)
+    turns, rejects = steps.turns(questions, aspects, facts, aligned, documents, scripted_llm.named("smollm2"), t, stats)
     assert turns["turn_id"].to_list() == list(range(1, turns.height + 1)) and turns.height == 3
     first = turns.row(0, named=True)
     assert first["conversation_history"] == "No previous conversation."
@@ -93,7 +93,7 @@ def test_decomposition_and_verification_end_to_end(scripted_llm):
     assert first["target"] and first["relevance_signals"] == ["mechanism", "evidence", "example"]
     assert turns.row(1, named=True)["conversation_history"].startswith("Turn 1 - User: What should I know")
 
-    convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", t, stats)
+    convs, rejects = steps.conversations(turns, scripted_llm.named("smollm2"), t, stats)
     assert convs["valid"].to_list() == [True] and not rejects
     assert stats.errors == 0
 
@@ -121,7 +121,7 @@ def test_too_short_a_conversation_is_rejected_with_its_problems(scripted_llm):
         ],
         schema=steps.TURN_SCHEMA,
     )
-    convs, rejects = steps.conversations(turns, scripted_llm, "smollm2", Thresholds(), CallStats())
+    convs, rejects = steps.conversations(turns, scripted_llm.named("smollm2"), Thresholds(), CallStats())
     assert convs["valid"].to_list() == [False]
     assert rejects[0]["detail"] == "2 turns (needs 3-12); every turn uses the same documents"
 
@@ -157,7 +157,7 @@ class SplitDigits:
     def __init__(self):
         self.requests = []
 
-    def run(self, alias, reqs, parse=None, stats=None, log=None, **kw):
+    def run(self, reqs, parse=None, stats=None, log=None, **kw):
         import math
 
         self.requests += reqs
@@ -165,15 +165,15 @@ class SplitDigits:
 
 
 def test_document_criteria_read_a_split_ten_as_ten():
-    llm = SplitDigits()
+    model = SplitDigits()
     turns_ = [("q1", {"aspect_id": "a1"}, "Why?")]
     out = steps.score_documents(
-        turns_, {"a1": ["d1"]}, {"d1": "A document."}, {"a1": ["A fact."]}, llm, "judge", CallStats(), None
+        turns_, {"a1": ["d1"]}, {"d1": "A document."}, {"a1": ["A fact."]}, model, CallStats(), None
     )
     # 0.8 on 10 and 0.2 on 9 for each criterion; read from the first token alone, 10 was 1
     crit = out["a1"]["d1"]
     assert {c: crit[c] for c in steps.CRITERIA} == pytest.approx({c: 9.8 for c in steps.CRITERIA})
-    assert all(r.params is RATING for r in llm.requests)
+    assert all(r.params is RATING for r in model.requests)
 
 
 def test_release_records_follow_the_public_format(scripted_llm):
@@ -181,10 +181,10 @@ def test_release_records_follow_the_public_format(scripted_llm):
 
     questions, documents = frames()
     sim, t, stats = steps.Similarity(bag_of_words), Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
-    aligned, _ = steps.alignment(questions, documents, scripted_llm, "smollm2", sim, t, stats)
-    aspects, _ = steps.aspects(questions, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
-    facts, _ = steps.facts(questions, aspects, aligned, documents, scripted_llm, "smollm2", sim, t, stats)
-    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, scripted_llm, "smollm2", t, stats)
+    aligned, _ = steps.alignment(questions, documents, scripted_llm.named("smollm2"), sim, t, stats)
+    aspects, _ = steps.aspects(questions, aligned, documents, scripted_llm.named("smollm2"), sim, t, stats)
+    facts, _ = steps.facts(questions, aspects, aligned, documents, scripted_llm.named("smollm2"), sim, t, stats)
+    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, scripted_llm.named("smollm2"), t, stats)
     [record] = release.conversation_records(turns, questions, {}, created_at="2026-01-01T00:00:00+00:00")
     assert set(record) == {"id", "task", "original_query", "original_answer", "turns", "metadata"}
     assert record["task"] == "biology" and record["metadata"]["num_turns"] == 3
@@ -212,13 +212,13 @@ def test_release_records_follow_the_public_format(scripted_llm):
 class NaySayer:
     """The scripted model, except that every yes/no verdict is a confident no."""
 
-    def __init__(self, llm):
-        self.llm = llm
+    def __init__(self, model):
+        self.model = model
 
-    def run(self, alias, reqs, parse=None, stats=None, log=None, **kw):
+    def run(self, reqs, parse=None, stats=None, log=None, **kw):
         import math
 
-        answered = self.llm.run(alias, reqs, parse=parse, stats=stats, log=log, **kw)
+        answered = self.model.run(reqs, parse=parse, stats=stats, log=log, **kw)
         return [
             LLMResult(r.key, "No", top_logprobs={"No": math.log(0.9), "Yes": math.log(0.1)})
             if q.params is VERDICT and "yes or no" in q.messages[-1]["content"].lower()
@@ -230,10 +230,10 @@ class NaySayer:
 def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
     questions, documents = frames()
     sim, stats = steps.Similarity(bag_of_words), CallStats()
-    llm = NaySayer(scripted_llm)
+    model = NaySayer(scripted_llm.named("smollm2"))
     binding = Thresholds(min_new_words=2, aspect_min_coverage=0.3)
-    aligned, _ = steps.alignment(questions, documents, llm, "smollm2", sim, binding, stats)
-    aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, binding, stats)
+    aligned, _ = steps.alignment(questions, documents, model, sim, binding, stats)
+    aspects, rejects = steps.aspects(questions, aligned, documents, model, sim, binding, stats)
     assert aspects.height == 0 and "unsuitable_aspect" in {r["reason"] for r in rejects}
 
     advisory = Thresholds(
@@ -243,26 +243,26 @@ def test_advisory_verdicts_are_recorded_and_the_encoder_decides(scripted_llm):
         binding_verdicts=False,
         fact_similarity=0.3,
     )
-    aligned, rejects = steps.alignment(questions, documents, llm, "smollm2", sim, advisory, stats)
+    aligned, rejects = steps.alignment(questions, documents, model, sim, advisory, stats)
     # coverage alone decides, and the judge is not asked for a verdict that would not decide
     assert aligned["kept"].to_list() == (aligned["coverage"] >= 0.2).to_list()
     assert (
         aligned.filter(pl.col("kept"))["doc_id"].to_list() == ["d1", "d2"] and aligned["llm_supports"].is_null().all()
     )
-    aspects, rejects = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, advisory, stats)
+    aspects, rejects = steps.aspects(questions, aligned, documents, model, sim, advisory, stats)
     assert aspects.height == 3 and aspects["llm_suitable"].to_list() == [False] * 3
     assert "unsuitable_aspect" not in {r["reason"] for r in rejects}
-    facts, _ = steps.facts(questions, aspects, aligned, documents, llm, "smollm2", sim, advisory, stats)
+    facts, _ = steps.facts(questions, aspects, aligned, documents, model, sim, advisory, stats)
     middle = facts.filter(pl.col("similarity") < advisory.fact_accept)
     assert middle.height and (middle["verified"] == (middle["similarity"] >= 0.3)).all()
     assert facts["llm_supports"].is_null().all()
-    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, llm, "smollm2", advisory, stats)
+    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, model, advisory, stats)
     assert turns.height == 3 and turns["llm_on_aspect"].to_list() == [False] * 3
     # every turn's gold documents hold one of its verified facts
     doc_of = facts.filter(pl.col("verified")).group_by("aspect_id").agg("doc_id")
     held = {a: set(ds) for a, ds in doc_of.iter_rows()}
     assert all(set(t["gold_doc_ids"]) <= held[t["aspect_id"]] for t in turns.iter_rows(named=True))
-    convs, _ = steps.conversations(turns, llm, "smollm2", advisory, stats)
+    convs, _ = steps.conversations(turns, model, advisory, stats)
     assert convs["coherent"].to_list() == [False] and convs["valid"].to_list() == [True]
 
 
@@ -287,11 +287,11 @@ class Parrot:
     """The scripted model, except that it asks one question over and over and answers by
     repeating the question."""
 
-    def __init__(self, llm):
-        self.llm = llm
+    def __init__(self, model):
+        self.model = model
 
-    def run(self, alias, reqs, parse=None, stats=None, log=None, **kw):
-        answered = self.llm.run(alias, reqs, parse=parse, stats=stats, log=log, **kw)
+    def run(self, reqs, parse=None, stats=None, log=None, **kw):
+        answered = self.model.run(reqs, parse=parse, stats=stats, log=log, **kw)
         out = []
         for q, r in zip(reqs, answered):
             system = q.messages[0]["content"]
@@ -309,11 +309,11 @@ class Parrot:
 def test_unusable_questions_get_a_second_try_and_echoed_answers_give_way_to_the_facts(scripted_llm):
     questions, documents = frames()
     sim, t, stats = steps.Similarity(bag_of_words), Thresholds(min_new_words=2, aspect_min_coverage=0.3), CallStats()
-    llm = Parrot(scripted_llm)
-    aligned, _ = steps.alignment(questions, documents, llm, "smollm2", sim, t, stats)
-    aspects, _ = steps.aspects(questions, aligned, documents, llm, "smollm2", sim, t, stats)
-    facts, _ = steps.facts(questions, aspects, aligned, documents, llm, "smollm2", sim, t, stats)
-    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, llm, "smollm2", t, stats)
+    model = Parrot(scripted_llm.named("smollm2"))
+    aligned, _ = steps.alignment(questions, documents, model, sim, t, stats)
+    aspects, _ = steps.aspects(questions, aligned, documents, model, sim, t, stats)
+    facts, _ = steps.facts(questions, aspects, aligned, documents, model, sim, t, stats)
+    turns, _ = steps.turns(questions, aspects, facts, aligned, documents, model, t, stats)
     assert turns["query"][0] == "Why does evolution let late harmful mutations survive?"
     assert turns["question_origin"].to_list() == ["first_turn"] + ["question_for_point"] * (turns.height - 1)
     assert turns.height >= 2 and len(set(turns["query"])) == turns.height

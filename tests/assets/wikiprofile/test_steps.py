@@ -6,7 +6,7 @@ import pytest
 
 from assets.wikiprofile import rules, steps
 from assets.wikiprofile.sources import PAGE_SCHEMA
-from resources.llm import CallStats, LLMResult, ParseError
+from resources.llm import CallStats, LLMResult, Model, ModelSpec, ParseError
 
 SUMMARY = (
     "Love and Money were a Scottish band, formed in Glasgow in 1985. Three former members of Friends Again "
@@ -20,6 +20,11 @@ def answered(key, reply, parse):
         return LLMResult(key, reply, value=parse(reply) if parse else reply)
     except Exception as e:
         return LLMResult(key, reply, error=f"unparsable: {e}")
+
+
+def model(fake) -> Model:
+    """The handle a step is given, its calls answered by a scripted fake of the resource."""
+    return Model(fake, ModelSpec("m", "scripted/m"))
 
 
 class Fake:
@@ -76,7 +81,7 @@ def test_categories_are_parsed_from_the_reply():
     assert rules.parse_category("Philosophy and Religion.") == "Philosophy & Religion"
     assert rules.parse_category("I think Science, maybe Technology") == "Science"
     assert rules.parse_category("no idea") is None
-    cats = steps.categorize(pages(), Fake(), "m", CallStats())
+    cats = steps.categorize(pages(), model(Fake()), CallStats())
     assert cats.row(0, named=True) == {
         "page_id": "love_and_money",
         "category": "Arts",
@@ -99,23 +104,23 @@ class Copier(Fake):
 
 
 def test_advisory_builder_falls_back_to_the_source_category_and_rule_entities():
-    binding = steps.categorize(pages(), Copier(), "m", CallStats())
+    binding = steps.categorize(pages(), model(Copier()), CallStats())
     assert binding.row(0, named=True)["category"] == "People"
-    advisory = steps.categorize(pages(), Copier(), "m", CallStats(), binding=False).row(0, named=True)
+    advisory = steps.categorize(pages(), model(Copier()), CallStats(), binding=False).row(0, named=True)
     assert (advisory["category"], advisory["llm_category"], advisory["origin"]) == ("Arts", "People", "reference")
 
-    found, rejects = steps.tag_entities(pages(), Copier(), "m", CallStats())
+    found, rejects = steps.tag_entities(pages(), model(Copier()), CallStats())
     assert found.height == 0 and [r["reason"] for r in rejects] == ["no_entities"]
-    found, rejects = steps.tag_entities(pages(), Copier(), "m", CallStats(), binding=False)
+    found, rejects = steps.tag_entities(pages(), model(Copier()), CallStats(), binding=False)
     assert not rejects and set(found["origin"]) == {"rules"}
     assert {"Glasgow", "1985", "Bobby Paterson", "Gary Katz", "Strange Kind of Love"} <= set(found["name"])
 
 
 def test_entities_objects_and_verification_keep_every_reject():
     llm, stats = Fake(), CallStats()
-    found, rejects = steps.tag_entities(pages(), llm, "m", stats)
+    found, rejects = steps.tag_entities(pages(), model(llm), stats)
     assert found["name"].to_list() == ["Love and Money", "Glasgow", "Bobby Paterson", "Gary Katz"]
-    objects, rejects = steps.select_objects(pages(), found, llm, "m", 3, stats)
+    objects, rejects = steps.select_objects(pages(), found, model(llm), 3, stats)
     reasons = {(r["item"], r["reason"]) for r in rejects}
     # the subject opens the paragraph; Steely Dan is no entity of it
     assert ("Love and Money", "bad_position") in reasons and ("Steely Dan", "not_a_candidate") in reasons
@@ -124,18 +129,18 @@ def test_entities_objects_and_verification_keep_every_reject():
     assert "Candidate entities (in order of appearance): Glasgow; Bobby Paterson; Gary Katz" in llm.prompts[-1]
 
     strict = Fake(difficulty_yes=False)
-    verified, rejects = steps.verify(objects, strict, "m", binding=True, stats=stats)
+    verified, rejects = steps.verify(objects, model(strict), binding=True, stats=stats)
     assert not verified["verified"].any() and [r["reason"] for r in rejects] == ["unsuitable_object"] * 2
     assert "verify_difficulty said False" in rejects[0]["detail"]
-    verified, rejects = steps.verify(objects, strict, "m", binding=False, stats=stats)
+    verified, rejects = steps.verify(objects, model(strict), binding=False, stats=stats)
     assert verified["verified"].all() and not rejects and verified["difficulty"].to_list() == [False, False]
     assert verified["left_context"].to_list() == objects["left_context"].to_list()
     assert verified["left_context_alone"].to_list() == [True, True]
 
 
 def test_without_a_usable_ranking_the_rules_choose():
-    found, _ = steps.tag_entities(pages(), Fake(), "m", CallStats())
-    objects, _ = steps.select_objects(pages(), found, Fake(objects="I cannot tell."), "m", 2, CallStats())
+    found, _ = steps.tag_entities(pages(), model(Fake()), CallStats())
+    objects, _ = steps.select_objects(pages(), found, model(Fake(objects="I cannot tell.")), 2, CallStats())
     # clause-closing entities first, later ones before earlier ones
     assert objects["object"].to_list() == ["Gary Katz", "Bobby Paterson"] and set(objects["origin"]) == {"rules"}
 
@@ -220,7 +225,7 @@ def test_direct_questions_are_generated_refined_and_rejected_with_reasons():
         },
         "p_o5": {"gen": "I do not know.", "spec": "", "min": ""},
     }
-    frame, rejects = steps.direct_questions(facts, Questions(script), "m", binding=True, stats=CallStats())
+    frame, rejects = steps.direct_questions(facts, model(Questions(script)), binding=True, stats=CallStats())
     assert {(r["item"], r["reason"]) for r in rejects} == {
         ("p_o2", "answer_in_question"),
         ("p_o3", "rejected_by_model"),
@@ -235,7 +240,7 @@ def test_direct_questions_are_generated_refined_and_rejected_with_reasons():
         and rows["p_o4"]["question"] == "Which bass player formed Love and Money?"
     )
     assert rows["p_o4"]["minimalism"] == "not deletions only, kept"
-    advisory, rejects = steps.direct_questions(facts, Questions(script), "m", binding=False, stats=CallStats())
+    advisory, rejects = steps.direct_questions(facts, model(Questions(script)), binding=False, stats=CallStats())
     assert "p_o3" in set(advisory["fact_id"]) and advisory.filter(pl.col("fact_id") == "p_o3")["specification"][
         0
     ].startswith("reject_ignored")
@@ -278,14 +283,14 @@ def test_the_search_grounded_filter_keeps_definite_answers():
         "Which city?": [("d3", "Glasgow or Edinburgh, depending on the source.")],
     }
     llm = Searcher()
-    frame, rejects = steps.search_filter(questions, hits, llm, "m", binding=True, stats=CallStats())
+    frame, rejects = steps.search_filter(questions, hits, model(llm), binding=True, stats=CallStats())
     assert frame["definite"].to_list() == [True, False, True] and frame["kept"].to_list() == [True, False, True]
     assert frame["search_hits"].to_list() == [["d1", "d2"], ["d3"], []]
     assert [(r["item"], r["reason"]) for r in rejects] == [("p_o2", "not_definite")]
     assert "(nothing found)" in llm.prompts[2]
     # advisory: the hits are recorded, the model is not asked, nothing is rejected
     advisory = Searcher()
-    frame, rejects = steps.search_filter(questions, hits, advisory, "m", binding=False, stats=CallStats())
+    frame, rejects = steps.search_filter(questions, hits, model(advisory), binding=False, stats=CallStats())
     assert frame["kept"].all() and not rejects and frame["definite"].null_count() == 3 and not advisory.prompts
     assert frame["search_hits"].to_list() == [["d1", "d2"], ["d3"], []]
 
@@ -332,7 +337,7 @@ def test_reverse_questions_name_the_subject_and_contain_the_object():
         "p_o4": "Subject: Love and Money\nQuestion: Which band did three former members of Friends Again form?",
         "p_o5": "Subject: Love and Money\nQuestion: Was Love and Money formed by Bobby Paterson?",
     }
-    frame, rejects = steps.reverse_questions(facts, direct, Reverser(reverse), "m", binding=True, stats=CallStats())
+    frame, rejects = steps.reverse_questions(facts, direct, model(Reverser(reverse)), binding=True, stats=CallStats())
     assert {(r["item"], r["reason"]) for r in rejects} == {
         ("p_o2", "no_unique_reverse"),
         ("p_o3", "subject_not_in_text"),
@@ -343,11 +348,11 @@ def test_reverse_questions_name_the_subject_and_contain_the_object():
     assert row["fact_id"] == "p_o1" and row["kind"] == "reverse" and row["subject"] == "Love and Money"
     assert row["subject_type"] == "GROUP" and row["pair_ok"] is True
     frame, rejects = steps.reverse_questions(
-        facts, direct, Reverser(reverse, pair_ok=False), "m", binding=True, stats=CallStats()
+        facts, direct, model(Reverser(reverse, pair_ok=False)), binding=True, stats=CallStats()
     )
     assert frame.height == 0 and ("p_o1", "invalid_pair") in {(r["item"], r["reason"]) for r in rejects}
     frame, _ = steps.reverse_questions(
-        facts, direct, Reverser(reverse, pair_ok=False), "m", binding=False, stats=CallStats()
+        facts, direct, model(Reverser(reverse, pair_ok=False)), binding=False, stats=CallStats()
     )
     assert frame["pair_ok"].to_list() == [False]
 
@@ -396,7 +401,7 @@ class Rephraser:
 def test_natural_questions_and_distractors_keep_their_rejects():
     facts = [{"page_id": "p", "fact_id": f"p_o{i}"} for i in (1, 2)]
     items = [(f, "direct", "Which bassist formed Love and Money?", "Bobby Paterson") for f in facts]
-    frame, rejects = steps.natural_questions(items, Rephraser(), "m", CallStats())
+    frame, rejects = steps.natural_questions(items, model(Rephraser()), CallStats())
     assert frame.to_dicts() == [
         {
             "fact_id": "p_o1",
@@ -407,7 +412,7 @@ def test_natural_questions_and_distractors_keep_their_rejects():
     ]
     assert [(r["item"], r["reason"]) for r in rejects] == [("p_o2", "answer_in_question")]
     options, rejects = steps.distractors(
-        [(f, "direct", q, a, "PERSON") for f, _, q, a in items], Rephraser(), "m", CallStats()
+        [(f, "direct", q, a, "PERSON") for f, _, q, a in items], model(Rephraser()), CallStats()
     )
     assert options["options"].to_list() == [["Bobby Paterson", "James Grant", "Neil Cunningham", "Stuart Kerr"]]
     assert rejects[0]["reason"] == "too_few_distractors" and rejects[0]["item"] == "p_o2"
@@ -442,17 +447,17 @@ def test_advisory_builder_falls_back_to_questions_and_options_built_by_rule():
             for i, (obj, etype) in enumerate([("Grytviken", "LOCATION"), ("Cape Royds", "LOCATION")], start=1)
         ]
     )
-    strict, _ = steps.direct_questions(facts, Junk(), "m", True, CallStats(), pages=pages)
+    strict, _ = steps.direct_questions(facts, model(Junk()), True, CallStats(), pages=pages)
     assert set(strict["origin"]) == {"model"} and set(strict["question"]) == {"What is the answer to this question?"}
 
-    direct, rejects = steps.direct_questions(facts, Junk(), "m", False, CallStats(), pages=pages)
+    direct, rejects = steps.direct_questions(facts, model(Junk()), False, CallStats(), pages=pages)
     assert not rejects and set(direct["origin"]) == {"rules"} and set(direct["specification"]) == {"rules"}
     assert (
         direct["question"][0]
         == 'What place fills the blank in "Ernest Shackleton died of a heart attack at ___ in January 1922."?'
     )
 
-    reverse, rejects = steps.reverse_questions(facts, direct, Junk(), "m", False, CallStats(), pages=pages)
+    reverse, rejects = steps.reverse_questions(facts, direct, model(Junk()), False, CallStats(), pages=pages)
     assert reverse.select("fact_id", "subject", "subject_type", "origin").rows() == [
         ("shackleton_o1", TITLE, "PERSON", "rules"),
         ("shackleton_o2", TITLE, "PERSON", "rules"),
@@ -467,8 +472,7 @@ def test_advisory_builder_falls_back_to_questions_and_options_built_by_rule():
     llm = Junk()
     natural, rejects = steps.natural_questions(
         [(fact, "direct", direct["question"][0], "Grytviken"), (fact, "reverse", reverse["question"][0], TITLE)],
-        llm,
-        "m",
+        model(llm),
         CallStats(),
         binding=False,
         pages=pages,
@@ -490,11 +494,11 @@ def test_advisory_builder_falls_back_to_questions_and_options_built_by_rule():
         (fact, "direct", direct["question"][0], "Grytviken", "LOCATION"),
         (fact, "reverse", reverse["question"][0], TITLE, "PERSON"),
     ]
-    options, rejects = steps.distractors(closed, Junk(), "m", CallStats(), binding=False, pools=pools)
+    options, rejects = steps.distractors(closed, model(Junk()), CallStats(), binding=False, pools=pools)
     assert not rejects and set(options["origin"]) == {"rules"}
     assert (
         sorted(options["options"][0][1:]) == ["Hobart", "Punta Arenas", "Stromness"]
         and options["options"][1][0] == TITLE
     )
-    _, rejects = steps.distractors(closed, Junk(), "m", CallStats())
+    _, rejects = steps.distractors(closed, model(Junk()), CallStats())
     assert [r["reason"] for r in rejects] == ["too_few_distractors"] * 2

@@ -50,19 +50,19 @@ def recor_generation(
     )
     retrieved = {q: g["passage_id"].to_list() for (q,), g in run.group_by("question_id", maintain_order=True)}
     items = generation.contexts(benchmark, corpus, retrieved)
-    judge_alias = llm.role("recor.judge")[0]
+    judge = llm.model("recor.judge")
     stats = CallStats()
     rows = []
-    for generator in llm.role("recor.generators"):
-        answers = generation.answer(items, llm, generator, stats, context.log.info)
-        grades = generation.judge(items, answers, llm, judge_alias, stats, context.log.info)
+    for generator in llm.models("recor.generators"):
+        answers = generation.answer(items, generator, stats, context.log.info)
+        grades = generation.judge(items, answers, judge, stats, context.log.info)
         bert = generation.bertscore_f1([i["reference"] for i in items], answers)
         for item, text, grade, f1 in zip(items, answers, grades, bert):
             rows.append(
                 {
                     "domain": item["domain"],
                     "qid": item["qid"],
-                    "generator": generator,
+                    "generator": generator.alias,
                     "mode": item["mode"],
                     "answer": text,
                     **{d: grade.get(d) for d in generation.DIMENSIONS},

@@ -170,7 +170,7 @@ def reteco_generation(
     stats = CallStats()
     text = dict(corpus.select("doc_id", "content").iter_rows())
     frames, judgments = reteco_judge.judge_systems(
-        systems, diagnostics, turns, targets, text, llm, llm.role("recor.judge")[0], stats, context.log.info
+        systems, diagnostics, turns, targets, text, llm.model("recor.judge"), stats, context.log.info
     )
     scores = pl.concat(frames) if frames else pl.DataFrame(schema=RETECO_GENERATION_SCHEMA)
     failed = judgments.filter(pl.col("score").is_null()) if judgments.height else judgments

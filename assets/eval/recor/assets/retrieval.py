@@ -83,14 +83,13 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
     conversation so far, as released), History+Reasoning, Last turn (the previous question
     and answer, then the question) and LLM reasoning (a search rationale the LLM writes
     now, this project's variant)."""
-    alias = llm.role("recor.builder")[0]
+    builder = llm.model("recor.builder")
     stats = CallStats()
     rows = list(benchmark.iter_rows(named=True))
     rewrite, reason = load_prompt("eval", "query_rewrite"), load_prompt("eval", "search_reasoning")
     later = [t for t in rows if t["turn_id"] > 1]
     # A first question is self-contained already: it is its own rewrite.
-    rewritten = llm.run(
-        alias,
+    rewritten = builder.run(
         [
             LLMRequest(
                 t["qid"],
@@ -102,8 +101,7 @@ def recor_queries(context: dg.AssetExecutionContext, benchmark: pl.DataFrame, ll
         stats=stats,
         log=context.log.info,
     )
-    why = llm.run(
-        alias,
+    why = builder.run(
         [
             LLMRequest(
                 t["qid"],

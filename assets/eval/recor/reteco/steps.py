@@ -38,7 +38,7 @@ from assets.common.records import read_records
 from assets.common.verdicts import first_token_only, number_distribution
 from assets.eval.recor import steps as generation
 from assets.eval.recor.reteco import rules as reteco
-from resources.llm import CallStats, LLMRequest, ParseError
+from resources.llm import CallStats, LLMRequest, Model, ParseError
 from resources.storage import filesystem
 
 SUBTRACKS = ("2b", "2c")
@@ -280,7 +280,7 @@ def most_probable_score(result) -> int | None:
     return max(sorted(distribution), key=distribution.__getitem__)  # a tie goes to the lower score
 
 
-def judge(items: Sequence[dict], llm, alias: str, stats: CallStats | None = None, log=None) -> pl.DataFrame:
+def judge(items: Sequence[dict], model: Model, stats: CallStats | None = None, log=None) -> pl.DataFrame:
     """The judgments (:data:`JUDGMENT_SCHEMA`): one row per item and dimension with its
     score and where it was read (``read_from``), or no score and the reason (the reply held
     none and its log-probabilities gave none, or the call failed after its retries), with
@@ -289,7 +289,7 @@ def judge(items: Sequence[dict], llm, alias: str, stats: CallStats | None = None
     where :func:`most_probable_score` then reads it. One request each through the LLM
     resource (cached, retried); a reply never raises."""
     asked = requests(items)
-    results = llm.run(alias, asked, parse=parse_score, stats=stats if stats is not None else CallStats(), log=log)
+    results = model.run(asked, parse=parse_score, stats=stats if stats is not None else CallStats(), log=log)
     rows = []
     for n, result in enumerate(results):
         item, dimension = items[n // len(DIMENSIONS)], DIMENSIONS[n % len(DIMENSIONS)]
@@ -469,12 +469,11 @@ def judge_systems(
     turns: pl.DataFrame,
     targets: reteco.Targets,
     text: Mapping[str, str],
-    llm,
-    alias: str,
+    model: Model,
     stats: CallStats,
     log=None,
 ) -> tuple[list[pl.DataFrame], pl.DataFrame]:
-    """Each system (as :func:`generator_systems` gives them) judged by ``alias`` on its
+    """Each system (as :func:`generator_systems` gives them) judged by ``model`` on its
     sub-track's passages (``text``: each document's content): one frame of per-turn scores a
     system, beside the retrieval figures of the run a 2c system answered from (blank for 2b),
     and every judgment with its system and sub-track. Diagnostics a system lacks in
@@ -483,7 +482,7 @@ def judge_systems(
     for system, subtrack, answers, run in systems:
         passages = passage_ids(turns, subtrack, run.rankings if run else None)
         items = judge_items(turns, answers, passages, text)
-        judgments = judge(items, llm, alias, stats, log)
+        judgments = judge(items, model, stats, log)
         judged_all.append(judgments.with_columns(pl.lit(system).alias("system"), pl.lit(subtrack).alias("subtrack")))
         diagnostic = given.get((system, subtrack))
         scores = turn_scores(

@@ -23,7 +23,7 @@ from assets.eval.wikiprofile.assets.common import (
 )
 from assets.partitions import subject_partitions
 from assets.wikiprofile.settings import WikiProfileSettings
-from resources.llm import CallStats, LLMResource
+from resources.llm import CallStats, LLMResource, Model
 from resources.llm.registry import llm_pool
 
 STEP = dict(key_prefix=PREFIX, group_name=GROUP, partitions_def=subject_partitions, code_version="2")
@@ -46,8 +46,8 @@ SAMPLE_SCHEMA = {
 }
 
 
-def _grader(llm: LLMResource) -> str:
-    return llm.role("wikiprofile.grader")[0]
+def _grader(llm: LLMResource) -> Model:
+    return llm.model("wikiprofile.grader")
 
 
 @dg.asset(
@@ -72,10 +72,9 @@ def wikiprofile_responses(
     """The subject model's sampled responses: ``n_samples`` per task at temperature 1, the
     knowledge questions without and with thinking, multiple-choice options shuffled per
     sample (each position holds the gold equally often)."""
-    alias = context.partition_key
-    spec = llm.spec(alias)
+    subject = llm.named(context.partition_key)
     planned = profiling.sample_requests(
-        benchmark, spec.thinking, wikiprofile_settings.n_samples, wikiprofile_settings.temperature
+        benchmark, subject.spec.thinking, wikiprofile_settings.n_samples, wikiprofile_settings.temperature
     )
     stats, rows = CallStats(), []
     for thinking in (False, True):
@@ -83,8 +82,7 @@ def wikiprofile_responses(
         if not part:
             continue
         # a registry budget for the kind (thinking / answer) replaces the small model's caps
-        results = llm.run(
-            alias,
+        results = subject.run(
             [r for _, r in part],
             stats=stats,
             thinking=thinking,
@@ -111,8 +109,8 @@ def wikiprofile_responses(
         metadata={
             **table_metadata(frame.select("fact_id", "task", "thinking", "sample", "answer")),
             **stats.as_metadata(),
-            "model": alias,
-            "thinking_switch": spec.thinking,
+            "model": subject.alias,
+            "thinking_switch": subject.spec.thinking,
             "samples_per_question": wikiprofile_settings.n_samples,
         },
     )
@@ -138,14 +136,15 @@ def wikiprofile_graded_responses(
     labels = [{**r, "label": method.mc_grade(r["response"] or "", r["gold_slot"])} for r in mc.iter_rows(named=True)]
     free = responses.filter(~pl.col("task").str.starts_with("mc_"))
     unparsed, grader = 0, _grader(llm)
-    if not llm.binding(grader):
+    if not grader.binding:
         labels += [
             {**r, "label": g} for r, g in zip(free.iter_rows(named=True), profiling.rule_labels(free, benchmark))
         ]
-        grader = f"rules ({grader} is advisory)"
+        graded_by = f"rules ({grader.alias} is advisory)"
     else:
         planned = profiling.grading_requests(free, benchmark)
-        results = llm.run(grader, [r for _, r in planned], stats=stats, log=context.log.info)
+        graded_by = grader.alias
+        results = grader.run([r for _, r in planned], stats=stats, log=context.log.info)
         groups = {key: g.sort("sample") for key, g in free.group_by("fact_id", "task", "thinking", maintain_order=True)}
         for (key, _), res in zip(planned, results):
             group = groups[key]
@@ -168,7 +167,7 @@ def wikiprofile_graded_responses(
         metadata={
             **table_metadata(frame.select("fact_id", "task", "thinking", "answer", "label")),
             **stats.as_metadata(),
-            "grader": grader,
+            "grader": graded_by,
             "grader_unparsed": unparsed,
             "by_label": counts_md(dict(frame.group_by("label").len().sort("label").iter_rows()), "label"),
         },
