@@ -48,28 +48,6 @@ ALIGNED_SCHEMA = {
     "coverage": pl.Float64,
     "kept": pl.Boolean,
 }
-ASPECT_SCHEMA = {
-    "domain": pl.String,
-    "question_id": pl.String,
-    "aspect_id": pl.String,
-    "position": pl.Int32,
-    "title": pl.String,
-    "text": pl.String,
-    "coverage": pl.Float64,
-    "origin": pl.String,
-    "llm_suitable": pl.Boolean,
-}
-FACT_SCHEMA = {
-    "domain": pl.String,
-    "question_id": pl.String,
-    "aspect_id": pl.String,
-    "fact_id": pl.String,
-    "fact": pl.String,
-    "similarity": pl.Float64,
-    "doc_id": pl.String,
-    "llm_supports": pl.Boolean,
-    "verified": pl.Boolean,
-}
 CONVERSATION_SCHEMA = {
     "domain": pl.String,
     "conversation_id": pl.String,
@@ -230,7 +208,7 @@ alignment_rejects_reasons = rejects_check(
 
 aspects_schema = table_check(
     key("aspects"),
-    ASPECT_SCHEMA,
+    steps.ASPECT_SCHEMA,
     unique=["aspect_id"],
     not_null=["domain", "question_id", "aspect_id", "position", "text", "coverage", "origin"],
     **PARTS,
@@ -283,7 +261,7 @@ aspect_rejects_reasons = rejects_check(key("aspect_rejects"), steps.ASPECT_REASO
 
 facts_schema = table_check(
     key("facts"),
-    FACT_SCHEMA,
+    steps.FACT_SCHEMA,
     unique=["fact_id"],
     not_null=["domain", "question_id", "aspect_id", "fact_id", "fact", "similarity", "verified"],
     **PARTS,

@@ -143,7 +143,7 @@ def sound() -> dict[str, pl.DataFrame]:
                 }
                 for i, a in enumerate(ASPECTS, start=1)
             ],
-            schema=rsteps.ASPECT_SCHEMA,
+            schema=steps.ASPECT_SCHEMA,
         ),
         "aspect_rejects": rejects.frame(
             [rejects.row(DOMAIN, QID, "Off: topic", "aspects", "low_coverage", "coverage 0.20")]
@@ -163,7 +163,7 @@ def sound() -> dict[str, pl.DataFrame]:
                 }
                 for i, a in enumerate(ASPECTS, start=1)
             ],
-            schema=rsteps.FACT_SCHEMA,
+            schema=steps.FACT_SCHEMA,
         ),
         "fact_rejects": rejects.frame(
             [rejects.row(DOMAIN, QID, f"{QID}_a1_f2", "facts", "unsupported_fact", "similarity 0.10")]

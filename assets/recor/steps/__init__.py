@@ -11,7 +11,16 @@ The steps live in one module per stage: :mod:`.decomposition` (alignment, aspect
 is their one face.
 """
 
-from assets.recor.steps.decomposition import ALIGNMENT_REASONS, ASPECT_REASONS, FACT_REASONS, alignment, aspects, facts
+from assets.recor.steps.decomposition import (
+    ALIGNMENT_REASONS,
+    ASPECT_REASONS,
+    ASPECT_SCHEMA,
+    FACT_REASONS,
+    FACT_SCHEMA,
+    alignment,
+    aspects,
+    facts,
+)
 from assets.recor.steps.dialogue import (
     CONVERSATION_REASONS,
     CRITERIA,
@@ -35,11 +44,13 @@ from assets.recor.steps.shared import REJECTS, Similarity, recor_prompt
 __all__ = [
     "ALIGNMENT_REASONS",
     "ASPECT_REASONS",
+    "ASPECT_SCHEMA",
     "CONVERSATION_REASONS",
     "CRITERIA",
     "DIMENSIONS",
     "DIMENSION_ABBREVIATIONS",
     "FACT_REASONS",
+    "FACT_SCHEMA",
     "NEGATIVE_REASONS",
     "REJECTS",
     "TABLE_31_DEFINITIONS",
