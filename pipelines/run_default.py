@@ -50,8 +50,10 @@ from resources.storage import StorageResource
 # in about 30 s a turn, and spends about 20 s of construction per WikiProfile page and 9 s of
 # sampling per fact and sample.
 PRESETS = {
-    # QUIT: one question's 325 passages labeled; hint convergence over 2 wrong candidates
-    # per question instead of 3, a quarter fewer verdicts (it is the longest step). RECOR:
+    # QUIT: the first 3 questions of each source past the leakage screen go on to hint
+    # convergence (over 2 wrong candidates instead of 3, a quarter fewer verdicts), typing and
+    # closed-book answers: converging all of the sample's questions took 136 s of a run that
+    # labels one, and one question's 325 passages are labeled. RECOR:
     # one StackExchange domain, whose hard negatives are mined from its pool, from one
     # source question, built and evaluated: every RECOR asset runs. (A BRIGHT domain differs
     # only in where its negatives come from; the test suite builds all eleven with a
@@ -59,6 +61,7 @@ PRESETS = {
     # (seeded), 2 facts (each costs about 45 s of profiling), 4 samples per question and
     # thinking setting.
     "quick": {
+        "quit_questions": 3,
         "max_labeled_questions": 1,
         "quit_distractors": 2,
         "recor_domains": "law",
@@ -71,6 +74,7 @@ PRESETS = {
     # passages of 3 QUIT questions, 12 pages and 8 facts. 0 on any flag takes every record
     # of the sample instead (hours with the embedded model).
     "full": {
+        "quit_questions": 0,
         "max_labeled_questions": 3,
         "quit_distractors": 3,
         "recor_domains": "all",
@@ -178,6 +182,12 @@ def arguments() -> argparse.ArgumentParser:
         "full: every RECOR domain, more QUIT questions and WikiProfile pages (about 52 minutes). "
         "The flags below override it",
     )
+    parser.add_argument(
+        "--quit-questions",
+        type=int,
+        help="QUIT questions of each source (TriviaHG, WikiHint) taken past the leakage screen to hint "
+        "convergence, the first in the source's order (0 = all)",
+    )
     parser.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
     parser.add_argument(
         "--quit-distractors",
@@ -276,6 +286,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
         quit=profiled(
             QuitSettings,
             args.profile,
+            max_questions_per_source=args.quit_questions,
             max_labeled_questions=args.max_labeled_questions,
             distractors=args.quit_distractors,
         ),

@@ -70,8 +70,10 @@ def describe(
     evaluated = evaluated or {}
     parts = []
     if "quit" in wanted:
+        per_source = quit.max_questions_per_source
+        taken = "" if per_source is None else f"takes {every(per_source, 'questions')} of each source, "
         parts.append(
-            f"QUIT labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
+            f"QUIT {taken}labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
             f"(convergence over {quit.distractors} wrong candidates)"
             + (
                 f" and evaluates {named_splits(evaluated['quit'])} of the release sample "

@@ -47,6 +47,11 @@ class QuitSettings(ProfiledSettings):
     train_size: int = 5000
     test_size: int = 2000
     seed: int = 13
+    # How many questions of each source (TriviaHG, WikiHint), the first in the source's order,
+    # go on past the leakage screen to hint convergence and everything after it; None takes
+    # every screened question. A demo slice: a run that labels one question's passages need
+    # not converge the hints of every question (each TriviaHG hint costs LLM verdicts).
+    max_questions_per_source: int | None = None
     # How many questions get their 325 passages labeled; None labels every question.
     max_labeled_questions: int | None = None
     # How many of each labeled question's 325 passages are labeled (the same seeded sample

@@ -261,6 +261,13 @@ def _wrong(candidates: list[str], golds: list[str]) -> list[str]:
     return [c for c in candidates if not exact_match(c, golds)]
 
 
+def source_slice(questions: pl.DataFrame, per_source: int | None) -> pl.DataFrame:
+    """The first ``per_source`` questions of each source, in the frame's order (all for None)."""
+    if per_source is None:
+        return questions
+    return questions.filter(pl.int_range(pl.len()).over("source") < per_source)
+
+
 def select_hints(questions: pl.DataFrame, convergence: pl.DataFrame) -> pl.DataFrame:
     """Keep each question's top-5 hints by convergence, best first."""
     by_q: dict[str, list[dict]] = {}

@@ -98,7 +98,8 @@ def test_recor_is_evaluated_on_its_build_and_a_release_run_keeps_its_own_slices(
 def test_the_first_line_says_what_the_demo_evaluates(plan):
     first_line = plan()[0]
     assert (
-        "QUIT labels the 325 passages of 1 question (convergence over 2 wrong candidates) and evaluates the test "
+        "QUIT takes 3 questions of each source, labels the 325 passages of 1 question (convergence over 2 wrong "
+        "candidates) and evaluates the test "
         "questions of the release sample data/releases/quit (passages of both labels; tables on the test split)"
         in first_line
     )
@@ -108,6 +109,7 @@ def test_the_first_line_says_what_the_demo_evaluates(plan):
     )
     assert "RECOR builds and evaluates law" in first_line
     full = plan("--preset", "full")[0]
+    assert "QUIT labels the 325 passages of 3 questions" in full
     assert "evaluates the dev and test questions of the release sample" in full
     assert "profiles all facts of the release sample data/releases/wikiprofile" in full
     # the papers' configuration and a release run say nothing of a demo evaluation

@@ -91,7 +91,8 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
     first = stdout.splitlines()[0]
     assert first.startswith(
         'make run, the demo slice (preset quick; the papers\' configuration: make run ARGS="--profile paper", '
-        "or materialize from the web UI with no config): QUIT labels the 325 passages of 1 question "
+        "or materialize from the web UI with no config): QUIT takes 3 questions of each source, labels the 325 "
+        "passages of 1 question "
         "(convergence over 2 wrong candidates) and evaluates the test questions of the release sample "
         "data/releases/quit (passages of both labels; tables on the test split);"
     )

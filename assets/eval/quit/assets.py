@@ -21,7 +21,6 @@ from assets.eval.quit import steps as readers
 from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
 from assets.partitions import quit_reader_partitions, retriever_partitions, retriever_reranker_partitions
 from assets.quit import rules as quit_rules
-from assets.quit import steps as quit_steps
 from assets.quit.settings import QuitSettings
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMResource
@@ -412,7 +411,8 @@ def quit_reader_answers(
     """One reader (partition = model alias) answering from the top-1, top-3 and top-5
     passages of every retriever's and retriever+reranker's run, with Union_norm and
     Union_freq contexts over the passages' hints (equation 1, alpha 0.6, beta 0.4, every hint
-    kept, as released), plus the Optimal bound: the reader on every relevant passage. Each
+    kept, as released), plus the Optimal bound: the reader on each question's relevant
+    passages until one answers it (``readers.read_relevant``: the same bound as reading all). Each
     answer has ``em`` (normalized EM) and ``em_raw`` (the release's raw, case-sensitive EM);
     ``passages_cut_into_sentences`` counts the passages whose id encodes no hints. The
     answer is the reply's last line, as the release's answer cleaning takes it
@@ -428,11 +428,9 @@ def quit_reader_answers(
             f"{len(split)} passages encode no hints in their id and are cut into sentences: {', '.join(split[:10])}"
         )
     answers = readers.read(items, benchmark_questions, reader, judge, stats, context.log.info, parse=parse)
-    relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id"), on="passage_id")
-    pool = benchmark_questions.select("question_id", "question", pl.col("answers").alias("aliases"))
+    relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id", "label"), on="passage_id")
     # With the labeling prompt and model these calls are served from the labeling cache.
-    per_passage = quit_steps.passage_answers(relevant, pool, reader, judge, stats, context.log.info, parse=parse)
-    per_passage = readers.with_raw_em(per_passage.with_columns(pl.col("exact_match").alias("em")), benchmark_questions)
+    per_passage = readers.read_relevant(relevant, benchmark_questions, reader, judge, stats, context.log.info, parse)
     best = readers.optimal(per_passage, benchmark_qrels, reader.alias)
     frame = pl.concat(
         [answers, best.select("question_id", "reader", "system", "em", "em_raw", "correct")], how="diagonal_relaxed"
@@ -447,6 +445,8 @@ def quit_reader_answers(
             "em_raw": float(answers["em_raw"].mean() or 0.0),
             "optimal_em": float(best["em"].mean() or 0.0),
             "optimal_em_raw": float(best["em_raw"].mean() or 0.0),
+            "optimal_passages_read": f"{per_passage.height:,} of {relevant.height:,} relevant passages (a question "
+            "is read until one passage has answered it by each measure)",
             "passages_cut_into_sentences": len(split),
             "answer_line": config.answer_line,
             **stats.as_metadata(),

@@ -105,10 +105,12 @@ def hint_convergence(
 ) -> dg.Output:
     """Convergence of every hint (HintEval): WikiHint's own scores; for TriviaHG, the share of
     wrong candidate answers a hint rules out (candidates from the source, else proposed by the
-    LLM), 0 when the hint does not fit the gold answer."""
+    LLM), 0 when the hint does not fit the gold answer. Over every screened question, or the
+    slice ``max_questions_per_source`` takes of each source."""
     labeler = llm.model("quit.labelers")
     stats = CallStats()
-    frame = steps.hint_convergence(screened_questions, labeler, quit_settings.distractors, stats, info_log(context))
+    questions = steps.source_slice(screened_questions, quit_settings.max_questions_per_source)
+    frame = steps.hint_convergence(questions, labeler, quit_settings.distractors, stats, info_log(context))
     return dg.Output(
         frame,
         metadata={
@@ -129,11 +131,21 @@ def hint_convergence(
     kinds={"polars"},
     code_version="1",
 )
-def selected_questions(screened_questions: pl.DataFrame, hint_convergence: pl.DataFrame) -> dg.Output:
-    """Each question with its top-5 hints by convergence, best first."""
-    frame = steps.select_hints(screened_questions, hint_convergence)
+def selected_questions(
+    screened_questions: pl.DataFrame, hint_convergence: pl.DataFrame, quit_settings: QuitSettings
+) -> dg.Output:
+    """Each question with its top-5 hints by convergence, best first: every screened
+    question, or the slice ``max_questions_per_source`` takes of each source."""
+    questions = steps.source_slice(screened_questions, quit_settings.max_questions_per_source)
+    frame = steps.select_hints(questions, hint_convergence)
+    taken = quit_settings.max_questions_per_source
     return dg.Output(
-        frame, metadata=table_metadata(frame.select("question_id", "question", "hint_convergence", "hints"))
+        frame,
+        metadata={
+            **table_metadata(frame.select("question_id", "question", "hint_convergence", "hints")),
+            "slice": f"{frame.height} of {screened_questions.height} screened questions"
+            + ("" if taken is None else f" (the first {taken} of each source: max_questions_per_source)"),
+        },
     )
 
 

@@ -88,6 +88,58 @@ def test_read_grades_against_the_pool(scripted_llm):
     assert stats.calls == 6 and stats.errors == 0
 
 
+RELEVANT = pl.DataFrame(
+    {
+        "passage_id": ["q_10000_0", "q_01100_12", "q_11010_013", "r_10000_0", "r_01000_1"],
+        "question_id": ["q", "q", "q", "r", "r"],
+        "label": [1, 2, 2, 1, 2],
+        "num_hints": [1, 2, 3, 1, 1],
+        # the scripted reader answers from three sentences or more: only q's three-hint passage
+        "text": [H[0], "It is cold. It is far", "It is tall. It is cold. It was first climbed in 1953.", "Far", "Cold"],
+    }
+)
+TWO = pl.DataFrame(
+    {
+        "question_id": ["q", "r"],
+        "question": ["Which mountain?", "Which river?"],
+        "answers": [["Mount Everest"], ["Nile"]],
+        "hints": [H, H],
+    }
+)
+
+
+def test_the_optimal_bound_stops_reading_a_question_its_first_passage_answers(scripted_llm):
+    reader = scripted_llm.named("smollm2")
+    one, every = CallStats(), CallStats()
+    by_round = readers.read_relevant(RELEVANT, TWO, reader, reader, one, per_round=1)
+    at_once = readers.read_relevant(RELEVANT, TWO, reader, reader, every, per_round=10)
+    # label 2 with the most hints first: q's answering passage is its first and q stops
+    # there; r, never answered, is read whole
+    assert sorted(by_round["passage_id"]) == ["q_11010_013", "r_01000_1", "r_10000_0"]
+    assert sorted(at_once["passage_id"]) == sorted(RELEVANT["passage_id"])
+    assert one.calls == 3 and every.calls == 5
+    qrels = RELEVANT.select("question_id", "passage_id", "label")
+    assert (
+        readers.optimal(by_round, qrels, "smollm2")
+        .sort("question_id")
+        .equals(readers.optimal(at_once, qrels, "smollm2").sort("question_id"))
+    )
+    best = readers.optimal(by_round, qrels, "smollm2").sort("question_id")
+    assert best["em"].to_list() == best["em_raw"].to_list() == best["correct"].to_list() == [True, False]
+
+
+def test_a_question_answered_by_one_measure_only_is_read_on(scripted_llm):
+    """The pool spells the answer in lower case: normalized EM holds from the first passage,
+    the release's raw EM never, so the question is read whole."""
+    stats = CallStats()
+    lower = TWO.with_columns(pl.Series("answers", [["mount everest"], ["nile"]]))
+    out = readers.read_relevant(
+        RELEVANT, lower, scripted_llm.named("smollm2"), scripted_llm.named("smollm2"), stats, per_round=1
+    )
+    assert out.height == RELEVANT.height and stats.calls == RELEVANT.height
+    assert out.filter(pl.col("em"))["passage_id"].to_list() == ["q_11010_013"] and not out["em_raw"].any()
+
+
 def test_optimal_and_table_8_shape():
     per_passage = pl.DataFrame(
         {

@@ -93,3 +93,26 @@ def test_benchmark_corpus_holds_only_labeled_passages():
     _, corpus, qrels = release.assemble(qs, splits, metadata, passages, labels, pools, rejects)
     # the other 322 passages were never labeled: in the corpus they would read as label 0
     assert sorted(corpus["passage_id"]) == sorted(qrels["passage_id"]) == sorted(labeled["passage_id"])
+
+
+def test_a_slice_per_source_converges_and_selects_only_its_questions(scripted_llm, tmp_path, instance):
+    """``max_questions_per_source`` takes the first questions of each source, in order, past
+    the leakage screen; the rest are neither converged (no LLM call) nor selected."""
+    from assets.quit.assets import hint_convergence, selected_questions
+
+    rows = [question(f"t{i}", hints=HINTS) for i in range(3)]
+    rows += [{**question(f"w{i}", hints=HINTS[:5], convergence=[0.5] * 5), "source": "wikihint"} for i in range(2)]
+    screened = questions_frame(rows)
+    result = dg.materialize(
+        [hint_convergence, selected_questions, stub("screened_questions", screened)],
+        instance=instance,
+        resources={"llm": scripted_llm, "quit_settings": QuitSettings(max_questions_per_source=1, distractors=3)},
+    )
+    assert result.success
+    assert sorted(result.output_for_node("quit__hint_convergence")["question_id"].unique()) == ["t0", "w0"]
+    assert result.output_for_node("quit__selected_questions")["question_id"].to_list() == ["t0", "w0"]
+    # one generation call and 6 hints x 4 fits, for t0 alone
+    calls = result.asset_materializations_for_node("quit__hint_convergence")[0].metadata["llm/calls"].value
+    assert calls == 1 + 6 * 4
+    slice_ = result.asset_materializations_for_node("quit__selected_questions")[0].metadata["slice"].value
+    assert slice_ == "2 of 5 screened questions (the first 1 of each source: max_questions_per_source)"
