@@ -53,7 +53,8 @@ PRESETS = {
     # QUIT: the first 3 questions of each source past the leakage screen go on to hint
     # convergence (over 2 wrong candidates instead of 3, a quarter fewer verdicts), typing and
     # closed-book answers: converging all of the sample's questions took 136 s of a run that
-    # labels one, and one question's 325 passages are labeled. RECOR:
+    # labels one, and one question's 325 passages are labeled. Every reranker reorders the
+    # top 10 of each run (the tables' deepest cutoff), not its own 20. RECOR:
     # one StackExchange domain, whose hard negatives are mined from its pool, from one
     # source question, built and evaluated: every RECOR asset runs. (A BRIGHT domain differs
     # only in where its negatives come from; the test suite builds all eleven with a
@@ -64,6 +65,7 @@ PRESETS = {
         "quit_questions": 3,
         "max_labeled_questions": 1,
         "quit_distractors": 2,
+        "quit_rerank_depth": 10,
         "recor_domains": "law",
         "recor_questions": 1,
         "wikiprofile_pages": 6,
@@ -77,6 +79,7 @@ PRESETS = {
         "quit_questions": 0,
         "max_labeled_questions": 3,
         "quit_distractors": 3,
+        "quit_rerank_depth": 0,
         "recor_domains": "all",
         "recor_questions": 1,
         "wikiprofile_pages": 12,
@@ -190,6 +193,11 @@ def arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
     parser.add_argument(
+        "--quit-rerank-depth",
+        type=int,
+        help="passages each QUIT reranker reorders at the head of a run (0 = the reranker's own top_k)",
+    )
+    parser.add_argument(
         "--quit-distractors",
         type=int,
         help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)",
@@ -289,6 +297,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
             max_questions_per_source=args.quit_questions,
             max_labeled_questions=args.max_labeled_questions,
             distractors=args.quit_distractors,
+            rerank_depth=args.quit_rerank_depth,
         ),
         recor=profiled(RecorSettings, args.profile, max_questions=args.recor_questions),
         wikiprofile=profiled(

@@ -74,7 +74,13 @@ def describe(
         taken = "" if per_source is None else f"takes {every(per_source, 'questions')} of each source, "
         parts.append(
             f"QUIT {taken}labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
-            f"(convergence over {quit.distractors} wrong candidates)"
+            f"(convergence over {quit.distractors} wrong candidates"
+            + (
+                f"; rerankers reorder the top {quit.rerank_depth}"
+                if quit.rerank_depth and quit.profile == "demo"
+                else ""
+            )
+            + ")"
             + (
                 f" and evaluates {named_splits(evaluated['quit'])} of the release sample "
                 f"{RELEASE_SAMPLES['quit']} (passages of both labels; tables on the test split)"

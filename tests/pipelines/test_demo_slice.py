@@ -99,7 +99,7 @@ def test_the_first_line_says_what_the_demo_evaluates(plan):
     first_line = plan()[0]
     assert (
         "QUIT takes 3 questions of each source, labels the 325 passages of 1 question (convergence over 2 wrong "
-        "candidates) and evaluates the test "
+        "candidates; rerankers reorder the top 10) and evaluates the test "
         "questions of the release sample data/releases/quit (passages of both labels; tables on the test split)"
         in first_line
     )
@@ -109,7 +109,7 @@ def test_the_first_line_says_what_the_demo_evaluates(plan):
     )
     assert "RECOR builds and evaluates law" in first_line
     full = plan("--preset", "full")[0]
-    assert "QUIT labels the 325 passages of 3 questions" in full
+    assert "QUIT labels the 325 passages of 3 questions (convergence over 3 wrong candidates)" in full
     assert "evaluates the dev and test questions of the release sample" in full
     assert "profiles all facts of the release sample data/releases/wikiprofile" in full
     # the papers' configuration and a release run say nothing of a demo evaluation

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from assets.recor.release import release_name
-from pipelines.run_default import PRESETS
+from pipelines.run_default import PRESETS, main
 from tests.background import instance_home
 from tests.conftest import SINGLE_THREADED
 
@@ -78,22 +78,27 @@ def default_run(tmp_path_factory) -> Run:
     return Run(out.stdout, home, base / "storage")
 
 
-def plan(tmp_path, *args: str) -> str:
-    out = run_default(
-        *args, "--plan", home=tmp_path, storage=tmp_path / "storage", cache=tmp_path / "cache", timeout=120
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
+@pytest.fixture
+def plan(monkeypatch, capsys):
+    """``make run ARGS --plan``'s output, from ``main`` in this process (the same parse and
+    summary as the command; a process each cost 8 s of imports)."""
+    monkeypatch.chdir(ROOT)
+
+    def run(*args: str) -> str:
+        assert main([*args, "--plan"]) == 0
+        return capsys.readouterr().out
+
+    return run
 
 
-def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_path):
-    stdout = plan(tmp_path)
+def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(plan):
+    stdout = plan()
     first = stdout.splitlines()[0]
     assert first.startswith(
         'make run, the demo slice (preset quick; the papers\' configuration: make run ARGS="--profile paper", '
         "or materialize from the web UI with no config): QUIT takes 3 questions of each source, labels the 325 "
         "passages of 1 question "
-        "(convergence over 2 wrong candidates) and evaluates the test questions of the release sample "
+        "(convergence over 2 wrong candidates; rerankers reorder the top 10) and evaluates the test questions of the release sample "
         "data/releases/quit (passages of both labels; tables on the test split);"
     )
     assert "RECOR builds and evaluates law from 1 source question each (at most 4 aspects of 2 facts)" in first
@@ -107,11 +112,11 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
     )
     assert "recor_retrieval x 3: " in stdout and "law|minilm" in stdout
 
-    full = plan(tmp_path, "--preset", "full")
+    full = plan("--preset", "full")
     assert "RECOR builds and evaluates all 11 domains" in full and "recor_build x 11:" in full
     assert "--preset full" not in full.splitlines()[1]
 
-    paper = plan(tmp_path, "--profile", "paper").splitlines()[0]
+    paper = plan("--profile", "paper").splitlines()[0]
     assert paper.startswith(
         "make run, the papers' configuration (hours with the embedded model): QUIT labels the 325 "
         "passages of all questions (convergence over 10 wrong candidates);"
@@ -131,23 +136,16 @@ def test_the_default_run_says_what_its_slice_is_and_how_to_run_the_full_one(tmp_
         ("wikiprofile", ("QUIT", "RECOR", "quit_", "recor_")),
     ],
 )
-def test_one_benchmark_runs_its_stages_alone(tmp_path, benchmark, others):
-    stdout = plan(tmp_path, "--benchmarks", benchmark)
+def test_one_benchmark_runs_its_stages_alone(plan, benchmark, others):
+    stdout = plan("--benchmarks", benchmark)
     assert f"{benchmark}_" in stdout
     assert not [o for o in others if o in stdout], stdout
 
 
-def test_unknown_domains_are_refused(tmp_path):
-    out = run_default(
-        "--recor-domains",
-        "biology,astrology",
-        "--plan",
-        home=tmp_path,
-        storage=tmp_path / "s",
-        cache=tmp_path / "c",
-        timeout=120,
-    )
-    assert out.returncode == 2 and "unknown domains ['astrology']" in out.stderr
+def test_unknown_domains_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--recor-domains", "biology,astrology", "--plan"])
+    assert exit_.value.code == 2 and "unknown domains ['astrology']" in capsys.readouterr().err
 
 
 @pytest.mark.slow
