@@ -183,42 +183,9 @@ def arguments() -> argparse.ArgumentParser:
         choices=sorted(PRESETS),
         help="a slice of the demo profile. quick (the default): every stage on a slice (under 20 minutes); "
         "full: every RECOR domain, more QUIT questions and WikiProfile pages (about 52 minutes). "
-        "The flags below override it",
+        "Each flag of the slice overrides it",
     )
-    parser.add_argument(
-        "--quit-questions",
-        type=int,
-        help="QUIT questions of each source (TriviaHG, WikiHint) taken past the leakage screen to hint "
-        "convergence, the first in the source's order (0 = all)",
-    )
-    parser.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
-    parser.add_argument(
-        "--quit-rerank-depth",
-        type=int,
-        help="passages each QUIT reranker reorders at the head of a run (0 = the reranker's own top_k)",
-    )
-    parser.add_argument(
-        "--quit-distractors",
-        type=int,
-        help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)",
-    )
-    parser.add_argument(
-        "--recor-domains", help=f"comma-separated RECOR domains to build and evaluate, or all ({', '.join(DOMAINS)})"
-    )
-    parser.add_argument(
-        "--recor-questions", type=int, help="source questions per RECOR domain to build conversations from (0 = all)"
-    )
-    parser.add_argument(
-        "--wikiprofile-pages", type=int, help="WikiProfile page summaries to extract facts from (0 = all)"
-    )
-    parser.add_argument(
-        "--wikiprofile-facts", type=int, help="WikiProfile facts kept by the balanced downsampling (0 = all)"
-    )
-    parser.add_argument(
-        "--wikiprofile-samples",
-        type=int,
-        help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)",
-    )
+    slice_flags(parser.add_argument_group("the slice (each overrides the preset)"))
     parser.add_argument(
         "--benchmarks",
         help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)} (the default: all three)",
@@ -251,6 +218,44 @@ def arguments() -> argparse.ArgumentParser:
         "--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop"
     )
     return parser
+
+
+def slice_flags(group) -> None:
+    """The flags that cut the demo profile further, each a knob of a preset (:data:`PRESETS`)."""
+    group.add_argument(
+        "--quit-questions",
+        type=int,
+        help="QUIT questions of each source (TriviaHG, WikiHint) taken past the leakage screen to hint "
+        "convergence, the first in the source's order (0 = all)",
+    )
+    group.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
+    group.add_argument(
+        "--quit-rerank-depth",
+        type=int,
+        help="passages each QUIT reranker reorders at the head of a run (0 = the reranker's own top_k)",
+    )
+    group.add_argument(
+        "--quit-distractors",
+        type=int,
+        help="wrong candidates per TriviaHG question for hint convergence (HintEval: 10)",
+    )
+    group.add_argument(
+        "--recor-domains", help=f"comma-separated RECOR domains to build and evaluate, or all ({', '.join(DOMAINS)})"
+    )
+    group.add_argument(
+        "--recor-questions", type=int, help="source questions per RECOR domain to build conversations from (0 = all)"
+    )
+    group.add_argument(
+        "--wikiprofile-pages", type=int, help="WikiProfile page summaries to extract facts from (0 = all)"
+    )
+    group.add_argument(
+        "--wikiprofile-facts", type=int, help="WikiProfile facts kept by the balanced downsampling (0 = all)"
+    )
+    group.add_argument(
+        "--wikiprofile-samples",
+        type=int,
+        help="WikiProfile samples per question and thinking setting (a multiple of 4; the paper: 8)",
+    )
 
 
 def parse(argv: list[str] | None = None) -> RunOptions:
