@@ -18,9 +18,7 @@ import pytest
 LOCATION = {"repositoryLocationName": "benchfoundry", "repositoryName": "__repository__"}
 DONE = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 SOURCES = [{"path": ["recor", name]} for name in ("source_questions", "source_documents", "source_rejects")]
-# One domain of each kind (BRIGHT, StackExchange): each partition is a run of its own, and a
-# run the daemon launches starts a process that imports the definitions (about 20 s).
-BACKFILL_DOMAINS = ["biology", "drones"]
+BACKFILL_DOMAINS = ["biology", "drones", "politics"]
 # A system a user brings while the UI runs: BM25 with other parameters, under a new alias.
 NEW_RETRIEVER = "bm25-robertson"
 QUIT_RUNS = {"path": ["eval", "quit_runs"]}
