@@ -72,15 +72,12 @@ def describe(
     if "quit" in wanted:
         per_source = quit.max_questions_per_source
         taken = "" if per_source is None else f"takes {every(per_source, 'questions')} of each source, "
+        # the paper's depth (100) goes unsaid, as the paper profile's other settings do
+        demo_depth = quit.rerank_depth if quit.profile == "demo" else None
+        reranked = f"; rerankers reorder the top {demo_depth}" if demo_depth else ""
         parts.append(
             f"QUIT {taken}labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
-            f"(convergence over {quit.distractors} wrong candidates"
-            + (
-                f"; rerankers reorder the top {quit.rerank_depth}"
-                if quit.rerank_depth and quit.profile == "demo"
-                else ""
-            )
-            + ")"
+            f"(convergence over {quit.distractors} wrong candidates{reranked})"
             + (
                 f" and evaluates {named_splits(evaluated['quit'])} of the release sample "
                 f"{RELEASE_SAMPLES['quit']} (passages of both labels; tables on the test split)"

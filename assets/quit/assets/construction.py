@@ -136,9 +136,8 @@ def selected_questions(
 ) -> dg.Output:
     """Each question with its top-5 hints by convergence, best first: every screened
     question, or the slice ``max_questions_per_source`` takes of each source."""
-    questions = steps.source_slice(screened_questions, quit_settings.max_questions_per_source)
-    frame = steps.select_hints(questions, hint_convergence)
     taken = quit_settings.max_questions_per_source
+    frame = steps.select_hints(steps.source_slice(screened_questions, taken), hint_convergence)
     return dg.Output(
         frame,
         metadata={
