@@ -1,13 +1,14 @@
 """Builds that tests share, started in a subprocess when the session begins and awaited by
 the fixture that hands them out, so the rest of the suite runs meanwhile.
 
-The machine has two cores. A scripted build (the scripted LLM, Lucene, the bundled encoders)
-keeps one busy, and the tests beside it use the other where they wait on a server, a daemon
-or a subprocess; the suite is mostly CPU-bound, so this gains minutes, not halves
-(BENCHMARKS.md). The tests that read a build run after the others, then the tests of the
-vLLM server (which compare it with the in-process model), and the end-to-end run of the real
-embedded model last and alone: a model on CPU spreads over both cores and slows by a factor
-of four or more when something else takes one.
+The machine has two cores, and every process of the session keeps to one thread (the test
+process, the builds, the servers: tests/conftest.py): the scripted builds, the end-to-end
+run of the real embedded model (``make run``'s code path) and the foreground tests share
+them, each filling the time another waits on a server, a daemon or a subprocess. A thread
+more would not help: llama.cpp's or OpenMP's threads wait for each other at every layer, and
+beside another busy process two threads ran slower than one (BENCHMARKS.md). The tests that
+read a build run after the others, then the tests of the vLLM server (which compare it with
+the in-process model), and the end-to-end run's checks last.
 
 The session's vLLM server starts here too: it answers after a minute of imports and engine
 start on an idle machine, several beside the suite, all spent while other tests run.
@@ -39,8 +40,9 @@ from resources.vllm_server import stop_process_group
 # use (about a minute on a new venv), which the release evaluation's build does first, while
 # the other tests run.
 LATE_FIXTURES = ("compiled_metrics", "scripted_recor", "release_run", "vllm_server", "default_run")
-# Fixtures built (or served) in the background.
-BACKGROUND = ("release_run", "scripted_recor", "operations_prebuild", "vllm_server")
+# Fixtures built (or served) in the background, started in this order: the end-to-end run,
+# the longest, first.
+BACKGROUND = ("default_run", "release_run", "scripted_recor", "operations_prebuild", "vllm_server")
 # Fixtures served by another's build: the release evaluation compiles ranx's metrics first.
 SERVED_BY = {"compiled_metrics": "release_run"}
 
@@ -55,14 +57,21 @@ class Build:
     cwd: Path
     log: Path
     timeout: float
+    # where its standard error goes, when a test reads its output alone; otherwise into ``log``
+    errors: Path | None = None
     process: subprocess.Popen | None = None
     started: float = 0.0
 
     def start(self) -> Build:
         self.started = time.monotonic()
-        with self.log.open("w") as out:
+        with self.log.open("w") as out, (self.errors or self.log).open("a") as err:
             self.process = subprocess.Popen(
-                self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                self.command,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=err if self.errors else subprocess.STDOUT,
+                start_new_session=True,
             )
         return self
 
@@ -79,7 +88,8 @@ class Build:
         return self.log.read_text()
 
     def tail(self, chars: int = 6000) -> str:
-        return self.log.read_text()[-chars:] if self.log.exists() else ""
+        logs = [path for path in (self.log, self.errors) if path is not None and path.exists()]
+        return "\n".join(path.read_text()[-chars:] for path in logs)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -99,11 +109,13 @@ def _starter(fixture: str) -> Callable[[Path], Build]:
     returns the started Build (for ``vllm_server``, the started server resource; both stop
     with ``stop()``). Imported here, so collecting the unit tests imports none."""
     from tests.operations.prebuild import start_prebuild
+    from tests.pipelines.default_run import start_default_run
     from tests.pipelines.recor_build import start_scripted_recor
     from tests.pipelines.release_run import start_release_run
     from tests.servers import start_vllm
 
     return {
+        "default_run": start_default_run,
         "scripted_recor": start_scripted_recor,
         "operations_prebuild": start_prebuild,
         "vllm_server": start_vllm,

@@ -7,12 +7,12 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# One thread each for torch's OpenMP and MKL and for numba, in this process and the builds,
-# servers and run processes it starts: on two cores something else (a background build, a
-# daemon's run) nearly always holds one, and a second thread that waits at every barrier for a
-# busy core made a training four times slower than one thread does (BENCHMARKS.md). The
-# end-to-end run, which runs alone, gets both cores back (tests/pipelines/test_end_to_end.py).
-SINGLE_THREADED = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# One thread each for torch's OpenMP and MKL, for numba and for the embedded model (llama.cpp),
+# in this process and the builds, servers and run processes it starts, the end-to-end run
+# included: on two cores something else (a background build, a daemon's run) nearly always
+# holds one, and a second thread that waits at every barrier for a busy core made a training
+# four times slower than one thread does (BENCHMARKS.md).
+SINGLE_THREADED = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS", "BENCHFOUNDRY_LLM_THREADS")
 for variable in SINGLE_THREADED:
     os.environ.setdefault(variable, "1")
 # The trained models' registry (resources.retrieval.TRAINED_DIR), empty and this process's

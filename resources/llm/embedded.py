@@ -20,6 +20,22 @@ def embedded_model_path(name: str) -> str:
     return str(importlib.resources.files(package) / filename)
 
 
+# Threads of the embedded model, where set; otherwise every core this process may run on (a
+# cpuset or taskset narrows it). One is for a machine whose other cores are busy: llama.cpp's
+# threads wait for each other at every layer, and beside another busy process two threads on
+# two cores ran slower than one (BENCHMARKS.md).
+THREADS_VARIABLE = "BENCHFOUNDRY_LLM_THREADS"
+
+
+def llama_threads() -> int:
+    value = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not value:
+        return max(1, len(os.sched_getaffinity(0)))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_VARIABLE}={value!r}: a number of threads, 1 or more")
+    return int(value)
+
+
 class EmbeddedLlama:
     """In-process llama.cpp models, served to litellm as the ``local/`` provider.
 
@@ -31,8 +47,7 @@ class EmbeddedLlama:
 
     def __init__(self, n_ctx: int = 2048, n_threads: int | None = None):
         self.n_ctx = n_ctx
-        # every core this process may run on (a cpuset or taskset narrows it)
-        self.n_threads = n_threads or max(1, len(os.sched_getaffinity(0)))
+        self.n_threads = n_threads or llama_threads()
         self._models: dict[tuple[str, bool], Any] = {}
         self._formatters: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -45,6 +60,7 @@ class EmbeddedLlama:
                 model_path=embedded_model_path(name),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
                 logits_all=scoring,
                 verbose=False,
             )

@@ -4,9 +4,6 @@ What a run restricted with ``--benchmarks`` leaves out is checked on its plan.""
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -15,8 +12,7 @@ import pytest
 
 from assets.recor.release import release_name
 from pipelines.run_default import PRESETS, main
-from tests.background import instance_home
-from tests.conftest import SINGLE_THREADED
+from tests.pipelines.default_run import DefaultRun
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = PRESETS["quick"]
@@ -41,41 +37,13 @@ def cells(table: dg.TableMetadataValue, column: str) -> list:
     return [record.data[column] for record in table.records]
 
 
-def run_default(*args: str, home: Path, storage: Path, cache: Path, timeout: int) -> subprocess.CompletedProcess:
-    """``python -m pipelines.run_default ARGS`` with its own instance, storage and LLM cache."""
-    # The trained models' registry is the run's own, under its storage root, as for make run
-    # (not the test process's, tests/conftest.py).
-    # It runs alone, last: both cores, not the one thread the other tests keep to (tests/conftest.py).
-    inherited = {k: v for k, v in os.environ.items() if k not in ("BENCHFOUNDRY_TRAINED", *SINGLE_THREADED)}
-    env = {
-        **inherited,
-        "DAGSTER_HOME": str(home),
-        "BENCHFOUNDRY_STORAGE": str(storage),
-        "BENCHFOUNDRY_CACHE": str(cache),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "HF_HUB_OFFLINE": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines.run_default", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture(scope="session")
-def default_run(tmp_path_factory) -> Run:
-    """The default ``make run`` in a fresh instance, storage and LLM cache, once a session."""
-    base = tmp_path_factory.mktemp("default_run")
-    home = instance_home(base / "dagster_home")
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    out = run_default(home=home, storage=base / "storage", cache=base / "cache", timeout=2400)
-    # kept beside the run: each stage's time, for BENCHMARKS.md
-    (base / "make_run.log").write_text(out.stdout)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return Run(out.stdout, home, base / "storage")
+def default_run(background_builds) -> Run:
+    """The default ``make run``, started in the background when the session began
+    (``tests/pipelines/default_run.py``)."""
+    build = background_builds["default_run"]
+    run = DefaultRun(build.log.parent)
+    return Run(build.wait(), run.home, run.storage)
 
 
 @pytest.fixture

@@ -259,3 +259,19 @@ def test_a_run_cannot_point_the_llm_resource_at_another_registry_than_the_defini
 
     bound = default_resources()["llm"]
     assert bound.registry_path == bound.definitions_registry == llm_mod.REGISTRY_PATH
+
+
+def test_the_embedded_models_threads_come_from_the_environment_for_prompts_and_answers(monkeypatch):
+    from resources.llm import EmbeddedLlama
+    from resources.llm.embedded import THREADS_VARIABLE
+
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    model = EmbeddedLlama().llama("smollm2-135m-instruct")
+    # the prompt's batch too: llama-cpp-python gives it every core unless told
+    assert (model.n_threads, model.n_threads_batch) == (1, 1)
+    monkeypatch.setenv(THREADS_VARIABLE, "")
+    assert EmbeddedLlama().n_threads >= 1
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_VARIABLE, bad)
+        with pytest.raises(ValueError, match=f"{THREADS_VARIABLE}='{bad}'"):
+            EmbeddedLlama()
