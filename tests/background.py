@@ -171,6 +171,26 @@ def instance_home(path: Path) -> Path:
 _RAM_FOLDERS: list[Path] = []
 
 
+@dataclasses.dataclass(frozen=True)
+class BuildFolder:
+    """A background build's folder: its Dagster instance and its storage root."""
+
+    base: Path
+
+    home = property(lambda self: self.base / "dagster_home")
+    storage = property(lambda self: self.base / "storage")
+
+    def make_instance_home(self) -> None:
+        """The instance's folder (``instance_home``), telemetry off."""
+        instance_home(self.home)
+        (self.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+
+    def instance(self):
+        import dagster as dg
+
+        return dg.DagsterInstance.from_config(str(self.home))
+
+
 def pytest_sessionfinish() -> None:
     for folder in _RAM_FOLDERS:
         shutil.rmtree(folder, ignore_errors=True)

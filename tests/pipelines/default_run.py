@@ -9,23 +9,17 @@ tests read whole; its standard error goes to a file beside it."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
-from tests.background import Build, environment, instance_home
+from tests.background import Build, BuildFolder, environment
 
 ROOT = Path(__file__).resolve().parents[2]
 # About 14 minutes alone on two cores; beside the rest of the suite, on one, up to twice that.
 TIMEOUT_SECONDS = 3600
 
 
-@dataclasses.dataclass(frozen=True)
-class DefaultRun:
-    base: Path
-
-    home = property(lambda self: self.base / "dagster_home")
-    storage = property(lambda self: self.base / "storage")
+class DefaultRun(BuildFolder):
     cache = property(lambda self: self.base / "cache")
     # the summary make run prints, kept for BENCHMARKS.md's per-stage times
     log = property(lambda self: self.base / "make_run.log")
@@ -33,8 +27,7 @@ class DefaultRun:
 
 def start_default_run(base: Path) -> Build:
     run = DefaultRun(base)
-    instance_home(run.home)
-    (run.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    run.make_instance_home()
     env = environment(
         DAGSTER_HOME=str(run.home), BENCHFOUNDRY_STORAGE=str(run.storage), BENCHFOUNDRY_CACHE=str(run.cache)
     )

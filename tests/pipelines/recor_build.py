@@ -4,13 +4,12 @@ the pipeline test reads its outputs and the rerun test works on a copy of it."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import sys
 from pathlib import Path
 
 from pipelines.jobs import RECOR_STAGES
-from tests.background import Build, environment, instance_home
+from tests.background import Build, BuildFolder, environment
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "assets" / "recor" / "sources.yaml"
@@ -24,15 +23,10 @@ RETRIEVERS = """retrievers:
 """
 
 
-@dataclasses.dataclass(frozen=True)
-class ScriptedRecor:
+class ScriptedRecor(BuildFolder):
     """One build's folders: the instance, the Parquet root, caches, and the RECOR sources
     (a copy of data/recor with its own registry, so a test may edit a domain's files)."""
 
-    base: Path
-
-    home = property(lambda self: self.base / "dagster_home")
-    storage = property(lambda self: self.base / "storage")
     data = property(lambda self: self.base / "recor")
     sources = property(lambda self: self.base / "sources.yaml")
     retrievers = property(lambda self: self.base / "retrievers.yaml")
@@ -48,11 +42,6 @@ class ScriptedRecor:
             "PYTHONPATH": str(ROOT),
         }
 
-    def instance(self):
-        import dagster as dg
-
-        return dg.DagsterInstance.from_config(str(self.home))
-
     def copy(self, to: Path) -> ScriptedRecor:
         """The whole build, instance included, under ``to``, its registry pointing at its own files."""
         shutil.copytree(self.base, to, dirs_exist_ok=True)
@@ -67,8 +56,7 @@ def start_scripted_recor(base: Path) -> Build:
     shutil.copytree(ROOT / "data" / "recor", build.data)
     build.sources.write_text(SOURCES.read_text().replace("data/recor/", f"{build.data}/"))
     build.retrievers.write_text(RETRIEVERS)
-    instance_home(build.home)
-    (build.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    build.make_instance_home()
     return Build(
         "scripted_recor",
         [sys.executable, "-m", "tests.pipelines.stage_runner", *[s for s, _ in RECOR_STAGES]],

@@ -11,12 +11,11 @@ imported: hence a process of its own."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from pathlib import Path
 
-from tests.background import METRICS_COMPILED, Build, environment, instance_home
+from tests.background import METRICS_COMPILED, Build, BuildFolder, environment
 
 # The release evaluation's retrievers: BM25, a Python entry point and the Oracle bound. The
 # bundled dense encoders are left out (their encoding is most of a retrieval stage's time
@@ -44,28 +43,17 @@ PLAN = {"from_release": True, "finetune": True}
 TRAINING_STEPS = 4
 
 
-@dataclasses.dataclass(frozen=True)
-class ReleaseRun:
-    base: Path
-
-    home = property(lambda self: self.base / "dagster_home")
-    storage = property(lambda self: self.base / "storage")
+class ReleaseRun(BuildFolder):
     retrievers = property(lambda self: self.base / "retrievers.yaml")
     rerankers = property(lambda self: self.base / "rerankers.yaml")
     trained = property(lambda self: self.base / "trained")
-
-    def instance(self):
-        import dagster as dg
-
-        return dg.DagsterInstance.from_config(str(self.home))
 
 
 def start_release_run(base: Path) -> Build:
     run = ReleaseRun(base)
     run.retrievers.write_text(RETRIEVERS)
     run.rerankers.write_text(RERANKERS)
-    instance_home(run.home)
-    (run.home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    run.make_instance_home()
     env = {
         "BENCHFOUNDRY_STORAGE": str(run.storage),
         "BENCHFOUNDRY_CACHE": str(base / "cache"),
