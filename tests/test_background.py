@@ -58,3 +58,18 @@ def test_an_instance_home_is_a_folder_that_copies_as_one(tmp_path):
     shutil.copytree(tmp_path / "build", tmp_path / "copy")
     copied = tmp_path / "copy" / "dagster_home"
     assert copied.is_dir() and not copied.is_symlink() and (copied / "dagster.yaml").read_text().startswith("telemetry")
+
+
+def test_a_build_with_an_error_file_hands_out_its_output_alone_and_fails_with_both(tmp_path):
+    code = "import sys; print('summary', flush=True); print('warned', file=sys.stderr); raise SystemExit({})"
+
+    def run(name: str, exit_code: int) -> Build:
+        folder = tmp_path / name
+        folder.mkdir()
+        command = [sys.executable, "-c", code.format(exit_code)]
+        return Build(name, command, {}, folder, folder / "out.log", 60, errors=folder / "err.log").start()
+
+    assert run("ok", 0).wait() == "summary\n"
+    assert (tmp_path / "ok" / "err.log").read_text() == "warned\n"
+    with pytest.raises(pytest.fail.Exception, match=r"exited with 2:\nsummary\n\nwarned"):
+        run("failed", 2).wait()
