@@ -19,6 +19,7 @@ at the end of the session if it is still running.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -64,14 +65,11 @@ class Build:
 
     def start(self) -> Build:
         self.started = time.monotonic()
-        with self.log.open("w") as out, (self.errors or self.log).open("a") as err:
+        with contextlib.ExitStack() as files:
+            out = files.enter_context(self.log.open("w"))
+            err = files.enter_context(self.errors.open("w")) if self.errors else subprocess.STDOUT
             self.process = subprocess.Popen(
-                self.command,
-                cwd=self.cwd,
-                env=self.env,
-                stdout=out,
-                stderr=err if self.errors else subprocess.STDOUT,
-                start_new_session=True,
+                self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=err, start_new_session=True
             )
         return self
 

@@ -23,6 +23,7 @@ class DefaultRun(BuildFolder):
     cache = property(lambda self: self.base / "cache")
     # the summary make run prints, kept for BENCHMARKS.md's per-stage times
     log = property(lambda self: self.base / "make_run.log")
+    errors = property(lambda self: self.base / "make_run.stderr")
 
 
 def start_default_run(base: Path) -> Build:
@@ -41,5 +42,5 @@ def start_default_run(base: Path) -> Build:
         ROOT,
         run.log,
         timeout=TIMEOUT_SECONDS,
-        errors=base / "make_run.stderr",
+        errors=run.errors,
     ).start()

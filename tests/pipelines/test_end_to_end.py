@@ -20,13 +20,10 @@ DOMAINS = QUICK["recor_domains"].split(",")
 
 
 @dataclasses.dataclass(frozen=True)
-class Run:
-    stdout: str
-    home: Path
-    storage: Path
+class Run(DefaultRun):
+    """The run's folders (instance, storage) and the summary it printed."""
 
-    def instance(self) -> dg.DagsterInstance:
-        return dg.DagsterInstance.from_config(str(self.home))
+    stdout: str = ""
 
     def metadata(self, *key: str) -> dict:
         return self.instance().get_latest_materialization_event(dg.AssetKey(list(key))).asset_materialization.metadata
@@ -42,8 +39,7 @@ def default_run(background_builds) -> Run:
     """The default ``make run``, started in the background when the session began
     (``tests/pipelines/default_run.py``)."""
     build = background_builds["default_run"]
-    run = DefaultRun(build.log.parent)
-    return Run(build.wait(), run.home, run.storage)
+    return Run(build.log.parent, build.wait())
 
 
 @pytest.fixture
