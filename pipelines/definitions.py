@@ -20,7 +20,7 @@ from checks.quit import quit_checks
 from checks.recor import recor_checks
 from checks.wikiprofile import wikiprofile_checks
 from pipelines.jobs import jobs, recheck_jobs
-from pipelines.resources import default_resources
+from pipelines.resources import default_resources, deployment_resources
 from pipelines.schedules import schedules
 from pipelines.sensors import sensors
 
@@ -37,7 +37,10 @@ def build_defs(executor: dg.ExecutorDefinition = dg.in_process_executor, **resou
     cores), which made a one-partition run of two assets and four checks cost minutes for
     seconds of work (``bench/ui_run_cost.py``). Parallelism comes from runs (partitions,
     backfills) and, on a cluster, from the step-per-worker executors (``pipelines.cluster``,
-    ``pipelines.cluster_k8s``)."""
+    ``pipelines.cluster_k8s``).
+
+    What a run may configure is the allowlist of ``pipelines.resources``; the executor takes
+    no run config at all (:func:`fixed`)."""
     return dg.Definitions(
         assets=[
             *quit_assets,
@@ -57,9 +60,17 @@ def build_defs(executor: dg.ExecutorDefinition = dg.in_process_executor, **resou
         jobs=[*jobs, *recheck_jobs(CHECKS, NAMED)],
         sensors=sensors,
         schedules=schedules,
-        resources={**default_resources(), **resource_overrides},
-        executor=executor,
+        resources=deployment_resources({**default_resources(), **resource_overrides}),
+        executor=fixed(executor),
     )
+
+
+def fixed(executor: dg.ExecutorDefinition) -> dg.ExecutorDefinition:
+    """``executor`` as the definitions give it, taking no run config: an executor's config names
+    where and how steps run (Celery's broker, a pod's image, env and volumes, the modules a
+    process preloads), the deployment's to say. Its schema is empty, so a run that sets
+    ``execution`` is refused rather than silently ignored."""
+    return executor.configured(lambda _: {}, config_schema={}, name=executor.name)
 
 
 defs = build_defs()

@@ -19,6 +19,7 @@ import dagster as dg
 
 from assets.common.metadata import PROFILE_TAG
 from assets.common.settings import ProfiledSettings
+from assets.eval.sources import add_release_folder
 from assets.partitions import DOMAINS, sync_partitions
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.published import release_domains
@@ -26,6 +27,7 @@ from assets.recor.settings import RecorSettings
 from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, REGISTERING_STAGES
+from pipelines.resources import default_resources
 from pipelines.stages import (
     BENCHMARKS,
     DEMO_EVALUATION,
@@ -377,7 +379,12 @@ def plan(options: RunOptions) -> RunPlan:
 def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
     """Materializes ``planned`` into the project's instance; the storage it wrote to, or
     None when a stage failed."""
+    if options.reteco:
+        # the operator named this release on the command line: a release folder of this run
+        add_release_folder(options.reteco)
+    storage = default_resources()["storage"]
     defs = build_defs(
+        storage=storage,
         quit_settings=options.quit,
         recor_settings=options.recor,
         wikiprofile_settings=options.wikiprofile,
@@ -397,7 +404,7 @@ def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
     ):
         return None
     print(f"\nfinished in {time.monotonic() - started:.0f}s")
-    return defs.resources["storage"]
+    return storage
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ import dagster as dg
 import polars as pl
 
 from resources.lucene import BM25Searcher, Hit, build_index
+from resources.redact import redact_chain
 
 
 class DocumentSearcher:
@@ -51,8 +52,14 @@ class WebSearcher:
         if self.api_key_env:
             params["key"] = os.environ[self.api_key_env]
         url = f"{self.endpoint}?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=self.timeout) as response:
-            items = json.loads(response.read()).get("items") or []
+        failed = None
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as response:
+                items = json.loads(response.read()).get("items") or []
+        except Exception as e:  # noqa: BLE001 - the URL carries the key: no error leaves with it
+            failed = redact_chain(e, [url, params.get("key", "")])
+        if failed is not None:
+            raise failed
         found = [
             (str(i.get("link") or i.get("id")), str(i.get("snippet") or i.get("text") or ""))
             for i in items

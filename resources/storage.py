@@ -5,8 +5,8 @@ Every table asset is written by the IO manager at ``<root>/<asset key path>.parq
 same root receives everything else an asset writes: release files and exports, TREC run
 files, the human verification decisions, the indexes (``<root>/indexes/<kind>/...``) and
 the trained models (``<root>/models/...``).
-The IO manager reads its root from the ``storage`` resource, so setting
-``resources.storage.config.root`` in the launchpad moves all of it together.
+The IO manager reads its root from the ``storage`` resource, so the deployment's one setting
+(``BENCHFOUNDRY_STORAGE``) moves all of it together; a run cannot set it.
 """
 
 from __future__ import annotations
@@ -328,7 +328,12 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         return read_parquet(self._uri(key, None), columns)
 
 
-@dg.io_manager(required_resource_keys={"storage"}, description="Parquet tables under the storage resource's root.")
+# No config: the root is the storage resource's, the deployment's (an empty schema refuses any).
+@dg.io_manager(
+    config_schema={},
+    required_resource_keys={"storage"},
+    description="Parquet tables under the storage resource's root.",
+)
 def parquet_io_manager(init_context) -> ParquetIOManager:
     return ParquetIOManager(root=init_context.resources.storage.root)
 

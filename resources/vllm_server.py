@@ -8,11 +8,12 @@ separate steps, so a caller with other work to do (a test session) starts the se
 waits for it later. The tests run a real vLLM too: vLLM's CPU build (``make vllm``, its own
 virtualenv) serving the embedded model converted to a Hugging Face folder.
 
-What runs is the deployment's choice, not a run's: the resource's fields are run config,
-which anyone who can reach the web UI can set, so they hold only vetted values (a model id,
-a port, a dtype, sizes), each passed as one argument. The program and its fixed arguments
-come from ``BENCHFOUNDRY_VLLM_COMMAND`` in the deployment's environment (or from code, the
-``command`` argument of :meth:`VLLMServerResource.start`), never from run config.
+What runs is the deployment's choice, not a run's: the servers are given in the definitions'
+code, none of their fields is run config (``pipelines.resources.RUN_FIELDS``), and even so
+they hold only vetted values (a model id, a port, a dtype, sizes), each passed as one
+argument. The program and its fixed arguments come from ``BENCHFOUNDRY_VLLM_COMMAND`` in the
+deployment's environment (or from code, the ``command`` argument of
+:meth:`VLLMServerResource.start`).
 """
 
 from __future__ import annotations

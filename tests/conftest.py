@@ -1,5 +1,6 @@
 import atexit
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,6 +20,9 @@ for variable in SINGLE_THREADED:
 # own: a developer's ./storage/models/registry never leaks into the registry tests.
 os.environ["BENCHFOUNDRY_TRAINED"] = tempfile.mkdtemp(prefix="benchfoundry-trained-")
 atexit.register(shutil.rmtree, os.environ["BENCHFOUNDRY_TRAINED"], True)
+# The key trained-registry files are signed with (resources.signing), this session's own: a
+# build started by a test inherits it, and no key file is written into the checkout.
+os.environ["BENCHFOUNDRY_SIGNING_KEY"] = secrets.token_hex(32)
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

@@ -1,7 +1,8 @@
 """The benchmarks the evaluation reads: one source asset per benchmark, whose config says
 where its tables come from. ``built`` (the default) reads this project's own build from
 the storage root; ``release`` reads a published release (a local folder, relative to the
-project root unless absolute, or an ``s3://`` prefix) through the benchmark's loader in
+project root unless absolute, or an ``s3://`` prefix, inside one of the deployment's release
+folders: :func:`release_location`) through the benchmark's loader in
 ``assets/<benchmark>/published.py``. Every evaluation asset downstream reads these tables
 and nothing else, so a researcher evaluates a system on the published QUIT, RECOR or
 WikiProfile by materializing these with ``source: release`` and then the evaluation as
@@ -11,6 +12,7 @@ The built tables are read from storage, not loaded as inputs, so that a release 
 nothing built: the build assets are ``deps`` (lineage in the UI, and a built source waits
 for them when both are in one run)."""
 
+import os
 from typing import Literal
 
 import dagster as dg
@@ -18,13 +20,13 @@ import polars as pl
 from pydantic import Field
 
 from assets.common.metadata import counts_md, table_metadata
-from assets.common.records import project_path
+from assets.common.records import ROOT, project_path
 from assets.common.wiring import Wiring
 from assets.partitions import domain_partitions
 from assets.quit import published as quit_release
 from assets.recor import published as recor_release
 from assets.wikiprofile import published as wikiprofile_release
-from resources.storage import StorageResource, read_parquet, table_uri
+from resources.storage import StorageResource, inside_root, read_parquet, table_uri
 
 PREFIX = GROUP = "eval"
 wiring = Wiring(PREFIX, GROUP)
@@ -32,6 +34,40 @@ BUILT, RELEASE = "built", "release"
 # The columns of a page that the evaluation reads (the popularity report's tiers), the same
 # from the build's page summaries and the release's gbc counts.
 PAGES_SCHEMA = {"page_id": pl.String, "title": pl.String, "mean_monthly_views": pl.Float64}
+# The folders a release may be read from: the bundled samples, and the deployment's own
+# (local folders or s3:// prefixes, separated as PATH is), never anywhere a run names.
+BUNDLED_RELEASES = str(ROOT / "data" / "releases")
+RELEASES_ENV = "BENCHFOUNDRY_RELEASES"
+
+
+def release_roots() -> list[str]:
+    """The bundled release folder and every folder of ``$BENCHFOUNDRY_RELEASES``."""
+    listed = [p for p in os.environ.get(RELEASES_ENV, "").split(os.pathsep) if p.strip()]
+    return [BUNDLED_RELEASES, *(project_path(p.strip()) for p in listed)]
+
+
+def add_release_folder(path: str) -> None:
+    """Adds ``path`` to this process's release folders: for a command the deployment's operator
+    runs with a release named on its command line (``make run --reteco``), never for a run."""
+    listed = os.environ.get(RELEASES_ENV, "")
+    os.environ[RELEASES_ENV] = os.pathsep.join(filter(None, (listed, path)))
+
+
+def release_location(path: str) -> str:
+    """A run's ``release_path`` as read: relative to the project root unless absolute or a URI,
+    and inside one of :func:`release_roots` (a release a run names is one the deployment put
+    there; the path may not lead a run to read any file the worker can). An error names the
+    path and the roots."""
+    where = project_path(path)
+    for root in release_roots():
+        try:
+            return inside_root(root, where)
+        except ValueError:
+            continue
+    raise dg.Failure(
+        f"release_path {path!r} ({where}) is not inside a release folder of this deployment "
+        f"({', '.join(release_roots())}); the deployment adds folders with ${RELEASES_ENV}"
+    )
 
 
 class BenchmarkSource(dg.Config):
@@ -41,7 +77,9 @@ class BenchmarkSource(dg.Config):
         "release: the published release at release_path",
     )
     release_path: str = Field(
-        default="", description="the published release: a folder or s3:// prefix (relative paths from the project root)"
+        default="",
+        description="the published release: a folder or s3:// prefix inside one of the deployment's release "
+        "folders (data/releases and $BENCHFOUNDRY_RELEASES; relative paths from the project root)",
     )
 
 
@@ -121,7 +159,7 @@ def _built(storage: StorageResource, *key: str, partition: str | None = None) ->
 
 
 def _origin(config: BenchmarkSource, built: str) -> str:
-    return f"release {project_path(config.release_path)}" if config.source == RELEASE else f"built ({built})"
+    return f"release {release_location(config.release_path)}" if config.source == RELEASE else f"built ({built})"
 
 
 def _source_metadata(config: BenchmarkSource, built: str, rejects: pl.DataFrame) -> dict:
@@ -157,7 +195,7 @@ def quit_source(config: QuitSource, storage: StorageResource):
     the published release (:func:`assets.quit.published.load_release`: labels from the
     labelers' answers in ``subsets``, columns the release lacks left null)."""
     if config.source == RELEASE:
-        questions, corpus, qrels, rejects = quit_release.load_release(project_path(config.release_path))
+        questions, corpus, qrels, rejects = quit_release.load_release(release_location(config.release_path))
     else:
         questions, corpus, qrels = (_built(storage, "quit", f"benchmark_{t}") for t in ("questions", "corpus", "qrels"))
         rejects = quit_release.REJECTS.empty()
@@ -219,7 +257,7 @@ def recor_source(context: dg.AssetExecutionContext, config: RecorSource, storage
     domain = context.partition_key
     extra: dict = {}
     if config.source == RELEASE:
-        loaded = recor_release.load_release(project_path(config.release_path), domain)
+        loaded = recor_release.load_release(release_location(config.release_path), domain)
         turns, corpus, rejects = loaded
         extra = {"gold_from_supporting_doc_ids": loaded.gold_from_supporting, "history_derived": loaded.history_derived}
     else:
@@ -272,7 +310,7 @@ def wikiprofile_source(config: WikiProfileSource, storage: StorageResource):
     view counts)."""
     if config.source == RELEASE:
         tasks, pages, rejects = wikiprofile_release.parse_release(
-            *wikiprofile_release.read_release(config.release_path)
+            *wikiprofile_release.read_release(release_location(config.release_path))
         )
     else:
         tasks, pages = _built(storage, "wikiprofile", "benchmark"), _built(storage, "wikiprofile", "source_pages")

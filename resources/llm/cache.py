@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from resources.llm.embedded import _make_provider, register_provider
-from resources.redact import MASK, redact
+from resources.redact import redact_chain
 
 _PROVIDER_INSTALLED = False
 
@@ -218,7 +218,8 @@ class PostgresCache:
     transaction (diskcache gives each thread its own SQLite connection; a connection per
     thread here would multiply the server's connections); a process forked from one that
     had connected opens its own. A connection found lost is opened again once; then the call
-    fails with :class:`CacheUnavailableError` naming the server (never the password)."""
+    fails with :class:`CacheUnavailableError` naming the server. No error leaves it with the
+    password, in its message or in a cause or context it links to (``redact_chain``)."""
 
     def __init__(self, url: str, connect_timeout: int = 10):
         self._url = url
@@ -288,38 +289,46 @@ class PostgresCache:
                 self._conn = None
 
     def _run(self, operation: Callable[[Any], Any]) -> Any:
+        """``operation(cursor)`` (:meth:`_attempts`); whatever it raises leaves redacted with
+        its whole chain: a driver's error may echo the URL (libpq repeats one it cannot read),
+        and Dagster writes every cause and context of a step's error into its event log."""
+        with self._lock:
+            try:
+                return self._attempts(operation)
+            except Exception as e:  # noqa: BLE001 - re-raised, redacted
+                failure = redact_chain(e, self._secrets())
+        raise failure  # outside the handler, which would link the raw error back as its context
+
+    def _attempts(self, operation: Callable[[Any], Any]) -> Any:
         """``operation(cursor)`` in a transaction of its own, committed; on a lost connection
         once more on a new one (a read, and a write that keeps existing keys, can be repeated)."""
         import psycopg2
         import psycopg2.errors
 
-        with self._lock:
-            for attempt in range(2):
-                conn = self._connection()
-                try:
-                    with conn.cursor() as cur:
-                        result = operation(cur)
-                    conn.commit()
-                    return result
-                except psycopg2.Error as e:
-                    lost = bool(conn.closed)
-                    if not lost:  # the server answered with an error: the transaction is void, not the connection
-                        conn.rollback()
-                    if isinstance(e, psycopg2.errors.DiskFull):
-                        raise CacheFullError(
-                            f"the answer cache on Postgres at {self.where} could not write: "
-                            f"{self._mask(str(e)).strip()}; the server's disk is full and the "
-                            f"cache evicts none: free space on it"
-                        ) from e
-                    if not lost:
-                        raise
-                    self._conn = None
-                    if attempt:
-                        raise CacheUnavailableError(
-                            f"the answer cache on Postgres at {self.where} dropped the connection twice in a row: "
-                            f"{self._mask(str(e)).strip()}; check that the server is up and reachable from this "
-                            f"worker"
-                        ) from e
+        for attempt in range(2):
+            conn = self._connection()
+            try:
+                with conn.cursor() as cur:
+                    result = operation(cur)
+                conn.commit()
+                return result
+            except psycopg2.Error as e:
+                lost = bool(conn.closed)
+                if not lost:  # the server answered with an error: the transaction is void, not the connection
+                    conn.rollback()
+                if isinstance(e, psycopg2.errors.DiskFull):
+                    raise CacheFullError(
+                        f"the answer cache on Postgres at {self.where} could not write: {str(e).strip()}; "
+                        f"the server's disk is full and the cache evicts none: free space on it"
+                    ) from e
+                if not lost:
+                    raise
+                self._conn = None
+                if attempt:
+                    raise CacheUnavailableError(
+                        f"the answer cache on Postgres at {self.where} dropped the connection twice in a row: "
+                        f"{str(e).strip()}; check that the server is up and reachable from this worker"
+                    ) from e
         raise AssertionError("unreachable")
 
     def _connection(self):
@@ -336,7 +345,7 @@ class PostgresCache:
             )
         except psycopg2.Error as e:
             raise CacheUnavailableError(
-                f"the answer cache on Postgres at {self.where} could not be reached: {self._mask(str(e)).strip()}; "
+                f"the answer cache on Postgres at {self.where} could not be reached: {str(e).strip()}; "
                 f"check the server, or the LLM resource's cache_url (or ${CACHE_URL_ENV})"
             ) from e
         try:
@@ -352,13 +361,13 @@ class PostgresCache:
         self._conn = conn
         return conn
 
-    def _mask(self, text: str) -> str:
-        """A driver's message with the URL and its password masked (an unreadable URL is
-        echoed back by libpq), then the environment's secrets (``redact``)."""
-        password = urlsplit(self._url).password if "://" in self._url else None
-        for secret in filter(None, (self._url, password)):
-            text = text.replace(secret, MASK)
-        return redact(text)
+    def _secrets(self) -> list[str]:
+        """The URL and its password, masked wherever an error repeats them."""
+        try:
+            password = urlsplit(self._url).password
+        except ValueError:  # an unreadable URL: masked whole, and redact() finds its userinfo
+            password = None
+        return [s for s in (self._url, password) if s]
 
     def _after_fork(self) -> None:
         # A forked child opens its own connection: the inherited one shares its socket with

@@ -66,9 +66,10 @@ class CallPath:
 
     async def _ask_all(self, spec: ModelSpec, todo: list, one: Callable, pool: ReplicaPool) -> None:
         """``one(*item)`` for every item, up to the model's concurrency in flight per live
-        replica; a ``vllm`` entry's HTTP client per replica (None for ``api`` entries) lives
-        for the chunk."""
+        replica, as the replicas' breakers are told; a ``vllm`` entry's HTTP client per replica
+        (None for ``api`` entries) lives for the chunk."""
         limit = self.concurrency(spec) * max(1, len(pool.live))
+        pool.expect(min(len(todo), limit))
         for r in pool.replicas:
             r.client = _vllm_client(r.url, self.request_timeout, limit) if spec.backend == "vllm" else None
         try:

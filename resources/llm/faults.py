@@ -1,15 +1,21 @@
 """Failing loudly: which errors are worth another try, the circuit breaker that stops a step
-once its model's endpoint looks dead (:class:`ModelServerDown`), and the faults of the vLLM
-HTTP client."""
+once its model's endpoint looks dead (:class:`ModelServerDown`), a call none of whose items
+got an answer (:class:`NoAnswers`), and the faults of the vLLM HTTP client."""
 
 from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from resources.llm.replicas import ReplicaPool
 from resources.redact import redact
+
+if TYPE_CHECKING:
+    from resources.llm.accounting import CallStats
+    from resources.llm.results import LLMResult
 
 
 class TransientError(RuntimeError):
@@ -52,7 +58,10 @@ class Breaker:
 
     - ``failures`` failed tries in a row and no answer for ``seconds`` (a dead server fails
       every try at once; a hung one fails them at their timeout): waiting out every item's
-      retries would take hours at a step's size;
+      retries would take hours at a step's size. A served step with fewer items in flight
+      (told by :meth:`expect`) needs as many: a 12-item step on a hung server opens when its
+      12 first tries time out, not after a second round of timeouts. The embedded model asks
+      one item at a time, so there a run is over successive items, and ``failures`` stands;
     - more than ``rate`` of the last ``window`` items failed (a server that answers some
       calls but fails most).
 
@@ -73,6 +82,7 @@ class Breaker:
     ):
         self.where, self.failures, self.seconds, self.rate = where, failures, seconds, rate
         self.on_open, self.clock = on_open, clock
+        self.in_flight: int | None = None  # the most items in flight at once, when told
         self.streak = 0
         self.last_answer = clock()
         self.recent: collections.deque[bool] = collections.deque(maxlen=max(1, window))
@@ -82,6 +92,11 @@ class Breaker:
         # A served model's replicas for this step (LLMResource.breaker); None elsewhere.
         self.replicas: ReplicaPool | None = None
 
+    def expect(self, in_flight: int) -> None:
+        """The most items the step has in flight at once (the chunk's items to ask, capped by
+        the concurrency): a run of that many failed tries is every item in flight failing."""
+        self.in_flight = max(1, in_flight)
+
     def answered(self) -> None:
         self.streak = 0
         self.last_answer = self.clock()
@@ -90,8 +105,10 @@ class Breaker:
         self.streak += 1
         self._remember(error)
         quiet = self.clock() - self.last_answer
-        if self.reason is None and self.streak >= self.failures and quiet >= self.seconds:
-            self.reason = f"{self.streak} failed tries in a row and no answer for {quiet:.0f}s"
+        needed = min(self.failures, self.in_flight or self.failures)
+        if self.reason is None and self.streak >= needed and quiet >= self.seconds:
+            every = " (every item in flight)" if needed < self.failures else ""
+            self.reason = f"{self.streak} failed tries in a row{every} and no answer for {quiet:.0f}s"
 
     def finished(self, error: str | None) -> None:
         if len(self.recent) == self.recent.maxlen and not self.recent[0]:
@@ -113,6 +130,74 @@ class Breaker:
 
     def _remember(self, error: str) -> None:
         self.errors.append(error[:300])
+
+
+class NoAnswers(RuntimeError):
+    """No item of a step's calls got an answer: the step fails instead of materializing a
+    table of errors. It names the alias, the items asked and the last errors."""
+
+
+# Items answered so far in each running step (its Dagster context, dropped with it), across
+# every call and model of the step: a step that got answers keeps a later call's failures.
+_STEP_ANSWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _current_step() -> object | None:
+    """The running step's context, or None outside a Dagster step (a script, a unit test)."""
+    import dagster as dg
+
+    try:
+        return dg.OpExecutionContext.get()
+    except dg.DagsterInvariantViolationError:
+        return None
+
+
+class Answers:
+    """Whether a call got any answer. An item with a reply is one, also a reply that did
+    not parse and one served from the cache; an item that ended with an error and no reply
+    (a call that gave up, a request the server rejected) is not.
+
+    The rule is the step's: a call with no answer stops the step only when no call of the
+    same step got one (in a Dagster step, every call it made; elsewhere, the calls that
+    shared one ``CallStats``). A small follow-up call of a step that got answers (a retry of
+    the few items a server refused, a judge asked about one item) leaves its failures as
+    rejects, as one bad item should."""
+
+    def __init__(self, alias: str):
+        self.alias = alias
+        self.asked = self.answered = 0
+        self.errors: dict[str, None] = {}  # the last distinct errors, oldest first
+        self.step = _current_step()
+
+    def add(self, results: Iterable[LLMResult]) -> None:
+        for r in results:
+            self.asked += 1
+            if r.error is None or r.text is not None:
+                self.answered += 1
+                if self.step is not None:  # counted as it comes: a call made between chunks sees it
+                    _STEP_ANSWERED[self.step] = _STEP_ANSWERED.get(self.step, 0) + 1
+                continue
+            error = r.error[:300]
+            self.errors.pop(error, None)
+            self.errors[error] = None
+            if len(self.errors) > 3:
+                del self.errors[next(iter(self.errors))]
+
+    def check(self, stats: CallStats | None = None) -> None:
+        """Raise :class:`NoAnswers` when items were asked, none was answered, and the step
+        (the running Dagster step, else ``stats``) holds no answer either."""
+        if self.step is not None:
+            if _STEP_ANSWERED.get(self.step):
+                return
+        elif stats is not None and stats.calls > stats.errors:
+            return
+        if self.asked and not self.answered:
+            raise NoAnswers(
+                redact(
+                    f"{self.alias}: none of the {self.asked:,} items asked got an answer, so the step stops "
+                    f"(its answers would all be errors). Last errors: {'; '.join(reversed(self.errors))}"
+                )
+            )
 
 
 def _failure(e: Exception) -> str:

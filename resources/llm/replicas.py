@@ -59,6 +59,14 @@ class ReplicaPool:
         self.live = list(self.replicas)
         self.out: list[Replica] = []
         self._next_probe = math.inf  # when the first replica out may be probed
+        self.share: int | None = None  # the most items in flight on one replica, when told
+
+    def expect(self, in_flight: int) -> None:
+        """The most items the step has in flight at once: each live replica's breaker is told
+        its share (a breaker made when a replica comes back, at :meth:`_bring_back`, too)."""
+        self.share = math.ceil(in_flight / max(1, len(self.live)))
+        for r in self.replicas:
+            r.breaker.expect(self.share)
 
     def pick(self, tried: tuple[Replica, ...] = ()) -> Replica:
         """The replica for an item's next try, counted in flight: a replica out whose time is
@@ -151,6 +159,8 @@ class ReplicaPool:
         self.live.append(replica)
         replica.out_until, replica.probing = None, False
         replica.breaker = self._breaker(replica.url)
+        if self.share is not None:
+            replica.breaker.expect(self.share)
         self._schedule()
         dg.get_dagster_logger().info(f"{self.alias}: replica {replica.url} answers again; {self.answers()}")
 

@@ -39,7 +39,7 @@ from resources.llm.accounting import CallStats, _Progress, price
 from resources.llm.cache import AnswerCache, AnswerWriter, cache_key, install_embedded_provider, response_cache
 from resources.llm.calls import CallPath, _later, _run_async
 from resources.llm.embedded import _EMBEDDED
-from resources.llm.faults import Breaker
+from resources.llm.faults import Answers, Breaker
 from resources.llm.model import Model
 from resources.llm.registry import REGISTRY_PATH, ModelSpec, load_registry, role_aliases
 from resources.llm.replicas import ReplicaPool
@@ -80,7 +80,7 @@ class LLMResource(CallPath, dg.ConfigurableResource):
     cache_dir: str = ".cache/llm"
     # "disk" (a diskcache folder, cache_dir), "postgres" (one table every worker shares, at
     # cache_url) or "off". cache_url None: $BENCHFOUNDRY_CACHE_URL, read when the cache is
-    # first used, so the URL's password need be in no run config (or give {env: NAME} there).
+    # first used, so the URL's password need be in no code. None of these four is run config.
     cache_type: str = "disk"
     cache_url: str | None = None
     max_concurrency: int | None = None
@@ -281,8 +281,10 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         **options: Any,
     ) -> list[LLMResult]:
         """Answer every request, in order (``options``: :meth:`stream`'s ``thinking``, ``log``,
-        ``kind``). Failures become results with an error, never exceptions: unparsable output
-        keeps its raw text, a call that still fails after its retries keeps no text."""
+        ``kind``). Failures become results with an error, so that one bad item does not stop
+        a step: unparsable output keeps its raw text, a call that still fails after its
+        retries keeps no text. A call none of whose items got an answer raises
+        :class:`~resources.llm.faults.NoAnswers` instead, once the answers are written."""
         return [r for chunk in self.stream(alias, requests, parse, stats, **options) for r in chunk]
 
     def stream(
@@ -297,7 +299,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         total: int | None = None,
     ) -> Iterator[list[LLMResult]]:
         """The results chunk by chunk (``chunk_size`` requests each, in order): a caller that
-        writes each chunk before asking for the next holds one chunk in memory."""
+        writes each chunk before asking for the next holds one chunk in memory. After the
+        last chunk, :class:`~resources.llm.faults.NoAnswers` if no item got an answer."""
         spec = self.spec(alias)
         stats = stats if stats is not None else CallStats()
         if total is None and hasattr(requests, "__len__"):
@@ -306,6 +309,7 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         cache = self.cache
         writer = AnswerWriter(cache)
         breaker = self.breaker(alias)
+        answers = Answers(alias)
         it = iter(requests)
         # A batch file is a run of the model's batch runner, whose start-up (loading the
         # model) is paid per file: its chunks are the entry's batch_size, not the resource's.
@@ -350,7 +354,9 @@ class LLMResource(CallPath, dg.ConfigurableResource):
             for r in finished:
                 stats.add(r)
             price(spec.model, finished, stats)
+            answers.add(finished)
             yield finished
+        answers.check(stats)
 
     # --- continuation scores ------------------------------------------------------------
 
@@ -364,7 +370,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         """The log-probability of each request's continuation given its prefix, token by
         token (``value``: a list of floats). The embedded model computes them in process;
         served models are asked for prompt log-probabilities (``echo`` with ``logprobs``,
-        as vLLM's completions endpoint returns them). Cached like every other call."""
+        as vLLM's completions endpoint returns them). Cached like every other call; no
+        value for any request is :class:`~resources.llm.faults.NoAnswers`, as in :meth:`run`."""
         spec = self.spec(alias)
         stats = stats if stats is not None else CallStats()
         requests = list(requests)
@@ -413,4 +420,7 @@ class LLMResource(CallPath, dg.ConfigurableResource):
             stats.add(r)
         price(spec.model, results, stats)
         stats.cache = cache.stats()
+        answers = Answers(alias)
+        answers.add(results)
+        answers.check(stats)
         return results  # type: ignore[return-value]

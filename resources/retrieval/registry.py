@@ -7,7 +7,7 @@ instance) at other registry files, as ``BENCHFOUNDRY_MODELS`` does for the model
 Models the project trains itself register their aliases in a second, written registry: one
 YAML file per alias in ``<storage root>/models/registry`` (``BENCHFOUNDRY_TRAINED`` names
 another folder), each in the registry file's own format, merged into the loaded registry.
-Only the files the project wrote there are read (see :func:`read_trained`).
+Only the files the project signed there are read (see :func:`read_trained`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import string
 from pathlib import Path
 
@@ -22,7 +23,8 @@ import pyarrow.fs as pafs
 import yaml
 
 from resources.names import check_name
-from resources.storage import filesystem, join, read_yaml, storage_root, write_bytes
+from resources.signing import key_source, sign, signing_key, verify
+from resources.storage import filesystem, join, read_bytes, read_yaml, storage_root, utf8_text, write_bytes
 
 # The registry files sit beside the resource modules, one folder up from this package.
 RESOURCES = Path(__file__).parents[1]
@@ -32,7 +34,7 @@ log = logging.getLogger(__name__)
 RETRIEVERS_PATH = os.environ.get("BENCHFOUNDRY_RETRIEVERS") or str(RESOURCES / "retrievers.yaml")
 # The trained models' registry. It is read where the static files are read, at wiring time and
 # by the registry sensor, which see no resource config: so its folder follows the deployment's
-# storage root, not a root set in the launchpad.
+# storage root.
 TRAINED_DIR = os.environ.get("BENCHFOUNDRY_TRAINED") or join(storage_root(), "models", "registry")
 
 # A system the project does not run itself: its rankings come from a TREC run file, or from
@@ -114,13 +116,16 @@ def _check_external(path: str, what: str, spec) -> None:
             )
 
 
-# The mark ``register_trained`` puts in every file it writes: the trained registry's folder
-# is a folder of the storage root anyone may write to, and a file dropped there by hand (or
-# left by another tool) must not become a retriever, least of all an entry point the project
-# would import and call.
-WRITTEN_BY = "benchfoundry"
+# The line that ends every file ``register_trained`` writes: the HMAC of the bytes before it,
+# under the deployment's key (resources.signing). The trained registry's folder is a folder of
+# the storage root anyone may write to, and a file dropped there by hand (or left by another
+# tool) must not become a retriever, whatever it says of itself. The signature is in the file,
+# not beside it: one object per alias is written in one put and read in one get, so a reader
+# never pairs an entry with another version's signature, and the bytes it verified are the
+# bytes it parses; the file stays the registry's YAML, ``signature`` a key of its mapping.
+SIGNED = re.compile(rb"(?P<body>.*\n)signature: (?P<signature>[0-9a-f]{64})\n", re.S)
 # What the project trains: the only kinds a trained registry file may name (never a run file
-# or an entry point, whatever its mark says).
+# or an entry point, even in a signed file).
 TRAINED_KINDS = {"retrievers": {"dense", "multi_vector"}, "rerankers": {"cross_encoder"}}
 
 
@@ -131,10 +136,11 @@ def trained_path(section: str, alias: str, directory: str = TRAINED_DIR) -> str:
 
 
 def register_trained(section: str, alias: str, entry: dict, directory: str = TRAINED_DIR) -> str:
-    """Write (or replace) a trained model's registry entry, marked as the project's; returns
-    the file written."""
+    """Write (or replace) a trained model's registry entry, signed with the deployment's key
+    (:func:`resources.signing.signing_key`); returns the file written."""
     uri = trained_path(section, alias, directory)
-    write_bytes(uri, yaml.safe_dump({"written_by": WRITTEN_BY, section: {alias: entry}}, sort_keys=False).encode())
+    body = yaml.safe_dump({section: {alias: entry}}, sort_keys=False).encode()
+    write_bytes(uri, body + f"signature: {sign(body, signing_key())}\n".encode())
     return uri
 
 
@@ -150,9 +156,9 @@ class TrainedRegistry:
 def read_trained(section: str, spec_type: type, directory: str = TRAINED_DIR) -> TrainedRegistry:
     """The trained aliases of ``section`` in ``directory`` (none while nothing is trained).
     A file is read when it is what ``register_trained`` writes: named
-    ``<section>.<alias>.yaml``, marked ``written_by: benchfoundry``, holding that one alias of
-    a kind the project trains. Any other file is ignored with its reason; another section's
-    files are that section's."""
+    ``<section>.<alias>.yaml``, its bytes signed with this deployment's key, holding that one
+    alias of a kind the project trains. Any other file is ignored with its reason; another
+    section's files are that section's."""
     fs, root = filesystem(directory)
     names = sorted(
         info.base_name
@@ -160,33 +166,55 @@ def read_trained(section: str, spec_type: type, directory: str = TRAINED_DIR) ->
         if info.type == pafs.FileType.File
     )
     found = TrainedRegistry({}, {})
+    if not names:
+        return found
+    # Asked for only now: wiring a deployment that trained nothing never makes a key file.
+    key = signing_key()
     for name in names:
         stem, _, alias = name.removesuffix(".yaml").partition(".")
         if name.endswith(".yaml") and stem in TRAINED_KINDS and stem != section:
             continue
         uri = join(directory, name)
         try:
-            found.specs |= _trained_file(uri, name, section, alias, spec_type)
+            found.specs |= _trained_file(uri, name, section, alias, spec_type, key)
         except ValueError as e:
             found.ignored[uri] = str(e).removeprefix(f"{uri}: ")
     return found
 
 
-def _trained_file(uri: str, name: str, section: str, alias: str, spec_type: type) -> dict:
+def _trained_file(uri: str, name: str, section: str, alias: str, spec_type: type, key: bytes) -> dict:
     if not name.startswith(f"{section}.") or not name.endswith(".yaml"):
         raise ValueError("not a trained registry file (<section>.<alias>.yaml)")
     check_name(alias, "the alias its name gives")
-    raw = read_yaml(uri)
-    if not isinstance(raw, dict) or raw.get("written_by") != WRITTEN_BY:
-        raise ValueError(f"not written by {WRITTEN_BY} (register_trained marks its files written_by: {WRITTEN_BY})")
-    entries = raw.get(section)
-    if set(raw) != {"written_by", section} or not isinstance(entries, dict) or list(entries) != [alias]:
+    raw = _signed_yaml(uri, key)
+    entries = raw.get(section) if isinstance(raw, dict) else None
+    if not isinstance(entries, dict) or set(raw) != {section} or list(entries) != [alias]:
         raise ValueError(f"expected one {section!r} entry, {alias!r} as the file is named")
     kinds = TRAINED_KINDS[section]
     if not isinstance(entries[alias], dict) or entries[alias].get("kind") not in kinds:
         kind = entries[alias].get("kind") if isinstance(entries[alias], dict) else None
         raise ValueError(f"kind {kind!r} is not one the project trains ({', '.join(sorted(kinds))})")
     return _parse(entries, uri, section, spec_type, kinds)
+
+
+def _signed_yaml(uri: str, key: bytes):
+    """The YAML a trained registry file holds, parsed from the very bytes whose signature
+    verified: its text is not looked at before."""
+    signed = SIGNED.fullmatch(read_bytes(uri))
+    if not signed:
+        raise ValueError(
+            "no signature (register_trained signs every file it writes: a file written by hand or "
+            "by a version before signatures is never read; materialize its training again)"
+        )
+    if not verify(signed["body"], signed["signature"].decode(), key):
+        raise ValueError(
+            f"signature does not verify with this deployment's key ({key_source()}): the file was "
+            "changed after it was signed, or signed with another key"
+        )
+    try:
+        return yaml.safe_load(utf8_text(signed["body"], uri))
+    except yaml.YAMLError:
+        raise ValueError("signed, but not valid YAML") from None
 
 
 def trained_specs(section: str, spec_type: type, directory: str = TRAINED_DIR) -> dict:

@@ -29,6 +29,7 @@ from checks.eval import shared as es
 from checks.eval import wikiprofile as ew
 from checks.factories import CheckSettings
 from resources.retrieval import load_rerankers
+from resources.storage import StorageResource
 
 
 def fails(result: dg.AssetCheckResult, words: str) -> bool:
@@ -1071,27 +1072,27 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
             "domain": ["law", "law"],
         }
     )
-    (tmp_path / "mine.jsonl").write_text(
+    submitted = tmp_path / "submissions" / "team"  # participants' files: under the storage root's submissions/
+    submitted.mkdir(parents=True)
+    (submitted / "mine.jsonl").write_text(
         '{"turn_id": "c1#turn2", "answer": "In writing. Scripted distribution: 3=1"}\n'
     )
-    (tmp_path / "mine.trec").write_text("c1#turn2 Q0 d2 1 2.0 mine\nc1#turn1 Q0 d3 1 1.0 mine\n")
-    config = ReTeCoGeneration(
-        submissions=[
-            ReTeCoSubmission(
-                path=str(tmp_path / "mine.jsonl"), subtrack="2c", run=str(tmp_path / "mine.trec"), name="mine"
-            )
-        ]
-    )
-    scores = reteco_generation(
-        dg.build_asset_context(partition_key="law"),
-        config,
-        benchmark=turns,
-        corpus=corpus,
-        recor_generation=generated,
-        recor_runs=runs,
-        recor_retrieval_metrics=metrics,
-        llm=scripted_llm,
-    ).value
+    (submitted / "mine.trec").write_text("c1#turn2 Q0 d2 1 2.0 mine\nc1#turn1 Q0 d3 1 1.0 mine\n")
+
+    def judged(*submissions: ReTeCoSubmission) -> pl.DataFrame:
+        return reteco_generation(
+            dg.build_asset_context(partition_key="law"),
+            ReTeCoGeneration(submissions=list(submissions)),
+            benchmark=turns,
+            corpus=corpus,
+            recor_generation=generated,
+            recor_runs=runs,
+            recor_retrieval_metrics=metrics,
+            llm=scripted_llm,
+            storage=StorageResource(root=str(tmp_path)),
+        ).value
+
+    scores = judged(ReTeCoSubmission(path="team/mine.jsonl", subtrack="2c", run="team/mine.trec", name="mine"))
     assert er.reteco_generation_schema(scores).passed
     by = {(r["system"], r["subtrack"], r["qid"]): r for r in scores.iter_rows(named=True)}
     assert by["g", "2b", "c1_turn_1"]["correctness"] == 1.0 and by["g", "2b", "c1_turn_2"]["faithfulness"] == 0.75
@@ -1108,8 +1109,13 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
     assert set(rows) == {("2a", "bm25/baseline"), ("2a", "bm25/rewrite"), ("2b", "g"), ("2c", "g"), ("2c", "mine")}
     assert rows["2b", "g"]["macro"] == pytest.approx((1.0 + 0.75) / 2) and rows["2b", "g"]["nDCG@10"] is None
     assert rows["2c", "g"]["macro"] == 0.5 and rows["2c", "g"]["nDCG@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
-    assert rows["2c", "mine"]["macro"] == 0.25 and rows["2c", "mine"]["retrieval_run"] == str(tmp_path / "mine.trec")
+    assert rows["2c", "mine"]["macro"] == 0.25 and rows["2c", "mine"]["retrieval_run"] == "team/mine.trec"
     assert board.filter(pl.col("subtrack") == "2c")["run"].to_list() == ["g", "mine"]  # ranked by the macro
+    # a run names a file under submissions/, never one elsewhere on the worker
+    (tmp_path / "secret.jsonl").write_text("{}\n")
+    for outside in ("../secret.jsonl", str(tmp_path / "secret.jsonl")):
+        with pytest.raises(dg.Failure, match="under the storage root's submissions/"):
+            judged(ReTeCoSubmission(path=outside))
 
     for broken, words in [
         (swap(scores, "correctness", 0, 0.3), "no normalized 1-5 integer"),

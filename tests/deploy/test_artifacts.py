@@ -255,6 +255,10 @@ def test_env_drives_the_resources_of_the_definitions(values, deployment, defs, m
     assert cache_secrets, "no secret in envSecrets is listed as holding BENCHFOUNDRY_CACHE_URL"
     launcher_secrets = [ref["name"] for ref in values["runLauncher"]["config"]["k8sRunLauncher"]["envSecrets"]]
     assert set(cache_secrets) <= set(launcher_secrets), "run and step pods lack the cache URL"
+    # one signing key in every pod: a model trained in one step pod is read in the others
+    signing = [ref["name"] for ref in deployment["envSecrets"]
+               if re.search(rf"secret {re.escape(ref['name'])}\s+key BENCHFOUNDRY_SIGNING_KEY", header)]
+    assert signing and set(signing) <= set(launcher_secrets), "the pods lack one trained-registry signing key"
     # Lucene needs a local disk: under an s3 root its indexes are kept in the cache
     assert resources["storage"].index_path("lucene", "x").startswith(env["BENCHFOUNDRY_CACHE"])
     mounts = [m["mountPath"] for m in deployment["volumeMounts"]]

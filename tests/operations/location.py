@@ -16,6 +16,7 @@ from assets.quit.settings import QuitSettings
 from assets.wikiprofile.settings import WikiProfileSettings
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, WIKIPROFILE_STAGES
+from resources.llm import REGISTRY_PATH
 from tests import scripted
 
 scripted.install()
@@ -42,7 +43,7 @@ def prebuild() -> bool:
 
     instance = dg.DagsterInstance.get()
     # the partitions the registry sensor would add, for the runs before the daemon starts
-    sync_partitions(instance, models=defs.resources["llm"].registry_path)
+    sync_partitions(instance, models=REGISTRY_PATH)
     return run_stages(defs, instance, PREBUILD)
 
 

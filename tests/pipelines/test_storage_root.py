@@ -1,5 +1,6 @@
-"""One storage root: set in the launchpad (run config of the ``storage`` resource), it moves
-every table, export, run file and index of a run; nothing lands under the default root."""
+"""One storage root: set by the deployment (the ``storage`` resource of its definitions), it
+moves every table, export, run file and index of a run; nothing lands under the default root,
+and a run cannot set another root."""
 
 from __future__ import annotations
 
@@ -22,15 +23,20 @@ def files_under(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
-def test_the_launchpad_root_moves_tables_exports_runs_and_indexes(tmp_path, instance):
+def test_the_deployments_root_moves_tables_exports_runs_and_indexes(tmp_path, instance, monkeypatch):
     default, chosen = tmp_path / "default", tmp_path / "chosen"
+    monkeypatch.chdir(tmp_path)  # the class default root, ./storage, would be here
     scripted.install()
     defs = build_defs(
-        storage=StorageResource(root=str(default), local_index_root=str(tmp_path / "local-indexes")),
+        storage=StorageResource(root=str(chosen), local_index_root=str(tmp_path / "local-indexes")),
         llm=LLMResource(registry_path=SCRIPTED_REGISTRY, cache_dir=str(tmp_path / "llm"), backoff_seconds=0.01),
         recor_settings=RecorSettings(profile="demo"),
     )
-    config = {"resources": {"storage": {"config": {"root": str(chosen)}}}}
+    with pytest.raises(dg.DagsterInvalidConfigError, match="root"):
+        defs.resolve_job_def("recor_observe").execute_in_process(
+            run_config={"resources": {"storage": {"config": {"root": str(default)}}}}, instance=instance
+        )
+    config = {"resources": {"llm": {"config": {"max_retries": 1}}}}  # an allowed field moves nothing
     # law: a StackExchange domain, so hard-negative mining builds a search index too
     for job, key in [
         ("recor_observe", None),
@@ -49,5 +55,5 @@ def test_the_launchpad_root_moves_tables_exports_runs_and_indexes(tmp_path, inst
     assert any(f.startswith("indexes/lucene/") for f in made)  # BM25 index
     assert any(f.startswith("indexes/faiss/") for f in made)  # dense index
     assert any(f.startswith("indexes/search/") for f in made)  # the mining pool's index
-    assert files_under(default) == []
+    assert files_under(default) == [] and files_under(tmp_path / "storage") == []
     assert files_under(tmp_path / "local-indexes") == []

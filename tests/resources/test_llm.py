@@ -1,10 +1,12 @@
 import json
 
+import dagster as dg
 import litellm
 import pytest
 
 from resources import llm as llm_mod
-from resources.llm import CallStats, LLMRequest, LLMResource, ParseError, load_registry
+from resources.llm import CallStats, LLMRequest, LLMResource, ParseError, ScoreRequest, load_registry
+from resources.llm.faults import NoAnswers
 
 
 def write(tmp_path, text):
@@ -91,8 +93,99 @@ def test_transient_errors_are_retried_then_reported(scripted_llm, monkeypatch):
 
     monkeypatch.setattr(litellm, "acompletion", always)
     stats = CallStats()
-    [r] = scripted_llm.run("smollm2", [LLMRequest("y", ask("never"))], stats=stats)
-    assert r.error.startswith("gave up after 5 tries") and r.text is None and stats.errors == 1
+    # x, answered above, comes from the cache: the call has an answer, so y's failure is a result
+    x, y = scripted_llm.run(
+        "smollm2", [LLMRequest("x", ask("Capital of France? retry")), LLMRequest("y", ask("never"))], stats=stats
+    )
+    assert x.cached and x.value == "Paris"
+    assert y.error.startswith("gave up after 5 tries") and y.text is None and stats.errors == 1
+
+
+ACOMPLETION = litellm.acompletion
+
+
+def refuse(monkeypatch, what: str) -> None:
+    """The scripted model rejects every request whose prompt holds ``what`` (not worth a retry)."""
+
+    async def refusing(**kwargs):
+        if what in kwargs["messages"][-1]["content"]:
+            raise litellm.BadRequestError(f"prompt {what!r} is too long", model="rules", llm_provider="scripted")
+        return await ACOMPLETION(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", refusing)
+
+
+def test_a_call_none_of_whose_items_got_an_answer_raises_after_counting_them(scripted_llm, monkeypatch):
+    refuse(monkeypatch, "Capital")
+    stats = CallStats()
+    reqs = [LLMRequest(str(i), ask(f"Capital of country {i}?")) for i in range(3)]
+    with pytest.raises(NoAnswers, match=r"smollm2: none of the 3 items asked got an answer.*too long") as err:
+        scripted_llm.run("smollm2", reqs, stats=stats)
+    assert "BadRequestError" in str(err.value) and stats.errors == 3 and stats.calls == 3
+    with pytest.raises(NoAnswers):
+        list(scripted_llm.stream("smollm2", reqs))
+    # one answer, from the model or from the cache, and the failures are results again
+    refuse(monkeypatch, "country 1?")
+    assert [r.ok for r in scripted_llm.run("smollm2", reqs)] == [True, False, True]
+    refuse(monkeypatch, "Capital")
+    assert [r.cached for r in scripted_llm.run("smollm2", reqs)] == [True, False, True]
+    assert scripted_llm.run("smollm2", []) == []
+
+
+def test_a_small_follow_up_call_of_a_step_that_got_answers_keeps_its_failures_as_results(scripted_llm, monkeypatch):
+    """The rule is the step's: a retry of the one item a server refused, sharing the step's
+    stats, leaves it a reject; the same call on its own stats is a step with no answer."""
+    step = CallStats()
+    first = [LLMRequest(str(i), ask(f"Capital of land {i}?")) for i in range(3)]
+    assert all(r.ok for r in scripted_llm.run("smollm2", first, stats=step))
+    refuse(monkeypatch, "Capital")
+    retry = [LLMRequest("r", ask("Capital of land 9?"))]
+    [result] = scripted_llm.run("smollm2", retry, stats=step)
+    assert not result.ok and result.text is None and step.errors == 1 and step.calls == 4
+    with pytest.raises(NoAnswers, match="none of the 1 items"):
+        scripted_llm.run("smollm2", retry, stats=CallStats())
+
+
+def test_replies_that_do_not_parse_are_answers(scripted_llm):
+    def parse(text):
+        raise ParseError("not a number")
+
+    out = scripted_llm.run("smollm2", [LLMRequest(str(i), ask(f"Capital {i}?")) for i in range(2)], parse=parse)
+    assert all(r.error.startswith("unparsable") and r.text for r in out)
+
+
+def test_scores_none_of_which_came_back_raise_too(scripted_llm):
+    # litellm drops echo from a custom provider's text completion: no prompt log-probabilities
+    with pytest.raises(NoAnswers, match="none of the 2 items asked got an answer"):
+        scripted_llm.score("smollm2", [ScoreRequest(str(i), "The capital of France is", " Paris") for i in range(2)])
+
+
+def test_a_step_that_got_answers_keeps_a_later_calls_failures_as_results(scripted_llm, monkeypatch):
+    """In a Dagster step the account is the step's, whatever stats each call keeps: the judge's
+    one failed call after the labeler's answers is a reject, not a failed step."""
+
+    @dg.asset
+    def labels(llm: LLMResource) -> list[bool]:
+        answered = llm.run("smollm2", [LLMRequest(str(i), ask(f"Capital of isle {i}?")) for i in range(2)])
+        refuse(monkeypatch, "Capital")
+        judged = llm.run("smollm2", [LLMRequest("j", ask("Capital of isle 7?"))], stats=CallStats())
+        return [r.ok for r in answered + judged]
+
+    result = dg.materialize([labels], resources={"llm": scripted_llm})
+    assert result.output_for_node("labels") == [True, True, False]
+
+
+def test_a_step_whose_every_call_failed_is_not_materialized(scripted_llm, monkeypatch):
+    refuse(monkeypatch, "Capital")
+
+    @dg.asset
+    def answers(llm: LLMResource) -> list[str]:
+        return [r.text for r in llm.run("smollm2", [LLMRequest(str(i), ask(f"Capital {i}?")) for i in range(4)])]
+
+    result = dg.materialize([answers], resources={"llm": scripted_llm}, raise_on_error=False)
+    assert not result.success and result.get_asset_materialization_events() == []
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert "none of the 4 items asked got an answer" in failure.step_failure_data.error.to_string()
 
 
 def test_unknown_alias_is_a_clear_error(scripted_llm):

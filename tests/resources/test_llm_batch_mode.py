@@ -8,6 +8,7 @@ import yaml
 
 from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm.batch import vllm_batch_command
+from resources.llm.faults import NoAnswers
 from tests import servers
 
 RUNNER = [sys.executable, "-m", "tests.standin_batch", "-i", "{input}", "-o", "{output}", "--name", "vllm-a"]
@@ -83,13 +84,20 @@ def test_failed_batch_calls_are_counted_and_asked_again_on_a_rerun(tmp_path):
 
 
 def test_a_runner_that_dies_fails_every_call_of_its_file_and_the_run_goes_on(tmp_path):
+    # two answers from an earlier run are in the cache: the call has answers, its failures are results
+    healthy = registry(tmp_path, "http://127.0.0.1:9/v1", RUNNER)
+    LLMResource(registry_path=healthy, cache_dir=str(tmp_path / "cache")).run("batched", requests(2))
     reg = registry(tmp_path, "http://127.0.0.1:9/v1", RUNNER + ["--exit-code", "3"])
     llm = LLMResource(registry_path=reg, cache_dir=str(tmp_path / "cache"))
     stats = CallStats()
-    results = llm.run("batched", requests(4), stats=stats)
+    results = llm.run("batched", requests(6), stats=stats)
+    assert [r.cached for r in results] == [True, True, False, False, False, False]
     assert stats.errors == 4 and all(
-        "the batch runner failed: batch runner exited with code 3" in r.error for r in results
+        "the batch runner failed: batch runner exited with code 3" in r.error for r in results[2:]
     )
+    # with none answered, the step stops instead
+    with pytest.raises(NoAnswers, match="none of the 4 items asked.*batch runner exited with code 3"):
+        llm.run("batched", requests(4, offset=6))
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,10 @@ import math
 import multiprocessing
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
+import dagster as dg
 import psycopg2
 import pytest
 
@@ -16,6 +18,7 @@ from resources.llm import CallStats, LLMRequest, LLMResource
 from resources.llm import cache as cache_module
 from resources.llm.cache import CACHE_URL_ENV, CacheUnavailableError, PostgresCache, response_cache
 from tests.conftest import SCRIPTED_REGISTRY
+from tests.resources.test_redact import linked
 from tests.servers import free_port, new_database
 
 pytestmark = pytest.mark.slow  # a Postgres server, as every test on the suite's services
@@ -128,6 +131,54 @@ def test_an_unreachable_server_names_the_host_and_never_the_password():
     message = str(caught.value)
     assert f"bench@127.0.0.1:{port}/answers could not be reached" in message
     assert "s3cret-Passw0rd" not in message and "BENCHFOUNDRY_CACHE_URL" in message
+
+
+# No colon after the scheme: libpq reads it as key=value settings and echoes it whole.
+MISTYPED = "postgresql//user:s3cretpw@127.0.0.1/db"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda cache: cache.get_many(["k"]), lambda cache: cache.put_many([("k", {})]), lambda cache: cache.stats()],
+    ids=["get_many", "put_many", "stats"],
+)
+def test_a_mistyped_url_leaves_its_password_in_no_exception_of_the_chain(call):
+    cache = PostgresCache(MISTYPED, connect_timeout=5)
+    with pytest.raises(CacheUnavailableError, match="invalid dsn") as caught:
+        call(cache)
+    chain = linked(caught.value)
+    # the driver's error is still there to read, its type named and its frames kept
+    assert [type(e).__name__ for e in chain] == ["CacheUnavailableError", "ProgrammingError"]
+    assert "psycopg2.connect(" in "".join(traceback.format_exception(caught.value))
+    for e in chain:
+        shown = "".join(traceback.format_exception(e)) + repr(e.args) + str(e)
+        assert "s3cretpw" not in shown, shown
+
+
+def test_a_failed_run_on_a_mistyped_url_keeps_the_password_out_of_every_event():
+    from tests import scripted
+
+    scripted.install()
+
+    @dg.asset
+    def answers(llm: LLMResource) -> list[str]:
+        return [r.text for r in llm.run("smollm2", [LLMRequest("q", [{"role": "user", "content": "Capital?"}])])]
+
+    llm = LLMResource(registry_path=SCRIPTED_REGISTRY, cache_type="postgres", cache_url=MISTYPED)
+    result = dg.materialize([answers], resources={"llm": llm}, raise_on_error=False)
+    assert not result.success and result.get_asset_materialization_events() == []
+    [failure] = [event for event in result.all_events if event.is_step_failure]
+    errors, todo = [], [failure.step_failure_data.error]
+    while todo:  # the step's error and every cause and context Dagster kept
+        error = todo.pop()
+        if error is not None:
+            errors.append(error)
+            todo += [error.cause, error.context]
+    assert "CacheUnavailableError" in {e.cls_name for e in errors}
+    assert "ProgrammingError" in {e.cls_name for e in errors}  # the driver's error, redacted
+    for event in result.all_events:
+        assert "s3cretpw" not in dg.serialize_value(event) + str(event), event.event_type_value
+    assert all("s3cretpw" not in e.to_string() for e in errors)
 
 
 def test_the_llm_resource_answers_from_postgres_when_configured(cache_url, monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 
 from resources.llm import LLMRequest, LLMResource
 from resources.llm.cache import response_cache
-from resources.llm.faults import Breaker, ModelServerDown
+from resources.llm.faults import Breaker, ModelServerDown, NoAnswers
 from tests.servers import free_port
 
 
@@ -45,8 +45,9 @@ def test_litellm_asks_only_as_often_as_the_resource_says(tmp_path, standin):
         backoff_seconds=0.01,
         breaker_window=1000,
     )
-    out = llm.run("m", requests(4))
-    assert all(r.error and r.error.startswith("gave up after 3 tries") for r in out)
+    # no item got an answer: the step stops, naming how each call ended
+    with pytest.raises(NoAnswers, match="none of the 4 items asked got an answer.*gave up after 3 tries"):
+        llm.run("m", requests(4))
     assert sorted(server.seen()["asked"].values()) == [3, 3, 3, 3]
 
 
@@ -99,6 +100,33 @@ def test_a_hung_server_is_given_up_on_at_the_calls_timeout(tmp_path, standin):
     assert time.monotonic() - start < 10
     # the first tries timed out together and the breaker opened: no second round of hangs
     assert sum(server.seen()["asked"].values()) == 20
+
+
+def test_a_small_step_on_a_hung_server_ends_after_one_round_of_timeouts(tmp_path, standin):
+    # the defaults' timeouts and quiet spell, scaled down (a try's timeout under 5 s, which
+    # aiohttp would round up to the whole second): 12 items, fewer than the 16 failed tries in
+    # a row the breaker asks for, so every item in flight timing out once opens it
+    scale = 1 / 15
+    server = standin(always="hang")
+    llm = resource(
+        tmp_path,
+        f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
+        timeout_floor=60.0 * scale,
+        min_tokens_per_second=10.0 / scale,
+        breaker_seconds=30.0 * scale,
+        backoff_seconds=1.0 * scale,
+    )
+    defaults = LLMResource()
+    assert llm.timeout({"max_tokens": 24}) == pytest.approx(scale * defaults.timeout({"max_tokens": 24}))
+    assert llm.breaker_seconds == pytest.approx(scale * defaults.breaker_seconds)
+    assert llm.breaker_failures == defaults.breaker_failures == 16
+    llm.spec("m")  # the registry and litellm loaded outside the time measured
+    start = time.monotonic()
+    with pytest.raises(ModelServerDown, match=r"12 failed tries in a row \(every item in flight\)"):
+        llm.run("m", requests(12))
+    took = time.monotonic() - start
+    assert took < 70 * scale, took  # a second round of timeouts would take twice the first
+    assert sum(server.seen()["asked"].values()) == 12
 
 
 def test_a_calls_timeout_follows_its_token_budget():
@@ -181,6 +209,41 @@ def test_the_breaker_needs_a_run_of_failures_and_a_quiet_spell():
         b.check()
 
 
+def test_the_breaker_opens_once_every_item_in_flight_failed_a_try_and_none_answered():
+    clock = Clock()
+    told = Breaker("m", failures=16, seconds=30, window=100, rate=0.5, clock=clock)
+    told.expect(12)
+    untold = Breaker("m", failures=16, seconds=30, window=100, rate=0.5, clock=clock)
+    clock.now = 66.0  # each of the 12 items' first try times out
+    for _ in range(11):
+        told.attempt_failed("TimeoutError: ")
+        untold.attempt_failed("TimeoutError: ")
+    told.check()
+    told.attempt_failed("TimeoutError: ")
+    untold.attempt_failed("TimeoutError: ")
+    untold.check()  # told nothing, it waits for 16
+    with pytest.raises(
+        ModelServerDown, match=r"12 failed tries in a row \(every item in flight\) and no answer for 66s"
+    ):
+        told.check()
+    # fewer in flight, but not quiet for long: a blip; more in flight than failures: failures
+    quick = Breaker("m", failures=16, seconds=30, window=100, rate=0.5, clock=Clock())
+    quick.expect(2)
+    quick.attempt_failed("x")
+    quick.attempt_failed("y")
+    quick.check()
+    later = Clock()
+    many = Breaker("m", failures=16, seconds=30, window=100, rate=0.5, clock=later)
+    many.expect(256)
+    later.now = 66.0
+    for _ in range(15):
+        many.attempt_failed("z")
+    many.check()
+    many.attempt_failed("z")
+    with pytest.raises(ModelServerDown, match="16 failed tries in a row and no answer"):
+        many.check()
+
+
 def test_the_breaker_opens_when_most_of_the_last_items_failed():
     b = Breaker("m", failures=1000, seconds=0, window=10, rate=0.5, clock=Clock())
     for i in range(10):
@@ -201,6 +264,7 @@ def test_errors_from_servers_are_redacted(tmp_path, standin, monkeypatch):
         backoff_seconds=0.01,
         breaker_window=1000,
     )
-    [r] = llm.run("m", requests(1))
-    assert r.error and "HTTP 500" in r.error
+    with pytest.raises(NoAnswers, match="HTTP 500") as err:
+        llm.run("m", requests(1))
+    assert "vllm-key-abcdef-123" not in str(err.value)
     assert server.seen()["auth"] == {"Bearer vllm-key-abcdef-123": 1}

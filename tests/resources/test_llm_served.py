@@ -6,6 +6,7 @@ import litellm
 import pytest
 
 from resources.llm import CallStats, LLMRequest, LLMResource
+from resources.llm.faults import NoAnswers
 from resources.vllm_server import VLLMServerResource
 from tests.standin import FAULTS
 
@@ -39,8 +40,9 @@ def test_each_alias_reaches_its_own_server(tmp_path, standins):
     assert vllm.seen()["models"] == {"served-labeler": 6}
     assert api.seen()["models"] == {"judge-model": 6}
     # an alias the server was not started for keeps its own URL (nothing listens there)
-    [r] = llm.run("other", reqs[:1])
-    assert r.error and "Connection" in r.error and vllm.seen()["models"] == {"served-labeler": 6}
+    with pytest.raises(NoAnswers, match="Connection"):
+        llm.run("other", reqs[:1])
+    assert vllm.seen()["models"] == {"served-labeler": 6}
     assert llm.endpoint("other") == "http://127.0.0.1:9/v1"
 
 

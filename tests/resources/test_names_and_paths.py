@@ -1,11 +1,13 @@
 """Keys, aliases and names that become paths: one allowed set, checked where they enter; the IO
-manager never writes outside its root; the trained registry loads only what the project wrote;
+manager never writes outside its root; the trained registry loads only what the project signed;
 errors never quote a file they could not parse, and an entry point that raises is named."""
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import stat
 import textwrap
 
 import dagster as dg
@@ -15,6 +17,7 @@ import pytest
 from assets.partitions import DOMAINS, partition_changes
 from resources.finetuning import load_bases
 from resources.llm import load_registry
+from resources.redact import SECRET_NAME, redact
 from resources.retrieval import (
     RetrieverSpec,
     entrypoint_search,
@@ -26,11 +29,23 @@ from resources.retrieval import (
     run_file_uri,
     trained_path,
 )
+from resources.retrieval.registry import read_trained
+from resources.signing import KEY_VARIABLE, sign, signing_key, verify
 from resources.storage import ParquetIOManager, StorageResource, table_uri
 from tests.conftest import SCRIPTED_REGISTRY
 
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI"
 FRAME = pl.DataFrame({"a": [1]})
+# The deployment's signing key in these tests (and another deployment's).
+KEY = "k" * 40
+OTHER_KEY = "o" * 40
+
+
+@pytest.fixture(autouse=True)
+def deployment_key(monkeypatch):
+    """Every test here signs with KEY, set as a cluster sets it: none makes a key file in the
+    working directory."""
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
 
 
 def write(io: ParquetIOManager, key: str, partition) -> None:
@@ -156,29 +171,107 @@ def static_registry(tmp_path) -> str:
     return str(p)
 
 
-def test_only_files_the_project_wrote_become_trained_retrievers(tmp_path, caplog):
+def write_signed(path, text: str, key: str = KEY) -> None:
+    """A file in register_trained's format: ``text`` and the line of its signature."""
+    body = text.encode()
+    path.write_bytes(body + f"signature: {sign(body, key.encode())}\n".encode())
+
+
+def test_only_files_the_project_signed_become_trained_retrievers(tmp_path, caplog):
     folder = tmp_path / "registry"
     entry = {"kind": "dense", "encoder": "/m/dpr", "trained_on": "quit"}
     written = register_trained("retrievers", "ft-dpr-minilm", entry, str(folder))
     assert written == trained_path("retrievers", "ft-dpr-minilm", str(folder))
     # a file in the registry's own format, but dropped there by hand: its entry point would run
     (folder / "retrievers.evil.yaml").write_text("retrievers:\n  evil: {kind: entrypoint, function: 'os:system'}\n")
-    # the project's marker, but a kind the project never trains, or another alias than its name
-    (folder / "retrievers.runner.yaml").write_text(
-        "written_by: benchfoundry\nretrievers:\n  runner: {kind: run, path: '.env'}\n"
-    )
-    (folder / "retrievers.named.yaml").write_text(
-        "written_by: benchfoundry\nretrievers:\n  other: {kind: dense, encoder: /m}\n"
-    )
+    # signed with the deployment's key, but a kind the project never trains, or another alias
+    # than its name
+    write_signed(folder / "retrievers.runner.yaml", "retrievers:\n  runner: {kind: run, path: '.env'}\n")
+    write_signed(folder / "retrievers.named.yaml", "retrievers:\n  other: {kind: dense, encoder: /m}\n")
     (folder / "notes.txt").write_text("not a registry file\n")
     with caplog.at_level(logging.WARNING):
         specs = load_retrievers(static_registry(tmp_path), trained=str(folder))
     assert sorted(specs) == ["bm25", "ft-dpr-minilm"]
+    assert specs["ft-dpr-minilm"] == RetrieverSpec("ft-dpr-minilm", "dense", encoder="/m/dpr", trained_on="quit")
     log = caplog.text
-    assert "retrievers.evil.yaml: ignored: not written by benchfoundry" in log
+    assert "retrievers.evil.yaml: ignored: no signature" in log
     assert "retrievers.runner.yaml: ignored: kind 'run'" in log
     assert "retrievers.named.yaml: ignored: expected one 'retrievers' entry, 'named' as the file is named" in log
     assert "notes.txt: ignored: not a trained registry file" in log
+
+
+def test_the_old_mark_alone_makes_no_trained_retriever(tmp_path):
+    folder = tmp_path / "registry"
+    folder.mkdir()
+    dropped = folder / "retrievers.dropped.yaml"
+    dropped.write_text("written_by: benchfoundry\nretrievers:\n  dropped: {kind: dense, encoder: /some/path}\n")
+    found = read_trained("retrievers", RetrieverSpec, str(folder))
+    assert found.specs == {}
+    assert found.ignored[str(dropped)].startswith("no signature (register_trained signs every file it writes")
+
+
+def test_a_signed_file_edited_or_signed_with_another_key_is_ignored(tmp_path, monkeypatch):
+    folder = str(tmp_path / "registry")
+    edited = register_trained("retrievers", "ft-edited", {"kind": "dense", "encoder": "/m/dpr"}, folder)
+    with open(edited, "rb") as f:
+        data = f.read()
+    with open(edited, "wb") as f:
+        f.write(data.replace(b"/m/dpr", b"/some/path"))
+    monkeypatch.setenv(KEY_VARIABLE, OTHER_KEY)
+    elsewhere = register_trained("retrievers", "ft-elsewhere", {"kind": "dense", "encoder": "/m/dpr"}, folder)
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    kept = register_trained("retrievers", "ft-kept", {"kind": "dense", "encoder": "/m/dpr"}, folder)
+    found = read_trained("retrievers", RetrieverSpec, folder)
+    assert list(found.specs) == ["ft-kept"] and kept not in found.ignored
+    reason = f"signature does not verify with this deployment's key ({KEY_VARIABLE}): the file was changed"
+    assert found.ignored[edited].startswith(reason)
+    assert found.ignored[elsewhere].startswith(reason)
+    # the other deployment reads its own file, and not this one's
+    monkeypatch.setenv(KEY_VARIABLE, OTHER_KEY)
+    assert list(read_trained("retrievers", RetrieverSpec, folder).specs) == ["ft-elsewhere"]
+
+
+def test_sign_and_verify_are_hmac_sha256():
+    # RFC 4231, test case 2
+    signature = sign(b"what do ya want for nothing?", b"Jefe")
+    assert signature == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    assert verify(b"what do ya want for nothing?", signature, b"Jefe")
+    assert not verify(b"what do ya want for nothing!", signature, b"Jefe")
+    assert not verify(b"what do ya want for nothing?", signature, b"Jeff")
+    assert not verify(b"what do ya want for nothing?", "", b"Jefe")
+
+
+def test_the_signing_key_comes_from_the_environment_and_is_redacted():
+    assert signing_key() == KEY.encode()
+    assert SECRET_NAME.search(KEY_VARIABLE)
+    assert redact(f"worker failed with key {KEY}") == f"worker failed with key [redacted {KEY_VARIABLE}]"
+
+
+def test_without_the_variable_a_key_file_is_made_once_readable_by_its_owner_only(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_VARIABLE)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    key = signing_key()
+    path = tmp_path / ".benchfoundry" / "signing.key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert len(key) == 64 and path.read_text() == key.decode() + "\n"
+    assert signing_key() == key
+    assert os.listdir(path.parent) == ["signing.key"]
+    # the variable, where set, is the key, the file's left as it is
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    assert signing_key() == KEY.encode()
+    monkeypatch.delenv(KEY_VARIABLE)
+    assert signing_key() == key
+    # a key others may read is no secret
+    path.chmod(0o644)
+    with pytest.raises(PermissionError, match=re.escape(f"{path}: the signing key may be read by others (mode 644)")):
+        signing_key()
+
+
+def test_a_short_signing_key_is_refused_without_being_quoted(monkeypatch):
+    monkeypatch.setenv(KEY_VARIABLE, "hunter2")
+    with pytest.raises(ValueError, match=f"{KEY_VARIABLE}: the signing key has 7 characters, fewer than 32") as raised:
+        signing_key()
+    assert "hunter2" not in str(raised.value)
 
 
 def test_registry_parse_errors_name_the_file_and_line_never_its_text(tmp_path, caplog):
@@ -194,13 +287,15 @@ def test_registry_parse_errors_name_the_file_and_line_never_its_text(tmp_path, c
     with pytest.raises(ValueError, match=re.escape(f"{env}: not valid YAML (line ")) as raised:
         load_registry(str(env))
     assert "wJalr" not in str(raised.value)
-    # a file in the trained registry that is not YAML
+    # a file in the trained registry that is not YAML, unsigned or signed
     folder = tmp_path / "registry"
     folder.mkdir()
-    (folder / "retrievers.x.yaml").write_text(f"written_by: benchfoundry\nretrievers: [{SECRET}\nx: y\n")
+    (folder / "retrievers.x.yaml").write_text(f"retrievers: [{SECRET}\nx: y\n")
+    write_signed(folder / "retrievers.y.yaml", f"retrievers: [{SECRET}\nx: y\n")
     with caplog.at_level(logging.WARNING):
         assert sorted(load_retrievers(static_registry(tmp_path), trained=str(folder))) == ["bm25"]
-    assert "retrievers.x.yaml: ignored: not valid YAML (line " in caplog.text
+    assert "retrievers.x.yaml: ignored: no signature" in caplog.text
+    assert "retrievers.y.yaml: ignored: signed, but not valid YAML" in caplog.text
     assert "wJalr" not in caplog.text
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import polars as pl
+import pytest
 
 from resources.search import DocumentSearchResource
 
@@ -72,3 +74,29 @@ def test_a_web_search_api_answers_the_same_way(monkeypatch):
     assert [(h.docid, h.rank) for h in hits] == [("https://en.wikipedia.org/wiki/Mount_Everest", 1), ("k2", 2)]
     assert hits[1].contents == "K2 is second."
     assert asked[0]["q"] == ["highest mountain"] and asked[0]["num"] == ["5"] and asked[0]["key"] == ["secret"]
+
+
+def test_a_failing_web_search_names_no_key_in_its_error_or_its_causes(monkeypatch):
+    """The key travels in the URL; a server that echoes the URL in its error (here, as the
+    reason phrase of a 500) must not put it in the step's failure."""
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(500, f"failed {self.path}")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("SEARCH_KEY", "key-the-server-echoes-42")
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}/search"
+    try:
+        searcher = DocumentSearchResource(kind="http", endpoint=endpoint, api_key_env="SEARCH_KEY").searcher("unused")
+        with pytest.raises(Exception) as failed:
+            searcher.search("highest mountain", k=5)
+    finally:
+        server.shutdown()
+    shown = "".join(traceback.format_exception(failed.value))
+    assert "HTTP Error 500" in shown and "key-the-server-echoes-42" not in shown

@@ -35,6 +35,7 @@ from resources.retrieval import (
     register_trained,
     trained_specs,
 )
+from resources.signing import KEY_VARIABLE
 from resources.storage import StorageResource, parquet_io_manager, table_uri, write_parquet
 
 # eval/quit_finetune_data's columns, built here rather than imported: the trainer reads the
@@ -53,6 +54,13 @@ PAIRS_SCHEMA = {
     "negative_rank": pl.Int32,
 }
 MINILM = load_bases()["minilm"]
+
+
+@pytest.fixture(autouse=True)
+def deployment_key(monkeypatch):
+    """The models these tests register are signed with a key set as a cluster sets it, not
+    with a key file made in the working directory."""
+    monkeypatch.setenv(KEY_VARIABLE, "k" * 40)
 
 
 def pairs(rows: list[tuple]) -> pl.DataFrame:

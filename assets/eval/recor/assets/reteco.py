@@ -16,7 +16,10 @@ from assets.eval.runs import trec_run
 from assets.partitions import domain_partitions
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
-from resources.storage import MATERIALIZED_PARTITIONS, read_bytes
+from resources.storage import MATERIALIZED_PARTITIONS, StorageResource, inside_root, join, read_bytes
+
+# Where participants' generation files are put for judging, under the storage root.
+SUBMISSIONS = "submissions"
 
 
 @dg.asset(
@@ -95,9 +98,12 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
 class ReTeCoSubmission(dg.Config):
     """A participant's generation file, judged beside the configured generators."""
 
-    path: str  # JSONL (turn_id, answer), local or s3://; every domain's answers in one file
+    # JSONL (turn_id, answer), every domain's answers in one file: a name under the storage
+    # root's submissions/ folder, where the deployment takes participants' files (a run names
+    # which file, never where files are read from)
+    path: str
     subtrack: str = "2b"  # 2b: judged faithful to the gold passages; 2c: to the run's top five
-    run: str | None = None  # 2c: the TREC run file the answers were generated from
+    run: str | None = None  # 2c: the TREC run file the answers were generated from, beside it
     name: str | None = None  # the row's name (default: the file's name)
 
 
@@ -105,7 +111,7 @@ class ReTeCoGeneration(dg.Config):
     submissions: list[ReTeCoSubmission] = []
 
 
-def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> tuple:
+def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str, storage: StorageResource) -> tuple:
     """A submission as (system, sub-track, answers, checked run or None): each file read by the
     task's rules against the domain's turns (another domain's turns are the file's other
     answers, left to their partitions); an unscorable file fails the step with its problems."""
@@ -114,8 +120,13 @@ def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str) -> 
             f"submission {sub.path}: sub-track {sub.subtrack!r} with run {sub.run!r}; 2b takes no run, "
             "2c needs the run file its answers came from"
         )
-    checked = reteco.check_generation(read_bytes(sub.path), sub.path, targets)
-    run = reteco.check_run(read_bytes(sub.run), sub.run, targets) if sub.run else None
+    try:
+        folder = storage.path(SUBMISSIONS)
+        path, run_path = (inside_root(folder, join(folder, name)) if name else None for name in (sub.path, sub.run))
+    except ValueError as e:
+        raise dg.Failure(f"submission {sub.path}: {e}; name a file under the storage root's {SUBMISSIONS}/") from None
+    checked = reteco.check_generation(read_bytes(path), sub.path, targets)
+    run = reteco.check_run(read_bytes(run_path), sub.run, targets) if run_path else None
     for c in filter(None, (checked, run)):
         if not c.ok:
             fatal = [str(p) for p in c.problems if p.fatal][:10]
@@ -148,12 +159,14 @@ def reteco_generation(
     recor_runs: pl.DataFrame,
     recor_retrieval_metrics: pl.DataFrame,
     llm: LLMResource,
+    storage: StorageResource,
 ) -> dg.Output:
     """RECOR's answers judged as SemEval-2027 RETECO Track 2 judges them
     (``assets/eval/recor/reteco/steps.py``): each configured generator's Oracle answers as a 2b
     system (faithful to the gold passages) and its Retrieved answers as a 2c system (faithful
     to the top five of the best retrieval configuration, whose per-turn nDCG@10 it carries),
-    plus the generation files given in the run config (``submissions``). Five focused judge
+    plus the generation files the run config names (``submissions``, under the storage root's
+    ``submissions/``). Five focused judge
     prompts, integer 1-5 scores normalized (s - 1) / 4; a turn without an answer, or a
     dimension the judge did not score, is 0. ROUGE-L, METEOR and BERTScore F1 as diagnostics
     (the generators' from ``eval/recor_generation``)."""
@@ -165,7 +178,7 @@ def reteco_generation(
     chosen = recor_runs.filter((pl.col("system") == retriever) & (pl.col("strategy") == strategy))
     best_run = reteco.check_run(trec_run(chosen.drop("strategy", "domain")).encode(), best, targets)
     systems, diagnostics = reteco_judge.generator_systems(recor_generation, best_run)
-    systems += [_submission(sub, targets, domain) for sub in config.submissions]
+    systems += [_submission(sub, targets, domain, storage) for sub in config.submissions]
 
     stats = CallStats()
     text = dict(corpus.select("doc_id", "content").iter_rows())
