@@ -21,6 +21,10 @@ from typing import Any
 
 import dagster as dg
 
+# A value the definitions read from the environment when a run starts: ``dg.EnvVar`` and the
+# integer kind ``dg.EnvVar.int`` makes (a class of its own, not an EnvVar).
+ENV_VARS = (dg.EnvVar, type(dg.EnvVar.int("_")))
+
 
 def deployed(resource: dg.ConfigurableResource, run_fields: Iterable[str] = ()) -> dg.ResourceDefinition:
     """``resource`` as the definitions built it, of which a run may set ``run_fields`` only.
@@ -31,7 +35,8 @@ def deployed(resource: dg.ConfigurableResource, run_fields: Iterable[str] = ()) 
     field). Nested resources (a managed vLLM server) are set up and torn down with it, as
     Dagster does for the resource itself."""
     cls = type(resource)
-    run_fields = list(run_fields)
+    # a field the deployment gave as an EnvVar is the deployment's, whatever the allowlist says
+    run_fields = [name for name in run_fields if not isinstance(getattr(resource, name, None), ENV_VARS)]
     unknown = sorted(set(run_fields) - set(cls.model_fields))
     if unknown:
         raise ValueError(f"{cls.__name__} has no field {', '.join(unknown)}: run fields name the resource's fields")
@@ -48,11 +53,17 @@ def deployed(resource: dg.ConfigurableResource, run_fields: Iterable[str] = ()) 
     wiring = {name: getattr(resource, name) for name in cls.model_fields if name not in run_fields}
 
     def initialize(context: dg.InitResourceContext) -> Iterator[Any]:
-        values = _set_values(cls, {**wiring, **(context.resource_config or {})})
+        values = _set_values(cls, {**_resolved(wiring), **(context.resource_config or {})})
         with cls.from_resource_context_cm(context.replace_config(values)) as live:
             yield live
 
     return dg.ResourceDefinition(resource_fn=initialize, config_schema=schema, description=cls.__doc__)
+
+
+def _resolved(values: dict) -> dict:
+    """The values with each ``EnvVar`` read, when a run starts (as Dagster reads those it
+    is given in config): a worker's environment, not the definitions' import, says them."""
+    return {name: value.get_value() if isinstance(value, ENV_VARS) else value for name, value in values.items()}
 
 
 def _set_values(cls: type[dg.ConfigurableResource], values: dict) -> dict:

@@ -226,6 +226,24 @@ def test_one_allowed_field_alone_resets_nothing(wiring, key):
     assert {f: seen[key][f] for f in untouched} == untouched
 
 
+def test_wiring_given_as_environment_variables_is_read_when_the_run_starts(tmp_path, monkeypatch):
+    """As a cluster's definitions give it (``dg.EnvVar``): each worker's environment says it,
+    and a field the deployment gave that way is not offered to runs."""
+    resources = deployment_resources(
+        {
+            "storage": StorageResource(root=dg.EnvVar("TEST_ROOT")),
+            "llm": LLMResource(max_retries=dg.EnvVar.int("TRIES")),
+        }
+    )
+    monkeypatch.setenv("TEST_ROOT", str(tmp_path / "from-env"))
+    monkeypatch.setenv("TRIES", "7")
+    seen = seen_by_a_run(resources, {"resources": {"llm": {"config": {"backoff_seconds": 0.5}}}})
+    assert seen["storage"]["root"] == str(tmp_path / "from-env")
+    assert seen["llm"]["max_retries"] == 7 and seen["llm"]["backoff_seconds"] == 0.5
+    with pytest.raises(dg.DagsterInvalidConfigError, match="max_retries"):
+        seen_by_a_run(resources, {"resources": {"llm": {"config": {"max_retries": 1}}}})
+
+
 def test_a_run_without_config_gets_the_deployments_resource(wiring):
     plain = default_resources() | wiring
     seen = seen_by_a_run(deployment_resources(plain), {})
