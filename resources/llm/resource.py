@@ -283,8 +283,9 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         """Answer every request, in order (``options``: :meth:`stream`'s ``thinking``, ``log``,
         ``kind``). Failures become results with an error, so that one bad item does not stop
         a step: unparsable output keeps its raw text, a call that still fails after its
-        retries keeps no text. A call none of whose items got an answer raises
-        :class:`~resources.llm.faults.NoAnswers` instead, once the answers are written."""
+        retries keeps no text. A call none of whose items got an answer, in a step none of
+        whose calls got one, raises :class:`~resources.llm.faults.NoAnswers` instead, once the
+        answers are written (:class:`~resources.llm.faults.Answers`)."""
         return [r for chunk in self.stream(alias, requests, parse, stats, **options) for r in chunk]
 
     def stream(
@@ -300,7 +301,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
     ) -> Iterator[list[LLMResult]]:
         """The results chunk by chunk (``chunk_size`` requests each, in order): a caller that
         writes each chunk before asking for the next holds one chunk in memory. After the
-        last chunk, :class:`~resources.llm.faults.NoAnswers` if no item got an answer."""
+        last chunk, :class:`~resources.llm.faults.NoAnswers` if neither this call nor its
+        step got an answer."""
         spec = self.spec(alias)
         stats = stats if stats is not None else CallStats()
         if total is None and hasattr(requests, "__len__"):
@@ -371,7 +373,8 @@ class LLMResource(CallPath, dg.ConfigurableResource):
         token (``value``: a list of floats). The embedded model computes them in process;
         served models are asked for prompt log-probabilities (``echo`` with ``logprobs``,
         as vLLM's completions endpoint returns them). Cached like every other call; no
-        value for any request is :class:`~resources.llm.faults.NoAnswers`, as in :meth:`run`."""
+        value for any request of a step without answers is
+        :class:`~resources.llm.faults.NoAnswers`, as in :meth:`run`."""
         spec = self.spec(alias)
         stats = stats if stats is not None else CallStats()
         requests = list(requests)
