@@ -9,16 +9,18 @@
 release in the published layout (a folder or ``s3://`` prefix holding
 ``data/benchmark/<domain>_benchmark.jsonl`` and ``data/corpus/<domain>_documents.jsonl``):
 every problem with its line, then what the scorer will do. ``score`` prints the official
-table (binary nDCG@10 macro-averaged over the target turns, with MAP@10, Recall@10 and MRR),
-the per-domain and per-depth tables, and writes them as CSV under ``--out``. ``export`` writes
+table (binary nDCG@10 macro-averaged over the target turns, with MAP@10, Recall@10 and MRR;
+a row per file, named by its run id and, where two files share one, the file), each metric
+per domain and per depth, and writes them as CSV under ``--out``. ``export`` writes
 the release's qrels and the given runs with the task's query ids. ``judge`` rates generation
 files on the task's five dimensions with an LLM judge (``assets/eval/recor/reteco/steps.py``): the
 faithfulness prompt shows the turn's gold passages (2b) or the top five of ``--run`` (2c); it
 prints the generation table (the five normalized dimensions, their macro average, ROUGE-L,
 METEOR and BERTScore F1, turns judged, judge failures) and writes it, the per-turn scores and
 every judgment as CSV under ``--out``. The judge is the registry's ``recor.judge`` (the
-embedded model by default) or ``--judge``. Exit status 1 when a file is not scorable. The
-rules are ``assets/eval/recor/reteco/rules.py``'s.
+embedded model by default) or ``--judge``. Exit status 1 when a file is not scorable, 2 when
+the release cannot be read as asked (the message says why and what to do). The rules are
+``assets/eval/recor/reteco/rules.py``'s.
 """
 
 from __future__ import annotations
@@ -80,6 +82,17 @@ def _system_names(checked: list[reteco.Checked]) -> list[str]:
     the whole path where two files share one."""
     stems = [Path(c.source).stem for c in checked]
     return stems if len(set(stems)) == len(stems) else [c.source for c in checked]
+
+
+def _run_names(checked: list[reteco.Checked]) -> list[str]:
+    """Each run file's name in the tables: its run id, with the file's name beside it where
+    two files say one run id (the file's whole path where they share the name too)."""
+    ids = [c.run_id or c.source for c in checked]
+    shared = {i for i in ids if ids.count(i) > 1}
+    names = [f"{i} ({Path(c.source).name})" if i in shared else i for i, c in zip(ids, checked)]
+    if len(set(names)) < len(names):
+        names = [f"{i} ({c.source})" if i in shared else i for i, c in zip(ids, checked)]
+    return names
 
 
 def _judge(
@@ -171,12 +184,15 @@ def arguments() -> argparse.ArgumentParser:
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument(
-            "--release", required=True, help="the release: a folder or s3:// prefix in the published layout"
+            "--release",
+            required=True,
+            help="the release: a folder (relative to the current one) or s3:// prefix in the published layout",
         )
         command.add_argument(
             "--domain",
             action="append",
-            help="a domain to check against (repeatable; default: every domain the release holds)",
+            help="a domain to check against (repeatable; default: every domain the release holds, "
+            "and a release file that no domain reads is an error)",
         )
         if name == "check":
             command.add_argument("--generation", action="store_true", help="the files are generation files (JSONL)")
@@ -212,8 +228,14 @@ def main(argv: list[str] | None = None, llm: LLMResource | None = None) -> int:
     if args.command == "judge" and (args.subtrack == "2c") != bool(args.run):
         parser.error("sub-track 2c needs --run (the answers' top five passages); 2b takes none (gold passages)")
 
-    targets = reteco.release_targets(args.release, args.domain, log=lambda line: print(line, file=sys.stderr))
-    print(f"{targets.turns.height:,} target turns, {len(targets.documents):,} documents", file=sys.stderr)
+    # A relative path is the user's, from where the command runs (not the project's folder).
+    args.release = args.release if "://" in args.release else os.path.abspath(os.path.expanduser(args.release))
+    try:
+        targets = reteco.release_targets(args.release, args.domain, log=lambda line: print(line, file=sys.stderr))
+    except (OSError, ValueError) as e:
+        print(f"reteco {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    print(targets.coverage(), file=sys.stderr)
     judging = args.command == "judge"
     checked = [_check(path, targets, judging or getattr(args, "generation", False)) for path in args.files]
     run = _check(args.run, targets, False) if judging and args.run else None
@@ -253,24 +275,18 @@ def _score(out: Path | None, targets: reteco.Targets, checked: list[reteco.Check
     """``score``: the official and diagnostic tables of the checked runs, printed and, with ``out``, written there."""
     for c in checked:
         print(c.summary(), file=sys.stderr)
-    scores = reteco.score_runs((c.run_id or c.source, c, targets) for c in checked)
-    tables = {
-        "official": reteco.official_table(scores),
-        "by_domain": reteco.domain_table(scores),
-        "by_depth": reteco.depth_table(scores),
-    }
+    try:
+        scores = reteco.score_runs((name, c, targets) for name, c in zip(_run_names(checked), checked))
+    except ValueError as e:  # one file given twice
+        print(f"reteco score: error: {e}", file=sys.stderr)
+        return 2
+    breakdown = reteco.breakdown_tables(scores)
+    tables = {"official": reteco.official_table(scores), **{name: table for name, (_, table) in breakdown.items()}}
     _print(
         "Official: binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn scores 0)",
         "",
         _table(tables["official"]),
-        "",
-        "nDCG@10 per domain (diagnostic)",
-        "",
-        _table(tables["by_domain"]),
-        "",
-        "nDCG@10 by conversation depth (diagnostic)",
-        "",
-        _table(tables["by_depth"]),
+        *(line for title, table in breakdown.values() for line in ("", title, "", _table(table))),
     )
     if out:
         for name, table in tables.items():

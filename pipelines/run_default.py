@@ -52,11 +52,13 @@ from resources.storage import StorageResource
 # in about 30 s a turn, and spends about 20 s of construction per WikiProfile page and 9 s of
 # sampling per fact and sample.
 PRESETS = {
-    # QUIT: the first 3 questions of each source past the leakage screen go on to hint
+    # QUIT: the first question of each source past the leakage screen goes on to hint
     # convergence (over 2 wrong candidates instead of 3, a quarter fewer verdicts), typing and
     # closed-book answers: converging all of the sample's questions took 136 s of a run that
-    # labels one, and one question's 325 passages are labeled. Every reranker reorders the
-    # top 10 of each run (the tables' deepest cutoff), not its own 20. RECOR:
+    # labels one. 65 of that question's 325 passages are labeled (a seeded fifth of the hint
+    # orders, the same for every question): labeling was the run's largest stage, 2 s a
+    # passage beside the test suite on a 2-core AVX2 machine (BENCHMARKS.md). Every reranker
+    # reorders the top 10 of each run (the tables' deepest cutoff), not its own 20. RECOR:
     # one StackExchange domain, whose hard negatives are mined from its pool, from one
     # source question, built and evaluated: every RECOR asset runs. (A BRIGHT domain differs
     # only in where its negatives come from; the test suite builds all eleven with a
@@ -64,8 +66,9 @@ PRESETS = {
     # (seeded), 2 facts (each costs about 45 s of profiling), 4 samples per question and
     # thinking setting.
     "quick": {
-        "quit_questions": 3,
+        "quit_questions": 1,
         "max_labeled_questions": 1,
+        "labeled_passages": 65,
         "quit_distractors": 2,
         "quit_rerank_depth": 10,
         "recor_domains": "law",
@@ -80,6 +83,7 @@ PRESETS = {
     "full": {
         "quit_questions": 0,
         "max_labeled_questions": 3,
+        "labeled_passages": 0,
         "quit_distractors": 3,
         "quit_rerank_depth": 0,
         "recor_domains": "all",
@@ -230,7 +234,12 @@ def slice_flags(group) -> None:
         help="QUIT questions of each source (TriviaHG, WikiHint) taken past the leakage screen to hint "
         "convergence, the first in the source's order (0 = all)",
     )
-    group.add_argument("--max-labeled-questions", type=int, help="questions whose 325 passages are labeled (0 = all)")
+    group.add_argument("--max-labeled-questions", type=int, help="questions whose passages are labeled (0 = all)")
+    group.add_argument(
+        "--labeled-passages",
+        type=int,
+        help="passages labeled of each labeled question's 325, a seeded sample of hint orders (0 = all 325)",
+    )
     group.add_argument(
         "--quit-rerank-depth",
         type=int,
@@ -303,6 +312,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
             args.profile,
             max_questions_per_source=args.quit_questions,
             max_labeled_questions=args.max_labeled_questions,
+            labeled_passages_per_question=args.labeled_passages,
             distractors=args.quit_distractors,
             rerank_depth=args.quit_rerank_depth,
         ),

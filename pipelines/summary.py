@@ -75,8 +75,10 @@ def describe(
         # the paper's depth (100) goes unsaid, as the paper profile's other settings do
         demo_depth = quit.rerank_depth if quit.profile == "demo" else None
         reranked = f"; rerankers reorder the top {demo_depth}" if demo_depth else ""
+        labeled = quit.labeled_passages_per_question
+        share = "the 325" if labeled is None or labeled >= 325 else f"{labeled} of the 325"
         parts.append(
-            f"QUIT {taken}labels the 325 passages of {every(quit.max_labeled_questions, 'questions')} "
+            f"QUIT {taken}labels {share} passages of {every(quit.max_labeled_questions, 'questions')} "
             f"(convergence over {quit.distractors} wrong candidates{reranked})"
             + (
                 f" and evaluates {named_splits(evaluated['quit'])} of the release sample "

@@ -13,9 +13,10 @@ for the share ``--faults`` of requests chosen by a hash of the request and how o
 asked (so a retry may succeed): 429, 500, a reply slower than any client waits (``--stall``
 seconds), a body that is not JSON, and an answer with empty content, in turn.
 ``--always KIND`` fails every request one way (``ALWAYS``: hang, 500, 429, 400, garbage,
-close, empty), as a server that broke (or a request every call shares) does. ``--fail-first N``
-answers its first N requests with 500, as a replica still loading or just restarted does. The
-``Authorization`` headers it was sent are recorded.
+close, empty, no_message: a choice without its message), as a server that broke (or a request
+every call shares) does. ``--fail-first N`` answers its first N requests with 500, as a
+replica still loading or just restarted does. The ``Authorization`` headers it was sent are
+recorded.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 FAULTS = ("429", "500", "stall", "malformed", "empty")
-ALWAYS = ("hang", "500", "429", "400", "garbage", "close", "empty")
+ALWAYS = ("hang", "500", "429", "400", "garbage", "close", "empty", "no_message")
 
 
 class StandIn:
@@ -116,7 +117,10 @@ class StandIn:
         if self.always == "close":
             request.transport.close()
             raise ConnectionResetError("closed by the stand-in")
-        return web.json_response(self.completion(body, ""))
+        reply = self.completion(body, "")
+        if self.always == "no_message":
+            del reply["choices"][0]["message"]
+        return web.json_response(reply)
 
     def reply(self, body: dict) -> str:
         if self.fixed is not None:

@@ -26,7 +26,7 @@ EVAL_PACKAGES = {
     "quit": set(),
     "quit/finetune": {"report"},  # the fine-tuning report (Tables 10-12), an asset of its own
     "recor": set(),
-    "recor/reteco": set(),
+    "recor/reteco": {"submissions"},  # checking and scoring participants' run and generation files
     "wikiprofile": {"analysis"},  # the analyses over profiled models (section 5, appendices B and D)
 }
 

@@ -10,19 +10,20 @@ shares in [0, 1], as every report table holds them, so one scale and one plot se
 three papers. :func:`definitions` says what each column computes.
 """
 
-from __future__ import annotations
-
 from collections.abc import Collection, Mapping
 
 import dagster as dg
 import polars as pl
 
+from assets.common import provenance
 from assets.common.metadata import md_table, png_markdown, report_table, why_empty
 from assets.eval import metrics as eval_metrics
-from assets.eval.quit.assets import oracle_aliases
+from assets.eval.quit.assets import oracle_aliases, quit_reader_metrics, quit_rerank_metrics, quit_retrieval_metrics
 from assets.eval.recor import rules as conversational
+from assets.eval.recor.assets import recor_retrieval_metrics
 from assets.eval.reports import _plt
 from assets.eval.wikiprofile import rules as method
+from assets.eval.wikiprofile.assets import wikiprofile_profile_report
 from resources.storage import StorageResource, exists, read_parquet, table_uri, write_bytes
 
 PREFIX = GROUP = "eval"
@@ -55,6 +56,9 @@ SCHEMA = {
     **{c: pl.Float64 for c in QUIT_SCORES},
     QUIT_EM_SETTING: pl.String,
     **{c: pl.Float64 for c in [*RECOR_SCORES, *WIKIPROFILE_SCORES]},
+    # the runs that materialized the report tables the row's scores came from, and their profile
+    "dagster_runs": pl.String,
+    "profile": pl.String,
 }
 
 # The report tables read, by asset key, with the benchmark each scores.
@@ -69,6 +73,14 @@ REPORTS = {
     QUIT_READER: "quit",
     RECOR_RETRIEVAL: "recor",
     WIKIPROFILE_REPORT: "wikiprofile",
+}
+# Their definitions: the code version each has now and what each is built from.
+DEFINITIONS = {
+    QUIT_RETRIEVAL: quit_retrieval_metrics,
+    QUIT_RERANK: quit_rerank_metrics,
+    QUIT_READER: quit_reader_metrics,
+    RECOR_RETRIEVAL: recor_retrieval_metrics,
+    WIKIPROFILE_REPORT: wikiprofile_profile_report,
 }
 
 
@@ -147,11 +159,16 @@ def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
 
 
 def leaderboard_table(
-    reports: Mapping[dg.AssetKey, pl.DataFrame], oracles: Collection[str] = (), averaging: str = RECOR_AVERAGING
+    reports: Mapping[dg.AssetKey, pl.DataFrame],
+    oracles: Collection[str] = (),
+    averaging: str = RECOR_AVERAGING,
+    built: Mapping[dg.AssetKey, provenance.Build] | None = None,
 ) -> pl.DataFrame:
     """One row per system over the report tables at hand (keyed as :data:`REPORTS`; an
     absent or empty one adds nothing), in the shape of :data:`SCHEMA`, sorted by kind, then
-    system. ``oracles``: the Oracle retriever aliases; ``averaging``: RECOR's."""
+    system. ``oracles``: the Oracle retriever aliases; ``averaging``: RECOR's; ``built``: the
+    latest materialization of each report table, whose run and profile its rows carry."""
+    built = built or {}
     rows = {
         QUIT_RETRIEVAL: quit_retrievers,
         QUIT_RERANK: quit_reranked,
@@ -160,7 +177,11 @@ def leaderboard_table(
         WIKIPROFILE_REPORT: wikiprofile_subjects,
     }
     parts = [
-        rows[key](frame).with_columns(pl.lit(REPORTS[key]).alias("benchmark"))
+        rows[key](frame).with_columns(
+            pl.lit(REPORTS[key]).alias("benchmark"),
+            pl.lit(built[key].run_id if key in built else None, pl.String).alias("dagster_runs"),
+            pl.lit(built[key].profile if key in built else None, pl.String).alias("profile"),
+        )
         for key, frame in reports.items()
         if frame.height
     ]
@@ -172,11 +193,14 @@ def leaderboard_table(
         .replace_strict({b: i for i, b in enumerate(BENCHMARKS)}, return_dtype=pl.Int32)
         .alias("benchmark_rank"),
     )
-    present = [c for c in SCHEMA if c in long.columns and c not in ("system", "kind", "benchmarks")]
+    built_by = ("dagster_runs", "profile")
+    present = [c for c in SCHEMA if c in long.columns and c not in ("system", "kind", "benchmarks", *built_by)]
     merged = long.group_by("system").agg(
         pl.col("kind").sort_by("kind_rank").unique(maintain_order=True).str.join(", "),
         pl.col("benchmark").sort_by("benchmark_rank").unique(maintain_order=True).str.join(", ").alias("benchmarks"),
         pl.col("kind_rank").min(),
+        # blank where no materialization of the tables is recorded (tables written by hand)
+        *[pl.col(c).drop_nulls().unique().sort().str.join(", ").replace("", None) for c in built_by],
         # Each score comes from one report table: the system's one non-null value.
         *[pl.col(c).drop_nulls().first() for c in present],
     )
@@ -208,6 +232,10 @@ def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
             for s, text in conversational.STRATEGY_TEXT.items()
         },
         **{f"wikiprofile/{m}": method.DEFINITIONS[m] for m in WIKIPROFILE_SHARES},
+        "dagster_runs": "the Dagster runs that materialized the report tables its scores came from "
+        "(blank: none is recorded)",
+        "profile": "those runs' profile (their benchfoundry/profile tag), the leaderboard's: "
+        "it leaves out report tables of another (left_out)",
     }
 
 
@@ -257,14 +285,32 @@ def leaderboard_slice(reports: Mapping[dg.AssetKey, pl.DataFrame]) -> str:
     return ("; ".join(parts) or "no report materialized") + "; each report's own slice names the profile it ran under"
 
 
+def current_reports(
+    context: dg.AssetExecutionContext, reports: Mapping[dg.AssetKey, pl.DataFrame]
+) -> tuple[dict[dg.AssetKey, pl.DataFrame], dict[dg.AssetKey, provenance.Build], dict]:
+    """The report tables a leaderboard of this run's profile keeps (``assets/common/provenance.py``):
+    each one's latest materialization built under the profile, by its definition's code version
+    of now and after every partition it read; the latest materialization of each, and the
+    metadata naming those left out with the reason."""
+    builds = provenance.Builds(context.instance)
+    built = {key: builds.latest(key) for key in reports}
+    profile, said = provenance.report_profile(context, built.values())
+    left_out = {}
+    for key, build in built.items():
+        if reason := builds.reason(build, DEFINITIONS[key], profile):
+            left_out[build] = reason
+    kept = {key: frame for key, frame in reports.items() if built[key] not in left_out}
+    return kept, built, provenance.provenance_metadata(said, left_out)
+
+
 def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | None:
     """An unpartitioned asset's stored table, None before it is materialized."""
     uri = table_uri(storage.root, key.path)
     return read_parquet(uri) if exists(uri) else None
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="3")
-def leaderboard(storage: StorageResource) -> dg.Output:
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="4")
+def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.Output:
     """Every evaluated system on every benchmark it was run on, one row per system (a
     retriever alias evaluated on QUIT and RECOR is one row): QUIT's Hit@1/5/10 and nDCG@10
     (exponential gain, ``ndcg_burges@10``) and the EM of each reader's best setting, RECOR's
@@ -273,11 +319,15 @@ def leaderboard(storage: StorageResource) -> dg.Output:
     evaluated in (retriever, retriever+reranker, reader LLM, subject LLM); every score is a
     share in [0, 1], null where the system was not run; ``definitions`` says what each column
     computes. Reads the report tables that are materialized and names the others
-    (``not_evaluated``); writes the table as CSV beside its Parquet file."""
+    (``not_evaluated``); of those, keeps the ones built under the run's profile, by the current
+    code and after what they read, and names the others with the reason (``left_out``); each
+    row names the runs of the tables it came from (``dagster_runs``) and their ``profile``.
+    Writes the table as CSV beside its Parquet file."""
     stored = {key: stored_table(storage, key) for key in REPORTS}
-    reports = {key: frame for key, frame in stored.items() if frame is not None and frame.height}
-    table = leaderboard_table(reports, oracle_aliases())
-    missing = [key.to_user_string() for key in REPORTS if key not in reports]
+    materialized = {key: frame for key, frame in stored.items() if frame is not None and frame.height}
+    reports, built, left_out = current_reports(context, materialized)
+    table = leaderboard_table(reports, oracle_aliases(), built=built)
+    missing = [key.to_user_string() for key in REPORTS if key not in materialized]
     evaluated = [b for b in BENCHMARKS if b in {REPORTS[key] for key in reports}]
     csv = storage.path(PREFIX, "leaderboard.csv")
     write_bytes(csv, table.write_csv().encode())
@@ -288,7 +338,10 @@ def leaderboard(storage: StorageResource) -> dg.Output:
             "dagster/row_count": table.height,
             "slice": leaderboard_slice(reports),
             "leaderboard": report_table(leaderboard_shown(table), columns),
-            **why_empty({"leaderboard": (table, "no report table is materialized (not_evaluated names them)")}),
+            **why_empty(
+                {"leaderboard": (table, "no report table is materialized and kept (not_evaluated, left_out name them)")}
+            ),
+            **left_out,
             "benchmarks_evaluated": ", ".join(evaluated) or "none",
             "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
             "not_evaluated": ", ".join(missing) or "none",

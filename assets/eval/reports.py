@@ -16,6 +16,11 @@ FIGURE_4_RIGHT = "Figure 4 (right): Hit@100 by number of relevant (label 2) pass
 FIGURE_6 = "Figure 6: passages by number of hints"
 
 
+def caption(figure: str, split: str) -> str:
+    """A QUIT figure's title with the split it is drawn on (the split of the tables beside it)."""
+    return f"{figure}, {split} split"
+
+
 def metric_definition(metric: str) -> str:
     """What a QUIT metric column holds: its gain for nDCG, what counts as relevant otherwise."""
     name, _ = eval_metrics.parse_metric(metric)
@@ -41,8 +46,9 @@ def _plt():
     return plt
 
 
-def hit_curves(runs: pl.DataFrame, qrels: pl.DataFrame):
-    """Hit@k for k in 1..100 per retriever (Figure 4, left)."""
+def hit_curves(runs: pl.DataFrame, qrels: pl.DataFrame, split: str):
+    """Hit@k for k in 1..100 per retriever (Figure 4, left), over the ``split`` questions'
+    ``runs`` and ``qrels``."""
     from assets.eval.metrics import evaluate_run
 
     plt = _plt()
@@ -55,13 +61,13 @@ def hit_curves(runs: pl.DataFrame, qrels: pl.DataFrame):
     ax.set_xlabel("k")
     ax.set_ylabel("Hit@k (share of questions)")
     ax.legend()
-    ax.set_title(FIGURE_4_LEFT)
+    ax.set_title(caption(FIGURE_4_LEFT, split))
     return fig
 
 
-def hit_by_relevant(runs: pl.DataFrame, qrels: pl.DataFrame):
+def hit_by_relevant(runs: pl.DataFrame, qrels: pl.DataFrame, split: str):
     """Hit@100 against the number of fully relevant (label 2) passages a question has
-    (Figure 4, right)."""
+    (Figure 4, right), over the ``split`` questions' ``runs`` and ``qrels``."""
     plt = _plt()
     relevant = dict(qrels.filter(pl.col("label") == 2).group_by("question_id").len().iter_rows())
     fig, ax = plt.subplots(figsize=(5, 3.2))
@@ -72,7 +78,7 @@ def hit_by_relevant(runs: pl.DataFrame, qrels: pl.DataFrame):
     ax.set_xlabel("label-2 passages of the question")
     ax.set_ylabel("Hit@100 (0 or 1 per question)")
     ax.legend()
-    ax.set_title(FIGURE_4_RIGHT)
+    ax.set_title(caption(FIGURE_4_RIGHT, split))
     return fig
 
 
@@ -96,9 +102,9 @@ def table_8_definitions(wide: pl.DataFrame, em: str) -> dict[str, str]:
     }
 
 
-def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame):
+def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, split: str):
     """Share of passages by number of hints: each retriever's top-5 against the fully
-    relevant passages (Figure 6)."""
+    relevant passages (Figure 6), over the ``split`` questions' ``runs`` and ``qrels``."""
     plt = _plt()
     hints = corpus.select("passage_id", "num_hints")
     series = {
@@ -115,5 +121,5 @@ def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFr
     ax.set_xlabel("hints in passage")
     ax.set_ylabel("share of passages")
     ax.legend(fontsize=7)
-    ax.set_title(FIGURE_6)
+    ax.set_title(caption(FIGURE_6, split))
     return fig

@@ -188,7 +188,7 @@ def _with_schema(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
         ),
     },
     deps=[["quit", "benchmark_questions"], ["quit", "benchmark_corpus"], ["quit", "benchmark_qrels"]],
-    code_version="3",
+    code_version="4",
 )
 def quit_source(config: QuitSource, storage: StorageResource):
     """QUIT's questions, corpus and qrels for the evaluation: the build's final tables, or

@@ -136,6 +136,9 @@ class _Loader:
         self.files: dict[str, str] = {}
         self.labels: dict[str, tuple[str, int]] = {}
         self.refused: set[str] = set()
+        # Questions with a corpus passage whose label was rejected: kept, even left without
+        # passages, since the release's evaluation counts every question.
+        self.unlabeled: set[str] = set()
 
     def reject(self, qid, pid, file: str, reason: str, detail: str, record: Any = None) -> None:
         self.rejects.append(REJECTS.row(qid, pid, file, reason, detail, record))
@@ -276,6 +279,7 @@ class _Loader:
         if problem:
             return self.reject(qid, pid, CORPUS_FILE, BAD_PASSAGE_ID, f"{where}: {problem}", rec)
         if pid not in self.labels:
+            self.unlabeled.add(qid)
             return self.reject(
                 qid,
                 pid,
@@ -330,8 +334,11 @@ def load_release(root: str) -> Release:
     repeated question or passage id (the first is kept), a passage id that is not the
     question id and a hint-permutation code, a passage of no known question, a corpus
     passage without labeler answers, a labeled passage not in the corpus (a qrel outside
-    the corpus) and a question left without passages. A question file that is not a JSON
-    list, or a missing file, is an error naming it."""
+    the corpus) and a question none of whose passages is in the corpus. A passage whose
+    label is rejected (an answer missing or not a string) leaves the corpus and the qrels,
+    not its question: a question whose every passage lost its label stays, without
+    passages, as the release's evaluation counts every question. A question file that is
+    not a JSON list, or a missing file, is an error naming it."""
     paths = release_paths(root)
     absent = [name for name, uri in paths.items() if not exists(uri)]
     if absent:
@@ -350,7 +357,7 @@ def load_release(root: str) -> Release:
             loader.reject(
                 qid, pid, loader.files[qid], QREL_NOT_IN_CORPUS, f"labeled passage {pid} is not in {CORPUS_FILE}"
             )
-    with_passages = {p["question_id"] for p in passages}
+    with_passages = {p["question_id"] for p in passages} | loader.unlabeled
     for qid in loader.questions:
         if qid not in with_passages:
             loader.reject(qid, None, loader.files[qid], NO_PASSAGES, f"no passage of {qid} is in {CORPUS_FILE}")

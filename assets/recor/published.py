@@ -6,7 +6,8 @@ Per domain the release holds ``data/benchmark/{Name}_benchmark.jsonl`` (one conv
 line: ``id``, ``turns[]`` with ``turn_id``, ``query``, ``answer``, ``gold_doc_ids``,
 ``conversation_history``, ``subquestion_reasoning`` and ``subquestion_reasoning_metadata``)
 and ``data/corpus/{Name}_documents.jsonl`` (``doc_id``, ``content``); ``Name`` is the
-published split name (``Drones``, ``medicalsciences``: :data:`assets.recor.release.RELEASE_NAMES`).
+published split name (``Drones``, ``medicalsciences``: :data:`assets.recor.release.RELEASE_NAMES`),
+read in any case, or the partition key; :func:`release_contents` names the files it leaves unread.
 The fields are those the published scripts read (``experiments/retrieval/run_retrieval.py``,
 ``ablation_eval.py``, ``evaluate_last_turn.py``, ``experiments/generation/generate_and_evaluate.py``),
 including their fallback to ``supporting_doc_ids`` when a turn has no ``gold_doc_ids``.
@@ -26,14 +27,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
+import pyarrow.fs as pafs
 
 from assets.common.records import project_path, read_records
 from assets.common.rejects import Rejects
 from assets.partitions import DOMAINS
-from assets.recor.release import RELEASE_NAMES, history_text, release_name, turn_qid
+from assets.recor.release import history_text, release_name, turn_qid
 from assets.recor.sources import DOCUMENT_SCHEMA
 from assets.recor.steps import TURN_SCHEMA
-from resources.storage import exists, join
+from resources.storage import filesystem, join
 
 # The built benchmark's columns (``recor/benchmark``: the turns and their query id), then the
 # release's own reasoning text.
@@ -59,6 +61,7 @@ REASONS = frozenset(
         "turn_numbering",
         "gold_not_in_corpus",
         "no_gold",
+        "empty_file",
     }
 )
 
@@ -87,13 +90,16 @@ class Release:
     """One domain of a release in the built tables' shapes, with its rejects. Unpacks as
     ``benchmark, corpus, rejects``; the counts say where the loader filled in for the file:
     turns whose gold came from ``supporting_doc_ids``, and turns without a
-    ``conversation_history`` (given the published construction's text of the turns before)."""
+    ``conversation_history`` (given the published construction's text of the turns before).
+    ``gold_turns`` counts the turns of the file that name a gold document, rejected ones
+    included: the target turns the task's qrels hold, of which the table may score fewer."""
 
     benchmark: pl.DataFrame
     corpus: pl.DataFrame
     rejects: pl.DataFrame
     gold_from_supporting: int = 0
     history_derived: int = 0
+    gold_turns: int = 0
 
     def __iter__(self):
         return iter((self.benchmark, self.corpus, self.rejects))
@@ -107,44 +113,126 @@ class _Bad(ValueError):
         self.reason = reason
 
 
+# A domain's file names: ``<domain>`` then these, the domain spelled as its partition key or
+# its published split name, in any case (``Drones``, ``drones``, ``medical_sciences``).
+SUFFIXES = ("_benchmark.jsonl", "_documents.jsonl")
+SPELLINGS = {spelled.lower(): key for key in DOMAINS for spelled in (key, release_name(key))}
+
+
+@dataclasses.dataclass(frozen=True)
+class Contents:
+    """What a release holds: each domain's benchmark and documents files (by partition key,
+    in :data:`DOMAINS` order), and each file named like a release file that no domain
+    reads, with why."""
+
+    files: dict[str, tuple[str, str]]
+    unread: dict[str, str]
+
+
 def partition_key(name: str) -> str:
-    """The project's domain key of a published split name (``Drones`` -> ``drones``); a key is
-    its own."""
-    return {v: k for k, v in RELEASE_NAMES.items()}.get(name, name)
+    """The project's domain key of a published split name in any case (``Drones``,
+    ``drones`` -> ``drones``); a name that is no domain is its own."""
+    return SPELLINGS.get(name.lower(), name)
+
+
+def release_contents(root: str) -> Contents:
+    """The files of ``root`` (a folder or ``s3://`` prefix; relative from the project root)
+    in the layouts of :data:`LAYOUTS`: a domain's two files are read from the first layout
+    that has both. A file of the release's name pattern that spells no domain, a second
+    spelling of a domain beside the one read, a file without its pair, a copy in a later
+    layout and any other JSON Lines file of those folders are ``unread``."""
+    base = project_path(root)
+    files: dict[str, tuple[str, str]] = {}
+    unread: dict[str, str] = {}
+    for folders in LAYOUTS:
+        bench, docs = (_named(join(base, f) if f else base, s, unread) for f, s in zip(folders, SUFFIXES))
+        for key in DOMAINS:
+            if key in files:
+                unread.update(
+                    {f: f"a copy: {key} is read from {files[key][0]}" for f in (bench.get(key), docs.get(key)) if f}
+                )
+            elif key in bench and key in docs:
+                files[key] = (bench[key], docs[key])
+            elif key in bench or key in docs:
+                alone, kind = (bench[key], "documents") if key in bench else (docs[key], "benchmark")
+                unread[alone] = f"{key} has no {kind} file in its layout ({' + '.join(folders) or 'one folder'})"
+    for folder in dict.fromkeys(f for folders in LAYOUTS for f in folders):
+        where = join(base, folder) if folder else base
+        unread.update(
+            {
+                join(where, n): f"named neither <domain>{SUFFIXES[0]} nor <domain>{SUFFIXES[1]}"
+                for n in _file_names(where)
+                if n.lower().endswith(".jsonl") and not n.lower().endswith(SUFFIXES)
+            }
+        )
+    return Contents(files, unread)
+
+
+def _named(folder: str, suffix: str, unread: dict[str, str]) -> dict[str, str]:
+    """The files of ``folder`` named ``<domain><suffix>``, by partition key. A name that
+    spells no domain, or a second spelling of one, is added to ``unread``; of two spellings
+    the published split name is read, then the partition key."""
+    spelled: dict[str, list[str]] = {}
+    for name in _file_names(folder):
+        if not name.lower().endswith(suffix):
+            continue
+        stem = name[: -len(suffix)]
+        if stem.lower() in SPELLINGS:
+            spelled.setdefault(SPELLINGS[stem.lower()], []).append(name)
+        else:
+            unread[join(folder, name)] = f"{stem!r} is no RECOR domain"
+    chosen = {}
+    for key, names in spelled.items():
+        first, *others = sorted(names, key=lambda n: (n != release_name(key) + suffix, n != key + suffix, n))
+        chosen[key] = join(folder, first)
+        unread.update({join(folder, n): f"a second spelling of {key}: {first} is read" for n in others})
+    return chosen
+
+
+def _file_names(folder: str) -> list[str]:
+    fs, path = filesystem(folder)
+    if fs.get_file_info(path).type != pafs.FileType.Directory:
+        return []
+    return sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(path)) if i.type == pafs.FileType.File)
 
 
 def release_files(root: str, domain: str) -> tuple[str, str]:
     """The benchmark and documents files of ``domain`` (a partition key or a published split
-    name) under ``root``, in the first layout of :data:`LAYOUTS` that has both."""
-    name, base = release_name(partition_key(domain)), project_path(root)
-    tried = []
-    for bench_dir, corpus_dir in LAYOUTS:
-        bench, docs = (
-            join(base, bench_dir, f"{name}_benchmark.jsonl"),
-            join(base, corpus_dir, f"{name}_documents.jsonl"),
-        )
-        if exists(bench) and exists(docs):
-            return bench, docs
-        tried.append(f"{bench} + {docs}")
-    raise FileNotFoundError(f"no RECOR release of {name!r} under {root}; looked for " + "; ".join(tried))
+    name) under ``root`` (:func:`release_contents`)."""
+    key = partition_key(domain)
+    held = release_contents(root).files
+    if key in held:
+        return held[key]
+    base, name = project_path(root), release_name(key)
+    tried = [f"{join(base, b, name + SUFFIXES[0])} + {join(base, d, name + SUFFIXES[1])}" for b, d in LAYOUTS]
+    raise FileNotFoundError(f"no RECOR release of {name!r} under {base}; looked for (in any case) " + "; ".join(tried))
 
 
 def release_domains(root: str, domains: Sequence[str] = DOMAINS) -> list[str]:
     """The domains of ``domains`` whose two files are under ``root`` (a release may hold some)."""
-    held = []
-    for domain in domains:
-        try:
-            release_files(root, domain)
-        except FileNotFoundError:
-            continue
-        held.append(domain)
-    return held
+    held = release_contents(root).files
+    return [d for d in domains if partition_key(d) in held]
 
 
 def load_release(root: str, domain: str) -> Release:
-    """One domain of a RECOR release at ``root`` (a local folder or an ``s3://`` prefix)."""
-    bench, docs = release_files(root, domain)
-    return parse_release(partition_key(domain), read_records(bench), read_records(docs))
+    """One domain of a RECOR release at ``root`` (a local folder or an ``s3://`` prefix). A
+    file that holds no record at all is an error naming it."""
+    return read_release(partition_key(domain), *release_files(root, domain))
+
+
+def read_release(domain: str, bench: str, docs: str) -> Release:
+    """One domain's release from its benchmark and documents files. A file that holds no
+    record at all is named by an ``empty_file`` reject."""
+    conversations, documents = read_records(bench), read_records(docs)
+    release = parse_release(domain, conversations, documents)
+    empty = [
+        REJECTS.row(domain, None, path, STEP, "empty_file", f"{path} holds no {what}: the file is empty")
+        for path, what, records in ((bench, "conversation", conversations), (docs, "document", documents))
+        if not records
+    ]
+    if not empty:
+        return release
+    return dataclasses.replace(release, rejects=pl.concat([REJECTS.frame(empty), release.rejects]))
 
 
 def parse_release(
@@ -160,8 +248,9 @@ def parse_release(
     texts = _document_texts(domain, documents, rejects)
     rows: list[dict] = []
     seen: set[str] = set()
-    fallbacks = derived = 0
+    fallbacks = derived = gold_turns = 0
     for where, rec in conversations:
+        gold_turns += _gold_turns(rec)
         try:
             cid, turns = _conversation(rec)
         except _Bad as e:
@@ -183,7 +272,17 @@ def parse_release(
                 derived += 1
             rows.append(_turn_row(domain, cid, where, t, texts, rejects))
     benchmark = pl.DataFrame(rows, schema=RELEASE_SCHEMA).sort("conversation_id", "turn_id")
-    return Release(benchmark, corpus_frame(domain, texts, benchmark), REJECTS.frame(rejects), fallbacks, derived)
+    return Release(
+        benchmark, corpus_frame(domain, texts, benchmark), REJECTS.frame(rejects), fallbacks, derived, gold_turns
+    )
+
+
+def _gold_turns(rec: Any) -> int:
+    """The turns of a conversation record, usable or not, that name a gold document."""
+    turns = rec.get("turns") if isinstance(rec, dict) else None
+    if not isinstance(turns, list):
+        return 0
+    return sum(isinstance(t, dict) and bool(t.get("gold_doc_ids") or t.get(GOLD_FALLBACK)) for t in turns)
 
 
 def _document_texts(domain: str, documents: Sequence[tuple[str, Any]], rejects: list[dict]) -> dict[str, str]:

@@ -23,6 +23,7 @@ from resources.llm.results import (
     LLMResult,
     ScoreRequest,
     _batch_result,
+    _check_chat_reply,
     _check_reply,
     _field,
     _from_response,
@@ -51,6 +52,7 @@ class CallPath:
                     num_retries=0,
                     **params,
                 )
+                _check_chat_reply(response)
                 breaker.answered()
                 return _from_response(req.key, response)
             except _transient_errors() as e:
@@ -94,9 +96,11 @@ class CallPath:
 
         async def ask(replica: Replica, req: LLMRequest, params: dict):
             if replica.client is not None:
-                return await replica.client.post(
+                reply = await replica.client.post(
                     "/chat/completions", _vllm_request(spec.model, req.messages, params), self.timeout(params)
                 )
+                _check_chat_reply(reply)
+                return reply
             import litellm
 
             # litellm's own retries (and the OpenAI SDK's under it) off: this resource's are

@@ -79,13 +79,23 @@ def _check_reply(response: Any) -> None:
         raise TransientError("the reply has no choices")
 
 
+def _check_chat_reply(response: Any) -> None:
+    """A chat reply whose first choice has no message is a fault worth another try as well,
+    on every path: litellm refuses one as a server error ("Invalid response object"), and the
+    vLLM client and a batch answer must not read it as an empty answer."""
+    _check_reply(response)
+    message = _field(_field(response, "choices")[0], "message")
+    if message is None or (isinstance(response, dict) and not isinstance(message, dict)):
+        raise TransientError("the reply's first choice has no message")
+
+
 def _batch_result(key: str, response: dict | None, error: str | None) -> tuple[LLMResult, dict | None]:
     """A batch runner's answer as the HTTP path would have made it (an empty answer kept
     but not cached, as there)."""
     if error is not None or response is None:
         return LLMResult(key, None, error=f"the batch runner answered with an error: {error or 'no body'}"), None
     try:
-        _check_reply(response)
+        _check_chat_reply(response)
         result, payload = _from_response(key, response)
     except Exception as e:  # an answer of the wrong shape stays with its item
         return LLMResult(key, None, error=f"unreadable batch answer: {type(e).__name__}: {e}"), None

@@ -15,43 +15,93 @@ from resources.storage import read_text
 
 @dataclasses.dataclass(frozen=True)
 class RunLine:
-    """One well-formed line of a run file: where it is, its query id, document and score."""
+    """One well-formed line of a run file: where it is, its query id, document and score, and
+    its other columns (the second, the rank, the run id)."""
 
     source: str
     number: int
     qid: str
     docid: str
     score: float
+    q0: str = "Q0"
+    rank: int = 1
+    run_id: str = ""
 
     @property
     def where(self) -> str:
         return f"{self.source} line {self.number}"
 
 
-def run_lines(text: str, source: str) -> Iterator[RunLine]:
-    """The lines of a TREC run file (``qid Q0 docid rank score tag``, whitespace separated,
-    one line per retrieved document), blank lines skipped. Any other line that is not six
-    columns with an integer rank and a finite score is an error naming the file, line and
-    column, never quoting them: a template may point at any file (an ``.env`` among them)."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        columns = line.split()
-        if not columns:
-            continue
-        where = f"{source} line {number}"
-        if len(columns) != 6:
-            raise ValueError(f"{where}: expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}")
-        qid, _, docid, rank, score, _ = columns
-        try:
-            int(rank)
-        except ValueError:
-            raise ValueError(f"{where}: column 4 (rank) is not an integer") from None
-        try:
-            value = float(score)
-        except ValueError:
-            raise ValueError(f"{where}: column 5 (score) is not a number") from None
-        if not math.isfinite(value):
-            raise ValueError(f"{where}: column 5 (score) is not finite")
-        yield RunLine(source, number, qid, docid, value)
+@dataclasses.dataclass(frozen=True)
+class BadLine:
+    """A run file line that is no run line: its number, what is at fault (``columns`` for the
+    line as a whole, ``rank``, ``score``), the text found there (for ``columns``, how many),
+    and what is wrong, worded without that text."""
+
+    number: int
+    column: str
+    found: str
+    detail: str
+
+
+def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+    r"""A run file's lines numbered from 1. A line ends at ``\n`` only, as trec_eval reads it:
+    a form feed or U+2028 is whitespace inside its line (``str.splitlines`` would cut there,
+    and number every later line wrong)."""
+    return enumerate(text.split("\n"), start=1)
+
+
+def read_run_line(source: str, number: int, line: str, positive_rank: bool = False) -> RunLine | BadLine | None:
+    """One line of a TREC run file (``qid Q0 docid rank score tag``, whitespace separated):
+    None where it is blank, a :class:`BadLine` where it is not six columns with an integer
+    rank (with ``positive_rank``, as RETECO Track 2 reads a run: 1 or more) and a finite
+    score. The one reading of a run line, for the loaders and RETECO's checker alike."""
+    columns = line.split()
+    if not columns:
+        return None
+    if len(columns) != 6:
+        detail = f"expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}"
+        return BadLine(number, "columns", str(len(columns)), detail)
+    qid, q0, docid, rank_text, score_text, run_id = columns
+    try:
+        rank = int(rank_text)
+    except ValueError:
+        return BadLine(number, "rank", rank_text, "column 4 (rank) is not an integer")
+    if positive_rank and rank < 1:
+        return BadLine(number, "rank", rank_text, "column 4 (rank) is below 1")
+    try:
+        score = float(score_text)
+    except ValueError:
+        return BadLine(number, "score", score_text, "column 5 (score) is not a number")
+    if not math.isfinite(score):
+        return BadLine(number, "score", score_text, "column 5 (score) is not finite")
+    return RunLine(source, number, qid, docid, score, q0, rank, run_id)
+
+
+def run_lines(text: str, source: str, positive_rank: bool = False) -> Iterator[RunLine]:
+    """The lines of a TREC run file (:func:`read_run_line`, one line per retrieved
+    document), blank lines skipped. A line that is no run line is an error naming the file,
+    line and column, never quoting them: a template may point at any file (an ``.env``
+    among them)."""
+    for number, line in numbered_lines(text):
+        read = read_run_line(source, number, line, positive_rank)
+        if isinstance(read, BadLine):
+            raise ValueError(f"{source} line {number}: {read.detail}")
+        if read is not None:
+            yield read
+
+
+def one_run(lines: Iterable[RunLine]) -> Iterator[RunLine]:
+    """``lines``, up to the first whose run id (column 6) is not the first line's: an error
+    naming both lines, as RETECO Track 2 holds a run file to one run."""
+    first = None
+    for line in lines:
+        first = first or line
+        if line.run_id != first.run_id:
+            raise ValueError(
+                f"{line.where}: column 6 (run id) differs from line {first.number}'s; a run file holds one run"
+            )
+        yield line
 
 
 def first_lines(
@@ -183,7 +233,8 @@ def read_run_files(
     was made on another corpus), is an error too; with ``lenient`` (RECOR, read as RETECO
     Track 2 reads a run), the repeat is removed after the line that first lists it and the
     unknown document discarded, each kept in :attr:`RunFiles.dropped` with its file and
-    line; a query left with no document is missing. Only the wanted queries' lines count;
+    line; a query left with no document is missing; a rank below 1, or a second run id in a
+    file, is an error, as the checker has it. Only the wanted queries' lines count;
     the top ``k`` are taken from what is kept."""
     owner = f"{'reranker' if isinstance(spec, RerankerSpec) else 'retriever'} {spec.alias!r}"
     by_file: dict[str, set[str]] = {}
@@ -197,8 +248,10 @@ def read_run_files(
             text = read_text(uri)
         except FileNotFoundError:
             raise FileNotFoundError(f"{owner}: no run file at {uri} (template {spec.path!r})") from None
-        # As the RETECO checker (assets.eval.reteco) reads it: a leading byte order mark is no part of the first query id.
-        found, repeats = first_lines(run_lines(text.removeprefix("\ufeff") if lenient else text, uri), query_id)
+        # As the RETECO checker (assets.eval.recor.reteco) reads it: a leading byte order mark is no
+        # part of the first query id, a rank is 1 or more, and the file holds one run.
+        lines = run_lines(text.removeprefix("\ufeff") if lenient else text, uri, positive_rank=lenient)
+        found, repeats = first_lines(one_run(lines) if lenient else lines, query_id)
         if repeats and not lenient:
             raise _listed_twice(repeats[0])
         dropped += [

@@ -415,7 +415,8 @@ def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
     )
     runs = run("bm25", {"c1_turn_1": ["d1"], "c1_turn_2": ["d3", "d2"]}, strategy="baseline", domain="law")
     corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"]})
-    scores = reteco_retrieval(recor_runs=runs, benchmark=turns, corpus=corpus).value
+    with dg.build_asset_context() as context:
+        scores = reteco_retrieval(context, recor_runs=runs, benchmark=turns, corpus=corpus).value
     assert scores["ndcg@10"].to_list() == pytest.approx([1.0, 1 / math.log2(3)])
     assert er.reteco_retrieval_ranges(scores).passed
     for broken, words in [
@@ -454,8 +455,12 @@ def test_the_registry_run_files_are_read_by_the_task_rules(tmp_path, monkeypatch
             run.write_text(text)
         return er.reteco_run_files(benchmark=turns, corpus=corpus)
 
-    clean = check("c1#turn1 Q0 d1 1 0.9 me\nc1_turn_2 Q0 d3 1 0.8 me\nc1#turn2 Q0 d2 2 0.7 me\n")
+    clean = check("c1#turn1 Q0 d1 1 0.9 me\nc1#turn2 Q0 d3 1 0.8 me\nc1#turn2 Q0 d2 2 0.7 me\n")
     assert clean.passed and clean.metadata["run_files"].value == 1 and clean.metadata["problems"].value == "none"
+    # the project's own query ids are read, but the task's scorer will not read them
+    styled = check("c1#turn1 Q0 d1 1 0.9 me\nc1_turn_2 Q0 d3 1 0.8 me\nc1#turn2 Q0 d2 2 0.7 me\n")
+    assert not styled.passed and styled.severity == dg.AssetCheckSeverity.WARN
+    assert f"mine: {run}: warning line 2 [id_style]" in styled.metadata["problems"].value
     repeated = check("c1#turn1 Q0 d1 1 0.9 me\nc1#turn1 Q0 d9 2 0.5 me\nc1#turn1 Q0 d1 3 0.4 me\n")
     assert not repeated.passed and repeated.severity == dg.AssetCheckSeverity.WARN
     listed = repeated.metadata["problems"].value
@@ -1102,8 +1107,10 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
     assert by["mine", "2c", "c1_turn_2"]["relevance"] == 0.5 and by["mine", "2c", "c1_turn_1"]["relevance"] == 0.0
     assert by["mine", "2c", "c1_turn_1"]["ndcg@10"] == 0.0 and by["mine", "2c", "c1_turn_2"]["ndcg@10"] == 1.0
 
-    retrieval = reteco_retrieval(recor_runs=runs, benchmark=turns, corpus=corpus).value
-    board = reteco_leaderboard(reteco_retrieval=retrieval, reteco_generation=scores).value
+    with dg.build_asset_context() as context:
+        retrieval = reteco_retrieval(context, recor_runs=runs, benchmark=turns, corpus=corpus).value
+    with dg.build_asset_context() as context:
+        board = reteco_leaderboard(context, reteco_retrieval=retrieval, reteco_generation=scores).value
     assert er.reteco_leaderboard_ranges(board).passed
     rows = {(r["subtrack"], r["run"]): r for r in board.iter_rows(named=True)}
     assert set(rows) == {("2a", "bm25/baseline"), ("2a", "bm25/rewrite"), ("2b", "g"), ("2c", "g"), ("2c", "mine")}

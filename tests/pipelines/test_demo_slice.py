@@ -98,7 +98,7 @@ def test_recor_is_evaluated_on_its_build_and_a_release_run_keeps_its_own_slices(
 def test_the_first_line_says_what_the_demo_evaluates(plan):
     first_line = plan()[0]
     assert (
-        "QUIT takes 3 questions of each source, labels the 325 passages of 1 question (convergence over 2 wrong "
+        "QUIT takes 1 question of each source, labels 65 of the 325 passages of 1 question (convergence over 2 wrong "
         "candidates; rerankers reorder the top 10) and evaluates the test "
         "questions of the release sample data/releases/quit (passages of both labels; tables on the test split)"
         in first_line

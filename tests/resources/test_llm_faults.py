@@ -164,6 +164,25 @@ def test_empty_answers_are_answers_not_a_broken_server(tmp_path, standin):
     assert all(r.ok and r.text == "" for r in out)
 
 
+def test_a_choice_without_a_message_is_an_error_on_either_path(tmp_path, standin):
+    # litellm refuses such a reply ("Invalid response object", a server error it retries);
+    # the vLLM client read it as an empty answer
+    server = standin(always="no_message")
+    entries = {
+        "vllm": f"{{model: hosted_vllm/m, backend: vllm, api_base: '{server.url}'}}",
+        "api": f"{{model: openai/m, backend: api, api_base: '{server.url}'}}",
+    }
+    for path, entry in entries.items():
+        (tmp_path / path).mkdir()
+        llm = resource(tmp_path / path, entry, max_retries=1, backoff_seconds=0.01, breaker_window=1000)
+        with pytest.raises(NoAnswers, match="gave up after 2 tries"):
+            llm.run("m", requests(3, path))
+    assert sorted(server.seen()["asked"].values()) == [2] * 6
+    vllm = resource(tmp_path / "vllm", entries["vllm"], max_retries=0, backoff_seconds=0.01, breaker_window=1000)
+    with pytest.raises(NoAnswers, match="the reply's first choice has no message"):
+        vllm.run("m", requests(1, "why"))
+
+
 def test_what_was_answered_before_the_server_died_stays_answered(tmp_path, standin):
     server = standin(latency=0.05)
     llm = resource(

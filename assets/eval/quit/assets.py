@@ -158,7 +158,7 @@ def quit_runs(
     group_name=GROUP,
     ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS, "benchmark_questions": QUIT_QUESTIONS},
     kinds={"ranx"},
-    code_version="2",
+    code_version="3",
 )
 def quit_retrieval_metrics(
     context: dg.AssetExecutionContext,
@@ -172,9 +172,9 @@ def quit_retrieval_metrics(
     Hit@k curves (Figure 4 left) and Hit@100 by number of relevant passages (Figure 4 right).
     Table 4's nDCG uses the QUIT release's exponential gain 2^rel-1 (``ndcg_burges@k``); the
     linear-gain nDCG of trec_eval stays in the table as ``ndcg@k``. The Oracle retriever is
-    an upper bound, not a retriever, and is left out. The tables score the test split
-    (``config.split``; the stored table has a row per split and all). ``slice`` names the
-    questions and retrievers counted and the run's profile."""
+    an upper bound, not a retriever, and is left out. The tables and figures score the test
+    split (``config.split``; the stored table has a row per split and all). ``slice`` names
+    the questions and retrievers counted and the run's profile."""
     split = headline_split(config)
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
     rows = readers.scores_by_split(
@@ -193,6 +193,7 @@ def quit_retrieval_metrics(
     headline = readers.on_split(table, split)
     retrievers = sorted(quit_runs["system"].unique().to_list())
     column = f"a retriever alias (resources/retrievers.yaml), on the {split} split; the Oracle retriever left out"
+    split_runs, split_qrels = (readers.of_split(f, benchmark_questions, split) for f in (quit_runs, benchmark_qrels))
     return dg.Output(
         table,
         metadata={
@@ -217,8 +218,8 @@ def quit_retrieval_metrics(
                 }
             ),
             **definition_metadata(),
-            "figure_4_left": png_markdown(reports.hit_curves(quit_runs, benchmark_qrels)),
-            "figure_4_right": png_markdown(reports.hit_by_relevant(quit_runs, benchmark_qrels)),
+            "figure_4_left": png_markdown(reports.hit_curves(split_runs, split_qrels, split)),
+            "figure_4_right": png_markdown(reports.hit_by_relevant(split_runs, split_qrels, split)),
         },
     )
 
@@ -395,7 +396,7 @@ def quit_rerank_metrics(
     },
     kinds={"litellm"},
     pool=llm_pool("quit.readers", "quit.judge"),
-    code_version=code_version("3", "quit/reader", "quit/judge"),
+    code_version=code_version("4", "quit/reader", "quit/judge"),
     backfill_policy=dg.BackfillPolicy.multi_run(1),
 )
 def quit_reader_answers(
@@ -412,10 +413,11 @@ def quit_reader_answers(
     passages of every retriever's and retriever+reranker's run, with Union_norm and
     Union_freq contexts over the passages' hints (equation 1, alpha 0.6, beta 0.4, every hint
     kept, as released), plus the Optimal bound: the reader on each question's relevant
-    passages until one answers it (``readers.read_relevant``: the same bound as reading all). Each
-    answer has ``em`` (normalized EM) and ``em_raw`` (the release's raw, case-sensitive EM);
-    ``passages_cut_into_sentences`` counts the passages whose id encodes no hints. The
-    answer is the reply's last line, as the release's answer cleaning takes it
+    passages until one answers it (``readers.read_relevant``: the same bound as reading all),
+    a row for every question, one without a relevant passage unanswered (the release's
+    denominator). Each answer has ``em`` (normalized EM) and ``em_raw`` (the release's raw,
+    case-sensitive EM); ``passages_cut_into_sentences`` counts the passages whose id encodes
+    no hints. The answer is the reply's last line, as the release's answer cleaning takes it
     (``config.answer_line``: ``first_line`` for the first)."""
     reader, judge = llm.named(context.partition_key), llm.model("quit.judge")
     parse = quit_rules.READER_PARSES[config.answer_line]
@@ -431,7 +433,7 @@ def quit_reader_answers(
     relevant = benchmark_corpus.join(benchmark_qrels.select("passage_id", "label"), on="passage_id")
     # With the labeling prompt and model these calls are served from the labeling cache.
     per_passage = readers.read_relevant(relevant, benchmark_questions, reader, judge, stats, context.log.info, parse)
-    best = readers.optimal(per_passage, benchmark_qrels, reader.alias)
+    best = readers.optimal(per_passage, benchmark_qrels, reader.alias, benchmark_questions)
     frame = pl.concat(
         [answers, best.select("question_id", "reader", "system", "em", "em_raw", "correct")], how="diagonal_relaxed"
     )
@@ -466,7 +468,7 @@ def quit_reader_answers(
         "benchmark_questions": QUIT_QUESTIONS,
     },
     kinds={"polars"},
-    code_version="4",
+    code_version="5",
 )
 def quit_reader_metrics(
     context: dg.AssetExecutionContext,
@@ -484,7 +486,7 @@ def quit_reader_metrics(
     top-5 passages by number of hints for the retrievers and the Oracle retriever with each
     reranker, next to the fully relevant ones (Figure 6's shape). Table 8 scores the test
     split (``config.split``; the stored table has a row per split and all), as the
-    published RAG inputs hold the test questions only."""
+    published RAG inputs hold the test questions only; Figure 6 is drawn on the same split."""
     split = headline_split(config)
     rows = []
     for part, ids in readers.split_ids(benchmark_questions):
@@ -532,7 +534,10 @@ def quit_reader_metrics(
             ),
             "figure_6": png_markdown(
                 reports.hint_distribution(
-                    figure_6_runs(quit_runs, quit_reranked_runs), benchmark_corpus, benchmark_qrels
+                    readers.of_split(figure_6_runs(quit_runs, quit_reranked_runs), benchmark_questions, split),
+                    benchmark_corpus,
+                    readers.of_split(benchmark_qrels, benchmark_questions, split),
+                    split,
                 )
             ),
         },

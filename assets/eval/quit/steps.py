@@ -204,16 +204,24 @@ def read_relevant(
     return pl.concat(read) if read else pl.DataFrame(schema=empty)
 
 
-def optimal(answers: pl.DataFrame, qrels: pl.DataFrame, reader: str) -> pl.DataFrame:
+def optimal(answers: pl.DataFrame, qrels: pl.DataFrame, reader: str, questions: pl.DataFrame) -> pl.DataFrame:
     """The paper's Optimal upper bound: a question is answerable when the reader answers it
     correctly from at least one of its relevant (label 1 or 2) passages. ``answers`` are the
     reader's per-passage answers (``passage_id``, ``correct``, ``em`` and ``em_raw``; the
-    release's results/rag/rag.py counts a raw match on any relevant passage)."""
+    release's results/rag/rag.py counts a raw match on any relevant passage). One row per
+    question of ``questions``: the release divides by every test question, so a question
+    without a relevant passage is a row no measure answers."""
     per_passage = answers.join(qrels.select("passage_id", "label"), on="passage_id")
+    answered = per_passage.group_by("question_id").agg(pl.col(c).fill_null(False).any() for c in OPTIMAL_FLAGS)
     return (
-        per_passage.group_by("question_id")
-        .agg(pl.col(c).fill_null(False).any() for c in OPTIMAL_FLAGS)
-        .with_columns(pl.lit(reader).alias("reader"), pl.lit("optimal").alias("system"))
+        questions.select("question_id")
+        .unique(maintain_order=True)
+        .join(answered, on="question_id", how="left")
+        .with_columns(
+            *(pl.col(c).fill_null(False) for c in OPTIMAL_FLAGS),
+            pl.lit(reader).alias("reader"),
+            pl.lit("optimal").alias("system"),
+        )
     )
 
 
@@ -248,6 +256,12 @@ def split_ids(questions: pl.DataFrame) -> list[tuple[str, list[str]]]:
 def on_split(table: pl.DataFrame, split: str) -> pl.DataFrame:
     """A report's rows of one split, without the split column (a headline table's)."""
     return table.filter(pl.col("split") == split).drop("split")
+
+
+def of_split(frame: pl.DataFrame, questions: pl.DataFrame, split: str) -> pl.DataFrame:
+    """The rows of ``frame`` (a run, qrels) whose question is of ``split``: what a figure
+    beside a headline table is drawn from."""
+    return frame.join(questions.filter(pl.col("split") == split).select("question_id"), on="question_id", how="semi")
 
 
 def no_rows(questions: pl.DataFrame, split: str, otherwise: str) -> str:

@@ -255,7 +255,8 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     recor_report = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark).value
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
-    table = lb.leaderboard(storage=storage).value
+    with dg.build_asset_context() as context:
+        table = lb.leaderboard(context, storage=storage).value
     assert table["system"].to_list() == ["tfidf"]
     # QUIT: each question's one relevant passage ranks first. RECOR, both strategies: turn 1
     # finds its gold first (1), turn 2 law2 first and law3 never: 1 / (1 + 1 / log2(3)).

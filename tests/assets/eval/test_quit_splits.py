@@ -148,6 +148,63 @@ def test_table_8_scores_the_test_split_with_its_optimal_bound():
     assert eq.quit_reader_metrics_ranges(out.value).passed
 
 
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures a report draws, by the start of their title, instead of their PNGs."""
+    import matplotlib.pyplot as plt
+
+    drawn = {}
+
+    def keep(fig):
+        drawn[fig.axes[0].get_title().split(":")[0]] = fig.axes[0]
+        return dg.MetadataValue.md("")
+
+    monkeypatch.setattr(quit, "png_markdown", keep)
+    yield drawn
+    plt.close("all")
+
+
+def test_figures_4_and_6_are_drawn_on_the_tables_split(figures):
+    corpus = pl.DataFrame({"passage_id": ["a", "b", "x"], "num_hints": pl.Series([5, 3, 1], dtype=pl.Int8)})
+    quit.quit_retrieval_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(),
+        quit_runs=RUN,
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    )
+    quit.quit_reader_metrics(
+        dg.build_asset_context(),
+        config=quit.QuitReport(),
+        quit_reader_answers=pl.DataFrame(
+            {
+                "question_id": ["q2"],
+                "reader": ["smollm2"],
+                "system": ["bm25"],
+                "k": pl.Series([1], dtype=pl.Int32),
+                "strategy": ["union_norm"],
+                "em": [False],
+                "em_raw": [False],
+                "correct": [False],
+            }
+        ),
+        quit_runs=RUN,
+        quit_reranked_runs=RUN.clear(),
+        benchmark_corpus=corpus,
+        benchmark_qrels=QRELS,
+        benchmark_questions=QUESTIONS,
+    )
+    assert set(figures) == {"Figure 4 (left)", "Figure 4 (right)", "Figure 6"}
+    assert all("test split" in ax.get_title() for ax in figures.values())
+    # q2 alone: its passage is second, Hit@1 0 (0.5 over both questions)
+    assert list(figures["Figure 4 (left)"].lines[0].get_ydata()[:2]) == [0.0, 1.0]
+    assert len(figures["Figure 4 (right)"].collections[0].get_offsets()) == 1
+    # bm25's top-5 of q2: x (1 hint) and b (3); q1's a (5 hints) and its label-2 passage left out
+    bm25, label_2 = figures["Figure 6"].containers
+    assert [bar.get_height() for bar in bm25] == [0.5, 0.0, 0.5, 0.0, 0.0]
+    assert [bar.get_height() for bar in label_2] == [0.0] * 5
+
+
 def test_a_report_without_an_all_row_or_with_an_unknown_split_fails_its_check():
     out = quit.quit_rerank_metrics(
         dg.build_asset_context(),

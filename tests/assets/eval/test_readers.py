@@ -120,11 +120,11 @@ def test_the_optimal_bound_stops_reading_a_question_its_first_passage_answers(sc
     assert one.calls == 3 and every.calls == 5
     qrels = RELEVANT.select("question_id", "passage_id", "label")
     assert (
-        readers.optimal(by_round, qrels, "smollm2")
+        readers.optimal(by_round, qrels, "smollm2", TWO)
         .sort("question_id")
-        .equals(readers.optimal(at_once, qrels, "smollm2").sort("question_id"))
+        .equals(readers.optimal(at_once, qrels, "smollm2", TWO).sort("question_id"))
     )
-    best = readers.optimal(by_round, qrels, "smollm2").sort("question_id")
+    best = readers.optimal(by_round, qrels, "smollm2", TWO).sort("question_id")
     assert best["em"].to_list() == best["em_raw"].to_list() == best["correct"].to_list() == [True, False]
 
 
@@ -151,7 +151,7 @@ def test_optimal_and_table_8_shape():
         }
     )
     qrels = pl.DataFrame({"question_id": ["q", "q", "r"], "passage_id": ["p1", "p2", "p5"], "label": [1, 2, 1]})
-    best = readers.optimal(per_passage, qrels, "smollm2")
+    best = readers.optimal(per_passage, qrels, "smollm2", TWO)
     assert dict(zip(best["question_id"], best["em"])) == {"q": True, "r": False}
     assert dict(zip(best["question_id"], best["em_raw"])) == {"q": True, "r": False}
     answers = pl.DataFrame(
@@ -171,3 +171,20 @@ def test_optimal_and_table_8_shape():
     # Optimal: q matched (1 of 2) both ways; bm25: em 1 of 2, em_raw 0 of 2, judge 2 of 2
     assert table["em"].to_list() == [0.5, 0.5] and table["em_raw"].to_list() == [0.5, 0.0]
     assert table["judge"].to_list() == [0.5, 1.0]
+
+
+def test_the_optimal_bound_counts_every_evaluated_question():
+    """As the release's results/rag/rag.py divides by every test question: a question with
+    no relevant passage is in the bound's denominator and never answered (1 of 2, not 1 of 1)."""
+    per_passage = pl.DataFrame(
+        {"question_id": ["q"], "passage_id": ["p1"], "em": [True], "em_raw": [True], "correct": [True]}
+    )
+    qrels = pl.DataFrame({"question_id": ["q"], "passage_id": ["p1"], "label": [2]})
+    best = readers.optimal(per_passage, qrels, "smollm2", TWO).sort("question_id")
+    assert best["question_id"].to_list() == ["q", "r"]
+    assert best["em"].to_list() == best["em_raw"].to_list() == best["correct"].to_list() == [True, False]
+    answers = best.with_columns(
+        pl.lit("bm25").alias("system"), pl.lit(1, pl.Int32).alias("k"), pl.lit("union_norm").alias("strategy")
+    )
+    table = readers.em_table(answers, best)
+    assert table["system"].to_list() == ["Optimal", "bm25"] and table["em"].to_list() == [0.5, 0.5]

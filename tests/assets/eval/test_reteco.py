@@ -2,6 +2,7 @@
 hand-computed number, every malformed file a line-numbered error."""
 
 import math
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -70,9 +71,17 @@ def test_a_run_is_read_and_scored_by_the_task_rules():
         "order_disagreements": 1,
         "turns_scored": 3,
         "missing_turns": 1,
+        "project_style_ids": 2,
     }
     lines = {p.kind: p.line for p in checked.problems}
-    assert lines == {"duplicate": 3, "unknown_document": 4, "unknown_turn": 8, "order": 6, "missing_turn": None}
+    assert lines == {
+        "duplicate": 3,
+        "unknown_document": 4,
+        "unknown_turn": 8,
+        "order": 6,
+        "id_style": 6,
+        "missing_turn": None,
+    }
     assert "c2#turn5" in str(checked.problems[-1]) and "scores 0" in str(checked.problems[-1])
 
     scores = reteco.run_scores(checked, TARGETS).sort("qid")
@@ -151,6 +160,7 @@ def test_a_generation_file_with_missing_and_extra_turns_scores_them_by_the_rules
     assert [(p.kind, p.line) for p in checked.problems] == [
         ("empty_answer", 2),
         ("unknown_turn", 3),
+        ("id_style", 2),
         ("missing_turn", None),
     ]
     assert checked.missing == ["c2_turn_1", "c2_turn_5"]
@@ -192,7 +202,9 @@ def test_the_checker_names_each_malformed_generation_line(line, kind):
 
 def test_two_domains_sharing_a_conversation_id_are_refused_together():
     shared = TURNS.with_columns(pl.lit("c1").alias("conversation_id"), pl.col("qid").str.replace("c2", "c1"))
-    with pytest.raises(ValueError, match=r"turns of several domains \(e.g. c1#turn1 in biology, law\)"):
+    with pytest.raises(
+        ValueError, match=r"turns of several domains \(c1#turn1 in biology, law\).*--domain biology, then --domain law"
+    ):
         reteco.Targets.from_tables(shared, ["d1"])
 
 
@@ -222,3 +234,133 @@ def test_the_command_checks_and_scores_a_run_on_the_bundled_release(tmp_path, ca
         0
     ] == "biology_12#turn1 0 apple_browning/Enzymatic_browning_1.txt 1"
     assert (tmp_path / "task" / "mine.trec").read_text().splitlines()[0].startswith("biology_12#turn2 Q0 ")
+
+
+def bundled_run(name: str, run_id: str, turns: int | None = None) -> tuple[str, list[str]]:
+    """A run file on the bundled release ranking every target turn's gold first (the first
+    ``turns`` turns only, where given): its path under ``name`` and its lines."""
+    targets = reteco.release_targets("data/releases/recor")
+    gold = dict(targets.turns.select("qid", "task_qid").iter_rows())
+    lines = [
+        f"{gold[q]} Q0 {d} {r} {10 - r} {run_id}"
+        for q in list(gold)[:turns]
+        for r, d in enumerate(sorted(targets.gold[q]), 1)
+    ]
+    Path(name).write_text("\n".join(lines) + "\n")
+    return name, lines
+
+
+def test_two_run_files_with_one_run_id_are_two_rows_named_by_their_files(tmp_path, capsys):
+    every, _ = bundled_run(str(tmp_path / "a.trec"), "r")
+    first, _ = bundled_run(str(tmp_path / "b.trec"), "r", turns=1)
+    assert cli.main(["score", "--release", "data/releases/recor", "--out", str(tmp_path / "t"), every, first]) == 0
+    official = pl.read_csv(tmp_path / "t" / "official.csv")
+    assert official.select("run", "turns").rows() == [("r (a.trec)", 13), ("r (b.trec)", 13)]
+    assert official["nDCG@10"].to_list() == pytest.approx([1.0, 1 / 13])
+    assert "r (b.trec)" in capsys.readouterr().out
+    # scoring two runs under one name would merge them: refused
+    checked = reteco.check_run(b"c1#turn1 Q0 d1 1 1.0 r\n", "a", TARGETS)
+    with pytest.raises(ValueError, match="2 runs are named 'r'"):
+        reteco.score_runs([("r", checked, TARGETS), ("r", checked, TARGETS)])
+
+
+def test_query_ids_in_the_project_style_are_read_with_a_warning_that_the_task_will_not():
+    checked = reteco.check_run(RUN.encode(), "runA.trec", TARGETS)
+    style = [str(p) for p in checked.problems if p.kind == "id_style"]
+    assert style == [
+        "warning line 6 [id_style]: 2 lines write query ids as <conversation>_turn_<n>; this project reads "
+        "them, the task's scorer reads <conversation>#turn<n> only: `python -m pipelines.reteco export` "
+        "rewrites the file"
+    ]
+    assert "2 lines with query ids as <conversation>_turn_<n>" in checked.summary()
+    task = reteco.check_run(b"c1#turn2 Q0 d3 1 1.0 runA\n", "task.trec", TARGETS)
+    assert "id_style" not in {p.kind for p in task.problems}
+    generation = reteco.check_generation(b'{"turn_id": "c1_turn_2", "answer": "a"}\n', "g.jsonl", TARGETS)
+    assert [(p.kind, p.line) for p in generation.problems if p.kind == "id_style"] == [("id_style", 1)]
+    # eval/reteco_retrieval writes the project's runs with the task's ids before reading them
+    from assets.eval.recor.assets.reteco import task_ids
+    from assets.eval.runs import trec_run
+
+    run = pl.DataFrame(
+        {"question_id": ["c1_turn_2"], "passage_id": ["d3"], "rank": [1], "score": [1.0], "system": ["bm25"]}
+    ).with_columns(pl.lit("baseline").alias("strategy"), pl.lit("law").alias("domain"))
+    own = reteco.check_run(trec_run(task_ids(run)).encode(), "law: bm25/baseline", TARGETS)
+    assert own.rankings == {"c1_turn_2": ["d3"]} and "id_style" not in {p.kind for p in own.problems}
+
+
+def test_a_turn_whose_lines_all_name_unknown_documents_is_said_to_be_discarded():
+    text = b"c1#turn1 Q0 d1 1 1.0 r\nc1#turn2 Q0 x1 1 1.0 r\nc1#turn2 Q0 x2 2 0.5 r\n"
+    checked = reteco.check_run(text, "u.trec", TARGETS)
+    assert [str(p) for p in checked.problems if p.kind == "missing_turn"] == [
+        "warning file [missing_turn]: 2 target turns have no line (c2#turn1, c2#turn5); each scores 0",
+        "warning file [missing_turn]: 1 target turns have lines naming unknown documents only, all "
+        "discarded (c1#turn2); each scores 0",
+    ]
+    assert checked.missing == ["c2_turn_1", "c2_turn_5", "c1_turn_2"] and checked.counts["missing_turns"] == 3
+
+
+def test_every_diagnostic_has_a_domain_and_a_depth_table(tmp_path, capsys):
+    run, _ = bundled_run(str(tmp_path / "mine.trec"), "mine")
+    assert cli.main(["score", "--release", "data/releases/recor", "--out", str(tmp_path / "t"), run]) == 0
+    out = capsys.readouterr().out
+    for metric in ("nDCG@10", "MAP@10", "Recall@10", "MRR"):
+        assert f"{metric} per domain (diagnostic)" in out and f"{metric} by conversation depth (diagnostic)" in out
+    for name in ("by_domain", "by_depth", "by_domain_map@10", "by_depth_recall@10", "by_domain_mrr"):
+        assert set(pl.read_csv(tmp_path / "t" / f"{name}.csv")["mine"]) == {1.0}, name
+    # eval/reteco_retrieval's metadata keeps them beside each other, by what they group:
+    # c1#turn1 has d1 at rank 2 of 3 gold, c1#turn2 its gold first
+    gold = pl.Series("gold_doc_ids", [["d1", "d4", "d5"], ["d2"]])
+    targets = reteco.Targets.from_tables(TURNS.filter(pl.col("domain") == "law").with_columns(gold), ["d1", "d2", "d3"])
+    checked = reteco.check_run(b"c1#turn1 Q0 d3 1 2 r\nc1#turn1 Q0 d1 2 1 r\nc1#turn2 Q0 d2 1 1 r\n", "r", targets)
+    meta = reteco.breakdown_markdown(reteco.run_scores(checked, targets))
+    assert list(meta) == ["by_domain", "by_depth"]
+    for metric in ("nDCG@10", "MAP@10", "Recall@10", "MRR"):
+        assert f"{metric} per domain (diagnostic)" in meta["by_domain"]
+        assert f"{metric} by conversation depth (diagnostic)" in meta["by_depth"]
+    assert "| law | 0.75 |" in meta["by_domain"]  # MRR: (1/2 + 1) / 2
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("c1#turn1 Q0 d1 0 1.0 r\n", 1),  # rank 0
+        ("c1#turn1 Q0 d1 1 1.0 r\nc1#turn1 Q0 d2 -3 0.5 r\n", 2),
+        ("c1#turn1 Q0 d1 1 1.0 r\nc1#turn2 Q0 d3 1 1.0 s\n", 2),  # two run ids
+        ("c1#turn1 Q0 d1 1 1.0 r\x0c\u2028\nc1#turn2 Q0 d3 1 x r\n", 2),  # a line ends at \n only
+    ],
+)
+def test_a_recor_run_file_is_refused_where_the_checker_refuses_it(tmp_path, text, line):
+    from resources.retrieval import RetrieverSpec, read_run_files
+
+    checked = reteco.check_run(text.encode(), "law.trec", TARGETS)
+    assert not checked.ok and {p.line for p in checked.problems if p.fatal} <= {line, None}
+    (tmp_path / "law.trec").write_text(text, encoding="utf-8")
+    spec = RetrieverSpec(alias="mine", kind="run", path=str(tmp_path / "{part}.trec"))
+    with pytest.raises(ValueError, match=f"law.trec line {line}: "):
+        read_run_files(
+            spec,
+            "recor",
+            {"law": ["c1_turn_1", "c1_turn_2"]},
+            documents={"d1", "d2", "d3"},
+            query_id=reteco.project_qid,
+            lenient=True,
+        )
+
+
+def test_the_generation_checker_reads_deep_nesting_long_values_and_odd_characters_line_by_line():
+    lines = [
+        '{"turn_id": "c1#turn1", "answer": "one\u2028two\u0085three"}',  # raw inside a string: JSON allows it
+        '{"turn_id": "c2#turn1",\x0c"answer": "a form feed is no JSON space"}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"turn_id": [' + ",".join(["1"] * 2_000_000) + '], "answer": "a"}',
+        '{"turn_id": "c1#turn2", "answer": 7}',
+    ]
+    checked = reteco.check_generation("\n".join(lines).encode(), "g.jsonl", TARGETS)
+    assert [(p.kind, p.line) for p in checked.problems if p.fatal] == [
+        ("json", 2),
+        ("json", 3),
+        ("turn_id", 4),
+        ("answer", 5),
+    ]
+    assert checked.answers == {"c1_turn_1": "one\u2028two\u0085three"}
+    assert max(len(str(p)) for p in checked.problems) < 300

@@ -295,6 +295,18 @@ def test_a_passage_without_every_labelers_answer_is_rejected_not_guessed(tmp_pat
     assert out.qrels["passage_id"].to_list() == out.corpus["passage_id"].to_list() == ["city_q_3_01000_1"]
 
 
+def test_a_question_whose_passages_all_lost_their_label_stays(tmp_path):
+    """One null among a passage's six answers rejects that passage's label, not the question:
+    the question is still evaluated (the published scripts count every question), without
+    passages of its own, and the rejects say why."""
+    q = question("city_q_4", entries={"10000_0": entry(("x", None, "x"))})
+    out = published.load_release(write_release(tmp_path, test=[q, question("city_q_5")]))
+    assert out.questions["question_id"].to_list() == ["city_q_4", "city_q_5"]
+    assert reasons(out.rejects) == {"malformed": 1, "unlabeled_passage": 1}
+    assert set(out.rejects["passage_id"]) == {"city_q_4_10000_0"}
+    assert "city_q_4" not in out.qrels["question_id"] and "city_q_4" not in out.corpus["question_id"]
+
+
 # --- rejects -----------------------------------------------------------------------------------
 
 

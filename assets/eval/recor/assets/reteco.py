@@ -5,10 +5,13 @@ generation files, and the task's leaderboard."""
 import dagster as dg
 import polars as pl
 
+from assets.common import provenance
 from assets.common.metadata import md_table, table_metadata
 from assets.common.placement import GPU_STEP_TAGS
+from assets.eval import sources as eval_sources
 from assets.eval.recor import rules as conversational
 from assets.eval.recor import steps as generation
+from assets.eval.recor.assets import retrieval as retrieval_assets
 from assets.eval.recor.assets.common import BENCHMARK, BY_DOMAIN, CORPUS, GROUP, PREFIX, wiring
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.recor.reteco import steps as reteco_judge
@@ -20,6 +23,53 @@ from resources.storage import MATERIALIZED_PARTITIONS, StorageResource, inside_r
 
 # Where participants' generation files are put for judging, under the storage root.
 SUBMISSIONS = "submissions"
+RUNS, TURNS, DOCUMENTS = (dg.AssetKey([PREFIX, name]) for name in ("recor_runs", "recor_turns", "recor_corpus"))
+# What a report's row carries of the run that built its input: the Dagster run id and profile.
+BUILT_BY = {"dagster_run": pl.String, "profile": pl.String}
+
+
+def current_runs(
+    context: dg.AssetExecutionContext, recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict]:
+    """The runs, turns and documents of the partitions a report of this run's profile keeps
+    (``assets/common/provenance.py``), and the metadata naming those it leaves out: a domain
+    whose turns or documents are left out goes with all its runs; a run partition is judged
+    beside the domain's documents and queries it was built from. The runs gain ``BUILT_BY``,
+    the run that built their partition and its profile."""
+    builds = provenance.Builds(context.instance)
+    sources = {
+        (key, domain): builds.latest(key, domain)
+        for key, frame in ((TURNS, benchmark), (DOCUMENTS, corpus))
+        for domain in sorted(set(frame["domain"]))
+    }
+    runs = {
+        (domain, system): builds.latest(RUNS, str(dg.MultiPartitionKey({"domain": domain, "retriever": system})))
+        for domain, system in recor_runs.select("domain", "system").unique().sort("domain", "system").iter_rows()
+    }
+    profile, said = provenance.report_profile(context, [*sources.values(), *runs.values()])
+    left_out = {}
+    # the turns and documents by their own run alone: what they are built from is the build's
+    # recor/ tables, which a release source never reads
+    for build in sources.values():
+        if reason := builds.reason(build, eval_sources.recor_source, profile, upstream=False):
+            left_out[build] = reason
+    gone = sorted({domain for (_, domain), build in sources.items() if build in left_out})
+    for (domain, _), build in runs.items():
+        if domain in gone:
+            left_out[build] = "its domain's turns or documents are left out"
+        elif reason := builds.reason(build, retrieval_assets.recor_runs, profile):
+            left_out[build] = reason
+    kept = pl.DataFrame(
+        [(d, s, b.run_id, b.profile) for (d, s), b in runs.items() if b not in left_out],
+        schema={"domain": pl.String, "system": pl.String, **BUILT_BY},
+        orient="row",
+    )
+    return (
+        recor_runs.join(kept, on=["domain", "system"], how="inner", maintain_order="left"),
+        benchmark.filter(~pl.col("domain").is_in(gone)),
+        corpus.filter(~pl.col("domain").is_in(gone)),
+        provenance.provenance_metadata(said, left_out),
+    )
 
 
 @dg.asset(
@@ -35,15 +85,21 @@ SUBMISSIONS = "submissions"
         ),
     },
     kinds={"ranx"},
-    code_version="1",
+    code_version="2",
 )
-def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame) -> dg.Output:
+def reteco_retrieval(
+    context: dg.AssetExecutionContext, recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame
+) -> dg.Output:
     """RECOR's runs scored as SemEval-2027 RETECO Track 2 (sub-tracks 2a and 2c) scores a
     submission (``assets/eval/recor/reteco/rules.py``): each retriever x strategy of ``recor_runs`` is one
     run, written as a TREC file and read by the task's rules against its domain's turns and
     documents (a domain at a time). Per target turn: binary nDCG@10 (official), MAP@10, Recall@10 and MRR;
     the official table (macro over the turns), per domain and by depth T1..T4, T5+. The same
-    rules as ``python -m pipelines.reteco score``."""
+    rules as ``python -m pipelines.reteco score``. Reads the partitions built under the run's
+    profile, by the current code and after what they were built from (``left_out`` names the
+    others, with the reason); each row names the run that built its run partition
+    (``dagster_run``) and its ``profile``."""
+    recor_runs, benchmark, corpus, built = current_runs(context, recor_runs, benchmark, corpus)
     # One domain at a time: BRIGHT numbers its questions per domain, so two domains may hold one
     # conversation id, which a task query id cannot tell apart (the command refuses them together).
     frames, notes, turns, documents = [], {}, 0, 0
@@ -59,11 +115,7 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
         ):
             name = f"{system}/{strategy}"
             checked.append(
-                (
-                    name,
-                    reteco.check_run(trec_run(run.drop("strategy", "domain")).encode(), f"{domain}: {name}", targets),
-                    targets,
-                )
+                (name, reteco.check_run(trec_run(task_ids(run)).encode(), f"{domain}: {name}", targets), targets)
             )
             notes[f"{domain}: {name}"] = checked[-1][1].summary()
         # a domain's runs scored together (a ranx call costs seconds before its first line), and
@@ -73,6 +125,8 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
         pl.col("run").str.extract(r"^(.*)/[^/]*$").alias("retriever"),
         pl.col("run").str.extract(r"/([^/]*)$").alias("strategy"),
     )
+    by = recor_runs.select("domain", pl.col("system").alias("retriever"), *BUILT_BY).unique()
+    scores = scores.join(by, on=["domain", "retriever"], how="left", maintain_order="left")
     slice_ = f"{turns} target turns of {len(domains)} domains ({', '.join(domains)}), {documents:,} documents"
     return dg.Output(
         scores,
@@ -83,15 +137,20 @@ def reteco_retrieval(recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: 
                 "Binary nDCG@10 per target turn, macro-averaged over the turns (a missing turn "
                 f"scores 0); {slice_}\n\n{md_table(reteco.official_table(scores), 50)}"
             ),
-            "by_domain": dg.MetadataValue.md(
-                f"nDCG@10, mean over each domain's target turns (diagnostic)\n\n"
-                f"{md_table(reteco.domain_table(scores), 20)}"
-            ),
-            "by_depth": dg.MetadataValue.md(
-                f"nDCG@10 by conversation depth (diagnostic)\n\n{md_table(reteco.depth_table(scores), 10)}"
-            ),
+            # by_domain, by_depth: every metric's table, nDCG@10's first
+            **{name: dg.MetadataValue.md(text) for name, text in reteco.breakdown_markdown(scores).items()},
             "runs_read": dg.MetadataValue.md("\n\n".join(f"```\n{note}\n```" for note in notes.values()) or "none"),
+            **built,
         },
+    )
+
+
+def task_ids(run: pl.DataFrame) -> pl.DataFrame:
+    """A run of ``recor_runs`` with the task's query ids (``<conversation>#turn<n>``), as a
+    participant would submit it; the project's own are read with a warning that the task's
+    scorer does not read them."""
+    return run.drop("strategy", "domain").with_columns(
+        pl.col("question_id").str.replace(r"_turn_([1-9][0-9]*)$", "#turn$1")
     )
 
 
@@ -229,6 +288,50 @@ RETECO_GENERATION_SCHEMA = {
     **{m: pl.Float64 for m in reteco_judge.DIAGNOSTICS},
     **{m: pl.Float64 for m in reteco.METRICS},
 }
+RETECO_RETRIEVAL, RETECO_GENERATION = (
+    dg.AssetKey([PREFIX, name]) for name in ("reteco_retrieval", "reteco_generation")
+)
+# What a leaderboard's row carries of the runs that built the tables it came from.
+BUILT_BY_RUNS = {"dagster_runs": pl.String, "profile": pl.String}
+
+
+def current_results(
+    context: dg.AssetExecutionContext, retrieval: pl.DataFrame, generation: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict]:
+    """The 2a scores and the judged answers a leaderboard of this run's profile keeps:
+    ``eval/reteco_retrieval`` and each domain's ``eval/reteco_generation``, each judged beside
+    what it was built from as :func:`current_runs` judges a partition; who built each row
+    (sub-track, run and ``BUILT_BY_RUNS``: the runs of the tables it came from); and the
+    metadata naming what is left out."""
+    builds = provenance.Builds(context.instance)
+    scored = builds.latest(RETECO_RETRIEVAL)
+    judged = {domain: builds.latest(RETECO_GENERATION, domain) for domain in sorted(set(generation["domain"]))}
+    profile, said = provenance.report_profile(context, [scored, *judged.values()])
+    left_out = {}
+    for build, assets_def in ((scored, reteco_retrieval), *((b, reteco_generation) for b in judged.values())):
+        if reason := builds.reason(build, assets_def, profile):
+            left_out[build] = reason
+    retrieval = retrieval.clear() if scored in left_out else retrieval
+    kept = pl.DataFrame(
+        [(d, b.run_id, b.profile) for d, b in judged.items() if b not in left_out],
+        schema={"domain": pl.String, **BUILT_BY},
+        orient="row",
+    )
+    generation = generation.join(kept, on="domain", how="inner", maintain_order="left")
+    built = pl.concat(
+        [
+            retrieval.select(pl.lit("2a").alias("subtrack"), "run")
+            .unique()
+            .with_columns(
+                pl.lit(scored.run_id, pl.String).alias("dagster_runs"),
+                pl.lit(scored.profile, pl.String).alias("profile"),
+            ),
+            generation.group_by("subtrack", pl.col("system").alias("run")).agg(
+                pl.col("dagster_run").unique().sort().str.join(", ").alias("dagster_runs"), pl.col("profile").first()
+            ),
+        ]
+    )
+    return retrieval, generation.drop(*BUILT_BY), built, provenance.provenance_metadata(said, left_out)
 
 
 @dg.asset(
@@ -239,14 +342,22 @@ RETECO_GENERATION_SCHEMA = {
         "reteco_generation": wiring.materialized("reteco_generation"),
     },
     kinds={"polars"},
-    code_version="1",
+    code_version="2",
 )
-def reteco_leaderboard(reteco_retrieval: pl.DataFrame, reteco_generation: pl.DataFrame) -> dg.Output:
+def reteco_leaderboard(
+    context: dg.AssetExecutionContext, reteco_retrieval: pl.DataFrame, reteco_generation: pl.DataFrame
+) -> dg.Output:
     """RETECO Track 2's results, one row per sub-track and run: 2a each retrieval run
     (retriever / strategy) by nDCG@10 with MAP@10, Recall@10 and MRR; 2b and 2c each system
     by the macro average of its five normalized judge dimensions, 2c beside the retrieval
-    figures of the run it answered from. Never combined into one number, as the task rules."""
-    board = reteco_judge.leaderboard(reteco_retrieval, reteco_generation)
+    figures of the run it answered from. Never combined into one number, as the task rules.
+    Reads the tables built under the run's profile, by the current code and after what they
+    were built from (``left_out`` names the others, with the reason); each row names the runs
+    of the tables it came from (``dagster_runs``) and their ``profile``."""
+    reteco_retrieval, reteco_generation, built, left_out = current_results(context, reteco_retrieval, reteco_generation)
+    board = reteco_judge.leaderboard(reteco_retrieval, reteco_generation).join(
+        built, on=["subtrack", "run"], how="left", maintain_order="left"
+    )
     turns = reteco_retrieval.select("domain", "qid").unique()
     covers = (
         f"{turns.height} target turns of {turns['domain'].n_unique()} domains "
@@ -254,7 +365,7 @@ def reteco_leaderboard(reteco_retrieval: pl.DataFrame, reteco_generation: pl.Dat
     )
     tables = {
         f"subtrack_{st}": dg.MetadataValue.md(
-            f"{what}; {covers}\n\n{md_table(board.filter(pl.col('subtrack') == st).drop(drop), 60)}"
+            f"{what}; {covers}\n\n{md_table(board.filter(pl.col('subtrack') == st).drop(*drop, *BUILT_BY_RUNS), 60)}"
         )
         for st, what, drop in (
             (
@@ -270,4 +381,4 @@ def reteco_leaderboard(reteco_retrieval: pl.DataFrame, reteco_generation: pl.Dat
             ("2c", "Full conversational RAG: the macro (ranking) beside its run's retrieval figures", ["subtrack"]),
         )
     }
-    return dg.Output(board, metadata={**table_metadata(board, 10), "covers": covers, **tables})
+    return dg.Output(board, metadata={**table_metadata(board, 10), "covers": covers, **tables, **left_out})

@@ -38,6 +38,7 @@ from assets.common.records import read_records
 from assets.common.verdicts import first_token_only, number_distribution
 from assets.eval.recor import steps as generation
 from assets.eval.recor.reteco import rules as reteco
+from assets.eval.recor.reteco.submissions import shown
 from resources.llm import CallStats, LLMRequest, Model, ParseError
 from resources.storage import filesystem
 
@@ -243,9 +244,9 @@ def parse_score(text: str) -> int:
     number that is not whole ("4.5"), one outside 1-5, or two different numbers."""
     numbers = _NUMBER.findall(_OUT_OF_FIVE.sub(" ", text or ""))
     if not numbers:
-        raise ParseError(f"no score in {_shown(text)}")
+        raise ParseError(f"no score in {shown(text or '')}")
     if len(set(numbers)) > 1:
-        raise ParseError(f"{len(set(numbers))} different numbers in {_shown(text)}")
+        raise ParseError(f"{len(set(numbers))} different numbers in {shown(text or '')}")
     number = numbers[0]
     if not _WHOLE.fullmatch(number):
         raise ParseError(f"{number} is not a whole number")
@@ -259,11 +260,6 @@ def parse_score(text: str) -> int:
 _NUMBER = re.compile(r"(?<![\w.,])[-+]?\d+(?:[.,]\d+)*(?!\w)")
 _OUT_OF_FIVE = re.compile(r"\s*(?:/|\bout\s+of)\s*5(?![\w.,]*\d)", re.I)
 _WHOLE = re.compile(r"[-+]?\d+")
-
-
-def _shown(text: str | None, limit: int = 60) -> str:
-    text = text or ""
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def most_probable_score(result) -> int | None:
