@@ -60,6 +60,13 @@ domain_retriever_partitions = dg.MultiPartitionsDefinition(
 # WikiProfile's subject models, from the registry's ``wikiprofile.subjects``.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
 
+# WikiProfile from Wikimedia's data: one partition per summary file of the deployment's
+# Wikipedia folder (a dump shard: its keys are file names, added by whoever reads the folder,
+# never by the registry sensor), and the page views by month over the paper's window
+# (2023-02 to 2025-06), so a backfill reads a month at a time.
+wikipedia_shard_partitions = dg.DynamicPartitionsDefinition(name="wikipedia_shards")
+wikipedia_month_partitions = dg.MonthlyPartitionsDefinition(start_date="2023-02-01", end_date="2025-07-01")
+
 # QUIT's fine-tuned models, one per base model of ``resources/finetuning.yaml``.
 finetune_base_partitions = dg.DynamicPartitionsDefinition(name="finetune_bases")
 
@@ -75,6 +82,8 @@ NAMED = {
     "domain_retrievers": domain_retriever_partitions,
     "subjects": subject_partitions,
     "finetune_bases": finetune_base_partitions,
+    "wikipedia_shards": wikipedia_shard_partitions,
+    "wikipedia_months": wikipedia_month_partitions,
 }
 DYNAMIC = [
     quit_labeler_partitions,

@@ -233,6 +233,18 @@ wikiprofile_eval_source_job = dg.define_asset_job(
     selection=select("eval", "wikiprofile_tasks", "wikiprofile_pages", "wikiprofile_source_rejects"),
     description="The WikiProfile tasks and pages the profiling reads: the build's (default) or a published release's (config source).",
 )
+wikipedia_summaries_job = dg.define_asset_job(
+    "wikipedia_summaries",
+    selection=select("wikiprofile", "wikipedia_summaries", "wikipedia_summary_rejects"),
+    description="One summary file of the deployment's Wikipedia folder read into page leads (partition = file name).",
+)
+wikipedia_views_job = dg.define_asset_job(
+    "wikipedia_views",
+    selection=select("wikiprofile", "wikipedia_views", "wikipedia_view_rejects"),
+    description="One month of page views of the deployment's Wikipedia folder, summed per page (partition = month).",
+)
+# Before the build when WikiProfile starts from Wikimedia's data (make run --wikipedia).
+WIKIPEDIA_STAGES = [("wikipedia_summaries", "wikipedia_shards"), ("wikipedia_views", "wikipedia_months")]
 WIKIPROFILE_BUILD_STAGES = [("wikiprofile_build", None)]
 WIKIPROFILE_EVAL_STAGES = [
     ("wikiprofile_eval_source", None),
@@ -280,6 +292,8 @@ jobs = [
     reteco_generation_job,
     reteco_report_job,
     recor_generation_report_job,
+    wikipedia_summaries_job,
+    wikipedia_views_job,
     wikiprofile_build_job,
     wikiprofile_eval_source_job,
     wikiprofile_profile_job,

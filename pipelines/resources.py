@@ -96,6 +96,9 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "wikiprofile_settings": (
         "profile",
+        "pages_source",
+        "wikipedia_project",
+        "draw_strata",
         "max_pages",
         "min_words",
         "objects_per_page",

@@ -24,7 +24,9 @@ from assets.partitions import DOMAINS, sync_partitions
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.published import release_domains
 from assets.recor.settings import RecorSettings
+from assets.wikiprofile.assets.wikipedia import shard_files, view_files
 from assets.wikiprofile.settings import WikiProfileSettings
+from assets.wikiprofile.sources.wikipedia import WINDOW, window_months
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, REGISTERING_STAGES
 from pipelines.resources import default_resources
@@ -156,6 +158,7 @@ class RunOptions:
     domains: list[str]
     from_release: bool
     reteco: str | None
+    wikipedia: str | None  # the folder of Wikimedia files WikiProfile starts from (--wikipedia)
     finetune: bool
     plan_only: bool
     quit: QuitSettings
@@ -209,6 +212,13 @@ def arguments() -> argparse.ArgumentParser:
         "s3:// prefix holding data/benchmark/<domain>_benchmark.jsonl and data/corpus/<domain>_documents.jsonl; "
         "every conversation of every domain it holds, or of --recor-domains) with the registry's retrievers, "
         "score the runs by the task's rules and print the official table",
+    )
+    parser.add_argument(
+        "--wikipedia",
+        metavar="FOLDER",
+        help="build WikiProfile from Wikimedia's own data in FOLDER: summaries/ (CirrusSearch content dumps, "
+        "wikimedia/wikipedia Parquet shards or REST page-summary JSON Lines) and views/ (country_project_page "
+        "daily files or page-views API JSON); README, 'WikiProfile from Wikipedia'",
     )
     demo_quit = {preset: named_splits(evaluated["quit"]) for preset, evaluated in DEMO_EVALUATION.items()}
     parser.add_argument(
@@ -292,6 +302,8 @@ def parse(argv: list[str] | None = None) -> RunOptions:
     domains = recor_domains(parser, args, wanted, named_domains)
     if args.reteco:
         wanted = ["recor"]
+    if args.wikipedia:
+        args.wikipedia = wikipedia_folder(parser, args, wanted)
     if args.quit_distractors is not None and args.quit_distractors < 1:
         parser.error("--quit-distractors must be at least 1 (convergence is measured against wrong candidates)")
     if args.wikiprofile_samples is not None and (args.wikiprofile_samples <= 0 or args.wikiprofile_samples % 4):
@@ -305,6 +317,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
         domains=domains,
         from_release=args.from_release,
         reteco=args.reteco,
+        wikipedia=args.wikipedia,
         plan_only=args.plan,
         finetune=args.finetune if args.finetune is not None else args.from_release or args.profile == "paper",
         quit=profiled(
@@ -323,6 +336,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
             max_pages=args.wikiprofile_pages,
             downsample_to=args.wikiprofile_facts,
             n_samples=args.wikiprofile_samples,
+            **({"pages_source": "wikipedia", "wikipedia_path": args.wikipedia} if args.wikipedia else {}),
         ),
         evaluated=DEMO_EVALUATION[args.preset]
         if args.profile == "demo" and not (args.from_release or args.reteco)
@@ -365,6 +379,25 @@ def recor_domains(
     return domains
 
 
+def wikipedia_folder(parser: argparse.ArgumentParser, args, wanted: list[str]) -> str:
+    """``--wikipedia``'s folder, absolute (from the current directory), holding ``summaries/``
+    and ``views/``; an error says what is missing."""
+    if args.from_release or args.reteco or "wikiprofile" not in wanted:
+        parser.error("--wikipedia builds WikiProfile: give it without --from-release and --reteco, with wikiprofile")
+    folder = os.path.abspath(os.path.expanduser(args.wikipedia))
+    if missing := [p for p in ("summaries", "views") if not os.path.isdir(os.path.join(folder, p))]:
+        parser.error(f"--wikipedia: {folder} has no {' and no '.join(f'{p}/' for p in missing)} folder")
+    return folder
+
+
+def wikipedia_partitions(folder: str) -> dict[str, list[str]]:
+    """The shards of ``folder``'s summaries and the months of the window its view files cover."""
+    shards, _ = shard_files(os.path.join(folder, "summaries"))
+    views = os.path.join(folder, "views")
+    months = [m for m in window_months(*WINDOW) if view_files(views, m)[0]]
+    return {"wikipedia_shards": list(shards), "wikipedia_months": [f"{m}-01" for m in months]}
+
+
 def plan(options: RunOptions) -> RunPlan:
     """The stages of the run ``options`` asks for, the partitions of the registries and of
     the run's RECOR domains, and the source stages' configs."""
@@ -373,7 +406,13 @@ def plan(options: RunOptions) -> RunPlan:
     partitions["domain_retrievers"] = [
         k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] in options.domains
     ]
-    stages = RETECO_STAGES if options.reteco else run_plan(options.wanted, options.from_release, options.finetune)
+    if options.wikipedia:
+        partitions.update(wikipedia_partitions(options.wikipedia))
+    stages = (
+        RETECO_STAGES
+        if options.reteco
+        else run_plan(options.wanted, options.from_release, options.finetune, wikipedia=bool(options.wikipedia))
+    )
     configs = (
         reteco_configs(options.reteco)
         if options.reteco
@@ -403,6 +442,13 @@ def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
     instance = dg.DagsterInstance.get()
     # The registries' aliases are the partitions (the registry sensor adds them too when the daemon runs).
     sync_partitions(instance)
+    if shards := [
+        k
+        for k in planned.partitions.get("wikipedia_shards", [])
+        if not instance.has_dynamic_partition("wikipedia_shards", k)
+    ]:
+        # the operator's folder of Wikimedia files: its shards are partitions of this instance
+        instance.add_dynamic_partitions("wikipedia_shards", shards)
     started = time.monotonic()
     if not run_stages(
         defs,

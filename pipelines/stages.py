@@ -12,6 +12,7 @@ from pipelines.jobs import (
     QUIT_BUILD_STAGES,
     RECOR_EVAL_STAGES,
     RECOR_STAGES,
+    WIKIPEDIA_STAGES,
     WIKIPROFILE_EVAL_STAGES,
     WIKIPROFILE_STAGES,
     quit_eval_stages,
@@ -40,6 +41,9 @@ def stage_partitions(**registries: str) -> dict[str, list]:
             dg.MultiPartitionKey({"domain": d, "retriever": r}) for d in DOMAINS for r in registered["recor_retrievers"]
         ],
         "subjects": registered["wikiprofile_subjects"],
+        # the files of a Wikipedia folder, when a run reads one (pipelines.run_default)
+        "wikipedia_shards": [],
+        "wikipedia_months": [],
     }
 
 
@@ -134,15 +138,20 @@ def demo_configs(preset: str) -> dict[str, dict]:
     return release_configs(DEMO_EVALUATION[preset], DEMO_EVALUATION[preset])
 
 
-def run_plan(wanted=BENCHMARKS, from_release: bool = False, finetune: bool = False) -> list[tuple[str, str | None]]:
+def run_plan(
+    wanted=BENCHMARKS, from_release: bool = False, finetune: bool = False, wikipedia: bool = False
+) -> list[tuple[str, str | None]]:
     """The stages of a run of the ``wanted`` benchmarks: each one's build and evaluation, or
-    with ``from_release`` its evaluation alone; QUIT's fine-tuning with ``finetune``; the
+    with ``from_release`` its evaluation alone; QUIT's fine-tuning with ``finetune``;
+    WikiProfile's pages read from a Wikipedia folder first with ``wikipedia``; the
     leaderboard last, over every system on every benchmark the run evaluated. ``run_plan()``
     is the default ``make run``."""
     quit = quit_eval_stages(finetune) if from_release else QUIT_BUILD_STAGES + quit_eval_stages(finetune)
     per_benchmark = {
         "quit": quit,
         "recor": RECOR_EVAL_STAGES if from_release else RECOR_STAGES,
-        "wikiprofile": WIKIPROFILE_EVAL_STAGES if from_release else WIKIPROFILE_STAGES,
+        "wikiprofile": WIKIPROFILE_EVAL_STAGES
+        if from_release
+        else (WIKIPEDIA_STAGES if wikipedia else []) + WIKIPROFILE_STAGES,
     }
     return [stage for b in BENCHMARKS if b in wanted for stage in per_benchmark[b]] + LEADERBOARD_STAGES

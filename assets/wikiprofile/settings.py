@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import os
+from typing import Any, ClassVar, Literal
 
 from assets.common.records import project_path
 from assets.common.settings import ProfiledSettings
@@ -25,7 +26,20 @@ class WikiProfileSettings(ProfiledSettings):
 
     DEMO_SLICE: ClassVar[dict[str, Any]] = {"max_pages": 12, "downsample_to": 8, "n_samples": 4}
 
+    # Where the page summaries come from: the project's own JSON at ``pages_path`` (the bundled
+    # sample by default), or Wikimedia's data under ``wikipedia_path`` through the
+    # ``wikipedia_summaries`` and ``wikipedia_views`` assets (README, "WikiProfile from Wikipedia").
+    pages_source: Literal["sample", "wikipedia"] = "sample"
     pages_path: str = "data/wikiprofile/pages.jsonl"
+    # The deployment's folder of Wikimedia files: ``summaries/`` (CirrusSearch content dumps,
+    # Hugging Face wikimedia/wikipedia Parquet shards or REST page-summary JSON Lines, one
+    # partition per file) and ``views/`` (country_project_page daily files or page-views API JSON).
+    wikipedia_path: str | None = None
+    # The project whose page views count (country_project_page's ``project`` column).
+    wikipedia_project: str = "en.wikipedia"
+    # The draw of ``max_pages`` pages is not stated by the paper: uniform over the eligible
+    # pages (0), or equal numbers from this many popularity quantiles.
+    draw_strata: int = 0
     # The local Wikipedia page collection the search-grounded filter searches with BM25.
     search_pages_path: str = "data/wikiprofile/search_pages.jsonl"
     max_pages: int | None = 10000
@@ -44,6 +58,15 @@ class WikiProfileSettings(ProfiledSettings):
 
     def pages_uri(self) -> str:
         return project_path(self.pages_path)
+
+    def wikipedia_folder(self, part: str) -> str:
+        """``summaries`` or ``views`` under the deployment's Wikipedia folder; an error when none is set."""
+        if not self.wikipedia_path:
+            raise ValueError(
+                "wikiprofile_settings.wikipedia_path is not set: the deployment names its folder of Wikimedia "
+                "files (make run --wikipedia FOLDER)"
+            )
+        return os.path.join(project_path(self.wikipedia_path), part)
 
     def search_pages_uri(self) -> str:
         return project_path(self.search_pages_path)

@@ -5,7 +5,8 @@ references block, so a bad table does not flow on; the LLM accounting and distra
 overlap the gold warn.
 
 One module per stage of the construction, as ``assets.wikiprofile`` has them: the sources
-(the pages and the collection the search filters search), the steps between (steps 2-17:
+(the pages, from the project's JSON or Wikimedia's data (``wikipedia``), and the collection
+the search filters search), the steps between (steps 2-17:
 categories, entities, objects, verification, facts, the questions and their search
 filters) and the release (steps 18-19, the benchmark); ``shared`` holds what their checks
 have in common.
@@ -14,5 +15,6 @@ have in common.
 from checks.wikiprofile.release import release_checks
 from checks.wikiprofile.sources import source_checks
 from checks.wikiprofile.steps import step_checks
+from checks.wikiprofile.wikipedia import wikipedia_checks
 
-wikiprofile_checks = [*source_checks, *step_checks, *release_checks]
+wikiprofile_checks = [*wikipedia_checks, *source_checks, *step_checks, *release_checks]

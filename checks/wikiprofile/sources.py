@@ -9,6 +9,7 @@ import polars as pl
 from assets.wikiprofile import sources
 from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import flags, rejects_check, rows_check, table_check, unmet
+from checks.wikiprofile import wikipedia
 from checks.wikiprofile.shared import ins, key
 
 # sources.search_collection's documents.
@@ -28,20 +29,25 @@ source_pages_schema = table_check(
 @dg.asset_check(
     asset=key("source_pages"),
     blocking=True,
-    description="Summaries of at least the configured words (the paper's 50), counted right; ids from the titles; "
-    "views over at least one month, none negative.",
+    description="Summaries of at least the configured words (the paper's 50), counted right; ids from the titles "
+    "(Wikipedia's numeric page ids when drawn from Wikimedia's data); views over at least one month, none negative.",
 )
 def page_rules(source_pages: pl.DataFrame, wikiprofile_settings: WikiProfileSettings) -> dg.AssetCheckResult:
     least = wikiprofile_settings.min_words
+    from_wikipedia = wikiprofile_settings.pages_source == "wikipedia"
     frame = source_pages.with_columns(
-        flags(source_pages, lambda pid, title: pid == sources.page_id(title), "page_id", "title").alias("id_of_title")
+        pl.col("page_id").str.contains(r"^[0-9]+$").alias("id_of_title")
+        if from_wikipedia
+        else flags(source_pages, lambda pid, title: pid == sources.page_id(title), "page_id", "title").alias(
+            "id_of_title"
+        )
     )
     bad = unmet(
         frame,
         {
             f"at least {least} words": pl.col("words") >= least,
             "words counts the summary's words": pl.col("words") == pl.col("summary").str.count_matches(r"\S+"),
-            "page_id made from the title": pl.col("id_of_title"),
+            ("a Wikipedia page id" if from_wikipedia else "page_id made from the title"): pl.col("id_of_title"),
             "views over at least one month, none negative": (pl.col("months") >= 1)
             & (pl.col("mean_monthly_views") >= 0),
         },
@@ -50,7 +56,8 @@ def page_rules(source_pages: pl.DataFrame, wikiprofile_settings: WikiProfileSett
     return rows_check(bad, "pages as the method samples them")
 
 
-source_rejects_reasons = rejects_check(key("source_rejects"), sources.SOURCE_REASONS, sources.REJECTS.keys)
+# from Wikimedia's data the rejects say also which pages had no views and which months were missing
+source_rejects_reasons = rejects_check(key("source_rejects"), wikipedia.SOURCE_REASONS, sources.REJECTS.keys)
 
 
 # --- the page collection the search filters search ---------------------------------------------

@@ -83,7 +83,8 @@ def test_jobs_cover_the_graph_in_stages():
     from pipelines.stages import run_plan
 
     covered = set()
-    for name, _ in run_plan(finetune=True):
+    # Wikimedia's data as WikiProfile's source (make run --wikipedia) among the stages
+    for name, _ in run_plan(finetune=True, wikipedia=True):
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     # every asset, RECOR's observed source files included (recor_observe)
@@ -98,22 +99,26 @@ def test_a_stage_names_the_partitions_of_its_job_as_the_partitions_module_does()
     from pipelines.stages import RETECO_STAGES, run_plan, stage_partitions
 
     assert set(stage_partitions()) == set(NAMED)
-    partitioned = {name: named for name, named in {*run_plan(finetune=True), *RETECO_STAGES} if named}
+    partitioned = {name: named for name, named in {*run_plan(finetune=True, wikipedia=True), *RETECO_STAGES} if named}
     assert {"retriever_rerankers", "domain_retrievers", "quit_models"} <= set(partitioned.values())
     for name, named in partitioned.items():
         assert defs.resolve_job_def(name).partitions_def is NAMED[named], name
 
 
 def test_the_default_run_and_the_release_run_hold_every_check_between_them():
-    """The end-to-end test sees every check of the default run's stages run, and the release
-    run's test every check of its own (QUIT's fine-tuning among them): together, all."""
+    """The end-to-end test sees every check of the default run's stages run, the release run's
+    test every check of its own (QUIT's fine-tuning among them), and the Wikimedia sources'
+    test (tests/assets/wikiprofile/test_wikipedia_sources.py) the checks of its assets:
+    together, all."""
+    from checks.wikiprofile.wikipedia import wikipedia_checks
     from pipelines.definitions import defs
     from pipelines.stages import run_plan
     from tests.pipelines.checks_ran import checks_of_stages
     from tests.pipelines.release_run import PLAN
 
     default, release = checks_of_stages(defs, run_plan()), checks_of_stages(defs, run_plan(**PLAN))
-    assert default | release == set(defs.resolve_asset_graph().asset_check_keys)
+    wikipedia = {key for check in wikipedia_checks for key in check.check_keys}
+    assert default | release | wikipedia == set(defs.resolve_asset_graph().asset_check_keys)
     assert any(k.asset_key.path[-1] == "quit_dense_model" for k in release - default)
 
 

@@ -173,6 +173,8 @@ SET = {
     "passage_prefix": "p: ",
     "use_gpu": False,
     "colbert_query_augmentation": False,
+    "pages_source": "wikipedia",
+    "wikipedia_project": "de.wikipedia",
 }
 
 

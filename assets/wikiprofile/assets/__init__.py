@@ -4,7 +4,8 @@ is a multi-asset of what it keeps and what it rejects, with the reason; the rule
 
 The assets by stage: :mod:`.extraction` (steps 1-6: pages to facts), :mod:`.questions`
 (steps 7-17: the questions and their search filters) and :mod:`.release` (steps 18-19: the
-benchmark), sharing :mod:`.common`'s wiring. ``wikiprofile_assets`` lists them."""
+benchmark), with :mod:`.wikipedia` (the pages from Wikimedia's own data), sharing
+:mod:`.common`'s wiring. ``wikiprofile_assets`` lists them."""
 
 from assets.wikiprofile.assets.common import wiring
 from assets.wikiprofile.assets.extraction import (
@@ -25,8 +26,11 @@ from assets.wikiprofile.assets.questions import (
     reverse_search_filter,
 )
 from assets.wikiprofile.assets.release import benchmark
+from assets.wikiprofile.assets.wikipedia import wikipedia_summaries, wikipedia_views
 
 wikiprofile_assets = [
+    wikipedia_summaries,
+    wikipedia_views,
     source_pages,
     page_index,
     categories,

@@ -8,9 +8,11 @@ import polars as pl
 from assets.common.metadata import counts_md, md_table, table_metadata
 from assets.wikiprofile import sources, steps
 from assets.wikiprofile.assets.common import GROUP, PREFIX, STEP, builder, prompted, wiring
+from assets.wikiprofile.assets.wikipedia import SUMMARIES, VIEWS, wikipedia_pages
 from assets.wikiprofile.settings import WikiProfileSettings
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
+from resources.storage import StorageResource
 
 
 @dg.multi_asset(
@@ -20,17 +22,33 @@ from resources.llm.registry import llm_pool
             "Wikipedia page summaries of at least 50 words, with their mean monthly page views.", {"polars"}
         ),
         "source_rejects": wiring.out(
-            "Page records rejected at ingest (malformed, duplicate, too short), with the raw record.", {"polars"}
+            "Page records rejected at ingest (malformed, duplicate, too short; from Wikipedia: no views in the "
+            "window, a month or shard not materialized), with the raw record.",
+            {"polars"},
         ),
     },
+    # read only with pages_source: wikipedia (what is materialized of them), so deps, not inputs
+    deps=[dg.AssetDep(dg.AssetKey(list(k)), partition_mapping=dg.AllPartitionMapping()) for k in (SUMMARIES, VIEWS)],
     **STEP,
 )
-def source_pages(wikiprofile_settings: WikiProfileSettings):
-    """Step 1: the page summaries (JSON Lines, JSON or Parquet; local path or s3 URI), each
-    checked; ``max_pages`` draws that many pages at random (seeded, as the paper samples its
-    10,000 summaries), kept in file order."""
-    pages, rejects = sources.load_pages(wikiprofile_settings.pages_uri(), wikiprofile_settings.min_words)
-    if wikiprofile_settings.max_pages is not None and pages.height > wikiprofile_settings.max_pages:
+def source_pages(
+    context: dg.AssetExecutionContext, wikiprofile_settings: WikiProfileSettings, storage: StorageResource
+):
+    """Step 1: the page summaries. From the project's own JSON (JSON Lines, JSON or Parquet;
+    local path or s3 URI), each record checked, ``max_pages`` drawn at random (seeded, as the
+    paper samples its 10,000 summaries) and kept in file order; or, with ``pages_source:
+    wikipedia``, from the materialized shards and months of Wikimedia's data
+    (:func:`assets.wikiprofile.assets.wikipedia.wikipedia_pages`)."""
+    counts = {}
+    if wikiprofile_settings.pages_source == "wikipedia":
+        pages, rejects, counts = wikipedia_pages(context.instance, storage, wikiprofile_settings, context.log.warning)
+    else:
+        pages, rejects = sources.load_pages(wikiprofile_settings.pages_uri(), wikiprofile_settings.min_words)
+    if (
+        wikiprofile_settings.pages_source != "wikipedia"
+        and wikiprofile_settings.max_pages is not None
+        and pages.height > wikiprofile_settings.max_pages
+    ):
         pages = (
             pages.with_row_index("row")
             .sample(n=wikiprofile_settings.max_pages, seed=wikiprofile_settings.seed)
@@ -47,6 +65,8 @@ def source_pages(wikiprofile_settings: WikiProfileSettings):
             "views_min": float(views.min() or 0),
             "views_median": float(views.median() or 0),
             "views_max": float(views.max() or 0),
+            "pages_source": wikiprofile_settings.pages_source,
+            **counts,
         },
     )
     yield dg.Output(
