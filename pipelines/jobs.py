@@ -431,6 +431,11 @@ PROFILED_JOBS = [
     (wikiprofile_report_job, "wikiprofile"),
 ]
 
+# Jobs whose steps read a profiled settings resource only for what no profile changes (the
+# deployment's Wikipedia folder, the project whose views count, the words a lead needs): a
+# demo and a paper run would read the same files into the same tables, so no variants.
+PROFILE_FREE_JOBS = [wikipedia_summaries_job, wikipedia_views_job]
+
 
 def profile_variants(job, sizes: dict[str, str]) -> list:
     """``<job>_demo`` and ``<job>_paper``: the job's selection with the profile in its run

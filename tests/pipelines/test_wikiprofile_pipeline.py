@@ -6,13 +6,16 @@ import polars as pl
 from assets.eval.sources import wikiprofile_source
 from assets.eval.wikiprofile import rules as method
 from assets.eval.wikiprofile.assets import wikiprofile_analysis_assets, wikiprofile_profile_assets
-from assets.wikiprofile.assets import wikiprofile_assets
+from assets.wikiprofile.assets import construction_assets
 from assets.wikiprofile.settings import WikiProfileSettings
 from checks.factories import CheckSettings
 from checks.wikiprofile import wikiprofile_checks
 from resources.search import DocumentSearchResource
 from resources.storage import StorageResource, parquet_io_manager
 
+# The construction from the bundled sample and its checks; the partitioned Wikimedia readers
+# are tested in tests/assets/wikiprofile/test_wikipedia_sources.py.
+BUILD = [*construction_assets, *(c for c in wikiprofile_checks if c.partitions_def is None)]
 # Warnings the scripted LLM trips on purpose: replies in broken formats.
 SCRIPTED_WARNINGS = ("llm_accounting",)
 
@@ -29,7 +32,7 @@ def failed_checks(result) -> list[str]:
 def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     storage = tmp_path / "storage"
     result = dg.materialize(
-        [*wikiprofile_assets, *wikiprofile_checks],
+        BUILD,
         resources={
             "storage": StorageResource(root=str(storage)),
             "io_manager": parquet_io_manager,
@@ -95,7 +98,8 @@ def test_fact_extraction_keeps_every_step_and_reject(scripted_llm, tmp_path):
     completion = bench.filter(pl.col("task") == "completion").row(0, named=True)
     assert summary[completion["page_id"]].startswith(completion["question"])
     # every check of every construction table ran; all passed but the scripted LLM's warnings
-    assert len(result.get_asset_check_evaluations()) == sum(len(c.check_keys) for c in wikiprofile_checks)
+    checks = [c for c in BUILD if isinstance(c, dg.AssetChecksDefinition)]
+    assert len(result.get_asset_check_evaluations()) == sum(len(c.check_keys) for c in checks)
     assert failed_checks(result) == []
     [event] = [
         m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["wikiprofile", "benchmark"])
@@ -117,13 +121,7 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
         "check_settings": CheckSettings(),
     }
     # the build, then the profiling of what it built (the evaluation's source asset reads it)
-    everything = [
-        *wikiprofile_assets,
-        *wikiprofile_checks,
-        wikiprofile_source,
-        *wikiprofile_profile_assets,
-        *wikiprofile_analysis_assets,
-    ]
+    everything = [*BUILD, wikiprofile_source, *wikiprofile_profile_assets, *wikiprofile_analysis_assets]
     profiling = [dg.AssetKey(["eval", f"wikiprofile_{n}"]) for n in ("responses", "graded_responses", "profiles")]
     reports = [
         dg.AssetKey(["eval", f"wikiprofile_{n}"])

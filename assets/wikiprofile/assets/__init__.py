@@ -5,7 +5,8 @@ is a multi-asset of what it keeps and what it rejects, with the reason; the rule
 The assets by stage: :mod:`.extraction` (steps 1-6: pages to facts), :mod:`.questions`
 (steps 7-17: the questions and their search filters) and :mod:`.release` (steps 18-19: the
 benchmark), with :mod:`.wikipedia` (the pages from Wikimedia's own data), sharing
-:mod:`.common`'s wiring. ``wikiprofile_assets`` lists them."""
+:mod:`.common`'s wiring. ``wikiprofile_assets`` lists them: ``wikipedia_assets`` and
+``construction_assets``."""
 
 from assets.wikiprofile.assets.common import wiring
 from assets.wikiprofile.assets.extraction import (
@@ -26,11 +27,10 @@ from assets.wikiprofile.assets.questions import (
     reverse_search_filter,
 )
 from assets.wikiprofile.assets.release import benchmark
-from assets.wikiprofile.assets.wikipedia import wikipedia_summaries, wikipedia_views
+from assets.wikiprofile.assets.wikipedia import wikipedia_assets
 
-wikiprofile_assets = [
-    wikipedia_summaries,
-    wikipedia_views,
+# The construction from the pages on: unpartitioned, one run builds it (``wikiprofile_build``).
+construction_assets = [
     source_pages,
     page_index,
     categories,
@@ -46,5 +46,8 @@ wikiprofile_assets = [
     natural_search_filter,
     benchmark,
 ]
+# The Wikimedia readers are partitioned (a shard, a month): materialized on their own, before
+# the build, never in one run with it.
+wikiprofile_assets = [*wikipedia_assets, *construction_assets]
 
-__all__ = ["wikiprofile_assets", "wiring"]
+__all__ = ["construction_assets", "wikipedia_assets", "wikiprofile_assets", "wiring"]
