@@ -197,6 +197,30 @@ def test_bad_view_input_is_a_reject_or_an_error_naming_the_file(tmp_path):
         ViewReader().read_month([str(cut)], "2024-01")
 
 
+def test_a_day_of_numbers_and_a_day_read_as_bytes_count_alike(tmp_path):
+    """A day whose counts and ids all parse reads straight to numbers; one bad field sends the
+    day through the row-by-row reading. Both count the same rows the same way."""
+    day = open(os.path.join(VIEWS, "2023-2-6.tsv"), "rb").read()
+    numbers = tmp_path / "2023-2-7.tsv"
+    bad = b"France\tFR\ten.wikipedia\t1000\tAlbert_Einstein\t-3\nGermany\tDE\ten.wikipedia\t1000\tAlbert_Einstein\t\n"
+    numbers.write_bytes(day + bad)
+    as_bytes = tmp_path / "2023-2-8.tsv"
+    # another project's row: not counted, but its count is no number, so the day is read as bytes
+    as_bytes.write_bytes(numbers.read_bytes() + b"Germany\tDE\tde.wikipedia\t7\tSieben\tsieben\n")
+    counted = {}
+    for path in (numbers, as_bytes):
+        reader = ViewReader()
+        counted[path.name] = reader.read_month([str(path)], "2023-02"), sorted(r["detail"] for r in reader.rejects)
+    (typed, typed_rejects), (read_as_bytes, bytes_rejects) = counted.values()
+    assert typed.sort("page_id").equals(read_as_bytes.sort("page_id")) and typed.height == 42
+    lines = len(day.rstrip(b"\n").split(b"\n"))
+    assert typed_rejects == [
+        f"2023-2-7.tsv line {lines + 1}: count '-3' is not a count of at least 0",
+        f"2023-2-7.tsv line {lines + 2}: count '' is not a count of at least 0",
+    ]
+    assert [d.replace("2023-2-8", "2023-2-7") for d in bytes_rejects] == typed_rejects
+
+
 def fixture_pages():
     ids = pl.concat([read(p)[0].drop("summary") for p in (CIRRUS, HF, REST)])
     return ids.unique("page_id", keep="first", maintain_order=True)

@@ -175,33 +175,21 @@ class ViewReader:
 
     def _daily(self, path: str) -> pl.DataFrame:
         sep, columns = self._header(path)
-        bad_rows: list[str] = []
-
-        def invalid(row) -> str:
-            bad_rows.append(row.text)
-            return "skip"
-
-        kind = compression(path)
-        stream = pa.input_stream(path, compression=None if kind == "none" else kind)
+        # A day parses straight into numbers and text when every count and id is a number and
+        # every title UTF-8 (the published files are); a day that is not is read again as bytes,
+        # each row checked (:meth:`_daily_batch`), so the bad rows are named, not the file.
+        typed = {columns["project"]: pa.binary(), columns["title"]: pa.string(), columns["count"]: pa.int64()}
+        if "page_id" in columns:
+            typed[columns["page_id"]] = pa.int64()
         try:
-            # a day's file read whole by pyarrow's threads (the four columns only, about 60 MB for a
-            # day of every project): one day at a time bounds memory, and streaming it block by
-            # block took twice as long
-            table = pacsv.read_csv(
-                stream,
-                read_options=pacsv.ReadOptions(block_size=BLOCK),
-                # TSV titles hold quote marks as they are ("Weird_Al"_Yankovic): no quoting in TSV
-                parse_options=pacsv.ParseOptions(
-                    delimiter=sep, quote_char=False if sep == "\t" else '"', invalid_row_handler=invalid
-                ),
-                convert_options=pacsv.ConvertOptions(
-                    include_columns=list(columns.values()),
-                    column_types={c: pa.binary() for c in columns.values()},
-                    strings_can_be_null=False,
-                ),
-            )
-        except (pa.ArrowInvalid, OSError, EOFError) as e:
-            raise WikipediaFileError(f"{path}: cannot be read to its end ({e}); download the file again") from None
+            table, bad_rows = self._read_daily(path, sep, typed)
+        except (pa.ArrowInvalid, OSError, EOFError):
+            table = None
+        if table is None:
+            try:
+                table, bad_rows = self._read_daily(path, sep, {c: pa.binary() for c in columns.values()})
+            except (pa.ArrowInvalid, OSError, EOFError) as e:
+                raise WikipediaFileError(f"{path}: cannot be read to its end ({e}); download the file again") from None
         self._count("rows", table.num_rows)
         for text in bad_rows:
             self._reject(text[:80], path, MALFORMED_RECORD, f"row {text[:200]!r}: not as many fields as the header")
@@ -211,7 +199,64 @@ class ViewReader:
         if not len(rows):
             return pl.DataFrame(schema=PARTIAL)
         # line numbers as the file counts them: the header is line 1 (a skipped bad row shifts them)
-        return self._daily_batch(path, table.filter(mask), columns, rows.to_numpy() + 2)
+        lines, batch = rows.to_numpy() + 2, table.filter(mask)
+        if batch.schema.field(columns["count"]).type == pa.int64():
+            return self._typed_batch(path, batch, columns, lines)
+        return self._daily_batch(path, batch, columns, lines)
+
+    def _read_daily(self, path: str, sep: str, types: dict) -> tuple[pa.Table, list[str]]:
+        """The day's columns in ``types``, and the rows skipped for their number of fields."""
+        bad_rows: list[str] = []
+
+        def invalid(row) -> str:
+            bad_rows.append(row.text)
+            return "skip"
+
+        kind = compression(path)
+        stream = pa.input_stream(path, compression=None if kind == "none" else kind)
+        # a day's file read whole by pyarrow's threads (the four columns only, about 60 MB for a
+        # day of every project): one day at a time bounds memory, and streaming it block by
+        # block took twice as long
+        table = pacsv.read_csv(
+            stream,
+            read_options=pacsv.ReadOptions(block_size=BLOCK),
+            # TSV titles hold quote marks as they are ("Weird_Al"_Yankovic): no quoting in TSV
+            parse_options=pacsv.ParseOptions(
+                delimiter=sep, quote_char=False if sep == "\t" else '"', invalid_row_handler=invalid
+            ),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=list(types),
+                column_types=types,
+                # only an empty field is missing (an id-less row); "NA" or "null" is no number
+                null_values=[""],
+                strings_can_be_null=False,
+            ),
+        )
+        return table, bad_rows
+
+    def _typed_batch(self, path: str, batch: pa.Table, columns: dict[str, str], lines) -> pl.DataFrame:
+        """One day's rows of the project as parsed to numbers: a missing or negative count rejected."""
+        self._count("project_rows", batch.num_rows)
+        ids = (
+            pl.from_arrow(batch.column(columns["page_id"]))
+            if "page_id" in columns
+            else pl.Series([None] * batch.num_rows, dtype=pl.Int64)
+        )
+        frame = pl.DataFrame(
+            {
+                "line": lines,
+                "page_id": ids,
+                "raw_title": pl.from_arrow(batch.column(columns["title"])),
+                "views": pl.from_arrow(batch.column(columns["count"])),
+            }
+        )
+        bad = pl.col("views").is_null() | (pl.col("views") < 0)
+        for r in frame.filter(bad).iter_rows(named=True):
+            count = "" if r["views"] is None else str(r["views"])
+            self._reject(
+                r["raw_title"], path, BAD_VIEWS, f"line {r['line']}: count {count!r} is not a count of at least 0"
+            )
+        return _partial(frame.filter(~bad).select("page_id", "raw_title", "views"))
 
     def _daily_batch(self, path: str, batch: pa.Table, columns: dict[str, str], lines) -> pl.DataFrame:
         """One batch of the project's rows: titles decoded, counts parsed, bad rows rejected."""
