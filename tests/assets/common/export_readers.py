@@ -33,10 +33,13 @@ def beir_load(folder: Path, split: str) -> tuple[dict, dict, dict]:
     return GenericDataLoader(data_folder=str(folder)).load(split=split)
 
 
-def materialize_export(asset, checks, stored: dict, root: Path, settings: dict, partition: str | None = None):
-    """``asset`` (an export) materialized over ``stored`` tables (key path -> frame) written
-    where the IO manager reads them under ``root``, with its ``export_written`` check from
-    ``checks``; returns the check's evaluation."""
+def materialize_export(
+    asset, checks, stored: dict, root: Path, settings: dict, partition: str | None = None, upstream_partitions=None
+):
+    """``asset`` (an export) materialized over ``stored`` tables (key path -> frame, written
+    where the IO manager reads them under ``root``, as ``partition``), with its
+    ``export_written`` check from ``checks``; returns the check's evaluation. Its upstream
+    tables are partitioned as it is, or by ``upstream_partitions`` (an asset reading them all)."""
     import dagster as dg
 
     from resources.storage import ParquetIOManager, StorageResource, table_uri, write_parquet
@@ -44,11 +47,12 @@ def materialize_export(asset, checks, stored: dict, root: Path, settings: dict, 
     for path, frame in stored.items():
         write_parquet(table_uri(str(root), path, partition), frame)
     [check] = [c for c in checks if asset.key in {k.asset_key for k in c.check_keys}]
-    specs = [dg.AssetSpec(list(path), partitions_def=asset.partitions_def) for path in stored]
+    partitions = asset.partitions_def or upstream_partitions
+    specs = [dg.AssetSpec(key, partitions_def=partitions) for key in asset.dependency_keys]
     result = dg.materialize(
         [asset, check, *specs],
         selection=[asset],
-        partition_key=partition,
+        partition_key=partition if asset.partitions_def else None,
         resources={
             "io_manager": ParquetIOManager(root=str(root)),
             "storage": StorageResource(root=str(root)),

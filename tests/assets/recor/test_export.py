@@ -8,11 +8,13 @@ import polars as pl
 import pytest
 
 from assets.common.sharing import BuildRecord, write_share
+from assets.partitions import domain_partitions
 from assets.recor import export
-from assets.recor.export import recor_export
+from assets.recor.export import recor_export, recor_export_all
 from assets.recor.settings import RecorSettings
 from checks.factories import export_problems
 from checks.recor.release import release_checks
+from resources.storage import table_uri, write_parquet
 from tests.assets.common.export_readers import beir_load, croissant_rows, hf_rows, materialize_export
 from tests.assets.recor.test_release import turns as law_turns
 
@@ -123,4 +125,23 @@ def test_a_manifest_missing_a_file_fails_the_check(two_domains):
         gone.with_suffix(".moved").rename(gone)
     assert export_problems(manifest.filter(~pl.col("file").str.ends_with(".tsv")), beir=True) == [
         "BEIR's .tsv is not in the manifest"
+    ]
+
+
+def test_the_all_domains_asset_reads_every_built_domain(tmp_path):
+    """recor/export_all reads the domains built so far (no other is materialized) into one dataset."""
+    for domain in ("law", "biology"):
+        stored = {("recor", "benchmark"): benchmark(domain), ("recor", "corpus"): corpus(domain)}
+        for path, frame in stored.items():
+            write_parquet(table_uri(str(tmp_path), path, domain), frame)
+    settings = {"recor_settings": RecorSettings()}
+    evaluation = materialize_export(
+        recor_export_all, release_checks, {}, tmp_path, settings, upstream_partitions=domain_partitions
+    )
+    assert evaluation.passed, evaluation.metadata
+    folder = tmp_path / "recor" / "export" / "all"
+    assert sorted(p.name for p in (folder / "beir").iterdir()) == ["biology", "law"]
+    assert sorted(p.name for p in (folder / "hf" / "data" / "turns").iterdir()) == [
+        "biology-00000-of-00001.parquet",
+        "law-00000-of-00001.parquet",
     ]
