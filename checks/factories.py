@@ -12,6 +12,9 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from assets.common.sharing import MANIFEST_SCHEMA
+from resources.storage import exists
+
 _LOCK = threading.Lock()
 _COUNTER = itertools.count()
 _CONTEXT = None
@@ -410,5 +413,48 @@ def llm_accounting_check(
                 "failed_items": dg.MetadataValue.text(names),
             },
         )
+
+    return _check
+
+
+def export_problems(manifest: pl.DataFrame, beir: bool) -> list[str]:
+    """What is wrong with an export's manifest (:mod:`assets.common.sharing`): its shape, a
+    file it names that is not there, a format missing (the card, Croissant, a data file,
+    BEIR's three files for a retrieval benchmark) or a data file without rows."""
+    problems = table_problems(manifest, MANIFEST_SCHEMA, unique=("file",), not_null=("format", "file", "path"))
+    if problems:
+        return problems
+    files = manifest["file"].to_list()
+    required = {
+        "the dataset card hf/README.md": any(f == "hf/README.md" for f in files),
+        "hf/croissant.json": any(f == "hf/croissant.json" for f in files),
+        "a Parquet data file under hf/data/": any(f.startswith("hf/data/") for f in files),
+    }
+    if beir:
+        required |= {
+            f"BEIR's {name}": any(f.startswith("beir/") and f.endswith(name) for f in files)
+            for name in ("corpus.jsonl", "queries.jsonl", ".tsv")
+        }
+    problems += [f"{what} is not in the manifest" for what, found in required.items() if not found]
+    problems += [f"{f}: nothing at {p}" for f, p in manifest.select("file", "path").iter_rows() if not exists(p)]
+    empty = manifest.filter(
+        (pl.col("rows") == 0) & (pl.col("file").str.starts_with("hf/data/") | pl.col("file").str.ends_with(".jsonl"))
+    )
+    problems += [f"{f}: no rows" for f in empty["file"]]
+    return problems
+
+
+def export_check(asset, beir: bool, partitions_def: dg.PartitionsDefinition | None = None) -> dg.AssetChecksDefinition:
+    """The export's manifest names every format's files, each written, none empty."""
+    what = "the card, Croissant, the Parquet data" + (" and BEIR's corpus, queries and qrels" if beir else "")
+
+    @dg.asset_check(
+        asset=_key(asset),
+        name="export_written",
+        partitions_def=partitions_def,
+        description=f"The export's manifest names {what}; every file is where it says, no data file empty.",
+    )
+    def _check(frame: pl.DataFrame) -> dg.AssetCheckResult:
+        return problems_result(export_problems(frame, beir), frame.height)
 
     return _check

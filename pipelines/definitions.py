@@ -14,6 +14,7 @@ from assets.eval.wikiprofile.assets import wikiprofile_analysis_assets, wikiprof
 from assets.partitions import NAMED
 from assets.quit.assets import quit_assets
 from assets.recor.assets import recor_assets
+from assets.recor.export import recor_export_assets
 from assets.wikiprofile.assets import wikiprofile_assets
 from checks.eval import eval_checks
 from checks.quit import quit_checks
@@ -50,6 +51,7 @@ def build_defs(executor: dg.ExecutorDefinition = dg.in_process_executor, **resou
             *finetune_model_assets,
             *finetune_report_assets,
             *recor_assets,
+            *recor_export_assets,
             *recor_eval_assets,
             *wikiprofile_assets,
             *wikiprofile_profile_assets,

@@ -145,7 +145,8 @@ def quit_eval_stages(finetune: bool) -> list[tuple[str, str | None]]:
     return [*QUIT_EVAL_STAGES[:1], *QUIT_FINETUNE_STAGES, *QUIT_EVAL_STAGES[1:], ("quit_finetune_report", None)]
 
 
-RECOR_REPORTS = select("recor", "quality_report", "statistics")
+# What reads every domain: run once after the domains are built (export_all: all domains as one dataset).
+RECOR_REPORTS = select("recor", "quality_report", "statistics", "export_all")
 recor_observe_job = dg.define_asset_job(
     "recor_observe",
     selection=select("recor", "source_files"),
@@ -158,7 +159,9 @@ recor_build_job = dg.define_asset_job(
     description="RECOR construction and quality analysis of one domain (partition = domain).",
 )
 recor_report_job = dg.define_asset_job(
-    "recor_report", selection=RECOR_REPORTS, description="RECOR statistics (Table 2) and quality report (Table 31)."
+    "recor_report",
+    selection=RECOR_REPORTS,
+    description="RECOR statistics (Table 2), quality report (Table 31) and the export of every built domain.",
 )
 recor_eval_source_job = dg.define_asset_job(
     "recor_eval_source",

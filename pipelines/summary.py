@@ -170,6 +170,10 @@ def print_plan(options: RunOptions, planned: RunPlan) -> None:
         print("(quit_retrieval and quit_rerank also run the retriever and reranker that quit_finetune registers)")
 
 
+# What every export folder holds (assets.common.sharing); README, "Sharing a build".
+EXPORT_FORMATS = "(hf/: README.md card, data/, croissant.json)"
+
+
 def summarize(options: RunOptions, storage: StorageResource) -> None:
     """Where a finished run's tables and files are, with the tables a reader looks at first."""
     root = storage.root
@@ -200,6 +204,7 @@ def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_ev
         print("\nQUIT statistics (Table 1 of the paper):")
         print(read_parquet(statistics))
     print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
+    print(f"QUIT export:              {storage.path('quit', 'export')}  {EXPORT_FORMATS}, beir/")
     print(f"QUIT statistics table:    {statistics}")
     print(
         f"QUIT rejected records:    {table_uri(root, ['quit', 'source_rejects'])}, {table_uri(root, ['quit', 'leakage_rejects'])}"
@@ -216,6 +221,10 @@ def print_recor_build(storage: StorageResource) -> None:
         print(read_parquet(table_uri(storage.root, ["recor", "statistics"])))
     print(
         f"RECOR benchmark files:    {storage.path('recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)"
+    )
+    print(
+        f"RECOR export:             {storage.path('recor', 'export')}/{{domain,all}}  {EXPORT_FORMATS}, "
+        "beir/<domain>/<strategy>/"
     )
     print(
         "RECOR reports:            eval/recor_retrieval_metrics, eval/reteco_retrieval, "
@@ -242,6 +251,7 @@ def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) ->
     print(
         f"WikiProfile benchmark:    {table_uri(storage.root, ['wikiprofile', 'benchmark'])}  (funnel: wikiprofile/benchmark in the web UI)"
     )
+    print(f"WikiProfile export:       {storage.path('wikiprofile', 'export')}  {EXPORT_FORMATS}")
     print(WIKIPROFILE_REPORTS)
 
 

@@ -9,7 +9,7 @@ is written, so two exports of the same turns are byte-identical."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -82,6 +82,25 @@ def with_release_text(turns: pl.DataFrame) -> pl.DataFrame:
         rows.append({**t, "history": history, "guidance": guidance})
         before.append(t)
     return pl.DataFrame(rows, schema={**turns.schema, "history": pl.String, "guidance": pl.String})
+
+
+def with_context(query: str, history: str | None = None, reasoning: str | None = None) -> str:
+    """The question, then the labelled history and reasoning, each left out when empty
+    (and the history before a first turn)."""
+    parts = [query]
+    if history and history != NO_HISTORY:
+        parts.append(f"Conversation History:\n{history}")
+    if reasoning:
+        parts.append(f"Reasoning:\n{reasoning}")
+    return "\n\n".join(parts)
+
+
+def last_turn_query(query: str, previous: Mapping | None) -> str:
+    """The published last-turn variant: a first turn is its question; a later one is the
+    previous turn's question and answer, then the current question."""
+    if previous is None:
+        return query
+    return f"Previous Question: {previous['query']}\nPrevious Answer: {previous['answer']}\nCurrent Question: {query}"
 
 
 def conversation_records(

@@ -6,7 +6,7 @@ import great_expectations.expectations as gxe
 import polars as pl
 
 from assets.quit.release import SPLITS, TABLE_1_SCHEMA
-from checks.factories import problems_result, rows_check, suite_check, table_problems
+from checks.factories import export_check, problems_result, rows_check, suite_check, table_problems
 from checks.quit.shared import key, leaks
 from resources.storage import exists
 
@@ -141,4 +141,5 @@ release_checks = [
     corpus_no_leakage,
     release_files_written,
     statistics_table_1,
+    export_check(key("export"), beir=True),
 ]

@@ -9,7 +9,7 @@ from assets.recor import rules, steps
 from assets.recor.assets import wiring
 from assets.recor.rules import gold_outside
 from assets.recor.settings import RecorSettings
-from checks.factories import broken, llm_accounting_check, missing, rows_check, rules_text, table_check
+from checks.factories import broken, export_check, llm_accounting_check, missing, rows_check, rules_text, table_check
 from checks.recor.shared import PARTS, key, same_domain
 
 # The judge's 1-5 scale (``steps.conversation_scores``) and a normalized entropy's range.
@@ -319,4 +319,6 @@ release_checks = [
     quality_report_ranges,
     statistics_schema,
     statistics_rules,
+    export_check(key("export"), beir=True, **PARTS),
+    export_check(key("export_all"), beir=True),
 ]

@@ -7,7 +7,16 @@ import dagster as dg
 import polars as pl
 
 from assets.wikiprofile import release, rules, steps
-from checks.factories import WARN, flags, llm_accounting_check, rejects_check, rows_check, table_check, unmet
+from checks.factories import (
+    WARN,
+    export_check,
+    flags,
+    llm_accounting_check,
+    rejects_check,
+    rows_check,
+    table_check,
+    unmet,
+)
 from checks.wikiprofile.shared import ins, key, named
 
 TASKS = ("completion", "contextual", *release.CLOSED_BOOK, *(f"mc_{kind}" for kind in release.CLOSED_BOOK))
@@ -142,4 +151,5 @@ release_checks = [
     benchmark_of_facts,
     benchmark_llm,
     final_rejects_reasons,
+    export_check(key("export"), beir=False),
 ]

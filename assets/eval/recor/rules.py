@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from assets.eval.metrics import grouped_per_question_metrics
-from assets.recor.release import NO_HISTORY, with_release_text
+from assets.recor.release import last_turn_query, with_context, with_release_text
 
 STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"]
 SHORT = {
@@ -47,25 +47,6 @@ AVERAGING = {
     TURN_FIRST: "turn -> domain -> macro over domains (paper, section 4)",
     CONVERSATION_FIRST: "turn -> conversation -> domain -> macro over domains (published ablation scripts)",
 }
-
-
-def with_context(query: str, history: str | None = None, reasoning: str | None = None) -> str:
-    """The question, then the labelled history and reasoning, each left out when empty
-    (and the history before a first turn)."""
-    parts = [query]
-    if history and history != NO_HISTORY:
-        parts.append(f"Conversation History:\n{history}")
-    if reasoning:
-        parts.append(f"Reasoning:\n{reasoning}")
-    return "\n\n".join(parts)
-
-
-def last_turn_query(query: str, previous: Mapping | None) -> str:
-    """The published last-turn variant: a first turn is its question; a later one is the
-    previous turn's question and answer, then the current question."""
-    if previous is None:
-        return query
-    return f"Previous Question: {previous['query']}\nPrevious Answer: {previous['answer']}\nCurrent Question: {query}"
 
 
 def strategy_queries(

@@ -17,6 +17,7 @@ from assets.quit.assets.construction import (
     source_questions,
     splits,
 )
+from assets.quit.assets.export import quit_export
 from assets.quit.assets.labeling import (
     passage_answers,
     passage_labels,
@@ -43,10 +44,12 @@ quit_assets = [
     benchmark,
     release_files,
     statistics,
+    quit_export,
 ]
 
 __all__ = [
     "quit_assets",
+    "quit_export",
     "wiring",
     "source_questions",
     "screened_questions",

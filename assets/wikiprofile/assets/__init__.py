@@ -9,6 +9,7 @@ benchmark), with :mod:`.wikipedia` (the pages from Wikimedia's own data), sharin
 ``construction_assets``."""
 
 from assets.wikiprofile.assets.common import wiring
+from assets.wikiprofile.assets.export import wikiprofile_export
 from assets.wikiprofile.assets.extraction import (
     categories,
     entities,
@@ -45,6 +46,7 @@ construction_assets = [
     natural_questions,
     natural_search_filter,
     benchmark,
+    wikiprofile_export,
 ]
 # The Wikimedia readers are partitioned (a shard, a month): materialized on their own, before
 # the build, never in one run with it.
