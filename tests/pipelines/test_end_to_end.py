@@ -121,6 +121,9 @@ def test_default_run_prints_where_everything_is(default_run):
         "Total Passages",
         "RECOR statistics",
         "RECOR benchmark files",
+        "QUIT export",
+        "RECOR export",
+        "WikiProfile export",
         "WikiProfile:",
         "WikiProfile reports",
         "make ui",
@@ -145,6 +148,10 @@ def test_default_run_builds_and_exports_quit(default_run):
         for line in (release / f"qrels.{split}.txt").read_text().splitlines()
     ]
     assert {q[2] for q in qrels} == {c["id"] for c in corpus} and {q[3] for q in qrels} <= {"1", "2"}
+    # the build in the formats others load (tests/assets/quit/test_export.py reads them back)
+    export = storage / "quit" / "export"
+    assert (export / "hf" / "README.md").is_file() and (export / "hf" / "croissant.json").is_file()
+    assert len((export / "beir" / "corpus.jsonl").read_text().splitlines()) == len(corpus)
 
     rejects = pl.read_parquet(storage / "quit" / "source_rejects.parquet")
     assert {"duplicate_id", "duplicate_question", "too_few_hints"} <= set(rejects["reason"])
