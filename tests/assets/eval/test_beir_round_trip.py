@@ -10,8 +10,10 @@ from assets.common.sharing import BEIR, BuildRecord, write_share
 from assets.eval import metrics as eval_metrics
 from assets.eval import retrieve
 from assets.eval.quit.assets import TOP_K, QuitReport, quit_index, quit_retrieval_metrics, quit_runs
+from assets.eval.recor import rules as conversational
 from assets.eval.runs import run_frame
 from assets.quit import export
+from assets.recor import export as recor_export
 from resources.faiss_index import FaissIndexResource
 from resources.lucene import LuceneResource
 from resources.retrieval import load_retrievers
@@ -96,3 +98,120 @@ def test_quits_beir_export_scores_as_its_bm25_evaluation(quit_tables, tmp_path):
     # words): the scores are neither all 0 nor all perfect, so the comparison can fail.
     scores = {own[s][m] for s in splits for m in metrics}
     assert any(0 < v < 1 for v in scores) and max(scores) > 0
+
+
+# One RECOR domain: two conversations, a turn with two gold documents each, and distractors
+# that share the questions' words, so that BM25 ranks some gold below another document.
+RECOR_DOMAIN = "law"
+RECOR_RECORD = BuildRecord("run-2", "demo", {"recor/benchmark": "2"}, {"recor/turns": 5})
+RECOR_TURNS = [
+    ("law_1", "When may police search a car without a warrant?", "With probable cause.", ["d1"]),
+    ("law_1", "What if I refuse consent to the search?", "Refusal is not cause.", ["d2", "d3"]),
+    ("law_1", "Can they use a dog to sniff the car?", "A sniff is not a search.", ["d4"]),
+    ("law_2", "How long does a landlord have to return a security deposit?", "Thirty days.", ["d5"]),
+    ("law_2", "Can the landlord keep the deposit for cleaning?", "Beyond wear and tear.", ["d6", "d7"]),
+]
+RECOR_DOCUMENTS = {
+    "d1": "The automobile exception lets police search a car with probable cause and no warrant.",
+    "d2": "A person may refuse consent to a search; refusal alone is not probable cause.",
+    "d3": "Consent searches need voluntary consent, not mere submission to authority.",
+    "d4": "A dog sniff around a car during a lawful traffic stop is not a search.",
+    "d5": "Most states require a landlord to return a security deposit within thirty days.",
+    "d6": "A landlord may deduct cleaning costs beyond normal wear and tear from a deposit.",
+    "d7": "Normal wear and tear cannot be charged to a tenant.",
+    "n1": "Police need a warrant to search a home, and consent can replace it.",
+    "n2": "The landlord must give notice before entering the tenant's home.",
+    "n3": "A dog bite makes the owner liable in many states.",
+    "n4": "Car insurance is required in every state, and police may ask for it.",
+}
+
+
+def recor_tables() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A domain's ``recor/benchmark`` turns (with ``qid``) and ``recor/corpus`` documents."""
+    rows, turn = [], {}
+    for conversation, query, answer, gold in RECOR_TURNS:
+        turn[conversation] = turn.get(conversation, 0) + 1
+        rows.append(
+            {
+                "domain": RECOR_DOMAIN,
+                "conversation_id": conversation,
+                "turn_id": turn[conversation],
+                "qid": f"{conversation}_turn_{turn[conversation]}",
+                "query": query,
+                "answer": answer,
+                "gold_doc_ids": gold,
+                "conversation_history": "",
+                "target": "",
+                "relevance_signals": [],
+                "irrelevance_signals": [],
+            }
+        )
+    turns = pl.DataFrame(
+        rows, schema_overrides={"relevance_signals": pl.List(pl.String), "irrelevance_signals": pl.List(pl.String)}
+    )
+    corpus = pl.DataFrame(
+        {
+            "domain": RECOR_DOMAIN,
+            "doc_id": list(RECOR_DOCUMENTS),
+            "content": list(RECOR_DOCUMENTS.values()),
+            "role": ["positive" if d.startswith("d") else "negative" for d in RECOR_DOCUMENTS],
+        }
+    )
+    return turns, corpus
+
+
+@pytest.mark.slow
+def test_recors_beir_export_scores_as_its_bm25_evaluation(scripted_llm, tmp_path):
+    """RECOR's ``beir/<domain>/baseline/`` folder, read by BEIR's loader and indexed by the
+    project's BM25, scores every turn as ``recor_runs`` and ``recor_retrieval_metrics``
+    scored the baseline strategy (nDCG@10, MAP@10, Recall@10, MRR), and so the report's
+    domain means, to 1e-9."""
+    from assets.eval.recor.assets import recor_queries, recor_retrieval_metrics, recor_runs
+
+    turns, corpus = recor_tables()
+    storage = StorageResource(root=str(tmp_path / "storage"))
+    resources = {"lucene": LuceneResource(), "faiss_index": FaissIndexResource(), "storage": storage}
+    with dg.build_asset_context(partition_key=RECOR_DOMAIN, resources={"llm": scripted_llm}) as context:
+        queries = recor_queries(context, benchmark=turns).value
+    key = dg.MultiPartitionKey({"domain": RECOR_DOMAIN, "retriever": "bm25"})
+    with dg.build_asset_context(partition_key=key) as context:
+        runs = recor_runs(context, corpus=corpus, recor_queries=queries, **resources).value
+    scores = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=runs, benchmark=turns).value
+    baseline = scores.filter((pl.col("strategy") == "baseline") & (pl.col("retriever") == "bm25"))
+    metrics = conversational.TURN_METRICS
+    own = {row["qid"]: {m: row[m] for m in metrics} for row in baseline.iter_rows(named=True)}
+    assert sorted(own) == sorted(turns["qid"])
+    [report] = conversational.full_metrics(scores, strategy="baseline").iter_rows(named=True)
+
+    share = recor_export.share({RECOR_DOMAIN: (turns, corpus)}, RECOR_RECORD, {}, {})
+    write_share(str(tmp_path / "export"), share, formats=[BEIR])
+    folder = tmp_path / "export" / "beir" / RECOR_DOMAIN / "baseline"
+    loaded_corpus, loaded_queries, loaded_qrels = beir_load(folder, "test")
+    spec = load_retrievers()["bm25"]
+    docs = pl.DataFrame(
+        [(pid, f"{d['title']} {d['text']}") for pid, d in loaded_corpus.items()],
+        schema=["id", "contents"],
+        orient="row",
+    )
+    retrieve.build(spec, "beir_recor", docs, resources["lucene"], None, storage)
+    qids = list(loaded_queries)
+    hits = retrieve.search(
+        spec, "beir_recor", [loaded_queries[q] for q in qids], qids, 100, resources["lucene"], None, storage
+    )
+    qrels = pl.DataFrame(
+        [(q, d, s) for q, docs in loaded_qrels.items() for d, s in docs.items()],
+        schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64},
+        orient="row",
+    )
+    run = run_frame(hits, spec.alias)
+    per_turn = eval_metrics.per_question_metrics(qrels, run, metrics)
+    round_trip = {q: {m: per_turn[m][q] for m in metrics} for q in per_turn[metrics[0]]}
+    assert sorted(round_trip) == sorted(own)
+    for qid, values in own.items():
+        assert round_trip[qid] == pytest.approx(values, abs=1e-9, rel=0), qid
+    assert eval_metrics.evaluate_run(qrels, run, metrics) == pytest.approx(
+        {m: report[m] for m in metrics}, abs=1e-9, rel=0
+    )
+    # Some gold documents rank below a distractor: not every score is 0 or 1.
+    values = {v for row in own.values() for v in row.values()}
+    assert any(0 < v < 1 for v in values) and max(values) > 0
