@@ -19,7 +19,16 @@ from collections.abc import Mapping
 import dagster as dg
 import polars as pl
 
-from assets.common.sharing import About, BeirTables, Build, BuildRecord, Share, build_card, export_output
+from assets.common.sharing import (
+    MANIFEST_SCHEMA,
+    About,
+    BeirTables,
+    Build,
+    BuildRecord,
+    Share,
+    build_card,
+    export_output,
+)
 from assets.partitions import domain_partitions
 from assets.recor.assets import GROUP, wiring
 from assets.recor.release import last_turn_query, with_context, with_release_text
@@ -130,6 +139,13 @@ def by_domain(turns: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, tuple[pl.D
     return {d: (turns.filter(pl.col("domain") == d), corpus.filter(pl.col("domain") == d)) for d in domains}
 
 
+def with_turns(domains: Mapping[str, tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[dict, list[str]]:
+    """The domains that kept a turn, and the names of those that kept none: a domain without a
+    query is nothing to evaluate on, so it is left out of the export and named."""
+    kept = {d: tables for d, tables in domains.items() if tables[0].height}
+    return kept, sorted(set(domains) - set(kept))
+
+
 def share(
     domains: Mapping[str, tuple[pl.DataFrame, pl.DataFrame]],
     record: BuildRecord,
@@ -193,7 +209,16 @@ def share(
 
 
 def _write(context, folder: str, domains, settings: RecorSettings, partition: str | None) -> dg.Output:
-    return export_output(context, folder, BUILD, settings, functools.partial(share, domains), partition)
+    """The export of the ``domains`` that kept a turn; those that kept none are named in the
+    metadata (``domains_left_out``), and with none left nothing is written: the manifest is empty."""
+    kept, left_out = with_turns(domains)
+    note = {"domains_left_out": ", ".join(left_out) or "none"}
+    if left_out:
+        context.log.warning(f"RECOR export: {', '.join(left_out)} kept no turn, so nothing of them is exported")
+    if not kept:
+        return dg.Output(pl.DataFrame(schema=MANIFEST_SCHEMA), metadata={"dagster/row_count": 0, **note})
+    written = export_output(context, folder, BUILD, settings, functools.partial(share, kept), partition)
+    return dg.Output(written.value, metadata={**written.metadata, **note})
 
 
 @dg.asset(
@@ -238,7 +263,8 @@ def recor_export_all(
     configurations with a split per domain, ``beir/<domain>/<strategy>/`` per domain. The card
     names the run of the first domain's turns (each domain's run is on its own export)."""
     domains = by_domain(benchmark, corpus)
-    return _write(context, storage.path(PREFIX, "export", ALL), domains, recor_settings, next(iter(domains), None))
+    first = next(iter(with_turns(domains)[0]), None)
+    return _write(context, storage.path(PREFIX, "export", ALL), domains, recor_settings, first)
 
 
 recor_export_assets = [recor_export, recor_export_all]

@@ -34,12 +34,20 @@ def beir_load(folder: Path, split: str) -> tuple[dict, dict, dict]:
 
 
 def materialize_export(
-    asset, checks, stored: dict, root: Path, settings: dict, partition: str | None = None, upstream_partitions=None
+    asset,
+    checks,
+    stored: dict,
+    root: Path,
+    settings: dict,
+    partition: str | None = None,
+    upstream_partitions=None,
+    metadata: dict | None = None,
 ):
     """``asset`` (an export) materialized over ``stored`` tables (key path -> frame, written
     where the IO manager reads them under ``root``, as ``partition``), with its
-    ``export_written`` check from ``checks``; returns the check's evaluation. Its upstream
-    tables are partitioned as it is, or by ``upstream_partitions`` (an asset reading them all)."""
+    ``export_written`` check from ``checks``; returns the check's evaluation (and fills
+    ``metadata`` with the materialization's). Its upstream tables are partitioned as it is, or
+    by ``upstream_partitions`` (an asset reading them all)."""
     import dagster as dg
 
     from resources.storage import ParquetIOManager, StorageResource, table_uri, write_parquet
@@ -61,4 +69,7 @@ def materialize_export(
     )
     assert result.success
     [evaluation] = result.get_asset_check_evaluations()
+    if metadata is not None:
+        [materialization] = result.get_asset_materialization_events()
+        metadata.update(materialization.materialization.metadata)
     return evaluation

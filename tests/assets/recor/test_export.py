@@ -7,14 +7,14 @@ storage root and its check passes, and a manifest missing a strategy's qrels fai
 import polars as pl
 import pytest
 
-from assets.common.sharing import BuildRecord, write_share
+from assets.common.sharing import MANIFEST_SCHEMA, BuildRecord, write_share
 from assets.partitions import domain_partitions
 from assets.recor import export
 from assets.recor.export import recor_export, recor_export_all
 from assets.recor.settings import RecorSettings
 from checks.factories import export_problems
 from checks.recor.release import release_checks
-from resources.storage import table_uri, write_parquet
+from resources.storage import read_parquet, table_uri, write_parquet
 from tests.assets.common.export_readers import beir_load, croissant_rows, hf_rows, materialize_export
 from tests.assets.recor.test_release import turns as law_turns
 
@@ -129,19 +129,41 @@ def test_a_manifest_missing_a_file_fails_the_check(two_domains):
 
 
 def test_the_all_domains_asset_reads_every_built_domain(tmp_path):
-    """recor/export_all reads the domains built so far (no other is materialized) into one dataset."""
-    for domain in ("law", "biology"):
-        stored = {("recor", "benchmark"): benchmark(domain), ("recor", "corpus"): corpus(domain)}
+    """recor/export_all reads the domains built so far (no other is materialized) into one
+    dataset; a domain that kept no turn (drones) is left out and named."""
+    for domain in ("law", "biology", "drones"):
+        turns = benchmark(domain).clear() if domain == "drones" else benchmark(domain)
+        stored = {("recor", "benchmark"): turns, ("recor", "corpus"): corpus(domain)}
         for path, frame in stored.items():
             write_parquet(table_uri(str(tmp_path), path, domain), frame)
-    settings = {"recor_settings": RecorSettings()}
+    settings, metadata = {"recor_settings": RecorSettings()}, {}
     evaluation = materialize_export(
-        recor_export_all, release_checks, {}, tmp_path, settings, upstream_partitions=domain_partitions
+        recor_export_all,
+        release_checks,
+        {},
+        tmp_path,
+        settings,
+        upstream_partitions=domain_partitions,
+        metadata=metadata,
     )
     assert evaluation.passed, evaluation.metadata
+    assert metadata["domains_left_out"].value == "drones"
     folder = tmp_path / "recor" / "export" / "all"
     assert sorted(p.name for p in (folder / "beir").iterdir()) == ["biology", "law"]
     assert sorted(p.name for p in (folder / "hf" / "data" / "turns").iterdir()) == [
         "biology-00000-of-00001.parquet",
         "law-00000-of-00001.parquet",
     ]
+
+
+def test_a_domain_that_kept_no_turn_exports_nothing_and_says_so(tmp_path):
+    stored = {("recor", "benchmark"): benchmark("drones").clear(), ("recor", "corpus"): corpus("drones")}
+    settings, metadata = {"recor_settings": RecorSettings()}, {}
+    evaluation = materialize_export(
+        recor_export, release_checks, stored, tmp_path, settings, partition="drones", metadata=metadata
+    )
+    assert evaluation.passed and metadata["domains_left_out"].value == "drones"
+    assert read_parquet(table_uri(str(tmp_path), ("recor", "export"), "drones")).is_empty()
+    assert not (tmp_path / "recor" / "export" / "drones").exists()
+    # an export that wrote anything must have written it all: only an empty manifest passes bare
+    assert export_problems(pl.DataFrame(schema=MANIFEST_SCHEMA), beir=True) == []
