@@ -43,24 +43,29 @@ def quit_tables():
     return questions, corpus.filter(pl.col("question_id").is_in(ids)), qrels.filter(pl.col("question_id").is_in(ids))
 
 
-def beir_scores(folder, split: str, storage: StorageResource, lucene: LuceneResource) -> dict[str, float]:
-    """One split of a BEIR folder as a BEIR user evaluates it: BEIR's loader, the project's
-    BM25 (the registry's spec) indexing ``title text`` under its own corpus name, the
-    benchmark's k and metrics, scored against the loaded qrels."""
-    corpus, queries, qrels = beir_load(folder, split)
-    spec = load_retrievers()["bm25"]
-    docs = pl.DataFrame(
-        [(pid, f"{d['title']} {d['text']}") for pid, d in corpus.items()], schema=["id", "contents"], orient="row"
-    )
-    retrieve.build(spec, f"beir_{split}", docs, lucene, None, storage)
-    qids = list(queries)
-    hits = retrieve.search(spec, f"beir_{split}", [queries[q] for q in qids], qids, TOP_K, lucene, None, storage)
-    loaded = pl.DataFrame(
-        [(q, d, s) for q, docs in qrels.items() for d, s in docs.items()],
-        schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64},
-        orient="row",
-    )
-    return eval_metrics.evaluate_run(loaded, run_frame(hits, spec.alias))
+def beir_scores(folder, splits: list[str], storage: StorageResource, lucene: LuceneResource) -> dict[str, dict]:
+    """Each split of a BEIR folder as a BEIR user evaluates it: BEIR's loader, the project's
+    BM25 (the registry's spec) indexing ``title text`` under its own corpus name (once: every
+    split reads the same corpus), the benchmark's k and metrics, scored against the loaded qrels."""
+    spec, scores = load_retrievers()["bm25"], {}
+    for split in splits:
+        corpus, queries, qrels = beir_load(folder, split)
+        if not scores:
+            docs = pl.DataFrame(
+                [(pid, f"{d['title']} {d['text']}") for pid, d in corpus.items()],
+                schema=["id", "contents"],
+                orient="row",
+            )
+            retrieve.build(spec, "beir", docs, lucene, None, storage)
+        qids = list(queries)
+        hits = retrieve.search(spec, "beir", [queries[q] for q in qids], qids, TOP_K, lucene, None, storage)
+        loaded = pl.DataFrame(
+            [(q, d, s) for q, docs in qrels.items() for d, s in docs.items()],
+            schema={"question_id": pl.String, "passage_id": pl.String, "label": pl.Int64},
+            orient="row",
+        )
+        scores[split] = eval_metrics.evaluate_run(loaded, run_frame(hits, spec.alias))
+    return scores
 
 
 @pytest.mark.slow
@@ -91,8 +96,7 @@ def test_quits_beir_export_scores_as_its_bm25_evaluation(quit_tables, tmp_path):
     assert splits == sorted(export.SPLITS)
 
     metrics = eval_metrics.RETRIEVAL_METRICS
-    for split in splits:
-        round_trip = beir_scores(folder, split, storage, resources["lucene"])
+    for split, round_trip in beir_scores(folder, splits, storage, resources["lucene"]).items():
         assert round_trip == pytest.approx({m: own[split][m] for m in metrics}, abs=1e-9, rel=0), split
     # BM25 ranks the split's passages among the other questions' (some of which share its
     # words): the scores are neither all 0 nor all perfect, so the comparison can fail.
