@@ -208,16 +208,18 @@ def share(
 # --- the assets: thin, over the functions above ---------------------------------------------
 
 
-def _write(context, folder: str, domains, settings: RecorSettings, partition: str | None) -> dg.Output:
+def _write(context, folder: str, domains, settings: RecorSettings) -> dg.Output:
     """The export of the ``domains`` that kept a turn; those that kept none are named in the
-    metadata (``domains_left_out``), and with none left nothing is written: the manifest is empty."""
+    metadata (``domains_left_out``), and with none left nothing is written: the manifest is empty.
+    The card names the run of the first kept domain (a one-domain export's own partition)."""
     kept, left_out = with_turns(domains)
     note = {"domains_left_out": ", ".join(left_out) or "none"}
     if left_out:
         context.log.warning(f"RECOR export: {', '.join(left_out)} kept no turn, so nothing of them is exported")
     if not kept:
         return dg.Output(pl.DataFrame(schema=MANIFEST_SCHEMA), metadata={"dagster/row_count": 0, **note})
-    written = export_output(context, folder, BUILD, settings, functools.partial(share, kept), partition)
+    first = next(iter(kept))
+    written = export_output(context, folder, BUILD, settings, functools.partial(share, kept), first)
     return dg.Output(written.value, metadata={**written.metadata, **note})
 
 
@@ -242,7 +244,7 @@ def recor_export(
     manifest of the files written."""
     domain = context.partition_key
     folder = storage.path(PREFIX, "export", domain)
-    return _write(context, folder, {domain: (benchmark, corpus)}, recor_settings, domain)
+    return _write(context, folder, {domain: (benchmark, corpus)}, recor_settings)
 
 
 @dg.asset(
@@ -263,8 +265,7 @@ def recor_export_all(
     configurations with a split per domain, ``beir/<domain>/<strategy>/`` per domain. The card
     names the run of the first domain's turns (each domain's run is on its own export)."""
     domains = by_domain(benchmark, corpus)
-    first = next(iter(with_turns(domains)[0]), None)
-    return _write(context, storage.path(PREFIX, "export", ALL), domains, recor_settings, first)
+    return _write(context, storage.path(PREFIX, "export", ALL), domains, recor_settings)
 
 
 recor_export_assets = [recor_export, recor_export_all]
