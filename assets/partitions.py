@@ -2,7 +2,8 @@
 
 The systems under evaluation are dynamic partitions: QUIT's labelers and readers (the model
 registry's roles), the retrievers and rerankers (their registries, trained models' aliases
-included), WikiProfile's subject models and the base models QUIT's fine-tuning starts from.
+included), WikiProfile's subject models, the base models QUIT's fine-tuning starts from and the
+datasets in BEIR's layout a deployment registers.
 Their keys live in the Dagster instance, not in the code, so an alias put in a
 registry while the web UI runs becomes a partition without a reload: the registry sensor
 (``pipelines.sensors``) adds it, and whatever runs partitioned assets in process calls
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from resources.datasets import load_datasets
 from resources.finetuning import BASES_PATH, load_bases
 from resources.llm import REGISTRY_PATH, role_aliases
 from resources.names import check_name
@@ -57,6 +59,14 @@ domain_retriever_partitions = dg.MultiPartitionsDefinition(
     {"domain": domain_partitions, "retriever": recor_retriever_partitions}
 )
 
+# Datasets in BEIR's layout the deployment registers (resources/datasets.yaml), and each
+# evaluated by every retriever (the Oracle and trained models included: a model trained on
+# QUIT meets a dataset it never saw, which is what such a dataset is for).
+beir_dataset_partitions = dg.DynamicPartitionsDefinition(name="beir_datasets")
+dataset_retriever_partitions = dg.MultiPartitionsDefinition(
+    {"dataset": beir_dataset_partitions, "retriever": retriever_partitions}
+)
+
 # WikiProfile's subject models, from the registry's ``wikiprofile.subjects``.
 subject_partitions = dg.DynamicPartitionsDefinition(name="wikiprofile_subjects")
 
@@ -80,6 +90,8 @@ NAMED = {
     "retrievers": retriever_partitions,
     "retriever_rerankers": retriever_reranker_partitions,
     "domain_retrievers": domain_retriever_partitions,
+    "beir_datasets": beir_dataset_partitions,
+    "beir_dataset_retrievers": dataset_retriever_partitions,
     "subjects": subject_partitions,
     "finetune_bases": finetune_base_partitions,
     "wikipedia_shards": wikipedia_shard_partitions,
@@ -94,6 +106,7 @@ DYNAMIC = [
     reranker_partitions,
     subject_partitions,
     finetune_base_partitions,
+    beir_dataset_partitions,
 ]
 
 
@@ -102,10 +115,12 @@ def registered_keys(
     retrievers: str = RETRIEVERS_PATH,
     rerankers: str = RERANKERS_PATH,
     bases: str = BASES_PATH,
+    datasets: str | None = None,
 ) -> dict[str, list[str]]:
     """The keys each dynamic partitions definition (by name) should have: what the
     registries list now. Retrievers and rerankers in alias order, models in role order, base
-    models in alias order."""
+    models and datasets in name order (``datasets``: the deployment's registry when None,
+    :data:`resources.datasets.DATASETS_PATH`)."""
     labelers, readers = role_aliases("quit.labelers", models), role_aliases("quit.readers", models)
     specs = load_retrievers(retrievers)
     return {
@@ -119,6 +134,7 @@ def registered_keys(
         reranker_partitions.name: sorted(load_rerankers(rerankers, models)),
         subject_partitions.name: role_aliases("wikiprofile.subjects", models),
         finetune_base_partitions.name: sorted(load_bases(bases)),
+        beir_dataset_partitions.name: sorted(load_datasets(datasets)),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.eval.beir import beir_eval_assets
 from assets.eval.leaderboard import leaderboard_assets
 from assets.eval.quit.assets import quit_eval_assets
 from assets.eval.quit.finetune.assets import finetune_data_assets, finetune_model_assets
@@ -56,6 +57,7 @@ def build_defs(executor: dg.ExecutorDefinition = dg.in_process_executor, **resou
             *wikiprofile_assets,
             *wikiprofile_profile_assets,
             *wikiprofile_analysis_assets,
+            *beir_eval_assets,
             *leaderboard_assets,
         ],
         asset_checks=CHECKS,

@@ -256,6 +256,35 @@ WIKIPROFILE_EVAL_STAGES = [
 ]
 WIKIPROFILE_STAGES = WIKIPROFILE_BUILD_STAGES + WIKIPROFILE_EVAL_STAGES
 
+# Datasets in BEIR's layout the deployment registers (resources/datasets.yaml).
+beir_eval_source_job = dg.define_asset_job(
+    "beir_eval_source",
+    selection=select("eval", "beir_corpus", "beir_queries", "beir_qrels", "beir_source_rejects"),
+    description="One registered dataset in BEIR's layout read, with named rejects (partition = dataset).",
+)
+beir_retrieval_job = dg.define_asset_job(
+    "beir_retrieval",
+    selection=select("eval", "beir_runs"),
+    description="One dataset indexed and searched by one retriever (partition = dataset x retriever).",
+)
+beir_rerank_job = dg.define_asset_job(
+    "beir_rerank",
+    selection=select("eval", "beir_reranked_runs"),
+    description="One retriever's run on one dataset reranked by every registered reranker (partition = dataset x "
+    "retriever).",
+)
+beir_report_job = dg.define_asset_job(
+    "beir_report",
+    selection=select("eval", "beir_retrieval_metrics", "beir_rerank_metrics"),
+    description="BEIR's metrics (nDCG@10 and @100, MAP@100, Recall@10 and @100, P@10, MRR@10) per dataset and system.",
+)
+BEIR_STAGES = [
+    ("beir_eval_source", "beir_datasets"),
+    ("beir_retrieval", "beir_dataset_retrievers"),
+    ("beir_rerank", "beir_dataset_retrievers"),
+    ("beir_report", None),
+]
+
 RECOR_BUILD_STAGES = [("recor_observe", None), ("recor_build", "domains"), ("recor_report", None)]
 RECOR_EVAL_STAGES = [
     ("recor_eval_source", "domains"),
@@ -301,6 +330,10 @@ jobs = [
     wikiprofile_eval_source_job,
     wikiprofile_profile_job,
     wikiprofile_report_job,
+    beir_eval_source_job,
+    beir_retrieval_job,
+    beir_rerank_job,
+    beir_report_job,
 ]
 
 

@@ -31,6 +31,7 @@ from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, REGISTERING_STAGES
 from pipelines.resources import default_resources
 from pipelines.stages import (
+    BEIR,
     BENCHMARKS,
     DEMO_EVALUATION,
     QUIET,
@@ -45,6 +46,7 @@ from pipelines.stages import (
     stage_partitions,
 )
 from pipelines.summary import announce, named_splits, print_plan, summarize
+from resources.datasets import DATASETS_PATH, load_datasets
 from resources.storage import StorageResource
 
 # ``make run`` runs every stage of all three benchmarks on a slice of the bundled samples: the
@@ -133,6 +135,12 @@ def run_stages(
             sync_partitions(instance, **(registries or {}))
             retrained = stage_partitions(**(registries or {}))
             partitions.update({name: retrained[name] for name in REGISTERED_BY_TRAINING})
+            # of the datasets, those this run evaluates
+            partitions["beir_dataset_retrievers"] = [
+                k
+                for k in partitions["beir_dataset_retrievers"]
+                if k.keys_by_dimension["dataset"] in partitions.get("beir_datasets", [])
+            ]
     return True
 
 
@@ -159,6 +167,7 @@ class RunOptions:
     from_release: bool
     reteco: str | None
     wikipedia: str | None  # the folder of Wikimedia files WikiProfile starts from (--wikipedia)
+    beir: list[str]  # the registered BEIR-layout datasets evaluated (--beir)
     finetune: bool
     plan_only: bool
     quit: QuitSettings
@@ -197,7 +206,8 @@ def arguments() -> argparse.ArgumentParser:
     slice_flags(parser.add_argument_group("the slice (each overrides the preset)"))
     parser.add_argument(
         "--benchmarks",
-        help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)} (the default: all three)",
+        help=f"comma-separated benchmarks to build and evaluate: {', '.join(BENCHMARKS)} (the default: all three), "
+        f"and {BEIR}: the registered BEIR-layout datasets (--beir)",
     )
     parser.add_argument(
         "--from-release",
@@ -219,6 +229,14 @@ def arguments() -> argparse.ArgumentParser:
         help="build WikiProfile from Wikimedia's own data in FOLDER: summaries/ (CirrusSearch content dumps, "
         "wikimedia/wikipedia Parquet shards or REST page-summary JSON Lines) and views/ (country_project_page "
         "daily files or page-views API JSON); README, 'WikiProfile from Wikipedia'",
+    )
+    parser.add_argument(
+        "--beir",
+        metavar="NAMES",
+        help="comma-separated datasets of the dataset registry (resources/datasets.yaml, or the file "
+        "BENCHFOUNDRY_DATASETS names) to evaluate every retriever and reranker on, all or none. Default: every "
+        "registered dataset, unless --benchmarks leaves out beir. Names only: the deployment's registry says "
+        "where each dataset is (README, 'Evaluating on another dataset')",
     )
     demo_quit = {preset: named_splits(evaluated["quit"]) for preset, evaluated in DEMO_EVALUATION.items()}
     parser.add_argument(
@@ -297,8 +315,10 @@ def parse(argv: list[str] | None = None) -> RunOptions:
             if getattr(args, name) is None:
                 setattr(args, name, value)
     wanted = [b.strip() for b in (args.benchmarks or ",".join(BENCHMARKS)).split(",") if b.strip()]
-    if unknown := set(wanted) - set(BENCHMARKS):
-        parser.error(f"unknown benchmarks {sorted(unknown)} ({', '.join(BENCHMARKS)})")
+    if unknown := set(wanted) - {*BENCHMARKS, BEIR}:
+        parser.error(f"unknown benchmarks {sorted(unknown)} ({', '.join(BENCHMARKS)}, {BEIR})")
+    datasets = beir_datasets(parser, args, wanted)
+    wanted = [b for b in wanted if b != BEIR]
     domains = recor_domains(parser, args, wanted, named_domains)
     if args.reteco:
         wanted = ["recor"]
@@ -318,6 +338,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
         from_release=args.from_release,
         reteco=args.reteco,
         wikipedia=args.wikipedia,
+        beir=datasets,
         plan_only=args.plan,
         finetune=args.finetune if args.finetune is not None else args.from_release or args.profile == "paper",
         quit=profiled(
@@ -379,6 +400,29 @@ def recor_domains(
     return domains
 
 
+def beir_datasets(parser: argparse.ArgumentParser, args, wanted: list[str]) -> list[str]:
+    """The registered datasets a run evaluates: ``--beir``'s names (all registered by default,
+    none with ``none``, under ``--reteco`` or where ``--benchmarks`` leaves out beir while
+    naming others). Names only: where a dataset is, the deployment's registry says."""
+    registered = sorted(load_datasets())
+    named = args.beir or ("all" if BEIR in wanted or args.benchmarks is None else "none")
+    if args.reteco or named == "none":
+        if args.beir not in (None, "none"):
+            parser.error("--beir: --reteco evaluates RECOR alone")
+        return []
+    if named == "all":
+        if BEIR in wanted and not registered:
+            parser.error(f"--benchmarks beir: no dataset is registered in {DATASETS_PATH}")
+        return registered
+    names = [n.strip() for n in named.split(",") if n.strip()]
+    if unknown := sorted(set(names) - set(registered)):
+        parser.error(
+            f"--beir: {', '.join(unknown)} not in the dataset registry {DATASETS_PATH} "
+            f"(registered: {', '.join(registered) or 'none'}); the deployment adds datasets there"
+        )
+    return names
+
+
 def wikipedia_folder(parser: argparse.ArgumentParser, args, wanted: list[str]) -> str:
     """``--wikipedia``'s folder, absolute (from the current directory), holding ``summaries/``
     and ``views/``; an error says what is missing."""
@@ -403,6 +447,10 @@ def plan(options: RunOptions) -> RunPlan:
     the run's RECOR domains, and the source stages' configs."""
     partitions = stage_partitions()
     partitions["domains"] = options.domains
+    partitions["beir_datasets"] = options.beir
+    partitions["beir_dataset_retrievers"] = [
+        k for k in partitions["beir_dataset_retrievers"] if k.keys_by_dimension["dataset"] in options.beir
+    ]
     partitions["domain_retrievers"] = [
         k for k in partitions["domain_retrievers"] if k.keys_by_dimension["domain"] in options.domains
     ]
@@ -411,7 +459,13 @@ def plan(options: RunOptions) -> RunPlan:
     stages = (
         RETECO_STAGES
         if options.reteco
-        else run_plan(options.wanted, options.from_release, options.finetune, wikipedia=bool(options.wikipedia))
+        else run_plan(
+            options.wanted,
+            options.from_release,
+            options.finetune,
+            wikipedia=bool(options.wikipedia),
+            beir=bool(options.beir),
+        )
     )
     configs = (
         reteco_configs(options.reteco)

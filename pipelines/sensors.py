@@ -9,6 +9,7 @@ from assets.partitions import pending_changes
 from assets.quit.settings import QuitSettings
 from assets.quit.sources import decisions_path
 from pipelines.jobs import quit_verification_job
+from resources.datasets import DATASETS_PATH
 from resources.finetuning import BASES_PATH
 from resources.llm import REGISTRY_PATH, LLMResource
 from resources.retrieval import RERANKERS_PATH, RETRIEVERS_PATH
@@ -48,23 +49,27 @@ def quit_verification_sensor(
 # `make ui` cannot change; the files themselves are read again at every tick.
 REGISTRY_NOTE = (
     "The files are read again at every tick, so an edit shows within 30 s; which files is fixed when `make ui` "
-    "starts (BENCHFOUNDRY_MODELS, BENCHFOUNDRY_RETRIEVERS, BENCHFOUNDRY_RERANKERS in its environment): to "
+    "starts (BENCHFOUNDRY_MODELS, BENCHFOUNDRY_RETRIEVERS, BENCHFOUNDRY_RERANKERS, BENCHFOUNDRY_DATASETS in its "
+    "environment): to "
     "use other files, set them and restart `make ui`."
 )
 
 
 def registry_files(models: str) -> str:
     """The registry files the partitions follow, as the registry sensor names them."""
-    return f"models {models}, retrievers {RETRIEVERS_PATH}, rerankers {RERANKERS_PATH}, base models {BASES_PATH}"
+    return (
+        f"models {models}, retrievers {RETRIEVERS_PATH}, rerankers {RERANKERS_PATH}, base models {BASES_PATH}, "
+        f"datasets {DATASETS_PATH}"
+    )
 
 
 @dg.sensor(
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Keeps the model and retriever partitions in step with the registries: adds every alias of "
-    "QUIT's labelers and readers, the retrievers, rerankers, WikiProfile's subjects and the "
-    "fine-tuning base models that is no partition yet, and removes a partition no registry lists "
-    "that nothing has materialized (one added by hand in the partition picker). A partition with "
+    "QUIT's labelers and readers, the retrievers, rerankers, WikiProfile's subjects, the "
+    "fine-tuning base models and the datasets in BEIR's layout that is no partition yet, and removes a "
+    "partition no registry lists that nothing has materialized (one added by hand in the partition picker). A partition with "
     "materializations stays when its alias leaves a registry. Reads "
     + registry_files(f"{REGISTRY_PATH} (the `llm` resource's registry_path)")
     + ". "

@@ -8,6 +8,7 @@ import dagster as dg
 
 from assets.partitions import DOMAINS, registered_keys
 from pipelines.jobs import (
+    BEIR_STAGES,
     LEADERBOARD_STAGES,
     QUIT_BUILD_STAGES,
     RECOR_EVAL_STAGES,
@@ -25,6 +26,7 @@ def stage_partitions(**registries: str) -> dict[str, list]:
     registry files, as :func:`assets.partitions.registered_keys` takes them), which
     ``sync_partitions`` adds to the instance before the stages run, and RECOR's domains."""
     registered = registered_keys(**registries)
+    datasets = registered["beir_datasets"]
     return {
         "quit_models": registered["quit_models"],
         "quit_labelers": registered["quit_labelers"],
@@ -41,16 +43,22 @@ def stage_partitions(**registries: str) -> dict[str, list]:
             dg.MultiPartitionKey({"domain": d, "retriever": r}) for d in DOMAINS for r in registered["recor_retrievers"]
         ],
         "subjects": registered["wikiprofile_subjects"],
+        "beir_datasets": datasets,
+        "beir_dataset_retrievers": [
+            dg.MultiPartitionKey({"dataset": d, "retriever": r}) for d in datasets for r in registered["retrievers"]
+        ],
         # the files of a Wikipedia folder, when a run reads one (pipelines.run_default)
         "wikipedia_shards": [],
         "wikipedia_months": [],
     }
 
 
-# What a stage that registers trained models changes: QUIT's retrievers and rerankers (a
-# model trained on QUIT is left out of RECOR's retrievers).
-REGISTERED_BY_TRAINING = ("retrievers", "retriever_rerankers")
+# What a stage that registers trained models changes: QUIT's retrievers and rerankers, and the
+# registered datasets' (a model trained on QUIT is left out of RECOR's retrievers).
+REGISTERED_BY_TRAINING = ("retrievers", "retriever_rerankers", "beir_dataset_retrievers")
 BENCHMARKS = ("quit", "recor", "wikiprofile")
+# The registered datasets in BEIR's layout, as --benchmarks names them (make run --beir picks them).
+BEIR = "beir"
 # The bundled samples of the published releases, in their published formats.
 RELEASE_SAMPLES = {
     "quit": "data/releases/quit",
@@ -139,12 +147,13 @@ def demo_configs(preset: str) -> dict[str, dict]:
 
 
 def run_plan(
-    wanted=BENCHMARKS, from_release: bool = False, finetune: bool = False, wikipedia: bool = False
+    wanted=BENCHMARKS, from_release: bool = False, finetune: bool = False, wikipedia: bool = False, beir: bool = False
 ) -> list[tuple[str, str | None]]:
     """The stages of a run of the ``wanted`` benchmarks: each one's build and evaluation, or
     with ``from_release`` its evaluation alone; QUIT's fine-tuning with ``finetune``;
-    WikiProfile's pages read from a Wikipedia folder first with ``wikipedia``; the
-    leaderboard last, over every system on every benchmark the run evaluated. ``run_plan()``
+    WikiProfile's pages read from a Wikipedia folder first with ``wikipedia``; the registered
+    BEIR-layout datasets' evaluation with ``beir`` (after QUIT's, so its fine-tuned models are
+    evaluated on them too); the leaderboard last, over every system on every benchmark the run evaluated. ``run_plan()``
     is the default ``make run``."""
     quit = quit_eval_stages(finetune) if from_release else QUIT_BUILD_STAGES + quit_eval_stages(finetune)
     per_benchmark = {
@@ -154,4 +163,5 @@ def run_plan(
         if from_release
         else (WIKIPEDIA_STAGES if wikipedia else []) + WIKIPROFILE_STAGES,
     }
-    return [stage for b in BENCHMARKS if b in wanted for stage in per_benchmark[b]] + LEADERBOARD_STAGES
+    stages = [stage for b in BENCHMARKS if b in wanted for stage in per_benchmark[b]]
+    return stages + (BEIR_STAGES if beir else []) + LEADERBOARD_STAGES

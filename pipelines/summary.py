@@ -152,6 +152,11 @@ def announce(options: RunOptions) -> None:
             '  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
             "builds and what each flag does)"
         )
+    if options.beir:
+        print(
+            f"  BEIR-layout datasets of the dataset registry: {', '.join(options.beir)}, each evaluated by every "
+            "registered retriever and reranker (eval/beir_*)"
+        )
     if options.finetune and "quit" in options.wanted:
         counts = FinetuneSettings(profile=options.profile).positives
         print(
@@ -181,6 +186,8 @@ def summarize(options: RunOptions, storage: StorageResource) -> None:
     if options.reteco:
         print_reteco(storage, options.reteco, options.domains)
         return
+    if options.beir:
+        print_beir(storage, options.beir)
     if options.from_release:
         print_evaluation(storage, options.wanted)
         return
@@ -193,6 +200,23 @@ def summarize(options: RunOptions, storage: StorageResource) -> None:
     print(f"leaderboard:              {storage.path('eval', 'leaderboard.csv')}  (eval/leaderboard in the web UI)")
     print(WEB_UI)
     print("human verification page:  make verify   then open http://127.0.0.1:8765")
+
+
+def print_beir(storage: StorageResource, datasets: list[str]) -> None:
+    """The registered datasets' retrieval table (nDCG@10, Recall@100 per retriever) and where
+    their runs and reports are."""
+    metrics = table_uri(storage.root, ["eval", "beir_retrieval_metrics"])
+    if exists(metrics):
+        table = read_parquet(metrics).filter(pl.col("dataset").is_in(datasets))
+        with pl.Config(tbl_rows=40, tbl_hide_dataframe_shape=True):
+            print("\nBEIR-layout datasets, retrieval (nDCG@10, Recall@100):")
+            print(table.select("dataset", "retriever", "queries", "ndcg@10", "recall@100"))
+    for name in datasets:
+        print(f"{name + ' runs (TREC):':<26}{storage.path('eval', 'runs', 'beir', name)}")
+    print(
+        "BEIR-layout reports:      eval/beir_retrieval_metrics, eval/beir_rerank_metrics; eval/beir_source_rejects "
+        "holds the lines the reader refused (web UI)"
+    )
 
 
 def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_evaluated: bool) -> None:

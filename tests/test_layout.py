@@ -29,7 +29,10 @@ EVAL_PACKAGES = {
     "recor": set(),
     "recor/reteco": {"submissions"},  # checking and scoring participants' run and generation files
     "wikiprofile": {"analysis"},  # the analyses over profiled models (section 5, appendices B and D)
+    "beir": set(),  # any dataset in BEIR's layout a deployment registers (issue 47)
 }
+# Evaluation packages beside the three benchmarks': a dataset family evaluated, not built.
+EVALUATED = ("beir",)
 
 
 def layer(module: str) -> tuple[float, str]:
@@ -45,7 +48,7 @@ def layer(module: str) -> tuple[float, str]:
         if parts[1] in BENCHMARKS:
             return 2, parts[1]
         if parts[1] == "eval":
-            if len(parts) > 2 and parts[2] in BENCHMARKS:
+            if len(parts) > 2 and parts[2] in (*BENCHMARKS, *EVALUATED):
                 return 3.5, f"eval.{parts[2]}"
             if len(parts) > 2 and parts[2] in EVAL_SUMMIT:
                 return 3.75, f"eval.{parts[2]}"

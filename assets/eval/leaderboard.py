@@ -7,7 +7,9 @@ reads QUIT and is profiled on WikiProfile is one row, ``reader LLM, subject LLM`
 ``benchmarks`` the benchmarks it has scores on. The score columns are named
 ``<benchmark>/<metric>`` (:data:`SCORES`), are null where the system was not run, and are all
 shares in [0, 1], as every report table holds them, so one scale and one plot serve the
-three papers. :func:`definitions` says what each column computes.
+three papers. Each dataset in BEIR's layout the deployment registers adds a column group
+``beir/<dataset>/<metric>`` (:func:`score_columns`), its benchmark named ``beir/<dataset>``.
+:func:`definitions` says what each column computes.
 """
 
 from collections.abc import Collection, Mapping
@@ -18,12 +20,15 @@ import polars as pl
 from assets.common import provenance
 from assets.common.metadata import md_table, png_markdown, report_table, why_empty
 from assets.eval import metrics as eval_metrics
+from assets.eval.beir import rules as beir
+from assets.eval.beir.assets import beir_rerank_metrics, beir_retrieval_metrics
 from assets.eval.quit.assets import oracle_aliases, quit_reader_metrics, quit_rerank_metrics, quit_retrieval_metrics
 from assets.eval.recor import rules as conversational
 from assets.eval.recor.assets import recor_retrieval_metrics
 from assets.eval.reports import _plt
 from assets.eval.wikiprofile import rules as method
 from assets.eval.wikiprofile.assets import wikiprofile_profile_report
+from resources.datasets import load_datasets
 from resources.storage import StorageResource, exists, read_parquet, table_uri, write_bytes
 
 PREFIX = GROUP = "eval"
@@ -31,6 +36,8 @@ PREFIX = GROUP = "eval"
 RETRIEVER, RERANKED, READER, SUBJECT = "retriever", "retriever+reranker", "reader LLM", "subject LLM"
 KINDS = (RETRIEVER, RERANKED, READER, SUBJECT)
 BENCHMARKS = ("quit", "recor", "wikiprofile")
+# Datasets in BEIR's layout: a benchmark per registered dataset, after the three.
+BEIR = "beir"
 
 # QUIT's Tables 2 and 4 on the test split, as the paper and its code report them (never
 # train: fine-tuned systems learned from it); nDCG with the QUIT release's exponential gain.
@@ -67,12 +74,16 @@ QUIT_RERANK = dg.AssetKey([PREFIX, "quit_rerank_metrics"])
 QUIT_READER = dg.AssetKey([PREFIX, "quit_reader_metrics"])
 RECOR_RETRIEVAL = dg.AssetKey([PREFIX, "recor_retrieval_metrics"])
 WIKIPROFILE_REPORT = dg.AssetKey(["eval", "wikiprofile_profile_report"])
+BEIR_RETRIEVAL = dg.AssetKey([PREFIX, "beir_retrieval_metrics"])
+BEIR_RERANK = dg.AssetKey([PREFIX, "beir_rerank_metrics"])
 REPORTS = {
     QUIT_RETRIEVAL: "quit",
     QUIT_RERANK: "quit",
     QUIT_READER: "quit",
     RECOR_RETRIEVAL: "recor",
     WIKIPROFILE_REPORT: "wikiprofile",
+    BEIR_RETRIEVAL: BEIR,
+    BEIR_RERANK: BEIR,
 }
 # Their definitions: the code version each has now and what each is built from.
 DEFINITIONS = {
@@ -81,11 +92,32 @@ DEFINITIONS = {
     QUIT_READER: quit_reader_metrics,
     RECOR_RETRIEVAL: recor_retrieval_metrics,
     WIKIPROFILE_REPORT: wikiprofile_profile_report,
+    BEIR_RETRIEVAL: beir_retrieval_metrics,
+    BEIR_RERANK: beir_rerank_metrics,
 }
 
 
 def benchmark_of(column: str) -> str:
-    return column.split("/", 1)[0]
+    """The benchmark a score column belongs to: its first part, ``beir/<dataset>`` for a
+    dataset's column group."""
+    parts = column.split("/")
+    return "/".join(parts[:2]) if parts[0] == BEIR else parts[0]
+
+
+def score_columns(table: pl.DataFrame) -> list[str]:
+    """The score columns of a leaderboard: the three benchmarks' (:data:`SCORES`), then each
+    dataset's group in name order."""
+    return [*SCORES, *sorted(c for c in table.columns if c.startswith(f"{BEIR}/"))]
+
+
+def benchmark_names(columns: list[str]) -> list[str]:
+    """The benchmarks of ``columns`` in leaderboard order (:data:`BENCHMARKS`, then the
+    datasets by name), each once."""
+    return sorted(dict.fromkeys(map(benchmark_of, columns)), key=benchmark_order)
+
+
+def benchmark_order(benchmark: str) -> tuple[int, str]:
+    return (BENCHMARKS.index(benchmark), "") if benchmark in BENCHMARKS else (len(BENCHMARKS), benchmark)
 
 
 def on_quit_split(metrics: pl.DataFrame) -> pl.DataFrame:
@@ -148,6 +180,20 @@ def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> 
     )
 
 
+def beir_retrievers(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Retrievers from ``eval/beir_retrieval_metrics``: nDCG@10 and Recall@100 per dataset
+    (the Oracle is not in that table)."""
+    return beir.leaderboard_rows(metrics, "retriever").with_columns(pl.lit(RETRIEVER).alias("kind"))
+
+
+def beir_reranked(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Retriever+reranker runs from ``eval/beir_rerank_metrics``; the Oracle's reranked
+    documents are the qrels', so no system to rank."""
+    return beir.leaderboard_rows(metrics.filter(~pl.col("oracle")), "system").with_columns(
+        pl.lit(RERANKED).alias("kind")
+    )
+
+
 def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
     """Subject models from ``eval/wikiprofile_profile_report`` (Table 2, shares). A share over no
     facts (NaN) or without a thinking run (null) is left empty."""
@@ -175,10 +221,11 @@ def leaderboard_table(
         QUIT_READER: lambda f: quit_readers(f, oracles),
         RECOR_RETRIEVAL: lambda f: recor_retrievers(f, averaging),
         WIKIPROFILE_REPORT: wikiprofile_subjects,
+        BEIR_RETRIEVAL: beir_retrievers,
+        BEIR_RERANK: beir_reranked,
     }
     parts = [
-        rows[key](frame).with_columns(
-            pl.lit(REPORTS[key]).alias("benchmark"),
+        with_benchmark(rows[key](frame), REPORTS[key]).with_columns(
             pl.lit(built[key].run_id if key in built else None, pl.String).alias("dagster_runs"),
             pl.lit(built[key].profile if key in built else None, pl.String).alias("profile"),
         )
@@ -190,14 +237,20 @@ def leaderboard_table(
     long = pl.concat(parts, how="diagonal_relaxed").with_columns(
         pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int32).alias("kind_rank"),
         pl.col("benchmark")
-        .replace_strict({b: i for i, b in enumerate(BENCHMARKS)}, return_dtype=pl.Int32)
+        .replace_strict({b: i for i, b in enumerate(BENCHMARKS)}, default=len(BENCHMARKS), return_dtype=pl.Int32)
         .alias("benchmark_rank"),
     )
     built_by = ("dagster_runs", "profile")
-    present = [c for c in SCHEMA if c in long.columns and c not in ("system", "kind", "benchmarks", *built_by)]
+    datasets = sorted(c for c in long.columns if c.startswith(f"{BEIR}/"))
+    schema = {**SCHEMA, **{c: pl.Float64 for c in datasets}}
+    present = [c for c in schema if c in long.columns and c not in ("system", "kind", "benchmarks", *built_by)]
     merged = long.group_by("system").agg(
         pl.col("kind").sort_by("kind_rank").unique(maintain_order=True).str.join(", "),
-        pl.col("benchmark").sort_by("benchmark_rank").unique(maintain_order=True).str.join(", ").alias("benchmarks"),
+        pl.col("benchmark")
+        .sort_by("benchmark_rank", "benchmark")
+        .unique(maintain_order=True)
+        .str.join(", ")
+        .alias("benchmarks"),
         pl.col("kind_rank").min(),
         # blank where no materialization of the tables is recorded (tables written by hand)
         *[pl.col(c).drop_nulls().unique().sort().str.join(", ").replace("", None) for c in built_by],
@@ -206,13 +259,30 @@ def leaderboard_table(
     )
     return (
         merged.sort("kind_rank", "system")
-        .select(*[pl.col(c) if c in merged.columns else pl.lit(None, t).alias(c) for c, t in SCHEMA.items()])
-        .cast(SCHEMA)
+        .select(*[pl.col(c) if c in merged.columns else pl.lit(None, t).alias(c) for c, t in schema.items()])
+        .cast(schema)
     )
 
 
-def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
-    """What each column of the leaderboard computes."""
+def with_benchmark(rows: pl.DataFrame, benchmark: str) -> pl.DataFrame:
+    """``rows`` with the benchmark they score on, unless they name it per row (a dataset's)."""
+    return rows if "benchmark" in rows.columns else rows.with_columns(pl.lit(benchmark).alias("benchmark"))
+
+
+def dataset_definitions(columns: list[str]) -> dict[str, str]:
+    """What each dataset's score columns compute."""
+    out = {}
+    for column in columns:
+        _, dataset, metric = column.split("/", 2)
+        out[column] = (
+            f"{eval_metrics.metric_label(metric)} on the dataset {dataset} (resources/datasets.yaml), over its "
+            f"judged queries; {beir.RELEVANCE}"
+        )
+    return out
+
+
+def definitions(averaging: str = RECOR_AVERAGING, table: pl.DataFrame | None = None) -> dict[str, str]:
+    """What each column of the leaderboard computes (with ``table``, its datasets' columns too)."""
     quit_metric = {
         m: f"{eval_metrics.metric_label(m)} over the QUIT {QUIT_SPLIT} split's questions; {eval_metrics.RELEVANCE}"
         for m in QUIT_METRICS
@@ -232,6 +302,7 @@ def definitions(averaging: str = RECOR_AVERAGING) -> dict[str, str]:
             for s, text in conversational.STRATEGY_TEXT.items()
         },
         **{f"wikiprofile/{m}": method.DEFINITIONS[m] for m in WIKIPROFILE_SHARES},
+        **dataset_definitions(score_columns(table)[len(SCORES) :] if table is not None else []),
         "dagster_runs": "the Dagster runs that materialized the report tables its scores came from "
         "(blank: none is recorded)",
         "profile": "those runs' profile (their benchfoundry/profile tag), the leaderboard's: "
@@ -250,7 +321,7 @@ def leaderboard_plot(table: pl.DataFrame):
     import numpy as np
 
     plt = _plt()
-    columns = [c for c in SCORES if table[c].null_count() < table.height]
+    columns = [c for c in score_columns(table) if table[c].null_count() < table.height]
     values = np.ma.masked_invalid(table.select(columns).to_numpy().astype(float))
     fig, ax = plt.subplots(figsize=(1.0 + 0.7 * max(1, len(columns)), 1.2 + 0.4 * max(1, table.height)))
     ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
@@ -282,6 +353,12 @@ def leaderboard_slice(reports: Mapping[dg.AssetKey, pl.DataFrame]) -> str:
     if WIKIPROFILE_REPORT in reports:
         wiki = reports[WIKIPROFILE_REPORT]
         parts.append(f"WikiProfile: {wiki.height} subject models, {int(wiki['facts'].max() or 0)} facts each at most")
+    if BEIR_RETRIEVAL in reports or BEIR_RERANK in reports:
+        frames = [reports[k] for k in (BEIR_RETRIEVAL, BEIR_RERANK) if k in reports]
+        judged = pl.concat([f.select("dataset", "queries") for f in frames]).group_by("dataset").agg(pl.max("queries"))
+        parts.append(
+            "BEIR-layout datasets: " + ", ".join(f"{d} ({q} queries)" for d, q in judged.sort("dataset").iter_rows())
+        )
     return ("; ".join(parts) or "no report materialized") + "; each report's own slice names the profile it ran under"
 
 
@@ -309,13 +386,14 @@ def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | N
     return read_parquet(uri) if exists(uri) else None
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="4")
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="5")
 def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.Output:
     """Every evaluated system on every benchmark it was run on, one row per system (a
     retriever alias evaluated on QUIT and RECOR is one row): QUIT's Hit@1/5/10 and nDCG@10
     (exponential gain, ``ndcg_burges@10``) and the EM of each reader's best setting, RECOR's
     nDCG@10 per query strategy (turn -> domain -> macro over domains, the paper's averaging),
-    WikiProfile's Encodes, Knows and Knows(+Think). ``kind`` names the parts a system was
+    WikiProfile's Encodes, Knows and Knows(+Think), and each registered BEIR-layout dataset's
+    nDCG@10 and Recall@100 (``beir/<dataset>/...``). ``kind`` names the parts a system was
     evaluated in (retriever, retriever+reranker, reader LLM, subject LLM); every score is a
     share in [0, 1], null where the system was not run; ``definitions`` says what each column
     computes. Reads the report tables that are materialized and names the others
@@ -327,11 +405,14 @@ def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> 
     materialized = {key: frame for key, frame in stored.items() if frame is not None and frame.height}
     reports, built, left_out = current_reports(context, materialized)
     table = leaderboard_table(reports, oracle_aliases(), built=built)
-    missing = [key.to_user_string() for key in REPORTS if key not in materialized]
-    evaluated = [b for b in BENCHMARKS if b in {REPORTS[key] for key in reports}]
+    # the datasets' reports are expected where the deployment registers a dataset
+    registered = bool(load_datasets())
+    missing = [k.to_user_string() for k in REPORTS if k not in materialized and (REPORTS[k] != BEIR or registered)]
+    benchmarks = [*BENCHMARKS, *([BEIR] if registered else [])]
+    evaluated = [b for b in (*BENCHMARKS, BEIR) if b in {REPORTS[key] for key in reports}]
     csv = storage.path(PREFIX, "leaderboard.csv")
     write_bytes(csv, table.write_csv().encode())
-    columns = definitions()
+    columns = definitions(table=table)
     return dg.Output(
         table,
         metadata={
@@ -343,7 +424,7 @@ def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> 
             ),
             **left_out,
             "benchmarks_evaluated": ", ".join(evaluated) or "none",
-            "benchmarks_not_evaluated": ", ".join(b for b in BENCHMARKS if b not in evaluated) or "none",
+            "benchmarks_not_evaluated": ", ".join(b for b in benchmarks if b not in evaluated) or "none",
             "not_evaluated": ", ".join(missing) or "none",
             "recor_averaging": conversational.AVERAGING[RECOR_AVERAGING],
             "definitions": dg.MetadataValue.md(

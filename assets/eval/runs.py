@@ -35,6 +35,17 @@ def oracle_run(qrels: pl.DataFrame, system: str, seed: int = 0) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
 
 
+def reranked_run(ranked: dict[str, list[str]], lists: dict[str, list[str]], depth: int, system: str) -> pl.DataFrame:
+    """A reranked run: each question's head as the reranker ordered it (``lists``), then the
+    retrieved passages below ``depth`` in their retrieved order (``ranked``); scores 1/rank."""
+    rows = [
+        (q, pid, rank, 1.0 / rank, system)
+        for q, ids in ranked.items()
+        for rank, pid in enumerate(lists[q] + ids[depth:], start=1)
+    ]
+    return pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
+
+
 def trec_run(run: pl.DataFrame) -> str:
     """TREC run format: ``qid Q0 docid rank score system``."""
     lines = [

@@ -8,10 +8,12 @@ found nothing for, an empty popularity tier. Partitioned assets are checked per 
 loading that partition alone.
 
 One module per part of the evaluation, as ``assets.eval`` has them: the benchmarks it reads,
-QUIT (and its fine-tuning), RECOR, WikiProfile and the leaderboard; ``shared`` holds what
+QUIT (and its fine-tuning), RECOR, WikiProfile, the registered BEIR-layout datasets and the
+leaderboard; ``shared`` holds what
 their checks have in common.
 """
 
+from checks.eval.beir import beir_eval_checks
 from checks.eval.benchmarks import benchmark_checks
 from checks.eval.finetune import finetune_checks
 from checks.eval.leaderboard import leaderboard_checks
@@ -25,5 +27,6 @@ eval_checks = [
     *finetune_checks,
     *recor_eval_checks,
     *wikiprofile_eval_checks,
+    *beir_eval_checks,
     *leaderboard_checks,
 ]

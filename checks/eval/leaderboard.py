@@ -1,5 +1,5 @@
-"""Checks of the leaderboard: one row per system over the three benchmarks, merged from their
-report tables."""
+"""Checks of the leaderboard: one row per system over the three benchmarks and the registered
+BEIR-layout datasets, merged from their report tables."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def leaderboard_schema(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
     if typed(frame, board.SCHEMA):
         known = pl.col("kind").str.split(", ").list.eval(pl.element().is_in(list(board.KINDS))).list.all()
         problems += where(frame, ~known, f"with a kind not of {list(board.KINDS)}", key)
-        problems += outside(frame, board.SCORES, UNIT, key)
+        problems += outside(frame, board.score_columns(frame), UNIT, key)
         for a, b in zip(QUIT_HITS, QUIT_HITS[1:]):
             problems += where(frame, pl.col(a) > pl.col(b) + TOLERANCE, f"with {a} above {b}", key)
     return problems_result(problems, frame.height)
@@ -45,11 +45,12 @@ def leaderboard_run_on(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = leaderboard, LEADERBOARD_KEY
     problems = table_problems(frame, board.SCHEMA)
     if typed(frame, board.SCHEMA):
+        columns = board.score_columns(frame)
         scored = [
-            pl.when(
-                pl.any_horizontal(pl.col(c).is_not_null() for c in board.SCORES if board.benchmark_of(c) == b)
-            ).then(pl.lit(b))
-            for b in board.BENCHMARKS
+            pl.when(pl.any_horizontal(pl.col(c).is_not_null() for c in columns if board.benchmark_of(c) == b)).then(
+                pl.lit(b)
+            )
+            for b in board.benchmark_names(columns)
         ]
         expected = pl.concat_str(scored, separator=", ", ignore_nulls=True)
         kinds = pl.col("kind").str.split(", ")

@@ -24,6 +24,7 @@ from checks.eval.shared import (
     reranked_systems,
     retriever_aliases,
     run_problems,
+    same_passages_problems,
 )
 from checks.factories import (
     UNIT,
@@ -38,7 +39,7 @@ from checks.factories import (
     unmatched,
     where,
 )
-from resources.retrieval import load_rerankers, load_retrievers
+from resources.retrieval import load_retrievers
 from resources.storage import exists
 
 # Check names, unique per asset.
@@ -194,37 +195,7 @@ def quit_reranked_runs_ranks(quit_reranked_runs: pl.DataFrame) -> dg.AssetCheckR
 def quit_reranked_same_passages(quit_reranked_runs: pl.DataFrame, quit_runs: pl.DataFrame) -> dg.AssetCheckResult:
     """A reranker only reorders: its run holds what the retriever found (so its ids resolve
     wherever the retrieved run's do), and the tail it does not rerank stays in place."""
-    columns = {"question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32}
-    problems = table_problems(quit_reranked_runs, {**columns, "system": pl.String}) + table_problems(quit_runs, columns)
-    if problems:
-        return problems_result(problems, quit_reranked_runs.height)
-    rerankers = load_rerankers()
-    top_k = {
-        s: rerankers[s.split("+", 1)[-1]].top_k
-        for s in quit_reranked_runs["system"].unique().drop_nulls()
-        if s.split("+", 1)[-1] in rerankers
-    }
-    joined = (
-        quit_reranked_runs.select(*columns, "system")
-        .join(
-            quit_runs.select("question_id", "passage_id", pl.col("rank").alias("retrieved_rank")),
-            on=["question_id", "passage_id"],
-            how="full",
-            coalesce=True,
-        )
-        .with_columns(pl.col("system").replace_strict(top_k, default=None, return_dtype=pl.Int64).alias("top_k"))
-    )
-    ids = ("question_id", "passage_id")
-    problems = (
-        where(joined, pl.col("retrieved_rank").is_null(), "reranked but never retrieved", ids)
-        + where(joined, pl.col("rank").is_null(), "retrieved but missing from the reranked run", ids)
-        + where(
-            joined,
-            (pl.col("retrieved_rank") > pl.col("top_k")) & (pl.col("rank") != pl.col("retrieved_rank")),
-            "below the reranked top_k but moved from their retrieved rank",
-            ids,
-        )
-    )
+    problems = same_passages_problems(quit_reranked_runs, quit_runs)
     return problems_result(problems, quit_reranked_runs.height)
 
 

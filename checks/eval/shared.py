@@ -98,3 +98,40 @@ def oracle_aliases() -> list[str]:
 def reranked_systems() -> list[str]:
     """``<retriever>+<reranker>``, as the reranked runs name themselves."""
     return sorted(f"{r}+{k}" for r in load_retrievers() for k in load_rerankers())
+
+
+def same_passages_problems(reranked: pl.DataFrame, retrieved: pl.DataFrame) -> list[str]:
+    """What is wrong with one reranker's run (``system`` ``<retriever>+<reranker>``) against
+    the run it reordered: a passage reranked but never retrieved, one retrieved but lost, one
+    below the reranker's ``top_k`` moved from its retrieved rank."""
+    columns = {"question_id": pl.String, "passage_id": pl.String, "rank": pl.Int32}
+    problems = table_problems(reranked, {**columns, "system": pl.String}) + table_problems(retrieved, columns)
+    if problems:
+        return problems
+    rerankers = load_rerankers()
+    top_k = {
+        s: rerankers[s.split("+", 1)[-1]].top_k
+        for s in reranked["system"].unique().drop_nulls()
+        if s.split("+", 1)[-1] in rerankers
+    }
+    joined = (
+        reranked.select(*columns, "system")
+        .join(
+            retrieved.select("question_id", "passage_id", pl.col("rank").alias("retrieved_rank")),
+            on=["question_id", "passage_id"],
+            how="full",
+            coalesce=True,
+        )
+        .with_columns(pl.col("system").replace_strict(top_k, default=None, return_dtype=pl.Int64).alias("top_k"))
+    )
+    ids = ("question_id", "passage_id")
+    return (
+        where(joined, pl.col("retrieved_rank").is_null(), "reranked but never retrieved", ids)
+        + where(joined, pl.col("rank").is_null(), "retrieved but missing from the reranked run", ids)
+        + where(
+            joined,
+            (pl.col("retrieved_rank") > pl.col("top_k")) & (pl.col("rank") != pl.col("retrieved_rank")),
+            "below the reranked top_k but moved from their retrieved rank",
+            ids,
+        )
+    )

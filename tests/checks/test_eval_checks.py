@@ -8,6 +8,7 @@ import pytest
 
 from assets.eval import leaderboard as board
 from assets.eval import metrics as eval_metrics
+from assets.eval.beir import beir_eval_assets
 from assets.eval.quit.assets import quit_eval_assets
 from assets.eval.quit.finetune.assets import finetune_data_assets, finetune_model_assets
 from assets.eval.quit.finetune.report import finetune_report_assets
@@ -874,6 +875,8 @@ def accounting_evaluation(
     partitions = spec.partitions_def
     instance = dg.DagsterInstance.ephemeral()
     sync_partitions(instance)
+    # the tests' deployment registers no dataset in BEIR's layout: one stands in
+    instance.add_dynamic_partitions("beir_datasets", ["tiny"])
     partition = partitions.get_partition_keys(dynamic_partitions_store=instance)[0] if partitions else None
 
     @dg.asset(key=spec.asset_key, partitions_def=partitions)
@@ -897,6 +900,7 @@ ACCOUNTING = [c for c in eval_checks if next(iter(c.check_specs)).name == "llm_a
 RETECO_JUDGED = pl.DataFrame({"qid": ["c1_turn1", "c1_turn2"], "judge_failures": [0, 0]})
 ACCOUNTED = {
     "eval/quit_reranked_runs": GOOD_RUN,
+    "eval/beir_reranked_runs": GOOD_RUN.with_columns(pl.lit("tiny").alias("dataset")),
     "eval/quit_reader_answers": READER_ANSWERS,
     "eval/recor_queries": QUERIES,
     "eval/recor_generation": GENERATION,
@@ -929,6 +933,7 @@ def test_every_evaluation_asset_has_checks_that_run_per_partition_with_unique_na
             *benchmark_assets,
             *quit_eval_assets,
             *recor_eval_assets,
+            *beir_eval_assets,
             *wikiprofile_profile_assets,
             *wikiprofile_analysis_assets,
             *board.leaderboard_assets,

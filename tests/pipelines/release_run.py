@@ -5,9 +5,10 @@ background (``tests.background``); ``test_release_evaluation`` reads what it mad
 Usage: python -m tests.pipelines.release_run
 
 Paths come from the environment: BENCHFOUNDRY_STORAGE, BENCHFOUNDRY_CACHE (the LLM cache),
-BENCHFOUNDRY_STAGE_HOME (the instance), BENCHFOUNDRY_RETRIEVERS and BENCHFOUNDRY_RERANKERS (the
-retriever and reranker registries) and BENCHFOUNDRY_TRAINED (the trained models' registry), read when ``resources.retrieval`` is
-imported: hence a process of its own."""
+BENCHFOUNDRY_STAGE_HOME (the instance), BENCHFOUNDRY_RETRIEVERS, BENCHFOUNDRY_RERANKERS and
+BENCHFOUNDRY_DATASETS (the retriever, reranker and dataset registries) and BENCHFOUNDRY_TRAINED
+(the trained models' registry), read when ``resources.retrieval`` is imported: hence a process
+of its own."""
 
 from __future__ import annotations
 
@@ -36,8 +37,11 @@ RERANKERS = """rerankers:
 DOMAIN = "law"
 SUBJECT = "smollm2"
 # make run --from-release's stages (stages.run_plan): QUIT's models fine-tuned on the
-# slice's train questions first
-PLAN = {"from_release": True, "finetune": True}
+# slice's train questions first; the fixture's BEIR-layout dataset, registered as a deployment
+# registers one (BENCHFOUNDRY_DATASETS), evaluated by every retriever (the fine-tuned ones
+# included) and reranker, as make run evaluates the registered datasets
+PLAN = {"from_release": True, "finetune": True, "beir": True}
+DATASETS = Path(__file__).resolve().parents[1] / "fixtures" / "beir" / "datasets.yaml"
 # Training steps of each fine-tuned model: the demo profile's 20 teach the scripted run
 # nothing more than 4 do (what it checks is that each model trains, registers and is evaluated).
 TRAINING_STEPS = 4
@@ -60,6 +64,7 @@ def start_release_run(base: Path) -> Build:
         "BENCHFOUNDRY_STAGE_HOME": str(run.home),
         "BENCHFOUNDRY_RETRIEVERS": str(run.retrievers),
         "BENCHFOUNDRY_RERANKERS": str(run.rerankers),
+        "BENCHFOUNDRY_DATASETS": str(DATASETS),
         # its own registry of trained models: the test process's (tests/conftest.py) would
         # show the tests the aliases this run's fine-tuning registers
         "BENCHFOUNDRY_TRAINED": str(run.trained),

@@ -83,8 +83,9 @@ def test_jobs_cover_the_graph_in_stages():
     from pipelines.stages import run_plan
 
     covered = set()
-    # Wikimedia's data as WikiProfile's source (make run --wikipedia) among the stages
-    for name, _ in run_plan(finetune=True, wikipedia=True):
+    # Wikimedia's data as WikiProfile's source (make run --wikipedia) and the registered
+    # BEIR-layout datasets (make run --beir) among the stages
+    for name, _ in run_plan(finetune=True, wikipedia=True, beir=True):
         job = defs.resolve_job_def(name)
         covered |= {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     # every asset, RECOR's observed source files included (recor_observe)
@@ -99,8 +100,12 @@ def test_a_stage_names_the_partitions_of_its_job_as_the_partitions_module_does()
     from pipelines.stages import RETECO_STAGES, run_plan, stage_partitions
 
     assert set(stage_partitions()) == set(NAMED)
-    partitioned = {name: named for name, named in {*run_plan(finetune=True, wikipedia=True), *RETECO_STAGES} if named}
-    assert {"retriever_rerankers", "domain_retrievers", "quit_models"} <= set(partitioned.values())
+    partitioned = {
+        name: named for name, named in {*run_plan(finetune=True, wikipedia=True, beir=True), *RETECO_STAGES} if named
+    }
+    assert {"retriever_rerankers", "domain_retrievers", "quit_models", "beir_dataset_retrievers"} <= set(
+        partitioned.values()
+    )
     for name, named in partitioned.items():
         assert defs.resolve_job_def(name).partitions_def is NAMED[named], name
 

@@ -71,9 +71,41 @@ def test_each_benchmark_is_evaluated_on_its_release_slice(release_run):
 def test_the_entry_point_retriever_is_one_leaderboard_row_over_quit_and_recor(release_run):
     board = pl.read_csv(release_run.storage / "eval" / "leaderboard.csv")
     tfidf = board.filter(pl.col("system") == "tfidf")
-    assert tfidf.height == 1 and tfidf["benchmarks"][0] == "quit, recor"
+    assert tfidf.height == 1 and tfidf["benchmarks"][0] == "quit, recor, beir/tiny"
     assert tfidf["quit/hit_rate@10"][0] is not None and tfidf["recor/ndcg@10/baseline"][0] is not None
     assert board.filter(pl.col("system") == SUBJECT)["benchmarks"][0].endswith("wikiprofile")
+
+
+def test_a_registered_beir_dataset_is_evaluated_from_the_registry_to_the_leaderboard(release_run):
+    """Issue 47: the fixture's dataset in BEIR's layout, registered as a deployment registers
+    one (BENCHFOUNDRY_DATASETS), becomes a partition, is read with its rejects named, searched
+    by every retriever (the fine-tuned ones too), reranked by every reranker, scored, written
+    as TREC runs and ranked on the leaderboard as its own column group."""
+    storage, instance = release_run.storage, release_run.instance()
+    assert instance.get_dynamic_partitions("beir_datasets") == ["tiny"]
+    rejects = pl.read_parquet(storage / "eval" / "beir_source_rejects" / "tiny.parquet")
+    assert sorted(rejects["reason"]) == [
+        "duplicate_id",
+        "malformed_line",
+        "query_without_qrels",
+        "unknown_document",
+        "unknown_query",
+    ]
+    retrieval = pl.read_parquet(storage / "eval" / "beir_retrieval_metrics.parquet")
+    assert sorted(retrieval["retriever"]) == ["bm25", FINE_TUNED_COLBERT, FINE_TUNED, "tfidf"]
+    assert set(retrieval["dataset"]) == {"tiny"} and (retrieval["queries"] == 3).all()
+    assert retrieval.filter(pl.col("retriever") == "bm25")["ndcg@10"][0] == pytest.approx(1.0)
+    rerank = pl.read_parquet(storage / "eval" / "beir_rerank_metrics.parquet")
+    systems = set(rerank["system"])
+    assert {"bm25+rankgpt", "bm25+pointwise", f"tfidf+{FINE_TUNED_RERANKER}", "oracle+rankgpt"} <= systems
+    assert rerank.filter(pl.col("oracle"))["retriever"].unique().to_list() == ["oracle"]
+    runs = storage / "eval" / "runs" / "beir" / "tiny"
+    assert {"bm25.trec", "tfidf.trec", "oracle.trec", "bm25+rankgpt.trec"} <= {p.name for p in runs.iterdir()}
+    board = pl.read_csv(storage / "eval" / "leaderboard.csv")
+    bm25 = board.filter(pl.col("system") == "bm25").row(0, named=True)
+    assert bm25["benchmarks"] == "quit, recor, beir/tiny" and bm25["beir/tiny/ndcg@10"] == pytest.approx(1.0)
+    assert board.filter(pl.col("system") == "bm25+rankgpt")["beir/tiny/recall@100"][0] is not None
+    assert "oracle+rankgpt" not in board["system"].to_list()
 
 
 def test_every_check_of_the_release_run_ran_and_passed_or_only_warned(release_run):

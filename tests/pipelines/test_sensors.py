@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import dagster as dg
 
@@ -66,7 +67,13 @@ def test_registered_keys_follow_every_registry(tmp_path):
         "rerankers": ["pointwise", "rankgpt", "upr"],
         "wikiprofile_subjects": ["smollm2", "smollm2-native"],
         "finetune_bases": ["minilm"],
+        "beir_datasets": [],
     }
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "beir" / "datasets.yaml"
+    with_datasets = registered_keys(
+        models=SCRIPTED_REGISTRY, retrievers=str(retrievers), rerankers=RERANKERS_PATH, datasets=str(fixture)
+    )
+    assert with_datasets["beir_datasets"] == ["tiny"]
 
 
 def test_sync_partitions_adds_and_never_removes(tmp_path):
@@ -172,10 +179,14 @@ def test_registry_sensor_removes_hand_added_partitions_nothing_materialized(scri
 
 def test_registry_sensor_names_the_files_it_reads(scripted_llm):
     from pipelines.sensors import registry_partitions_sensor
+    from resources.datasets import DATASETS_PATH
     from resources.retrieval import RERANKERS_PATH, RETRIEVERS_PATH
 
     assert RETRIEVERS_PATH in registry_partitions_sensor.description
     assert RERANKERS_PATH in registry_partitions_sensor.description
+    assert DATASETS_PATH in registry_partitions_sensor.description and "BENCHFOUNDRY_DATASETS" in (
+        registry_partitions_sensor.description
+    )
     instance = dg.DagsterInstance.ephemeral()
     with dg.build_sensor_context(
         instance=instance, resources={"llm": scripted_llm}, definitions=dg.Definitions(assets=_evaluations())

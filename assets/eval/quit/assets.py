@@ -18,7 +18,7 @@ from assets.eval import metrics as eval_metrics
 from assets.eval import reports, retrieve
 from assets.eval import rerankers as rerank_methods
 from assets.eval.quit import steps as readers
-from assets.eval.runs import RUN_SCHEMA, oracle_run, run_frame, trec_run
+from assets.eval.runs import oracle_run, reranked_run, run_frame, trec_run
 from assets.partitions import quit_reader_partitions, retriever_partitions, retriever_reranker_partitions
 from assets.quit import rules as quit_rules
 from assets.quit.settings import QuitSettings
@@ -273,12 +273,7 @@ def quit_reranked_runs(
     else:
         done = rerank_methods.rerank(spec, llm, queries, head, texts, stats, context.log.info)
     system = f"{keys['retriever']}+{spec.alias}"
-    rows = [
-        (q, pid, rank, 1.0 / rank, system)
-        for q, ids in ranked.items()
-        for rank, pid in enumerate(done.lists[q] + ids[depth:], start=1)
-    ]
-    frame = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row")
+    frame = reranked_run(ranked, done.lists, depth, system)
     trec_path = storage.path(PREFIX, "runs", "quit", f"{system}.trec")
     write_bytes(trec_path, trec_run(frame).encode())
     return dg.Output(
