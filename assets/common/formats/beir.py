@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
+import orjson
 import polars as pl
 import pyarrow.fs as pafs
 
@@ -220,35 +221,72 @@ def _splits(folder: str) -> list[str]:
 def _read_records(
     uri: str, name: str, fields: tuple[str, ...], rejects: list[dict]
 ) -> tuple[pl.DataFrame, dict[str, int]]:
-    """The usable records of a JSON Lines file as a frame, and the line of each kept ``_id``."""
-    columns: dict[str, list] = {f: [] for f in (*fields, "metadata")}
+    """The usable records of a JSON Lines file as a frame, and the line of each kept ``_id``.
+    The columns go into a frame every ``_BLOCK`` records, so the Python strings of at most
+    one block are held beside the frame's."""
+    schema = CORPUS_SCHEMA if "title" in fields else QUERIES_SCHEMA
+    blocks: list[pl.DataFrame] = []
+    columns: dict[str, list] = {f: [] for f in schema}
     lines: dict[str, int] = {}
     first_bad, readable = None, 0
-    for n, raw in enumerate(read_lines(uri), start=1):
-        for _, value, problem in json_lines(raw):
-            if problem is None and not isinstance(value, dict):
-                problem = f"a JSON {type(value).__name__}, not an object"
-            if problem is not None:
-                first_bad = first_bad or (n, problem)
-                rejects.append(REJECTS.row(name, n, STEP, "malformed_line", problem, value))
-                continue
-            readable += 1
-            reason, detail = _record_problem(value, fields, lines)
-            if reason:
-                rejects.append(REJECTS.row(name, n, STEP, reason, detail, value))
-                continue
-            record_id = _id_text(value["_id"])
-            lines[record_id] = n
-            columns["_id"].append(record_id)
-            for field in fields[1:]:
-                columns[field].append(value.get(field) or "")
-            meta = value.get("metadata")
-            columns["metadata"].append(None if meta is None else json.dumps(meta, ensure_ascii=False))
+    for n, value, problem in _json_records(uri):
+        if problem is None and not isinstance(value, dict):
+            problem = f"a JSON {type(value).__name__}, not an object"
+        if problem is not None:
+            first_bad = first_bad or (n, problem)
+            rejects.append(REJECTS.row(name, n, STEP, "malformed_line", problem, value))
+            continue
+        readable += 1
+        reason, detail = _record_problem(value, fields, lines)
+        if reason:
+            rejects.append(REJECTS.row(name, n, STEP, reason, detail, value))
+            continue
+        record_id = _id_text(value["_id"])
+        lines[record_id] = n
+        columns["_id"].append(record_id)
+        for field in fields[1:]:
+            columns[field].append(value.get(field) or "")
+        meta = value.get("metadata")
+        columns["metadata"].append(None if meta is None else json.dumps(meta, ensure_ascii=False))
+        if len(columns["_id"]) == _BLOCK:
+            blocks.append(pl.DataFrame(columns, schema=schema))
+            columns = {f: [] for f in schema}
     if not readable:
         where = f" line {first_bad[0]}: {first_bad[1]}" if first_bad else ": empty"
         raise SourceFormatError(f"{uri}{where}; no line of the file is a JSON record")
-    schema = CORPUS_SCHEMA if "title" in fields else QUERIES_SCHEMA
-    return pl.DataFrame(columns, schema=schema), lines
+    blocks.append(pl.DataFrame(columns, schema=schema))
+    return pl.concat(blocks), lines
+
+
+# Records a block of a frame holds while a file is read.
+_BLOCK = 100_000
+_LONG_NUMBER = re.compile(rb"\d{19}")
+
+
+def _json_records(uri: str) -> Iterator[tuple[int, object, str | None]]:
+    """``(line, value, None)`` for each line of a JSON Lines file that is JSON, or ``(line,
+    the line's start, why)`` for one that is not; blank lines are skipped. orjson reads a
+    line (a reader of BEIR's largest corpora spends most of its time here); one it refuses
+    (not UTF-8, half a surrogate pair, NaN, deep nesting, not JSON), or one with a run of 19
+    digits (an integer past 64 bits, which orjson reads as a float), is read by
+    :func:`assets.common.records.json_lines` instead, which keeps what Python's JSON keeps and
+    says why it refuses the rest, as every reader of the project does."""
+    for n, raw in enumerate(read_lines(uri), start=1):
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            # only a float, a metadata object or a value that is no record can hold a long integer
+            if not (_may_hold_floats(value) and _LONG_NUMBER.search(raw)):
+                yield n, value, None
+                continue
+        for _, value, problem in json_lines(raw):
+            yield n, value, problem
+
+
+def _may_hold_floats(value) -> bool:
+    return not isinstance(value, dict) or "metadata" in value or any(type(v) is float for v in value.values())
 
 
 def _id_text(value) -> str:
@@ -257,18 +295,28 @@ def _id_text(value) -> str:
 
 def _record_problem(record: dict, fields: tuple[str, ...], seen: dict[str, int]) -> tuple[str | None, str | None]:
     """Why a corpus or queries record cannot be kept, as ``(reason, detail)``, or Nones."""
-    if record.get("_id") is None or record["_id"] == "":
+    record_id, meta = record.get("_id"), record.get("metadata")
+    # the usual record first: a text id, text fields, an object or no metadata, an id not seen
+    if (
+        type(record_id) is str
+        and record_id
+        and all(type(record.get(f)) is str or (f != "text" and record.get(f) is None) for f in fields[1:])
+        and (meta is None or type(meta) is dict)
+        and record_id not in seen
+    ):
+        return None, None
+    if record_id is None or record_id == "":
         return "missing_field", "no _id"
     if record.get("text") is None:  # an empty text is a document (BEIR's corpora hold titles alone)
         return "missing_field", "no text"
-    if isinstance(record["_id"], bool) or not isinstance(record["_id"], str | int):
-        return "bad_field", f"_id is a {type(record['_id']).__name__}, not text"
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int):
+        return "bad_field", f"_id is a {type(record_id).__name__}, not text"
     for field in fields[1:]:
         if record.get(field) is not None and not isinstance(record[field], str):
             return "bad_field", f"{field} is a {type(record[field]).__name__}, not text"
-    if record.get("metadata") is not None and not isinstance(record["metadata"], dict):
-        return "bad_field", f"metadata is a {type(record['metadata']).__name__}, not an object"
-    record_id = _id_text(record["_id"])
+    if meta is not None and not isinstance(meta, dict):
+        return "bad_field", f"metadata is a {type(meta).__name__}, not an object"
+    record_id = _id_text(record_id)
     if record_id in seen:
         return "duplicate_id", f"_id {record_id!r} was read first at line {seen[record_id]}; that one is kept"
     return None, None

@@ -339,6 +339,8 @@ def write_folder(root, extra: dict[str, bytes] | None = None, drop: tuple[str, .
         ("corpus.jsonl", b'{"_id": "d9", "title": "no text"}', "missing_field", "no text"),
         ("queries.jsonl", b'{"text": "no id?"}', "missing_field", "no _id"),
         ("corpus.jsonl", b'{"_id": "d9", "text": 7}', "bad_field", "text is a int"),
+        ("corpus.jsonl", b'{"_id": "d9", "text": NaN}', "bad_field", "text is a float"),
+        ("corpus.jsonl", b'{"_id": "d9", "text": "\\ud800 half a pair"}', "malformed_line", "not valid Unicode"),
         ("corpus.jsonl", b'{"_id": "d1", "text": "again"}', "duplicate_id", "read first at line 1"),
         ("qrels/test.tsv", b"q1\td2\t1.5", "bad_score", "'1.5' is not an integer"),
         ("qrels/test.tsv", b"q9\td1\t1", "unknown_query", "query 'q9' is not in queries.jsonl"),
@@ -366,6 +368,27 @@ def test_read_beir_names_each_bad_line(tmp_path, file, line, reason, detail):
     assert data.corpus.select("_id", "text").rows() == [("d1", "one"), ("d2", "two")]
     assert data.queries["_id"].to_list() == ["q1", "q2"]
     assert data.qrels.rows() == [("q1", "d1", 1), ("q2", "d2", 2)]
+
+
+def test_ids_and_metadata_are_read_as_pythons_json_reads_them(tmp_path):
+    """The fast reading (orjson) and Python's agree: an integer id past 64 bits stays an
+    integer's digits, not a float's; a blank line is no record; blocks of the frame join in
+    file order."""
+    import assets.common.formats.beir as layout
+
+    big = b'{"_id": 123456789012345678901234567890, "text": "big", "metadata": {"n": 98765432109876543210}}'
+    folder = write_folder(tmp_path, {"corpus.jsonl": b"\n" + big + b"\n"})
+    (tmp_path / "qrels" / "test.tsv").write_bytes(b"q1\t123456789012345678901234567890\t1\nq2\td2\t2\n")
+    original = layout._BLOCK
+    try:
+        layout._BLOCK = 1
+        data = read_beir(folder, "test")
+    finally:
+        layout._BLOCK = original
+    assert data.corpus["_id"].to_list() == ["d1", "d2", "123456789012345678901234567890"]
+    assert data.corpus["metadata"][2] == '{"n": 98765432109876543210}'
+    assert data.qrels.rows() == [("q1", "123456789012345678901234567890", 1), ("q2", "d2", 2)]
+    assert data.rejects.height == 0
 
 
 def test_a_first_qrels_line_that_is_a_judgment_is_read(tmp_path):
