@@ -17,6 +17,7 @@ import os
 
 import dagster as dg
 
+from assets.eval.uncertainty import UncertaintySettings
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.settings import RecorSettings
 from assets.wikiprofile.settings import WikiProfileSettings
@@ -111,6 +112,8 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
         "bootstrap_resamples",
     ),
     "check_settings": ("max_llm_failure_rate", "max_llm_error_rate"),
+    # the reports' intervals and tests: what is computed, never where
+    "uncertainty": ("resamples", "permutations", "seed", "level", "test", "alpha"),
 }
 
 
@@ -138,6 +141,7 @@ def default_resources() -> dict:
         "wikiprofile_settings": WikiProfileSettings(),
         "search": DocumentSearchResource(),
         "check_settings": CheckSettings(),
+        "uncertainty": UncertaintySettings(),
     }
 
 

@@ -1,0 +1,122 @@
+"""Issue 48's statistics on fixtures with known answers: the intervals are scipy's percentile
+bootstrap, the p-values scipy's paired permutation test (and an exact enumeration by hand),
+Holm's correction its textbook values; two identical systems are never marked different, two
+clearly separated ones always are."""
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from assets.eval import uncertainty as u
+
+SETTINGS = u.UncertaintySettings(resamples=2000, permutations=2000, seed=7)
+
+
+def scores(n: int = 60, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.random(n)
+    return a, np.clip(a - 0.05 + rng.normal(0, 0.1, n), 0, 1)
+
+
+def test_the_interval_is_scipys_percentile_bootstrap():
+    a, _ = scores()
+    expected = stats.bootstrap(
+        (a,), np.mean, n_resamples=2000, method="percentile", rng=np.random.default_rng(7), confidence_level=0.95
+    ).confidence_interval
+    low, high = u.interval(a, SETTINGS)
+    assert (low, high) == (pytest.approx(expected.low, abs=1e-9), pytest.approx(expected.high, abs=1e-9))
+    assert low < a.mean() < high
+    assert u.interval([0.5, 0.5, 0.5], SETTINGS) == (0.5, 0.5) and all(map(math.isnan, u.interval([], SETTINGS)))
+
+
+def test_a_macro_interval_resamples_each_stratum_on_its_own():
+    a, b = scores(40)[0], scores(25, seed=9)[0]
+    expected = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis=-1: (np.mean(x, axis=axis) + np.mean(y, axis=axis)) / 2,
+        n_resamples=2000,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(7),
+    ).confidence_interval
+    low, high = u.interval_of_strata([a, b], SETTINGS)
+    assert (low, high) == (pytest.approx(expected.low, abs=1e-9), pytest.approx(expected.high, abs=1e-9))
+
+
+def test_the_p_value_is_scipys_paired_permutation_test():
+    a, b = scores()
+    expected = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
+        permutation_type="samples",
+        n_resamples=2000,
+        vectorized=True,
+        rng=np.random.default_rng(7),
+    ).pvalue
+    assert u.paired_p(a, b, SETTINGS) == pytest.approx(expected, abs=1e-9)
+    student = u.UncertaintySettings(test="student")
+    assert u.paired_p(a, b, student) == pytest.approx(stats.ttest_rel(a, b).pvalue, abs=1e-9)
+
+
+def test_a_small_test_enumerates_every_sign_flip():
+    # five items all one better: 2 of the 2^5 flips are as extreme (all +, all -)
+    assert u.paired_p([1, 1, 1, 1, 1], [0, 0, 0, 0, 0], SETTINGS) == pytest.approx(2 / 32, abs=1e-12)
+    assert u.paired_p([0.3, 0.2], [0.3, 0.2], SETTINGS) == 1.0
+
+
+def test_holm_is_the_textbook_step_down():
+    assert u.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    with_nan = u.holm([0.5, math.nan, 0.9])
+    assert with_nan[0] == 1.0 and math.isnan(with_nan[1]) and with_nan[2] == 1.0
+
+
+def table(systems: dict[str, np.ndarray], split: str = "test") -> pl.DataFrame:
+    return pl.concat(
+        pl.DataFrame({"system": s, "split": split, "question_id": [f"q{i}" for i in range(len(v))], "m": v})
+        for s, v in systems.items()
+    )
+
+
+def test_identical_systems_are_never_marked_different_and_separated_ones_always_are():
+    rng = np.random.default_rng(0)
+    for seed in range(5):
+        same = rng.random(30)
+        long = u.summarize(table({"a": same, "b": same.copy()}), ["system"], "question_id", ["m"], SETTINGS)
+        assert long["tied_best"].all() and long.filter(pl.col("system") == "b")["p"].to_list() in ([1.0], [None])
+        better = rng.random(50) * 0.2 + 0.8
+        apart = table({"good": better, "poor": better - 0.5, "close": better - 0.0})
+        long = u.summarize(apart, ["system"], "question_id", ["m"], u.UncertaintySettings(seed=seed))
+        marked = dict(zip(long["system"], long["tied_best"]))
+        assert marked == {"good": True, "poor": False, "close": True}
+        assert long.filter(pl.col("system") == "poor")["p"][0] < 0.01
+
+
+def test_a_table_is_summarized_within_its_splits_and_attached():
+    a, b = scores()
+    frame = pl.concat([table({"x": a, "y": b}, "test"), table({"x": b, "y": a}, "dev")])
+    long = u.summarize(frame, ["system", "split"], "question_id", ["m"], SETTINGS, within=["split"])
+    best = {s: long.filter((pl.col("split") == s) & pl.col("p").is_null())["system"][0] for s in ("test", "dev")}
+    assert best == {"test": "x", "dev": "y"}
+    assert long["items"].to_list() == [60] * 4
+    report = pl.DataFrame({"system": ["x", "y"], "split": ["test", "test"], "m": [a.mean(), b.mean()]})
+    attached = u.attach(report, long, ["system", "split"])
+    assert attached.columns == ["system", "split", "m", "m ci_low", "m ci_high", "m tied_best"]
+    assert (attached["m ci_low"] < attached["m"]).all() and (attached["m"] < attached["m ci_high"]).all()
+    printed = u.formatted(long.filter(pl.col("split") == "test"), ["system"])
+    assert printed.filter(pl.col("system") == "x")["m"][0].endswith("]*")
+
+
+def test_a_macro_summary_is_the_mean_of_its_strata():
+    frame = pl.DataFrame(
+        {
+            "system": ["s"] * 5,
+            "turn": ["a1", "a2", "a3", "b1", "b2"],
+            "domain": ["a", "a", "a", "b", "b"],
+            "m": [1.0, 0.0, 0.5, 1.0, 1.0],
+        }
+    )
+    long = u.summarize(frame, ["system"], "turn", ["m"], SETTINGS, strata="domain")
+    assert long["value"][0] == pytest.approx((0.5 + 1.0) / 2)
