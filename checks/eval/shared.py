@@ -135,3 +135,27 @@ def same_passages_problems(reranked: pl.DataFrame, retrieved: pl.DataFrame) -> l
             ids,
         )
     )
+
+
+def interval_problems(frame: pl.DataFrame, keys: Sequence[str]) -> list[str]:
+    """A report's intervals (issue 48, ``assets.eval.uncertainty.attach``): for every metric
+    with ``<metric> ci_low`` and ``<metric> ci_high`` columns, the interval holds the value
+    and lies in [0, 1] where the value is a share; a row without an interval (another split
+    than the headline one) has neither end."""
+    problems = []
+    for low in [c for c in frame.columns if c.endswith(" ci_low")]:
+        metric = low.removesuffix(" ci_low")
+        high = f"{metric} ci_high"
+        if metric not in frame.columns or high not in frame.columns:
+            problems.append(f"column {low!r} without {metric!r} and {high!r}")
+            continue
+        problems += where(
+            frame, pl.col(low).is_null() != pl.col(high).is_null(), f"with one end of {metric}'s interval", keys
+        )
+        problems += where(
+            frame,
+            (pl.col(low) > pl.col(metric) + TOLERANCE) | (pl.col(high) < pl.col(metric) - TOLERANCE),
+            f"whose {metric} interval does not hold the value",
+            keys,
+        )
+    return problems

@@ -163,6 +163,7 @@ WIRING_FIELDS = {
 }
 # A value for every allowed field that differs from its default (and is valid).
 SET = {
+    "test": "student",
     "profile": "demo",
     "negatives": "random",
     "device": "cpu",
