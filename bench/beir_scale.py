@@ -10,8 +10,9 @@ judged query in ``qrels/test.tsv``. Each part runs in its own process (peak RSS 
   layout is measured against (the target: the project's reader at most 1.5x its time, and
   no more memory);
 - ``read``: :func:`assets.common.formats.beir.read_beir`, every line checked, rejects named;
-- ``score``: :func:`assets.eval.beir.rules.metric_rows` of one system's top-100 run over every
-  judged query (BEIR's seven metrics through ranx).
+- ``score``: :func:`assets.eval.beir.rules.per_query` of five systems' top-100 runs over every
+  judged query (BEIR's seven metrics through ranx), then the metric table with each
+  metric's interval and paired test (issue 48: the target, at most 10% of the report step).
 
 Times are extrapolated linearly to MS MARCO (8.8M passages, 6,980 dev queries), BEIR's largest.
 
@@ -95,8 +96,9 @@ def part_score(folder: str) -> dict:
 
     from assets.common.formats.beir import read_beir
     from assets.eval.beir.assets import beir_tables
-    from assets.eval.beir.rules import metric_rows
+    from assets.eval.beir.rules import metric_table, per_query
     from assets.eval.runs import RUN_SCHEMA
+    from assets.eval.uncertainty import UncertaintySettings
 
     data = read_beir(folder)
     _, queries, qrels = beir_tables(data, "synthetic")
@@ -104,18 +106,28 @@ def part_score(folder: str) -> dict:
     ids = data.corpus["_id"].to_list()
     gold = {q: g["passage_id"].to_list() for (q,), g in qrels.group_by("question_id")}
     rows = []
-    for q in queries["question_id"].to_list():
-        # a run that finds some gold high, some low, most not at all
-        found = [d for d in gold[q] if rng.random() < 0.5]
-        listed = list(dict.fromkeys(found + rng.sample(ids, 100)))[:100]
-        rng.shuffle(listed)
-        rows += [(q, d, rank, 1.0 / rank, "bm25") for rank, d in enumerate(listed, start=1)]
+    for system in SYSTEMS:
+        for q in queries["question_id"].to_list():
+            # a run that finds some gold high, some low, most not at all
+            found = [d for d in gold[q] if rng.random() < 0.5]
+            listed = list(dict.fromkeys(found + rng.sample(ids, 100)))[:100]
+            rng.shuffle(listed)
+            rows += [(q, d, rank, 1.0 / rank, system) for rank, d in enumerate(listed, start=1)]
     run = pl.DataFrame(rows, schema=RUN_SCHEMA, orient="row").with_columns(pl.lit("synthetic").alias("dataset"))
     t = time.perf_counter()
-    scored = metric_rows(run, qrels, lambda s: {"retriever": s})
-    return {"seconds": time.perf_counter() - t, "queries": scored[0]["queries"], "run_rows": run.height}
+    scores = per_query(run, qrels)
+    scored = time.perf_counter() - t
+    t = time.perf_counter()
+    metric_table(scores, lambda s: {"retriever": s}, {"retriever": pl.String}, UncertaintySettings())
+    return {
+        "seconds": scored,
+        "uncertainty_seconds": time.perf_counter() - t,
+        "queries": scores["question_id"].n_unique(),
+        "run_rows": run.height,
+    }
 
 
+SYSTEMS = ("bm25", "e5", "minilm", "colbert", "tfidf")
 PARTS = {"beir": part_beir, "read": part_read, "score": part_score}
 
 
@@ -156,9 +168,14 @@ def main() -> None:
         f"{read['seconds'] / beir['seconds']:.2f}x | {read['peak_rss_mib']:,.0f} | {per_doc * MSMARCO_DOCS:,.0f} s, "
         f"{read['peak_rss_mib'] / args.docs * MSMARCO_DOCS / 1024:,.1f} GiB |"
     )
+    systems = len(SYSTEMS)
     print(
-        f"| metric_rows (7 metrics) | {score['queries']:,} queries x 100 | {score['seconds']:.1f} | | "
-        f"{score['peak_rss_mib']:,.0f} | {score['seconds'] / score['queries'] * MSMARCO_QUERIES:,.1f} s a system |"
+        f"| per_query (7 metrics) | {systems} systems x {score['queries']:,} queries x 100 | {score['seconds']:.1f} | | "
+        f"{score['peak_rss_mib']:,.0f} | {score['seconds'] / score['queries'] * MSMARCO_QUERIES / systems:,.1f} s a system |"
+    )
+    print(
+        f"| intervals and tests (issue 48) | the same | {score['uncertainty_seconds']:.1f} | "
+        f"**{score['uncertainty_seconds'] / score['seconds']:.2f}x** of per_query | | |"
     )
 
 

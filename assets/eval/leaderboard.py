@@ -20,12 +20,14 @@ import polars as pl
 from assets.common import provenance
 from assets.common.metadata import md_table, png_markdown, report_table, why_empty
 from assets.eval import metrics as eval_metrics
+from assets.eval import uncertainty
 from assets.eval.beir import rules as beir
 from assets.eval.beir.assets import beir_rerank_metrics, beir_retrieval_metrics
 from assets.eval.quit.assets import oracle_aliases, quit_reader_metrics, quit_rerank_metrics, quit_retrieval_metrics
 from assets.eval.recor import rules as conversational
 from assets.eval.recor.assets import recor_retrieval_metrics
 from assets.eval.reports import _plt
+from assets.eval.uncertainty import UncertaintySettings
 from assets.eval.wikiprofile import rules as method
 from assets.eval.wikiprofile.assets import wikiprofile_profile_report
 from resources.datasets import load_datasets
@@ -56,13 +58,21 @@ QUIT_SCORES = [*(f"quit/{m}" for m in QUIT_METRICS), QUIT_EM]
 RECOR_SCORES = [f"recor/{RECOR_METRIC}/{s}" for s in conversational.STRATEGIES]
 WIKIPROFILE_SCORES = [f"wikiprofile/{m}" for m in WIKIPROFILE_SHARES]
 SCORES = [*QUIT_SCORES, *RECOR_SCORES, *WIKIPROFILE_SCORES]
+# Each score's interval (issue 48), as its report computed it: ``<score> ci_low``, ``ci_high``.
+INTERVAL = (" ci_low", " ci_high")
+
+
+def with_intervals(columns: list[str]) -> dict[str, pl.DataType]:
+    return {name: pl.Float64 for c in columns for name in (c, *(c + end for end in INTERVAL))}
+
+
 SCHEMA = {
     "system": pl.String,
     "kind": pl.String,
     "benchmarks": pl.String,
-    **{c: pl.Float64 for c in QUIT_SCORES},
+    **with_intervals(QUIT_SCORES),
     QUIT_EM_SETTING: pl.String,
-    **{c: pl.Float64 for c in [*RECOR_SCORES, *WIKIPROFILE_SCORES]},
+    **with_intervals([*RECOR_SCORES, *WIKIPROFILE_SCORES]),
     # the runs that materialized the report tables the row's scores came from, and their profile
     "dagster_runs": pl.String,
     "profile": pl.String,
@@ -106,8 +116,19 @@ def benchmark_of(column: str) -> str:
 
 def score_columns(table: pl.DataFrame) -> list[str]:
     """The score columns of a leaderboard: the three benchmarks' (:data:`SCORES`), then each
-    dataset's group in name order."""
-    return [*SCORES, *sorted(c for c in table.columns if c.startswith(f"{BEIR}/"))]
+    dataset's group in name order (not the intervals' ends)."""
+    datasets = [c for c in table.columns if c.startswith(f"{BEIR}/") and not c.endswith(INTERVAL)]
+    return [*SCORES, *sorted(datasets)]
+
+
+def scored(frame: pl.DataFrame, metric: str, column: str) -> list[pl.Expr]:
+    """A report's ``metric`` as the leaderboard's ``column``, with its interval's ends where
+    the report stored them (a table stored before issue 48: none)."""
+    ends = [
+        (pl.col(metric + end) if metric + end in frame.columns else pl.lit(None, pl.Float64)).alias(column + end)
+        for end in INTERVAL
+    ]
+    return [pl.col(metric).alias(column), *ends]
 
 
 def benchmark_names(columns: list[str]) -> list[str]:
@@ -128,20 +149,20 @@ def on_quit_split(metrics: pl.DataFrame) -> pl.DataFrame:
 
 def quit_retrievers(metrics: pl.DataFrame) -> pl.DataFrame:
     """Retrievers from ``eval/quit_retrieval_metrics`` (the test split; no Oracle there)."""
-    return on_quit_split(metrics).select(
+    metrics = on_quit_split(metrics)
+    return metrics.select(
         pl.col("retriever").alias("system"),
         pl.lit(RETRIEVER).alias("kind"),
-        *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS],
+        *[e for m in QUIT_METRICS for e in scored(metrics, m, f"quit/{m}")],
     )
 
 
 def quit_reranked(metrics: pl.DataFrame) -> pl.DataFrame:
     """Retriever+reranker runs from ``eval/quit_rerank_metrics``; a reranker over the Oracle
     retriever's passages (Table 7) orders the qrels, so it is no system to rank."""
-    return (
-        on_quit_split(metrics)
-        .filter(~pl.col("oracle"))
-        .select("system", pl.lit(RERANKED).alias("kind"), *[pl.col(m).alias(f"quit/{m}") for m in QUIT_METRICS])
+    metrics = on_quit_split(metrics).filter(~pl.col("oracle"))
+    return metrics.select(
+        "system", pl.lit(RERANKED).alias("kind"), *[e for m in QUIT_METRICS for e in scored(metrics, m, f"quit/{m}")]
     )
 
 
@@ -163,20 +184,43 @@ def quit_readers(metrics: pl.DataFrame, oracles: Collection[str] = ()) -> pl.Dat
     return best.select(
         pl.col("reader").alias("system"),
         pl.lit(READER).alias("kind"),
-        pl.col("em").alias(QUIT_EM),
+        *scored(best, "em", QUIT_EM),
         setting.alias(QUIT_EM_SETTING),
     )
 
 
-def recor_retrievers(scores: pl.DataFrame, averaging: str = RECOR_AVERAGING) -> pl.DataFrame:
+def recor_retrievers(
+    scores: pl.DataFrame, averaging: str = RECOR_AVERAGING, settings: UncertaintySettings | None = None
+) -> pl.DataFrame:
     """Retrievers from ``eval/recor_retrieval_metrics`` (per-turn scores): nDCG@10 per query
-    strategy, macro-averaged over the domains with ``averaging``."""
+    strategy, macro-averaged over the domains with ``averaging``, with its interval: each
+    domain's turns (or, conversation first, conversations) resampled on their own."""
     table = conversational.macro(scores, ["retriever", "strategy"], RECOR_METRIC, averaging)
     wide = table.pivot(on="strategy", index="retriever", values=RECOR_METRIC)
+    items = scores
+    if averaging == conversational.CONVERSATION_FIRST:
+        items = scores.group_by("retriever", "strategy", "domain", "conversation_id").agg(pl.col(RECOR_METRIC).mean())
+    item = "conversation_id" if averaging == conversational.CONVERSATION_FIRST else "qid"
+    long = uncertainty.summarize(
+        items.with_columns(pl.format("{}/{}", "domain", item).alias("_item")),
+        ["retriever", "strategy"],
+        "_item",
+        [RECOR_METRIC],
+        settings or UncertaintySettings(),
+        strata="domain",
+        compare=False,
+    )
+    ends = long.pivot(on="strategy", index="retriever", values=["ci_low", "ci_high"])
+    wide = wide.join(ends, on="retriever", how="left")
+    present = [s for s in conversational.STRATEGIES if s in table["strategy"].to_list()]
     return wide.select(
         pl.col("retriever").alias("system"),
         pl.lit(RETRIEVER).alias("kind"),
-        *[pl.col(s).alias(f"recor/{RECOR_METRIC}/{s}") for s in conversational.STRATEGIES if s in wide.columns],
+        *[
+            pl.col(name).alias(f"recor/{RECOR_METRIC}/{s}{end}")
+            for s in present
+            for name, end in ((s, ""), (f"ci_low_{s}", INTERVAL[0]), (f"ci_high_{s}", INTERVAL[1]))
+        ],
     )
 
 
@@ -200,7 +244,7 @@ def wikiprofile_subjects(report: pl.DataFrame) -> pl.DataFrame:
     return report.select(
         pl.col("model").alias("system"),
         pl.lit(SUBJECT).alias("kind"),
-        *[pl.col(m).fill_nan(None).alias(f"wikiprofile/{m}") for m in WIKIPROFILE_SHARES],
+        *[e.fill_nan(None) for m in WIKIPROFILE_SHARES for e in scored(report, m, f"wikiprofile/{m}")],
     )
 
 
@@ -209,6 +253,7 @@ def leaderboard_table(
     oracles: Collection[str] = (),
     averaging: str = RECOR_AVERAGING,
     built: Mapping[dg.AssetKey, provenance.Build] | None = None,
+    settings: UncertaintySettings | None = None,
 ) -> pl.DataFrame:
     """One row per system over the report tables at hand (keyed as :data:`REPORTS`; an
     absent or empty one adds nothing), in the shape of :data:`SCHEMA`, sorted by kind, then
@@ -219,7 +264,7 @@ def leaderboard_table(
         QUIT_RETRIEVAL: quit_retrievers,
         QUIT_RERANK: quit_reranked,
         QUIT_READER: lambda f: quit_readers(f, oracles),
-        RECOR_RETRIEVAL: lambda f: recor_retrievers(f, averaging),
+        RECOR_RETRIEVAL: lambda f: recor_retrievers(f, averaging, settings),
         WIKIPROFILE_REPORT: wikiprofile_subjects,
         BEIR_RETRIEVAL: beir_retrievers,
         BEIR_RERANK: beir_reranked,
@@ -303,6 +348,7 @@ def definitions(averaging: str = RECOR_AVERAGING, table: pl.DataFrame | None = N
         },
         **{f"wikiprofile/{m}": method.DEFINITIONS[m] for m in WIKIPROFILE_SHARES},
         **dataset_definitions(score_columns(table)[len(SCORES) :] if table is not None else []),
+        **interval_definitions([*SCORES, *(score_columns(table)[len(SCORES) :] if table is not None else [])]),
         "dagster_runs": "the Dagster runs that materialized the report tables its scores came from "
         "(blank: none is recorded)",
         "profile": "those runs' profile (their benchfoundry/profile tag), the leaderboard's: "
@@ -310,10 +356,42 @@ def definitions(averaging: str = RECOR_AVERAGING, table: pl.DataFrame | None = N
     }
 
 
+def interval_definitions(columns: list[str]) -> dict[str, str]:
+    return {
+        column + end: f"the {side} end of {column}'s interval, as its report computed it (the report's "
+        "definitions name the method; blank: a report stored without intervals)"
+        for column in columns
+        for end, side in zip(INTERVAL, ("lower", "upper"))
+    }
+
+
 def leaderboard_shown(table: pl.DataFrame) -> pl.DataFrame:
     """The rows without the score columns no system has, so the inline table stays as narrow
-    as the evaluation run (all columns while there is no row)."""
-    return table.select(c for c in table.columns if not table.height or table[c].null_count() < table.height)
+    as the evaluation run (all columns while there is no row); the intervals are their own
+    table (:func:`leaderboard_intervals`)."""
+    kept = [c for c in table.columns if not c.endswith(INTERVAL)]
+    return table.select(c for c in kept if not table.height or table[c].null_count() < table.height)
+
+
+def leaderboard_intervals(table: pl.DataFrame) -> pl.DataFrame:
+    """Every score of the leaderboard with its interval: a row per system and score column."""
+    rows = [
+        (row["system"], column, row[column], row.get(column + INTERVAL[0]), row.get(column + INTERVAL[1]))
+        for row in table.iter_rows(named=True)
+        for column in score_columns(table)
+        if row[column] is not None
+    ]
+    schema = {"system": pl.String, "score": pl.String, "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+INTERVALS_DEFINITIONS = {
+    "system": "a system of the leaderboard",
+    "score": "one of its score columns",
+    "value": "the score",
+    "ci_low": "the lower end of its interval, as its report computed it (the report's definitions name the method)",
+    "ci_high": "the upper end (blank: the report was stored without intervals)",
+}
 
 
 def leaderboard_plot(table: pl.DataFrame):
@@ -386,8 +464,10 @@ def stored_table(storage: StorageResource, key: dg.AssetKey) -> pl.DataFrame | N
     return read_parquet(uri) if exists(uri) else None
 
 
-@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars"}, code_version="5")
-def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.Output:
+@dg.asset(key_prefix=PREFIX, group_name=GROUP, deps=list(REPORTS), kinds={"polars", "scipy"}, code_version="6")
+def leaderboard(
+    context: dg.AssetExecutionContext, storage: StorageResource, uncertainty: UncertaintySettings
+) -> dg.Output:
     """Every evaluated system on every benchmark it was run on, one row per system (a
     retriever alias evaluated on QUIT and RECOR is one row): QUIT's Hit@1/5/10 and nDCG@10
     (exponential gain, ``ndcg_burges@10``) and the EM of each reader's best setting, RECOR's
@@ -404,7 +484,8 @@ def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> 
     stored = {key: stored_table(storage, key) for key in REPORTS}
     materialized = {key: frame for key, frame in stored.items() if frame is not None and frame.height}
     reports, built, left_out = current_reports(context, materialized)
-    table = leaderboard_table(reports, oracle_aliases(), built=built)
+    table = leaderboard_table(reports, oracle_aliases(), built=built, settings=uncertainty)
+    intervals = leaderboard_intervals(table)
     # the datasets' reports are expected where the deployment registers a dataset
     registered = bool(load_datasets())
     missing = [k.to_user_string() for k in REPORTS if k not in materialized and (REPORTS[k] != BEIR or registered)]
@@ -419,6 +500,7 @@ def leaderboard(context: dg.AssetExecutionContext, storage: StorageResource) -> 
             "dagster/row_count": table.height,
             "slice": leaderboard_slice(reports),
             "leaderboard": report_table(leaderboard_shown(table), columns),
+            "leaderboard_intervals": report_table(intervals, INTERVALS_DEFINITIONS),
             **why_empty(
                 {"leaderboard": (table, "no report table is materialized and kept (not_evaluated, left_out name them)")}
             ),

@@ -102,11 +102,18 @@ def interval_of_strata(strata: Sequence[np.ndarray], settings: UncertaintySettin
     if np.all(flat == flat[0]):
         return float(flat[0]), float(flat[0])
 
-    def macro(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.mean([np.mean(s, axis=axis) for s in samples], axis=0)
+    # a stratum of one item has nothing to resample (scipy needs two): its mean is fixed
+    fixed = sum(float(s[0]) for s in strata if len(s) == 1)
+    varying = [s for s in strata if len(s) > 1]
+    count = len(strata)
 
+    def macro(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (np.sum([np.mean(s, axis=axis) for s in samples], axis=0) + fixed) / count
+
+    if not varying:
+        return fixed / count, fixed / count
     result = bootstrap(
-        tuple(strata),
+        tuple(varying),
         macro,
         n_resamples=settings.resamples,
         confidence_level=settings.level,
@@ -161,13 +168,15 @@ def summarize(
     within: Sequence[str] = (),
     strata: str | None = None,
     lower_is_better: Sequence[str] = (),
+    compare: bool = True,
 ) -> pl.DataFrame:
     """One row per system (its ``keys``) and metric of ``scores`` (one row per system and
     ``item``, a column per metric): the mean (the macro mean over ``strata`` where given),
     its interval, the items, and the Holm-corrected p of the paired test against the best
     system of its table (the systems sharing the ``within`` columns' values, such as a split)
     with ``tied_best``. The best has p null. A metric in ``lower_is_better`` is best lowest.
-    A null score is no item of that system."""
+    A null score is no item of that system. Without ``compare``, intervals alone (p and
+    ``tied_best`` null): what a table of systems from different tables (the leaderboard) shows."""
     keys, within = list(keys), list(within)
     systems = [k for k in keys if k not in within]
     rows: list[dict] = []
@@ -175,7 +184,7 @@ def summarize(
         present = scores.filter(pl.col(metric).is_not_null()) if metric in scores.columns else scores.clear()
         tables = present.group_by(within, maintain_order=True) if within else [((), present)]
         for _, table in tables:
-            rows += _compare(table, keys, systems, item, metric, settings, strata, metric in lower_is_better)
+            rows += _compare(table, keys, systems, item, metric, settings, strata, metric in lower_is_better, compare)
     schema = {**{k: scores.schema[k] for k in keys}, **LONG_COLUMNS}
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
@@ -189,6 +198,7 @@ def _compare(
     settings: UncertaintySettings,
     strata: str | None,
     lower: bool,
+    compare: bool = True,
 ) -> list[dict]:
     """The rows of one table's systems for one metric."""
     found = []
@@ -204,6 +214,11 @@ def _compare(
         found.append((dict(zip(keys, key)), mean, low, high, group.select(item, metric)))
     if not found:
         return []
+    if not compare:
+        return [
+            [*labels.values(), metric, mean, low, high, own.height, None, None]
+            for labels, mean, low, high, own in found
+        ]
     best = (min if lower else max)(range(len(found)), key=lambda i: (found[i][1], -i))
     raw = []
     for i, (_, _, _, _, own) in enumerate(found):

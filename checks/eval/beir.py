@@ -15,6 +15,7 @@ from checks.eval.shared import (
     RANKS,
     REFERENCES,
     eval_key,
+    interval_problems,
     metric_problems,
     oracle_aliases,
     reranked_systems,
@@ -172,6 +173,7 @@ def beir_metric_check(name: str, labels: dict, system: str, description: str) ->
     def _check(frame: pl.DataFrame) -> dg.AssetCheckResult:
         columns = {"dataset": pl.String, **labels, "queries": pl.Int64}
         problems = metric_problems(frame, columns, ("dataset", system), BEIR_METRICS)
+        problems += interval_problems(frame, ("dataset", system))
         if typed(frame, columns):
             problems += where(frame, pl.col("queries") < 1, "over no queries", ("dataset", system))
             if system == "retriever":
@@ -203,14 +205,14 @@ beir_retrieval_metrics_ranges = beir_metric_check(
     beir_assets.RETRIEVAL_LABELS,
     "retriever",
     "One row per dataset and registered retriever, over at least one query; BEIR's metrics in [0, 1], "
-    "Recall@k monotone in k; no Oracle.",
+    "Recall@k monotone in k, each interval holding its value; no Oracle.",
 )
 beir_rerank_metrics_ranges = beir_metric_check(
     "beir_rerank_metrics",
     beir_assets.RERANK_LABELS,
     "system",
     "One row per dataset and retriever+reranker, named by both, Oracle flagged; BEIR's metrics in [0, 1], "
-    "Recall@k monotone in k.",
+    "Recall@k monotone in k, each interval holding its value.",
 )
 
 beir_eval_checks = [

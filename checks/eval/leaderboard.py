@@ -7,7 +7,7 @@ import dagster as dg
 import polars as pl
 
 from assets.eval import leaderboard as board
-from checks.eval.shared import SCHEMA, eval_key
+from checks.eval.shared import SCHEMA, eval_key, interval_problems
 from checks.factories import TOLERANCE, UNIT, outside, problems_result, table_problems, typed, where
 
 RUN_ON = "run_on"
@@ -19,7 +19,7 @@ QUIT_HITS = [c for c in board.SCORES if c.startswith("quit/hit_rate@")]
     asset=eval_key("leaderboard"),
     name=SCHEMA,
     description="One row per system, of the known kinds; every score a share in [0, 1] (null: not run), "
-    "QUIT's Hit@k rising with k.",
+    "QUIT's Hit@k rising with k, each interval holding its score.",
 )
 def leaderboard_schema(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = leaderboard, LEADERBOARD_KEY
@@ -28,6 +28,7 @@ def leaderboard_schema(leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
         known = pl.col("kind").str.split(", ").list.eval(pl.element().is_in(list(board.KINDS))).list.all()
         problems += where(frame, ~known, f"with a kind not of {list(board.KINDS)}", key)
         problems += outside(frame, board.score_columns(frame), UNIT, key)
+        problems += interval_problems(frame, key)
         for a, b in zip(QUIT_HITS, QUIT_HITS[1:]):
             problems += where(frame, pl.col(a) > pl.col(b) + TOLERANCE, f"with {a} above {b}", key)
     return problems_result(problems, frame.height)

@@ -20,6 +20,8 @@ from assets.eval import rerankers as rerank_methods
 from assets.eval import retrieve
 from assets.eval.beir import rules
 from assets.eval.runs import RUN_SCHEMA, oracle_run, reranked_run, run_frame, trec_run
+from assets.eval.uncertainty import UncertaintySettings
+from assets.eval.uncertainty import definitions as uncertainty_definitions
 from assets.partitions import beir_dataset_partitions, dataset_retriever_partitions
 from resources.datasets import dataset
 from resources.faiss_index import FaissIndexResource
@@ -249,13 +251,25 @@ def covers(runs: pl.DataFrame, qrels: pl.DataFrame, what: str) -> str:
     )
 
 
-def definitions(labels: dict[str, str]) -> dict[str, str]:
+def definitions(labels: dict[str, str], settings: UncertaintySettings) -> dict[str, str]:
     return {
         "dataset": "a dataset of resources/datasets.yaml",
         **labels,
         "queries": "the judged queries averaged over (a query the run misses scores 0)",
-        **{m: f"{eval_metrics.metric_label(m)}; {rules.RELEVANCE}" for m in rules.BEIR_METRICS},
+        **{
+            m: f"{eval_metrics.metric_label(m)}; {rules.RELEVANCE}; its interval and test in the uncertainty "
+            f"table ({settings.describe('queries')}; systems compared within a dataset)"
+            for m in rules.BEIR_METRICS
+        },
     }
+
+
+def interval_definitions(labels: dict[str, str], settings: UncertaintySettings) -> dict[str, str]:
+    return uncertainty_definitions(
+        {"dataset": "a dataset of resources/datasets.yaml; systems are compared within it", **labels},
+        settings,
+        "queries",
+    )
 
 
 RETRIEVER_DEFINITION = {"retriever": "a retriever alias (resources/retrievers.yaml); the Oracle left out"}
@@ -271,25 +285,35 @@ RERANK_DEFINITIONS = {
     key_prefix=PREFIX,
     group_name=GROUP,
     ins={"beir_runs": wiring.materialized("beir_runs"), "beir_qrels": wiring.materialized("beir_qrels")},
-    kinds={"ranx"},
-    code_version="1",
+    kinds={"ranx", "scipy"},
+    code_version="2",
 )
 def beir_retrieval_metrics(
-    context: dg.AssetExecutionContext, beir_runs: pl.DataFrame, beir_qrels: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    beir_runs: pl.DataFrame,
+    beir_qrels: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """nDCG@10 and @100, MAP@100, Recall@10 and @100, P@10 and MRR@10 (ranx; nDCG with linear
     gain, as BEIR's pytrec_eval computes it) per dataset and retriever, over the dataset's
-    judged queries, for every run materialized. The Oracle retriever is an upper bound and is
-    left out. ``slice`` names the datasets, queries and retrievers counted."""
+    judged queries, for every run materialized, each with its interval and its paired test
+    against the dataset's best retriever (``uncertainty``). The Oracle retriever is an upper
+    bound and is left out. ``slice`` names the datasets, queries and retrievers counted."""
     oracles = [a for a, s in load_retrievers().items() if s.kind == ORACLE]
     runs = beir_runs.filter(~pl.col("system").is_in(oracles))
-    table = rules.metric_table(rules.metric_rows(runs, beir_qrels, lambda s: {"retriever": s}), RETRIEVAL_LABELS)
+    table, long = rules.metric_table(
+        rules.per_query(runs, beir_qrels), lambda s: {"retriever": s}, RETRIEVAL_LABELS, uncertainty
+    )
     return dg.Output(
         table,
         metadata={
-            **table_metadata(table),
+            **table_metadata(table.select("dataset", "retriever", "queries", *rules.BEIR_METRICS)),
             "slice": report_slice(covers(runs, beir_qrels, "retrievers, the Oracle left out"), run_profile(context)),
-            "retrieval": report_table(table, definitions(RETRIEVER_DEFINITION)),
+            "retrieval": report_table(
+                table.select("dataset", "retriever", "queries", *rules.BEIR_METRICS),
+                definitions(RETRIEVER_DEFINITION, uncertainty),
+            ),
+            "retrieval_uncertainty": report_table(long, interval_definitions(RETRIEVER_DEFINITION, uncertainty)),
             **why_empty({"retrieval": (table, "no retriever's run other than the Oracle's is materialized")}),
         },
     )
@@ -302,30 +326,38 @@ def beir_retrieval_metrics(
         "beir_reranked_runs": wiring.materialized("beir_reranked_runs"),
         "beir_qrels": wiring.materialized("beir_qrels"),
     },
-    kinds={"ranx"},
-    code_version="1",
+    kinds={"ranx", "scipy"},
+    code_version="2",
 )
 def beir_rerank_metrics(
-    context: dg.AssetExecutionContext, beir_reranked_runs: pl.DataFrame, beir_qrels: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    beir_reranked_runs: pl.DataFrame,
+    beir_qrels: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
-    """BEIR's metrics of every retriever+reranker run per dataset; a reranker over the Oracle
-    retriever's documents is flagged ``oracle`` (it orders the relevant documents alone:
-    nDCG, not recall, is what it shows)."""
+    """BEIR's metrics of every retriever+reranker run per dataset, with intervals and tests
+    against the dataset's best run; a reranker over the Oracle retriever's documents is
+    flagged ``oracle`` (it orders the relevant documents alone: nDCG, not recall, is what it
+    shows)."""
     oracles = {a for a, s in load_retrievers().items() if s.kind == ORACLE}
 
     def labels(system: str) -> dict:
         retriever, reranker = system.split("+", 1)
         return {"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles}
 
-    table = rules.metric_table(rules.metric_rows(beir_reranked_runs, beir_qrels, labels), RERANK_LABELS)
+    table, long = rules.metric_table(
+        rules.per_query(beir_reranked_runs, beir_qrels), labels, RERANK_LABELS, uncertainty
+    )
+    shown = table.select("dataset", *RERANK_LABELS, "queries", *rules.BEIR_METRICS)
     return dg.Output(
         table,
         metadata={
-            **table_metadata(table),
+            **table_metadata(shown),
             "slice": report_slice(
                 covers(beir_reranked_runs, beir_qrels, "retriever+reranker runs"), run_profile(context)
             ),
-            "rerank": report_table(table, definitions(RERANK_DEFINITIONS)),
+            "rerank": report_table(shown, definitions(RERANK_DEFINITIONS, uncertainty)),
+            "rerank_uncertainty": report_table(long, interval_definitions(RERANK_DEFINITIONS, uncertainty)),
             **why_empty({"rerank": (table, "no reranked run is materialized")}),
         },
     )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import polars as pl
 
 from assets.eval import metrics as eval_metrics
+from assets.eval import uncertainty
 
 # BEIR's own report (EvaluateRetrieval: NDCG, MAP, Recall, P at cut-offs, MRR@k), at the cut-offs
 # its papers and MTEB headline: nDCG@10 first. nDCG with linear gain (``ndcg``), as pytrec_eval
@@ -26,25 +27,41 @@ def contents(corpus: pl.DataFrame) -> pl.DataFrame:
     return corpus.select(pl.col("passage_id").alias("id"), joined.str.strip_chars().alias("contents"))
 
 
-def metric_rows(
-    runs: pl.DataFrame, qrels: pl.DataFrame, labels: Callable[[str], dict], metrics: list[str] = BEIR_METRICS
-) -> list[dict]:
-    """One row per dataset and system of ``runs`` (``dataset``, ``system`` and RUN_SCHEMA's
-    columns): the dataset, ``labels(system)``, the judged queries averaged over and each
-    metric, over the dataset's judged queries (one the run misses scores 0)."""
-    rows = []
-    for (dataset, system), run in runs.group_by("dataset", "system", maintain_order=True):
-        judged = qrels.filter(pl.col("dataset") == dataset)
-        scores = eval_metrics.evaluate_run(judged, run, metrics)
-        rows.append({"dataset": dataset, **labels(system), "queries": judged["question_id"].n_unique(), **scores})
-    return rows
+def per_query(runs: pl.DataFrame, qrels: pl.DataFrame, metrics: list[str] = BEIR_METRICS) -> pl.DataFrame:
+    """Each metric of every judged query of each dataset for every system of ``runs``
+    (``dataset``, ``system`` and RUN_SCHEMA's columns) run on it, 0 where the run missed the
+    query: the items a table averages and its intervals resample."""
+    parts = []
+    for (dataset,), run in runs.group_by("dataset", maintain_order=True):
+        judged = qrels.filter(pl.col("dataset") == dataset).drop("dataset")
+        scores = eval_metrics.grouped_per_question_metrics(judged, run.drop("dataset"), ["system"], metrics)
+        parts.append(scores.select(pl.lit(dataset).alias("dataset"), pl.all()))
+    schema = {"dataset": pl.String, "system": pl.String, "question_id": pl.String, **{m: pl.Float64 for m in metrics}}
+    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
 
 
-def metric_table(rows: list[dict], labels: dict, metrics: list[str] = BEIR_METRICS) -> pl.DataFrame:
-    """``metric_rows`` as a table, by dataset, then its first label; the columns stay when
-    there is no row, so the report and its checks still show them."""
-    schema = {"dataset": pl.String, **labels, "queries": pl.Int64, **{m: pl.Float64 for m in metrics}}
-    return pl.DataFrame(rows, schema=schema).sort("dataset", next(iter(labels)))
+def metric_table(
+    scores: pl.DataFrame,
+    labels: Callable[[str], dict],
+    schema: dict,
+    settings: uncertainty.UncertaintySettings,
+    metrics: list[str] = BEIR_METRICS,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A metric table from :func:`per_query`'s scores, one row per dataset and system: the
+    dataset, ``labels(system)`` (typed by ``schema``, its first column the system's key), the
+    judged queries and each metric's mean, each with its interval and its test against the
+    dataset's best system (``<metric> ci_low``, ``ci_high``, ``tied_best``); and the long
+    summary (:func:`assets.eval.uncertainty.summarize`) they come from."""
+    means = scores.group_by("dataset", "system", maintain_order=True).agg(
+        pl.len().cast(pl.Int64).alias("queries"), *[pl.col(m).mean() for m in metrics]
+    )
+    rows = [{"dataset": r["dataset"], **labels(r["system"]), **r} for r in means.iter_rows(named=True)]
+    columns = {"dataset": pl.String, **schema, "queries": pl.Int64, **{m: pl.Float64 for m in metrics}}
+    table = pl.DataFrame([{c: r[c] for c in columns} for r in rows], schema=columns).sort("dataset", next(iter(schema)))
+    key = next(iter(schema))
+    long = uncertainty.summarize(scores, ["dataset", "system"], "question_id", metrics, settings, within=["dataset"])
+    long = long.rename({"system": key}) if key != "system" else long
+    return uncertainty.attach(table, long, ["dataset", key]), long
 
 
 def leaderboard_columns(dataset: str) -> list[str]:
@@ -55,12 +72,17 @@ def leaderboard_columns(dataset: str) -> list[str]:
 def leaderboard_rows(table: pl.DataFrame, system: str) -> pl.DataFrame:
     """A metric table as the leaderboard reads it: a row per ``system`` (its column renamed
     ``system``) and dataset, with ``benchmark`` ``beir/<dataset>`` and that dataset's
-    ``beir/<dataset>/<metric>`` columns (the other datasets' columns null)."""
+    ``beir/<dataset>/<metric>`` columns with their intervals' ends (``ci_low``, ``ci_high``;
+    the other datasets' columns null)."""
     parts = [
         group.select(
             pl.col(system).alias("system"),
             pl.lit(f"beir/{dataset}").alias("benchmark"),
-            *[pl.col(m).alias(c) for m, c in zip(LEADERBOARD_METRICS, leaderboard_columns(dataset))],
+            *[
+                (pl.col(m + end) if m + end in table.columns else pl.lit(None, pl.Float64)).alias(c + end)
+                for m, c in zip(LEADERBOARD_METRICS, leaderboard_columns(dataset))
+                for end in ("", " ci_low", " ci_high")
+            ],
         )
         for (dataset,), group in table.sort("dataset").group_by("dataset", maintain_order=True)
     ]

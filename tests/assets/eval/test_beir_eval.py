@@ -13,6 +13,7 @@ import pytest
 from assets.eval import leaderboard as lb
 from assets.eval.beir import assets as beir
 from assets.eval.beir import rules
+from assets.eval.uncertainty import UncertaintySettings
 from checks.eval import beir as beir_checks
 from resources import datasets
 from resources.faiss_index import FaissIndexResource
@@ -42,6 +43,7 @@ def evaluated(registry, tmp_path, instance):
     resources = {
         "storage": storage,
         "io_manager": parquet_io_manager,
+        "uncertainty": UncertaintySettings(),
         "lucene": LuceneResource(),
         "faiss_index": FaissIndexResource(),
     }
@@ -112,10 +114,18 @@ def test_a_registered_dataset_is_read_searched_scored_and_ranked(evaluated):
     for metric, (value, tolerance) in expected.items():
         assert table[metric][0] == pytest.approx(value, abs=tolerance), metric
     assert table["ndcg@10"][0] == pytest.approx(1.0)
+    # issue 48: each metric's interval and test, in the table and its metadata
+    assert table["recall@10 ci_low"][0] <= table["recall@10"][0] <= table["recall@10 ci_high"][0]
+    assert table["ndcg@10 tied_best"].to_list() == [True]  # the only retriever is its dataset's best
+    report = results["report"].asset_materializations_for_node("eval__beir_retrieval_metrics")[0].metadata
+    uncertainty = report["retrieval_uncertainty"]
+    assert {r.data["metric"] for r in uncertainty.records} == set(rules.BEIR_METRICS)
+    described = {c.name: c.description for c in uncertainty.schema.columns}
+    assert "percentile bootstrap over queries (1,000 resamples, seed 0)" in described["ci_low"]
 
     write_parquet(table_uri(storage.root, lb.BEIR_RETRIEVAL.path), table)
     with dg.build_asset_context() as context:
-        board = lb.leaderboard(context, storage=storage)
+        board = lb.leaderboard(context, storage=storage, uncertainty=UncertaintySettings())
     row = board.value.row(0, named=True)
     assert (row["system"], row["benchmarks"], row["beir/tiny/ndcg@10"]) == ("bm25", "beir/tiny", pytest.approx(1.0))
     assert row["beir/tiny/recall@100"] == pytest.approx(1.0)
@@ -200,14 +210,9 @@ def test_the_leaderboard_rows_of_a_dataset_table():
         }
     )
     rows = rules.leaderboard_rows(table, "retriever")
-    assert rows.columns == [
-        "system",
-        "benchmark",
-        "beir/a/ndcg@10",
-        "beir/a/recall@100",
-        "beir/b/ndcg@10",
-        "beir/b/recall@100",
-    ]
+    scores = ["beir/a/ndcg@10", "beir/a/recall@100", "beir/b/ndcg@10", "beir/b/recall@100"]
+    assert rows.columns == ["system", "benchmark", *(c + end for c in scores for end in ("", " ci_low", " ci_high"))]
+    assert rows["beir/a/ndcg@10 ci_low"].null_count() == rows.height  # a table stored without intervals
     board = lb.leaderboard_table({lb.BEIR_RETRIEVAL: table.with_columns(pl.lit(3).alias("queries"))})
     assert board["benchmarks"].to_list() == ["beir/a, beir/b", "beir/a"]
     assert board.filter(pl.col("system") == "bm25")["beir/b/ndcg@10"].to_list() == [0.5]

@@ -9,6 +9,7 @@ import pytest
 
 from assets.eval import leaderboard as lb
 from assets.eval.recor import rules as conversational
+from assets.eval.uncertainty import UncertaintySettings
 from resources.storage import table_uri, write_parquet
 from tests.assets.eval.test_byo_systems import (  # noqa: F401 (storage and with_tfidf are fixtures)
     QUIT_CORPUS,
@@ -98,9 +99,38 @@ REPORTS = {
 
 
 def scores(table: pl.DataFrame, system: str) -> dict:
-    """A row's non-null values."""
+    """A row's non-null values, without the intervals' ends (their own test)."""
     row = table.filter(pl.col("system") == system).row(0, named=True)
-    return {k: v for k, v in row.items() if v is not None}
+    return {k: v for k, v in row.items() if v is not None and not k.endswith(lb.INTERVAL)}
+
+
+def test_every_cell_carries_its_reports_interval():
+    """Issue 48: a score's interval is the one its report stored (QUIT, WikiProfile, a
+    dataset's), or for RECOR the leaderboard's own from the per-turn scores, each domain's
+    turns resampled on their own; a report stored before the intervals leaves them blank."""
+    quit = QUIT_RETRIEVAL.with_columns(
+        (pl.col("hit_rate@1") - 0.1).alias("hit_rate@1 ci_low"),
+        (pl.col("hit_rate@1") + 0.1).alias("hit_rate@1 ci_high"),
+    )
+    table = lb.leaderboard_table({**REPORTS, lb.QUIT_RETRIEVAL: quit}, oracles=["oracle"])
+    bm25 = table.filter(pl.col("system") == "bm25").row(0, named=True)
+    assert bm25["quit/hit_rate@1 ci_low"] == pytest.approx(0.15) and bm25["quit/hit_rate@1 ci_high"] == pytest.approx(
+        0.35
+    )
+    assert bm25["quit/hit_rate@5 ci_low"] is None  # not stored with one
+    recor = "recor/ndcg@10/baseline"
+    assert bm25[f"{recor} ci_low"] <= bm25[recor] <= bm25[f"{recor} ci_high"]
+    from checks.eval.leaderboard import leaderboard_schema
+
+    assert leaderboard_schema(table).passed
+    broken = table.with_columns(
+        pl.when(pl.col("system") == "bm25").then(0.9).otherwise(pl.col(f"{recor} ci_low")).alias(f"{recor} ci_low")
+    )
+    assert not leaderboard_schema(broken).passed
+    intervals = lb.leaderboard_intervals(table)
+    assert intervals.filter((pl.col("system") == "bm25") & (pl.col("score") == "quit/hit_rate@1"))[
+        "ci_low"
+    ].to_list() == [pytest.approx(0.15)]
 
 
 def test_one_row_per_system_with_each_benchmark_headline_metrics():
@@ -188,7 +218,8 @@ def test_the_asset_reads_what_is_materialized_and_names_the_rest(storage):  # no
 
     store(storage, {k: v for k, v in REPORTS.items() if k != lb.WIKIPROFILE_REPORT})
     result = dg.materialize(
-        [lb.leaderboard, *leaderboard_checks], resources={"storage": storage, "io_manager": parquet_io_manager}
+        [lb.leaderboard, *leaderboard_checks],
+        resources={"storage": storage, "io_manager": parquet_io_manager, "uncertainty": UncertaintySettings()},
     )
     assert all(check.passed for check in result.get_asset_check_evaluations())
     table = result.output_for_node("eval__leaderboard")
@@ -256,7 +287,7 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
     with dg.build_asset_context() as context:
-        table = lb.leaderboard(context, storage=storage).value
+        table = lb.leaderboard(context, storage=storage, uncertainty=UncertaintySettings()).value
     assert table["system"].to_list() == ["tfidf"]
     # QUIT: each question's one relevant passage ranks first. RECOR, both strategies: turn 1
     # finds its gold first (1), turn 2 law2 first and law3 never: 1 / (1 + 1 / log2(3)).
