@@ -13,6 +13,7 @@ from assets.eval.quit.assets import HEADLINE_SPLIT
 from assets.eval.quit.finetune.report import RETRIEVAL, wide
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.recor.reteco import steps as reteco_judge
+from assets.eval.uncertainty import PRINTED_NOTE
 from assets.partitions import DOMAINS
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.settings import RecorSettings
@@ -202,15 +203,30 @@ def summarize(options: RunOptions, storage: StorageResource) -> None:
     print("human verification page:  make verify   then open http://127.0.0.1:8765")
 
 
+BEIR_SHOWN = ("ndcg@10", "recall@100")
+
+
+def interval_cell(table: pl.DataFrame, metric: str, digits: int = 3) -> pl.Expr:
+    """A stored report's ``metric`` as printed: ``value [low, high]``, ``*`` on the best of its
+    table and those not significantly worse (issue 48); the value alone where the table was
+    stored without intervals."""
+    if f"{metric} ci_low" not in table.columns:
+        return pl.col(metric).round(digits)
+    mark = pl.when(pl.col(f"{metric} tied_best")).then(pl.lit("*")).otherwise(pl.lit(""))
+    ends = [pl.col(f"{metric} {end}").round(digits) for end in ("ci_low", "ci_high")]
+    return pl.format("{} [{}, {}]{}", pl.col(metric).round(digits), *ends, mark).alias(metric)
+
+
 def print_beir(storage: StorageResource, datasets: list[str]) -> None:
     """The registered datasets' retrieval table (nDCG@10, Recall@100 per retriever) and where
     their runs and reports are."""
     metrics = table_uri(storage.root, ["eval", "beir_retrieval_metrics"])
     if exists(metrics):
         table = read_parquet(metrics).filter(pl.col("dataset").is_in(datasets))
-        with pl.Config(tbl_rows=40, tbl_hide_dataframe_shape=True):
+        with pl.Config(tbl_rows=40, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
             print("\nBEIR-layout datasets, retrieval (nDCG@10, Recall@100):")
-            print(table.select("dataset", "retriever", "queries", "ndcg@10", "recall@100"))
+            print(table.select("dataset", "retriever", "queries", *(interval_cell(table, m) for m in BEIR_SHOWN)))
+            print(PRINTED_NOTE)
     for name in datasets:
         print(f"{name + ' runs (TREC):':<26}{storage.path('eval', 'runs', 'beir', name)}")
     print(
