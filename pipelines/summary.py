@@ -277,17 +277,36 @@ def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) ->
     table = read_parquet(table_uri(storage.root, ["eval", "wikiprofile_profile_report"]))
     facts = read_parquet(table_uri(storage.root, ["eval", "wikiprofile_tasks"]))["fact_id"].n_unique()
     sample = f" of the release sample {RELEASE_SAMPLES['wikiprofile']}" if sample_evaluated else ""
+    from assets.eval import uncertainty
+
+    # Encodes, Knows and Knows(+Think) print as "value [low, high]*" from the stored intervals
+    # (a table stored before them prints its values alone)
+    ends = ("ci_low", "ci_high", "tied_best")
+    parts = [
+        table.select(
+            "model", pl.lit(m).alias("metric"), pl.col(m).alias("value"), *(pl.col(f"{m} {e}").alias(e) for e in ends)
+        )
+        for m in ("encodes", "knows", "knows_thinking")
+        if f"{m} ci_low" in table.columns
+    ]
+    cells = uncertainty.formatted(pl.concat(parts).drop_nulls("ci_low"), ["model"]) if parts else table.select("model")
     # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
-    measures = table.select("model", *[c for c, t in table.schema.items() if t.is_numeric()])
-    by_model = measures.with_columns(pl.exclude("model").cast(pl.Float64)).transpose(
+    measures = [c for c, t in table.schema.items() if t.is_numeric() and not c.endswith((" ci_low", " ci_high"))]
+    text = table.select(
+        "model", *[(pl.col(c).round(3) if table.schema[c].is_float() else pl.col(c)).cast(pl.String) for c in measures]
+    ).join(cells, on="model", how="left", suffix=" cell")
+    text = text.with_columns(pl.coalesce(f"{c} cell", c).alias(c) for c in cells.columns if c != "model")
+    by_model = text.select("model", *measures).transpose(
         include_header=True, header_name="measure", column_names="model"
     )
-    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=3):
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40):
         print(
             f"\nWikiProfile: {facts} facts{sample} with ten tasks each; profiles (Table 2 of the paper, "
             "shares; Knows includes direct inference):"
         )
         print(by_model)
+        if cells.width > 1:
+            print(uncertainty.PRINTED_NOTE)
     print(
         f"WikiProfile benchmark:    {table_uri(storage.root, ['wikiprofile', 'benchmark'])}  (funnel: wikiprofile/benchmark in the web UI)"
     )

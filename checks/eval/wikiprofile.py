@@ -15,7 +15,7 @@ from assets.eval.wikiprofile.analysis import PROFILE_SCHEMA, TAU_GRID
 from assets.eval.wikiprofile.assets import SAMPLE_SCHEMA
 from assets.eval.wikiprofile.steps import SUMMARY_SCHEMA as TABLE_2_SCHEMA
 from assets.partitions import subject_partitions
-from checks.eval.shared import REFERENCES, SCHEMA, WIKIPROFILE_BENCHMARK, wikiprofile_key
+from checks.eval.shared import REFERENCES, SCHEMA, WIKIPROFILE_BENCHMARK, interval_problems, wikiprofile_key
 from checks.factories import (
     TOLERANCE,
     UNIT,
@@ -390,13 +390,18 @@ def _knows_problems(frame: pl.DataFrame, present: pl.DataFrame, missing: pl.Data
 @dg.asset_check(
     asset=wikiprofile_key("profile_report"),
     name=SHARES,
-    description="Table 2: one row per model; shares in [0, 1], the profiles adding up to the profiled facts.",
+    description=(
+        "Table 2: one row per model; shares in [0, 1], the profiles adding up to the profiled facts; "
+        "each interval of Encodes, Knows and Knows(+Think) in [0, 1] and holding its share."
+    ),
 )
 def profile_report_shares(profile_report: pl.DataFrame) -> dg.AssetCheckResult:
     columns = {"model": pl.String, **SUMMARY_SCHEMA}
     problems = table_problems(profile_report, columns, ("model",), not_null=("model", *SUMMARY_COUNTS, "thinking_run"))
     if typed(profile_report, columns):
         problems += summary_problems(profile_report, ("model",))
+        ends = [c for c in profile_report.columns if c.endswith((" ci_low", " ci_high"))]
+        problems += outside(profile_report, ends, UNIT, ("model",)) + interval_problems(profile_report, ("model",))
     return problems_result(problems, profile_report.height)
 
 

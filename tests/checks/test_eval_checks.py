@@ -759,6 +759,25 @@ def test_a_table_2_in_percent_fails_the_shares_check():
     assert fails(ew.robustness_report_shares(sweep.with_columns(pl.col("encodes") * 100)), "encodes outside [0, 1]")
 
 
+def test_table_2_intervals_that_do_not_hold_their_share_fail():
+    """Encodes, Knows and Knows(+Think) with their intervals, as the profile report stores them
+    (issue 48): an interval beside its share, both ends or neither, within [0, 1]."""
+    ends = {
+        f"{m} {e}": pl.col(m) + shift
+        for m in ("encodes", "knows", "knows_thinking")
+        for e, shift in (("ci_low", -0.1), ("ci_high", 0.1))
+    }
+    report = PROFILE_REPORT.with_columns(**ends, **{"encodes tied_best": pl.lit(True)})
+    assert ew.profile_report_shares(report).passed
+    for broken, words in [
+        (swap(report, "knows ci_low", 0, 0.55), "whose knows interval does not hold the value (e.g. smollm2)"),
+        (swap(report, "encodes ci_high", 0, 0.5), "whose encodes interval does not hold the value"),
+        (swap(report, "knows_thinking ci_high", 0, None), "with one end of knows_thinking's interval"),
+        (swap(report, "knows_thinking ci_high", 0, 1.2), "knows_thinking ci_high outside [0, 1]"),
+    ]:
+        assert fails(ew.profile_report_shares(broken), words)
+
+
 POPULARITY = pl.DataFrame(
     {
         "model": ["smollm2"] * 2,

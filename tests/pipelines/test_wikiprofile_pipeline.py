@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from assets.eval.sources import wikiprofile_source
+from assets.eval.uncertainty import UncertaintySettings
 from assets.eval.wikiprofile import rules as method
 from assets.eval.wikiprofile.assets import wikiprofile_analysis_assets, wikiprofile_profile_assets
 from assets.wikiprofile.assets import construction_assets
@@ -119,6 +120,7 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
         "wikiprofile_settings": WikiProfileSettings(downsample_to=20, n_samples=4),
         "search": DocumentSearchResource(),
         "check_settings": CheckSettings(),
+        "uncertainty": UncertaintySettings(resamples=200, permutations=200),
     }
     # the build, then the profiling of what it built (the evaluation's source asset reads it)
     everything = [*BUILD, wikiprofile_source, *wikiprofile_profile_assets, *wikiprofile_analysis_assets]
@@ -159,6 +161,12 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
     assert profiles.height == facts and set(profiles["profile"]) <= {*method.PROFILES, "direct_inference", "ungradable"}
     table = pl.read_parquet(storage / "eval" / "wikiprofile_profile_report.parquet")
     assert table["model"].to_list() == ["smollm2", "smollm2-native"] and table["facts"].to_list() == [facts, facts]
+    # Encodes, Knows and Knows(+Think) with their intervals over facts, each holding its share
+    for share in ("encodes", "knows", "knows_thinking"):
+        assert table.schema[f"{share} tied_best"] == pl.Boolean and table[f"{share} tied_best"].any()
+        assert (table[f"{share} ci_low"] <= table[share] + 1e-9).all() and (
+            table[share] <= table[f"{share} ci_high"] + 1e-9
+        ).all()
     # the native switch asks the same question prompt: the scripted answers match the CoT model's final answers
     native = pl.read_parquet(storage / "eval" / "wikiprofile_responses" / "smollm2-native.parquet")
     assert native.height == responses.height
@@ -192,6 +200,9 @@ def test_a_subject_model_is_profiled_from_its_sampled_responses(scripted_llm, tm
                 r.data[c] for r in meta[name][table].records for c in shares.get(table, ()) if r.data[c] is not None
             ]
             assert all(0.0 <= v <= 1.0 for v in values), (table, values)
+    assert {"table_2_uncertainty", "d4_stability", "figure_19", "d4_claim"} <= set(meta["profile_report"])
+    # the profiled facts are too few for D.4's claim, and the report says so
+    assert meta["profile_report"]["d4_claim"].value.count("not checkable") == 2 * 4
     table_2 = [r.data for r in meta["profile_report"]["table_2"].records]
     assert all(
         0.0 <= v <= 1.0

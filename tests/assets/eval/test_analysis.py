@@ -6,8 +6,10 @@ import dagster as dg
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from assets.common.metadata import report_slice
+from assets.eval import uncertainty as u
 from assets.eval.wikiprofile import analysis
 from assets.eval.wikiprofile import rules as method
 
@@ -262,6 +264,68 @@ def test_bootstrap_is_exact_for_constant_answers_and_narrows_with_n():
     assert narrow["width"] < wide["width"] and narrow["mean"] > wide["mean"]
 
 
+def graded_direct(labels_by_fact: dict[str, list[str]], model: str = "m") -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {"model": model, "fact_id": f, "task": "direct", "thinking": False, "sample": k, "label": label}
+            for f, labels in labels_by_fact.items()
+            for k, label in enumerate(labels)
+        ]
+    )
+
+
+def test_a_questions_chance_above_tau_is_its_multinomial_draw():
+    # samples C, C, I, O; two drawn: above 0.5 for CC (1/4) and one C with one O (2 * 1/2 * 1/4)
+    assert analysis.above_probability(2, 1, 4, 2) == pytest.approx(0.5)
+    assert analysis.above_probability(8, 0, 8, 16) == 1.0 and analysis.above_probability(0, 0, 3, 8) == 0.0
+    # 6 C and 2 I, eight drawn: above 0.5 with at least five C, a binomial tail
+    assert analysis.above_probability(6, 2, 8, 8) == pytest.approx(float(1 - stats.binom.cdf(4, 8, 0.75)))
+
+
+def test_the_bootstrap_of_n_draws_as_drawing_each_response_would():
+    """The exact draw (a binomial per kind of question) against the draw of every response
+    the bootstrap made before: the same mean and spread over many resamples."""
+    rng = np.random.default_rng(5)
+    labels = rng.choice([1, 0, -1], size=(40, 8), p=[0.55, 0.4, 0.05]).astype(np.int8)
+
+    def response_by_response(n: int, resamples: int) -> np.ndarray:
+        picks = (rng.random((resamples, labels.shape[0], n)) * labels.shape[1]).astype(np.int64)
+        drawn = np.take_along_axis(np.broadcast_to(labels, (resamples, *labels.shape)), picks, axis=2)
+        c, i = (drawn == 1).sum(axis=2), (drawn == 0).sum(axis=2)
+        return (np.where(c + i > 0, c / np.maximum(c + i, 1), 0.0) > 0.5).mean(axis=1)
+
+    for n in (2, 8):
+        exact, slow = (
+            analysis.bootstrap_shares(labels, n, 4000, np.random.default_rng(0)),
+            response_by_response(n, 4000),
+        )
+        assert exact.mean() == pytest.approx(slow.mean(), abs=0.005)
+        assert exact.std() == pytest.approx(slow.std(), rel=0.1)
+
+
+def test_the_d4_claim_is_checked_only_where_the_questions_suffice():
+    settled = {f"f{i}": [method.CORRECT] * 8 for i in range(950)} | {
+        f"g{i}": [method.CORRECT] * 7 + [method.INCORRECT] for i in range(50)
+    }
+    coin = {f"f{i}": [method.CORRECT, method.INCORRECT] * 4 for i in range(1000)}
+    graded = pl.concat(
+        [graded_direct(settled, "settled"), graded_direct(coin, "coin"), graded_direct({"f": ["CORRECT"] * 8}, "few")]
+    )
+    stability = analysis.bootstrap_stability(graded, ns=(2, 8), tasks=("direct",), resamples=1000)
+    claims = {r["model"]: r for r in analysis.d4_claims(stability).iter_rows(named=True)}
+    # 50 questions of 1000 can fall under tau, each rarely: a width of a few tenths of a point
+    assert claims["settled"]["verdict"] == "holds" and claims["settled"]["width"] < 0.005
+    assert claims["settled"]["claim"] == f"width at n=8: {claims['settled']['width']:.1%} (under 1%: holds)"
+    # every question a coin flip (above 0.5 with five C of eight: 36%): about five points wide
+    assert claims["coin"]["verdict"] == "does not hold" and 0.03 < claims["coin"]["width"] < 0.08
+    assert claims["coin"]["claim"].endswith("(under 1%: does not hold)")
+    # one question never moves (width 0), which says nothing of the claim
+    assert claims["few"]["width"] == 0.0
+    assert claims["few"]["claim"] == "not checkable: 1 questions (a 1% width needs at least 1,000 questions)"
+    at_two = analysis.d4_claims(stability.filter(pl.col("n") == 2))
+    assert set(at_two["claim"]) == {"not checkable: no bootstrap at n=8"}
+
+
 def test_label_matrix_codes_labels_and_pads():
     g = pl.DataFrame(
         {
@@ -309,7 +373,13 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     pages = pl.DataFrame(schema={"page_id": pl.String, "mean_monthly_views": pl.Float64})
     ctx = dg.build_asset_context()
     outputs = [
-        wikiprofile_profile_report(ctx, profiles=nothing, wikiprofile_settings=settings),
+        wikiprofile_profile_report(
+            ctx,
+            profiles=nothing,
+            graded_responses=nothing,
+            wikiprofile_settings=settings,
+            uncertainty=u.UncertaintySettings(),
+        ),
         wikiprofile_popularity_report(ctx, profiles=nothing, benchmark=bench, source_pages=pages),
         wikiprofile_direction_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
         wikiprofile_thinking_report(ctx, graded_responses=nothing, profiles=nothing, wikiprofile_settings=settings),
@@ -318,10 +388,16 @@ def test_report_assets_show_empty_tables_when_no_model_is_profiled():
     for out in outputs:
         assert out.value.height == 0 and out.value.width > 0
         assert out.metadata["slice"].value == report_slice("0 subject models (none), 0 facts", None)
-    assert (
-        outputs[0].metadata["why_empty"].value
-        == "table_2: no model is profiled: materialize eval/wikiprofile_profiles for a subject model"
+    no_model = "no model is profiled: materialize eval/wikiprofile_profiles for a subject model"
+    no_graded = "no question is graded: materialize eval/wikiprofile_graded_responses for a subject model"
+    assert outputs[0].metadata["why_empty"].value == (
+        f"table_2: {no_model}; table_2_uncertainty: {no_model}; "
+        f"d4_stability: {no_graded} (of the tasks completion, contextual, direct, reverse)"
     )
+    # the interval columns are there, typed, before any model is
+    assert outputs[0].value.schema["knows ci_low"] == pl.Float64
+    assert outputs[0].value.schema["knows_thinking tied_best"] == pl.Boolean
+    assert outputs[0].metadata["d4_claim"].value.startswith(f"{no_graded} (of the tasks")
     # every analysis table inline, each empty one named in why_empty with its reason
     for out, names in zip(outputs[1:], ANALYSIS_TABLES.values()):
         for name in names:
@@ -476,11 +552,10 @@ def test_tau_sweep_of_a_model_without_a_thinking_run():
     assert (rows[1]["direct_recall"], rows[1]["encoded_not_known"], rows[1]["recall_failure"]) == (0.0, 1.0, None)
 
 
-def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definitions():
-    from assets.eval.wikiprofile.assets import wikiprofile_profile_report
-    from assets.wikiprofile.settings import WikiProfileSettings
-
-    prof = pl.concat(
+def table_2_profiles() -> pl.DataFrame:
+    """Model a with a thinking run (six facts: one ungradable, one direct inference), b
+    without (three facts)."""
+    return pl.concat(
         [
             profiles(
                 "a",
@@ -500,9 +575,23 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
             ),
         ]
     )
-    out = wikiprofile_profile_report(
-        dg.build_asset_context(), profiles=prof, wikiprofile_settings=WikiProfileSettings()
+
+
+def profile_report(prof: pl.DataFrame, graded: pl.DataFrame | None = None, **settings) -> dg.Output:
+    from assets.eval.wikiprofile.assets import wikiprofile_profile_report
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    return wikiprofile_profile_report(
+        dg.build_asset_context(),
+        profiles=prof,
+        graded_responses=pl.DataFrame() if graded is None else graded,
+        wikiprofile_settings=WikiProfileSettings(**settings),
+        uncertainty=u.UncertaintySettings(),
     )
+
+
+def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definitions():
+    out = profile_report(table_2_profiles())
     rows = {r["model"]: r for r in out.value.iter_rows(named=True)}
     # a: 6 facts, 4 profiled, 5 gradable (4 + f5): Knows = (2 DR + 1 DI) / 5; Knows(+Think) = (2 + 1 RwT + 1 DI) / 5
     assert rows["a"]["knows"] == 0.6 and rows["a"]["knows_thinking"] == 0.8
@@ -533,3 +622,77 @@ def test_table_2_asset_counts_direct_inference_in_knows_and_names_its_definition
     from checks.eval import wikiprofile as ew
 
     assert ew.profile_report_shares(out.value).passed
+
+
+def test_table_2_scores_average_to_table_2s_shares():
+    """Each share's per-fact scores average to the share Table 2 reports, over the facts it
+    is a share of, whatever mix of profiles (ungradable and direct inference included)."""
+    rng = np.random.default_rng(2)
+    present = [p for p in PROFILE_FLAGS if p not in method.UNDECIDED.values()]
+    missing = ["direct_recall", "ungradable", "direct_inference", *method.UNDECIDED.values()]
+    prof = pl.concat(
+        [
+            profiles(f"m{i}", {f"f{j}": str(rng.choice(kinds)) for j in range(int(rng.integers(1, 30)))}, run)
+            for i, (kinds, run) in enumerate([(present, "present")] * 6 + [(missing, "missing")] * 3)
+        ]
+    )
+    prof = pl.concat([prof, profiles("none", {"f1": "ungradable", "f2": "ungradable"})])
+    scores = analysis.table_2_scores(prof)
+    for (model,), part in prof.group_by("model"):
+        summary = method.profile_summary(part.to_dicts())
+        own = scores.filter(pl.col("model") == model)
+        for share in analysis.TABLE_2_INTERVALS:
+            values = own[share].drop_nulls()
+            if summary[share] is None:  # no thinking run
+                assert values.is_empty(), (model, share)
+            elif math.isnan(summary[share]):  # a share over no facts
+                assert values.is_empty(), (model, share)
+            else:
+                assert values.mean() == pytest.approx(summary[share]), (model, share)
+                assert set(values) <= {0.0, 1.0}
+
+
+def test_table_2_carries_intervals_over_facts_and_its_d4_stability():
+    settings = u.UncertaintySettings()
+    graded = graded_direct({f"f{i}": [method.CORRECT] * 6 + [method.INCORRECT] * 2 for i in range(1, 4)}, "a")
+    out = profile_report(table_2_profiles(), graded)
+    stored = {r["model"]: r for r in out.value.iter_rows(named=True)}
+    # a's Knows over its five gradable facts f1-f5 (the ungradable f6 left out): DR, DR, RwT, RF, DI
+    assert stored["a"]["knows"] == 0.6
+    low, high = u.interval([1.0, 1.0, 0.0, 0.0, 1.0], settings)
+    assert (stored["a"]["knows ci_low"], stored["a"]["knows ci_high"]) == (low, high)
+    assert low < 0.6 < high
+    # a encodes all four profiled facts: nothing varies, the interval is the value
+    assert (stored["a"]["encodes ci_low"], stored["a"]["encodes ci_high"]) == (1.0, 1.0)
+    # b encodes f1 and f2 of three; on those three facts it differs from a (the best) once: tied
+    assert stored["b"]["encodes ci_low"] <= 2 / 3 <= stored["b"]["encodes ci_high"]
+    assert stored["a"]["encodes tied_best"] and stored["b"]["encodes tied_best"]
+    # b has no thinking run: no Knows(+Think), no interval
+    assert stored["b"]["knows_thinking ci_low"] is None and stored["b"]["knows_thinking tied_best"] is None
+    meta = out.metadata
+    long = inline_rows(meta["table_2_uncertainty"])
+    knows = next(r for r in long if r["model"] == "a" and r["metric"] == "knows")
+    assert knows["items"] == 5 and knows["p"] is None and knows["tied_best"]
+    described = {c.name: c.description for c in meta["table_2_uncertainty"].schema.columns}
+    assert "percentile bootstrap over facts (1,000 resamples, seed 0)" in described["ci_low"]
+    assert "percentile bootstrap over facts" in meta["definitions"].value
+    assert "the gradable ones (profiled or direct inference) for Knows" in meta["definitions"].value
+    from checks.eval import wikiprofile as ew
+
+    assert ew.profile_report_shares(out.value).passed
+    # D.4 on a's three questions: the widths per n, the figure, and a claim not checkable on so few
+    widths = inline_rows(meta["d4_stability"])
+    assert {r["n"] for r in widths} == set(analysis.BOOTSTRAP_NS) and {r["questions"] for r in widths} == {3}
+    assert meta["figure_19"].value.startswith("![plot](data:image/png;base64,")
+    assert meta["d4_claim"].value.startswith(
+        "- a, direct: not checkable: 3 questions (a 1% width needs at least 1,000 questions)"
+    )
+
+
+def test_a_model_far_below_the_best_is_not_tied_with_it():
+    facts = {f"f{i}": "direct_recall" for i in range(40)}
+    prof = pl.concat([profiles("good", facts), profiles("poor", dict.fromkeys(facts, "recall_failure"))])
+    stored = {r["model"]: r for r in profile_report(prof).value.iter_rows(named=True)}
+    assert stored["good"]["knows tied_best"] and not stored["poor"]["knows tied_best"]
+    # both encode every fact: tied
+    assert stored["good"]["encodes tied_best"] and stored["poor"]["encodes tied_best"]

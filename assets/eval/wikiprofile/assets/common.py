@@ -38,6 +38,21 @@ def inline_tables(tables: dict[str, tuple[pl.DataFrame, dict[str, str], str]]) -
     }
 
 
+def plot_widths(ax, stability: pl.DataFrame) -> None:
+    """Figure 19 on ``ax``: the 90% width of the share of questions with g > tau against the
+    samples per question, a line per model and task (:func:`analysis.bootstrap_stability`),
+    with the paper's bound at n = 8."""
+    for (model, task), part in sorted(stability.group_by("model", "task"), key=lambda kv: kv[0]):
+        ax.plot(part["n"], part["width"], marker="o", label=f"{model} {task}")
+    ax.axhline(analysis.D4_BOUND, color="grey", linestyle=":", linewidth=1)
+    ax.axvline(analysis.D4_N, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("samples per question (n)")
+    ax.set_ylabel("90% interval width (share of questions)")
+    ax.set_title("Figure 19: bootstrap width by n", fontsize=9)
+    if stability.height:
+        ax.legend(fontsize=7)
+
+
 def thinking_metadata(missing: list[str]) -> dict:
     """Names the models profiled without their thinking run: their Knows(+Think) and the
     profiles that need it are null, not zero."""

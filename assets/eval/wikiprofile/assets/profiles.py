@@ -6,16 +6,20 @@ partition). The rules live in :mod:`assets.eval.wikiprofile.rules` and
 import dagster as dg
 import polars as pl
 
-from assets.common.metadata import counts_md, md_table, png_markdown, table_metadata, why_empty
+from assets.common.metadata import counts_md, md_table, png_markdown, report_table, table_metadata, why_empty
 from assets.common.prompts import code_version
+from assets.eval import uncertainty as intervals
+from assets.eval.uncertainty import UncertaintySettings
 from assets.eval.wikiprofile import analysis
 from assets.eval.wikiprofile import rules as method
 from assets.eval.wikiprofile import steps as profiling
 from assets.eval.wikiprofile.assets.common import (
     GROUP,
+    NO_GRADED,
     NO_MODEL,
     PREFIX,
     TABLE_2_HEADERS,
+    plot_widths,
     profiles_slice,
     table_2,
     thinking_metadata,
@@ -174,12 +178,16 @@ def wikiprofile_graded_responses(
     )
 
 
-def _definitions(settings: WikiProfileSettings) -> dg.MetadataValue:
-    """What every column of Table 2 counts, with the thresholds and the NaN strategy used."""
+def _definitions(settings: WikiProfileSettings, uncertainty: UncertaintySettings) -> dg.MetadataValue:
+    """What every column of Table 2 counts, with the thresholds and the NaN strategy used,
+    and how its intervals and tests are computed."""
     rows = [{"column": c, "header": TABLE_2_HEADERS.get(c, c), "definition": d} for c, d in method.DEFINITIONS.items()]
+    shares = ", ".join(TABLE_2_HEADERS[c] for c in analysis.TABLE_2_INTERVALS)
     lines = [
         f"Thresholds: tau_enc = tau_know = {settings.tau:g}, strict (g(q) > tau); NaN strategy {settings.nan_strategy}.",
         "Knows and Knows(+Think) include direct inference (the method notes' Table 2); the Figure 4 bar excludes it.",
+        f"{shares} (table_2_uncertainty; the stored table's '<share> ci_low', '<share> ci_high' and "
+        f"'<share> tied_best'): {uncertainty.describe(analysis.TABLE_2_ITEMS)}; a share's facts are {analysis.TABLE_2_ITEMS_OF}.",
         "",
         md_table(pl.DataFrame(rows), len(rows)),
     ]
@@ -233,20 +241,68 @@ def _segment(row: dict, name: str, undecided: bool) -> float:
     return value
 
 
+# The stored table's interval columns, present (null) even for a share no model has, such as
+# Knows(+Think) when no model has a thinking run: the leaderboard reads them by name.
+INTERVAL_COLUMNS = {
+    f"{share} {end}": dtype
+    for share in analysis.TABLE_2_INTERVALS
+    for end, dtype in (("ci_low", pl.Float64), ("ci_high", pl.Float64), ("tied_best", pl.Boolean))
+}
+NO_BOOTSTRAP = f"{NO_GRADED} (of the tasks {', '.join(analysis.BOOTSTRAP_TASKS)})"
+
+
+def _with_intervals(table: pl.DataFrame, long: pl.DataFrame) -> pl.DataFrame:
+    """Table 2 with each share's interval and tied_best beside it, keyed by model."""
+    attached = intervals.attach(table, long, ["model"])
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in INTERVAL_COLUMNS.items() if c not in attached.columns]
+    return attached.with_columns(missing).select(*table.columns, *INTERVAL_COLUMNS)
+
+
+def _d4(stability: pl.DataFrame, plt) -> dict:
+    """Appendix D.4's metadata: the widths of :func:`analysis.bootstrap_stability`, their
+    figure, and the paper's claim (under 1% at n = 8) per model and task, checked where the
+    questions suffice."""
+    claims = analysis.d4_claims(stability)
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    plot_widths(ax, stability)
+    rule = (
+        f"The claim is checked on a task of at least {analysis.D4_MIN_QUESTIONS:,} questions: a share over q "
+        f"questions moves in steps of 1/q, and a {analysis.D4_BOUND:.0%} width is measured only when it spans "
+        "several of them (the paper's D.4 ran on 5,000 facts)."
+    )
+    lines = [f"- {r['model']}, {r['task']}: {r['claim']}" for r in claims.iter_rows(named=True)]
+    return {
+        "d4_stability": report_table(stability, analysis.BOOTSTRAP_DEFINITIONS),
+        "figure_19": png_markdown(fig),
+        "d4_claim": dg.MetadataValue.md("\n".join([*(lines or [NO_BOOTSTRAP]), "", rule])),
+    }
+
+
 @dg.asset(
     key_prefix=PREFIX,
     group_name=GROUP,
     kinds={"polars"},
-    code_version="3",
-    ins={"profiles": wiring.materialized("wikiprofile_profiles")},
+    code_version="4",
+    ins={
+        "profiles": wiring.materialized("wikiprofile_profiles"),
+        "graded_responses": wiring.materialized("wikiprofile_graded_responses"),
+    },
 )
 def wikiprofile_profile_report(
-    context: dg.AssetExecutionContext, profiles: pl.DataFrame, wikiprofile_settings: WikiProfileSettings
+    context: dg.AssetExecutionContext,
+    profiles: pl.DataFrame,
+    graded_responses: pl.DataFrame,
+    wikiprofile_settings: WikiProfileSettings,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """Table 2 over every profiled model, shares in [0, 1]: Encodes, Knows(+Think) and Knows
     (both including direct inference), the Figure 4 Knows bar (excluding it), the five
     profiles and the excluded shares, as ``definitions`` says; with Figure 4's stacked bars
-    of the profiles (a model without a thinking run shows its undecided shares hatched)."""
+    of the profiles (a model without a thinking run shows its undecided shares hatched).
+    Encodes, Knows and Knows(+Think) carry their interval over facts and whether each model
+    is tied with the best (``table_2_uncertainty``); ``d4_stability``, ``figure_19`` and
+    ``d4_claim`` show how stable the share of questions above tau is for n samples per
+    question (appendix D.4)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -258,6 +314,15 @@ def wikiprofile_profile_report(
         for (alias,), frame in sorted(profiles.group_by("model"), key=lambda kv: kv[0])
     ]
     table = profiling.summary_table(rows)
+    long = intervals.summarize(
+        analysis.table_2_scores(profiles), ["model"], "fact_id", analysis.TABLE_2_INTERVALS, uncertainty
+    ).sort("model", maintain_order=True)
+    stability = analysis.bootstrap_stability(
+        graded_responses,
+        resamples=wikiprofile_settings.bootstrap_resamples,
+        seed=wikiprofile_settings.seed,
+        tau=wikiprofile_settings.tau,
+    )
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(rows))))
     left = [0.0] * len(rows)
     # Without a thinking run only the unions are known; they stand where their parts would.
@@ -287,16 +352,32 @@ def wikiprofile_profile_report(
     )
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
+    stored = _with_intervals(table, long)
     return dg.Output(
-        table,
+        stored,
         metadata={
-            **table_metadata(table),
+            **table_metadata(stored),
             "slice": profiles_slice(profiles, context),
             "table_2": table_2(table),
-            **why_empty({"table_2": (table, NO_MODEL)}),
-            "definitions": _definitions(wikiprofile_settings),
+            "table_2_uncertainty": report_table(
+                long,
+                {
+                    **intervals.definitions({"model": analysis.MODEL}, uncertainty, analysis.TABLE_2_ITEMS),
+                    "items": f"the facts averaged over: {analysis.TABLE_2_ITEMS_OF}",
+                },
+            ),
+            **why_empty(
+                {
+                    "table_2": (table, NO_MODEL),
+                    "table_2_uncertainty": (long, NO_MODEL),
+                    "d4_stability": (stability, NO_BOOTSTRAP),
+                }
+            ),
+            "definitions": _definitions(wikiprofile_settings, uncertainty),
             **thinking_metadata(analysis.models_without_thinking(profiles)),
             "figure_4": png_markdown(fig),
+            **_d4(stability, plt),
+            "bootstrap_resamples": wikiprofile_settings.bootstrap_resamples,
         },
     )
 
