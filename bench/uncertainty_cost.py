@@ -53,6 +53,17 @@ def timed(call) -> float:
     return time.perf_counter() - t
 
 
+def compared(call) -> tuple[float, float]:
+    """The best of two times of ``call`` as it is and without the intervals and tests, after
+    one untimed call (imports, ranx's compiled metrics, caches)."""
+    call()
+    with_, without = [], []
+    for _ in range(2):
+        with_.append(timed(call))
+        without.append(without_uncertainty(call))
+    return min(with_), min(without)
+
+
 def without_uncertainty(call) -> float:
     """``call``'s time with summarize computing nothing (an empty summary)."""
     real = uncertainty.summarize
