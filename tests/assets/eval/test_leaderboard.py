@@ -9,6 +9,7 @@ import pytest
 
 from assets.eval import leaderboard as lb
 from assets.eval.recor import rules as conversational
+from assets.eval.uncertainty import UncertaintySettings
 from resources.storage import table_uri, write_parquet
 from tests.assets.eval.test_byo_systems import (  # noqa: F401 (storage and with_tfidf are fixtures)
     QUIT_CORPUS,
@@ -245,6 +246,7 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
         quit_runs=runs,
         benchmark_qrels=QUIT_QRELS,
         benchmark_questions=QUIT_QUESTIONS,
+        uncertainty=UncertaintySettings(),
     ).value
     with recor_context("tfidf") as context:
         turns_run = recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), **resources).value
