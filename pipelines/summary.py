@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from assets.eval import uncertainty
 from assets.eval.quit.assets import HEADLINE_SPLIT
 from assets.eval.quit.finetune.report import RETRIEVAL, wide
 from assets.eval.recor.reteco import rules as reteco
@@ -361,13 +362,28 @@ def print_reteco(storage: StorageResource, release: str, domains: list[str]) -> 
 
 
 def print_quit_retrieval(storage: StorageResource, title: str) -> None:
-    """QUIT's retrieval table on the test split (the headline tables'), under ``title``."""
+    """QUIT's retrieval table on the test split (the headline tables'), under ``title``: each
+    value with its interval and its mark against the best retriever (issue 48), as the
+    report stored them."""
     table = read_parquet(table_uri(storage.root, ["eval", "quit_retrieval_metrics"])).filter(
         pl.col("split") == HEADLINE_SPLIT
     )
-    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, float_precision=3):
+    metrics = ["hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"]
+    long = pl.concat(
+        table.select(
+            "retriever",
+            "questions",
+            pl.lit(m).alias("metric"),
+            pl.col(m).alias("value"),
+            *(pl.col(f"{m} {c}").alias(c) for c in ("ci_low", "ci_high", "tied_best")),
+        )
+        for m in metrics
+    )
+    with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_width_chars=160, fmt_str_lengths=40):
         print(f"\n{title}")
-        print(table.select("retriever", "questions", "hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"))
+        # a column per metric in the order above; none where the split has no retriever's row
+        print(uncertainty.formatted(long, ["retriever", "questions"]))
+        print(uncertainty.PRINTED_NOTE)
 
 
 def print_evaluation(storage: StorageResource, wanted: list[str]) -> None:

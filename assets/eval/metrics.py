@@ -147,7 +147,9 @@ def grouped_per_question_metrics(
     key = (pl.col("_group").cast(pl.String) + GROUP_SEPARATOR + pl.col("question_id")).alias("_key")
     keyed_qrels = keyed_qrels.with_columns(key)
     values: dict[str, dict[str, float]] = {m: {} for m in metrics}
-    for batch in range(groups["_batch"].max() + 1 if groups.height else 0):
+    # a group of more lines than an evaluation holds is an evaluation alone, and the batch
+    # numbers after it skip: only the numbers taken are evaluations
+    for batch in groups["_batch"].unique().sort().to_list():
         q = keyed_qrels.filter(pl.col("_batch") == batch).drop("question_id").rename({"_key": "question_id"})
         # keyed a batch at a time: a keyed copy of the whole run would double the step's peak
         r = (

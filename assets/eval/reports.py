@@ -90,16 +90,19 @@ def table_8(table: pl.DataFrame, values: str) -> pl.DataFrame:
     )
 
 
+# Table 8's row keys and their definitions.
+TABLE_8_ROWS = {
+    "retriever": "a retriever alias, <retriever>+<reranker>, or Optimal (the reader on every relevant passage)",
+    "k": "passages given to the reader (blank for Optimal)",
+    "strategy": "how the top-k passages' hints become the context: union_norm or union_freq (equation 1); "
+    "oracle for Optimal",
+}
+
+
 def table_8_definitions(wide: pl.DataFrame, em: str) -> dict[str, str]:
     """Table 8's headers: the row keys, and each reader's column as ``em`` defines it."""
-    readers = [c for c in wide.columns if c not in ("retriever", "k", "strategy")]
-    return {
-        "retriever": "a retriever alias, <retriever>+<reranker>, or Optimal (the reader on every relevant passage)",
-        "k": "passages given to the reader (blank for Optimal)",
-        "strategy": "how the top-k passages' hints become the context: union_norm or union_freq (equation 1); "
-        "oracle for Optimal",
-        **{r: f"reader {r}: {em}; a share of questions in [0, 1]" for r in readers},
-    }
+    readers = [c for c in wide.columns if c not in TABLE_8_ROWS]
+    return {**TABLE_8_ROWS, **{r: f"reader {r}: {em}; a share of questions in [0, 1]" for r in readers}}
 
 
 def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, split: str):

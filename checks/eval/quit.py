@@ -19,6 +19,7 @@ from checks.eval.shared import (
     REFERENCES,
     SCHEMA,
     eval_key,
+    interval_problems,
     metric_problems,
     oracle_aliases,
     reranked_systems,
@@ -139,7 +140,7 @@ def quit_runs_coverage(quit_runs: pl.DataFrame, benchmark_questions: pl.DataFram
     name=METRICS,
     description=(
         "One row per retriever and split (all, train, dev, test); ranx metrics in [0, 1], Hit@k and "
-        "Recall@k monotone in k; no Oracle."
+        "Recall@k monotone in k; no Oracle; each interval holds its value."
     ),
 )
 def quit_retrieval_metrics_ranges(quit_retrieval_metrics: pl.DataFrame) -> dg.AssetCheckResult:
@@ -154,6 +155,7 @@ def quit_retrieval_metrics_ranges(quit_retrieval_metrics: pl.DataFrame) -> dg.As
             ("retriever",),
         )
         problems += split_problems(frame, "retriever")
+        problems += interval_problems(frame, ("retriever", "split"))
     return problems_result(problems, frame.height)
 
 
@@ -203,7 +205,7 @@ def quit_reranked_same_passages(quit_reranked_runs: pl.DataFrame, quit_runs: pl.
     asset=eval_key("quit_rerank_metrics"),
     name=METRICS,
     description="One row per retriever+reranker and split (all, train, dev, test), named by both, Oracle flagged; ranx "
-    "metrics in [0, 1], Hit@k and Recall@k monotone in k.",
+    "metrics in [0, 1], Hit@k and Recall@k monotone in k; each interval holds its value.",
 )
 def quit_rerank_metrics_ranges(quit_rerank_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     frame = quit_rerank_metrics
@@ -231,6 +233,7 @@ def quit_rerank_metrics_ranges(quit_rerank_metrics: pl.DataFrame) -> dg.AssetChe
             "with the Oracle flag wrong",
             ("system",),
         )
+        problems += interval_problems(frame, ("system", "split"))
     return problems_result(problems, frame.height)
 
 
@@ -316,7 +319,7 @@ def quit_reader_answers_references(
     asset=eval_key("quit_reader_metrics"),
     name=METRICS,
     description="One row per system, k, strategy, reader and split (all, train, dev, test); EM and judge in [0, 1]; "
-    "one Optimal row per reader and split.",
+    "one Optimal row per reader and split; each interval holds its value.",
 )
 def quit_reader_metrics_ranges(quit_reader_metrics: pl.DataFrame) -> dg.AssetCheckResult:
     frame = quit_reader_metrics
@@ -342,6 +345,7 @@ def quit_reader_metrics_ranges(quit_reader_metrics: pl.DataFrame) -> dg.AssetChe
             f"(readers and splits) without exactly one {OPTIMAL_ROW} row",
             ("reader", "split"),
         )
+        problems += interval_problems(frame, key)
     return problems_result(problems, frame.height)
 
 

@@ -284,6 +284,32 @@ def test_reader_metrics_are_shares_with_one_optimal_row_per_reader():
     )
 
 
+def with_interval(frame: pl.DataFrame, metric: str, low: float | None, high: float | None) -> pl.DataFrame:
+    """``frame`` with ``metric``'s interval columns (issue 48): on its last row, null on the others."""
+    ends = {"ci_low": (low, pl.Float64), "ci_high": (high, pl.Float64), "tied_best": (True, pl.Boolean)}
+    return frame.with_columns(
+        pl.Series(f"{metric} {c}", [None] * (frame.height - 1) + [v], dtype=t) for c, (v, t) in ends.items()
+    )
+
+
+@pytest.mark.parametrize(
+    "check, frame, metric",
+    [
+        (eq.quit_retrieval_metrics_ranges, RETRIEVAL_METRICS, "hit_rate@1"),
+        (eq.quit_rerank_metrics_ranges, RERANK_METRICS, "ndcg_burges@10"),
+        (eq.quit_reader_metrics_ranges, READER_METRICS, "em"),
+    ],
+)
+def test_a_quit_report_whose_interval_does_not_hold_its_value_fails(check, frame, metric):
+    value = frame[metric][-1]
+    assert check(with_interval(frame, metric, value - 0.1, value + 0.1)).passed
+    assert fails(
+        check(with_interval(frame, metric, value + 0.05, value + 0.1)),
+        f"whose {metric} interval does not hold the value",
+    )
+    assert fails(check(with_interval(frame, metric, value - 0.1, None)), f"with one end of {metric}'s interval")
+
+
 # --- RECOR -----------------------------------------------------------------------------------
 
 QUERIES = pl.DataFrame(

@@ -19,6 +19,7 @@ from assets.eval import reports, retrieve
 from assets.eval import rerankers as rerank_methods
 from assets.eval.quit import steps as readers
 from assets.eval.runs import oracle_run, reranked_run, run_frame, trec_run
+from assets.eval.uncertainty import LONG_COLUMNS, UncertaintySettings, definitions, summarize
 from assets.partitions import quit_reader_partitions, retriever_partitions, retriever_reranker_partitions
 from assets.quit import rules as quit_rules
 from assets.quit.settings import QuitSettings
@@ -158,7 +159,7 @@ def quit_runs(
     group_name=GROUP,
     ins={"quit_runs": wiring.input("quit_runs"), "benchmark_qrels": QUIT_QRELS, "benchmark_questions": QUIT_QUESTIONS},
     kinds={"ranx"},
-    code_version="3",
+    code_version="4",
 )
 def quit_retrieval_metrics(
     context: dg.AssetExecutionContext,
@@ -166,6 +167,7 @@ def quit_retrieval_metrics(
     quit_runs: pl.DataFrame,
     benchmark_qrels: pl.DataFrame,
     benchmark_questions: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """Hit@1/5/10/50/100, Recall@5/10/50, MRR and nDCG@10/100 (ranx, graded labels) per
     retriever, over all benchmark questions and per split: the shapes of Tables 2 and 4,
@@ -173,23 +175,24 @@ def quit_retrieval_metrics(
     Table 4's nDCG uses the QUIT release's exponential gain 2^rel-1 (``ndcg_burges@k``); the
     linear-gain nDCG of trec_eval stays in the table as ``ndcg@k``. The Oracle retriever is
     an upper bound, not a retriever, and is left out. The tables and figures score the test
-    split (``config.split``; the stored table has a row per split and all). ``slice`` names
-    the questions and retrievers counted and the run's profile."""
+    split (``config.split``; the stored table has a row per split and all). Each metric of
+    Tables 2 and 4 has, on that split, its interval and its test against the best retriever
+    (``<metric> ci_low``, ``ci_high``, ``tied_best``; ``table_2_uncertainty`` and
+    ``table_4_uncertainty``, by the ``uncertainty`` resource). ``slice`` names the questions
+    and retrievers counted and the run's profile."""
     split = headline_split(config)
     quit_runs = quit_runs.filter(~pl.col("system").is_in(oracle_aliases()))
-    rows = readers.scores_by_split(
-        quit_runs, benchmark_qrels, benchmark_questions, lambda system: {"retriever": system}
-    )
+    metrics = eval_metrics.RETRIEVAL_METRICS
+    per_question = readers.per_question_scores(quit_runs, benchmark_qrels, benchmark_questions, metrics)
+    rows = readers.scores_by_split(per_question, benchmark_questions, lambda system: {"retriever": system}, metrics)
     # with no retriever's run the columns stay, so the tables and why_empty still show
     table = pl.DataFrame(
         rows,
-        schema={
-            "retriever": pl.String,
-            "split": pl.String,
-            "questions": pl.Int64,
-            **{m: pl.Float64 for m in eval_metrics.RETRIEVAL_METRICS},
-        },
+        schema={"retriever": pl.String, "split": pl.String, "questions": pl.Int64, **{m: pl.Float64 for m in metrics}},
     )
+    compared = readers.of_split(per_question, benchmark_questions, split).rename({"system": "retriever"})
+    long = summarize(compared, ["retriever"], "question_id", RETRIEVAL_UNCERTAINTY, uncertainty)
+    table = readers.with_intervals(table, long, ["retriever"], split, RETRIEVAL_UNCERTAINTY)
     headline = readers.on_split(table, split)
     retrievers = sorted(quit_runs["system"].unique().to_list())
     column = f"a retriever alias (resources/retrievers.yaml), on the {split} split; the Oracle retriever left out"
@@ -204,8 +207,14 @@ def quit_retrieval_metrics(
                 run_profile(context),
             ),
             "split": split,
-            "table_2": reports.share_table(headline, "retriever", TABLE_2, column),
-            "table_4": reports.share_table(headline, "retriever", TABLE_4, column),
+            **{
+                name: reports.share_table(headline, "retriever", columns, with_method(column, name, uncertainty))
+                for name, columns in (("table_2", TABLE_2), ("table_4", TABLE_4))
+            },
+            **{
+                f"{name}_uncertainty": uncertainty_table(long, columns, {"retriever": column}, uncertainty)
+                for name, columns in (("table_2", TABLE_2), ("table_4", TABLE_4))
+            },
             **why_empty(
                 {
                     name: (
@@ -300,7 +309,7 @@ def quit_reranked_runs(
         "benchmark_questions": QUIT_QUESTIONS,
     },
     kinds={"ranx"},
-    code_version="3",
+    code_version="4",
 )
 def quit_rerank_metrics(
     context: dg.AssetExecutionContext,
@@ -308,13 +317,19 @@ def quit_rerank_metrics(
     quit_reranked_runs: pl.DataFrame,
     benchmark_qrels: pl.DataFrame,
     benchmark_questions: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """Every retriever x reranker run scored with ranx: Hit@1/10/50 and MRR (Table 5's
     shape), the full metric set (Table 6's shape; the paper's rows there are a fine-tuned
     MonoT5), and nDCG@5/10/50/100 of each reranker on the Oracle retriever's passages
     (Table 7's shape). nDCG in Tables 6 and 7 uses the QUIT release's exponential gain
     (``ndcg_burges@k``); the linear gain stays in the table as ``ndcg@k``. The tables score
-    the test split (``config.split``; the stored table has a row per split and all)."""
+    the test split (``config.split``; the stored table has a row per split and all). Each
+    metric of the tables has, on that split, its interval and its test against the best of
+    its table (``<metric> ci_low``, ``ci_high``, ``tied_best``; ``table_5_uncertainty`` to
+    ``table_7_uncertainty``, by the ``uncertainty`` resource): the retriever+reranker runs of
+    Tables 5 and 6 against each other, the rerankers of the Oracle's passages of Table 7
+    against each other."""
     split = headline_split(config)
     extra = [eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)]
     metrics = [*eval_metrics.RETRIEVAL_METRICS, *extra]
@@ -324,7 +339,8 @@ def quit_rerank_metrics(
         retriever, reranker = system.split("+", 1)
         return {"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles}
 
-    rows = readers.scores_by_split(quit_reranked_runs, benchmark_qrels, benchmark_questions, labels, metrics)
+    per_question = readers.per_question_scores(quit_reranked_runs, benchmark_qrels, benchmark_questions, metrics)
+    rows = readers.scores_by_split(per_question, benchmark_questions, labels, metrics)
     table = pl.DataFrame(
         rows,
         schema={
@@ -337,9 +353,22 @@ def quit_rerank_metrics(
             **{m: pl.Float64 for m in metrics},
         },
     )
+    compared = readers.of_split(per_question, benchmark_questions, split)
+    over_oracle = pl.col("system").str.split("+").list.first().is_in(oracles)
+    long_retrieved = summarize(
+        compared.filter(~over_oracle), ["system"], "question_id", RERANKED_UNCERTAINTY, uncertainty
+    )
+    long_oracle = summarize(compared.filter(over_oracle), ["system"], "question_id", TABLE_7, uncertainty)
+    table = readers.with_intervals(
+        table, pl.concat([long_retrieved, long_oracle]), ["system"], split, RERANK_UNCERTAINTY
+    )
     headline = readers.on_split(table, split)
     retrieved, oracle = headline.filter(~pl.col("oracle")), headline.filter(pl.col("oracle"))
     systems = sorted(quit_reranked_runs["system"].unique().to_list())
+    reranked_column = f"{RERANKED_COLUMN}, on the {split} split"
+    reranker_column = (
+        f"a reranker alias (resources/rerankers.yaml), reordering the Oracle retriever's passages, on the {split} split"
+    )
     return dg.Output(
         table,
         metadata={
@@ -350,14 +379,22 @@ def quit_rerank_metrics(
                 run_profile(context),
             ),
             "split": split,
-            "table_5": reports.share_table(retrieved, "system", TABLE_5, f"{RERANKED_COLUMN}, on the {split} split"),
-            "table_6": reports.share_table(retrieved, "system", TABLE_4, f"{RERANKED_COLUMN}, on the {split} split"),
+            "table_5": reports.share_table(
+                retrieved, "system", TABLE_5, with_method(reranked_column, "table_5", uncertainty)
+            ),
+            "table_6": reports.share_table(
+                retrieved, "system", TABLE_4, with_method(reranked_column, "table_6", uncertainty)
+            ),
             "table_7": reports.share_table(
-                oracle,
-                "reranker",
+                oracle, "reranker", TABLE_7, with_method(reranker_column, "table_7", uncertainty)
+            ),
+            "table_5_uncertainty": uncertainty_table(long_retrieved, TABLE_5, {"system": reranked_column}, uncertainty),
+            "table_6_uncertainty": uncertainty_table(long_retrieved, TABLE_4, {"system": reranked_column}, uncertainty),
+            "table_7_uncertainty": uncertainty_table(
+                long_oracle.join(oracle.select("system", "reranker"), on="system", how="left"),
                 TABLE_7,
-                "a reranker alias (resources/rerankers.yaml), reordering "
-                f"the Oracle retriever's passages, on the {split} split",
+                {"reranker": reranker_column},
+                uncertainty,
             ),
             **why_empty(
                 {
@@ -463,7 +500,7 @@ def quit_reader_answers(
         "benchmark_questions": QUIT_QUESTIONS,
     },
     kinds={"polars"},
-    code_version="5",
+    code_version="6",
 )
 def quit_reader_metrics(
     context: dg.AssetExecutionContext,
@@ -474,6 +511,7 @@ def quit_reader_metrics(
     benchmark_corpus: pl.DataFrame,
     benchmark_qrels: pl.DataFrame,
     benchmark_questions: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """EM of every reader per retriever (and retriever+reranker, the Oracle ones included),
     k and context strategy, with the Optimal bound (Table 8's shape; ``em`` normalized,
@@ -481,22 +519,43 @@ def quit_reader_metrics(
     top-5 passages by number of hints for the retrievers and the Oracle retriever with each
     reranker, next to the fully relevant ones (Figure 6's shape). Table 8 scores the test
     split (``config.split``; the stored table has a row per split and all), as the
-    published RAG inputs hold the test questions only; Figure 6 is drawn on the same split."""
+    published RAG inputs hold the test questions only; Figure 6 is drawn on the same split.
+    On that split ``em``, ``em_raw`` and ``judge`` have their intervals and each setting its
+    test against its reader's best (``<metric> ci_low``, ``ci_high``, ``tied_best``;
+    ``table_8_uncertainty`` and ``table_8_em_raw_uncertainty``, by the ``uncertainty``
+    resource; ``readers.table_8_summary`` says which settings are compared)."""
     split = headline_split(config)
     rows = []
     for part, ids in readers.split_ids(benchmark_questions):
         answered = quit_reader_answers.filter(pl.col("question_id").is_in(ids))
         shares = readers.em_table(
-            answered.filter(pl.col("system") != "optimal"), answered.filter(pl.col("system") == "optimal")
+            answered.filter(pl.col("system") != readers.OPTIMAL_SYSTEM),
+            answered.filter(pl.col("system") == readers.OPTIMAL_SYSTEM),
         )
         rows.append(shares.with_columns(pl.lit(part).alias("split"), pl.lit(len(ids), pl.Int64).alias("questions")))
     table = pl.concat(rows, how="vertical_relaxed")
+    scores = readers.table_8_scores(readers.of_split(quit_reader_answers, benchmark_questions, split))
+    long = readers.table_8_summary(scores, oracle_aliases(), READER_UNCERTAINTY, uncertainty)
+    table = readers.with_intervals(table, long, readers.TABLE_8_KEYS, split, READER_UNCERTAINTY)
     headline = readers.on_split(table, split).drop("questions")
+    method = f"intervals and tests in table_8_uncertainty: {uncertainty.describe('questions')}"
 
     def table_8(values: str, definition: str) -> dg.TableMetadataValue:
         wide = reports.table_8(headline, values)
-        return report_table(wide, reports.table_8_definitions(wide, f"{definition}; on the {split} split"))
+        return report_table(wide, reports.table_8_definitions(wide, f"{definition}; on the {split} split; {method}"))
 
+    def table_8_uncertainty(metric: str) -> dg.TableMetadataValue:
+        keys = {**reports.TABLE_8_ROWS, "reader": "the reader (a model alias): each setting is compared with its best"}
+        return uncertainty_table(long.rename({"system": "retriever"}), [metric], keys, uncertainty)
+
+    em = (
+        "EM (normalized): answer and gold equal after assets.common.text.normalize "
+        "(lower case; accents, punctuation, possessive 's and articles removed)"
+    )
+    em_raw = (
+        "EM (raw, as released): the reader's output after the release's "
+        "clean_responses equals a gold answer as written, case included"
+    )
     names = sorted(quit_reader_answers["reader"].unique().to_list())
     return dg.Output(
         table,
@@ -508,16 +567,10 @@ def quit_reader_metrics(
                 run_profile(context),
             ),
             "split": split,
-            "table_8": table_8(
-                "em",
-                "EM (normalized): answer and gold equal after assets.common.text.normalize "
-                "(lower case; accents, punctuation, possessive 's and articles removed)",
-            ),
-            "table_8_em_raw": table_8(
-                "em_raw",
-                "EM (raw, as released): the reader's output after the release's "
-                "clean_responses equals a gold answer as written, case included",
-            ),
+            "table_8": table_8("em", em),
+            "table_8_em_raw": table_8("em_raw", em_raw),
+            "table_8_uncertainty": table_8_uncertainty("em"),
+            "table_8_em_raw_uncertainty": table_8_uncertainty("em_raw"),
             **why_empty(
                 {
                     name: (
@@ -553,6 +606,12 @@ TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
 # Tables 2 and 5: the Hit@k and MRR columns; the row keys' definitions, shown with the tables.
 TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
 TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
+# The metrics whose values carry an interval and a test in each stored report: those its
+# headline tables show (Table 6 has Table 4's columns; Table 8 each share of questions).
+RETRIEVAL_UNCERTAINTY = list(dict.fromkeys([*TABLE_2, *TABLE_4]))
+RERANKED_UNCERTAINTY = list(dict.fromkeys([*TABLE_5, *TABLE_4]))
+RERANK_UNCERTAINTY = list(dict.fromkeys([*RERANKED_UNCERTAINTY, *TABLE_7]))
+READER_UNCERTAINTY = ["em", "em_raw", "judge"]
 NO_RERANKED_RUN = "no reranked run of a retriever other than the Oracle is materialized"
 RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a reranker (resources/rerankers.yaml)"
 
@@ -564,6 +623,21 @@ def definition_metadata() -> dict[str, str]:
         f"ndcg@k columns: {eval_metrics.GAIN_LABELS['ndcg']}",
         "relevance": eval_metrics.RELEVANCE,
     }
+
+
+def with_method(definition: str, table: str, settings: UncertaintySettings) -> str:
+    """A headline table's key definition with where its intervals and tests are and how
+    they are computed."""
+    return f"{definition}; intervals and tests in {table}_uncertainty: {settings.describe('questions')}"
+
+
+def uncertainty_table(
+    long: pl.DataFrame, metrics: list[str], keys: dict[str, str], settings: UncertaintySettings
+) -> dg.TableMetadataValue:
+    """A headline table's intervals and tests: its ``metrics``' rows of the summary ``long``
+    (``summarize``), keyed by the table's row keys (``keys``: name -> definition)."""
+    frame = long.filter(pl.col("metric").is_in(metrics)).select(*keys, *LONG_COLUMNS)
+    return report_table(frame, definitions(keys, settings, "questions"))
 
 
 def oracle_aliases() -> list[str]:

@@ -18,6 +18,7 @@ import polars as pl
 from assets.common.prompts import load_prompt
 from assets.common.text import exact_match, normalize
 from assets.eval import metrics as eval_metrics
+from assets.eval import uncertainty
 from assets.eval.quit.rules import STRATEGIES, passage_units
 from assets.quit import rules, steps
 from resources.llm import CallStats, LLMRequest, Model
@@ -155,6 +156,8 @@ def read(
 # keep a served model's parallel slots busy across questions, few enough that a question
 # answered by its first passages is not read much further.
 OPTIMAL_ROUND = 20
+# The Optimal bound: its rows' system in the answers, and its row's system and strategy in Table 8.
+OPTIMAL_SYSTEM, OPTIMAL_ROW, OPTIMAL_STRATEGY = "optimal", "Optimal", "oracle"
 # What the Optimal bound takes the any-of over: normalized EM, the release's raw EM, the judge.
 OPTIMAL_FLAGS = ("em", "em_raw", "correct")
 
@@ -220,7 +223,7 @@ def optimal(answers: pl.DataFrame, qrels: pl.DataFrame, reader: str, questions: 
         .with_columns(
             *(pl.col(c).fill_null(False) for c in OPTIMAL_FLAGS),
             pl.lit(reader).alias("reader"),
-            pl.lit("optimal").alias("system"),
+            pl.lit(OPTIMAL_SYSTEM).alias("system"),
         )
     )
 
@@ -238,11 +241,60 @@ def em_table(answers: pl.DataFrame, optimal_rows: pl.DataFrame) -> pl.DataFrame:
         optimal_rows.group_by("reader")
         .agg(shares)
         .with_columns(
-            pl.lit("Optimal").alias("system"), pl.lit(None, pl.Int32).alias("k"), pl.lit("oracle").alias("strategy")
+            pl.lit(OPTIMAL_ROW).alias("system"),
+            pl.lit(None, pl.Int32).alias("k"),
+            pl.lit(OPTIMAL_STRATEGY).alias("strategy"),
         )
     )
     rest = answers.group_by("system", "k", "strategy", "reader").agg(shares)
     return pl.concat([best.select(rest.columns), rest.sort("system", "k", "strategy")], how="vertical_relaxed")
+
+
+def table_8_scores(answers: pl.DataFrame) -> pl.DataFrame:
+    """The per-question scores behind :func:`em_table`'s shares, as its rows name them: one
+    row per answer (``system``, ``k``, ``strategy``, ``reader``, ``question_id``) with ``em``,
+    ``em_raw`` and ``judge`` (judged correct) as 0 or 1; the Optimal bound's rows (system
+    ``optimal``) as the Optimal row of each reader."""
+    optimal = pl.col("system") == OPTIMAL_SYSTEM
+    return answers.select(
+        pl.when(optimal).then(pl.lit(OPTIMAL_ROW)).otherwise(pl.col("system")).alias("system"),
+        pl.col("k").cast(pl.Int32),
+        pl.when(optimal).then(pl.lit(OPTIMAL_STRATEGY)).otherwise(pl.col("strategy")).alias("strategy"),
+        "reader",
+        "question_id",
+        pl.col("em", "em_raw").cast(pl.Float64),
+        pl.col("correct").cast(pl.Float64).alias("judge"),
+    )
+
+
+# A Table 8 row's keys in the stored report (its system is the table's retriever column).
+TABLE_8_KEYS = ["system", "k", "strategy", "reader"]
+
+
+def table_8_summary(
+    scores: pl.DataFrame, oracles: list[str], metrics: list[str], settings: uncertainty.UncertaintySettings
+) -> pl.DataFrame:
+    """Table 8's intervals and tests (``uncertainty.summarize`` of :func:`table_8_scores`),
+    each reader's settings against that reader's best: the settings over retrieved passages
+    against the best of those; the settings over the Oracle retriever's passages (``oracles``)
+    against the best of those, kept apart as Table 7 keeps them, since they read the passages
+    the qrels name; the Optimal bound an interval alone (p and ``tied_best`` null: a bound
+    is compared with nothing)."""
+    bound = pl.col("system") == OPTIMAL_ROW
+    over_oracle = pl.col("system").str.split("+").list.first().is_in(oracles)
+
+    def summary(rows: pl.DataFrame) -> pl.DataFrame:
+        return uncertainty.summarize(rows, TABLE_8_KEYS, "question_id", metrics, settings, within=["reader"])
+
+    return pl.concat(
+        [
+            summary(scores.filter(~bound & ~over_oracle)),
+            summary(scores.filter(over_oracle)),
+            summary(scores.filter(bound)).with_columns(
+                pl.lit(None, pl.Float64).alias("p"), pl.lit(None, pl.Boolean).alias("tied_best")
+            ),
+        ]
+    )
 
 
 def split_ids(questions: pl.DataFrame) -> list[tuple[str, list[str]]]:
@@ -278,20 +330,72 @@ def questions_covered(questions: pl.DataFrame) -> str:
     return f"{questions.height} QUIT questions ({splits or 'no split'})"
 
 
+def per_question_scores(
+    runs: pl.DataFrame, qrels: pl.DataFrame, questions: pl.DataFrame, metrics: list[str]
+) -> pl.DataFrame:
+    """Each system of ``runs`` on each question of ``questions`` that has qrels (``system``,
+    ``question_id``, a column per metric; 0 where its run has no passage for the question),
+    in one set of ranx evaluations for every system: a report's means per split and its
+    intervals are both taken from these scores, so the questions are scored once. A system
+    whose run has no passage for any question of a split, or a split without qrels, is an
+    error as ``evaluate_run`` makes it: zeros there would read as a result."""
+    schema = {"system": pl.String, "question_id": pl.String, **dict.fromkeys(metrics, pl.Float64)}
+    if runs.is_empty():
+        return pl.DataFrame(schema=schema)
+    judged = qrels.join(questions.select("question_id"), on="question_id", how="semi")
+    _refuse_uncovered(runs, judged, questions)
+    return eval_metrics.grouped_per_question_metrics(judged, runs, ["system"], metrics).select(list(schema))
+
+
+def _refuse_uncovered(runs: pl.DataFrame, judged: pl.DataFrame, questions: pl.DataFrame) -> None:
+    """The errors :func:`per_question_scores` raises: one evaluation of every split together
+    no longer meets ``evaluate_run``'s refusals split by split."""
+    judged_ids = judged.select("question_id").unique()
+    retrieved = runs.select("system", "question_id").unique().join(judged_ids, on="question_id", how="semi")
+    systems = sorted(runs["system"].unique().to_list())
+    for part, ids in split_ids(questions):
+        n = judged_ids.filter(pl.col("question_id").is_in(ids)).height
+        if not n:
+            raise ValueError(f"no {part} question has qrels: there is no question to average over")
+        covered = set(retrieved.filter(pl.col("question_id").is_in(ids))["system"].to_list())
+        if missing := [s for s in systems if s not in covered]:
+            raise ValueError(
+                f"the run of {', '.join(missing)} has no passage for any of the {n} {part} questions with "
+                "qrels (a filter or id mismatch: its zeros would read as a result)"
+            )
+
+
 def scores_by_split(
-    runs: pl.DataFrame,
-    qrels: pl.DataFrame,
-    questions: pl.DataFrame,
-    labels: Callable[[str], dict],
-    metrics: list[str] = eval_metrics.RETRIEVAL_METRICS,
+    per_question: pl.DataFrame, questions: pl.DataFrame, labels: Callable[[str], dict], metrics: list[str]
 ) -> list[dict]:
     """The rows of a QUIT metrics table: for "all" and each split (:func:`split_ids`), each
-    system of ``runs`` with its ``labels`` columns, the split, its question count and the
-    ``metrics`` (ranx) over the split's questions."""
+    system of ``per_question`` (:func:`per_question_scores`) with its ``labels`` columns, the
+    split, its question count and the mean of each of ``metrics`` over the split's questions
+    that have qrels (``evaluate_run``'s mean)."""
     rows = []
     for part, ids in split_ids(questions):
-        on_part = qrels.filter(pl.col("question_id").is_in(ids))
-        for system in sorted(runs["system"].unique().to_list()):
-            scores = eval_metrics.evaluate_run(on_part, runs.filter(pl.col("system") == system), metrics)
-            rows.append({**labels(system), "split": part, "questions": len(ids), **scores})
+        on_part = per_question.filter(pl.col("question_id").is_in(ids))
+        for system in sorted(per_question["system"].unique().to_list()):
+            means = on_part.filter(pl.col("system") == system).select(pl.col(metrics).mean()).row(0, named=True)
+            rows.append({**labels(system), "split": part, "questions": len(ids), **means})
     return rows
+
+
+def with_intervals(
+    table: pl.DataFrame, long: pl.DataFrame, keys: list[str], split: str, metrics: list[str]
+) -> pl.DataFrame:
+    """A stored report with, after its own columns, each of ``metrics``' ``<metric> ci_low``,
+    ``ci_high`` and ``tied_best`` (``uncertainty.attach`` of the summary ``long`` of the
+    headline ``split``): filled on that split's rows, null on the others and on every row of
+    a report with nothing to summarize, so the columns a reader of the table expects are
+    always there."""
+    attached = uncertainty.attach(table, long.with_columns(pl.lit(split).alias("split")), [*keys, "split"])
+    columns = {
+        f"{m} {c}": dtype
+        for m in metrics
+        for c, dtype in (("ci_low", pl.Float64), ("ci_high", pl.Float64), ("tied_best", pl.Boolean))
+    }
+    return attached.select(
+        *table.columns,
+        *(pl.col(c) if c in attached.columns else pl.lit(None, dtype).alias(c) for c, dtype in columns.items()),
+    )

@@ -12,6 +12,7 @@ from assets.eval import retrieve
 from assets.eval.quit.assets import TOP_K, QuitReport, quit_index, quit_retrieval_metrics, quit_runs
 from assets.eval.recor import rules as conversational
 from assets.eval.runs import run_frame
+from assets.eval.uncertainty import UncertaintySettings
 from assets.quit import export
 from assets.recor import export as recor_export
 from resources.faiss_index import FaissIndexResource
@@ -86,6 +87,7 @@ def test_quits_beir_export_scores_as_its_bm25_evaluation(quit_tables, tmp_path):
         quit_runs=runs,
         benchmark_qrels=qrels,
         benchmark_questions=questions,
+        uncertainty=UncertaintySettings(),
     ).value
     own = {row["split"]: row for row in benchmark.iter_rows(named=True)}
 

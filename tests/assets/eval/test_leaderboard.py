@@ -276,6 +276,7 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
         quit_runs=runs,
         benchmark_qrels=QUIT_QRELS,
         benchmark_questions=QUIT_QUESTIONS,
+        uncertainty=UncertaintySettings(),
     ).value
     with recor_context("tfidf") as context:
         turns_run = recor_runs(context, corpus=RECOR_CORPUS, recor_queries=recor_queries(), **resources).value

@@ -20,6 +20,7 @@ from assets.eval.metrics import (
     per_question,
 )
 from assets.eval.runs import RUN_SCHEMA, qrels_dict, run_dict, trec_run
+from assets.eval.uncertainty import UncertaintySettings
 
 # ranx compiles its metrics once a session, in the background (tests.background)
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
@@ -183,6 +184,7 @@ def test_quit_retrieval_metrics_asset_reports_the_release_ndcg():
         quit_runs=run,
         benchmark_qrels=GRADED,
         benchmark_questions=questions,
+        uncertainty=UncertaintySettings(),
     )
     row = output.value.filter(pl.col("split") == "all").row(0, named=True)
     # the hand example above at @10: exponential 0.62011; linear (1/log2 3 + 1 + 1/log2 5) /
@@ -220,6 +222,7 @@ def test_an_empty_quit_retrieval_report_says_why():
         quit_runs=GRADED_RUN.clear().with_columns(pl.lit("bm25").alias("system")),
         benchmark_qrels=GRADED,
         benchmark_questions=questions,
+        uncertainty=UncertaintySettings(),
     ).metadata
     assert meta["table_2"].records == [] and [c.name for c in meta["table_2"].schema.columns][0] == "retriever"
     assert meta["why_empty"].value == (
@@ -335,10 +338,12 @@ def test_many_runs_in_one_evaluation_score_as_each_run_alone():
             )
     row = together.filter((pl.col("strategy") == "s2") & (pl.col("question_id") == "q1")).row(0, named=True)
     assert row["mrr"] == 0.5 and row["ndcg@10"] == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
-    # evaluations of at most 2 lines (a group a time here) give the same table
-    assert grouped_per_question_metrics(qrels, run, ["system", "strategy"], metrics, lines_per_evaluation=2).equals(
-        together
-    )
+    # evaluations of at most 2 lines (a group a time here) give the same table, and so do
+    # groups longer than an evaluation holds (3 lines, 1 per evaluation: batches 0, 3 and 5)
+    for lines in (2, 1):
+        assert grouped_per_question_metrics(
+            qrels, run, ["system", "strategy"], metrics, lines_per_evaluation=lines
+        ).equals(together)
     # each group's own qrels: dense's q3 has no relevant passage of its own, so dense scores no question
     own = qrels.with_columns(pl.lit("bm25").alias("system")).join(
         run.select("system", "strategy").unique(), on="system"
@@ -367,6 +372,7 @@ def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart(
         quit_reranked_runs=reranked,
         benchmark_qrels=GRADED,
         benchmark_questions=Q1,
+        uncertainty=UncertaintySettings(),
     ).metadata
     table_5, table_7 = meta["table_5"], meta["table_7"]
     assert isinstance(table_5, dg.TableMetadataValue) and isinstance(table_7, dg.TableMetadataValue)
@@ -387,6 +393,7 @@ def test_quit_rerank_metrics_tables_5_and_7_render_inline_with_the_oracle_apart(
         quit_reranked_runs=reranked.filter(pl.col("system") == "bm25+upr"),
         benchmark_qrels=GRADED,
         benchmark_questions=Q1,
+        uncertainty=UncertaintySettings(),
     ).metadata
     assert (
         alone["table_7"].records == []

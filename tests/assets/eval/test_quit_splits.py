@@ -7,6 +7,7 @@ import pytest
 
 from assets.eval.quit import assets as quit
 from assets.eval.runs import RUN_SCHEMA
+from assets.eval.uncertainty import UncertaintySettings
 from checks.eval import quit as eq
 
 # q1 is a train question, q2 a test question; each has one relevant passage.
@@ -34,6 +35,7 @@ def test_retrieval_tables_score_the_test_split_and_the_table_keeps_every_split()
         quit_runs=RUN,
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     )
     mrr = dict(out.value.select("split", "mrr").iter_rows())
     assert mrr == {"all": 0.75, "test": 0.5, "train": 1.0}
@@ -49,10 +51,27 @@ def test_retrieval_tables_score_the_test_split_and_the_table_keeps_every_split()
         quit_runs=RUN,
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     )
     assert dev.metadata["table_2"].records == [] and dev.metadata["why_empty"].value.startswith(
         "table_2: no dev question in the evaluated questions"
     )
+    # and no interval: the columns are there, empty, as the leaderboard reads them
+    assert dev.value["hit_rate@1 ci_low"].null_count() == dev.value["mrr tied_best"].null_count() == dev.value.height
+    assert dev.metadata["table_2_uncertainty"].records == []
+
+
+def test_a_run_without_a_passage_for_any_question_of_a_split_is_refused():
+    # its zeros on the test split would read as a result, where the run missed the split
+    with pytest.raises(ValueError, match="the run of bm25 has no passage for any of the 1 test questions with qrels"):
+        quit.quit_retrieval_metrics(
+            dg.build_asset_context(),
+            config=quit.QuitReport(),
+            quit_runs=RUN.filter(pl.col("question_id") == "q1"),
+            benchmark_qrels=QRELS,
+            benchmark_questions=QUESTIONS,
+            uncertainty=UncertaintySettings(),
+        )
 
 
 @pytest.mark.parametrize("split", ["train", "all", "Test"])
@@ -64,6 +83,7 @@ def test_train_and_all_never_head_a_table(split):
             quit_runs=RUN,
             benchmark_qrels=QRELS,
             benchmark_questions=QUESTIONS,
+            uncertainty=UncertaintySettings(),
         )
 
 
@@ -77,6 +97,7 @@ def test_rerank_tables_score_the_test_split():
         quit_reranked_runs=reranked,
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     )
     mrr = {(s, sp): v for s, sp, v in out.value.select("system", "split", "mrr").iter_rows()}
     assert mrr == {
@@ -133,6 +154,7 @@ def test_table_8_scores_the_test_split_with_its_optimal_bound():
         ),
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     )
     em = {(s, sp): v for s, sp, v in out.value.select("system", "split", "em").iter_rows()}
     assert em == {
@@ -172,6 +194,7 @@ def test_figures_4_and_6_are_drawn_on_the_tables_split(figures):
         quit_runs=RUN,
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     )
     quit.quit_reader_metrics(
         dg.build_asset_context(),
@@ -193,6 +216,7 @@ def test_figures_4_and_6_are_drawn_on_the_tables_split(figures):
         benchmark_corpus=corpus,
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     )
     assert set(figures) == {"Figure 4 (left)", "Figure 4 (right)", "Figure 6"}
     assert all("test split" in ax.get_title() for ax in figures.values())
@@ -212,6 +236,7 @@ def test_a_report_without_an_all_row_or_with_an_unknown_split_fails_its_check():
         quit_reranked_runs=run("bm25+upr", {"q1": ["a"], "q2": ["b"]}),
         benchmark_qrels=QRELS,
         benchmark_questions=QUESTIONS,
+        uncertainty=UncertaintySettings(),
     ).value
     result = eq.quit_rerank_metrics_ranges(out.filter(pl.col("split") != "all"))
     assert not result.passed and "without an 'all' row" in str(result.metadata)
