@@ -140,7 +140,44 @@ def part_beir(scale: float) -> tuple[str, float, float]:
     )
 
 
-PARTS = {"quit": part_quit, "beir": part_beir}
+# Each profile's flags (encodes, knows, knows with thinking), as the profiling sets them.
+FLAGS = {
+    "encoding_failure": (False, False, False),
+    "recall_failure": (True, False, False),
+    "direct_recall": (True, True, True),
+    "recall_with_thinking": (True, False, True),
+    "inference_without_encoding": (False, False, True),
+}
+
+
+def part_wikiprofile(scale: float) -> tuple[str, float, float]:
+    from assets.eval.wikiprofile.analysis import PROFILE_SCHEMA
+    from assets.eval.wikiprofile.assets import wikiprofile_profile_report
+    from assets.wikiprofile.settings import WikiProfileSettings
+
+    rng = random.Random(3)
+    facts = int(5000 * scale)
+    rows = []
+    for m, model in enumerate(SYSTEMS):
+        for f in range(facts):
+            profile = rng.choices(list(FLAGS), weights=[3, 2, 4 + m, 1, 1])[0]
+            rows.append((model, f"f{f}", *FLAGS[profile], profile, "present"))
+    profiles = pl.DataFrame(rows, schema=PROFILE_SCHEMA, orient="row")
+
+    def call():
+        # the graded responses left out: appendix D.4's stability is timed on its own (BENCHMARKS.md)
+        wikiprofile_profile_report(
+            dg.build_asset_context(),
+            profiles=profiles,
+            graded_responses=pl.DataFrame(),
+            wikiprofile_settings=WikiProfileSettings(),
+            **settings_kwargs(wikiprofile_profile_report),
+        )
+
+    return f"WikiProfile profile report, {facts:,} facts x {len(SYSTEMS)} models", *compared(call)
+
+
+PARTS = {"quit": part_quit, "beir": part_beir, "wikiprofile": part_wikiprofile}
 
 
 def main() -> None:
