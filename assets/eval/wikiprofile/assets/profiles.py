@@ -241,6 +241,41 @@ def _segment(row: dict, name: str, undecided: bool) -> float:
     return value
 
 
+def _figure_4(rows: list[dict], plt) -> dg.MetadataValue:
+    """Figure 4: each model's profiles as one stacked bar over its profiled facts, its Knows
+    share (excluding direct inference) written beside it."""
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(rows))))
+    left = [0.0] * len(rows)
+    # Without a thinking run only the unions are known; they stand where their parts would.
+    segments = [
+        ("encoding_failure", None),
+        ("recall_failure", None),
+        (method.UNDECIDED[True], "//"),
+        (method.UNDECIDED[False], "\\\\"),
+        ("direct_recall", None),
+        ("recall_with_thinking", None),
+        ("inference_without_encoding", None),
+    ]
+    for name, hatch in segments:
+        values = [_segment(r, name, undecided=hatch is not None) for r in rows]
+        if hatch and not any(values):
+            continue
+        ax.barh([r["model"] for r in rows], values, left=left, label=TABLE_2_HEADERS[name], hatch=hatch)
+        left = [a + b for a, b in zip(left, values)]
+    for i, r in enumerate(rows):
+        bar = r["knows_thinking_excl_direct"]
+        if bar is not None and bar == bar:
+            ax.text(1.01, i, f"Knows {bar:.2f}", va="center", fontsize=7)
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel(
+        "share of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
+        fontsize=7,
+    )
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
+    return png_markdown(fig)
+
+
 # The stored table's interval columns, present (null) even for a share no model has, such as
 # Knows(+Think) when no model has a thinking run: the leaderboard reads them by name.
 INTERVAL_COLUMNS = {
@@ -323,35 +358,6 @@ def wikiprofile_profile_report(
         seed=wikiprofile_settings.seed,
         tau=wikiprofile_settings.tau,
     )
-    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(rows))))
-    left = [0.0] * len(rows)
-    # Without a thinking run only the unions are known; they stand where their parts would.
-    segments = [
-        ("encoding_failure", None),
-        ("recall_failure", None),
-        (method.UNDECIDED[True], "//"),
-        (method.UNDECIDED[False], "\\\\"),
-        ("direct_recall", None),
-        ("recall_with_thinking", None),
-        ("inference_without_encoding", None),
-    ]
-    for name, hatch in segments:
-        values = [_segment(r, name, undecided=hatch is not None) for r in rows]
-        if hatch and not any(values):
-            continue
-        ax.barh([r["model"] for r in rows], values, left=left, label=TABLE_2_HEADERS[name], hatch=hatch)
-        left = [a + b for a, b in zip(left, values)]
-    for i, r in enumerate(rows):
-        bar = r["knows_thinking_excl_direct"]
-        if bar is not None and bar == bar:
-            ax.text(1.01, i, f"Knows {bar:.2f}", va="center", fontsize=7)
-    ax.set_xlim(0, 1.15)
-    ax.set_xlabel(
-        "share of profiled facts (Knows = direct recall + recall w/ thinking + inference w/o encoding, excl. direct inference)",
-        fontsize=7,
-    )
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
-    ax.set_title("Figure 4: knowledge profiles per model", fontsize=9)
     stored = _with_intervals(table, long)
     return dg.Output(
         stored,
@@ -375,7 +381,7 @@ def wikiprofile_profile_report(
             ),
             "definitions": _definitions(wikiprofile_settings, uncertainty),
             **thinking_metadata(analysis.models_without_thinking(profiles)),
-            "figure_4": png_markdown(fig),
+            "figure_4": _figure_4(rows, plt),
             **_d4(stability, plt),
             "bootstrap_resamples": wikiprofile_settings.bootstrap_resamples,
         },
