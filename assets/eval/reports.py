@@ -8,6 +8,7 @@ import polars as pl
 from assets.common.metadata import report_table
 from assets.eval import metrics as eval_metrics
 from assets.eval.metrics import per_question
+from assets.eval.uncertainty import LONG_COLUMNS, UncertaintySettings, definitions
 
 HIT_CUTS = [1, 5, 10, 20, 50, 100]
 # The QUIT paper's figures, by the numbers and captions it gives them.
@@ -29,12 +30,60 @@ def metric_definition(metric: str) -> str:
     return f"{metric}; {eval_metrics.RELEVANCE}; a share in [0, 1]"
 
 
+def definition_metadata() -> dict[str, str]:
+    """What the QUIT retrieval reports' nDCG and relevance mean, beside their tables."""
+    gain = eval_metrics.GAINS[eval_metrics.QUIT_GAIN]
+    return {
+        "ndcg_gain": f"tables: {gain}@k, {eval_metrics.GAIN_LABELS[gain]} (results/retriever/retriever.py); "
+        f"ndcg@k columns: {eval_metrics.GAIN_LABELS['ndcg']}",
+        "relevance": eval_metrics.RELEVANCE,
+    }
+
+
 def share_table(frame: pl.DataFrame, key: str, metrics: list[str], key_definition: str) -> dg.TableMetadataValue:
     """One row per ``key`` value with its QUIT metrics as shares in [0, 1] (the papers print
     percent), each header described by :func:`metric_definition`; rendered inline in the UI."""
     return report_table(
         frame.select(key, *metrics), {key: key_definition, **{m: metric_definition(m) for m in metrics}}
     )
+
+
+def with_method(definition: str, table: str, settings: UncertaintySettings) -> str:
+    """A headline table's key definition with where its intervals and tests are and how
+    they are computed."""
+    return f"{definition}; intervals and tests in {table}_uncertainty: {settings.describe('questions')}"
+
+
+def uncertainty_table(
+    long: pl.DataFrame, metrics: list[str], keys: dict[str, str], settings: UncertaintySettings
+) -> dg.TableMetadataValue:
+    """A headline table's intervals and tests: its ``metrics``' rows of the summary ``long``
+    (``summarize``), keyed by the table's row keys (``keys``: name -> definition)."""
+    frame = long.filter(pl.col("metric").is_in(metrics)).select(*keys, *LONG_COLUMNS)
+    return report_table(frame, definitions(keys, settings, "questions"))
+
+
+def headline_tables(
+    headline: pl.DataFrame,
+    long: pl.DataFrame,
+    key: str,
+    key_definition: str,
+    tables: dict[str, list[str]],
+    settings: UncertaintySettings,
+) -> dict[str, dg.TableMetadataValue]:
+    """Each headline table of ``tables`` (name -> its metric columns), one row per ``key`` of
+    ``headline`` (:func:`share_table`), then each one's intervals and tests from the summary
+    ``long`` as ``<name>_uncertainty`` (:func:`uncertainty_table`)."""
+    return {
+        **{
+            name: share_table(headline, key, columns, with_method(key_definition, name, settings))
+            for name, columns in tables.items()
+        },
+        **{
+            f"{name}_uncertainty": uncertainty_table(long, columns, {key: key_definition}, settings)
+            for name, columns in tables.items()
+        },
+    }
 
 
 def _plt():
@@ -103,6 +152,36 @@ def table_8_definitions(wide: pl.DataFrame, em: str) -> dict[str, str]:
     """Table 8's headers: the row keys, and each reader's column as ``em`` defines it."""
     readers = [c for c in wide.columns if c not in TABLE_8_ROWS]
     return {**TABLE_8_ROWS, **{r: f"reader {r}: {em}; a share of questions in [0, 1]" for r in readers}}
+
+
+# What Table 8's two exact matches count, as each of its tables defines its reader columns.
+EM_DEFINITION = (
+    "EM (normalized): answer and gold equal after assets.common.text.normalize "
+    "(lower case; accents, punctuation, possessive 's and articles removed)"
+)
+EM_RAW_DEFINITION = (
+    "EM (raw, as released): the reader's output after the release's "
+    "clean_responses equals a gold answer as written, case included"
+)
+
+
+def table_8_tables(
+    headline: pl.DataFrame, long: pl.DataFrame, split: str, settings: UncertaintySettings
+) -> dict[str, dg.TableMetadataValue]:
+    """Table 8 of ``em`` (``table_8``) and of ``em_raw`` (``table_8_em_raw``) from the rows of
+    the headline ``split`` (``system``, ``k``, ``strategy``, ``reader`` and the shares), then
+    each one's intervals and tests from the summary ``long`` (``table_8_uncertainty``,
+    ``table_8_em_raw_uncertainty``), each setting compared with its reader's best."""
+    method = f"intervals and tests in table_8_uncertainty: {settings.describe('questions')}"
+    keys = {**TABLE_8_ROWS, "reader": "the reader (a model alias): each setting is compared with its best"}
+    tables, intervals = {}, {}
+    for name, values, definition in (("table_8", "em", EM_DEFINITION), ("table_8_em_raw", "em_raw", EM_RAW_DEFINITION)):
+        wide = table_8(headline, values)
+        tables[name] = report_table(wide, table_8_definitions(wide, f"{definition}; on the {split} split; {method}"))
+        intervals[f"{name}_uncertainty"] = uncertainty_table(
+            long.rename({"system": "retriever"}), [values], keys, settings
+        )
+    return {**tables, **intervals}
 
 
 def hint_distribution(runs: pl.DataFrame, corpus: pl.DataFrame, qrels: pl.DataFrame, split: str):

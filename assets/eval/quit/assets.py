@@ -4,13 +4,14 @@ Partitioned by retriever alias from ``resources/retrievers.yaml``: adding an ali
 makes its partitions appear, and materializing one partition recomputes only that slice.
 """
 
+from functools import partial
 from typing import Literal
 
 import dagster as dg
 import polars as pl
 from pydantic import Field
 
-from assets.common.metadata import png_markdown, report_slice, report_table, run_profile, table_metadata, why_empty
+from assets.common.metadata import png_markdown, report_slice, run_profile, table_metadata, why_empty
 from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
@@ -18,8 +19,19 @@ from assets.eval import metrics as eval_metrics
 from assets.eval import reports, retrieve
 from assets.eval import rerankers as rerank_methods
 from assets.eval.quit import steps as readers
+from assets.eval.quit.steps import (
+    READER_UNCERTAINTY,
+    RERANK_UNCERTAINTY,
+    RERANKED_UNCERTAINTY,
+    RETRIEVAL_UNCERTAINTY,
+    TABLE_2,
+    TABLE_4,
+    TABLE_5,
+    TABLE_7,
+)
+from assets.eval.reports import definition_metadata
 from assets.eval.runs import oracle_run, reranked_run, run_frame, trec_run
-from assets.eval.uncertainty import LONG_COLUMNS, UncertaintySettings, definitions, summarize
+from assets.eval.uncertainty import UncertaintySettings, summarize
 from assets.partitions import quit_reader_partitions, retriever_partitions, retriever_reranker_partitions
 from assets.quit import rules as quit_rules
 from assets.quit.settings import QuitSettings
@@ -185,11 +197,7 @@ def quit_retrieval_metrics(
     metrics = eval_metrics.RETRIEVAL_METRICS
     per_question = readers.per_question_scores(quit_runs, benchmark_qrels, benchmark_questions, metrics)
     rows = readers.scores_by_split(per_question, benchmark_questions, lambda system: {"retriever": system}, metrics)
-    # with no retriever's run the columns stay, so the tables and why_empty still show
-    table = pl.DataFrame(
-        rows,
-        schema={"retriever": pl.String, "split": pl.String, "questions": pl.Int64, **{m: pl.Float64 for m in metrics}},
-    )
+    table = readers.metrics_table(rows, {"retriever": pl.String}, metrics)
     compared = readers.of_split(per_question, benchmark_questions, split).rename({"system": "retriever"})
     long = summarize(compared, ["retriever"], "question_id", RETRIEVAL_UNCERTAINTY, uncertainty)
     table = readers.with_intervals(table, long, ["retriever"], split, RETRIEVAL_UNCERTAINTY)
@@ -207,22 +215,12 @@ def quit_retrieval_metrics(
                 run_profile(context),
             ),
             "split": split,
-            **{
-                name: reports.share_table(headline, "retriever", columns, with_method(column, name, uncertainty))
-                for name, columns in (("table_2", TABLE_2), ("table_4", TABLE_4))
-            },
-            **{
-                f"{name}_uncertainty": uncertainty_table(long, columns, {"retriever": column}, uncertainty)
-                for name, columns in (("table_2", TABLE_2), ("table_4", TABLE_4))
-            },
+            **reports.headline_tables(
+                headline, long, "retriever", column, {"table_2": TABLE_2, "table_4": TABLE_4}, uncertainty
+            ),
             **why_empty(
                 {
-                    name: (
-                        headline,
-                        readers.no_rows(
-                            benchmark_questions, split, "no retriever's run other than the Oracle's is materialized"
-                        ),
-                    )
+                    name: (headline, readers.no_rows(benchmark_questions, split, NO_RETRIEVER_RUN))
                     for name in ("table_2", "table_4")
                 }
             ),
@@ -330,45 +328,29 @@ def quit_rerank_metrics(
     ``table_7_uncertainty``, by the ``uncertainty`` resource): the retriever+reranker runs of
     Tables 5 and 6 against each other, the rerankers of the Oracle's passages of Table 7
     against each other."""
-    split = headline_split(config)
-    extra = [eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)]
-    metrics = [*eval_metrics.RETRIEVAL_METRICS, *extra]
-    oracles = oracle_aliases()
-
-    def labels(system: str) -> dict:
-        retriever, reranker = system.split("+", 1)
-        return {"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles}
-
+    split, metrics, oracles = headline_split(config), readers.RERANK_METRICS, oracle_aliases()
     per_question = readers.per_question_scores(quit_reranked_runs, benchmark_qrels, benchmark_questions, metrics)
+    labels = partial(readers.reranked_labels, oracles=oracles)
     rows = readers.scores_by_split(per_question, benchmark_questions, labels, metrics)
-    table = pl.DataFrame(
-        rows,
-        schema={
-            "system": pl.String,
-            "retriever": pl.String,
-            "reranker": pl.String,
-            "oracle": pl.Boolean,
-            "split": pl.String,
-            "questions": pl.Int64,
-            **{m: pl.Float64 for m in metrics},
-        },
-    )
-    compared = readers.of_split(per_question, benchmark_questions, split)
-    over_oracle = pl.col("system").str.split("+").list.first().is_in(oracles)
-    long_retrieved = summarize(
-        compared.filter(~over_oracle), ["system"], "question_id", RERANKED_UNCERTAINTY, uncertainty
-    )
-    long_oracle = summarize(compared.filter(over_oracle), ["system"], "question_id", TABLE_7, uncertainty)
+    table = readers.metrics_table(rows, readers.RERANKED_KEYS, metrics)
+    over_retrieved, over_oracle = readers.by_oracle(readers.of_split(per_question, benchmark_questions, split), oracles)
+    long_retrieved = summarize(over_retrieved, ["system"], "question_id", RERANKED_UNCERTAINTY, uncertainty)
+    long_oracle = summarize(over_oracle, ["system"], "question_id", TABLE_7, uncertainty)
     table = readers.with_intervals(
         table, pl.concat([long_retrieved, long_oracle]), ["system"], split, RERANK_UNCERTAINTY
     )
     headline = readers.on_split(table, split)
     retrieved, oracle = headline.filter(~pl.col("oracle")), headline.filter(pl.col("oracle"))
     systems = sorted(quit_reranked_runs["system"].unique().to_list())
-    reranked_column = f"{RERANKED_COLUMN}, on the {split} split"
-    reranker_column = (
-        f"a reranker alias (resources/rerankers.yaml), reordering the Oracle retriever's passages, on the {split} split"
-    )
+    reranked_column, reranker_column = (f"{c}, on the {split} split" for c in (RERANKED_COLUMN, RERANKER_COLUMN))
+    # Table 7's rows are keyed by reranker: its summary, keyed by run, takes theirs
+    by_reranker = long_oracle.join(oracle.select("system", "reranker"), on="system", how="left")
+    tables = {
+        **reports.headline_tables(
+            retrieved, long_retrieved, "system", reranked_column, {"table_5": TABLE_5, "table_6": TABLE_4}, uncertainty
+        ),
+        **reports.headline_tables(oracle, by_reranker, "reranker", reranker_column, {"table_7": TABLE_7}, uncertainty),
+    }
     return dg.Output(
         table,
         metadata={
@@ -379,33 +361,13 @@ def quit_rerank_metrics(
                 run_profile(context),
             ),
             "split": split,
-            "table_5": reports.share_table(
-                retrieved, "system", TABLE_5, with_method(reranked_column, "table_5", uncertainty)
-            ),
-            "table_6": reports.share_table(
-                retrieved, "system", TABLE_4, with_method(reranked_column, "table_6", uncertainty)
-            ),
-            "table_7": reports.share_table(
-                oracle, "reranker", TABLE_7, with_method(reranker_column, "table_7", uncertainty)
-            ),
-            "table_5_uncertainty": uncertainty_table(long_retrieved, TABLE_5, {"system": reranked_column}, uncertainty),
-            "table_6_uncertainty": uncertainty_table(long_retrieved, TABLE_4, {"system": reranked_column}, uncertainty),
-            "table_7_uncertainty": uncertainty_table(
-                long_oracle.join(oracle.select("system", "reranker"), on="system", how="left"),
-                TABLE_7,
-                {"reranker": reranker_column},
-                uncertainty,
-            ),
+            # Tables 5 to 7, then their intervals and tests, as the other reports list theirs
+            **dict(sorted(tables.items(), key=lambda item: item[0].endswith("_uncertainty"))),
             **why_empty(
                 {
                     "table_5": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
                     "table_6": (retrieved, readers.no_rows(benchmark_questions, split, NO_RERANKED_RUN)),
-                    "table_7": (
-                        oracle,
-                        readers.no_rows(
-                            benchmark_questions, split, "no reranked run of the Oracle retriever is materialized"
-                        ),
-                    ),
+                    "table_7": (oracle, readers.no_rows(benchmark_questions, split, NO_ORACLE_RERANKED_RUN)),
                 }
             ),
             **definition_metadata(),
@@ -525,38 +487,16 @@ def quit_reader_metrics(
     ``table_8_uncertainty`` and ``table_8_em_raw_uncertainty``, by the ``uncertainty``
     resource; ``readers.table_8_summary`` says which settings are compared)."""
     split = headline_split(config)
-    rows = []
-    for part, ids in readers.split_ids(benchmark_questions):
-        answered = quit_reader_answers.filter(pl.col("question_id").is_in(ids))
-        shares = readers.em_table(
-            answered.filter(pl.col("system") != readers.OPTIMAL_SYSTEM),
-            answered.filter(pl.col("system") == readers.OPTIMAL_SYSTEM),
-        )
-        rows.append(shares.with_columns(pl.lit(part).alias("split"), pl.lit(len(ids), pl.Int64).alias("questions")))
-    table = pl.concat(rows, how="vertical_relaxed")
+    table = readers.em_by_split(quit_reader_answers, benchmark_questions)
     scores = readers.table_8_scores(readers.of_split(quit_reader_answers, benchmark_questions, split))
-    long = readers.table_8_summary(scores, oracle_aliases(), READER_UNCERTAINTY, uncertainty)
+    oracles = oracle_aliases()
+    long = readers.table_8_summary(scores, oracles, READER_UNCERTAINTY, uncertainty)
     table = readers.with_intervals(table, long, readers.TABLE_8_KEYS, split, READER_UNCERTAINTY)
     headline = readers.on_split(table, split).drop("questions")
-    method = f"intervals and tests in table_8_uncertainty: {uncertainty.describe('questions')}"
-
-    def table_8(values: str, definition: str) -> dg.TableMetadataValue:
-        wide = reports.table_8(headline, values)
-        return report_table(wide, reports.table_8_definitions(wide, f"{definition}; on the {split} split; {method}"))
-
-    def table_8_uncertainty(metric: str) -> dg.TableMetadataValue:
-        keys = {**reports.TABLE_8_ROWS, "reader": "the reader (a model alias): each setting is compared with its best"}
-        return uncertainty_table(long.rename({"system": "retriever"}), [metric], keys, uncertainty)
-
-    em = (
-        "EM (normalized): answer and gold equal after assets.common.text.normalize "
-        "(lower case; accents, punctuation, possessive 's and articles removed)"
-    )
-    em_raw = (
-        "EM (raw, as released): the reader's output after the release's "
-        "clean_responses equals a gold answer as written, case included"
-    )
     names = sorted(quit_reader_answers["reader"].unique().to_list())
+    figure_6 = readers.of_split(
+        readers.figure_6_runs(quit_runs, quit_reranked_runs, oracles), benchmark_questions, split
+    )
     return dg.Output(
         table,
         metadata={
@@ -567,10 +507,7 @@ def quit_reader_metrics(
                 run_profile(context),
             ),
             "split": split,
-            "table_8": table_8("em", em),
-            "table_8_em_raw": table_8("em_raw", em_raw),
-            "table_8_uncertainty": table_8_uncertainty("em"),
-            "table_8_em_raw_uncertainty": table_8_uncertainty("em_raw"),
+            **reports.table_8_tables(headline, long, split, uncertainty),
             **why_empty(
                 {
                     name: (
@@ -582,74 +519,24 @@ def quit_reader_metrics(
             ),
             "figure_6": png_markdown(
                 reports.hint_distribution(
-                    readers.of_split(figure_6_runs(quit_runs, quit_reranked_runs), benchmark_questions, split),
-                    benchmark_corpus,
-                    readers.of_split(benchmark_qrels, benchmark_questions, split),
-                    split,
+                    figure_6, benchmark_corpus, readers.of_split(benchmark_qrels, benchmark_questions, split), split
                 )
             ),
         },
     )
 
 
-# Tables 4 and 6 share their columns; Table 7 is nDCG alone. nDCG with QUIT's gain.
-TABLE_4 = [
-    "hit_rate@1",
-    "hit_rate@5",
-    "recall@5",
-    "recall@10",
-    "recall@50",
-    "mrr",
-    *(eval_metrics.ndcg(k) for k in (10, 100)),
-]
-TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
-# Tables 2 and 5: the Hit@k and MRR columns; the row keys' definitions, shown with the tables.
-TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
-TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
-# The metrics whose values carry an interval and a test in each stored report: those its
-# headline tables show (Table 6 has Table 4's columns; Table 8 each share of questions).
-RETRIEVAL_UNCERTAINTY = list(dict.fromkeys([*TABLE_2, *TABLE_4]))
-RERANKED_UNCERTAINTY = list(dict.fromkeys([*TABLE_5, *TABLE_4]))
-RERANK_UNCERTAINTY = list(dict.fromkeys([*RERANKED_UNCERTAINTY, *TABLE_7]))
-READER_UNCERTAINTY = ["em", "em_raw", "judge"]
+# Why a report's headline table is empty when its split has questions.
+NO_RETRIEVER_RUN = "no retriever's run other than the Oracle's is materialized"
 NO_RERANKED_RUN = "no reranked run of a retriever other than the Oracle is materialized"
+NO_ORACLE_RERANKED_RUN = "no reranked run of the Oracle retriever is materialized"
+# The rerank report's row keys, as its headline tables define them.
 RERANKED_COLUMN = "<retriever>+<reranker>: a retriever's run reordered by a reranker (resources/rerankers.yaml)"
-
-
-def definition_metadata() -> dict[str, str]:
-    gain = eval_metrics.GAINS[eval_metrics.QUIT_GAIN]
-    return {
-        "ndcg_gain": f"tables: {gain}@k, {eval_metrics.GAIN_LABELS[gain]} (results/retriever/retriever.py); "
-        f"ndcg@k columns: {eval_metrics.GAIN_LABELS['ndcg']}",
-        "relevance": eval_metrics.RELEVANCE,
-    }
-
-
-def with_method(definition: str, table: str, settings: UncertaintySettings) -> str:
-    """A headline table's key definition with where its intervals and tests are and how
-    they are computed."""
-    return f"{definition}; intervals and tests in {table}_uncertainty: {settings.describe('questions')}"
-
-
-def uncertainty_table(
-    long: pl.DataFrame, metrics: list[str], keys: dict[str, str], settings: UncertaintySettings
-) -> dg.TableMetadataValue:
-    """A headline table's intervals and tests: its ``metrics``' rows of the summary ``long``
-    (``summarize``), keyed by the table's row keys (``keys``: name -> definition)."""
-    frame = long.filter(pl.col("metric").is_in(metrics)).select(*keys, *LONG_COLUMNS)
-    return report_table(frame, definitions(keys, settings, "questions"))
+RERANKER_COLUMN = "a reranker alias (resources/rerankers.yaml), reordering the Oracle retriever's passages"
 
 
 def oracle_aliases() -> list[str]:
     return [alias for alias, spec in load_retrievers().items() if spec.kind == "oracle"]
-
-
-def figure_6_runs(runs: pl.DataFrame, reranked: pl.DataFrame) -> pl.DataFrame:
-    """Figure 6's series: retrievers without a reranker and the Oracle retriever with each
-    reranker (the shuffled Oracle list alone says nothing about hints)."""
-    oracles = oracle_aliases()
-    with_reranker = reranked.filter(pl.col("system").str.split("+").list.first().is_in(oracles))
-    return pl.concat([runs.filter(~pl.col("system").is_in(oracles)), with_reranker])
 
 
 quit_eval_assets = [

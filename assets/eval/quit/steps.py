@@ -7,6 +7,10 @@ kept: ``em``, the answer parsed by ``rules.parse_short_answer`` equal after
 ``assets.common.text.normalize`` to an answer in the question's valid-answer pool, and
 ``em_raw``, the QUIT release's (:func:`raw_exact_match`). The judge decides the others
 (``correct``).
+
+The rows of QUIT's reports are built here too: each table's metric columns (``TABLE_2`` to
+``TABLE_8_KEYS``), the means per split (:func:`scores_by_split`) and their intervals
+(:func:`with_intervals`).
 """
 
 from __future__ import annotations
@@ -250,6 +254,20 @@ def em_table(answers: pl.DataFrame, optimal_rows: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([best.select(rest.columns), rest.sort("system", "k", "strategy")], how="vertical_relaxed")
 
 
+def em_by_split(answers: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """:func:`em_table` for "all" and each split (:func:`split_ids`) of the reader's
+    ``answers`` (the Optimal bound's rows among them, system ``optimal``), with its ``split``
+    and its ``questions`` count."""
+    rows = []
+    for part, ids in split_ids(questions):
+        answered = answers.filter(pl.col("question_id").is_in(ids))
+        shares = em_table(
+            answered.filter(pl.col("system") != OPTIMAL_SYSTEM), answered.filter(pl.col("system") == OPTIMAL_SYSTEM)
+        )
+        rows.append(shares.with_columns(pl.lit(part).alias("split"), pl.lit(len(ids), pl.Int64).alias("questions")))
+    return pl.concat(rows, how="vertical_relaxed")
+
+
 def table_8_scores(answers: pl.DataFrame) -> pl.DataFrame:
     """The per-question scores behind :func:`em_table`'s shares, as its rows name them: one
     row per answer (``system``, ``k``, ``strategy``, ``reader``, ``question_id``) with ``em``,
@@ -267,8 +285,39 @@ def table_8_scores(answers: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Tables 4 and 6 share their columns; Table 7 is nDCG alone. nDCG with QUIT's gain.
+TABLE_4 = [
+    "hit_rate@1",
+    "hit_rate@5",
+    "recall@5",
+    "recall@10",
+    "recall@50",
+    "mrr",
+    *(eval_metrics.ndcg(k) for k in (10, 100)),
+]
+TABLE_7 = [eval_metrics.ndcg(k) for k in (5, 10, 50, 100)]
+# Tables 2 and 5: the Hit@k and MRR columns.
+TABLE_2 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "hit_rate@100", "mrr"]
+TABLE_5 = ["hit_rate@1", "hit_rate@10", "hit_rate@50", "mrr"]
+# The metrics whose values carry an interval and a test in each stored report: those its
+# headline tables show (Table 6 has Table 4's columns; Table 8 each share of questions).
+RETRIEVAL_UNCERTAINTY = list(dict.fromkeys([*TABLE_2, *TABLE_4]))
+RERANKED_UNCERTAINTY = list(dict.fromkeys([*TABLE_5, *TABLE_4]))
+RERANK_UNCERTAINTY = list(dict.fromkeys([*RERANKED_UNCERTAINTY, *TABLE_7]))
+READER_UNCERTAINTY = ["em", "em_raw", "judge"]
+# The rerank report's columns: the retrieval metrics, and nDCG@5 and @50 for Table 7.
+RERANK_METRICS = [
+    *eval_metrics.RETRIEVAL_METRICS,
+    *(eval_metrics.ndcg(k, gain) for gain in eval_metrics.GAINS for k in (5, 50)),
+]
 # A Table 8 row's keys in the stored report (its system is the table's retriever column).
 TABLE_8_KEYS = ["system", "k", "strategy", "reader"]
+
+
+def over_oracle(oracles: list[str]) -> pl.Expr:
+    """Whether a row's system reads the passages of an Oracle retriever (``oracles``): the
+    retriever itself or ``<oracle>+<reranker>``."""
+    return pl.col("system").str.split("+").list.first().is_in(oracles)
 
 
 def table_8_summary(
@@ -280,16 +329,15 @@ def table_8_summary(
     against the best of those, kept apart as Table 7 keeps them, since they read the passages
     the qrels name; the Optimal bound an interval alone (p and ``tied_best`` null: a bound
     is compared with nothing)."""
-    bound = pl.col("system") == OPTIMAL_ROW
-    over_oracle = pl.col("system").str.split("+").list.first().is_in(oracles)
+    bound, oracle = pl.col("system") == OPTIMAL_ROW, over_oracle(oracles)
 
     def summary(rows: pl.DataFrame) -> pl.DataFrame:
         return uncertainty.summarize(rows, TABLE_8_KEYS, "question_id", metrics, settings, within=["reader"])
 
     return pl.concat(
         [
-            summary(scores.filter(~bound & ~over_oracle)),
-            summary(scores.filter(over_oracle)),
+            summary(scores.filter(~bound & ~oracle)),
+            summary(scores.filter(oracle)),
             summary(scores.filter(bound)).with_columns(
                 pl.lit(None, pl.Float64).alias("p"), pl.lit(None, pl.Boolean).alias("tied_best")
             ),
@@ -314,6 +362,20 @@ def of_split(frame: pl.DataFrame, questions: pl.DataFrame, split: str) -> pl.Dat
     """The rows of ``frame`` (a run, qrels) whose question is of ``split``: what a figure
     beside a headline table is drawn from."""
     return frame.join(questions.filter(pl.col("split") == split).select("question_id"), on="question_id", how="semi")
+
+
+def by_oracle(scores: pl.DataFrame, oracles: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``scores``' rows over retrieved passages, and those over an Oracle retriever's
+    (:func:`over_oracle`): a report compares each part within itself, since the Oracle's
+    passages are the ones the qrels name."""
+    oracle = over_oracle(oracles)
+    return scores.filter(~oracle), scores.filter(oracle)
+
+
+def figure_6_runs(runs: pl.DataFrame, reranked: pl.DataFrame, oracles: list[str]) -> pl.DataFrame:
+    """Figure 6's series: retrievers without a reranker and the Oracle retriever (``oracles``)
+    with each reranker (the shuffled Oracle list alone says nothing about hints)."""
+    return pl.concat([runs.filter(~pl.col("system").is_in(oracles)), reranked.filter(over_oracle(oracles))])
 
 
 def no_rows(questions: pl.DataFrame, split: str, otherwise: str) -> str:
@@ -379,6 +441,26 @@ def scores_by_split(
             means = on_part.filter(pl.col("system") == system).select(pl.col(metrics).mean()).row(0, named=True)
             rows.append({**labels(system), "split": part, "questions": len(ids), **means})
     return rows
+
+
+def metrics_table(rows: list[dict], keys: dict[str, type[pl.DataType]], metrics: list[str]) -> pl.DataFrame:
+    """A QUIT metrics table of :func:`scores_by_split`'s ``rows``: its row ``keys`` (name ->
+    dtype), ``split``, ``questions`` and ``metrics``. With no row the columns stay, so the
+    headline tables and ``why_empty`` still show."""
+    return pl.DataFrame(
+        rows, schema={**keys, "split": pl.String, "questions": pl.Int64, **dict.fromkeys(metrics, pl.Float64)}
+    )
+
+
+# A reranked run's row keys in the rerank report.
+RERANKED_KEYS = {"system": pl.String, "retriever": pl.String, "reranker": pl.String, "oracle": pl.Boolean}
+
+
+def reranked_labels(system: str, oracles: list[str]) -> dict:
+    """A ``<retriever>+<reranker>`` run's :data:`RERANKED_KEYS`; ``oracle``: its retriever is
+    one of ``oracles``."""
+    retriever, reranker = system.split("+", 1)
+    return {"system": system, "retriever": retriever, "reranker": reranker, "oracle": retriever in oracles}
 
 
 def with_intervals(

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from assets.eval import metrics as eval_metrics
+from assets.eval import reports
 from assets.eval.quit import assets as quit
 from assets.eval.runs import RUN_SCHEMA
 from assets.eval.uncertainty import LONG_COLUMNS, PRINTED_NOTE, UncertaintySettings
@@ -279,3 +280,72 @@ def test_table_8_compares_each_readers_settings_with_its_best_and_leaves_the_bou
         assert {r.data["metric"] for r in summary.records} == {metric} and len(summary.records) == 8
         assert "percentile bootstrap over questions" in described(summary)["ci_low"]
         assert "intervals and tests in table_8_uncertainty: 95% interval" in described(out.metadata[name])["qwen"]
+
+
+def summary_rows(keys: dict, metrics: dict[str, float]) -> list[dict]:
+    """A summary's rows of one system: each metric's value with an interval around it."""
+    return [
+        {
+            **keys,
+            "metric": m,
+            "value": v,
+            "ci_low": v - 0.1,
+            "ci_high": v + 0.1,
+            "items": 40,
+            "p": None,
+            "tied_best": True,
+        }
+        for m, v in metrics.items()
+    ]
+
+
+def test_headline_tables_come_first_then_each_ones_intervals_of_its_own_metrics():
+    headline = pl.DataFrame({"retriever": ["bm25", "e5"], "mrr": [0.5, 0.25], "hit_rate@1": [0.5, 0.0], "x": [1, 2]})
+    long = pl.DataFrame(
+        [
+            *summary_rows({"retriever": "bm25"}, {"mrr": 0.5, "hit_rate@1": 0.5}),
+            *summary_rows({"retriever": "e5"}, {"mrr": 0.25, "hit_rate@1": 0.0}),
+        ],
+        schema={"retriever": pl.String, **LONG_COLUMNS},
+    )
+    tables = reports.headline_tables(
+        headline, long, "retriever", "a retriever", {"a": ["mrr"], "b": ["hit_rate@1", "mrr"]}, UncertaintySettings()
+    )
+    assert list(tables) == ["a", "b", "a_uncertainty", "b_uncertainty"]
+    assert [c.name for c in tables["b"].schema.columns] == ["retriever", "hit_rate@1", "mrr"]
+    assert [r.data["mrr"] for r in tables["a"].records] == [0.5, 0.25]
+    assert described(tables["b"])["retriever"].startswith("a retriever; intervals and tests in b_uncertainty: 95%")
+    assert [c.name for c in tables["a_uncertainty"].schema.columns] == ["retriever", *LONG_COLUMNS]
+    assert [(r.data["retriever"], r.data["metric"]) for r in tables["a_uncertainty"].records] == [
+        ("bm25", "mrr"),
+        ("e5", "mrr"),
+    ]
+    assert (
+        len(tables["b_uncertainty"].records) == 4 and described(tables["b_uncertainty"])["retriever"] == "a retriever"
+    )
+
+
+def test_table_8_tables_pivot_each_exact_match_and_key_its_intervals_by_retriever():
+    shares = {"em": 0.5, "em_raw": 0.25, "judge": 0.75}
+    headline = pl.DataFrame(
+        [
+            {"system": "bm25", "k": 1, "strategy": "union_norm", "reader": r, **shares, "em": e}
+            for r, e in (("smollm2", 0.5), ("qwen", 0.125))
+        ],
+        schema_overrides={"k": pl.Int32},
+    )
+    keys = {"system": "bm25", "k": 1, "strategy": "union_norm"}
+    long = pl.DataFrame(
+        [*summary_rows({**keys, "reader": "smollm2"}, shares), *summary_rows({**keys, "reader": "qwen"}, shares)],
+        schema={"system": pl.String, "k": pl.Int32, "strategy": pl.String, "reader": pl.String, **LONG_COLUMNS},
+    )
+    tables = reports.table_8_tables(headline, long, "test", UncertaintySettings())
+    assert list(tables) == ["table_8", "table_8_em_raw", "table_8_uncertainty", "table_8_em_raw_uncertainty"]
+    assert [(r.data["smollm2"], r.data["qwen"]) for r in tables["table_8"].records] == [(0.5, 0.125)]
+    assert [(r.data["smollm2"], r.data["qwen"]) for r in tables["table_8_em_raw"].records] == [(0.25, 0.25)]
+    assert described(tables["table_8_em_raw"])["qwen"].startswith(
+        f"reader qwen: {reports.EM_RAW_DEFINITION}; on the test"
+    )
+    for name, metric in (("table_8_uncertainty", "em"), ("table_8_em_raw_uncertainty", "em_raw")):
+        assert [c.name for c in tables[name].schema.columns] == ["retriever", "k", "strategy", "reader", *LONG_COLUMNS]
+        assert {r.data["metric"] for r in tables[name].records} == {metric} and len(tables[name].records) == 2

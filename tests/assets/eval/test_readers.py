@@ -188,3 +188,61 @@ def test_the_optimal_bound_counts_every_evaluated_question():
     )
     table = readers.em_table(answers, best)
     assert table["system"].to_list() == ["Optimal", "bm25"] and table["em"].to_list() == [0.5, 0.5]
+
+
+def test_table_8_shares_per_split_count_each_splits_questions():
+    questions = pl.DataFrame({"question_id": ["a", "b", "c"], "split": ["test", "test", "train"]})
+    setting = {"reader": "smollm2", "system": "bm25", "k": 1, "strategy": "union_norm"}
+    bound = {"reader": "smollm2", "system": readers.OPTIMAL_SYSTEM, "k": None, "strategy": None}
+    answers = pl.DataFrame(
+        [
+            # bm25 answers a only, by every measure; the bound answers a and b by EM, c by the judge alone
+            {**setting, "question_id": "a", "em": True, "em_raw": True, "correct": True},
+            {**setting, "question_id": "b", "em": False, "em_raw": False, "correct": False},
+            {**setting, "question_id": "c", "em": False, "em_raw": False, "correct": False},
+            {**bound, "question_id": "a", "em": True, "em_raw": False, "correct": True},
+            {**bound, "question_id": "b", "em": True, "em_raw": False, "correct": True},
+            {**bound, "question_id": "c", "em": False, "em_raw": False, "correct": True},
+        ],
+        schema_overrides={"k": pl.Int32},
+    )
+    table = readers.em_by_split(answers, questions)
+    rows = {(r["split"], r["system"]): r for r in table.iter_rows(named=True)}
+    assert set(rows) == {(s, n) for s in ("all", "test", "train") for n in ("Optimal", "bm25")}
+    assert {s: rows[s, "bm25"]["questions"] for s in ("all", "test", "train")} == {"all": 3, "test": 2, "train": 1}
+    assert [rows[s, "bm25"]["em"] for s in ("all", "test", "train")] == [pytest.approx(1 / 3), 0.5, 0.0]
+    assert [rows[s, "Optimal"]["em"] for s in ("all", "test", "train")] == [pytest.approx(2 / 3), 1.0, 0.0]
+    assert [rows[s, "Optimal"]["judge"] for s in ("all", "test", "train")] == [1.0, 1.0, 1.0]
+    # each split's rows as em_table gives them: Optimal first
+    assert table.filter(pl.col("split") == "test")["system"].to_list() == ["Optimal", "bm25"]
+
+
+def test_the_oracle_retrievers_rows_are_told_apart_by_their_retriever():
+    scores = pl.DataFrame({"system": ["bm25", "bm25+upr", "oracle", "oracle+upr", "oracle2+rankgpt"], "x": range(5)})
+    retrieved, oracle = readers.by_oracle(scores, ["oracle", "oracle2"])
+    assert retrieved["system"].to_list() == ["bm25", "bm25+upr"]
+    assert oracle["system"].to_list() == ["oracle", "oracle+upr", "oracle2+rankgpt"]
+    # a reranker alias may hold a "+": the retriever is what precedes the first
+    assert readers.reranked_labels("oracle+a+b", ["oracle"]) == {
+        "system": "oracle+a+b",
+        "retriever": "oracle",
+        "reranker": "a+b",
+        "oracle": True,
+    }
+    assert not readers.reranked_labels("bm25+upr", ["oracle"])["oracle"]
+
+
+def test_figure_6_draws_the_retrievers_alone_and_the_oracle_with_each_reranker():
+    runs = pl.DataFrame({"system": ["bm25", "oracle"], "passage_id": ["p", "q"]})
+    reranked = pl.DataFrame({"system": ["bm25+upr", "oracle+upr", "oracle+rankgpt"], "passage_id": ["p", "q", "q"]})
+    series = readers.figure_6_runs(runs, reranked, ["oracle"])
+    assert series["system"].to_list() == ["bm25", "oracle+upr", "oracle+rankgpt"]
+
+
+def test_a_metrics_table_without_rows_keeps_its_columns():
+    empty = readers.metrics_table([], readers.RERANKED_KEYS, ["mrr"])
+    assert empty.schema == pl.Schema(
+        {**readers.RERANKED_KEYS, "split": pl.String, "questions": pl.Int64, "mrr": pl.Float64}
+    )
+    row = {"retriever": "bm25", "split": "test", "questions": 2, "mrr": 0.5}
+    assert readers.metrics_table([row], {"retriever": pl.String}, ["mrr"]).row(0, named=True) == row
