@@ -18,7 +18,18 @@ BENCHMARKS = ("quit", "recor", "wikiprofile")
 # ``export``: the built benchmark in the formats the community loads (assets.common.sharing).
 FLOOR_PLAN = {"__init__", "assets", "steps", "rules", "sources", "settings", "release", "published", "export"}
 # The evaluation's shared stack: what every benchmark's evaluation uses, and the leaderboard.
-EVAL_ROOT = {"__init__", "sources", "runs", "metrics", "retrieve", "rerankers", "rankgpt", "reports", "leaderboard"}
+EVAL_ROOT = {
+    "__init__",
+    "sources",
+    "runs",
+    "metrics",
+    "retrieve",
+    "rerankers",
+    "rankgpt",
+    "reports",
+    "leaderboard",
+    "uncertainty",
+}
 # The leaderboard reads every benchmark's reports: it sits above the benchmark packages.
 EVAL_SUMMIT = ("leaderboard",)
 # Each evaluation package (a folder under assets/eval/), its modules named from the floor

@@ -9,6 +9,7 @@ import pytest
 
 from assets.eval import leaderboard as lb
 from assets.eval.recor import rules as conversational
+from assets.eval.uncertainty import UncertaintySettings
 from resources.storage import table_uri, write_parquet
 from tests.assets.eval.test_byo_systems import (  # noqa: F401 (storage and with_tfidf are fixtures)
     QUIT_CORPUS,
@@ -252,7 +253,9 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     benchmark = (
         turns().filter(pl.col("domain") == "law").with_columns(pl.Series("gold_doc_ids", [["law1"], ["law2", "law3"]]))
     )
-    recor_report = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark).value
+    recor_report = recor_retrieval_metrics(
+        dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark, uncertainty=UncertaintySettings()
+    ).value
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
     with dg.build_asset_context() as context:

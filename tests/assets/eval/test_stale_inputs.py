@@ -19,6 +19,7 @@ from assets.eval.recor.assets import (
     reteco_retrieval,
 )
 from assets.eval.recor.reteco import rules as reteco
+from assets.eval.uncertainty import UncertaintySettings
 from assets.eval.wikiprofile.assets import wikiprofile_profile_report
 from assets.partitions import domain_partitions, domain_retriever_partitions
 from resources.storage import StorageResource, parquet_io_manager
@@ -95,7 +96,11 @@ def recor_inputs(runs: dict[str, pl.DataFrame]) -> list[dg.AssetsDefinition]:
 
 @pytest.fixture
 def resources(tmp_path):
-    return {"storage": StorageResource(root=str(tmp_path / "storage")), "io_manager": parquet_io_manager}
+    return {
+        "storage": StorageResource(root=str(tmp_path / "storage")),
+        "io_manager": parquet_io_manager,
+        "uncertainty": UncertaintySettings(),
+    }
 
 
 def build(assets, keys, profile, instance, resources) -> str:

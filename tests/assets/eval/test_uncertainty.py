@@ -46,6 +46,21 @@ def test_a_macro_interval_resamples_each_stratum_on_its_own():
     assert (low, high) == (pytest.approx(expected.low, abs=1e-9), pytest.approx(expected.high, abs=1e-9))
 
 
+def test_a_stratum_of_one_item_is_a_constant_of_the_macro():
+    a = scores(40)[0]
+    expected = stats.bootstrap(
+        (a,),
+        lambda x, axis=-1: (np.mean(x, axis=axis) + 0.9) / 2,
+        n_resamples=2000,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(7),
+    ).confidence_interval
+    low, high = u.interval_of_strata([a, np.array([0.9])], SETTINGS)
+    assert (low, high) == (pytest.approx(expected.low, abs=1e-9), pytest.approx(expected.high, abs=1e-9))
+    assert u.interval_of_strata([np.array([0.2]), np.array([0.6])], SETTINGS) == pytest.approx((0.4, 0.4))
+
+
 def test_the_p_value_is_scipys_paired_permutation_test():
     a, b = scores()
     expected = stats.permutation_test(
@@ -65,6 +80,7 @@ def test_a_small_test_enumerates_every_sign_flip():
     # five items all one better: 2 of the 2^5 flips are as extreme (all +, all -)
     assert u.paired_p([1, 1, 1, 1, 1], [0, 0, 0, 0, 0], SETTINGS) == pytest.approx(2 / 32, abs=1e-12)
     assert u.paired_p([0.3, 0.2], [0.3, 0.2], SETTINGS) == 1.0
+    assert u.paired_p([1.0], [0.0], SETTINGS) == 1.0  # one pair: +1 and -1 are as extreme
 
 
 def test_holm_is_the_textbook_step_down():
@@ -120,3 +136,21 @@ def test_a_macro_summary_is_the_mean_of_its_strata():
     )
     long = u.summarize(frame, ["system"], "turn", ["m"], SETTINGS, strata="domain")
     assert long["value"][0] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_the_sign_flips_drawn_a_block_at_a_time_are_scipys(monkeypatch):
+    # an odd number of items split over blocks of permutations: the 32-bit words run on across them
+    rng = np.random.default_rng(5)
+    a = rng.random(301)
+    b = np.clip(a + rng.normal(0.01, 0.1, 301), 0, 1)
+    expected = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis=-1: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=2000,
+        vectorized=True,
+        rng=np.random.default_rng(7),
+    )
+    monkeypatch.setattr(u, "SIGN_FLIP_BLOCK", 301 * 7)
+    assert u.paired_p(a, b, SETTINGS) == pytest.approx(expected.pvalue, abs=1e-12)
+    assert 0.001 < expected.pvalue < 1
