@@ -12,9 +12,10 @@ import polars as pl
 from assets.eval import uncertainty
 from assets.eval.quit.assets import HEADLINE_SPLIT
 from assets.eval.quit.finetune.report import RETRIEVAL, wide
+from assets.eval.recor import rules as conversational
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.recor.reteco import steps as reteco_judge
-from assets.eval.uncertainty import PRINTED_NOTE
+from assets.eval.uncertainty import PRINTED_NOTE, UncertaintySettings, formatted
 from assets.partitions import DOMAINS
 from assets.quit.settings import FinetuneSettings, QuitSettings
 from assets.recor.settings import RecorSettings
@@ -256,10 +257,36 @@ def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_ev
 
 
 def print_recor_build(storage: StorageResource) -> None:
-    """RECOR's statistics and files, after a build."""
+    """RECOR's statistics, its retrieval table (Table 3, each score with its interval and mark)
+    and files, after a build."""
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True):
         print("\nRECOR statistics (Table 2 of the paper):")
         print(read_parquet(table_uri(storage.root, ["recor", "statistics"])))
+    metrics = table_uri(storage.root, ["eval", "recor_retrieval_metrics"])
+    # make run configures no uncertainty: the defaults are the intervals the report's metadata holds
+    long = (
+        conversational.strategy_uncertainty(read_parquet(metrics), UncertaintySettings())[0]
+        if exists(metrics)
+        else pl.DataFrame()
+    )
+    if long.height:
+        cells = formatted(long, ["retriever", "strategy"]).pivot(on="strategy", index="retriever", values="ndcg@10")
+        strategies = [conversational.SHORT[s] for s in conversational.STRATEGIES]
+        cells = cells.select("retriever", *[s for s in strategies if s in cells.columns])
+        with pl.Config(
+            tbl_rows=20,
+            tbl_cols=20,
+            tbl_width_chars=250,
+            fmt_str_lengths=40,
+            tbl_hide_dataframe_shape=True,
+            tbl_hide_column_data_types=True,
+            tbl_formatting="MARKDOWN",
+        ):
+            print(
+                "\nRECOR retrieval (Table 3 of the paper), nDCG@10 by retriever and query strategy, turn -> domain -> "
+                f"macro; each retriever's strategies against its best ({PRINTED_NOTE}):"
+            )
+            print(cells)
     print(
         f"RECOR benchmark files:    {storage.path('recor', 'release')}  ({{domain}}_benchmark.jsonl, _documents.jsonl, _qrels.txt)"
     )
@@ -351,14 +378,26 @@ def print_reteco(storage: StorageResource, release: str, domains: list[str]) -> 
             f"\nRETECO Track 2 official table, {scores.select('domain', 'qid').n_unique()} target turns of {', '.join(domains)} "
             "(nDCG@10 official; MAP@10, Recall@10, MRR diagnostic):"
         )
-        print(reteco.official_table(scores))
+        official = reteco.official_table(scores)
+        print(official)
+        # make run configures no uncertainty: the defaults are the intervals the reports' metadata holds
+        settings = UncertaintySettings()
+        long, _ = reteco.official_uncertainty(scores, settings)
+        print(f"\nThe official table's intervals, each run against the best ({PRINTED_NOTE}):")
+        print(official.select("run").join(formatted(long, ["run"], 4), on="run", maintain_order="left"))
         judged = pl.concat([read_parquet(table_uri(storage.root, ["eval", "reteco_generation"], d)) for d in domains])
         board = reteco_judge.leaderboard(scores, judged)
         print(
             "\nRETECO Track 2 leaderboard, one row per sub-track and run (2b, 2c ranked by the macro average of the "
             "five judge dimensions; eval/reteco_leaderboard in the web UI):"
         )
-        print(board.filter(pl.col("subtrack") != "2a").drop("turns", "MAP@10", "Recall@10", "MRR"))
+        judged_board = board.filter(pl.col("subtrack") != "2a")
+        print(judged_board.drop("turns", "MAP@10", "Recall@10", "MRR"))
+        macro = reteco_judge.judged_uncertainty(judged, settings)
+        if macro.height:
+            keys = ["subtrack", "run"]
+            print(f"\nThe macro's intervals, each run against the best of its sub-track ({PRINTED_NOTE}):")
+            print(judged_board.select(keys).join(formatted(macro, keys, 4), on=keys, maintain_order="left"))
 
 
 def print_quit_retrieval(storage: StorageResource, title: str) -> None:

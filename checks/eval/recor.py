@@ -25,6 +25,7 @@ from checks.eval.shared import (
     REFERENCES,
     SCHEMA,
     eval_key,
+    interval_problems,
     metric_problems,
     retriever_aliases,
     run_problems,
@@ -367,7 +368,7 @@ def reteco_generation_schema(reteco_generation: pl.DataFrame) -> dg.AssetCheckRe
     name=METRICS,
     description="One row per sub-track and run; 2a rows hold nDCG@10, MAP@10, Recall@10, MRR and no judge "
     "dimension, 2b rows the five dimensions and no retrieval figure, 2c rows both; every figure in "
-    "[0, 1]; the macro the mean of the five dimensions.",
+    "[0, 1]; the macro the mean of the five dimensions; each official figure's interval holds it.",
 )
 def reteco_leaderboard_ranges(reteco_leaderboard: pl.DataFrame) -> dg.AssetCheckResult:
     frame, key = reteco_leaderboard, ("subtrack", "run")
@@ -405,6 +406,7 @@ def reteco_leaderboard_ranges(reteco_leaderboard: pl.DataFrame) -> dg.AssetCheck
         problems += differs(
             frame, "macro", pl.mean_horizontal(*reteco.DIMENSIONS), "whose macro is not the dimensions' mean", key
         )
+        problems += interval_problems(frame, key)
     return problems_result(problems, frame.height)
 
 

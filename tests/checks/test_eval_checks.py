@@ -18,6 +18,7 @@ from assets.eval.recor.rules import STRATEGIES
 from assets.eval.recor.steps import DIMENSIONS, MODES
 from assets.eval.runs import RUN_SCHEMA
 from assets.eval.sources import benchmark_assets
+from assets.eval.uncertainty import UncertaintySettings
 from assets.eval.wikiprofile import rules as method
 from assets.eval.wikiprofile.analysis import PROFILE_SCHEMA, TAU_GRID
 from assets.eval.wikiprofile.assets import SAMPLE_SCHEMA, wikiprofile_analysis_assets, wikiprofile_profile_assets
@@ -443,7 +444,9 @@ def test_reteco_scores_cover_every_target_turn_per_run_in_unit_range():
     runs = run("bm25", {"c1_turn_1": ["d1"], "c1_turn_2": ["d3", "d2"]}, strategy="baseline", domain="law")
     corpus = pl.DataFrame({"domain": ["law"] * 3, "doc_id": ["d1", "d2", "d3"]})
     with dg.build_asset_context() as context:
-        scores = reteco_retrieval(context, recor_runs=runs, benchmark=turns, corpus=corpus).value
+        scores = reteco_retrieval(
+            context, recor_runs=runs, benchmark=turns, corpus=corpus, uncertainty=UncertaintySettings()
+        ).value
     assert scores["ndcg@10"].to_list() == pytest.approx([1.0, 1 / math.log2(3)])
     assert er.reteco_retrieval_ranges(scores).passed
     for broken, words in [
@@ -1158,10 +1161,25 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
     assert by["mine", "2c", "c1_turn_1"]["ndcg@10"] == 0.0 and by["mine", "2c", "c1_turn_2"]["ndcg@10"] == 1.0
 
     with dg.build_asset_context() as context:
-        retrieval = reteco_retrieval(context, recor_runs=runs, benchmark=turns, corpus=corpus).value
+        scored = reteco_retrieval(
+            context, recor_runs=runs, benchmark=turns, corpus=corpus, uncertainty=UncertaintySettings()
+        )
+    retrieval = scored.value
     with dg.build_asset_context() as context:
-        board = reteco_leaderboard(context, reteco_retrieval=retrieval, reteco_generation=scores).value
+        ranked = reteco_leaderboard(
+            context, reteco_retrieval=retrieval, reteco_generation=scores, uncertainty=UncertaintySettings()
+        )
+    board = ranked.value
     assert er.reteco_leaderboard_ranges(board).passed
+    # the official and per-domain tables' intervals, and each sub-track's official figure's on the board
+    for meta, name in [(scored.metadata, "official"), (scored.metadata, "by_domain"), (ranked.metadata, "subtrack_2a")]:
+        described = {c.name: c.description for c in meta[f"{name}_uncertainty"].schema.columns}
+        assert "percentile bootstrap over target turns" in described["ci_low"], name
+    assert [r.data["run"] for r in ranked.metadata["subtrack_2c_uncertainty"].records] == ["g", "mine"]
+    assert (
+        "nDCG@10 ci_low" in ranked.metadata["subtrack_2a"].value and "macro" not in ranked.metadata["subtrack_2a"].value
+    )
+    assert {"nDCG@10 ci_low", "nDCG@10 tied_best", "macro ci_high", "macro tied_best"} <= set(board.columns)
     rows = {(r["subtrack"], r["run"]): r for r in board.iter_rows(named=True)}
     assert set(rows) == {("2a", "bm25/baseline"), ("2a", "bm25/rewrite"), ("2b", "g"), ("2c", "g"), ("2c", "mine")}
     assert rows["2b", "g"]["macro"] == pytest.approx((1.0 + 0.75) / 2) and rows["2b", "g"]["nDCG@10"] is None
@@ -1185,5 +1203,8 @@ def test_reteco_generation_judges_generators_and_submissions_and_the_leaderboard
         (swap(board, "macro", 0, 0.1), "macro is not the dimensions' mean"),
         (swap(board, "nDCG@10", 0, None), "missing a figure of their sub-track"),
         (swap(board, "MRR", 2, 1.5), "MRR outside [0, 1]"),
+        # each sub-track's official figure with its interval (issue 48): one that misses the figure fails
+        (swap(board, "nDCG@10 ci_high", 0, 0.01), "whose nDCG@10 interval does not hold the value"),
+        (swap(board, "macro ci_low", 3, None), "with one end of macro's interval"),
     ]:
         assert fails(er.reteco_leaderboard_ranges(broken), words)

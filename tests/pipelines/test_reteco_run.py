@@ -136,3 +136,44 @@ def test_the_run_ends_with_the_official_table_of_the_release_domains(tmp_path, c
     assert [cell.strip() for cell in row.strip("|").split("|")] == ["bm25/baseline", "2", *["0.7500"] * 4]
     board = next(line for line in out.splitlines() if line.startswith("| 2b"))
     assert [cell.strip() for cell in board.strip("|").split("|")][:2] == ["2b", "g"] and "0.2500" in board
+    # each figure with its interval and mark (issue 48): the two turns' 1.0 and 0.5, the best run marked
+    assert "The official table's intervals, each run against the best (value [95% interval]; *" in out
+    intervals = [line for line in out.splitlines() if "bm25/baseline" in line][1]
+    assert [cell.strip() for cell in intervals.strip("|").split("|")] == ["bm25/baseline", *["0.75 [0.5, 1.0]*"] * 4]
+    macro = [line for line in out.splitlines() if line.startswith("| 2b")][1]
+    assert [cell.strip() for cell in macro.strip("|").split("|")] == ["2b", "g", "0.25 [0.0, 0.5]*"]
+
+
+def test_a_build_prints_recors_table_3_with_intervals_and_marks(tmp_path, capsys):
+    """make run's RECOR lines: Table 3 of eval/recor_retrieval_metrics's per-turn scores, each
+    cell with its interval, the strategies of each retriever marked against its best."""
+    import numpy as np
+    import polars as pl
+
+    (tmp_path / "recor").mkdir()
+    (tmp_path / "eval").mkdir()
+    pl.DataFrame({"domain": ["law"], "#Turns": [30]}).write_parquet(tmp_path / "recor" / "statistics.parquet")
+    good = np.random.default_rng(3).random(30) * 0.4 + 0.6
+    pl.concat(
+        pl.DataFrame(
+            {
+                "domain": "law",
+                "conversation_id": [f"c{i}" for i in range(30)],
+                "qid": [f"c{i}_turn_1" for i in range(30)],
+                "turn_id": 1,
+                "retriever": "bm25",
+                "strategy": strategy,
+                **dict.fromkeys(["ndcg@10", "map@10", "recall@10", "mrr"], values),
+            }
+        )
+        for strategy, values in (("baseline", good - 0.5), ("history", good), ("history_reasoning", good))
+    ).write_parquet(tmp_path / "eval" / "recor_retrieval_metrics.parquet")
+    summary.print_recor_build(StorageResource(root=str(tmp_path)))
+    out = capsys.readouterr().out
+    assert "RECOR retrieval (Table 3 of the paper)" in out and "(value [95% interval]; * the best" in out
+    header = next(line for line in out.splitlines() if line.startswith("| retriever"))
+    assert [cell.strip() for cell in header.strip("|").split("|")] == ["retriever", "Base", "Hist", "H+R"]
+    cells = [cell.strip() for cell in next(line for line in out.splitlines() if "| bm25" in line).strip("|").split("|")]
+    assert not cells[1].endswith("*") and cells[2].endswith("]*") and cells[2] == cells[3]
+    assert next(line for line in out.splitlines() if "| Average" in line)
+    assert "RECOR benchmark files" in out

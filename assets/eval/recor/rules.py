@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from assets.eval.metrics import grouped_per_question_metrics
+from assets.eval.uncertainty import UncertaintySettings, definitions, summarize
 from assets.recor.release import last_turn_query, with_context, with_release_text
 
 STRATEGIES = ["baseline", "query_rewrite", "reasoning", "history", "history_reasoning", "last_turn", "llm_reasoning"]
@@ -245,6 +246,150 @@ def full_metrics(
 ) -> pl.DataFrame:
     """Table 18: nDCG@10, MAP@10, Recall@10 and MRR for one strategy, macro-averaged."""
     return _macro(scores.filter(pl.col("strategy") == strategy), ["retriever"], TURN_METRICS, averaging)
+
+
+def _items(scores: pl.DataFrame, by: list[str], metrics: list[str], averaging: str) -> pl.DataFrame:
+    """The items an averaging resamples, per ``by`` and domain, each named with its domain
+    (``item``: two domains may number their conversations alike): the turns (turn -> domain
+    -> macro), or the conversations, each the mean of its turns (turn -> conversation ->
+    domain -> macro)."""
+    if averaging not in AVERAGING:
+        raise ValueError(f"unknown averaging {averaging!r}; expected one of {sorted(AVERAGING)}")
+    if averaging == TURN_FIRST:
+        return scores.select(*by, "domain", pl.format("{}/{}", "domain", "qid").alias("item"), *metrics)
+    conversations = scores.group_by([*by, "domain", "conversation_id"], maintain_order=True).agg(
+        pl.col(m).mean() for m in metrics
+    )
+    return conversations.select(*by, "domain", pl.format("{}/{}", "domain", "conversation_id").alias("item"), *metrics)
+
+
+def _with_average(scores: pl.DataFrame, metrics: list[str]) -> pl.DataFrame:
+    """``scores`` with Table 3's Average row as a retriever of its own: each turn's mean over
+    the retrievers (its macro average is the mean of the retrievers' where every retriever
+    scores every turn, as every run scores each turn it is asked: a missed turn is 0)."""
+    average = scores.group_by(["domain", "conversation_id", "qid", "strategy"], maintain_order=True).agg(
+        *(pl.col(m).mean() for m in metrics)
+    )
+    return pl.concat(
+        [
+            scores.select("domain", "conversation_id", "qid", "retriever", "strategy", *metrics),
+            average.select(
+                "domain", "conversation_id", "qid", pl.lit("Average").alias("retriever"), "strategy", *metrics
+            ),
+        ]
+    )
+
+
+def _resampled(averaging: str) -> str:
+    """What an averaging's intervals resample, as its definitions name it."""
+    return "turns" if averaging == TURN_FIRST else "conversations (each the mean of its turns)"
+
+
+def strategy_uncertainty(
+    scores: pl.DataFrame, settings: UncertaintySettings, averaging: str = TURN_FIRST
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Table 3's intervals and tests (:func:`assets.eval.uncertainty.summarize`), with its
+    columns' definitions: nDCG@10 per retriever (and the Average row) and strategy, the
+    strategies of each retriever compared with its best, as the paper compares them."""
+    metric = "ndcg@10"
+    table3 = _items(_with_average(scores, [metric]), ["retriever", "strategy"], [metric], averaging)
+    long = summarize(
+        table3.with_columns(pl.col("strategy").replace(SHORT)),
+        ["retriever", "strategy"],
+        "item",
+        [metric],
+        settings,
+        within=["retriever"],
+        strata="domain",
+    )
+    keys = {
+        "retriever": "a retriever alias (resources/retrievers.yaml); Average: each turn's mean over the retrievers",
+        "strategy": "a query strategy as Table 3's columns name it, compared with the best strategy of its "
+        "retriever (the paper compares the query strategies of each retriever); Table 4's scores are these",
+    }
+    return long, {
+        **definitions(keys, settings, _resampled(averaging)),
+        "value": f"nDCG@10 as Table 3 reports it, a share in [0, 1]; averaging: {AVERAGING[averaging]}",
+    }
+
+
+def uncertainty_tables(scores: pl.DataFrame, settings: UncertaintySettings) -> dict[str, tuple[pl.DataFrame, dict]]:
+    """Issue 48's intervals and tests of the headline tables (Tables 3, 18, 19 and 20, both
+    averagings where the table has both; Table 4's scores are Table 3's), each a
+    :func:`assets.eval.uncertainty.summarize` frame by the table's name with its columns'
+    definitions. Each table averages as its scores do (a macro average resamples each
+    domain's items on their own); the systems compared are those the paper compares: in Table
+    3 the strategies of each retriever, in Table 18 and in each domain of Table 20 the
+    retrievers, in Table 19 the two strategies at each turn position of each retriever."""
+    metric, tables = "ndcg@10", {}
+    for averaging, suffix in ((TURN_FIRST, ""), (CONVERSATION_FIRST, "_conversation_first")):
+        items, averaged = _resampled(averaging), f"averaging: {AVERAGING[averaging]}"
+        tables[f"table_3{suffix}"] = strategy_uncertainty(scores, settings, averaging)
+        full = _items(scores.filter(pl.col("strategy") == "history_reasoning"), ["retriever"], TURN_METRICS, averaging)
+        tables[f"table_18{suffix}"] = (
+            summarize(full, ["retriever"], "item", TURN_METRICS, settings, strata="domain"),
+            {
+                **definitions(
+                    {"retriever": "a retriever alias (resources/retrievers.yaml), compared with the best retriever"},
+                    settings,
+                    items,
+                ),
+                "value": f"the metric of the History+Reasoning queries' runs as Table 18 reports it, a share in "
+                f"[0, 1]; {averaged}",
+            },
+        )
+    positions = scores.filter(pl.col("strategy").is_in(["history_reasoning", "baseline"])).with_columns(
+        pl.col("turn_id").map_elements(turn_bucket, return_dtype=pl.String).alias("turn")
+    )
+    tables["table_19"] = (
+        summarize(
+            _items(positions, ["strategy", "retriever", "turn"], [metric], TURN_FIRST),
+            ["strategy", "retriever", "turn"],
+            "item",
+            [metric],
+            settings,
+            within=["retriever", "turn"],
+            strata="domain",
+        ).sort("strategy", "retriever", "turn"),
+        {
+            **definitions(
+                {
+                    "strategy": "History+Reasoning or Baseline, compared with each other at each turn position of "
+                    "each retriever",
+                    "retriever": "a retriever alias (resources/retrievers.yaml)",
+                    "turn": "the turn position, T1 ... T4, T5+ (Table 19's columns)",
+                },
+                settings,
+                "turns",
+            ),
+            "value": f"nDCG@10 as Table 19 reports it, a share in [0, 1]; averaging: {AVERAGING[TURN_FIRST]}",
+        },
+    )
+    by_domain = scores.filter(pl.col("strategy") == "history_reasoning")
+    tables["table_20"] = (
+        summarize(
+            by_domain.select("domain", "retriever", "qid", metric),
+            ["domain", "retriever"],
+            "qid",
+            [metric],
+            settings,
+            within=["domain"],
+        ).sort("domain", "retriever"),
+        {
+            **definitions(
+                {
+                    "domain": "a RECOR domain (Table 20's rows)",
+                    "retriever": "a retriever alias (Table 20's columns), compared with the best retriever of the "
+                    "domain",
+                },
+                settings,
+                "turns",
+            ),
+            "value": "nDCG@10 with History+Reasoning queries as Table 20 reports it, the mean over the domain's "
+            "turns, a share in [0, 1]",
+        },
+    )
+    return tables
 
 
 def turn_curve(scores: pl.DataFrame, metric: str = "ndcg@10"):

@@ -19,6 +19,7 @@ import polars as pl
 
 from assets.common.prompts import load_prompt
 from assets.common.verdicts import RATING, rating
+from assets.eval.uncertainty import UncertaintySettings, definitions, summarize
 from resources.llm import CallStats, LLMRequest, Model
 
 MODES = ["oracle", "retrieved", "no_retrieval"]
@@ -392,6 +393,70 @@ def report_tables(
         "table_25_lexical": (overall.select("generator", "mode", *REFERENCE_METRICS), lexical, none),
     }
     return overall, tables
+
+
+def uncertainty_tables(recor_generation: pl.DataFrame, settings: UncertaintySettings) -> dict[str, tuple]:
+    """Issue 48's intervals and tests of the judged tables, as :func:`report_tables` averages
+    them, by table name with their columns' definitions: Tables 7, 21 and 22 (each domain's
+    generators in one mode, the mean over the domain's turns), Table 8 (every generator and
+    mode, each domain's turns resampled on their own) and Table 23 (the generators in
+    Retrieved mode, each dimension). A turn a system has no score for (a failed call, or
+    faithfulness without passages) is no item of it."""
+    dims = list(DIMENSIONS)
+    scored = recor_generation.with_columns(
+        pl.mean_horizontal(*dims).alias("overall"), pl.format("{}/{}", "domain", "qid").alias("item")
+    )
+    turns = "turns"
+    generator = "a generator alias (registry role recor.generators)"
+    overall = "the overall judge score (the mean of the judged dimensions, 1-5 normalized to [0, 1])"
+
+    def by_domain(mode: str) -> tuple[pl.DataFrame, dict[str, str]]:
+        long = summarize(
+            scored.filter(pl.col("mode") == mode),
+            ["domain", "generator"],
+            "item",
+            ["overall"],
+            settings,
+            within=["domain"],
+        )
+        keys = {"domain": "a RECOR domain", "generator": f"{generator}, compared with the domain's best generator"}
+        value = f"{overall} in {mode} mode, the mean over the domain's turns"
+        return long.sort("domain", "generator"), {**definitions(keys, settings, turns), "value": value}
+
+    macro = "macro-averaged over domains (the mean of each domain's turns)"
+    modes = summarize(scored, ["generator", "mode"], "item", ["overall"], settings, strata="domain")
+    retrieved = summarize(
+        scored.filter(pl.col("mode") == "retrieved"), ["generator"], "item", dims, settings, strata="domain"
+    )
+    return {
+        "table_7": by_domain("retrieved"),
+        "table_8": (
+            modes.sort("mode", "generator"),
+            {
+                **definitions(
+                    {
+                        "generator": generator,
+                        "mode": f"{', '.join(MODES)}; each generator and mode compared with the best of them",
+                    },
+                    settings,
+                    turns,
+                ),
+                "value": f"{overall}, {macro}",
+            },
+        ),
+        "table_21_oracle": by_domain("oracle"),
+        "table_22_no_retrieval": by_domain("no_retrieval"),
+        "table_23_dimensions": (
+            retrieved.sort("metric", "generator"),
+            {
+                **definitions(
+                    {"generator": f"{generator}, compared with the best generator of each dimension"}, settings, turns
+                ),
+                "metric": "a judged dimension",
+                "value": f"the dimension's judge score in retrieved mode (1-5 normalized to [0, 1]), {macro}",
+            },
+        ),
+    }
 
 
 def reference_metric_definitions() -> dict:

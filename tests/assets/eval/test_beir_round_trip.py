@@ -182,7 +182,9 @@ def test_recors_beir_export_scores_as_its_bm25_evaluation(scripted_llm, tmp_path
     key = dg.MultiPartitionKey({"domain": RECOR_DOMAIN, "retriever": "bm25"})
     with dg.build_asset_context(partition_key=key) as context:
         runs = recor_runs(context, corpus=corpus, recor_queries=queries, **resources).value
-    scores = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=runs, benchmark=turns).value
+    scores = recor_retrieval_metrics(
+        dg.build_asset_context(), recor_runs=runs, benchmark=turns, uncertainty=UncertaintySettings()
+    ).value
     baseline = scores.filter((pl.col("strategy") == "baseline") & (pl.col("retriever") == "bm25"))
     metrics = conversational.TURN_METRICS
     own = {row["qid"]: {m: row[m] for m in metrics} for row in baseline.iter_rows(named=True)}

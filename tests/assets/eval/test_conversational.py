@@ -1,6 +1,7 @@
 import math
 
 import dagster as dg
+import numpy as np
 import polars as pl
 import pytest
 
@@ -8,6 +9,7 @@ from assets.common.metadata import report_slice
 from assets.eval.recor import rules as conversational
 from assets.eval.recor import steps as generation
 from assets.eval.runs import RUN_SCHEMA
+from assets.eval.uncertainty import UncertaintySettings
 
 # ranx compiles its metrics once a session, in the background (tests.background)
 pytestmark = pytest.mark.usefixtures("compiled_metrics")
@@ -194,6 +196,62 @@ def test_turn_first_and_conversation_first_averages():
         conversational.macro(scores, ["retriever"], averaging="flat")
 
 
+def test_each_headline_table_has_intervals_and_marks_the_strategies_tied_with_its_best():
+    """Issue 48 on Tables 3, 18, 19 and 20: bm25 with History+Reasoning well above Baseline on
+    every turn, History the same scores as History+Reasoning; a second retriever below."""
+    rng = np.random.default_rng(1)
+    good = {("law", f"l{c}"): list(rng.random(6) * 0.4 + 0.6) for c in range(3)}
+    good |= {("biology", f"b{c}"): list(rng.random(5) * 0.4 + 0.6) for c in range(3)}
+    # a domain of one conversation: conversation first, a stratum of one item
+    good[("finance", "f0")] = list(rng.random(2) * 0.4 + 0.6)
+    poor = {k: [v - 0.5 for v in vs] for k, vs in good.items()}
+    scores = pl.concat(
+        [
+            scored(good, "history_reasoning"),
+            scored(good, "history"),
+            scored(poor, "baseline"),
+            scored(poor, "history_reasoning", "dense"),
+            scored(poor, "baseline", "dense"),
+        ]
+    )
+    settings = UncertaintySettings()
+    tables = conversational.uncertainty_tables(scores, settings)
+    assert set(tables) == {
+        "table_3",
+        "table_3_conversation_first",
+        "table_18",
+        "table_18_conversation_first",
+        "table_19",
+        "table_20",
+    }
+    table_3, described = tables["table_3"]
+    cells = {(r["retriever"], r["strategy"]): r for r in table_3.iter_rows(named=True)}
+    wide = conversational.strategy_table(scores)
+    for (retriever, strategy), row in cells.items():
+        # each value is Table 3's cell, inside its interval
+        assert row["value"] == pytest.approx(wide.filter(pl.col("retriever") == retriever)[strategy][0])
+        assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["items"] == 35
+    # strategies compared within each retriever: bm25's best is H+R, History the same scores, Baseline worse
+    assert cells["bm25", "H+R"]["p"] is None and cells["bm25", "Hist"]["tied_best"] and cells["bm25", "Hist"]["p"] == 1
+    assert not cells["bm25", "Base"]["tied_best"] and cells["bm25", "Base"]["p"] < 0.01
+    assert cells["dense", "H+R"]["p"] is None and cells["dense", "Base"]["tied_best"]  # equal, as its scores are
+    assert cells["Average", "Base"]["value"] == pytest.approx(wide.filter(pl.col("retriever") == "Average")["Base"][0])
+    assert "percentile bootstrap over turns (1,000 resamples, seed 0)" in described["ci_low"]
+    assert "Holm-Bonferroni" in described["ci_low"] and "(paper, section 4)" in described["value"]
+    assert "compared with the best strategy of its retriever" in described["strategy"]
+    first, described = tables["table_3_conversation_first"]
+    assert first["items"].max() == 7 and "over conversations" in described["ci_low"]
+    # Tables 18 and 20 compare retrievers: dense is clearly below bm25
+    full = {(r["retriever"], r["metric"]): r["tied_best"] for r in tables["table_18"][0].iter_rows(named=True)}
+    assert full == {(r, m): r == "bm25" for r in ("bm25", "dense") for m in conversational.TURN_METRICS}
+    by_domain = tables["table_20"][0]
+    # biology, finance, law: finance's two turns cannot tell the retrievers apart (every sign flip: p 0.5)
+    assert by_domain.filter(pl.col("retriever") == "dense")["tied_best"].to_list() == [False, True, False]
+    # Table 19: H+R against Baseline at each turn position of each retriever
+    positions = tables["table_19"][0].filter((pl.col("retriever") == "bm25") & (pl.col("turn") == "T1"))
+    assert dict(zip(positions["strategy"], positions["items"])) == {"baseline": 7, "history_reasoning": 7}
+
+
 def test_table_17_mean_delta_is_the_macro_averaged_difference():
     base = scored({("law", "c1"): [0.2, 0.4, 0.6], ("biology", "c2"): [0.5]})
     hist = scored({("law", "c1"): [0.3, 0.4, 0.9], ("biology", "c2"): [0.1]}, "history")
@@ -284,7 +342,9 @@ def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold
             for s in ("baseline", "history")
         ]
     ).with_columns(pl.lit("law").alias("domain"))
-    out = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=runs, benchmark=benchmark)
+    out = recor_retrieval_metrics(
+        dg.build_asset_context(), recor_runs=runs, benchmark=benchmark, uncertainty=UncertaintySettings()
+    )
     meta = out.metadata
     assert meta["turns_without_gold"].value == 1 and meta["turns_without_gold_ids"].value == "c2_turn_1"
     assert meta["slice"].value == report_slice(
@@ -303,6 +363,15 @@ def test_the_retrieval_report_names_its_averagings_and_counts_turns_without_gold
         {"retriever": r, "Base": 1.0, "Hist": 1.0} for r in ("bm25", "Average")
     ]
     assert {r.data["comparison"]: r.data["n"] for r in meta["table_17"].records}["Hist vs. Base"] == 2
+    # each headline table's intervals and tests beside it, the method in the definitions
+    intervals = [r.data for r in meta["table_3_uncertainty"].records]
+    assert {(r["retriever"], r["strategy"]) for r in intervals} == {
+        (r, s) for r in ("bm25", "Average") for s in ("Base", "Hist")
+    }
+    assert all(r["ci_low"] <= r["value"] <= r["ci_high"] and r["tied_best"] for r in intervals)
+    described = {c.name: c.description for c in meta["table_3_uncertainty"].schema.columns}
+    assert "percentile bootstrap over turns" in described["ci_low"] and "Holm-Bonferroni" in described["ci_low"]
+    assert {"table_3_conversation_first_uncertainty", "table_18_uncertainty", "table_20_uncertainty"} <= set(meta)
     # no History+Reasoning run: Tables 18 and 20 are empty, and say why
     assert meta["table_20"].records == [] and meta["table_18"].records == [] and "figure_2" in meta
     assert meta["why_empty"].value.startswith("table_18: no run with History+Reasoning queries")

@@ -4,6 +4,7 @@ and empty answers counted as 0, as the published generation script scores them."
 from types import SimpleNamespace
 
 import dagster as dg
+import numpy as np
 import polars as pl
 import pytest
 from nltk.translate.meteor_score import meteor_score
@@ -11,6 +12,7 @@ from nltk.translate.meteor_score import meteor_score
 from assets.common.metadata import report_slice
 from assets.eval.recor import assets as recor
 from assets.eval.recor import steps as generation
+from assets.eval.uncertainty import UncertaintySettings
 from checks.eval import recor as er
 
 
@@ -105,7 +107,7 @@ def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitio
         {"answer": ["A cat sat.", ""], "rouge_l": [0.6, 0.0], "meteor": [0.8, 0.0], "bertscore_f1": [0.9, 0.0]}
     )
     assert er.recor_generation_schema(frame).passed
-    out = recor.recor_generation_metrics(dg.build_asset_context(), frame)
+    out = recor.recor_generation_metrics(dg.build_asset_context(), frame, uncertainty=UncertaintySettings())
     row = out.value.row(0, named=True)
     # (0.6 + 0) / 2, (0.8 + 0) / 2, (0.9 + 0) / 2: the empty answer counts
     assert (row["rouge_l"], row["meteor"], row["bertscore_f1"]) == pytest.approx((0.3, 0.4, 0.45))
@@ -127,6 +129,58 @@ def test_generation_metrics_count_an_empty_answer_as_zero_and_name_the_definitio
         "not rescaled" in out.metadata["definition/bertscore_f1"].value
         and "WordNet" in out.metadata["definition/meteor"].value
     )
+
+
+def test_the_judged_tables_have_intervals_and_mark_the_systems_tied_with_the_best():
+    """Issue 48 on Tables 7, 8, 21-23: g1 and its copy g2 answer 20 turns of each of two
+    domains well in retrieved mode, g3 poorly; Oracle mode better still."""
+    rng = np.random.default_rng(4)
+    frames = []
+    for domain in ("law", "biology"):
+        good = rng.random(20) * 0.3 + 0.6
+        for generator, mode, score in [
+            ("g1", "retrieved", good),
+            ("g2", "retrieved", good),
+            ("g3", "retrieved", good - 0.5),
+            ("g1", "oracle", good + 0.1),
+        ]:
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "domain": domain,
+                        "qid": [f"c{i}_turn_1" for i in range(20)],
+                        "generator": generator,
+                        "mode": mode,
+                        "answer": "an answer",
+                        **{d: score for d in generation.DIMENSIONS},
+                        **{m: 0.5 for m in generation.REFERENCE_METRICS},
+                    },
+                    schema=er.GENERATION_SCHEMA,
+                )
+            )
+    frame = pl.concat(frames)
+    out = recor.recor_generation_metrics(dg.build_asset_context(), frame, uncertainty=UncertaintySettings())
+    for name in ("table_7", "table_8", "table_21_oracle", "table_22_no_retrieval", "table_23_dimensions"):
+        described = {c.name: c.description for c in out.metadata[f"{name}_uncertainty"].schema.columns}
+        assert "percentile bootstrap over turns (1,000 resamples, seed 0)" in described["ci_low"], name
+    table_7 = [r.data for r in out.metadata["table_7_uncertainty"].records]
+    assert {(r["domain"], r["generator"]): r["tied_best"] for r in table_7} == {
+        (d, g): g != "g3" for d in ("biology", "law") for g in ("g1", "g2", "g3")
+    }
+    assert all(r["ci_low"] <= r["value"] <= r["ci_high"] and r["items"] == 20 for r in table_7)
+    # Table 8: each generator and mode against the best of them (g1 with the gold passages)
+    table_8 = {(r.data["generator"], r.data["mode"]): r.data for r in out.metadata["table_8_uncertainty"].records}
+    assert table_8["g1", "oracle"]["p"] is None and not table_8["g2", "retrieved"]["tied_best"]
+    overall = out.value.filter((pl.col("generator") == "g2") & (pl.col("mode") == "retrieved"))["overall"][0]
+    assert (
+        table_8["g2", "retrieved"]["value"] == pytest.approx(overall, abs=1e-3)
+        and table_8["g2", "retrieved"]["items"] == 40
+    )
+    assert out.metadata["table_21_oracle_uncertainty"].records[0].data["generator"] == "g1"
+    # Table 23: the dimensions in retrieved mode; no_retrieval (Table 22) has no answer here
+    dims = [r.data for r in out.metadata["table_23_dimensions_uncertainty"].records]
+    assert {r["metric"] for r in dims} == set(generation.DIMENSIONS) and len(dims) == 15
+    assert out.metadata["table_22_no_retrieval_uncertainty"].records == []
 
 
 def test_generation_check_wants_every_answer_scored():

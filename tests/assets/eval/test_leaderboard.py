@@ -284,7 +284,9 @@ def test_an_entry_point_retriever_evaluated_on_quit_and_recor_is_one_leaderboard
     benchmark = (
         turns().filter(pl.col("domain") == "law").with_columns(pl.Series("gold_doc_ids", [["law1"], ["law2", "law3"]]))
     )
-    recor_report = recor_retrieval_metrics(dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark).value
+    recor_report = recor_retrieval_metrics(
+        dg.build_asset_context(), recor_runs=turns_run, benchmark=benchmark, uncertainty=UncertaintySettings()
+    ).value
     store(storage, {lb.QUIT_RETRIEVAL: quit_report, lb.RECOR_RETRIEVAL: recor_report})
 
     with dg.build_asset_context() as context:

@@ -4,6 +4,7 @@ hand-computed number, every malformed file a line-numbered error."""
 import math
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -364,3 +365,58 @@ def test_the_generation_checker_reads_deep_nesting_long_values_and_odd_character
     ]
     assert checked.answers == {"c1_turn_1": "one\u2028two\u0085three"}
     assert max(len(str(p)) for p in checked.problems) < 300
+
+
+def per_turn(values: dict[str, np.ndarray], domain: str, **columns) -> pl.DataFrame:
+    """One row per turn of ``domain`` and run or system (``values``: its score on each turn),
+    the same turn ids in every domain."""
+    n = len(next(iter(values.values())))
+    return pl.concat(
+        pl.DataFrame({"domain": domain, "qid": [f"c{i}_turn_1" for i in range(n)], "run": name, "score": v})
+        for name, v in values.items()
+    ).with_columns(pl.lit(v).alias(c) for c, v in columns.items())
+
+
+def test_the_official_tables_intervals_mark_the_runs_not_worse_than_the_best():
+    """Issue 48: a run and its copy well above a third in two domains whose turn ids are alike;
+    the intervals pool each run's 60 turns, every interval holds its figure."""
+    from assets.eval.recor.reteco import steps
+    from assets.eval.uncertainty import UncertaintySettings
+
+    rng = np.random.default_rng(2)
+    frames = []
+    for domain in ("law", "biology"):
+        good = rng.random(30) * 0.4 + 0.6
+        frames.append(per_turn({"bm25/history": good, "copy/history": good, "bm25/baseline": good - 0.5}, domain))
+    scores = pl.concat(frames).with_columns(pl.col("score").alias(m) for m in reteco.METRICS).drop("score")
+    settings = UncertaintySettings()
+    tables = reteco.uncertainty_tables(scores, settings)
+    official, described = tables["official"]
+    assert set(official["metric"]) == {"nDCG@10", "MAP@10", "Recall@10", "MRR"}
+    values = {r["run"]: r for r in reteco.official_table(scores).iter_rows(named=True)}
+    for row in official.iter_rows(named=True):
+        assert row["value"] == pytest.approx(values[row["run"]][row["metric"]]) and row["items"] == 60
+        assert row["ci_low"] <= row["value"] <= row["ci_high"]
+        assert row["tied_best"] == (row["run"] != "bm25/baseline")
+    assert "percentile bootstrap over target turns (1,000 resamples, seed 0)" in described["ci_low"]
+    by_domain, described = tables["by_domain"]
+    assert by_domain.height == 6 and by_domain["items"].to_list() == [30] * 6
+    assert by_domain.filter(pl.col("run") == "bm25/baseline")["tied_best"].to_list() == [False, False]
+    assert "compared with the best run of the domain" in described["run"]
+
+    # the leaderboard: 2a's runs by nDCG@10, 2b's systems by the macro of their five dimensions
+    judged = pl.concat(
+        per_turn({"g": s, "g-copy": s, "weak": s / 4}, d, subtrack="2b")
+        for d, s in (("law", rng.random(30)), ("biology", rng.random(30)))
+    )
+    judged = judged.rename({"run": "system"}).with_columns(pl.col("score").alias(d) for d in reteco.DIMENSIONS)
+    long = steps.leaderboard_uncertainty(scores, judged, settings)
+    marked = {(r["subtrack"], r["run"], r["metric"]): r["tied_best"] for r in long.iter_rows(named=True)}
+    assert marked == {
+        ("2a", "bm25/history", "nDCG@10"): True,
+        ("2a", "copy/history", "nDCG@10"): True,
+        ("2a", "bm25/baseline", "nDCG@10"): False,
+        ("2b", "g", "macro"): True,
+        ("2b", "g-copy", "macro"): True,
+        ("2b", "weak", "macro"): False,
+    }

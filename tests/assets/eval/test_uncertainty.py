@@ -46,11 +46,25 @@ def test_a_macro_interval_resamples_each_stratum_on_its_own():
     assert (low, high) == (pytest.approx(expected.low, abs=1e-9), pytest.approx(expected.high, abs=1e-9))
 
 
+def test_a_stratum_of_one_item_is_a_constant_of_the_macro():
+    a = scores(40)[0]
+    expected = stats.bootstrap(
+        (a,),
+        lambda x, axis=-1: (np.mean(x, axis=axis) + 0.9) / 2,
+        n_resamples=2000,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(7),
+    ).confidence_interval
+    low, high = u.interval_of_strata([a, np.array([0.9])], SETTINGS)
+    assert (low, high) == (pytest.approx(expected.low, abs=1e-9), pytest.approx(expected.high, abs=1e-9))
+    assert u.interval_of_strata([np.array([0.2]), np.array([0.6])], SETTINGS) == pytest.approx((0.4, 0.4))
+
+
 def test_the_p_value_is_scipys_paired_permutation_test():
     """scipy's paired test draws a permutation of each pair; the project's draws the same
-    sign flips faster: given scipy's null distribution it computes scipy's p-value, on small
-    samples (every flip enumerated) it equals scipy's, on large ones it agrees within the
-    Monte Carlo error of 20,000 permutations."""
+    sign flips faster: its p-value from scipy's null distribution is scipy's, and so is its
+    own, on small samples (every flip enumerated) and on large ones (the same flips drawn)."""
     a, b = scores()
 
     def statistic(x, y, axis=-1):
@@ -62,15 +76,11 @@ def test_the_p_value_is_scipys_paired_permutation_test():
     assert u.p_from_null(scipys.null_distribution, float(np.mean(a - b)), exact=False) == pytest.approx(
         scipys.pvalue, abs=1e-12
     )
+    assert u.paired_p(a, b, SETTINGS) == pytest.approx(scipys.pvalue, abs=1e-12)
     for n in (3, 6, 9):
         x, y = a[:n], b[:n]
         exact = stats.permutation_test((x, y), statistic, permutation_type="samples", vectorized=True).pvalue
         assert u.paired_p(x, y, SETTINGS) == pytest.approx(exact, abs=1e-9), n
-    many = u.UncertaintySettings(permutations=20_000)
-    reference = stats.permutation_test(
-        (a, b), statistic, permutation_type="samples", n_resamples=20_000, vectorized=True, rng=np.random.default_rng(1)
-    ).pvalue
-    assert abs(u.paired_p(a, b, many) - reference) < 0.02
     student = u.UncertaintySettings(test="student")
     assert u.paired_p(a, b, student) == pytest.approx(stats.ttest_rel(a, b).pvalue, abs=1e-9)
 
@@ -79,6 +89,7 @@ def test_a_small_test_enumerates_every_sign_flip():
     # five items all one better: 2 of the 2^5 flips are as extreme (all +, all -)
     assert u.paired_p([1, 1, 1, 1, 1], [0, 0, 0, 0, 0], SETTINGS) == pytest.approx(2 / 32, abs=1e-12)
     assert u.paired_p([0.3, 0.2], [0.3, 0.2], SETTINGS) == 1.0
+    assert u.paired_p([1.0], [0.0], SETTINGS) == 1.0  # one pair: +1 and -1 are as extreme
 
 
 def test_holm_is_the_textbook_step_down():
@@ -134,3 +145,26 @@ def test_a_macro_summary_is_the_mean_of_its_strata():
     )
     long = u.summarize(frame, ["system"], "turn", ["m"], SETTINGS, strata="domain")
     assert long["value"][0] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_the_sign_flips_drawn_a_block_at_a_time_are_scipys(monkeypatch):
+    # an odd number of items split over blocks of permutations: the 32-bit words run on across them
+    rng = np.random.default_rng(5)
+    a = rng.random(301)
+    b = np.clip(a + rng.normal(0.01, 0.1, 301), 0, 1)
+    expected = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis=-1: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=2000,
+        vectorized=True,
+        rng=np.random.default_rng(7),
+    )
+    monkeypatch.setattr(u, "SIGN_FLIP_BLOCK", 301 * 7)
+    u._kept_signs.cache_clear()
+    assert u.paired_p(a, b, SETTINGS) == pytest.approx(expected.pvalue, abs=1e-12)
+    # and without keeping the signs for the next comparison (a table of many items)
+    monkeypatch.setattr(u, "KEPT_SIGNS", 0)
+    assert u.paired_p(a, b, SETTINGS) == pytest.approx(expected.pvalue, abs=1e-12)
+    u._kept_signs.cache_clear()
+    assert 0.001 < expected.pvalue < 1

@@ -10,6 +10,7 @@ from assets.common.prompts import code_version
 from assets.eval.recor import rules as conversational
 from assets.eval.recor import steps as generation
 from assets.eval.recor.assets.common import BENCHMARK, BY_DOMAIN, CORPUS, GROUP, PREFIX, wiring
+from assets.eval.uncertainty import UncertaintySettings
 from assets.partitions import domain_partitions
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
@@ -97,15 +98,20 @@ def recor_generation(
     group_name=GROUP,
     ins={"recor_generation": wiring.materialized("recor_generation")},
     kinds={"polars"},
-    code_version="2",
+    code_version="3",
 )
-def recor_generation_metrics(context: dg.AssetExecutionContext, recor_generation: pl.DataFrame) -> dg.Output:
+def recor_generation_metrics(
+    context: dg.AssetExecutionContext, recor_generation: pl.DataFrame, uncertainty: UncertaintySettings
+) -> dg.Output:
     """Generation quality macro-averaged over domains: the overall score (mean of the judged
     dimensions) by domain and generator in Retrieved mode (Table 7), by mode and generator
     (Table 8), per domain in Oracle and NoRetrieval mode (Tables 21 and 22), per dimension in
     Retrieved mode (Table 23; ``dimensions`` every mode), and ROUGE-L / METEOR / BERTScore F1
     (Table 25, every mode; an empty answer's 0 counts in the means). Every score a share in
-    [0, 1] (a judge's 1-5 normalized); ``slice`` names what is counted and the run's profile."""
+    [0, 1] (a judge's 1-5 normalized); ``slice`` names what is counted and the run's profile.
+    ``<table>_uncertainty`` (Tables 7, 8, 21-23): each score's interval by the bootstrap over
+    its turns and its paired test against the best of its table, the method in the
+    definitions (issue 48)."""
     overall, tables = generation.report_tables(recor_generation)
     generators = sorted(recor_generation["generator"].unique().to_list())
     domains = sorted(recor_generation["domain"].unique().to_list())
@@ -120,6 +126,10 @@ def recor_generation_metrics(context: dg.AssetExecutionContext, recor_generation
                 run_profile(context),
             ),
             **{name: report_table(table, definitions) for name, (table, definitions, _) in tables.items()},
+            **{
+                f"{name}_uncertainty": report_table(long, definitions)
+                for name, (long, definitions) in generation.uncertainty_tables(recor_generation, uncertainty).items()
+            },
             **why_empty({name: (table, why) for name, (table, _, why) in tables.items()}),
             **generation.reference_metric_definitions(),
         },

@@ -6,7 +6,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common import provenance
-from assets.common.metadata import md_table, table_metadata
+from assets.common.metadata import md_table, report_table, table_metadata
 from assets.common.placement import GPU_STEP_TAGS
 from assets.eval import sources as eval_sources
 from assets.eval.recor import rules as conversational
@@ -16,6 +16,7 @@ from assets.eval.recor.assets.common import BENCHMARK, BY_DOMAIN, CORPUS, GROUP,
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.recor.reteco import steps as reteco_judge
 from assets.eval.runs import trec_run
+from assets.eval.uncertainty import UncertaintySettings, attach
 from assets.partitions import domain_partitions
 from resources.llm import CallStats, LLMResource
 from resources.llm.registry import llm_pool
@@ -85,20 +86,27 @@ def current_runs(
         ),
     },
     kinds={"ranx"},
-    code_version="2",
+    code_version="3",
 )
 def reteco_retrieval(
-    context: dg.AssetExecutionContext, recor_runs: pl.DataFrame, benchmark: pl.DataFrame, corpus: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    recor_runs: pl.DataFrame,
+    benchmark: pl.DataFrame,
+    corpus: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """RECOR's runs scored as SemEval-2027 RETECO Track 2 (sub-tracks 2a and 2c) scores a
     submission (``assets/eval/recor/reteco/rules.py``): each retriever x strategy of ``recor_runs`` is one
     run, written as a TREC file and read by the task's rules against its domain's turns and
     documents (a domain at a time). Per target turn: binary nDCG@10 (official), MAP@10, Recall@10 and MRR;
-    the official table (macro over the turns), per domain and by depth T1..T4, T5+. The same
-    rules as ``python -m pipelines.reteco score``. Reads the partitions built under the run's
-    profile, by the current code and after what they were built from (``left_out`` names the
-    others, with the reason); each row names the run that built its run partition
-    (``dagster_run``) and its ``profile``."""
+    the official table (macro over the turns), per domain and by depth T1..T4, T5+; the
+    official and per-domain tables' intervals and tests (``official_uncertainty``,
+    ``by_domain_uncertainty``: the bootstrap over the target turns and each run's paired test
+    against the best, the method in the definitions; issue 48). The same rules as ``python -m
+    pipelines.reteco score``. Reads the partitions built under the run's profile, by the
+    current code and after what they were built from (``left_out`` names the others, with the
+    reason); each row names the run that built its run partition (``dagster_run``) and its
+    ``profile``."""
     recor_runs, benchmark, corpus, built = current_runs(context, recor_runs, benchmark, corpus)
     # One domain at a time: BRIGHT numbers its questions per domain, so two domains may hold one
     # conversation id, which a task query id cannot tell apart (the command refuses them together).
@@ -139,6 +147,10 @@ def reteco_retrieval(
             ),
             # by_domain, by_depth: every metric's table, nDCG@10's first
             **{name: dg.MetadataValue.md(text) for name, text in reteco.breakdown_markdown(scores).items()},
+            **{
+                f"{name}_uncertainty": report_table(long, definitions)
+                for name, (long, definitions) in reteco.uncertainty_tables(scores, uncertainty).items()
+            },
             "runs_read": dg.MetadataValue.md("\n\n".join(f"```\n{note}\n```" for note in notes.values()) or "none"),
             **built,
         },
@@ -293,6 +305,8 @@ RETECO_RETRIEVAL, RETECO_GENERATION = (
 )
 # What a leaderboard's row carries of the runs that built the tables it came from.
 BUILT_BY_RUNS = {"dagster_runs": pl.String, "profile": pl.String}
+# The columns :func:`assets.eval.uncertainty.attach` adds beside a figure.
+UNCERTAINTY_SUFFIXES = (" ci_low", " ci_high", " tied_best")
 
 
 def current_results(
@@ -342,30 +356,49 @@ def current_results(
         "reteco_generation": wiring.materialized("reteco_generation"),
     },
     kinds={"polars"},
-    code_version="2",
+    code_version="3",
 )
 def reteco_leaderboard(
-    context: dg.AssetExecutionContext, reteco_retrieval: pl.DataFrame, reteco_generation: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    reteco_retrieval: pl.DataFrame,
+    reteco_generation: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """RETECO Track 2's results, one row per sub-track and run: 2a each retrieval run
     (retriever / strategy) by nDCG@10 with MAP@10, Recall@10 and MRR; 2b and 2c each system
     by the macro average of its five normalized judge dimensions, 2c beside the retrieval
     figures of the run it answered from. Never combined into one number, as the task rules.
+    Each sub-track's official figure (nDCG@10 for 2a, the macro for 2b and 2c) has its interval
+    and ``tied_best`` beside it (``<figure> ci_low``, ``ci_high``, ``tied_best``: the bootstrap
+    over the target turns, the runs of a sub-track compared with its best; issue 48), the
+    method in ``<subtrack>_uncertainty``'s definitions.
     Reads the tables built under the run's profile, by the current code and after what they
     were built from (``left_out`` names the others, with the reason); each row names the runs
     of the tables it came from (``dagster_runs``) and their ``profile``."""
     reteco_retrieval, reteco_generation, built, left_out = current_results(context, reteco_retrieval, reteco_generation)
-    board = reteco_judge.leaderboard(reteco_retrieval, reteco_generation).join(
-        built, on=["subtrack", "run"], how="left", maintain_order="left"
+    keys = ["subtrack", "run"]
+    intervals = reteco_judge.leaderboard_uncertainty(reteco_retrieval, reteco_generation, uncertainty)
+    board = attach(
+        reteco_judge.leaderboard(reteco_retrieval, reteco_generation).join(
+            built, on=keys, how="left", maintain_order="left"
+        ),
+        intervals,
+        keys,
     )
     turns = reteco_retrieval.select("domain", "qid").unique()
     covers = (
         f"{turns.height} target turns of {turns['domain'].n_unique()} domains "
         f"({', '.join(sorted(turns['domain'].unique()))})"
     )
+    # a sub-track's table shows the interval of its own official figure, not another's
+    others = {
+        st: [c for c in board.columns if c.endswith(UNCERTAINTY_SUFFIXES) and not c.startswith(f"{figure} ")]
+        for st, figure in reteco_judge.OFFICIAL_FIGURE.items()
+    }
     tables = {
         f"subtrack_{st}": dg.MetadataValue.md(
-            f"{what}; {covers}\n\n{md_table(board.filter(pl.col('subtrack') == st).drop(*drop, *BUILT_BY_RUNS), 60)}"
+            f"{what}; {covers}\n\n"
+            f"{md_table(board.filter(pl.col('subtrack') == st).drop(*drop, *others[st], *BUILT_BY_RUNS), 60)}"
         )
         for st, what, drop in (
             (
@@ -380,5 +413,10 @@ def reteco_leaderboard(
             ),
             ("2c", "Full conversational RAG: the macro (ranking) beside its run's retrieval figures", ["subtrack"]),
         )
+    }
+    described = reteco_judge.leaderboard_uncertainty_definitions(uncertainty)
+    tables |= {
+        f"subtrack_{st}_uncertainty": report_table(intervals.filter(pl.col("subtrack") == st), described)
+        for st in reteco_judge.OFFICIAL_FIGURE
     }
     return dg.Output(board, metadata={**table_metadata(board, 10), "covers": covers, **tables, **left_out})

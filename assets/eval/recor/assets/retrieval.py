@@ -24,6 +24,7 @@ from assets.eval.recor import rules as conversational
 from assets.eval.recor.assets.common import BENCHMARK, BY_DOMAIN, GROUP, PREFIX, wiring
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.runs import RUN_SCHEMA, run_frame, trec_run
+from assets.eval.uncertainty import UncertaintySettings
 from assets.partitions import domain_partitions, domain_retriever_partitions
 from resources.faiss_index import FaissIndexResource
 from resources.llm import CallStats, LLMRequest, LLMResource
@@ -216,17 +217,23 @@ def recor_runs(
     group_name=GROUP,
     ins={"recor_runs": wiring.materialized("recor_runs"), "benchmark": wiring.materialized("recor_turns")},
     kinds={"ranx", "scipy"},
-    code_version="2",
+    code_version="3",
 )
 def recor_retrieval_metrics(
-    context: dg.AssetExecutionContext, recor_runs: pl.DataFrame, benchmark: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    recor_runs: pl.DataFrame,
+    benchmark: pl.DataFrame,
+    uncertainty: UncertaintySettings,
 ) -> dg.Output:
     """nDCG@10 (primary), MAP@10, Recall@10 and MRR per turn, over the domains whose runs
     are materialized. Each table says its averaging in its scores' definitions: turn ->
     domain -> macro as the paper's text (Tables 3, 4, 18, 19, 20 and Figure 2), and turn ->
     conversation -> domain -> macro as the published ablation scripts
     (``table_3_conversation_first``, 4, 18). Table 17: paired t-tests over turn-level
-    observations, Mean Delta the macro-averaged difference. A turn without gold documents
+    observations, Mean Delta the macro-averaged difference. ``<table>_uncertainty`` (Tables 3,
+    18, 19, 20): each score's interval by the bootstrap over its turns (or conversations) and
+    its paired test against the best of its table, the method in the definitions (issue 48;
+    Table 4's scores are Table 3's). A turn without gold documents
     has no metric: it is left out and counted (``turns_without_gold``). ``slice`` names the
     domains, turns, retrievers and strategies counted and the run's profile."""
     qrels = qrels_frame(benchmark)
@@ -261,6 +268,10 @@ def recor_retrieval_metrics(
             "turns_without_gold_ids": ", ".join(skipped[:20]) or "none",
             "strategies": counts_md(conversational.STRATEGY_TEXT, "strategy", "query text"),
             **{name: report_table(table, definitions) for name, (table, definitions) in tables.items()},
+            **{
+                f"{name}_uncertainty": report_table(long, definitions)
+                for name, (long, definitions) in conversational.uncertainty_tables(scores, uncertainty).items()
+            },
             **why_empty(
                 {
                     name: (table, NO_SCORED_TURN if scores.is_empty() else NO_HISTORY_REASONING)

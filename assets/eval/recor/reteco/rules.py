@@ -244,6 +244,8 @@ from assets.eval.recor.reteco.submissions import (  # noqa: E402, F401
     generation_table,
     normalized,
     official_table,
+    official_uncertainty,
     run_scores,
     score_runs,
+    uncertainty_tables,
 )

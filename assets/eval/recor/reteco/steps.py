@@ -39,6 +39,7 @@ from assets.common.verdicts import first_token_only, number_distribution
 from assets.eval.recor import steps as generation
 from assets.eval.recor.reteco import rules as reteco
 from assets.eval.recor.reteco.submissions import shown
+from assets.eval.uncertainty import UncertaintySettings, definitions, summarize
 from resources.llm import CallStats, LLMRequest, Model, ParseError
 from resources.storage import filesystem
 
@@ -438,6 +439,50 @@ def leaderboard(retrieval: pl.DataFrame, generation: pl.DataFrame) -> pl.DataFra
         .otherwise(pl.col("macro"))
     )
     return pl.concat(frames).sort("subtrack", ranked_by, "run", descending=[False, True, False], nulls_last=True)
+
+
+# Each sub-track's official figure, as the leaderboard names it: the one its intervals are of.
+OFFICIAL_FIGURE = {"2a": reteco.METRIC_NAMES[reteco.OFFICIAL], "2b": "macro", "2c": "macro"}
+
+
+def leaderboard_uncertainty(
+    retrieval: pl.DataFrame, generation: pl.DataFrame, settings: UncertaintySettings
+) -> pl.DataFrame:
+    """Issue 48's intervals and tests of each sub-track's official figure (``OFFICIAL_FIGURE``),
+    the runs of a sub-track compared with its best (:func:`leaderboard`'s inputs): 2a's
+    nDCG@10 over the target turns, and :func:`judged_uncertainty`. A turn is named with its
+    domain (two domains may number their conversations alike)."""
+    figure = OFFICIAL_FIGURE["2a"]
+    runs = retrieval.select(pl.lit("2a").alias("subtrack"), "run", _item(), pl.col(reteco.OFFICIAL).alias(figure))
+    return pl.concat(
+        [summarize(runs, ["subtrack", "run"], "item", [figure], settings), judged_uncertainty(generation, settings)]
+    )
+
+
+def judged_uncertainty(generation: pl.DataFrame, settings: UncertaintySettings) -> pl.DataFrame:
+    """The intervals and tests of 2b's and 2c's macro (each turn's mean of the five
+    dimensions) over their target turns, the systems of a sub-track compared with its best."""
+    judged = generation.select(
+        "subtrack", pl.col("system").alias("run"), _item(), pl.mean_horizontal(*DIMENSIONS).alias("macro")
+    )
+    return summarize(judged, ["subtrack", "run"], "item", ["macro"], settings, within=["subtrack"])
+
+
+def _item() -> pl.Expr:
+    return pl.format("{}/{}", "domain", "qid").alias("item")
+
+
+def leaderboard_uncertainty_definitions(settings: UncertaintySettings) -> dict[str, str]:
+    """What the columns of :func:`leaderboard_uncertainty` hold."""
+    return {
+        **definitions(
+            {"subtrack": "2a, 2b or 2c", "run": "a run or system, compared with the best of its sub-track"},
+            settings,
+            "target turns",
+        ),
+        "metric": "the sub-track's official figure: nDCG@10 for 2a, the macro of the five judge dimensions for 2b and 2c",
+        "value": "the figure as the leaderboard reports it, the mean over the target turns",
+    }
 
 
 def generator_systems(

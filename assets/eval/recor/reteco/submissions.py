@@ -27,6 +27,7 @@ from assets.eval.recor.reteco.rules import (
     split_qid,
     to_task_qid,
 )
+from assets.eval.uncertainty import UncertaintySettings, definitions, summarize
 from resources.retrieval import trec_order
 from resources.retrieval.runs import BadLine, RunLine, numbered_lines, read_run_line
 from resources.storage import NotUtf8, utf8_text
@@ -443,6 +444,51 @@ def breakdown_markdown(scores: pl.DataFrame) -> dict[str, str]:
             if name == grouping or name.startswith(f"{grouping}_")
         )
         for grouping in BREAKDOWNS
+    }
+
+
+# How the intervals' definitions name a run and its figures.
+RUN_KEY = "a run (retriever/strategy)"
+TURN_MEAN = "the mean over the target turns (a turn the run missed scores 0)"
+
+
+def _turns(scores: pl.DataFrame) -> pl.DataFrame:
+    """Per-turn scores as the intervals read them: each turn named with its domain (two domains
+    may number their conversations alike), the metrics by the tables' names."""
+    return scores.with_columns(pl.format("{}/{}", "domain", "qid").alias("item")).rename(METRIC_NAMES)
+
+
+def official_uncertainty(scores: pl.DataFrame, settings: UncertaintySettings) -> tuple[pl.DataFrame, dict]:
+    """Issue 48's intervals and tests of :func:`official_table`, with their columns'
+    definitions: each run's nDCG@10 and diagnostics over the target turns, every run
+    compared with the best."""
+    long = summarize(_turns(scores), ["run"], "item", [METRIC_NAMES[m] for m in METRICS], settings)
+    return long, {
+        **definitions({"run": f"{RUN_KEY}, compared with the best run"}, settings, "target turns"),
+        "metric": f"{METRIC_NAMES[OFFICIAL]} (official) or a diagnostic",
+        "value": f"the figure as the official table reports it, {TURN_MEAN}",
+    }
+
+
+def uncertainty_tables(scores: pl.DataFrame, settings: UncertaintySettings) -> dict[str, tuple[pl.DataFrame, dict]]:
+    """Issue 48's intervals and tests, by the name of the table they belong to, with their
+    columns' definitions: ``official`` (:func:`official_uncertainty`) and ``by_domain``
+    (nDCG@10 over each domain's target turns, the runs of each domain compared with its best)."""
+    official = METRIC_NAMES[OFFICIAL]
+    by_domain = summarize(_turns(scores), ["domain", "run"], "item", [official], settings, within=["domain"])
+    return {
+        "official": official_uncertainty(scores, settings),
+        "by_domain": (
+            by_domain.sort("domain", "run"),
+            {
+                **definitions(
+                    {"domain": "a RECOR domain", "run": f"{RUN_KEY}, compared with the best run of the domain"},
+                    settings,
+                    "target turns",
+                ),
+                "value": f"{official} as by_domain reports it, {TURN_MEAN} of the domain",
+            },
+        ),
     }
 
 
