@@ -208,17 +208,6 @@ def summarize(options: RunOptions, storage: StorageResource) -> None:
 BEIR_SHOWN = ("ndcg@10", "recall@100")
 
 
-def interval_cell(table: pl.DataFrame, metric: str, digits: int = 3) -> pl.Expr:
-    """A stored report's ``metric`` as printed: ``value [low, high]``, ``*`` on the best of its
-    table and those not significantly worse (issue 48); the value alone where the table was
-    stored without intervals."""
-    if f"{metric} ci_low" not in table.columns:
-        return pl.col(metric).round(digits)
-    mark = pl.when(pl.col(f"{metric} tied_best")).then(pl.lit("*")).otherwise(pl.lit(""))
-    ends = [pl.col(f"{metric} {end}").round(digits) for end in ("ci_low", "ci_high")]
-    return pl.format("{} [{}, {}]{}", pl.col(metric).round(digits), *ends, mark).alias(metric)
-
-
 def print_beir(storage: StorageResource, datasets: list[str]) -> None:
     """The registered datasets' retrieval table (nDCG@10, Recall@100 per retriever) and where
     their runs and reports are."""
@@ -227,7 +216,12 @@ def print_beir(storage: StorageResource, datasets: list[str]) -> None:
         table = read_parquet(metrics).filter(pl.col("dataset").is_in(datasets))
         with pl.Config(tbl_rows=40, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
             print("\nBEIR-layout datasets, retrieval (nDCG@10, Recall@100):")
-            print(table.select("dataset", "retriever", "queries", *(interval_cell(table, m) for m in BEIR_SHOWN)))
+            keys = ["dataset", "retriever", "queries"]
+            long = uncertainty.detached(table, keys, BEIR_SHOWN)
+            # a table stored without intervals prints its values alone
+            print(
+                formatted(long, keys) if long.height else table.select(*keys, *(pl.col(m).round(3) for m in BEIR_SHOWN))
+            )
             print(PRINTED_NOTE)
     for name in datasets:
         print(f"{name + ' runs (TREC):':<26}{storage.path('eval', 'runs', 'beir', name)}")
@@ -305,19 +299,10 @@ def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) ->
     table = read_parquet(table_uri(storage.root, ["eval", "wikiprofile_profile_report"]))
     facts = read_parquet(table_uri(storage.root, ["eval", "wikiprofile_tasks"]))["fact_id"].n_unique()
     sample = f" of the release sample {RELEASE_SAMPLES['wikiprofile']}" if sample_evaluated else ""
-    from assets.eval import uncertainty
-
     # Encodes, Knows and Knows(+Think) print as "value [low, high]*" from the stored intervals
     # (a table stored before them prints its values alone)
-    ends = ("ci_low", "ci_high", "tied_best")
-    parts = [
-        table.select(
-            "model", pl.lit(m).alias("metric"), pl.col(m).alias("value"), *(pl.col(f"{m} {e}").alias(e) for e in ends)
-        )
-        for m in ("encodes", "knows", "knows_thinking")
-        if f"{m} ci_low" in table.columns
-    ]
-    cells = uncertainty.formatted(pl.concat(parts).drop_nulls("ci_low"), ["model"]) if parts else table.select("model")
+    long = uncertainty.detached(table, ["model"], ("encodes", "knows", "knows_thinking"))
+    cells = formatted(long.drop_nulls("ci_low"), ["model"]) if long.height else table.select("model")
     # one column per model: Table 2's thirteen measures do not fit a terminal's width as rows
     measures = [c for c, t in table.schema.items() if t.is_numeric() and not c.endswith((" ci_low", " ci_high"))]
     text = table.select(
@@ -334,7 +319,7 @@ def print_wikiprofile_build(storage: StorageResource, sample_evaluated: bool) ->
         )
         print(by_model)
         if cells.width > 1:
-            print(uncertainty.PRINTED_NOTE)
+            print(PRINTED_NOTE)
     print(
         f"WikiProfile benchmark:    {table_uri(storage.root, ['wikiprofile', 'benchmark'])}  (funnel: wikiprofile/benchmark in the web UI)"
     )
@@ -408,21 +393,12 @@ def print_quit_retrieval(storage: StorageResource, title: str) -> None:
         pl.col("split") == HEADLINE_SPLIT
     )
     metrics = ["hit_rate@1", "hit_rate@10", "mrr", "ndcg_burges@10"]
-    long = pl.concat(
-        table.select(
-            "retriever",
-            "questions",
-            pl.lit(m).alias("metric"),
-            pl.col(m).alias("value"),
-            *(pl.col(f"{m} {c}").alias(c) for c in ("ci_low", "ci_high", "tied_best")),
-        )
-        for m in metrics
-    )
+    long = uncertainty.detached(table, ["retriever", "questions"], metrics)
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, tbl_width_chars=160, fmt_str_lengths=40):
         print(f"\n{title}")
         # a column per metric in the order above; none where the split has no retriever's row
-        print(uncertainty.formatted(long, ["retriever", "questions"]))
-        print(uncertainty.PRINTED_NOTE)
+        print(formatted(long, ["retriever", "questions"]))
+        print(PRINTED_NOTE)
 
 
 def print_evaluation(storage: StorageResource, wanted: list[str]) -> None:

@@ -305,6 +305,23 @@ def attach(table: pl.DataFrame, long: pl.DataFrame, keys: Sequence[str]) -> pl.D
     return table.join(wide, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
+def detached(table: pl.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> pl.DataFrame:
+    """What :func:`attach` put into a stored ``table``, back in :func:`summarize`'s shape
+    (value, ci_low, ci_high, tied_best; the items and p are not stored) for those of
+    ``metrics`` whose intervals the table holds: what a printed table reads. Empty where the
+    table was stored without intervals."""
+    ends = ("ci_low", "ci_high", "tied_best")
+    parts = [
+        table.select(
+            *keys, pl.lit(m).alias("metric"), pl.col(m).alias("value"), *(pl.col(f"{m} {e}").alias(e) for e in ends)
+        )
+        for m in metrics
+        if f"{m} ci_low" in table.columns
+    ]
+    schema = {**{k: table.schema[k] for k in keys}, **{c: LONG_COLUMNS[c] for c in ("metric", "value", *ends)}}
+    return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame(schema=schema)
+
+
 def definitions(keys: dict[str, str], settings: UncertaintySettings, items: str) -> dict[str, str]:
     """The definitions of a :func:`summarize` table's columns."""
     return {

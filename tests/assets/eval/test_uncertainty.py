@@ -8,6 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 from scipy import stats
 
 from assets.eval import uncertainty as u
@@ -130,6 +131,11 @@ def test_a_table_is_summarized_within_its_splits_and_attached():
     attached = u.attach(report, long, ["system", "split"])
     assert attached.columns == ["system", "split", "m", "m ci_low", "m ci_high", "m tied_best"]
     assert (attached["m ci_low"] < attached["m"]).all() and (attached["m"] < attached["m ci_high"]).all()
+    # and read back as summarize gave it, less what is not stored (items, p)
+    back = u.detached(attached, ["system", "split"], ["m", "not_stored"])
+    kept = long.filter(pl.col("split") == "test").select(back.columns)
+    assert_frame_equal(back, kept, check_row_order=False)
+    assert u.detached(report, ["system", "split"], ["m"]).is_empty()
     printed = u.formatted(long.filter(pl.col("split") == "test"), ["system"])
     assert printed.filter(pl.col("system") == "x")["m"][0].endswith("]*")
 
