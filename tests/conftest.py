@@ -33,6 +33,9 @@ settings.register_profile("benchfoundry", derandomize=True, database=None)
 settings.load_profile("benchfoundry")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# The most the suite holds in temporary folders at once, rounded up (measured by sampling `df`
+# through a fresh-clone `.ci/run`: BENCHMARKS.md, "The suite").
+LOW_DISK_GIB = 4
 SCRIPTED_REGISTRY = str(FIXTURES / "models_scripted.yaml")
 
 pytest_plugins = ["tests.servers", "tests.background"]
@@ -61,3 +64,16 @@ def instance():
     instance = dg.DagsterInstance.ephemeral()
     sync_partitions(instance)
     return instance
+
+
+def pytest_sessionstart(session):
+    """The free disk beside the temporary folders, first in every log (`-q` hides the report
+    header): the machines' disk is shared, and a suite that fails part-way for want of it
+    should say so at the top."""
+    free_gib = shutil.disk_usage(tempfile.gettempdir()).free / 2**30
+    line = f"free disk under {tempfile.gettempdir()}: {free_gib:.1f} GiB"
+    if free_gib < LOW_DISK_GIB:
+        line += f": LOW, the suite holds up to {LOW_DISK_GIB} GiB there at once"
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
