@@ -51,7 +51,7 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "lucene": ("b", "threads"),
     # the encoder's model is a name or a folder to load: the deployment's
-    "encoder": ("query_prefix", "passage_prefix", "batch_size", "block_size"),
+    "encoder": ("query_prefix", "passage_prefix", "batch_size", "block_size", "precision"),
     "faiss_index": ("kind", "nlist", "nprobe", "hnsw_m", "ef_search", "use_gpu"),
     "search": ("threads", "timeout"),
     "quit_settings": (

