@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup system-packages vllm vllm-env run test test-fast lint ui verify clean
+.PHONY: setup system-packages vllm vllm-env run test test-fast lint ui verify gpu-check clean
 
 setup: $(STAMP)
 
@@ -103,6 +103,12 @@ ui: $(STAMP)
 
 verify: $(STAMP)
 	$(PY) -m pipelines.verification_page
+
+# A GPU host's check (bench/gpu_check.py): FAISS, the encoders and vLLM on CUDA beside the CPU,
+# from a fresh checkout after `make setup EXTRAS=test,gpu && make vllm VLLM_PACKAGE=vllm==0.32.0`
+# (the stamps ignore EXTRAS and VLLM_PACKAGE where the virtualenvs exist). ARGS: --quick, --docker.
+gpu-check: $(STAMP)
+	$(PY) bench/gpu_check.py $(ARGS)
 
 clean:
 	rm -rf storage .dagster .cache
