@@ -6,7 +6,6 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import counts_md, report_slice, report_table, run_profile, table_metadata, why_empty
-from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.common.wiring import Wiring
 from assets.partitions import domain_partitions
@@ -28,7 +27,8 @@ def _builder(llm: LLMResource) -> Model:
 
 
 def _similarity(settings: RecorSettings) -> steps.Similarity:
-    return steps.Similarity(lambda texts: encode_texts(settings.encoder, texts, "passage"))
+    # On the CPU: a few sentences a question beside hours of LLM calls (placement.CPU_MODEL_CALLS).
+    return steps.Similarity(lambda texts: encode_texts(settings.encoder, texts, "passage", device="cpu"))
 
 
 STEP = dict(partitions_def=domain_partitions, code_version="1")
@@ -184,7 +184,6 @@ def corpus(source_documents: pl.DataFrame, hard_negatives: pl.DataFrame) -> dg.O
     },
     ins={"source_questions": wiring.input("source_questions"), "source_documents": wiring.input("source_documents")},
     pool=llm_pool("recor.builder", "recor.judge"),
-    op_tags=GPU_STEP_TAGS,
     **_prompted("1", "recor/alignment"),
 )
 def aligned_documents(
@@ -195,12 +194,12 @@ def aligned_documents(
     recor_settings: RecorSettings,
 ):
     """Document-answer alignment validation (3.2.1)."""
-    stats = CallStats()
+    stats, sim = CallStats(), _similarity(recor_settings)
     frame, rejects = steps.alignment(
         source_questions,
         source_documents,
         _builder(llm),
-        _similarity(recor_settings),
+        sim,
         recor_settings.build_thresholds(llm),
         stats,
         context.log.info,
@@ -208,7 +207,12 @@ def aligned_documents(
     yield dg.Output(
         frame,
         output_name="aligned_documents",
-        metadata={**table_metadata(frame), **stats.as_metadata(), "kept": int(frame["kept"].sum())},
+        metadata={
+            **table_metadata(frame),
+            **stats.as_metadata(),
+            "kept": int(frame["kept"].sum()),
+            "similarity/texts_encoded": sim.texts_encoded,
+        },
     )
     yield wiring.rejects("alignment_rejects", steps.REJECTS, rejects)
 
@@ -228,7 +232,6 @@ def aligned_documents(
         "source_documents": wiring.input("source_documents"),
     },
     pool=llm_pool("recor.builder", "recor.judge"),
-    op_tags=GPU_STEP_TAGS,
     **_prompted("1", "recor/aspects", "recor/aspect_order", "recor/aspect_suitability"),
 )
 def aspects(
@@ -241,13 +244,13 @@ def aspects(
 ):
     """Answer decomposition (3.2.1): iterative aspect extraction with the non-overlap and
     coverage checks, the suitability filter and reordering for conversational flow."""
-    stats = CallStats()
+    stats, sim = CallStats(), _similarity(recor_settings)
     frame, rejects = steps.aspects(
         source_questions,
         aligned_documents,
         source_documents,
         _builder(llm),
-        _similarity(recor_settings),
+        sim,
         recor_settings.build_thresholds(llm),
         stats,
         context.log.info,
@@ -255,7 +258,11 @@ def aspects(
     yield dg.Output(
         frame,
         output_name="aspects",
-        metadata={**table_metadata(frame.select("aspect_id", "title", "text", "coverage")), **stats.as_metadata()},
+        metadata={
+            **table_metadata(frame.select("aspect_id", "title", "text", "coverage")),
+            **stats.as_metadata(),
+            "similarity/texts_encoded": sim.texts_encoded,
+        },
     )
     yield wiring.rejects("aspect_rejects", steps.REJECTS, rejects)
 
@@ -274,7 +281,6 @@ def aspects(
         "source_documents": wiring.input("source_documents"),
     },
     pool=llm_pool("recor.builder", "recor.judge"),
-    op_tags=GPU_STEP_TAGS,
     **_prompted("2", "recor/facts", "recor/fact_check"),
 )
 def facts(
@@ -287,14 +293,14 @@ def facts(
     recor_settings: RecorSettings,
 ):
     """Atomic fact extraction and verification against the documents (3.2.1, 3.2.3)."""
-    stats = CallStats()
+    stats, sim = CallStats(), _similarity(recor_settings)
     frame, rejects = steps.facts(
         source_questions,
         aspects,
         aligned_documents,
         source_documents,
         _builder(llm),
-        _similarity(recor_settings),
+        sim,
         recor_settings.build_thresholds(llm),
         stats,
         context.log.info,
@@ -307,6 +313,7 @@ def facts(
             **table_metadata(frame.select("fact_id", "fact", "similarity", "verified")),
             "verification_rate": rate,
             **stats.as_metadata(),
+            "similarity/texts_encoded": sim.texts_encoded,
         },
     )
     yield wiring.rejects("fact_rejects", steps.REJECTS, rejects)

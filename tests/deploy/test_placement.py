@@ -6,7 +6,8 @@ the GPU-bound steps ask for a GPU and land on the GPU pool; the rest land on the
 "GPU-bound" here does not read the tag: a step is GPU-bound when its code reaches a torch
 model library (the rule of assets/common/placement.py), found by following the names its
 compute function loads (globals, closures, imports, attributes of project modules and
-objects, and the methods of the resources it requires) through the project's own code."""
+objects, and the methods of the resources it requires) through the project's own code. The
+functions of CPU_MODEL_CALLS pin their model to the CPU: the search does not enter them."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.common.placement import CPU_POOL, GPU_POOL, GPU_STEP_TAGS, GPU_TAINT, POOL_LABEL
+from assets.common.placement import CPU_MODEL_CALLS, CPU_POOL, GPU_POOL, GPU_STEP_TAGS, GPU_TAINT, POOL_LABEL
 from tests.deploy.test_artifacts import VALUES, chart_launcher_config
 
 PROJECT = {"assets", "resources", "checks", "pipelines"}
@@ -87,7 +88,8 @@ def torch_path(value, names: frozenset[str] = frozenset(), seen: set | None = No
         return first([vars(k)[n] for k in value.__mro__ for n in sorted(wanted) if n in vars(k)],
                      at=path + (value.__qualname__,))
     if isinstance(value, types.FunctionType):
-        return _function_path(value, seen, path + (f"{value.__module__}.{value.__qualname__}",))
+        name = f"{value.__module__}.{value.__qualname__}"
+        return None if name in CPU_MODEL_CALLS else _function_path(value, seen, path + (name,))
     if _root(type(value).__module__) in PROJECT:  # an instance: its class and the attributes used
         own = getattr(value, "__dict__", {})
         return first([type(value), *(own[n] for n in sorted(names) if n in own)])
@@ -216,12 +218,16 @@ def placements(k8s_defs, launcher, values) -> dict[tuple[str, str], dict]:
 
 
 @pytest.fixture(scope="module")
-def gpu_bound(k8s_defs, placements) -> dict[str, tuple]:
-    """op name -> the chain by which it runs a torch model, for the GPU-bound ops."""
+def resources() -> dict:
+    """The deployment's resources the definitions wrap (their run-config face hides the classes)."""
     from pipelines.resources import default_resources
 
-    # the deployment's resources the definitions wrap (their run-config face hides the classes)
-    resources = default_resources()
+    return default_resources()
+
+
+@pytest.fixture(scope="module")
+def gpu_bound(placements, resources) -> dict[str, tuple]:
+    """op name -> the chain by which it runs a torch model, for the GPU-bound ops."""
     ops = {name: p["op"] for (_, name), p in placements.items()}
     return {name: path for name, op in ops.items() if (path := step_torch_path(op, resources))}
 
@@ -253,11 +259,73 @@ def test_the_gpu_bound_steps_are_the_model_steps(gpu_bound, placements):
     for op in ("eval__quit_index", "eval__quit_runs", "eval__recor_runs",  # dense and multi-vector encoders
                "eval__quit_reranked_runs",  # seq2seq and cross-encoder rerankers
                "eval__quit_dense_model", "eval__quit_rerank_model", "eval__quit_colbert_model",  # fine-tuning
-               "quit__question_metadata", "quit__statistics",  # the encoder resource
-               "eval__recor_generation", "aspects"):  # BERTScore, RECOR's similarity filter
+               "quit__question_metadata", "quit__statistics"):  # the encoder resource
         assert op in gpu_bound, f"{op} runs a torch model in process, but the derivation misses it"
     for op in ("quit__passage_answers", "verified_labels", "wikiprofile_entities", "eval__quit_reader_answers"):
         assert op in {o for _, o in placements} and op not in gpu_bound, f"{op} only calls LLMs"
+
+
+# BERTScore and RECOR's similarity filter, in LLM steps
+PINNED_STEPS = ("eval__recor_generation", "eval__reteco_generation", "aligned_documents", "aspects", "facts")
+
+
+def test_the_steps_pinned_to_the_cpu_run_on_cpu_nodes(placements, resources, monkeypatch):
+    """Their model runs only through CPU_MODEL_CALLS: without the pin the derivation finds it
+    there, with it they run on CPU nodes."""
+    for (job, op), p in placements.items():
+        if op in PINNED_STEPS:
+            assert (p["gpus"], p["pool"], p["tolerates_gpu"]) == (None, CPU_POOL, False), f"{job}/{op}"
+    ops = {name: p["op"] for (_, name), p in placements.items() if name in PINNED_STEPS}
+    assert set(ops) == set(PINNED_STEPS)
+    assert not any(step_torch_path(op, resources) for op in ops.values())
+    pinned = CPU_MODEL_CALLS
+    monkeypatch.setitem(globals(), "CPU_MODEL_CALLS", frozenset())  # what torch_path reads
+    for name, op in ops.items():
+        path = step_torch_path(op, resources)
+        assert path and pinned & set(path), f"{name}: no model through CPU_MODEL_CALLS ({path})"
+
+
+def test_the_cpu_model_calls_put_their_models_on_the_cpu_where_a_gpu_is_seen(monkeypatch):
+    """Each name resolves to the function the derivation stops at, and with torch seeing a
+    GPU the function still builds its model with device="cpu" (left to choose, it would ask
+    for CUDA)."""
+    import bert_score
+    import sentence_transformers
+    import torch
+
+    from resources import encoders
+
+    calls = {}
+    for name in sorted(CPU_MODEL_CALLS):
+        module, _, attribute = name.rpartition(".")
+        calls[name] = fn = getattr(importlib.import_module(module), attribute)
+        assert f"{fn.__module__}.{fn.__qualname__}" == name
+    devices = {}
+
+    def spy(cls):
+        init = cls.__init__
+
+        def spied(self, *args, **kwargs):
+            devices[cls.__name__] = kwargs.get("device")
+            init(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__init__", spied)
+
+    spy(sentence_transformers.SentenceTransformer)
+    spy(bert_score.BERTScorer)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    # the copy another step of the process loaded for torch's choice of device is not reused
+    monkeypatch.setattr(encoders, "_CACHE", {("minilm", None): object()})
+    calls["assets.eval.recor.steps.bertscore_f1"].__globals__["_bert_scorer"].cache_clear()
+
+    from assets.recor.settings import RecorSettings
+
+    similarity = calls["assets.recor.assets._similarity"](RecorSettings())
+    assert similarity.best("a cat sat", ["a cat sat down", "stock prices fell"])[1] == 0
+    assert similarity.texts_encoded == 3
+    scores = calls["assets.eval.recor.steps.bertscore_f1"](["a cat sat", "a cat sat"], ["a cat sat", "prices fell"])
+    assert scores[0] > scores[1]
+    assert devices == {"SentenceTransformer": "cpu", "BERTScorer": "cpu"}
 
 
 def test_the_derivation_follows_calls_into_the_encoders():

@@ -305,8 +305,12 @@ def _bert_scorer():
     from resources.encoders import BUNDLED
 
     spec = BUNDLED["minilm"]
+    # On the CPU: short pairs scored once beside hours of LLM calls, in a step that runs on a
+    # CPU node (assets.common.placement.CPU_MODEL_CALLS).
     return BERTScorer(
-        model_type=str(importlib.resources.files(spec["package"]) / spec["subdir"]), num_layers=BERTSCORE_LAYER
+        model_type=str(importlib.resources.files(spec["package"]) / spec["subdir"]),
+        num_layers=BERTSCORE_LAYER,
+        device="cpu",
     )
 
 

@@ -40,6 +40,11 @@ class Similarity:
                 self._cache[t] = np.asarray(v, dtype=np.float32)
         return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
 
+    @property
+    def texts_encoded(self) -> int:
+        """How many distinct texts went through the encoder (each once)."""
+        return len(self._cache)
+
     def best(self, text: str, candidates: list[str]) -> tuple[float, int]:
         """The highest similarity of ``text`` to any candidate, and that candidate's index."""
         if not candidates:

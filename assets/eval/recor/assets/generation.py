@@ -5,7 +5,6 @@ import dagster as dg
 import polars as pl
 
 from assets.common.metadata import report_slice, report_table, run_profile, table_metadata, why_empty
-from assets.common.placement import GPU_STEP_TAGS
 from assets.common.prompts import code_version
 from assets.eval.recor import rules as conversational
 from assets.eval.recor import steps as generation
@@ -28,7 +27,6 @@ from resources.llm.registry import llm_pool
     },
     kinds={"litellm"},
     pool=llm_pool("recor"),
-    op_tags=GPU_STEP_TAGS,
     code_version=code_version("3", "eval/closed_answer", "eval/rag_answer", "eval/rag_judge"),
 )
 def recor_generation(

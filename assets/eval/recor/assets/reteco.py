@@ -7,7 +7,6 @@ import polars as pl
 
 from assets.common import provenance
 from assets.common.metadata import md_table, report_table, table_metadata
-from assets.common.placement import GPU_STEP_TAGS
 from assets.eval import sources as eval_sources
 from assets.eval.recor import rules as conversational
 from assets.eval.recor import steps as generation
@@ -219,7 +218,6 @@ def _submission(sub: ReTeCoSubmission, targets: reteco.Targets, domain: str, sto
     kinds={"litellm"},
     pool=llm_pool("recor"),
     code_version=reteco_judge.CODE_VERSION,
-    op_tags=GPU_STEP_TAGS,
 )
 def reteco_generation(
     context: dg.AssetExecutionContext,
