@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 export CMAKE_BUILD_PARALLEL_LEVEL := 2
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 
-.PHONY: setup system-packages vllm vllm-env run test test-fast lint ui verify gpu-check clean
+.PHONY: setup system-packages vllm vllm-env run test test-fast lint docs reference ui verify gpu-check clean
 
 setup: $(STAMP)
 
@@ -33,8 +33,9 @@ system-packages:
 
 # The image runs these same targets (Dockerfile): `make setup VENV=/opt/venv EXTRAS=cluster`,
 # and for the GPU build `make vllm-env` into /opt/vllm. TORCH_INDEX: a PyTorch wheel index
-# to take torch from (the CPU image's CPU build); empty: pip's default index.
-EXTRAS ?= test
+# to take torch from (the CPU image's CPU build); empty: pip's default index. The docs extra
+# builds the documentation site, which `make lint` checks.
+EXTRAS ?= test,docs
 TORCH_INDEX ?=
 TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 
@@ -106,9 +107,22 @@ test-fast: lint
 	$(PY) -m pytest -q -ra -m "not slow" --durations=10
 
 # ruff's formatter and linter, as configured in pyproject.toml; `ruff format .` fixes the first.
-lint: $(STAMP)
+# Its prerequisite `docs` builds the documentation site, which fails on a broken link or a page
+# left out of the nav.
+lint: $(STAMP) docs
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
+
+# The documentation site (mkdocs.yml, docs/) into site/, every warning an error (not --quiet:
+# it silences the warnings, and --strict then passes them). NO_MKDOCS_2_WARNING: the banner
+# mkdocs-material prints on every build about its successor.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# The reference pages (docs/reference/) written again from the definitions; a test fails
+# while the committed ones differ.
+reference: $(STAMP)
+	$(PY) -m pipelines.reference
 
 # The webserver and the daemon (sensors, schedules, backfills, the run queue), on loopback.
 # pipelines.ui runs `dagster dev` and stops all of it on SIGINT, SIGTERM or make's exit.
