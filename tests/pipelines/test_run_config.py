@@ -176,6 +176,7 @@ SET = {
     "colbert_query_augmentation": False,
     "pages_source": "wikipedia",
     "wikipedia_project": "de.wikipedia",
+    "precision": "bfloat16",
 }
 
 
