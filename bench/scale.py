@@ -44,7 +44,8 @@ gains, with the other clock's figure: on a shared machine the wall stretches wit
     .venv/bin/python bench/scale.py [--only quit|recor|wikiprofile] [--sizes 10,100,500]
         [--recor-docs 10000,50000,121249] [--recor-turns 450] [--wikiprofile-pages 100,1000]
         [--recor-release DIR] [--recor-retrievers bm25,minilm]
-        [--labelers 3] [--llm-mode http|batch] [--skip STAGE,...] [--quick] [--keep] [--out bench/scale_results.json]
+        [--labelers 3] [--llm-mode http|batch] [--semantic-overlap-sample N] [--skip STAGE,...] [--quick] [--keep]
+        [--out bench/scale_results.json]
 
 ``--quick`` runs tiny sizes (QUIT 2,5; RECOR 2000,5000 documents and 26 turns; WikiProfile
 10,20 pages) as a smoke check of the whole probe.
@@ -192,6 +193,7 @@ def prepare_work(bench: str, size: int, opts, server: StandInServer, work: Path,
     inputs: dict = {}
     if bench == "quit":
         inputs["triviahg"], inputs["wikihint"] = quit_sources(size, work / "inputs")
+        inputs["semantic_overlap_sample"] = opts.semantic_overlap_sample
     elif bench == "recor" and opts.recor_release:
         from assets.recor.published import release_domains
 
@@ -298,6 +300,12 @@ def argument_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--wikiprofile-pages", default="100,1000", help="WikiProfile: page summaries")
     parser.add_argument("--labelers", type=int, default=3, choices=(1, 2, 3), help="QUIT labelers (the paper: 3)")
+    parser.add_argument(
+        "--semantic-overlap-sample",
+        type=int,
+        help="QUIT: Table 1's semantic overlap from this many passages per question "
+        "(QuitSettings.semantic_overlap_sample; default every passage)",
+    )
     parser.add_argument("--only", choices=("quit", "recor", "wikiprofile"), help="one benchmark")
     parser.add_argument(
         "--llm-mode",

@@ -146,7 +146,11 @@ def child(bench: str, stage: str, args_path: str, out_path: str) -> int:
     selection, partition_keys, config = stage_plan(bench, stage, args)
     overrides = {}
     if bench == "quit":
-        overrides["quit_settings"] = QuitSettings(triviahg_path=args["triviahg"], wikihint_path=args["wikihint"])
+        overrides["quit_settings"] = QuitSettings(
+            triviahg_path=args["triviahg"],
+            wikihint_path=args["wikihint"],
+            semantic_overlap_sample=args.get("semantic_overlap_sample"),
+        )
     if bench == "wikiprofile":
         overrides["wikiprofile_settings"] = WikiProfileSettings(
             pages_path=args["pages"], search_pages_path=str(ROOT / "data/wikiprofile/search_pages.jsonl")

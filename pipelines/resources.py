@@ -68,6 +68,7 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
         "labeled_passages_per_question",
         "max_label_error_rate",
         "rerank_depth",
+        "semantic_overlap_sample",
     ),
     "finetune_settings": (
         "profile",

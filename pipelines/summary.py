@@ -238,7 +238,7 @@ def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_ev
     statistics = table_uri(root, ["quit", "statistics"])
     with pl.Config(tbl_rows=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
         print("\nQUIT statistics (Table 1 of the paper):")
-        print(read_parquet(statistics))
+        print(table_1_printed(read_parquet(statistics)))
     print(f"QUIT benchmark files:     {release}  (corpus.jsonl, train.json, dev.json, test.json, qrels.*.txt)")
     print(f"QUIT export:              {storage.path('quit', 'export')}  {EXPORT_FORMATS}, beir/")
     print(f"QUIT statistics table:    {statistics}")
@@ -248,6 +248,16 @@ def print_quit_build(storage: StorageResource, settings: QuitSettings, sample_ev
     sample = f"the release sample {RELEASE_SAMPLES['quit']}" if sample_evaluated else "the built questions"
     print_quit_retrieval(storage, f"QUIT retrieval (Table 2 of the paper), {HEADLINE_SPLIT} split, {sample}:")
     print(QUIT_REPORTS)
+
+
+def table_1_printed(table: pl.DataFrame) -> pl.DataFrame:
+    """QUIT's Table 1 as printed: each value to 4 decimals, a row estimated from a sample (the
+    semantic overlap) as ``value [low, high]``, its 95% interval, as the printed reports show
+    theirs."""
+    value = pl.col("value").round(4)
+    interval = pl.format("{} [{}, {}]", value, pl.col("ci_low").round(4), pl.col("ci_high").round(4))
+    cell = pl.when(pl.col("ci_low").is_not_null()).then(interval).otherwise(value.cast(pl.String))
+    return table.select("metric", cell.alias("value"), "definition")
 
 
 def print_recor_build(storage: StorageResource) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -161,7 +162,15 @@ def _write_lines(uri: str, batches: Iterable[list[str]]) -> int:
 # release's results/statistics/dataset_statistics.py. Its words are the pieces of a text split
 # on single spaces (``str.split(" ")``), as written: no lower-casing, punctuation attached.
 
-TABLE_1_SCHEMA = {"metric": pl.String, "value": pl.Float64, "definition": pl.String}
+TABLE_1_SCHEMA = {
+    "metric": pl.String,
+    "value": pl.Float64,
+    "definition": pl.String,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+}
+# The one row that may be estimated from a sample, with its interval (ci_low, ci_high).
+SEMANTIC_OVERLAP = "Query-Passage Semantic Overlap"
 
 
 def space_words(text: str) -> list[str]:
@@ -186,33 +195,115 @@ def contains_answer(passage: str, answers: list[str]) -> bool:
     return any(a.strip() and a.lower() in text for a in answers)
 
 
-class _SemanticOverlap:
-    """The running sum of question-passage cosines, a block of passages at a time: each
-    distinct question text is encoded once, and memory holds one block's vectors, not 2.4M
-    of them. Blocks span many questions, so the encoder's length-sorted batches pad less than
-    a call per question did; the model's arithmetic, not the calls, is most of the cost
-    (bench/encoding_bench.py)."""
+class OverlapEstimate(NamedTuple):
+    """Table 1's semantic overlap: the mean cosine, its 95% interval (None where every passage
+    was encoded), and how many passages were encoded of how many."""
 
-    def __init__(self, question_texts: dict[str, str], asked: list[str], encode):
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    encoded: int
+    passages: int
+
+
+def overlap_sample_mask(question_ids: pl.Series, per_question: int | None, seed: int) -> np.ndarray | None:
+    """Which passages (rows of ``question_ids``, in corpus order) the semantic overlap
+    encodes: ``per_question`` of each question's, drawn with ``seed`` (a random key a row,
+    each question's lowest ``per_question`` keys), so the cost grows with the questions, not
+    the passages. None (every passage) where ``per_question`` is None."""
+    if per_question is None:
+        return None
+    keys = np.random.default_rng(seed).random(question_ids.len())
+    ranks = pl.DataFrame({"q": question_ids, "key": keys}).select(pl.col("key").rank("ordinal").over("q"))
+    return (ranks.to_series() <= per_question).to_numpy()
+
+
+def stratified_interval(
+    sums: np.ndarray, squares: np.ndarray, sampled: np.ndarray, sizes: np.ndarray
+) -> tuple[float, float, float]:
+    """The stratified mean of a population cut into strata (questions), from each stratum's
+    sum, sum of squares and count of its sampled values (at least one) and its size, with
+    its 95% normal interval: estimate sum(N_q * ybar_q) / N; variance sum((N_q / N)^2 (1 - n_q / N_q)
+    s_q^2 / n_q), s_q^2 the sample variance (ddof 1), the finite-population correction 0
+    where a stratum is read whole. Analytic, not a bootstrap: resampling 2-4 values of a
+    stratum shrinks its variance by (n_q - 1) / n_q."""
+    from scipy.stats import norm
+
+    sizes, n = sizes.astype(np.float64), sampled.astype(np.float64)
+    weight = sizes / sizes.sum()
+    mean = sums / n
+    estimate = float((weight * mean).sum())
+    # A stratum of one passage is read whole (its correction is 0): no variance to estimate.
+    variance = np.divide(squares - n * mean**2, n - 1, out=np.zeros_like(mean), where=n > 1)
+    half = norm.ppf(0.975) * np.sqrt((weight**2 * (1 - n / sizes) * np.maximum(variance, 0) / n).sum())
+    return estimate, estimate - float(half), estimate + float(half)
+
+
+class _SemanticOverlap:
+    """The question-passage cosines, a block of passages at a time, summed by question (sum,
+    sum of squares, count): each distinct question text is encoded once, and memory holds one
+    block's vectors, not 2.4M of them. Blocks span many questions, so the encoder's
+    length-sorted batches pad less than a call per question did; the model's arithmetic, not
+    the calls, is most of the cost (bench/encoding_bench.py). With a ``sample`` mask
+    (:func:`overlap_sample_mask`, over the corpus's rows) only its passages are encoded and
+    the mean is :func:`stratified_interval`'s estimate, with its interval."""
+
+    def __init__(self, question_texts: dict[str, str], question_ids: pl.Series, encode, sample=None):
+        asked = question_ids.unique(maintain_order=True).to_list()
+        missing = sorted(set(asked) - set(question_texts))
+        if missing:
+            raise ValueError(f"corpus passages of questions not in the benchmark questions: {missing[:5]}")
         # The distinct question texts, in the order asked (Table 1 counts and measures them).
         self.texts = texts = list(dict.fromkeys(question_texts[qid] for qid in asked))
         self.row = {text: i for i, text in enumerate(texts)}
-        self.question_texts = question_texts
-        self.encode = encode
+        self.code = {qid: i for i, qid in enumerate(asked)}
+        self.question_texts, self.encode, self.sample = question_texts, encode, sample
+        counts = dict(question_ids.value_counts().iter_rows())
+        self.sizes = np.array([counts[qid] for qid in asked], dtype=np.int64)
+        self.sums, self.squares = np.zeros(len(asked)), np.zeros(len(asked))
+        self.sampled = np.zeros(len(asked), dtype=np.int64)
+        self.target = int(sample.sum()) if sample is not None else question_ids.len()
         self.question_vecs = np.asarray(encode(texts), dtype=np.float32) if texts else None
-        self.total, self.done = 0.0, 0
+        self.read, self.done = 0, 0
 
     def add(self, question_ids: list[str], texts: list[str]) -> None:
+        """The next block of the corpus's passages (those of the sample, where there is one)."""
+        if self.sample is not None:
+            keep = self.sample[self.read : self.read + len(texts)]
+            question_ids = [q for q, k in zip(question_ids, keep) if k]
+            texts = [t for t, k in zip(texts, keep) if k]
+            self.read += len(keep)
+        else:
+            self.read += len(texts)
         if not texts:
             return
         passage_vecs = np.asarray(self.encode(texts), dtype=np.float32)
         paired = self.question_vecs[[self.row[self.question_texts[qid]] for qid in question_ids]]
-        self.total += float(np.einsum("ij,ij->i", passage_vecs, paired).astype(np.float64).sum())
+        cosines = np.einsum("ij,ij->i", passage_vecs, paired).astype(np.float64)
+        codes, size = np.array([self.code[qid] for qid in question_ids]), len(self.sizes)
+        self.sums += np.bincount(codes, cosines, size)
+        self.squares += np.bincount(codes, cosines**2, size)
+        self.sampled += np.bincount(codes, minlength=size)
         self.done += len(texts)
 
-    @property
-    def mean(self) -> float:
-        return self.total / self.done if self.done else 0.0
+    def estimate(self) -> OverlapEstimate:
+        passages = int(self.sizes.sum())
+        if not self.done:
+            return OverlapEstimate(0.0, None, None, 0, passages)
+        if self.sample is None:
+            return OverlapEstimate(float(self.sums.sum() / self.done), None, None, self.done, passages)
+        value, low, high = stratified_interval(self.sums, self.squares, self.sampled, self.sizes)
+        return OverlapEstimate(value, low, high, self.done, passages)
+
+
+def _semantic(
+    question_texts: dict[str, str], corpus: StoredTable | FrameTable, encode, sample: int | None, seed: int
+) -> _SemanticOverlap:
+    """The semantic overlap's accumulator for ``corpus``: each passage's question id is read
+    here and let go (2.4M of them at the paper's size); the counts by question and the
+    sample's mask are kept."""
+    ids = corpus.read("question_id")["question_id"]
+    return _SemanticOverlap(question_texts, ids, encode, overlap_sample_mask(ids, sample, seed))
 
 
 def semantic_overlap(
@@ -221,31 +312,39 @@ def semantic_overlap(
     encode,
     block_size: int = 8192,
     log=None,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> float:
     """Mean cosine of every corpus passage (``question_id``, ``text``: a frame, or a stored
     table read a block at a time) with its question's text, ``encode`` returning unit vectors
-    (:class:`_SemanticOverlap`, blocks of ``block_size`` passages). ``log`` (a callable taking
-    a line) hears the progress."""
+    (:class:`_SemanticOverlap`, blocks of ``block_size`` passages). With ``sample``, estimated
+    from ``sample`` passages of each question drawn with ``seed`` (:func:`overlap_sample_mask`).
+    ``log`` (a callable taking a line) hears the progress."""
     corpus = as_table(corpus)
-    height = corpus.height
-    overlap = _SemanticOverlap(
-        question_texts, corpus.read("question_id")["question_id"].unique(maintain_order=True).to_list(), encode
-    )
+    overlap = _semantic(question_texts, corpus, encode, sample, seed)
     for block in corpus.batches("question_id", "text", rows=block_size):
         overlap.add(block["question_id"].to_list(), block["text"].to_list())
         if log:
-            log(f"semantic overlap: {overlap.done:,} of {height:,} passages encoded")
-    return overlap.mean
+            log(f"semantic overlap: {overlap.done:,} of {overlap.target:,} passages encoded")
+    return overlap.estimate().value
 
 
-def table1(
+def table1(*args, **kwargs) -> pl.DataFrame:
+    """Table 1 alone: :func:`table1_estimated`'s table (its arguments)."""
+    return table1_estimated(*args, **kwargs)[0]
+
+
+def table1_estimated(
     questions: pl.DataFrame,
     corpus: pl.DataFrame | StoredTable | FrameTable,
     qrels: pl.DataFrame,
     encode,
     block_size: int = 8192,
     log=None,
-) -> pl.DataFrame:
+    sample: int | None = None,
+    seed: int = 0,
+    encoder: str = "",
+) -> tuple[pl.DataFrame, OverlapEstimate]:
     """Table 1 over the (question, passage) pairs: every corpus passage with its question's
     text and answer pool (``answers``), as the release's statistics script reads them. The
     corpus is a frame or a stored table, read in one pass a block of ``block_size`` passages
@@ -263,23 +362,45 @@ def table1(
       (:func:`contains_answer`, the release's lower-cased substring rule).
     - Query-Passage Semantic Overlap: mean over the pairs of the cosine similarity of
       question and passage embeddings (``encode`` returns unit vectors; :class:`_SemanticOverlap`;
-      ``log`` hears the progress).
+      ``log`` hears the progress), every passage encoded; with ``sample``, estimated from that
+      many passages of each question drawn with ``seed`` (:func:`overlap_sample_mask`), its
+      95% interval in ``ci_low`` and ``ci_high`` (:func:`stratified_interval`), the only row
+      with one. ``encoder`` (e.g. ``minilm, float32``) is named in the row's definition.
 
     Two rows are the project's: Answer Containment (whole words), the share with an answer
     on word boundaries after ``normalize`` (the rule hints are screened with, so 0 by
     construction), and the Label-2 / Label-1 passage counts of the qrels. Each row's
-    ``definition`` says what it counts."""
+    ``definition`` says what it counts. Returned with the semantic overlap's estimate."""
     corpus = as_table(corpus)
     q = {r["question_id"]: r for r in questions.select("question_id", "question", "answers").iter_rows(named=True)}
-    asked = corpus.read("question_id")["question_id"].unique(maintain_order=True)
-    missing = sorted(set(asked) - set(q))
-    if missing:
-        raise ValueError(f"corpus passages of questions not in the benchmark questions: {missing[:5]}")
-    semantic = _SemanticOverlap({qid: r["question"] for qid, r in q.items()}, asked.to_list(), encode)
+    semantic = _semantic({qid: r["question"] for qid, r in q.items()}, corpus, encode, sample, seed)
     sums = _pair_sums(q, corpus, semantic, block_size, log)
-    return pl.DataFrame(
-        [(m, float(v), d) for m, v, d in _table1_rows(sums, semantic, qrels)], schema=TABLE_1_SCHEMA, orient="row"
+    overlap = semantic.estimate()
+    rows = _table1_rows(sums, semantic.texts, qrels, overlap, _overlap_definition(overlap, sample, seed, encoder))
+    table = pl.DataFrame(
+        [(m, float(v), d) for m, v, d in rows],
+        schema={k: TABLE_1_SCHEMA[k] for k in ("metric", "value", "definition")},
+        orient="row",
     )
+    semantic_row = pl.col("metric") == SEMANTIC_OVERLAP
+    return table.with_columns(
+        ci_low=pl.when(semantic_row).then(pl.lit(overlap.ci_low, pl.Float64)),
+        ci_high=pl.when(semantic_row).then(pl.lit(overlap.ci_high, pl.Float64)),
+    ), overlap
+
+
+def _overlap_definition(overlap: OverlapEstimate, sample: int | None, seed: int, encoder: str) -> str:
+    """The semantic overlap row's definition: how it was computed, with which encoder."""
+    what = "mean cosine of question and passage embeddings"
+    if sample is None or overlap.ci_low is None:
+        how = "every passage"
+    else:
+        how = (
+            f"estimated from a seeded sample of {sample} passages per question ({overlap.encoded:,} of "
+            f"{overlap.passages:,}, seed {seed}), stratified by question; 95% interval "
+            f"[{overlap.ci_low:.4f}, {overlap.ci_high:.4f}]"
+        )
+    return f"{what}, {how}" + (f"; {encoder}" if encoder else "")
 
 
 def _pair_sums(
@@ -319,7 +440,9 @@ def _pair_sums(
             sums["whole_words"] += any(p in padded for p in pool_phrases[qid])
         semantic.add(question_ids, texts)
         if log:
-            log(f"table 1: {semantic.done:,} of {height:,} passages read and encoded")
+            log(
+                f"table 1: {semantic.read:,} of {height:,} passages read, {semantic.done:,} of {semantic.target:,} encoded"
+            )
     return sums
 
 
@@ -328,10 +451,10 @@ def _avg(total: float, count: int) -> float:
 
 
 def _table1_rows(
-    sums: dict[str, float], semantic: _SemanticOverlap, qrels: pl.DataFrame
+    sums: dict[str, float], texts: list[str], qrels: pl.DataFrame, overlap: OverlapEstimate, semantic: str
 ) -> list[tuple[str, float, str]]:
-    """Table 1's rows, ``(metric, value, definition)``, from the pairs' sums."""
-    texts = semantic.texts
+    """Table 1's rows, ``(metric, value, definition)``, from the pairs' sums, the distinct
+    question ``texts``, the semantic overlap and its definition."""
     n = sums["pairs"]
     space = "split on single spaces"
     return [
@@ -363,7 +486,7 @@ def _table1_rows(
             _avg(sums["whole_words"], n),
             "share of pairs with a pool answer on word boundaries after normalize (project's rule)",
         ),
-        ("Query-Passage Semantic Overlap", semantic.mean, "mean cosine of question and passage embeddings"),
+        (SEMANTIC_OVERLAP, overlap.value, semantic),
         (
             "Label-2 Passages",
             int((qrels["label"] == 2).sum()) if qrels.height else 0,

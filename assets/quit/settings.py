@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from assets.common.settings import ProfiledSettings
 
@@ -64,6 +64,11 @@ class QuitSettings(ProfiledSettings):
     max_label_error_rate: float = 0.01
     # Passages each reranker reorders at the head of a run; None: the reranker's own top_k.
     rerank_depth: int | None = 100
+    # Table 1's semantic overlap from this many passages of each question, drawn with ``seed``,
+    # with its 95% interval (stratified by question); None encodes every passage, as the
+    # release computes it (about 19 h of MiniLM on 2 CPU cores at the paper's 2.4M passages).
+    # At least 2, so that each question's passages have a variance.
+    semantic_overlap_sample: int | None = Field(None, ge=2)
     # Where the released files go; empty = "<storage root>/quit/release".
     export_dir: str = ""
     # Human verification decisions (written by the verification page).

@@ -5,7 +5,7 @@ import dagster as dg
 import great_expectations.expectations as gxe
 import polars as pl
 
-from assets.quit.release import SPLITS, TABLE_1_SCHEMA
+from assets.quit.release import SEMANTIC_OVERLAP, SPLITS, TABLE_1_SCHEMA
 from checks.factories import export_check, problems_result, rows_check, suite_check, table_problems
 from checks.quit.shared import key, leaks
 from resources.storage import exists
@@ -106,19 +106,20 @@ SHARE_ROWS = ("Query-Passage Lexical Overlap", ANSWER_CONTAINMENT, WHOLE_WORDS)
 @dg.asset_check(
     asset=key("statistics"),
     description=(
-        "Table 1: whole counts, shares in [0, 1], no passage containing an answer on word boundaries, "
-        "labels adding up to the passages."
+        "Table 1: whole counts, shares in [0, 1], a mean cosine in [-1, 1] inside its interval (where "
+        "sampled), no passage containing an answer on word boundaries, labels adding up to the passages."
     ),
 )
 def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
     """Answer containment on whole words is 0 by construction (the inferential invariant the
     corpus check enforces); a non-zero one means the table and the corpus disagree. The
     release's substring containment may be above 0 ("Paris" in "Parisian") and is only
-    bounded."""
+    bounded. A row with an interval (the sampled semantic overlap) lies inside it."""
     problems = table_problems(statistics, TABLE_1_SCHEMA, unique=("metric",), not_null=("metric", "value"))
     if not problems:
         values = dict(statistics.select("metric", "value").iter_rows())
-        problems += [f"row {m!r} is missing" for m in (*COUNT_ROWS, *SHARE_ROWS) if m not in values]
+        problems += [f"row {m!r} is missing" for m in (*COUNT_ROWS, *SHARE_ROWS, SEMANTIC_OVERLAP) if m not in values]
+        problems += outside_interval(statistics)
         if not problems:
             problems += [
                 f"{m} is {values[m]}, not a count"
@@ -126,6 +127,8 @@ def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
                 if values[m] < 0 or not float(values[m]).is_integer()
             ]
             problems += [f"{m} is {values[m]}, outside [0, 1]" for m in SHARE_ROWS if not 0 <= values[m] <= 1]
+            if not -1 <= values[SEMANTIC_OVERLAP] <= 1:
+                problems.append(f"{SEMANTIC_OVERLAP} is {values[SEMANTIC_OVERLAP]}, not a cosine in [-1, 1]")
             if values[WHOLE_WORDS]:
                 problems.append(f"{WHOLE_WORDS} is {values[WHOLE_WORDS]}: some passage names a valid answer")
             if values[LABEL_1] + values[LABEL_2] != values[TOTAL_PASSAGES]:
@@ -133,6 +136,16 @@ def statistics_table_1(statistics: pl.DataFrame) -> dg.AssetCheckResult:
                     f"{LABEL_1} + {LABEL_2} = {values[LABEL_1] + values[LABEL_2]}, {TOTAL_PASSAGES} = {values[TOTAL_PASSAGES]}"
                 )
     return problems_result(problems, statistics.height)
+
+
+def outside_interval(statistics: pl.DataFrame) -> list[str]:
+    """The rows whose value is outside their interval (``ci_low``, ``ci_high``, where set)."""
+    bounded = statistics.filter(pl.col("ci_low").is_not_null() | pl.col("ci_high").is_not_null())
+    return [
+        f"{m} is {v}, outside its interval [{low}, {high}]"
+        for m, v, low, high in bounded.select("metric", "value", "ci_low", "ci_high").iter_rows()
+        if low is None or high is None or not low <= v <= high
+    ]
 
 
 release_checks = [

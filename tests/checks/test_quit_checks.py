@@ -325,7 +325,12 @@ TABLE_1 = pl.DataFrame(
         ],
         "value": [1.0, 325.0, 0.06, 0.02, 0.0, 0.47, 25.0, 300.0],
     }
-).with_columns(definition=pl.lit("rule"))
+).with_columns(
+    definition=pl.lit("rule"),
+    # the semantic overlap estimated from a sample, with its interval; the other rows have none
+    ci_low=pl.when(pl.col("metric") == "Query-Passage Semantic Overlap").then(0.46),
+    ci_high=pl.when(pl.col("metric") == "Query-Passage Semantic Overlap").then(0.48),
+)
 
 
 @pytest.mark.parametrize(
@@ -336,6 +341,7 @@ TABLE_1 = pl.DataFrame(
         ("Label-1 Passages", 299.0, "Label-1 Passages + Label-2 Passages = 324.0"),
         ("Total Questions", 1.5, "not a count"),
         ("Query-Passage Lexical Overlap", 1.2, "outside [0, 1]"),
+        ("Query-Passage Semantic Overlap", 0.45, "outside its interval [0.46, 0.48]"),
     ],
 )
 def test_table_1_counts_whole_shares_in_range_and_no_answer_contained(metric, value, words):
@@ -347,6 +353,19 @@ def test_table_1_counts_whole_shares_in_range_and_no_answer_contained(metric, va
     assert not result.passed and words in result.metadata["problems"].value
     missing = run(qrelease.statistics_table_1, statistics=TABLE_1.filter(pl.col("metric") != "Answer Containment"))
     assert not missing.passed and "row 'Answer Containment' is missing" in missing.metadata["problems"].value
+
+
+def test_table_1_semantic_overlap_is_a_cosine_and_its_interval_optional():
+    exact = TABLE_1.with_columns(pl.lit(None, pl.Float64).alias("ci_low"), pl.lit(None, pl.Float64).alias("ci_high"))
+    assert run(qrelease.statistics_table_1, statistics=exact).passed
+    broken = exact.with_columns(
+        pl.when(pl.col("metric") == "Query-Passage Semantic Overlap")
+        .then(1.2)
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    result = run(qrelease.statistics_table_1, statistics=broken)
+    assert not result.passed and "not a cosine in [-1, 1]" in result.metadata["problems"].value
 
 
 @pytest.mark.parametrize(

@@ -138,11 +138,16 @@ def release_files(
         "benchmark_qrels": wiring.input("benchmark_qrels"),
     },
     kinds={"polars"},
-    code_version="2",
+    code_version="3",
     op_tags=GPU_STEP_TAGS,
 )
 def statistics(
-    context: dg.AssetExecutionContext, benchmark_questions, benchmark_corpus, benchmark_qrels, encoder: EncoderResource
+    context: dg.AssetExecutionContext,
+    benchmark_questions,
+    benchmark_corpus,
+    benchmark_qrels,
+    encoder: EncoderResource,
+    quit_settings: QuitSettings,
 ) -> dg.Output:
     """Table 1 of the paper with the release's definitions (results/statistics/
     dataset_statistics.py): over every corpus passage paired with its question, the distinct
@@ -152,16 +157,27 @@ def statistics(
     answer as a lower-cased substring, and the mean question-passage cosine (bundled MiniLM
     encoder; the release's all-MiniLM-L6-v2). The project adds answer containment on whole
     words (0 by construction) and the label counts. The ``definition`` column names each rule;
-    ``slice`` the questions and passages counted and the run's profile."""
-    table = release.table1(
+    ``slice`` the questions and passages counted and the run's profile. The semantic overlap
+    encodes every passage, unless ``semantic_overlap_sample`` estimates it from that many
+    passages of each question (seeded by ``seed``), with its 95% interval (``ci_low``,
+    ``ci_high``)."""
+    table, overlap = release.table1_estimated(
         benchmark_questions,
         benchmark_corpus,
         benchmark_qrels,
         lambda t: encoder.encode(t, kind="passage"),
         encoder.block_size,
         info_log(context),
+        sample=quit_settings.semantic_overlap_sample,
+        seed=quit_settings.seed,
+        encoder=encoder.described,
     )
     meta = {row["metric"]: float(row["value"]) for row in table.iter_rows(named=True)}
+    interval = (
+        {"table1/semantic_overlap_ci_low": overlap.ci_low, "table1/semantic_overlap_ci_high": overlap.ci_high}
+        if overlap.ci_low is not None
+        else {}
+    )
     return dg.Output(
         table,
         metadata={
@@ -172,6 +188,9 @@ def statistics(
             ),
             "table_1": report_table(table, TABLE_1_COLUMNS),
             **{f"table1/{k}": v for k, v in meta.items()},
+            **interval,
+            "table1/semantic_overlap_sampled": overlap.encoded,
+            "encoder": encoder.described,
             "passages_by_hints": png_markdown(release.hint_count_plot(benchmark_corpus, benchmark_qrels)),
         },
     )
@@ -181,4 +200,7 @@ TABLE_1_COLUMNS = {
     "metric": "Table 1's row (the last rows are the project's: whole-word containment, label counts)",
     "value": "a count, an average in words, a share in [0, 1] (overlap, containment) or a mean cosine",
     "definition": "what the row counts, by the release's results/statistics/dataset_statistics.py",
+    "ci_low": "the semantic overlap's 95% interval when it is estimated from a sample of passages "
+    "(stratified by question; null where every passage is encoded and on the other rows)",
+    "ci_high": "its upper end",
 }

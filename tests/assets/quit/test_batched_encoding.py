@@ -75,6 +75,22 @@ def test_semantic_overlap_streams_blocks_and_matches_per_question_calls():
     assert release.semantic_overlap({}, corpus.clear(), encode) == 0.0
 
 
+def test_a_sampled_semantic_overlap_encodes_only_its_passages():
+    questions, corpus = quit_questions(
+        [[f"Q{i} hint {j} about topic {i * j}." for j in range(5)] for i in range(3)],
+        ["Which river?", "Which mountain?", "Which lake?"],
+    )
+    encode, lines = Counted(text_vectors), []
+    text = dict(questions.iter_rows())
+    got = release.semantic_overlap(text, corpus, encode, block_size=300, log=lines.append, sample=5, seed=13)
+    # 5 of each question's 325 passages, those of the mask, wherever the blocks cut them
+    keep = release.overlap_sample_mask(corpus["question_id"], 5, 13)
+    sampled = corpus.filter(pl.Series(keep))
+    assert sum(encode.calls[1:]) == 15 and lines[-1] == "semantic overlap: 15 of 15 passages encoded"
+    # every question has 325 passages: the stratified mean is the mean of the sampled cosines
+    assert got == pytest.approx(per_question_overlap(questions, sampled, text_vectors), rel=1e-6)
+
+
 def test_difficulties_encode_every_distinct_text_once_and_match_per_question_calls():
     questions = pl.DataFrame(
         {

@@ -13,8 +13,9 @@ import polars as pl
 import pytest
 
 from assets.quit import release, rules, sources
-from assets.quit.assets import benchmark, release_files
+from assets.quit.assets import benchmark, release_files, statistics
 from assets.quit.settings import QuitSettings
+from resources.encoders import EncoderResource
 from resources.storage import (
     ParquetIOManager,
     StorageResource,
@@ -358,3 +359,144 @@ def test_table_1_names_passages_of_unknown_questions():
         release.table1(
             T1_QUESTIONS, T1_CORPUS.with_columns(pl.lit("q9").alias("question_id")), T1_QRELS, cosine_six_tenths
         )
+
+
+# --- Table 1's semantic overlap from a seeded sample of each question's passages -----------------
+
+
+def test_the_overlap_sample_takes_n_passages_of_each_question_by_seed():
+    ids = pl.Series(["q1"] * 7 + ["q2"] * 3 + ["q3"] * 5)
+    mask = release.overlap_sample_mask(ids, 4, seed=13)
+    assert mask.dtype == bool and len(mask) == 15
+    # min(4, N_q) of each question: q2 has only 3 passages
+    assert {q: int(mask[ids.to_numpy() == q].sum()) for q in ("q1", "q2", "q3")} == {"q1": 4, "q2": 3, "q3": 4}
+    assert (release.overlap_sample_mask(ids, 4, seed=13) == mask).all()
+    assert (release.overlap_sample_mask(ids, 4, seed=14) != mask).any()
+    assert release.overlap_sample_mask(ids, None, seed=13) is None
+
+
+def cosine_by_text(texts):
+    # a question [1, 0]; a passage "cos <c>" at cosine c to it
+    return np.array(
+        [[1.0, 0.0] if not t.startswith("cos ") else [float(t[4:]), np.sqrt(1 - float(t[4:]) ** 2)] for t in texts]
+    )
+
+
+SAMPLED_QUESTIONS = pl.DataFrame(
+    {"question_id": ["q1", "q2"], "question": ["First?", "Second?"], "answers": [["a"], ["b"]]}
+)
+SAMPLED_CORPUS = pl.DataFrame(
+    {
+        "passage_id": [f"p{i}" for i in range(8)],
+        "question_id": ["q1"] * 4 + ["q2"] * 4,
+        "text": [f"cos {c}" for c in (0.2, 0.4, 0.6, 0.8, 0.1, 0.3, 0.5, 0.9)],
+        "num_hints": [1, 2, 3, 4] * 2,
+    }
+)
+SAMPLED_QRELS = SAMPLED_CORPUS.select("question_id", "passage_id", pl.lit(1).alias("label"))
+
+
+def test_a_sampled_overlap_is_the_stratified_mean_with_its_interval():
+    # seed 1 takes passages 1 and 3 of each question: q1's cosines 0.2, 0.6; q2's 0.1, 0.9
+    assert release.overlap_sample_mask(SAMPLED_CORPUS["question_id"], 2, seed=1).tolist() == [1, 0, 1, 0, 1, 0, 0, 1]
+    calls = []
+
+    def encode(texts):
+        calls.append(len(texts))
+        return cosine_by_text(texts)
+
+    table, overlap = release.table1_estimated(
+        SAMPLED_QUESTIONS, SAMPLED_CORPUS, SAMPLED_QRELS, encode, sample=2, seed=1, encoder="stand-in, float32"
+    )
+    # the two questions, then only the four sampled passages
+    assert calls == [2, 4] and (overlap.encoded, overlap.passages) == (4, 8)
+    # means 0.4 and 0.5, each question half the corpus: 0.5 * 0.4 + 0.5 * 0.5 = 0.45 (every passage: 0.475)
+    # variances (ddof 1): q1 (0.2^2 + 0.2^2) / 1 = 0.08, q2 (0.4^2 + 0.4^2) / 1 = 0.32
+    # Var = 0.5^2 * (1 - 2/4) * 0.08 / 2 + 0.5^2 * (1 - 2/4) * 0.32 / 2 = 0.005 + 0.02 = 0.025
+    # half-width 1.959964 * sqrt(0.025) = 0.309897
+    assert overlap.value == pytest.approx(0.45)
+    assert (overlap.ci_low, overlap.ci_high) == (pytest.approx(0.140103, abs=1e-6), pytest.approx(0.759897, abs=1e-6))
+    row = table.filter(pl.col("metric") == "Query-Passage Semantic Overlap").row(0, named=True)
+    assert (row["value"], row["ci_low"], row["ci_high"]) == (overlap.value, overlap.ci_low, overlap.ci_high)
+    assert row["definition"] == (
+        "mean cosine of question and passage embeddings, estimated from a seeded sample of 2 passages per question "
+        "(4 of 8, seed 1), stratified by question; 95% interval [0.1401, 0.7599]; stand-in, float32"
+    )
+    # the other rows are exact, over every passage, and have no interval
+    assert table.filter(pl.col("ci_low").is_not_null()).height == 1
+    assert dict(table.select("metric", "value").iter_rows())["Total Passages"] == 8
+
+
+def test_table_1_reads_every_passage_by_default_and_names_its_encoder():
+    table, overlap = release.table1_estimated(
+        SAMPLED_QUESTIONS, SAMPLED_CORPUS, SAMPLED_QRELS, cosine_by_text, encoder="minilm, float32"
+    )
+    assert overlap.value == pytest.approx(0.475) and overlap.ci_low is None and overlap.encoded == 8
+    row = table.filter(pl.col("metric") == "Query-Passage Semantic Overlap").row(0, named=True)
+    assert row["ci_low"] is None and row["ci_high"] is None
+    assert row["definition"] == "mean cosine of question and passage embeddings, every passage; minilm, float32"
+
+
+def test_every_passage_of_each_question_sampled_gives_the_exact_mean_and_no_width():
+    overlap = release.table1_estimated(SAMPLED_QUESTIONS, SAMPLED_CORPUS, SAMPLED_QRELS, cosine_by_text, sample=4)[1]
+    assert overlap.value == pytest.approx(0.475)
+    assert overlap.ci_low == pytest.approx(overlap.value, abs=1e-12) == overlap.ci_high
+
+
+def test_the_stratified_interval_covers_the_exact_mean_about_95_times_in_100():
+    # 200 questions x 325 cosines: question means spread 0.11 about 0.47, passages 0.049 about theirs
+    rng = np.random.default_rng(2024)
+    cosines = (0.47 + 0.11 * rng.normal(size=(200, 1)) + 0.049 * rng.normal(size=(200, 325))).ravel()
+    codes = np.repeat(np.arange(200), 325)
+    ids, exact, sizes = pl.Series(codes), cosines.mean(), np.full(200, 325)
+
+    def interval(n, seed):
+        keep = release.overlap_sample_mask(ids, n, seed)
+        c, y = codes[keep], cosines[keep]
+        return release.stratified_interval(
+            np.bincount(c, y, 200), np.bincount(c, y**2, 200), np.bincount(c, minlength=200), sizes
+        )
+
+    covered = [low <= exact <= high for _, low, high in (interval(4, seed) for seed in range(400))]
+    assert 0.92 <= np.mean(covered) <= 0.98
+    estimate, low, high = interval(325, 0)
+    assert estimate == pytest.approx(exact, abs=1e-12) and high - low == pytest.approx(0, abs=1e-12)
+
+
+class StandInEncoder(EncoderResource):
+    def encode(self, texts, kind="passage", log=None):
+        return cosine_by_text(texts)
+
+
+@pytest.mark.parametrize("sample", [None, 2])
+def test_the_statistics_asset_samples_by_its_settings_and_reports_the_interval(tmp_path, sample):
+    stubs = {"benchmark_questions": SAMPLED_QUESTIONS, "benchmark_corpus": SAMPLED_CORPUS}
+    result = dg.materialize(
+        [statistics, stub("benchmark_qrels", SAMPLED_QRELS), *(stub(n, f) for n, f in stubs.items())],
+        resources={
+            "io_manager": ParquetIOManager(root=str(tmp_path)),
+            "encoder": StandInEncoder(),
+            "quit_settings": QuitSettings(semantic_overlap_sample=sample, seed=1),
+        },
+    )
+    meta = result.asset_materializations_for_node("quit__statistics")[0].metadata
+    assert meta["encoder"].value == "minilm, float32"
+    if sample is None:
+        assert meta["table1/semantic_overlap_sampled"].value == 8 and "table1/semantic_overlap_ci_low" not in meta
+        assert meta["table1/Query-Passage Semantic Overlap"].value == pytest.approx(0.475)
+    else:
+        # the hand-computed interval above
+        assert meta["table1/semantic_overlap_sampled"].value == 4
+        assert meta["table1/semantic_overlap_ci_low"].value == pytest.approx(0.140103, abs=1e-6)
+        assert meta["table1/semantic_overlap_ci_high"].value == pytest.approx(0.759897, abs=1e-6)
+    with pytest.raises(ValueError, match="greater than or equal to 2"):
+        QuitSettings(semantic_overlap_sample=1)
+
+
+def test_make_run_prints_the_sampled_row_with_its_interval():
+    from pipelines.summary import table_1_printed
+
+    table = release.table1(SAMPLED_QUESTIONS, SAMPLED_CORPUS, SAMPLED_QRELS, cosine_by_text, sample=2, seed=1)
+    cells = dict(table_1_printed(table).select("metric", "value").iter_rows())
+    assert cells["Query-Passage Semantic Overlap"] == "0.45 [0.1401, 0.7599]"
+    assert cells["Total Passages"] == "8.0"
