@@ -60,6 +60,6 @@ EXPOSE 3000 3030
 # with no login, so publish it on the host's loopback only (`-p 127.0.0.1:3000:3000`); it
 # listens on 0.0.0.0 inside the container because that is what a published port reaches.
 # A team runs the Helm deployment instead: a read-only webserver, the read-write one behind an
-# authenticating proxy (README, "A deployment a team can share").
+# authenticating proxy (docs/operate/cluster.md, "A deployment a team can share").
 # Deployments replace this command (no ENTRYPOINT, so the chart's args run as given).
 CMD ["env", "DAGSTER_HOME=/opt/benchfoundry", "dagster", "dev", "-h", "0.0.0.0", "-p", "3000", "-w", "workspace.yaml"]

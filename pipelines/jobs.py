@@ -196,7 +196,7 @@ reteco_report_job = dg.define_asset_job(
     description="RECOR's runs scored as SemEval-2027 RETECO Track 2 scores a submission: binary nDCG@10 macro-averaged "
     "over the target turns (official), MAP@10, Recall@10, MRR, per domain and by depth T1-T4, T5+; and the "
     "leaderboard, one row per sub-track (2a, 2b, 2c) and run. "
-    "Participants' files: python -m pipelines.reteco check/score/judge (README).",
+    "Participants' files: python -m pipelines.reteco check/score/judge (docs/benchmarks/reteco.md).",
 )
 recor_generation_job = dg.define_asset_job(
     "recor_generation",

@@ -228,7 +228,7 @@ def arguments() -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="build WikiProfile from Wikimedia's own data in FOLDER: summaries/ (CirrusSearch content dumps, "
         "wikimedia/wikipedia Parquet shards or REST page-summary JSON Lines) and views/ (country_project_page "
-        "daily files or page-views API JSON); README, 'WikiProfile from Wikipedia'",
+        "daily files or page-views API JSON); docs/benchmarks/wikiprofile.md",
     )
     parser.add_argument(
         "--beir",
@@ -236,7 +236,7 @@ def arguments() -> argparse.ArgumentParser:
         help="comma-separated datasets of the dataset registry (resources/datasets.yaml, or the file "
         "BENCHFOUNDRY_DATASETS names) to evaluate every retriever and reranker on, all or none. Default: every "
         "registered dataset, unless --benchmarks leaves out beir. Names only: the deployment's registry says "
-        "where each dataset is (README, 'Evaluating on another dataset')",
+        "where each dataset is (docs/evaluate/another-dataset.md)",
     )
     demo_quit = {preset: named_splits(evaluated["quit"]) for preset, evaluated in DEMO_EVALUATION.items()}
     parser.add_argument(

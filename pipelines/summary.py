@@ -152,7 +152,7 @@ def announce(options: RunOptions) -> None:
         print(f"make run, the papers' configuration (hours with the embedded model): {built}.")
     if options.preset == "quick" and not options.reteco:
         print(
-            '  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; README.md says what it '
+            '  a larger demo: make run ARGS="--preset full" (about 52 minutes for all three; docs/getting-started.md says what it '
             "builds and what each flag does)"
         )
     if options.beir:
@@ -178,7 +178,7 @@ def print_plan(options: RunOptions, planned: RunPlan) -> None:
         print("(quit_retrieval and quit_rerank also run the retriever and reranker that quit_finetune registers)")
 
 
-# What every export folder holds (assets.common.sharing); README, "Sharing a build".
+# What every export folder holds (assets.common.sharing); docs/build/sharing.md.
 EXPORT_FORMATS = "(hf/: README.md card, data/, croissant.json)"
 
 

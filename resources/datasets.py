@@ -1,5 +1,5 @@
 """The registry of datasets in BEIR's layout that the registered retrievers and rerankers are
-evaluated on, beside the three benchmarks (README, "Evaluating on another dataset").
+evaluated on, beside the three benchmarks (docs/evaluate/another-dataset.md).
 
 A dataset is a folder or ``s3://`` prefix holding ``corpus.jsonl``, ``queries.jsonl`` and
 ``qrels/<split>.tsv`` (:mod:`assets.common.formats.beir`), named once in

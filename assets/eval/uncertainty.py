@@ -352,4 +352,4 @@ def formatted(long: pl.DataFrame, keys: Sequence[str], digits: int = 3) -> pl.Da
     return long.with_columns(cell.alias("cell")).pivot(on="metric", index=keys, values="cell")
 
 
-PRINTED_NOTE = "value [95% interval]; * the best of its table or not significantly worse (README, 'Uncertainty')"
+PRINTED_NOTE = "value [95% interval]; * the best of its table or not significantly worse (docs/evaluate/uncertainty.md)"

@@ -28,7 +28,7 @@ class WikiProfileSettings(ProfiledSettings):
 
     # Where the page summaries come from: the project's own JSON at ``pages_path`` (the bundled
     # sample by default), or Wikimedia's data under ``wikipedia_path`` through the
-    # ``wikipedia_summaries`` and ``wikipedia_views`` assets (README, "WikiProfile from Wikipedia").
+    # ``wikipedia_summaries`` and ``wikipedia_views`` assets (docs/benchmarks/wikiprofile.md, "WikiProfile from Wikipedia").
     pages_source: Literal["sample", "wikipedia"] = "sample"
     pages_path: str = "data/wikiprofile/pages.jsonl"
     # The deployment's folder of Wikimedia files: ``summaries/`` (CirrusSearch content dumps,

@@ -415,5 +415,5 @@ def test_a_team_sees_a_read_only_ui_and_the_read_write_one_stays_inside(values):
     webserver = values["dagsterWebserver"]
     assert webserver["enableReadOnly"] is True
     assert webserver["service"]["type"] == "ClusterIP"
-    readme = (ROOT / "README.md").read_text()
-    assert "docker run -p 127.0.0.1:3000:3000" in readme and "--read-only" in readme
+    guide = (ROOT / "docs" / "operate" / "cluster.md").read_text()
+    assert "docker run -p 127.0.0.1:3000:3000" in guide and "--read-only" in guide

@@ -143,7 +143,7 @@ SUMMARY_SHARES = (
     "excluded_direct_inference",
 )
 KNOWN_WITH_THINKING = ("direct_recall", "recall_with_thinking", "inference_without_encoding")
-# What each column of Table 2 counts, for the report's metadata and the README. Every share
+# What each column of Table 2 counts, for the report's metadata and the documentation. Every share
 # is in [0, 1] (the paper prints them as percent: 0.25 is its 25%).
 DEFINITIONS = {
     "encodes": "E (some encoding task with g > tau_enc), a share of the profiled facts",

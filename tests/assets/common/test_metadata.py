@@ -85,7 +85,8 @@ def test_no_page_or_readme_says_scores_are_in_percent():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]
-    texts = {str(p.relative_to(root)): p.read_text() for p in [root / "README.md", *(root / "assets").rglob("*.py")]}
+    pages = [root / "README.md", *(root / "docs").rglob("*.md"), *(root / "assets").rglob("*.py")]
+    texts = {str(p.relative_to(root)): p.read_text() for p in pages}
     assert not [name for name, text in texts.items() if "scores in percent" in text.lower()]
     import assets.eval.reports as reports
 
@@ -142,4 +143,5 @@ def test_no_wikiprofile_report_text_says_percent():
         for n, line in enumerate((root / s).read_text().splitlines(), 1)
         if code.search(line)
     ]
-    assert "WikiProfile's Table 2 and analysis tables still show percentages" not in (root / "README.md").read_text()
+    for page in [root / "README.md", *(root / "docs").rglob("*.md")]:
+        assert "WikiProfile's Table 2 and analysis tables still show percentages" not in page.read_text(), page

@@ -14,7 +14,7 @@ The rules, from the task's evaluation page:
 - Generation files are UTF-8 JSONL with ``turn_id`` and ``answer``; five judged dimensions on
   a 1-5 scale, each normalized as (score - 1) / 4, macro-averaged; no composite with retrieval.
 
-Where the page is silent, the project reads it as follows (README, "SemEval-2027 RETECO Track
+Where the page is silent, the project reads it as follows (docs/benchmarks/reteco.md, "SemEval-2027 RETECO Track
 2"): the target turns are the turns with gold documents (the release's qrels); a run's
 documents are ordered as trec_eval orders them (score descending, ties by document id
 descending), after duplicates are removed in file order; the official corpus is the union of
