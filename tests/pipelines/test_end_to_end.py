@@ -141,7 +141,7 @@ def test_default_run_prints_no_java_line_nor_beta_warning_and_its_log_has_them(d
     log = Path(re.match(r"the log of this run: (\S+) \(", default_run.stdout).group(1))
     assert log.parent == default_run.cache / "logs"
     assert default_run.stdout.splitlines()[-1] == f"log of this run:          {log}"
-    assert re.search(r"^\[1/\d+\] quit_source: ok in \d+s, \d+m\d\ds elapsed$", default_run.stdout, re.M)
+    assert re.search(r"^\[1/\d+\] quit_prepare: ok in \d+s, \d+m\d\ds elapsed$", default_run.stdout, re.M)
     terminal = default_run.stdout + default_run.errors.read_text()
     logged = log.read_text()
     for line in ("INFO  [main] index.", "BetaWarning", "PreviewWarning", " - dagster - "):
