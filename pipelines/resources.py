@@ -1,8 +1,8 @@
 """The resources every job gets, configured from the environment: ``BENCHFOUNDRY_STORAGE``
 (the one storage root: tables, exports, run files, indexes), ``BENCHFOUNDRY_CACHE`` (the
-LLM response cache, and the local disk of Lucene indexes when the root is remote) and
-``BENCHFOUNDRY_CACHE_TYPE`` (``disk`` by default; ``postgres``: the answers in the table at
-``BENCHFOUNDRY_CACHE_URL``, shared by every worker of a deployment).
+LLM response cache, the local disk of Lucene indexes when the root is remote, ``make run``'s
+logs) and ``BENCHFOUNDRY_CACHE_TYPE`` (``disk`` by default; ``postgres``: the answers in the
+table at ``BENCHFOUNDRY_CACHE_URL``, shared by every worker of a deployment).
 
 What a run may set of them is :data:`RUN_FIELDS`, and nothing else (``resources.run_config``):
 the fields that change what is computed. Where the parts are (the storage and index roots,
@@ -118,10 +118,16 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+def cache_folder() -> str:
+    """The deployment's local cache folder (``BENCHFOUNDRY_CACHE``): the LLM answers on disk,
+    the local indexes, ``make run``'s logs."""
+    return os.environ.get("BENCHFOUNDRY_CACHE", ".cache")
+
+
 def default_resources() -> dict:
     """The deployment's resources as the environment wires them (plain resources: the
     definitions make them :func:`deployment_resources`)."""
-    cache = os.environ.get("BENCHFOUNDRY_CACHE", ".cache")
+    cache = cache_folder()
     return {
         "storage": StorageResource(root=storage_root(), local_index_root=os.path.join(cache, "indexes")),
         # The IO manager reads its root from ``storage``: one setting moves every file.

@@ -5,15 +5,24 @@ every materialization), then print where everything is.
 It runs the settings' demo profile, sliced further by a preset, unless ``--profile paper``
 asks for the papers' configuration (what the web UI runs with no config). ``--reteco RELEASE``
 is SemEval-2027 RETECO Track 2's profile: RECOR's retrieval evaluation alone, from a RECOR
-release, up to the task's official table."""
+release, up to the task's official table.
+
+The run's first line names its log file: Dagster's step lines, Anserini's and Dagster's beta
+warnings go there (:mod:`pipelines.console`); the terminal gets a line per stage run and the
+summary. ``--verbose`` prints everything on the terminal."""
 
 from __future__ import annotations
 
+# first: the project's modules below raise Dagster's beta warnings as they are imported
+from pipelines import console  # isort: split
+
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
 import time
+from typing import TextIO
 
 import dagster as dg
 
@@ -29,7 +38,7 @@ from assets.wikiprofile.settings import WikiProfileSettings
 from assets.wikiprofile.sources.wikipedia import WINDOW, window_months
 from pipelines.definitions import build_defs
 from pipelines.jobs import QUIT_STAGES, REGISTERING_STAGES
-from pipelines.resources import default_resources
+from pipelines.resources import cache_folder, default_resources
 from pipelines.stages import (
     BEIR,
     BENCHMARKS,
@@ -45,7 +54,7 @@ from pipelines.stages import (
     run_plan,
     stage_partitions,
 )
-from pipelines.summary import announce, named_splits, print_plan, summarize
+from pipelines.summary import announce, announce_log, named_splits, print_log, print_plan, summarize
 from resources.datasets import DATASETS_PATH, load_datasets
 from resources.storage import StorageResource
 
@@ -108,28 +117,34 @@ def run_stages(
     registries: dict[str, str] | None = None,
     tags: dict[str, str] | None = None,
     partitions: dict[str, list] | None = None,
+    errors: TextIO | None = None,
 ) -> bool:
     """Execute the stage jobs in order, each partitioned stage once per key of its partitions
     (``partitions``; by default :func:`stage_partitions` of the project's registries), a stage
     with its entry of ``configs`` (run config) when it has one, every run with ``tags``
     (``make run`` names its profile in ``PROFILE_TAG``, as the profile jobs do). After a stage
     that registers trained models, the instance's partitions and QUIT's retriever and
-    reranker keys are read again from the registries (``registries``: other registry files)."""
+    reranker keys are read again from the registries (``registries``: other registry files).
+    Each run is a ``log`` line: how many of the runs are done, its stage and partition, its
+    time and the time since the first; a failed run's errors go to ``errors`` (standard error)."""
     partitions = dict(partitions if partitions is not None else stage_partitions())
-    for job_name, named in stages:
+    started, done, total = time.monotonic(), 0, runs(stages, partitions)
+    for i, (job_name, named) in enumerate(stages):
         job = defs.resolve_job_def(job_name)
         run_config = {**QUIET, **(configs or {}).get(job_name, {})}
         for key in partitions[named] if named else [None]:
-            label = f"{job_name}[{key}]" if key else job_name
             t = time.monotonic()
             result = job.execute_in_process(
                 instance=instance, partition_key=key, raise_on_error=False, run_config=run_config, tags=tags
             )
-            log(f"{label}: {'ok' if result.success else 'FAILED'} in {time.monotonic() - t:.0f}s")
+            done += 1
+            label = f"{job_name}[{key}]" if key else job_name
+            took, elapsed = time.monotonic() - t, clock(time.monotonic() - started)
+            log(f"[{done}/{total}] {label}: {'ok' if result.success else 'FAILED'} in {took:.0f}s, {elapsed} elapsed")
             if not result.success:
                 for event in result.all_events:
                     if event.is_failure:
-                        print(event.message, file=sys.stderr)
+                        print(event.message, file=errors or sys.stderr)
                 return False
         if job_name in REGISTERING_STAGES:
             sync_partitions(instance, **(registries or {}))
@@ -141,7 +156,18 @@ def run_stages(
                 for k in partitions["beir_dataset_retrievers"]
                 if k.keys_by_dimension["dataset"] in partitions.get("beir_datasets", [])
             ]
+            total = done + runs(stages[i + 1 :], partitions)
     return True
+
+
+def runs(stages, partitions: dict[str, list]) -> int:
+    """How many runs ``stages`` take: one a key of each partitioned stage's partitions, one each other stage."""
+    return sum(len(partitions[named]) if named else 1 for _, named in stages)
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as minutes and seconds: 3m05s."""
+    return f"{round(seconds) // 60}m{round(seconds) % 60:02d}s"
 
 
 def profiled(cls: type[ProfiledSettings], profile: str, **flags: int | None) -> ProfiledSettings:
@@ -170,6 +196,7 @@ class RunOptions:
     beir: list[str]  # the registered BEIR-layout datasets evaluated (--beir)
     finetune: bool
     plan_only: bool
+    verbose: bool
     quit: QuitSettings
     recor: RecorSettings
     wikiprofile: WikiProfileSettings
@@ -250,6 +277,12 @@ def arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--plan", action="store_true", help="print the stages and partitions the run would materialize, and stop"
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print Dagster's step lines, Lucene's, and Dagster's warnings on the APIs it marks beta or preview "
+        "on the terminal as they come, and write no log file (by default they go to the log file the first line names)",
     )
     return parser
 
@@ -340,6 +373,7 @@ def parse(argv: list[str] | None = None) -> RunOptions:
         wikipedia=args.wikipedia,
         beir=datasets,
         plan_only=args.plan,
+        verbose=args.verbose,
         finetune=args.finetune if args.finetune is not None else args.from_release or args.profile == "paper",
         quit=profiled(
             QuitSettings,
@@ -479,9 +513,16 @@ def plan(options: RunOptions) -> RunPlan:
     return RunPlan(stages, partitions, configs)
 
 
-def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
+def run(options: RunOptions, planned: RunPlan, log: str | None = None) -> StorageResource | None:
     """Materializes ``planned`` into the project's instance; the storage it wrote to, or
-    None when a stage failed."""
+    None when a stage failed. Everything but the project's lines goes to the file ``log``
+    (:func:`console.quiet`), unless it is None."""
+    with console.quiet(log) if log else contextlib.nullcontext(console.Terminal(sys.stdout, sys.stderr)) as terminal:
+        return materialize(options, planned, terminal)
+
+
+def materialize(options: RunOptions, planned: RunPlan, terminal: console.Terminal) -> StorageResource | None:
+    """:func:`run`'s work, its lines on ``terminal``."""
     if options.reteco:
         # the operator named this release on the command line: a release folder of this run
         add_release_folder(options.reteco)
@@ -511,22 +552,34 @@ def run(options: RunOptions, planned: RunPlan) -> StorageResource | None:
         configs=planned.configs,
         tags={PROFILE_TAG: options.profile},
         partitions=planned.partitions,
+        log=lambda line: print(line, file=terminal.out),
+        errors=terminal.err,
     ):
         return None
-    print(f"\nfinished in {time.monotonic() - started:.0f}s")
+    print(f"\nfinished in {time.monotonic() - started:.0f}s", file=terminal.out)
     return storage
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
+    log = None
+    if options.verbose:
+        console.loud()
+    elif not options.plan_only:
+        log = console.log_path(cache_folder())
+        announce_log(log)
     announce(options)
     planned = plan(options)
     if options.plan_only:
         print_plan(options, planned)
         return 0
-    if (storage := run(options, planned)) is None:
+    if (storage := run(options, planned, log)) is None:
+        if log:
+            print_log(log, file=sys.stderr)
         return 1
     summarize(options, storage)
+    if log:
+        print_log(log)
     return 0
 
 

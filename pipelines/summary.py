@@ -111,6 +111,19 @@ def describe(
     return parts
 
 
+def announce_log(path: str) -> None:
+    """A run's first line: its log file, and what goes there."""
+    print(
+        f"the log of this run: {path} (Dagster's step lines, Lucene's INFO lines, Dagster's warnings on the "
+        'APIs it marks beta or preview; make run ARGS="--verbose" prints them here)'
+    )
+
+
+def print_log(path: str, file=None) -> None:
+    """The summary's line that names the run's log file."""
+    print(f"{'log of this run:':<26}{path}", file=file)
+
+
 def announce(options: RunOptions) -> None:
     """The lines a run prints first: what it builds and evaluates, and how large."""
     built = "; ".join(

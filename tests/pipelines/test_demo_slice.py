@@ -118,9 +118,11 @@ def test_the_first_line_says_what_the_demo_evaluates(plan):
         assert "profiles facts" not in plan(*args)[0], args
 
 
-def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(monkeypatch):
+def test_the_demo_run_config_points_only_quit_and_wikiprofile_at_their_samples(monkeypatch, tmp_path):
     """What ``main`` passes to :func:`run_default.run_stages` for the default run."""
     seen = {}
+    # the run's log file
+    monkeypatch.setenv("BENCHFOUNDRY_CACHE", str(tmp_path))
     monkeypatch.setattr(run_default, "build_defs", lambda **_: None)
     monkeypatch.setattr(run_default, "sync_partitions", lambda *_, **__: None)
     monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(lambda: None))

@@ -4,6 +4,7 @@ What a run restricted with ``--benchmarks`` leaves out is checked on its plan.""
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -115,7 +116,7 @@ def test_unknown_domains_are_refused(capsys):
 @pytest.mark.slow
 def test_default_run_prints_where_everything_is(default_run):
     stdout = default_run.stdout
-    assert stdout.startswith("make run, the demo slice (preset quick;")
+    assert stdout.splitlines()[1].startswith("make run, the demo slice (preset quick;")
     for line in (
         "QUIT benchmark files",
         "Total Passages",
@@ -130,6 +131,21 @@ def test_default_run_prints_where_everything_is(default_run):
         "make verify",
     ):
         assert line in stdout, line
+
+
+@pytest.mark.slow
+def test_default_run_prints_no_java_line_nor_beta_warning_and_its_log_has_them(default_run):
+    """Issue 50: the terminal gets the project's lines, a line per stage run; the log file the
+    first line names (under the run's cache folder) gets Anserini's INFO lines, Dagster's step
+    lines and its warnings on the beta and preview APIs the project uses."""
+    log = Path(re.match(r"the log of this run: (\S+) \(", default_run.stdout).group(1))
+    assert log.parent == default_run.cache / "logs"
+    assert default_run.stdout.splitlines()[-1] == f"log of this run:          {log}"
+    assert re.search(r"^\[1/\d+\] quit_prepare: ok in \d+s, \d+m\d\ds elapsed$", default_run.stdout, re.M)
+    terminal = default_run.stdout + default_run.errors.read_text()
+    logged = log.read_text()
+    for line in ("INFO  [main] index.", "BetaWarning", "PreviewWarning", " - dagster - "):
+        assert line not in terminal and line in logged, line
 
 
 @pytest.mark.slow
