@@ -33,8 +33,8 @@ settings.register_profile("benchfoundry", derandomize=True, database=None)
 settings.load_profile("benchfoundry")
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# The most the suite holds in temporary folders at once, rounded up (measured by sampling `df`
-# through a fresh-clone `.ci/run`: BENCHMARKS.md, "The suite").
+# The most the suite holds in temporary files at once, rounded up: about 2.8 GB, sampling `df`
+# through a fresh-clone `.ci/run` (BENCHMARKS.md, "The test suite", f976979).
 LOW_DISK_GIB = 4
 SCRIPTED_REGISTRY = str(FIXTURES / "models_scripted.yaml")
 
