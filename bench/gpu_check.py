@@ -58,6 +58,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import numpy as np  # noqa: E402
 
+from resources.encoders import cpu_flags  # noqa: E402  (the parser bf16_unsupported reads the flags with)
+
 K, NPROBE, SEED = 100, 16, 7
 TIE_TOLERANCE, MIN_COSINE, MIN_BF16_COSINE = 1e-5, 0.9999, 0.99
 # QUIT's Table 1: every passage and question encoded, or four passages sampled per question;
@@ -82,12 +84,6 @@ class Sizes:
 
 FULL = Sizes(200_000, 1_000, 1024, 2_000, 2_000, 2_000, (64, 256), 2_000)
 QUICK = Sizes(20_000, 200, 128, 200, 50, 16, (64,), 500)
-
-
-def cpu_flags(cpuinfo: str) -> set[str]:
-    """The flags of the first processor in a /proc/cpuinfo text."""
-    line = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
-    return set(line.split(":", 1)[1].split()) if ":" in line else set()
 
 
 def cpu_model(cpuinfo: str) -> str:

@@ -84,10 +84,15 @@ def _described(name: str):
     return loaded if loaded is not None else _load(name, None)
 
 
+def cpu_flags(cpuinfo: str) -> set[str]:
+    """The flags of the first processor in a /proc/cpuinfo text."""
+    line = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
+    return set(line.split(":", 1)[1].split()) if ":" in line else set()
+
+
 def _cpu_flags() -> set[str]:
     try:
-        with open("/proc/cpuinfo") as f:
-            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+        return cpu_flags(Path("/proc/cpuinfo").read_text())
     except OSError:
         return set()
 
