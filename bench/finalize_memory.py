@@ -50,20 +50,16 @@ def prepare(root: str, passages_wanted: int, seed: int = 7) -> dict:
     """Writes every input of the finalize steps under ``root``; returns what was made."""
     import polars as pl
 
-    from assets.quit.rules import PASSAGES_PER_QUESTION, passage_batches
-    from resources.storage import table_uri, write_parquet, write_parquet_batches
+    from assets.quit.rules import PASSAGES_PER_QUESTION
+    from resources.storage import table_uri, write_parquet
 
-    n = max(1, round(passages_wanted / PASSAGES_PER_QUESTION))
-    selected, splits, metadata = synthetic_questions(n, random.Random(seed))
+    n, selected, metadata, passages = write_questions(root, passages_wanted, seed)
     ids = selected["question_id"].to_list()
 
     def uri(*key):
         return table_uri(root, ["quit", *key])
 
-    write_parquet(uri("selected_questions"), selected)
-    write_parquet(uri("splits"), splits)
     write_parquet(uri("question_metadata"), metadata)
-    passages = write_parquet_batches(uri("passages"), passage_batches(selected.select("question_id", "hints")))
     pids = iter(pl.read_parquet(uri("passages"), columns=["passage_id"])["passage_id"].to_list())
     pids = [[next(pids) for _ in range(PASSAGES_PER_QUESTION)] for _ in ids]
     for li, model in enumerate(LABELERS):
@@ -72,6 +68,22 @@ def prepare(root: str, passages_wanted: int, seed: int = 7) -> dict:
     with open(os.path.join(root, "decisions.json"), "w") as f:
         json.dump(verification_decisions(ids), f)
     return {"questions": n, "passages": passages}
+
+
+def write_questions(root: str, passages_wanted: int, seed: int = 7) -> tuple:
+    """The selected questions (enough for ``passages_wanted`` passages), their splits (every
+    one labeled) and their passages, written under ``root`` as the IO manager stores them; returns
+    the question count, the questions, their metadata (unwritten) and the passages written."""
+    from assets.quit.rules import PASSAGES_PER_QUESTION, passage_batches
+    from resources.storage import table_uri, write_parquet, write_parquet_batches
+
+    n = max(1, round(passages_wanted / PASSAGES_PER_QUESTION))
+    selected, splits, metadata = synthetic_questions(n, random.Random(seed))
+    write_parquet(table_uri(root, ["quit", "selected_questions"]), selected)
+    write_parquet(table_uri(root, ["quit", "splits"]), splits)
+    batches = passage_batches(selected.select("question_id", "hints"))
+    passages = write_parquet_batches(table_uri(root, ["quit", "passages"]), batches)
+    return n, selected, metadata, passages
 
 
 def synthetic_questions(n: int, rng: random.Random) -> tuple:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
 import sys
 import tempfile
@@ -35,28 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.finalize_memory import FULL_PASSAGES, synthetic_questions  # noqa: E402
+from bench.finalize_memory import FULL_PASSAGES, write_questions  # noqa: E402
 from bench.scale import StandInServer, prepare_work, run_stage  # noqa: E402
 from bench.scale_inputs import LABELERS  # noqa: E402
 
 TARGET_GB = 6.0
-
-
-def write_inputs(storage: str, passages_wanted: int, seed: int = 7) -> dict:
-    """The tables ``passage_answers`` reads, as the IO manager stores them under ``storage``."""
-    from assets.quit.rules import PASSAGES_PER_QUESTION, passage_batches
-    from resources.storage import table_uri, write_parquet, write_parquet_batches
-
-    n = max(1, round(passages_wanted / PASSAGES_PER_QUESTION))
-    selected, splits, _ = synthetic_questions(n, random.Random(seed))
-
-    def uri(name):
-        return table_uri(storage, ["quit", name])
-
-    write_parquet(uri("selected_questions"), selected)
-    write_parquet(uri("splits"), splits)
-    passages = write_parquet_batches(uri("passages"), passage_batches(selected.select("question_id", "hints")))
-    return {"questions": n, "passages": passages}
 
 
 def main() -> int:
@@ -71,11 +53,13 @@ def main() -> int:
     server = StandInServer.start(scratch / "standin.log")
     try:
         # the scale probe's registries and Dagster home; its QUIT sources are written but not read
-        probe_opts = types.SimpleNamespace(llm_mode="http", recor_retrievers=["bm25"])
+        probe_opts = types.SimpleNamespace(llm_mode="http", recor_retrievers=["bm25"], semantic_overlap_sample=None)
         work = scratch / "work"
         env = prepare_work("quit", 2, probe_opts, server, work, [opts.labeler])
         t = time.time()
-        made = write_inputs(env["BENCHFOUNDRY_STORAGE"], opts.passages)
+        # the tables passage_answers reads, as the IO manager stores them
+        questions, _, _, passages = write_questions(env["BENCHFOUNDRY_STORAGE"], opts.passages)
+        made = {"questions": questions, "passages": passages}
         print(f"inputs: {made['questions']:,} questions, {made['passages']:,} passages in {time.time() - t:.0f} s")
         record, log = run_stage(f"quit:labeling:{opts.labeler}", f"labeling:{opts.labeler}", work, env, server)
     finally:
